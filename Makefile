@@ -1,0 +1,56 @@
+# Criticizer — the two commands are `make run` and `make test`; both install
+# what is missing first (pinned: go.mod, internal/devstack/_npm/package-lock.json).
+SHELL := /bin/bash
+GO    ?= go
+NPM_DIR := internal/devstack/_npm
+NPM_STAMP := $(NPM_DIR)/node_modules/.criticizer-installed
+FUNCTIONS := $(notdir $(wildcard functions/*))
+# Lambda: provided.al2023 on arm64, no cgo, no RPC shim, stripped.
+LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
+LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
+
+.PHONY: run test build bench deps java fuzz vet clean help
+
+help:
+	@echo "make run    start the local stack and serve on 127.0.0.1:\$${PORT:-3000}"
+	@echo "make test   run every test against a local stack it starts and stops"
+	@echo "make build  build one bootstrap per function into build/<fn>/bootstrap"
+	@echo "make bench  run the benchmarks"
+
+run: deps
+	$(GO) run ./cmd/devstack run
+
+test: deps
+	$(GO) vet ./...
+	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -count=1 -timeout 12m ./...
+
+build:
+	@for fn in $(FUNCTIONS); do \
+		echo "build/$$fn/bootstrap"; \
+		$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o build/$$fn/bootstrap ./functions/$$fn || exit 1; \
+	done
+
+bench: deps
+	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -run='^$$' -bench=. -benchmem ./...
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./internal/diff
+	$(GO) test -run='^$$' -fuzz=FuzzRedact -fuzztime=30s ./internal/deadletter
+
+deps: java $(NPM_STAMP)
+
+$(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
+	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# DynamoDB Local needs a Java runtime (17+). Installed with apt when missing
+# and we are root (CI, fresh machines); otherwise say what to do.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing a Java runtime for DynamoDB Local"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
+		else echo "DynamoDB Local needs Java 17+: install openjdk-17-jre-headless" >&2; exit 1; fi; }
+
+clean:
+	rm -rf build .devstack

@@ -1,0 +1,206 @@
+// Command devstack runs Criticizer locally with no AWS account.
+//
+//	devstack run              emulators + tables/queues + the functions, serving HTTP (make run)
+//	devstack exec -- CMD ...  emulators on the test ports, CMD run with their endpoints in its
+//	                          environment, then everything stopped (make test)
+//
+// The emulators come from internal/devstack/_npm (npm ci, done by `make deps`).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/webhook"
+)
+
+// LocalWebhookSecret is the secret `make run` uses when
+// CRITICIZER_WEBHOOK_SECRET is unset. It is for the local stack only.
+const LocalWebhookSecret = "local-dev-secret"
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = run(ctx, os.Args[2:])
+	case "exec":
+		var code int
+		code, err = execCmd(ctx, os.Args[2:])
+		if err == nil {
+			stop()
+			os.Exit(code)
+		}
+	default:
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "devstack:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage:
+  devstack run [-npm DIR] [-logs DIR]          start the local stack and serve on $PORT (default 3000)
+  devstack exec [-npm DIR] [-logs DIR] -- CMD  start the emulators on the test ports, run CMD, stop them
+`)
+}
+
+type common struct{ npm, logs string }
+
+func flags(name string, args []string) (common, []string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var c common
+	fs.StringVar(&c.npm, "npm", "internal/devstack/_npm", "folder with the emulators' node_modules")
+	fs.StringVar(&c.logs, "logs", ".devstack/logs", "folder for the emulators' logs")
+	if err := fs.Parse(args); err != nil {
+		return c, nil, err
+	}
+	return c, fs.Args(), nil
+}
+
+func run(ctx context.Context, args []string) error {
+	c, _, err := flags("run", args)
+	if err != nil {
+		return err
+	}
+	port := os.Getenv("PORT")
+	if port == "" {
+		port = "3000"
+	}
+	log := obs.NewLogger(os.Stderr, os.Getenv("LOG_LEVEL"))
+	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		return fmt.Errorf("API port: %w (set PORT to use another)", err)
+	}
+	defer ln.Close()
+	fmt.Println("starting DynamoDB Local, fauxqs (SQS, S3) and aws-ses-v2-local ...")
+	svc, err := devstack.StartServices(ctx, c.npm, c.logs, devstack.RunPorts)
+	if err != nil {
+		return err
+	}
+	defer svc.Stop()
+	cfg, err := config.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	cfg.Endpoints = svc.Ports.Endpoints()
+	if cfg.WebhookSecret == "" {
+		cfg.WebhookSecret = LocalWebhookSecret
+	}
+	cfg.SESStoreURL = svc.Ports.SESURL()
+	cfg.AllowPrivateDiffs = true
+	clients, err := awsclient.New(ctx, cfg.Endpoints)
+	if err != nil {
+		return err
+	}
+	res, err := devstack.Provision(ctx, clients, "criticizer")
+	if err != nil {
+		return err
+	}
+	res.Apply(&cfg)
+	fns, err := devstack.StartFunctions(ctx, cfg, res, log, devstack.FunctionOptions{Pollers: 2})
+	if err != nil {
+		return err
+	}
+	defer fns.Stop()
+	srv := &http.Server{Handler: fns.API, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	printWelcome(port, svc.Ports, cfg, res)
+	<-ctx.Done()
+	fmt.Println("\nstopping ...")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return nil
+}
+
+func printWelcome(port string, p devstack.Ports, cfg config.Config, res devstack.Resources) {
+	sample := filepath.Join("events", "generic-webhook.json")
+	sig := "<sha256=HMAC of the body>"
+	if b, err := os.ReadFile(sample); err == nil {
+		sig = webhook.Sign([]byte(cfg.WebhookSecret), b)
+	}
+	fmt.Printf(`
+Criticizer is running locally.
+
+  API          http://127.0.0.1:%[1]s   (POST /webhooks/generic, GET /jobs/{id}, GET /healthz)
+  Mailbox      %[2]s             (sent mail; JSON at %[2]s/store)
+  DynamoDB     http://127.0.0.1:%[3]d   tables %[4]s, %[5]s
+  SQS + S3     http://127.0.0.1:%[6]d   queues criticizer-{fetch,llm,notify}[-dlq], bucket %[7]s
+
+Post the sample webhook (secret %[8]q):
+
+  curl -sS -X POST http://127.0.0.1:%[1]s/webhooks/generic \
+    -H 'Content-Type: application/json' \
+    -H 'Idempotency-Key: sample-1' \
+    -H 'X-Criticizer-Signature: %[9]s' \
+    --data-binary @%[10]s
+
+Then open %[2]s to read the email. Ctrl-C stops everything.
+`, port, p.SESURL(), p.DynamoDB, res.JobsTable, res.DeliveriesTable, p.SQS, res.PayloadBucket, cfg.WebhookSecret, sig, sample)
+}
+
+// execCmd starts the emulators on the test ports, runs the command with
+// their endpoints in its environment, and stops them, whatever the command
+// did.
+func execCmd(ctx context.Context, args []string) (int, error) {
+	c, rest, err := flags("exec", args)
+	if err != nil {
+		return 0, err
+	}
+	if len(rest) == 0 {
+		return 0, errors.New("exec: no command given")
+	}
+	svc, err := devstack.StartServices(ctx, c.npm, c.logs, devstack.TestPorts)
+	if err != nil {
+		return 0, err
+	}
+	defer svc.Stop()
+	ep := svc.Ports.Endpoints()
+	run := make([]byte, 4)
+	_, _ = rand.Read(run)
+	cmd := exec.CommandContext(ctx, rest[0], rest[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(),
+		"AWS_ENDPOINT_URL_DYNAMODB="+ep.DynamoDB, "AWS_ENDPOINT_URL_SQS="+ep.SQS,
+		"AWS_ENDPOINT_URL_S3="+ep.S3, "AWS_ENDPOINT_URL_SESV2="+ep.SES,
+		"CRITICIZER_TEST_SES_URL="+svc.Ports.SESURL(), "CRITICIZER_TEST_STACK=1",
+		"CRITICIZER_TEST_RUN="+hex.EncodeToString(run),
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+	)
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	if err != nil {
+		return 1, err
+	}
+	slog.Debug("exec done")
+	return 0, nil
+}

@@ -1,0 +1,17 @@
+// Command llm is the llm stage: an SQS-triggered function that has the critic review the diff and stores the critique.
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/lambdamain"
+)
+
+func main() {
+	a, log := lambdamain.Init(context.Background(), "llm")
+	fn := lambdamain.Must(a.StageFunc(job.StageLLM))(log)
+	lambda.Start(a.Runner(job.StageLLM, fn).Handle)
+}

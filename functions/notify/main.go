@@ -1,0 +1,17 @@
+// Command notify is the notify stage: an SQS-triggered function that mails the critique to each reviewer through the outbox (send, then mark).
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/lambdamain"
+)
+
+func main() {
+	a, log := lambdamain.Init(context.Background(), "notify")
+	fn := lambdamain.Must(a.StageFunc(job.StageNotify))(log)
+	lambda.Start(a.Runner(job.StageNotify, fn).Handle)
+}

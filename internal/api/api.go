@@ -1,0 +1,150 @@
+// Package api is the HTTP surface behind API Gateway (HTTP API, payload
+// format 2.0): webhook intake, job status and health. It speaks
+// events.APIGatewayV2HTTPRequest so the same handler runs in Lambda and in
+// the local runner.
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/webhook"
+)
+
+// Parser is one webhook source's adapter.
+type Parser interface {
+	Parse(r webhook.Request) (webhook.Change, error)
+}
+
+// Handler serves every route.
+type Handler struct {
+	Sources    map[string]Parser // by the {source} path segment
+	Intake     *Intake
+	Jobs       *store.Jobs
+	Deliveries *store.Deliveries
+	Log        *slog.Logger
+	// Ready reports whether dependencies answer; nil means always ready.
+	Ready func(ctx context.Context) error
+}
+
+// Handle routes one request. It never returns an error to Lambda: every
+// failure is an HTTP response, so API Gateway never answers a bare 500.
+func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	method := req.RequestContext.HTTP.Method
+	path := req.RawPath
+	if path == "" {
+		path = req.RequestContext.HTTP.Path
+	}
+	switch {
+	case path == "/healthz" && method == http.MethodGet:
+		return h.health(ctx), nil
+	case strings.HasPrefix(path, "/webhooks/"):
+		if method != http.MethodPost {
+			return methodNotAllowed(http.MethodPost), nil
+		}
+		source := strings.TrimPrefix(path, "/webhooks/")
+		p, ok := h.Sources[source]
+		if !ok {
+			return problem(http.StatusNotFound, "source", "unknown webhook source "+quote(source)), nil
+		}
+		body, err := decodeBody(req)
+		if err != nil {
+			return problem(http.StatusBadRequest, "body", "body is not valid base64"), nil
+		}
+		return h.Intake.Handle(ctx, p, webhook.Request{Header: headerFunc(req.Headers), Body: body}), nil
+	case strings.HasPrefix(path, "/jobs/"):
+		if method != http.MethodGet {
+			return methodNotAllowed(http.MethodGet), nil
+		}
+		return h.getJob(ctx, strings.TrimPrefix(path, "/jobs/")), nil
+	}
+	return problem(http.StatusNotFound, "path", "no route for "+method+" "+quote(path)), nil
+}
+
+func (h *Handler) health(ctx context.Context) events.APIGatewayV2HTTPResponse {
+	if h.Ready != nil {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if err := h.Ready(ctx); err != nil {
+			h.Log.WarnContext(ctx, "not ready", "error", err)
+			return jsonResponse(http.StatusServiceUnavailable, map[string]string{"status": "unavailable"}, nil)
+		}
+	}
+	return jsonResponse(http.StatusOK, map[string]string{"status": "ok"}, nil)
+}
+
+// headerFunc looks headers up case-insensitively. API Gateway v2 lower-cases
+// names; the local runner does the same.
+func headerFunc(h map[string]string) func(string) string {
+	return func(name string) string {
+		if v, ok := h[strings.ToLower(name)]; ok {
+			return v
+		}
+		for k, v := range h {
+			if strings.EqualFold(k, name) {
+				return v
+			}
+		}
+		return ""
+	}
+}
+
+func decodeBody(req events.APIGatewayV2HTTPRequest) ([]byte, error) {
+	if req.IsBase64Encoded {
+		return base64.StdEncoding.DecodeString(req.Body)
+	}
+	return []byte(req.Body), nil
+}
+
+// Problem is the JSON error body: it names the field at fault.
+type Problem struct {
+	Error   string `json:"error"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+func problem(status int, field, msg string) events.APIGatewayV2HTTPResponse {
+	return jsonResponse(status, Problem{Error: errorCode(status), Field: field, Message: msg}, nil)
+}
+
+func errorCode(status int) string {
+	return strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_"))
+}
+
+func methodNotAllowed(allow string) events.APIGatewayV2HTTPResponse {
+	return jsonResponse(http.StatusMethodNotAllowed, Problem{Error: "method_not_allowed", Message: "use " + allow}, map[string]string{"Allow": allow})
+}
+
+func jsonResponse(status int, v any, headers map[string]string) events.APIGatewayV2HTTPResponse {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"error":"internal_server_error","message":"could not encode the response"}`)
+		status = http.StatusInternalServerError
+	}
+	return rawResponse(status, b, headers)
+}
+
+func rawResponse(status int, body []byte, headers map[string]string) events.APIGatewayV2HTTPResponse {
+	h := map[string]string{"Content-Type": "application/json"}
+	for k, v := range headers {
+		h[k] = v
+	}
+	return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: h, Body: string(body)}
+}
+
+// quote bounds user-supplied text echoed in an error.
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}

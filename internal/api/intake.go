@@ -1,0 +1,165 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/criticizer/criticizer/internal/blob"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/webhook"
+)
+
+// Enqueuer sends a stage message.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, m job.Message) error
+}
+
+// Intake turns a verified webhook into a job, exactly once per idempotency
+// key and per review version.
+type Intake struct {
+	Jobs  *store.Jobs
+	Blobs *blob.Store
+	Queue Enqueuer
+	Log   *slog.Logger
+	Now   func() time.Time
+	// TTL is how long idempotency records live (DynamoDB TTL).
+	TTL time.Duration
+}
+
+// Accepted is the 202 body, stored and replayed byte for byte.
+type Accepted struct {
+	JobID         job.ID `json:"job_id"`
+	Status        string `json:"status"`
+	ChangelistID  string `json:"changelist_id"`
+	ReviewVersion int    `json:"review_version"`
+	Links         Links  `json:"links"`
+}
+
+// Links point at the job resource.
+type Links struct {
+	Self string `json:"self"`
+}
+
+// Handle runs intake for one request.
+//
+// Order matters for "loses nothing": the job is persisted (one transaction)
+// before the inline diff is stored and the fetch stage enqueued, and the 202
+// is answered only after both. If either fails the caller gets a 503 and
+// retries with the same key; the retry is a replay, which finishes the
+// storing and enqueueing for a job still `accepted` and answers the stored
+// 202.
+func (in *Intake) Handle(ctx context.Context, p Parser, r webhook.Request) events.APIGatewayV2HTTPResponse {
+	c, err := p.Parse(r)
+	if err != nil {
+		var fe *webhook.FieldError
+		field := ""
+		if errors.As(err, &fe) {
+			field = fe.Field
+		}
+		status := webhook.Status(err)
+		in.Log.InfoContext(ctx, "webhook rejected", "status", status, "field", field)
+		return problem(status, field, err.Error())
+	}
+	keySum := sha256.Sum256([]byte(c.IdempotencyKey))
+	bodySum := sha256.Sum256(r.Body)
+	now := in.Now().UTC()
+	id := job.NewID(c.Source, c.ChangelistID, c.ReviewVersion)
+	j := job.Job{
+		ID: id, Source: c.Source, ChangelistID: c.ChangelistID, ReviewVersion: c.ReviewVersion,
+		Title: c.Title, URL: c.URL, Author: c.Author, Recipients: c.Recipients, DiffURL: c.DiffURL,
+		Status: job.StatusAccepted, Stage: job.StageFetch, Attempts: job.Attempts{},
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if c.Diff != "" {
+		// The reference is content-addressed, so it is known before the
+		// object is written; the write happens after the job exists.
+		sum := sha256.Sum256([]byte(c.Diff))
+		j.DiffSHA256 = hex.EncodeToString(sum[:])
+		j.DiffRef = "diffs/" + j.DiffSHA256
+	}
+	respBody, err := json.Marshal(Accepted{JobID: id, Status: string(job.StatusAccepted), ChangelistID: c.ChangelistID,
+		ReviewVersion: c.ReviewVersion, Links: Links{Self: "/jobs/" + string(id)}})
+	if err != nil {
+		return problem(http.StatusInternalServerError, "", "could not encode the response")
+	}
+	res, err := in.Jobs.Create(ctx, store.CreateRequest{
+		Job: j, IdempotencyKeySHA: hex.EncodeToString(keySum[:]), RequestSHA256: hex.EncodeToString(bodySum[:]),
+		ResponseStatus: http.StatusAccepted, ResponseBody: respBody, TTL: in.TTL,
+	})
+	if err != nil {
+		in.Log.ErrorContext(ctx, "create job failed", "job_id", id, "error", err)
+		return unavailable("could not record the job; retry with the same Idempotency-Key")
+	}
+	log := in.Log.With("job_id", id, "source", c.Source, "review_version", c.ReviewVersion)
+	switch res.Outcome {
+	case store.KeyReused:
+		log.InfoContext(ctx, "idempotency key reused with a different request")
+		return problem(http.StatusUnprocessableEntity, "Idempotency-Key", "this Idempotency-Key was already used with a different request body")
+	case store.Stale:
+		log.InfoContext(ctx, "stale review version", "current_version", res.CurrentVersion)
+		return problem(http.StatusConflict, "review_version",
+			(&job.StaleError{Requested: c.ReviewVersion, Current: res.CurrentVersion}).Error())
+	case store.VersionExists:
+		log.InfoContext(ctx, "review version already has a job; nothing new to do", "existing_status", res.Job.Status)
+		return jsonResponse(http.StatusOK, existing(res.Job), nil)
+	case store.Replayed:
+		if res.Job.Status == job.StatusAccepted {
+			// The first request may have died between persisting and
+			// enqueueing; finishing its work again is harmless.
+			if err := in.start(ctx, res.Job, c.Diff); err != nil {
+				log.ErrorContext(ctx, "re-start of an accepted job failed", "error", err)
+				return unavailable("could not enqueue the job; retry with the same Idempotency-Key")
+			}
+		}
+		log.InfoContext(ctx, "idempotent replay")
+		resp := rawResponse(res.ResponseStatus, res.ResponseBody, map[string]string{"Idempotent-Replayed": "true", "Location": "/jobs/" + string(id)})
+		return resp
+	}
+	if err := in.start(ctx, j, c.Diff); err != nil {
+		log.ErrorContext(ctx, "start job failed", "error", err)
+		return unavailable("the job is recorded but could not be enqueued; retry with the same Idempotency-Key")
+	}
+	log.InfoContext(ctx, "job accepted")
+	return rawResponse(http.StatusAccepted, respBody, map[string]string{"Location": "/jobs/" + string(id)})
+}
+
+// start stores the inline diff (if any) and enqueues the fetch stage.
+func (in *Intake) start(ctx context.Context, j job.Job, diff string) error {
+	if diff != "" && j.DiffRef != "" {
+		if _, _, err := in.Blobs.Put(ctx, "diffs", []byte(diff)); err != nil {
+			return err
+		}
+	}
+	if err := in.Queue.Enqueue(ctx, job.Message{JobID: j.ID, Stage: job.StageFetch}); err != nil {
+		return fmt.Errorf("enqueue fetch: %w", err)
+	}
+	return nil
+}
+
+// existing is the body returned for a review version that already has a job.
+type existingBody struct {
+	Accepted
+	Note string `json:"note"`
+}
+
+func existing(j job.Job) existingBody {
+	return existingBody{
+		Accepted: Accepted{JobID: j.ID, Status: string(j.Status), ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
+			Links: Links{Self: "/jobs/" + string(j.ID)}},
+		Note: "this review version already has a job; nothing new was started",
+	}
+}
+
+func unavailable(msg string) events.APIGatewayV2HTTPResponse {
+	return jsonResponse(http.StatusServiceUnavailable, Problem{Error: "service_unavailable", Message: msg}, map[string]string{"Retry-After": "1"})
+}

@@ -1,0 +1,112 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
+)
+
+var jobIDPattern = regexp.MustCompile(`^j_[a-z2-7]{32}$`)
+
+// JobView is the body of GET /jobs/{id}. It shows states, never content:
+// recipients appear masked (a***@example.com), because job ids derive from
+// changelist ids and this route carries no caller credentials. Operators see
+// full rows with the criticizer CLI.
+type JobView struct {
+	JobID         job.ID         `json:"job_id"`
+	Status        job.Status     `json:"status"`
+	Stage         job.Stage      `json:"stage"`
+	ChangelistID  string         `json:"changelist_id"`
+	ReviewVersion int            `json:"review_version"`
+	Attempts      job.Attempts   `json:"attempts"`
+	LastError     *job.Failure   `json:"last_error,omitempty"`
+	DeadLetter    *job.Failure   `json:"dead_letter,omitempty"`
+	Deliveries    []DeliveryView `json:"deliveries"`
+	CreatedAt     time.Time      `json:"created_at"`
+	UpdatedAt     time.Time      `json:"updated_at"`
+}
+
+// DeliveryView is one recipient's delivery state.
+type DeliveryView struct {
+	DeliveryID     string          `json:"delivery_id"`
+	Recipient      string          `json:"recipient"`
+	Status         delivery.Status `json:"status"`
+	Attempts       int             `json:"attempts"`
+	NotifiedAt     *time.Time      `json:"notified_at,omitempty"`
+	LastErrorClass string          `json:"last_error_class,omitempty"`
+}
+
+func (h *Handler) getJob(ctx context.Context, id string) events.APIGatewayV2HTTPResponse {
+	if !jobIDPattern.MatchString(id) {
+		return problem(http.StatusNotFound, "job_id", "no job "+quote(id))
+	}
+	j, err := h.Jobs.Get(ctx, job.ID(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return problem(http.StatusNotFound, "job_id", "no job "+quote(id))
+	}
+	if err != nil {
+		h.Log.ErrorContext(ctx, "get job failed", "job_id", id, "error", err)
+		return unavailable("could not read the job")
+	}
+	v, err := h.view(ctx, j)
+	if err != nil {
+		h.Log.ErrorContext(ctx, "get deliveries failed", "job_id", id, "error", err)
+		return unavailable("could not read the job's deliveries")
+	}
+	return jsonResponse(http.StatusOK, v, nil)
+}
+
+// view builds the job view. Delivery ids are derived, not indexed: the job
+// knows its recipients, so one BatchGetItem finds every row.
+func (h *Handler) view(ctx context.Context, j job.Job) (JobView, error) {
+	v := JobView{JobID: j.ID, Status: j.Status, Stage: j.Stage, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
+		Attempts: j.Attempts, LastError: j.LastError, DeadLetter: j.DeadLetter, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
+		Deliveries: []DeliveryView{}}
+	if v.Attempts == nil {
+		v.Attempts = job.Attempts{}
+	}
+	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
+	ids := make([]string, len(j.Recipients))
+	for i, r := range j.Recipients {
+		ids[i] = delivery.ID(clKey, r, j.ReviewVersion)
+	}
+	rows, err := h.Deliveries.GetMany(ctx, ids)
+	if err != nil {
+		return JobView{}, err
+	}
+	byID := make(map[string]delivery.Row, len(rows))
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	for i, rcpt := range j.Recipients {
+		dv := DeliveryView{DeliveryID: ids[i], Recipient: MaskEmail(rcpt), Status: "not_created"}
+		if r, ok := byID[ids[i]]; ok {
+			dv.Status, dv.Attempts, dv.LastErrorClass = r.Status, r.Attempts, r.LastErrorClass
+			if !r.NotifiedAt.IsZero() {
+				t := r.NotifiedAt
+				dv.NotifiedAt = &t
+			}
+		}
+		v.Deliveries = append(v.Deliveries, dv)
+	}
+	return v, nil
+}
+
+// MaskEmail keeps the first character of the local part and the domain:
+// enough for a reviewer to recognise their row, not enough to harvest.
+func MaskEmail(addr string) string {
+	local, domain, ok := strings.Cut(addr, "@")
+	if !ok || local == "" {
+		return "***"
+	}
+	return local[:1] + "***@" + domain
+}

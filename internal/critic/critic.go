@@ -1,0 +1,39 @@
+package critic
+
+import (
+	"context"
+	"errors"
+)
+
+// Input is what a critic reviews.
+type Input struct {
+	ChangelistID  string
+	ReviewVersion int
+	Title         string
+	Author        string
+	URL           string
+	Diff          string // unified diff text
+}
+
+// Critique is a critic's verdict on one Input. Its JSON form is what is
+// stored and rendered, so field names are part of the contract.
+type Critique struct {
+	Critic    string    `json:"critic"`    // which critic and version produced it, e.g. "offline/v1"
+	Summary   string    `json:"summary"`   // 1–3 plain-English sentences
+	Findings  []Finding `json:"findings"`  // sorted by file, line, rule; never nil
+	Files     int       `json:"files"`     // files changed by the diff
+	Additions int       `json:"additions"` // lines added by the diff
+	Deletions int       `json:"deletions"` // lines removed by the diff
+	Truncated bool      `json:"truncated"` // findings were capped
+}
+
+// Critic reviews a change. Implementations must be safe for concurrent use,
+// because one Lambda instance may review several changes at once.
+type Critic interface {
+	Review(ctx context.Context, in Input) (Critique, error)
+}
+
+// ErrInvalidDiff is wrapped by Review when Input.Diff cannot be parsed.
+// Retrying cannot fix that, so callers use errors.Is to treat it as a
+// permanent (schema) failure rather than a transient one.
+var ErrInvalidDiff = errors.New("critic: invalid diff")

@@ -1,0 +1,83 @@
+package critic
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/criticizer/criticizer/internal/diff"
+)
+
+// OfflineName identifies Offline's output in Critique.Critic. The version is
+// bumped whenever rules change in a way that changes output for the same
+// input, so stored critiques can be told apart.
+const OfflineName = "offline/v1"
+
+// Offline is a deterministic, rule-based Critic that needs no network. It
+// looks only at the diff (Input's other fields are for critics that write
+// prose) and mostly at added lines, because that is the code being proposed.
+//
+// An Offline is immutable after NewOffline and safe for concurrent use.
+type Offline struct {
+	cfg config
+}
+
+var _ Critic = (*Offline)(nil)
+
+// NewOffline returns an offline critic configured by opts.
+func NewOffline(opts ...Option) *Offline {
+	cfg := defaultConfig()
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&cfg)
+		}
+	}
+	return &Offline{cfg: cfg}
+}
+
+// Review parses in.Diff and applies every rule to it.
+//
+// It fails only when ctx is done or when the diff is malformed, in which case
+// the error wraps ErrInvalidDiff (and the parser's diff.ErrMalformed). An
+// empty diff is not an error: it yields a critique saying there is nothing to
+// review.
+func (o *Offline) Review(ctx context.Context, in Input) (Critique, error) {
+	if err := ctx.Err(); err != nil {
+		return Critique{}, fmt.Errorf("critic: offline review: %w", err)
+	}
+	d, err := diff.ParseString(in.Diff)
+	if err != nil {
+		return Critique{}, fmt.Errorf("%w: %w", ErrInvalidDiff, err)
+	}
+
+	files := make([]*changedFile, len(d.Files))
+	for i := range d.Files {
+		files[i] = classify(&d.Files[i])
+	}
+	var c collector
+	for _, f := range files {
+		// Rules are linear in the diff, but a huge diff still deserves to
+		// be abandoned promptly when the caller gives up.
+		if err := ctx.Err(); err != nil {
+			return Critique{}, fmt.Errorf("critic: offline review: %w", err)
+		}
+		for _, rule := range fileRules {
+			rule(&o.cfg, f, &c)
+		}
+	}
+	for _, rule := range changeRules {
+		rule(&o.cfg, files, &c)
+	}
+
+	all := countSeverities(c.findings)
+	findings, truncated := finalize(c.findings, o.cfg.maxFindings)
+	stats := d.Stats()
+	return Critique{
+		Critic:    OfflineName,
+		Summary:   summarize(stats, all, len(findings), truncated),
+		Findings:  findings,
+		Files:     stats.Files,
+		Additions: stats.Additions,
+		Deletions: stats.Deletions,
+		Truncated: truncated,
+	}, nil
+}

@@ -1,0 +1,105 @@
+// Package delivery holds the outbox row: one per (changelist, recipient,
+// review version), its deterministic id, its lifecycle, and the pure decisions
+// of the send-then-mark protocol (seed 000 §6.3–6.4, seed 004's lifecycle).
+//
+// The decisions live here, apart from DynamoDB and SES, so every branch of
+// §6.4 is a plain unit test; the store and the notifier only carry them out.
+package delivery
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/job"
+)
+
+// Status is a delivery row's state.
+//
+//	pending ─claim─► sending ─send ok─► sent ─event─► delivered
+//	                   │  └─transient─► failed_transient ─► (claim again)
+//	                   └─permanent─► failed_permanent
+//	suppressed, skipped_unsubscribed, skipped_no_email: terminal, never sent
+type Status string
+
+const (
+	StatusPending             Status = "pending"
+	StatusSending             Status = "sending"
+	StatusSent                Status = "sent"
+	StatusDelivered           Status = "delivered"
+	StatusFailedTransient     Status = "failed_transient"
+	StatusFailedPermanent     Status = "failed_permanent"
+	StatusReconciling         Status = "reconciling"
+	StatusSuppressed          Status = "suppressed"
+	StatusSkippedUnsubscribed Status = "skipped_unsubscribed"
+	StatusSkippedNoEmail      Status = "skipped_no_email"
+)
+
+// Claimable reports whether a worker may take the row to send it.
+func (s Status) Claimable() bool {
+	return s == StatusPending || s == StatusFailedTransient
+}
+
+// Done reports whether the row needs no further send: it was sent, or it is
+// terminal without a send.
+func (s Status) Done() bool {
+	switch s {
+	case StatusSent, StatusDelivered, StatusSuppressed, StatusSkippedUnsubscribed, StatusSkippedNoEmail:
+		return true
+	}
+	return false
+}
+
+// NormalizeRecipient is the form of an address used in the outbox key: trimmed
+// and lower-cased. Local parts are case-sensitive in theory (RFC 5321) but no
+// mail provider Criticizer targets treats them so, and a reviewer listed as
+// Ann@x and ann@x must get one email, not two.
+func NormalizeRecipient(addr string) string {
+	return strings.ToLower(strings.TrimSpace(addr))
+}
+
+// ID derives the delivery id from (changelist, recipient, review_version).
+// It is the outbox key and the provider idempotency token: SES has no
+// idempotency key, so the id travels as a message tag and a header and the
+// feedback stream matches provider evidence back to the row by it
+// (seed 000 §6.4 step 1, §10.3).
+func ID(changelistKey, recipient string, reviewVersion int) string {
+	return "d_" + job.Digest("delivery", changelistKey, NormalizeRecipient(recipient), strconv.Itoa(reviewVersion))
+}
+
+// Row is one outbox row.
+type Row struct {
+	ID             string    `dynamodbav:"delivery_id"`
+	JobID          job.ID    `dynamodbav:"job_id"`
+	ChangelistKey  string    `dynamodbav:"changelist_key"`
+	Recipient      string    `dynamodbav:"recipient"`
+	ReviewVersion  int       `dynamodbav:"review_version"`
+	Status         Status    `dynamodbav:"status"`
+	Attempts       int       `dynamodbav:"attempts"`
+	LeaseUntil     time.Time `dynamodbav:"lease_until,omitempty"`
+	ClaimToken     string    `dynamodbav:"claim_token,omitempty"`
+	NotificationID string    `dynamodbav:"notification_id,omitempty"`
+	NotifiedAt     time.Time `dynamodbav:"notified_at,omitempty"`
+	LastErrorClass string    `dynamodbav:"last_error_class,omitempty"`
+	Message        Message   `dynamodbav:"message"`
+	CreatedAt      time.Time `dynamodbav:"created_at"`
+	UpdatedAt      time.Time `dynamodbav:"updated_at"`
+}
+
+// Message is the rendered email, persisted with the row when the row is
+// created so every retry sends byte-identical content.
+type Message struct {
+	Subject         string `dynamodbav:"subject"`
+	HTML            string `dynamodbav:"html"`
+	Text            string `dynamodbav:"text"`
+	TemplateVersion string `dynamodbav:"template_version"`
+	ContentSHA256   string `dynamodbav:"content_sha256"`
+}
+
+// Evidence is what the provider says about a delivery id: that it accepted a
+// message, with the provider's message id and when. It comes from SES event
+// publishing in AWS, matched by the delivery id tag.
+type Evidence struct {
+	MessageID string
+	At        time.Time
+}

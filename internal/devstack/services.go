@@ -1,0 +1,112 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/awsclient"
+)
+
+// Ports are where the emulators listen, all on 127.0.0.1.
+type Ports struct {
+	DynamoDB int
+	SQS      int // fauxqs serves SQS, SNS and S3 on one port
+	SES      int
+}
+
+// RunPorts are the ports of `make run`; TestPorts those of `make test`, so a
+// test run never disturbs a running local stack.
+var (
+	RunPorts  = Ports{DynamoDB: 8000, SQS: 4566, SES: 8005}
+	TestPorts = Ports{DynamoDB: 18000, SQS: 14566, SES: 18005}
+)
+
+// Endpoints returns the SDK endpoints for these ports.
+func (p Ports) Endpoints() awsclient.Endpoints {
+	return awsclient.Endpoints{
+		DynamoDB: fmt.Sprintf("http://127.0.0.1:%d", p.DynamoDB),
+		SQS:      fmt.Sprintf("http://127.0.0.1:%d", p.SQS),
+		S3:       fmt.Sprintf("http://127.0.0.1:%d", p.SQS),
+		SES:      fmt.Sprintf("http://127.0.0.1:%d", p.SES),
+	}
+}
+
+// SESURL is the SES emulator's base URL (its web page and /store).
+func (p Ports) SESURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.SES) }
+
+// Services are the running emulators.
+type Services struct {
+	Ports Ports
+	procs []*process
+}
+
+// StartServices starts the three emulators from the npm packages installed in
+// npmDir (see internal/devstack/_npm/package.json) and waits until each
+// listens. Logs go to logDir.
+func StartServices(ctx context.Context, npmDir, logDir string, ports Ports) (*Services, error) {
+	npmDir, err := filepath.Abs(npmDir)
+	if err != nil {
+		return nil, err
+	}
+	mods := filepath.Join(npmDir, "node_modules")
+	jarDir := filepath.Join(mods, "amplify-dynamodb-simulator", "emulator")
+	if _, err := os.Stat(filepath.Join(jarDir, "DynamoDBLocal.jar")); err != nil {
+		return nil, fmt.Errorf("DynamoDB Local is not installed in %s: run `make deps` (npm ci): %w", npmDir, err)
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, errors.New("java (17 or later) is needed for DynamoDB Local: apt-get install openjdk-17-jre-headless")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, errors.New("node is needed for the SQS and SES emulators")
+	}
+	for name, port := range map[string]int{"DynamoDB Local": ports.DynamoDB, "fauxqs": ports.SQS, "aws-ses-v2-local": ports.SES} {
+		if !portFree(addr(port)) {
+			return nil, fmt.Errorf("%s: 127.0.0.1:%d: %w (is another stack running? stop it, or `make stop`)", name, port, errPortBusy)
+		}
+	}
+	s := &Services{Ports: ports}
+	start := func(name, dir string, port int, env []string, argv ...string) error {
+		p, err := startProcess(name, dir, logDir, env, argv...)
+		if err != nil {
+			return err
+		}
+		s.procs = append(s.procs, p)
+		return p.waitPort(ctx, addr(port), 60*time.Second)
+	}
+	if err := start("dynamodb", jarDir, ports.DynamoDB, nil, java, "-Xmx512m",
+		"-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar",
+		"-inMemory", "-sharedDb", "-port", strconv.Itoa(ports.DynamoDB)); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := start("fauxqs", npmDir, ports.SQS,
+		[]string{"FAUXQS_PORT=" + strconv.Itoa(ports.SQS), "FAUXQS_HOST=localhost", "FAUXQS_LOGGER=false"},
+		node, filepath.Join(mods, "fauxqs", "dist", "cli.js")); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := start("ses", npmDir, ports.SES, nil,
+		node, filepath.Join(mods, "aws-ses-v2-local", "dist", "cli.js"), "--host", "127.0.0.1", "--port", strconv.Itoa(ports.SES)); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Stop stops every emulator it started.
+func (s *Services) Stop() {
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		s.procs[i].stop()
+	}
+	s.procs = nil
+}
+
+func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

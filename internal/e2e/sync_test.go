@@ -1,0 +1,18 @@
+package e2e
+
+import (
+	"io"
+	"sync"
+)
+
+// syncWriter serialises writes from concurrent pollers.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}

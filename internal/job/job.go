@@ -1,0 +1,177 @@
+// Package job holds the review job: its identity, states, stages and the rules
+// that decide whether a new webhook starts work. It is pure: no AWS imports, so
+// every rule here is tested with plain Go tests.
+package job
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Status is where a job is in its life. The values are stored in DynamoDB and
+// shown by GET /jobs/{id}; never rename one.
+type Status string
+
+const (
+	// StatusAccepted: persisted by intake, not yet picked up by a stage.
+	StatusAccepted Status = "accepted"
+	// StatusInProgress: a stage has started work.
+	StatusInProgress Status = "in_progress"
+	// StatusRetryableFailed: the last attempt failed with a retryable error and
+	// the stage will be retried (seed 000 §6.5).
+	StatusRetryableFailed Status = "retryable_failed"
+	// StatusSucceeded: every required recipient's delivery row has notified_at
+	// (seed 000 §6.5).
+	StatusSucceeded Status = "succeeded"
+	// StatusNeedsIntervention: at least one recipient failed permanently
+	// (invalid recipient, policy rejection; seed 000 §8.1); an operator or the
+	// caller must act.
+	StatusNeedsIntervention Status = "needs_intervention"
+	// StatusDeadLettered: a stage exhausted its budget or failed non-retryably;
+	// the envelope is in that stage's DLQ (seed 001 §8.3–8.4).
+	StatusDeadLettered Status = "dead_lettered"
+)
+
+// Terminal reports whether no stage will touch the job again without an
+// operator (replay) or a new review version.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusSucceeded, StatusNeedsIntervention, StatusDeadLettered:
+		return true
+	}
+	return false
+}
+
+// Stage names one step of the pipeline. Each stage has its own queue, its own
+// dead-letter queue and its own attempt budget (seed 001 §8.3).
+type Stage string
+
+const (
+	StageFetch  Stage = "fetch"
+	StageLLM    Stage = "llm"
+	StageNotify Stage = "notify"
+	// StageDone is not a queue: the job has passed every stage.
+	StageDone Stage = "done"
+)
+
+// Stages lists the queue-backed stages in pipeline order.
+var stages = [...]Stage{StageFetch, StageLLM, StageNotify}
+
+// Stages returns the queue-backed stages in pipeline order.
+func Stages() []Stage { return stages[:] }
+
+// Valid reports whether s is a queue-backed stage.
+func (s Stage) Valid() bool { return s.order() >= 0 && s != StageDone }
+
+func (s Stage) order() int {
+	switch s {
+	case StageFetch:
+		return 0
+	case StageLLM:
+		return 1
+	case StageNotify:
+		return 2
+	case StageDone:
+		return 3
+	}
+	return -1
+}
+
+// Next is the stage after s; StageNotify is followed by StageDone.
+func (s Stage) Next() Stage {
+	switch s {
+	case StageFetch:
+		return StageLLM
+	case StageLLM:
+		return StageNotify
+	}
+	return StageDone
+}
+
+// Before reports whether s comes strictly before t in the pipeline.
+func (s Stage) Before(t Stage) bool { return s.order() < t.order() }
+
+// ID is a job's identifier. It is derived from (source, changelist_id,
+// review_version), so the same review version can never have two jobs: the
+// uniqueness of (changelist_id, review_version) required by seed 000 §6.2 is the
+// uniqueness of the DynamoDB key.
+type ID string
+
+// NewID derives the job id for a review version of a changelist.
+func NewID(source, changelistID string, reviewVersion int) ID {
+	return ID("j_" + digest("job", source, changelistID, strconv.Itoa(reviewVersion)))
+}
+
+// ChangelistKey scopes a changelist id to its source, so GitHub PR 7 and a
+// generic changelist "7" never collide.
+func ChangelistKey(source, changelistID string) string {
+	return source + ":" + changelistID
+}
+
+// digest is a short, URL-safe, case-insensitive hash of the parts, which are
+// joined with a separator that cannot appear ambiguously (length-prefixed).
+func digest(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(strconv.Itoa(len(p))))
+		h.Write([]byte{':'})
+		h.Write([]byte(p))
+	}
+	sum := h.Sum(nil)
+	enc := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:20])
+	return strings.ToLower(enc)
+}
+
+// Digest exposes the same derivation to sibling packages (delivery ids), so
+// every deterministic id in the system is built one way.
+func Digest(parts ...string) string { return digest(parts...) }
+
+// Job is the state of one review version of one changelist.
+type Job struct {
+	ID            ID        `dynamodbav:"job_id" json:"job_id"`
+	Source        string    `dynamodbav:"source" json:"source"`
+	ChangelistID  string    `dynamodbav:"changelist_id" json:"changelist_id"`
+	ReviewVersion int       `dynamodbav:"review_version" json:"review_version"`
+	Title         string    `dynamodbav:"title" json:"title"`
+	URL           string    `dynamodbav:"url" json:"url"`
+	Author        string    `dynamodbav:"author" json:"author"`
+	Recipients    []string  `dynamodbav:"recipients" json:"-"`
+	DiffURL       string    `dynamodbav:"diff_url,omitempty" json:"-"`
+	DiffRef       string    `dynamodbav:"diff_ref,omitempty" json:"-"`
+	DiffSHA256    string    `dynamodbav:"diff_sha256,omitempty" json:"-"`
+	Status        Status    `dynamodbav:"status" json:"status"`
+	Stage         Stage     `dynamodbav:"stage" json:"stage"`
+	Attempts      Attempts  `dynamodbav:"attempts" json:"attempts"`
+	LastError     *Failure  `dynamodbav:"last_error,omitempty" json:"last_error,omitempty"`
+	DeadLetter    *Failure  `dynamodbav:"dead_letter,omitempty" json:"dead_letter,omitempty"`
+	Critique      []byte    `dynamodbav:"critique,omitempty" json:"-"`
+	CreatedAt     time.Time `dynamodbav:"created_at" json:"created_at"`
+	UpdatedAt     time.Time `dynamodbav:"updated_at" json:"updated_at"`
+}
+
+// Attempts counts the attempts each stage has made; budgets are per stage and
+// never shared (seed 001 §8.3).
+type Attempts map[Stage]int
+
+// Failure records the last failure of a stage, for GET /jobs and triage. It
+// carries the class only, never the error text, which may hold PII.
+type Failure struct {
+	Stage      Stage     `dynamodbav:"stage" json:"stage"`
+	ErrorClass string    `dynamodbav:"error_class" json:"error_class"`
+	Attempt    int       `dynamodbav:"attempt" json:"attempt"`
+	At         time.Time `dynamodbav:"at" json:"at"`
+	EnvelopeID string    `dynamodbav:"envelope_id,omitempty" json:"envelope_id,omitempty"`
+}
+
+// Message is the body of every stage queue message. It carries ids only, never
+// content: the state lives in DynamoDB, so a message is safe to dead-letter and
+// to replay (seed 001 §8.4).
+type Message struct {
+	JobID ID    `json:"job_id"`
+	Stage Stage `json:"stage"`
+	// ReplayOf names the dead-letter envelope this message replays, if any.
+	ReplayOf string `json:"replay_of,omitempty"`
+}

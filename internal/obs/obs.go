@@ -1,0 +1,58 @@
+// Package obs holds logging and metrics: log/slog JSON lines, and CloudWatch
+// Embedded Metric Format (EMF) lines, which CloudWatch turns into metrics
+// without an API call from the function.
+package obs
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Namespace is the CloudWatch namespace of every metric.
+const Namespace = "Criticizer"
+
+// NewLogger returns a JSON logger at the named level (debug, info, warn,
+// error).
+func NewLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		l = slog.LevelDebug
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// Metric emits one EMF line with count metrics under the given dimensions.
+// Dimension values must never hold PII: they are ids of stages and classes.
+func Metric(ctx context.Context, log *slog.Logger, dims map[string]string, counts map[string]float64) {
+	names := make([]string, 0, len(dims))
+	attrs := make([]any, 0, 2+len(dims)+len(counts))
+	for k, v := range dims {
+		names = append(names, k)
+		attrs = append(attrs, slog.String(k, v))
+	}
+	defs := make([]map[string]string, 0, len(counts))
+	for k, v := range counts {
+		defs = append(defs, map[string]string{"Name": k, "Unit": "Count"})
+		attrs = append(attrs, slog.Float64(k, v))
+	}
+	aws := map[string]any{
+		"Timestamp": time.Now().UnixMilli(),
+		"CloudWatchMetrics": []map[string]any{{
+			"Namespace":  Namespace,
+			"Dimensions": [][]string{names},
+			"Metrics":    defs,
+		}},
+	}
+	attrs = append(attrs, slog.Any("_aws", aws))
+	log.InfoContext(ctx, "metric", attrs...)
+}

@@ -1,0 +1,240 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/store"
+)
+
+// Sender sends one rendered message to one recipient and returns the
+// provider's message id.
+type Sender interface {
+	Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error)
+}
+
+// EvidenceSource looks up provider evidence for a delivery id. In AWS it
+// reads the events the feedback function recorded from SES event
+// publishing; locally it reads the SES emulator's store.
+type EvidenceSource interface {
+	Lookup(ctx context.Context, deliveryID string) (delivery.Evidence, bool, error)
+}
+
+// Notify is the notify stage: the outbox and the send-then-mark protocol of
+// seed 000 §6.3–6.5.
+type Notify struct {
+	Base
+	Deliveries *store.Deliveries
+	Renderer   *mail.Renderer
+	Sender     Sender
+	Evidence   EvidenceSource
+	// Lease is how long a claim protects a row in `sending`; it must exceed
+	// the longest SES call by a wide margin.
+	Lease time.Duration
+	// Grace is how long after a lease expires, with no provider evidence,
+	// before the send is taken not to have happened and the row is claimed
+	// again (seed 000 §8.2: "never mark failed ... until reconciliation
+	// attempted").
+	Grace time.Duration
+}
+
+// Handle runs the notify stage for one message.
+func (n *Notify) Handle(ctx context.Context, m job.Message, attempt int) error {
+	j, ok, err := n.begin(ctx, m, job.StageNotify)
+	if err != nil || !ok {
+		return err
+	}
+	var c critic.Critique
+	if err := json.Unmarshal(j.Critique, &c); err != nil {
+		return retry.Permanent(retry.SchemaInvalid, fmt.Errorf("job %s critique: %w", j.ID, err))
+	}
+	rows, err := n.ensureRows(ctx, j, c)
+	if err != nil {
+		return err
+	}
+	var pending error
+	for i := range rows {
+		r, err := n.deliver(ctx, rows[i])
+		if err != nil {
+			cls := retry.Classify(err)
+			if !cls.Retryable() {
+				return err
+			}
+			// Keep going: one recipient's transient failure must not hold up
+			// the others. The stage is retried for what is left.
+			pending = err
+			continue
+		}
+		rows[i] = r
+	}
+	if pending != nil {
+		return pending // the runner records it on the job and backs off
+	}
+	return n.finalize(ctx, j, attempt, rows)
+}
+
+// ensureRows creates one outbox row per recipient before any send, each with
+// its rendered message (seed 000 §6.3). Existing rows are returned as stored.
+func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) ([]delivery.Row, error) {
+	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
+	data := mail.Data{ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion, Title: j.Title, URL: j.URL, Author: j.Author, Critique: c}
+	msg, err := n.Renderer.Render(data)
+	if err != nil {
+		return nil, retry.Permanent(retry.RuntimeBug, err)
+	}
+	now := n.Now().UTC()
+	rows := make([]delivery.Row, 0, len(j.Recipients))
+	for _, rcpt := range j.Recipients {
+		r := delivery.Row{
+			ID: delivery.ID(clKey, rcpt, j.ReviewVersion), JobID: j.ID, ChangelistKey: clKey,
+			Recipient: delivery.NormalizeRecipient(rcpt), ReviewVersion: j.ReviewVersion,
+			Status: delivery.StatusPending, Message: msg, CreatedAt: now, UpdatedAt: now,
+		}
+		got, _, err := n.Deliveries.Ensure(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, got)
+	}
+	return rows, nil
+}
+
+// deliver carries one row through seed 000 §6.4: decide from the row as
+// read, claim (the authoritative re-read), send, then mark in one write.
+func (n *Notify) deliver(ctx context.Context, r delivery.Row) (delivery.Row, error) {
+	for range 3 {
+		switch act := delivery.Decide(r, n.Now()); act {
+		case delivery.Skip, delivery.Hold:
+			return r, nil
+		case delivery.Wait:
+			return r, retry.WithRetryAfter(retry.Transient(retry.InFlight, fmt.Errorf("delivery %s is being sent by another worker", r.ID)), time.Until(r.LeaseUntil))
+		case delivery.Reconcile:
+			next, err := n.reconcile(ctx, r)
+			if err != nil {
+				return r, err
+			}
+			r = next
+		case delivery.Claim:
+			return n.claimSendMark(ctx, r)
+		}
+	}
+	return r, retry.Transient(retry.Conflict, fmt.Errorf("delivery %s kept changing under us", r.ID))
+}
+
+func (n *Notify) claimSendMark(ctx context.Context, r delivery.Row) (delivery.Row, error) {
+	token := newToken()
+	claimed, err := n.Deliveries.Claim(ctx, r.ID, token, n.Lease)
+	if errors.Is(err, store.ErrConflict) {
+		// Someone else changed it since we read it: read again and decide.
+		fresh, gerr := n.Deliveries.Get(ctx, r.ID)
+		if gerr != nil {
+			return r, gerr
+		}
+		if delivery.Decide(fresh, n.Now()) == delivery.Skip {
+			return fresh, nil
+		}
+		return fresh, retry.WithRetryAfter(retry.Transient(retry.InFlight, fmt.Errorf("delivery %s claimed by another worker", r.ID)), time.Until(fresh.LeaseUntil))
+	}
+	if err != nil {
+		return r, err
+	}
+	msgID, sendErr := n.Sender.Send(ctx, claimed.ID, claimed.Recipient, claimed.Message)
+	if sendErr != nil {
+		cls := retry.Classify(sendErr)
+		status := delivery.StatusFailedTransient
+		if !cls.Retryable() {
+			// Seed 000 §8.1: permanent failures (invalid recipient, policy
+			// rejection) mark the row failed and need intervention. A failed
+			// send call is evidence nothing was sent.
+			status = delivery.StatusFailedPermanent
+		}
+		released, rerr := n.Deliveries.Release(ctx, claimed.ID, token, status, string(cls.Class))
+		if rerr != nil {
+			n.Log.ErrorContext(ctx, "could not release a failed claim; the lease will expire", "delivery_id", claimed.ID, "error", rerr)
+			released = claimed
+		}
+		if !cls.Retryable() {
+			n.Log.WarnContext(ctx, "delivery failed permanently", "delivery_id", claimed.ID, "error_class", cls.Class)
+			return released, nil
+		}
+		return released, sendErr
+	}
+	marked, err := n.Deliveries.MarkSent(ctx, claimed.ID, token, msgID)
+	if err != nil {
+		// The provider accepted the message; the row stays `sending` under
+		// our lease, and the retry reconciles from provider evidence rather
+		// than sending again (seed 000 §8.2, "Email sent but DB write failed").
+		return claimed, fmt.Errorf("mark %s sent: %w", claimed.ID, err)
+	}
+	n.Log.InfoContext(ctx, "delivery sent", "delivery_id", marked.ID, "job_id", marked.JobID, "attempts", marked.Attempts)
+	return marked, nil
+}
+
+// reconcile handles a row where a send may have happened: look for provider
+// evidence; backfill if found; otherwise, once the grace window after the
+// lease has passed, return it to failed_transient so it can be claimed.
+func (n *Notify) reconcile(ctx context.Context, r delivery.Row) (delivery.Row, error) {
+	if n.Evidence != nil {
+		ev, found, err := n.Evidence.Lookup(ctx, r.ID)
+		if err != nil {
+			return r, fmt.Errorf("evidence for %s: %w", r.ID, err)
+		}
+		if found {
+			n.Log.InfoContext(ctx, "provider evidence found; backfilling without resending", "delivery_id", r.ID)
+			row, err := n.Deliveries.Backfill(ctx, r.ID, ev.MessageID, ev.At)
+			if errors.Is(err, store.ErrConflict) {
+				return n.Deliveries.Get(ctx, r.ID)
+			}
+			return row, err
+		}
+	}
+	since := r.LeaseUntil
+	if since.IsZero() {
+		since = r.UpdatedAt
+	}
+	if wait := since.Add(n.Grace).Sub(n.Now()); wait > 0 {
+		return r, retry.WithRetryAfter(retry.Transient(retry.InFlight, fmt.Errorf("delivery %s: send may have happened; awaiting provider evidence", r.ID)), wait)
+	}
+	n.Log.WarnContext(ctx, "no provider evidence after the grace window; sending again", "delivery_id", r.ID)
+	row, err := n.Deliveries.Requeue(ctx, r.ID, string(retry.InFlight))
+	if errors.Is(err, store.ErrConflict) {
+		return n.Deliveries.Get(ctx, r.ID)
+	}
+	return row, err
+}
+
+// finalize applies seed 000 §6.5: succeeded only when every required
+// recipient's row has notified_at.
+func (n *Notify) finalize(ctx context.Context, j job.Job, attempt int, rows []delivery.Row) error {
+	switch delivery.Summarize(rows) {
+	case delivery.Complete:
+		err := n.Jobs.Advance(ctx, j.ID, job.StageNotify, attempt, job.StatusSucceeded, nil)
+		if errors.Is(err, store.ErrConflict) {
+			return nil // a concurrent worker finalized it
+		}
+		return err
+	case delivery.Blocked:
+		err := n.Jobs.SetStatus(ctx, j.ID, job.StageNotify, job.StatusNeedsIntervention, nil)
+		if errors.Is(err, store.ErrConflict) {
+			return nil
+		}
+		return err
+	}
+	return retry.Transient(retry.InFlight, fmt.Errorf("job %s: deliveries still in flight", j.ID))
+}
+
+func newToken() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

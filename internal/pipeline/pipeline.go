@@ -1,0 +1,85 @@
+// Package pipeline holds the work of each stage — fetch, llm, notify — as
+// functions of a stage message. The stage runner (package stage) owns
+// retries, backoff and dead letters; a stage here only does its work,
+// persists its result, then enqueues the next stage, and returns an error
+// that package retry can classify.
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/blob"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/store"
+)
+
+// Enqueuer sends a stage message.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, m job.Message) error
+}
+
+// Base is what every stage needs.
+type Base struct {
+	Jobs  *store.Jobs
+	Blobs *blob.Store
+	Queue Enqueuer
+	Log   *slog.Logger
+	Now   func() time.Time
+}
+
+// MaxDiffBytes bounds what a stage reads back from the blob store.
+const MaxDiffBytes = 1 << 20
+
+// begin loads the job for a stage message and decides whether the stage has
+// work to do. It returns ok=false when the stage is already done: then, if
+// the job sits exactly at the next stage, it enqueues that stage again,
+// because a crash between "persist" and "enqueue" would otherwise strand it.
+func (b *Base) begin(ctx context.Context, m job.Message, stage job.Stage) (job.Job, bool, error) {
+	j, err := b.Jobs.Get(ctx, m.JobID)
+	if err != nil {
+		return job.Job{}, false, retry.Permanent(retry.NotFound, err)
+	}
+	switch {
+	case j.Stage == stage:
+		return j, true, nil
+	case stage.Before(j.Stage):
+		if j.Stage == stage.Next() && j.Stage != job.StageDone {
+			b.Log.InfoContext(ctx, "stage already done; re-enqueueing the next stage", "job_id", j.ID, "stage", stage)
+			return j, false, b.enqueue(ctx, j.ID, j.Stage)
+		}
+		b.Log.InfoContext(ctx, "stage already done", "job_id", j.ID, "stage", stage, "job_stage", j.Stage)
+		return j, false, nil
+	default:
+		// A message for a stage the job has not reached: only a replay with a
+		// wrong stage can do this. Nothing to do, and retrying cannot help.
+		b.Log.WarnContext(ctx, "message for a stage the job has not reached; ignored", "job_id", j.ID, "stage", stage, "job_stage", j.Stage)
+		return j, false, nil
+	}
+}
+
+// finish persists a stage's result and advances the job, then enqueues the
+// next stage. Persist happens first (DESIGN: "work done by a completed stage
+// is persisted before the next stage is enqueued").
+func (b *Base) finish(ctx context.Context, j job.Job, stage job.Stage, attempt int, set map[string]any) error {
+	err := b.Jobs.Advance(ctx, j.ID, stage, attempt, job.StatusInProgress, set)
+	if err != nil {
+		// ErrConflict: a concurrent duplicate advanced it first; its enqueue
+		// (or the retry of ours) carries the job on.
+		return fmt.Errorf("advance %s past %s: %w", j.ID, stage, err)
+	}
+	if next := stage.Next(); next != job.StageDone {
+		return b.enqueue(ctx, j.ID, next)
+	}
+	return nil
+}
+
+func (b *Base) enqueue(ctx context.Context, id job.ID, stage job.Stage) error {
+	if err := b.Queue.Enqueue(ctx, job.Message{JobID: id, Stage: stage}); err != nil {
+		return fmt.Errorf("enqueue %s for %s: %w", stage, id, err)
+	}
+	return nil
+}

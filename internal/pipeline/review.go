@@ -1,0 +1,50 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/criticizer/criticizer/internal/blob"
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/retry"
+)
+
+// Review is the llm stage: it has the critic review the diff and persists
+// the critique on the job.
+type Review struct {
+	Base
+	Critic critic.Critic
+}
+
+// Handle runs the llm stage for one message.
+func (r *Review) Handle(ctx context.Context, m job.Message, attempt int) error {
+	j, ok, err := r.begin(ctx, m, job.StageLLM)
+	if err != nil || !ok {
+		return err
+	}
+	diff, err := r.Blobs.Get(ctx, j.DiffRef, MaxDiffBytes)
+	if errors.Is(err, blob.ErrNotFound) {
+		return retry.Permanent(retry.NotFound, err)
+	}
+	if err != nil {
+		return err
+	}
+	c, err := r.Critic.Review(ctx, critic.Input{
+		ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
+		Title: j.Title, Author: j.Author, URL: j.URL, Diff: string(diff),
+	})
+	if errors.Is(err, critic.ErrInvalidDiff) {
+		return retry.Permanent(retry.SchemaInvalid, err)
+	}
+	if err != nil {
+		return fmt.Errorf("review %s: %w", j.ID, err)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return retry.Permanent(retry.RuntimeBug, fmt.Errorf("encode critique: %w", err))
+	}
+	return r.finish(ctx, j, job.StageLLM, attempt, map[string]any{"critique": b})
+}

@@ -1,0 +1,360 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/criticizer/criticizer/internal/job"
+)
+
+// Jobs is the jobs table. It holds three kinds of item under one partition
+// key `pk`:
+//
+//	JOB#<job_id>                 the job (one per changelist review version)
+//	IDEM#<source>#<sha256(key)>  the idempotency record: request hash and the
+//	                             exact response first returned (TTL expires_at)
+//	CL#<source>:<changelist>     the changelist head: latest accepted version
+type Jobs struct {
+	db    *dynamodb.Client
+	table string
+	now   Clock
+}
+
+// NewJobs returns the jobs repository for table.
+func NewJobs(db *dynamodb.Client, table string, now Clock) *Jobs {
+	if now == nil {
+		now = time.Now
+	}
+	return &Jobs{db: db, table: table, now: now}
+}
+
+func jobKey(id job.ID) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str("JOB#" + string(id))}
+}
+
+// jobItem is the stored form of a job.
+type jobItem struct {
+	PK   string `dynamodbav:"pk"`
+	Kind string `dynamodbav:"kind"`
+	job.Job
+	IdempotencyKeySHA string `dynamodbav:"idempotency_key_sha256"`
+}
+
+// idemItem is the stored idempotency record.
+type idemItem struct {
+	PK             string `dynamodbav:"pk"`
+	Kind           string `dynamodbav:"kind"`
+	JobID          job.ID `dynamodbav:"job_id"`
+	RequestSHA256  string `dynamodbav:"request_sha256"`
+	ResponseStatus int    `dynamodbav:"response_status"`
+	ResponseBody   string `dynamodbav:"response_body"`
+	CreatedAt      string `dynamodbav:"created_at"`
+	ExpiresAt      int64  `dynamodbav:"expires_at"`
+}
+
+type headItem struct {
+	PK            string `dynamodbav:"pk"`
+	LatestVersion int    `dynamodbav:"latest_version"`
+	LatestJobID   job.ID `dynamodbav:"latest_job_id"`
+}
+
+// CreateRequest is everything intake persists for a new webhook in one
+// transaction.
+type CreateRequest struct {
+	Job               job.Job
+	IdempotencyKeySHA string // sha256 hex of the caller's key
+	RequestSHA256     string // sha256 hex of the raw request body
+	ResponseStatus    int
+	ResponseBody      []byte
+	TTL               time.Duration
+}
+
+// Outcome says what Create found.
+type Outcome int
+
+const (
+	// Created: the job, the idempotency record and the head were written.
+	Created Outcome = iota
+	// Replayed: the key was seen with the same request; Response holds the
+	// original status and body.
+	Replayed
+	// KeyReused: the key was seen with a different request (HTTP 422).
+	KeyReused
+	// VersionExists: a job for this review version exists under another key;
+	// Job holds it (seed 000 §6.2: same version is a no-op).
+	VersionExists
+	// Stale: a higher version is already accepted; CurrentVersion says which.
+	Stale
+)
+
+// CreateResult is Create's answer.
+type CreateResult struct {
+	Outcome        Outcome
+	Job            job.Job // the existing job for Replayed and VersionExists
+	ResponseStatus int
+	ResponseBody   []byte
+	CurrentVersion int
+}
+
+// Create writes the job, its idempotency record and the changelist head in
+// one TransactWriteItems call, each with its own condition. On cancellation
+// the old items come back in the cancellation reasons
+// (ReturnValuesOnConditionCheckFailure=ALL_OLD), so a duplicate costs no
+// second read.
+//
+// Why a transaction rather than one conditional put: two things must be
+// unique, the caller's key (seed 000 §6.1) and (changelist, version) (§6.2),
+// and a DynamoDB condition covers one item. The transaction is one call.
+func (s *Jobs) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
+	j := req.Job
+	now := s.now().UTC()
+	jobAV, err := marshal(jobItem{PK: "JOB#" + string(j.ID), Kind: "job", Job: j, IdempotencyKeySHA: req.IdempotencyKeySHA})
+	if err != nil {
+		return CreateResult{}, err
+	}
+	idemAV, err := marshal(idemItem{
+		PK: idemPK(j.Source, req.IdempotencyKeySHA), Kind: "idempotency", JobID: j.ID,
+		RequestSHA256: req.RequestSHA256, ResponseStatus: req.ResponseStatus, ResponseBody: string(req.ResponseBody),
+		CreatedAt: ts(now), ExpiresAt: now.Add(req.TTL).Unix(),
+	})
+	if err != nil {
+		return CreateResult{}, err
+	}
+	headUpd, err := expression.NewBuilder().
+		WithUpdate(expression.Set(expression.Name("latest_version"), expression.Value(j.ReviewVersion)).
+			Set(expression.Name("latest_job_id"), expression.Value(string(j.ID))).
+			Set(expression.Name("updated_at"), expression.Value(ts(now)))).
+		WithCondition(expression.AttributeNotExists(expression.Name("pk")).
+			Or(expression.Name("latest_version").LessThan(expression.Value(j.ReviewVersion)))).
+		Build()
+	if err != nil {
+		return CreateResult{}, fmt.Errorf("build head update: %w", err)
+	}
+	notExists := aws.String("attribute_not_exists(pk)")
+	input := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: &s.table, Item: jobAV, ConditionExpression: notExists,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
+		{Put: &types.Put{TableName: &s.table, Item: idemAV, ConditionExpression: notExists,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
+		{Update: &types.Update{TableName: &s.table, Key: map[string]types.AttributeValue{"pk": str("CL#" + job.ChangelistKey(j.Source, j.ChangelistID))},
+			UpdateExpression: headUpd.Update(), ConditionExpression: headUpd.Condition(),
+			ExpressionAttributeNames: headUpd.Names(), ExpressionAttributeValues: headUpd.Values(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
+	}}
+	// TransactionConflict means a concurrent transaction on the same items is
+	// in flight (two first requests racing); the loser retries briefly and
+	// then sees the winner's items as a duplicate.
+	for attempt := 0; ; attempt++ {
+		_, err = s.db.TransactWriteItems(ctx, input)
+		if err == nil {
+			return CreateResult{Outcome: Created, Job: j, ResponseStatus: req.ResponseStatus, ResponseBody: req.ResponseBody}, nil
+		}
+		var canceled *types.TransactionCanceledException
+		if !errors.As(err, &canceled) {
+			return CreateResult{}, fmt.Errorf("create job %s: %w", j.ID, err)
+		}
+		res, conflict, derr := s.decideCanceled(canceled.CancellationReasons, req)
+		if derr != nil {
+			return CreateResult{}, derr
+		}
+		if !conflict {
+			return res, nil
+		}
+		if attempt >= 8 {
+			return CreateResult{}, fmt.Errorf("create job %s: %w", j.ID, err)
+		}
+		select {
+		case <-ctx.Done():
+			return CreateResult{}, ctx.Err()
+		case <-time.After(time.Duration(10*(attempt+1)) * time.Millisecond):
+		}
+	}
+}
+
+func idemPK(source, keySHA string) string { return "IDEM#" + source + "#" + keySHA }
+
+// decideCanceled reads the cancellation reasons: [job, idempotency, head].
+func (s *Jobs) decideCanceled(reasons []types.CancellationReason, req CreateRequest) (CreateResult, bool, error) {
+	if len(reasons) != 3 {
+		return CreateResult{}, false, fmt.Errorf("create job: %d cancellation reasons, want 3", len(reasons))
+	}
+	code := func(i int) string { return aws.ToString(reasons[i].Code) }
+	for i := range reasons {
+		if code(i) == "TransactionConflict" {
+			return CreateResult{}, true, nil
+		}
+	}
+	if code(1) == "ConditionalCheckFailed" {
+		var idem idemItem
+		if err := unmarshal(reasons[1].Item, &idem); err != nil {
+			return CreateResult{}, false, err
+		}
+		if idem.RequestSHA256 != req.RequestSHA256 {
+			return CreateResult{Outcome: KeyReused}, false, nil
+		}
+		res := CreateResult{Outcome: Replayed, ResponseStatus: idem.ResponseStatus, ResponseBody: []byte(idem.ResponseBody)}
+		if code(0) == "ConditionalCheckFailed" && len(reasons[0].Item) > 0 {
+			var it jobItem
+			if err := unmarshal(reasons[0].Item, &it); err != nil {
+				return CreateResult{}, false, err
+			}
+			res.Job = it.Job
+		}
+		return res, false, nil
+	}
+	if code(0) == "ConditionalCheckFailed" {
+		var it jobItem
+		if err := unmarshal(reasons[0].Item, &it); err != nil {
+			return CreateResult{}, false, err
+		}
+		return CreateResult{Outcome: VersionExists, Job: it.Job}, false, nil
+	}
+	if code(2) == "ConditionalCheckFailed" {
+		var h headItem
+		if err := unmarshal(reasons[2].Item, &h); err != nil {
+			return CreateResult{}, false, err
+		}
+		return CreateResult{Outcome: Stale, CurrentVersion: h.LatestVersion}, false, nil
+	}
+	return CreateResult{}, false, fmt.Errorf("create job: transaction canceled for an unexpected reason: %s/%s/%s", code(0), code(1), code(2))
+}
+
+// Get reads a job with a strongly consistent read.
+func (s *Jobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: jobKey(id), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return job.Job{}, fmt.Errorf("get job %s: %w", id, err)
+	}
+	if len(out.Item) == 0 {
+		return job.Job{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	var it jobItem
+	if err := unmarshal(out.Item, &it); err != nil {
+		return job.Job{}, err
+	}
+	return it.Job, nil
+}
+
+// LatestVersion returns the changelist head: the latest accepted version and
+// its job, or ErrNotFound.
+func (s *Jobs) LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": str("CL#" + job.ChangelistKey(source, changelistID))}})
+	if err != nil {
+		return 0, "", fmt.Errorf("get changelist head: %w", err)
+	}
+	if len(out.Item) == 0 {
+		return 0, "", fmt.Errorf("changelist %s: %w", changelistID, ErrNotFound)
+	}
+	var h headItem
+	if err := unmarshal(out.Item, &h); err != nil {
+		return 0, "", err
+	}
+	return h.LatestVersion, h.LatestJobID, nil
+}
+
+// Advance records that stage `from` finished: it sets the next stage, the
+// attempt count and any result fields, on condition that the job is still at
+// `from`. Work is persisted before the next stage is enqueued, so a retry
+// never redoes it. ErrConflict means another worker advanced it first.
+func (s *Jobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, set map[string]any) error {
+	now := ts(s.now())
+	upd := expression.Set(expression.Name("stage"), expression.Value(string(from.Next()))).
+		Set(expression.Name("attempts."+string(from)), expression.Value(attempt)).
+		Set(expression.Name("updated_at"), expression.Value(now)).
+		Set(expression.Name("status"), expression.Value(string(status))).
+		Remove(expression.Name("last_error"))
+	for k, v := range set {
+		upd = upd.Set(expression.Name(k), expression.Value(v))
+	}
+	cond := expression.Name("stage").Equal(expression.Value(string(from)))
+	return s.update(ctx, id, upd, &cond)
+}
+
+// SetStatus sets the job status, on condition that the job is at stage
+// `at` and not already in a terminal status other than the target.
+func (s *Jobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error {
+	now := ts(s.now())
+	upd := expression.Set(expression.Name("status"), expression.Value(string(status))).
+		Set(expression.Name("updated_at"), expression.Value(now))
+	for k, v := range set {
+		upd = upd.Set(expression.Name(k), expression.Value(v))
+	}
+	cond := expression.Name("stage").Equal(expression.Value(string(at)))
+	return s.update(ctx, id, upd, &cond)
+}
+
+// RecordFailure stores a stage failure: its class and attempt, and the
+// status it leaves the job in, and returns when the stage first failed
+// (kept across attempts for the dead-letter envelope's first_failure_at,
+// seed 001 §8.4). It never moves a succeeded job backwards.
+func (s *Jobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure, status job.Status) (time.Time, error) {
+	fav, err := marshal(f)
+	if err != nil {
+		return time.Time{}, err
+	}
+	firstAttr := "first_failure_at_" + string(f.Stage)
+	upd := expression.Set(expression.Name("attempts."+string(f.Stage)), expression.Value(f.Attempt)).
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))).
+		Set(expression.Name("last_error"), expression.Value(&types.AttributeValueMemberM{Value: fav})).
+		Set(expression.Name("status"), expression.Value(string(status))).
+		Set(expression.Name(firstAttr), expression.IfNotExists(expression.Name(firstAttr), expression.Value(ts(f.At))))
+	if status == job.StatusDeadLettered {
+		upd = upd.Set(expression.Name("dead_letter"), expression.Value(&types.AttributeValueMemberM{Value: fav}))
+	}
+	cond := expression.AttributeExists(expression.Name("pk")).
+		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusSucceeded))))
+	e, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("build failure update: %w", err)
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: jobKey(id),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ReturnValues: types.ReturnValueUpdatedNew,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return time.Time{}, fmt.Errorf("record failure on job %s: %w", id, ErrConflict)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("record failure on job %s: %w", id, err)
+	}
+	var first time.Time
+	if v, ok := out.Attributes[firstAttr].(*types.AttributeValueMemberS); ok {
+		first, _ = time.Parse(time.RFC3339Nano, v.Value)
+	}
+	return first, nil
+}
+
+func (s *Jobs) update(ctx context.Context, id job.ID, upd expression.UpdateBuilder, cond *expression.ConditionBuilder) error {
+	b := expression.NewBuilder().WithUpdate(upd)
+	if cond != nil {
+		b = b.WithCondition(*cond)
+	}
+	e, err := b.Build()
+	if err != nil {
+		return fmt.Errorf("build job update: %w", err)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: jobKey(id),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("update job %s: %w", id, ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("update job %s: %w", id, err)
+	}
+	return nil
+}

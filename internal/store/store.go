@@ -1,0 +1,61 @@
+// Package store keeps Criticizer's state in DynamoDB: jobs with their
+// idempotency records and changelist heads (jobs table), and the delivery
+// outbox (deliveries table). Every state change is one conditional write, so
+// concurrent workers and duplicate messages cannot corrupt a row.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// ErrNotFound is returned when an item does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned when a conditional write lost to another writer:
+// the row is no longer in the state the caller read.
+var ErrConflict = errors.New("conditional write conflict")
+
+// timeLayout is fixed-width UTC, so timestamps stored as strings compare
+// chronologically in condition expressions (lease_until < now). The SDK's
+// default, RFC3339Nano, trims trailing zeros and does not.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// ts formats t for storage and for comparisons in expressions.
+func ts(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// zeroTime is how a zero time.Time encodes; optional timestamps that are zero
+// are dropped so `attribute_not_exists` means "not set".
+var zeroTime = ts(time.Time{})
+
+// marshal encodes v with fixed-width timestamps and drops zero ones.
+func marshal(v any) (map[string]types.AttributeValue, error) {
+	item, err := attributevalue.MarshalMapWithOptions(v, func(o *attributevalue.EncoderOptions) {
+		o.EncodeTime = func(t time.Time) (types.AttributeValue, error) { return str(ts(t)), nil }
+	})
+	if err != nil {
+		return nil, fmt.Errorf("marshal %T: %w", v, err)
+	}
+	for k, av := range item {
+		if s, ok := av.(*types.AttributeValueMemberS); ok && s.Value == zeroTime {
+			delete(item, k)
+		}
+	}
+	return item, nil
+}
+
+func unmarshal(item map[string]types.AttributeValue, v any) error {
+	if err := attributevalue.UnmarshalMap(item, v); err != nil {
+		return fmt.Errorf("unmarshal %T: %w", v, err)
+	}
+	return nil
+}
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+// Clock returns the current time; tests pass a fixed one.
+type Clock func() time.Time

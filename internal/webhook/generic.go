@@ -1,0 +1,213 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/mail"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/criticizer/criticizer/internal/delivery"
+)
+
+// Limits of the generic contract.
+const (
+	MaxBody       = 4 << 20 // a 1 MiB diff can grow when JSON-escaped
+	MaxDiff       = 1 << 20
+	MaxRecipients = 50
+	maxText       = 1000
+	maxID         = 256
+)
+
+// SignatureHeader carries the generic source's body signature.
+const SignatureHeader = "X-Criticizer-Signature"
+
+// Generic is the adapter for Criticizer's own webhook format, for any caller
+// that can sign a JSON body (CI jobs, bots, other review systems).
+type Generic struct {
+	Secret []byte
+}
+
+// genericBody is the wire format. review_version is raw so "1.5", "-1" and
+// "\"3\"" get a precise error instead of a generic type error.
+type genericBody struct {
+	ChangelistID  *string         `json:"changelist_id"`
+	ReviewVersion json.RawMessage `json:"review_version"`
+	Title         *string         `json:"title"`
+	URL           *string         `json:"url"`
+	Author        *string         `json:"author"`
+	Recipients    []string        `json:"recipients"`
+	Diff          *string         `json:"diff"`
+	DiffURL       *string         `json:"diff_url"`
+}
+
+// Parse verifies and validates a generic webhook. The signature is checked
+// first, so an unsigned request learns nothing about validation.
+func (g Generic) Parse(r Request) (Change, error) {
+	if len(r.Body) > MaxBody {
+		return Change{}, &TooLargeError{Limit: MaxBody}
+	}
+	if err := verifySHA256(g.Secret, r.Header(SignatureHeader), r.Body); err != nil {
+		return Change{}, err
+	}
+	key := r.Header("Idempotency-Key")
+	if err := checkIdempotencyKey(key); err != nil {
+		return Change{}, err
+	}
+	var b genericBody
+	dec := json.NewDecoder(bytes.NewReader(r.Body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		return Change{}, jsonFieldError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Change{}, &FieldError{Field: "body", Message: "must be a single JSON object"}
+	}
+	c := Change{Source: "generic", IdempotencyKey: key}
+	var err error
+	if c.ChangelistID, err = requiredText("changelist_id", b.ChangelistID, maxID); err != nil {
+		return Change{}, err
+	}
+	if c.ReviewVersion, err = positiveInt("review_version", b.ReviewVersion); err != nil {
+		return Change{}, err
+	}
+	if c.Title, err = requiredText("title", b.Title, maxText); err != nil {
+		return Change{}, err
+	}
+	if b.URL == nil {
+		return Change{}, &FieldError{Field: "url", Message: "is required"}
+	}
+	if c.URL, err = httpURL("url", *b.URL); err != nil {
+		return Change{}, err
+	}
+	if c.Author, err = requiredText("author", b.Author, maxText); err != nil {
+		return Change{}, err
+	}
+	if c.Recipients, err = recipients("recipients", b.Recipients); err != nil {
+		return Change{}, err
+	}
+	switch {
+	case b.Diff != nil && b.DiffURL != nil:
+		return Change{}, &FieldError{Field: "diff", Message: "give either diff or diff_url, not both"}
+	case b.Diff != nil:
+		if len(*b.Diff) > MaxDiff {
+			return Change{}, &FieldError{Field: "diff", Message: fmt.Sprintf("must be at most %d bytes", MaxDiff)}
+		}
+		if !utf8.ValidString(*b.Diff) {
+			return Change{}, &FieldError{Field: "diff", Message: "must be UTF-8 text"}
+		}
+		c.Diff = *b.Diff
+	case b.DiffURL != nil:
+		if c.DiffURL, err = httpURL("diff_url", *b.DiffURL); err != nil {
+			return Change{}, err
+		}
+	default:
+		return Change{}, &FieldError{Field: "diff", Message: "one of diff or diff_url is required"}
+	}
+	return c, nil
+}
+
+// jsonFieldError names the field a decoding error is about.
+func jsonFieldError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return &FieldError{Field: field, Message: "must be " + jsonKind(te.Type.Kind().String())}
+	case errors.As(err, &se):
+		return &FieldError{Field: "body", Message: fmt.Sprintf("malformed JSON at byte %d", se.Offset)}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &FieldError{Field: "body", Message: "malformed JSON: unexpected end of input"}
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return &FieldError{Field: strings.Trim(f, `"`), Message: "is not a known field"}
+	}
+	return &FieldError{Field: "body", Message: "malformed JSON"}
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "struct", "map":
+		return "an object"
+	case "slice":
+		return "an array"
+	}
+	return "a " + k
+}
+
+func requiredText(field string, v *string, max int) (string, error) {
+	if v == nil {
+		return "", &FieldError{Field: field, Message: "is required"}
+	}
+	s := strings.TrimSpace(*v)
+	switch {
+	case s == "":
+		return "", &FieldError{Field: field, Message: "must not be empty"}
+	case len(s) > max:
+		return "", &FieldError{Field: field, Message: fmt.Sprintf("must be at most %d bytes", max)}
+	case !utf8.ValidString(s):
+		return "", &FieldError{Field: field, Message: "must be UTF-8 text"}
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return "", &FieldError{Field: field, Message: "must not contain control characters"}
+	}
+	return s, nil
+}
+
+func positiveInt(field string, raw json.RawMessage) (int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, &FieldError{Field: field, Message: "is required"}
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 32)
+	if err != nil || n < 1 {
+		return 0, &FieldError{Field: field, Message: "must be a positive integer"}
+	}
+	return int(n), nil
+}
+
+func httpURL(field, raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", &FieldError{Field: field, Message: "must be an absolute http or https URL"}
+	}
+	if len(raw) > 2048 {
+		return "", &FieldError{Field: field, Message: "must be at most 2048 bytes"}
+	}
+	return u.String(), nil
+}
+
+func recipients(field string, in []string) ([]string, error) {
+	if len(in) == 0 {
+		return nil, &FieldError{Field: field, Message: "at least one recipient is required"}
+	}
+	if len(in) > MaxRecipients {
+		return nil, &FieldError{Field: field, Message: fmt.Sprintf("at most %d recipients", MaxRecipients)}
+	}
+	out := make([]string, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for i, raw := range in {
+		addr, err := mail.ParseAddress(raw)
+		// A bare address only: "Ann <ann@x>" would put a display name into
+		// the outbox key.
+		if err != nil || addr.Name != "" || addr.Address != strings.TrimSpace(raw) || !strings.Contains(addr.Address, ".") {
+			// The message names the index, never the address (PII in logs).
+			return nil, &FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Message: "must be an email address such as reviewer@example.com"}
+		}
+		n := delivery.NormalizeRecipient(addr.Address)
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
