@@ -18,7 +18,8 @@ help:
 	@echo "make bench  run the benchmarks"
 
 run: deps
-	$(GO) run ./cmd/devstack run
+	$(GO) build -o .devstack/bin/devstack ./cmd/devstack
+	exec .devstack/bin/devstack run
 
 test: deps
 	$(GO) vet ./...
