@@ -30,6 +30,7 @@ func FuzzGenericParse(f *testing.F) {
 	f.Add([]byte(`{"changelist_id":"c","review_version":1,"title":"t","url":"https://e.example/c","author":"a","recipients":["a@e.example"],"diff_url":"https://e.example/d"}`), "k")
 	f.Add([]byte(`{"changelist_id":"c","review_version":1,"title":"t","url":"https://e.example/c","author":"a","recipients":["a@e.example"],"diff":"x","diff_url":"https://e.example/d"}`), "k")
 	f.Add([]byte(`{"changelist_id":"c","review_version":"1","title":"t","url":"https://e.example/c","author":"a","recipients":[],"diff":"x","extra":1} {}`), "k")
+	f.Add([]byte(`{"changelist_id":"c","review_version":1,"title":"t","url":"https://e.example/c","author":"a","recipients":["a@e.example"],"diff":""}`), "k")
 	f.Add([]byte(`[]`), "")
 	f.Add([]byte(``), "k\x00")
 

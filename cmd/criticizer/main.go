@@ -1,0 +1,357 @@
+// Command criticizer is the operator's tool: dead-letter triage, replay and
+// resolution (seed 001 §8.5), and job inspection. Run `criticizer help`.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/ops"
+	"github.com/criticizer/criticizer/internal/store"
+)
+
+const help = `criticizer — operate Criticizer's dead-letter queues and jobs.
+
+Every stage (fetch, llm, notify) has a dead-letter queue (DLQ). A message lands
+there when its failure is non-retryable or its 5 attempts are spent; the job
+then shows status dead_lettered. Work through an item like this:
+
+  1. Triage    criticizer dlq list [--stage S] [--class C]
+               Groups the DLQs by stage and error class with counts, oldest and
+               newest failure and sample ids. Then look at one item:
+               criticizer dlq show <id>
+               (the envelope: error_class, redacted last_stack, attempts, first
+               and last failure; the job; each recipient's delivery row).
+  2. Remediate by class:
+               NETWORK_TIMEOUT, NETWORK_ERROR, UPSTREAM_5XX, RATE_LIMITED, UNKNOWN:
+                 check the upstream recovered (status pages, quotas);
+               SCHEMA_INVALID, NOT_FOUND: fix the source data or mapping;
+               AUTH_DENIED, POLICY_REJECTED: rotate credentials, fix IAM, verify
+                 the SES identity;
+               RUNTIME_BUG: deploy the fix first.
+  3. Replay    criticizer dlq replay <id> --note "<remediation evidence>"
+               criticizer dlq replay --stage S [--class C] --note "..." [--rate N]
+               Resumes at the failed stage; --from-start restarts at fetch (and
+               fetches a diff_url again). A note is required and is recorded with
+               the item. Delivery is idempotent: reviewers already mailed are not
+               mailed again. --rate paces bulk replays (items per second, default 1).
+               A replay that fails again with the same non-retryable class comes
+               back marked escalated: hand it to engineering.
+  4. Or close  criticizer dlq resolve <id> --note "why no replay is needed"
+  5. Verify    criticizer jobs show <job_id> | --changelist X [--source generic]
+
+Connection: the same environment variables as the functions
+(CRITICIZER_JOBS_TABLE, CRITICIZER_DELIVERIES_TABLE, CRITICIZER_<STAGE>_QUEUE_URL,
+CRITICIZER_<STAGE>_DLQ_URL, AWS_REGION, AWS_PROFILE...). Queue URLs that are not
+set are looked up by name: <prefix>-<stage> and <prefix>-<stage>-dlq, prefix
+from CRITICIZER_RESOURCE_PREFIX (default criticizer). --local talks to the
+stack of "make run".
+
+Global flags (before the command): --local  --json
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "criticizer:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg + " (see criticizer help)" }
+
+type cli struct {
+	ops  *ops.Ops
+	out  io.Writer
+	json bool
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("criticizer", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	local := fs.Bool("local", false, "")
+	asJSON := fs.Bool("json", false, "")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	args = fs.Args()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(out, help)
+		return nil
+	}
+	o, err := connect(ctx, *local)
+	if err != nil {
+		return err
+	}
+	c := &cli{ops: o, out: out, json: *asJSON}
+	switch {
+	case len(args) >= 2 && args[0] == "dlq" && args[1] == "list":
+		return c.dlqList(ctx, args[2:])
+	case len(args) >= 2 && args[0] == "dlq" && args[1] == "show":
+		return c.dlqShow(ctx, args[2:])
+	case len(args) >= 2 && args[0] == "dlq" && args[1] == "replay":
+		return c.dlqReplay(ctx, args[2:])
+	case len(args) >= 2 && args[0] == "dlq" && args[1] == "resolve":
+		return c.dlqResolve(ctx, args[2:])
+	case len(args) >= 2 && args[0] == "jobs" && args[1] == "show":
+		return c.jobsShow(ctx, args[2:])
+	}
+	return usageError{"unknown command " + strings.Join(args, " ")}
+}
+
+// connect builds Ops from the environment (or the local stack).
+func connect(ctx context.Context, local bool) (*ops.Ops, error) {
+	getenv := os.Getenv
+	cfg, err := config.FromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if local {
+		cfg.Endpoints = devstack.RunPorts.Endpoints()
+	}
+	clients, err := awsclient.New(ctx, cfg.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	prefix := getenv("CRITICIZER_RESOURCE_PREFIX")
+	if prefix == "" {
+		prefix = "criticizer"
+	}
+	for _, s := range job.Stages() {
+		for _, q := range []struct {
+			m    map[job.Stage]string
+			name string
+		}{{cfg.Queues.Queue, prefix + "-" + string(s)}, {cfg.Queues.DLQ, prefix + "-" + string(s) + "-dlq"}} {
+			if q.m[s] != "" {
+				continue
+			}
+			out, err := clients.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(q.name)})
+			if err != nil {
+				return nil, fmt.Errorf("find queue %s (set %s or %s): %w", q.name, config.QueueEnv(s), config.DLQEnv(s), err)
+			}
+			q.m[s] = aws.ToString(out.QueueUrl)
+		}
+	}
+	return &ops.Ops{SQS: clients.SQS, Queues: cfg.Queues, Now: time.Now,
+		Jobs:       store.NewJobs(clients.DynamoDB, cfg.JobsTable, nil),
+		Deliveries: store.NewDeliveries(clients.DynamoDB, cfg.DeliveriesTable, nil)}, nil
+}
+
+func parse(name string, args []string, positional int, def func(*flag.FlagSet)) (*flag.FlagSet, []string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	def(fs)
+	// Allow the id before or after the flags.
+	var pos []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return nil, nil, usageError{name + ": " + err.Error()}
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			pos = append(pos, args[0])
+			args = args[1:]
+		}
+	}
+	if len(pos) > positional {
+		return nil, nil, usageError{name + ": unexpected " + strings.Join(pos[positional:], " ")}
+	}
+	return fs, pos, nil
+}
+
+func stageFlag(v string) (job.Stage, error) {
+	if v == "" {
+		return "", nil
+	}
+	s := job.Stage(v)
+	if !s.Valid() {
+		return "", usageError{"--stage must be fetch, llm or notify"}
+	}
+	return s, nil
+}
+
+func (c *cli) dlqList(ctx context.Context, args []string) error {
+	var stage, class string
+	if _, _, err := parse("dlq list", args, 0, func(fs *flag.FlagSet) {
+		fs.StringVar(&stage, "stage", "", "")
+		fs.StringVar(&class, "class", "", "")
+	}); err != nil {
+		return err
+	}
+	s, err := stageFlag(stage)
+	if err != nil {
+		return err
+	}
+	var stages []job.Stage
+	if s != "" {
+		stages = []job.Stage{s}
+	}
+	items, err := c.ops.Scan(ctx, stages...)
+	if err != nil {
+		return err
+	}
+	groups := ops.Triage(items, s, class)
+	if c.json {
+		return c.emit(groups)
+	}
+	if len(groups) == 0 {
+		fmt.Fprintln(c.out, "The dead-letter queues are empty.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.out, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "STAGE\tERROR CLASS\tCOUNT\tESCALATED\tOLDEST\tNEWEST\tSAMPLE IDS")
+	for _, g := range groups {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", g.Stage, g.ErrorClass, g.Count, g.Escalated,
+			g.Oldest.Format(time.RFC3339), g.Newest.Format(time.RFC3339), strings.Join(g.Samples, " "))
+	}
+	return tw.Flush()
+}
+
+func (c *cli) dlqShow(ctx context.Context, args []string) error {
+	_, pos, err := parse("dlq show", args, 1, func(*flag.FlagSet) {})
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"dlq show: give the item id"}
+	}
+	items, err := c.ops.Scan(ctx)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if it.Envelope.ID != pos[0] && it.MessageID != pos[0] {
+			continue
+		}
+		view := map[string]any{"envelope": it.Envelope, "redriven_without_envelope": it.Raw}
+		if it.Envelope.JobID != "" {
+			if rep, err := c.ops.Job(ctx, job.ID(it.Envelope.JobID)); err == nil {
+				view["job"], view["recipients"], view["deliveries"] = rep.Job, rep.Recipients, rep.Deliveries
+			} else {
+				view["job_error"] = err.Error()
+			}
+		}
+		return c.emitIndented(view)
+	}
+	return fmt.Errorf("%s: %w", pos[0], ops.ErrNotInDLQ)
+}
+
+func (c *cli) dlqReplay(ctx context.Context, args []string) error {
+	var r ops.ReplayRequest
+	var stage string
+	_, pos, err := parse("dlq replay", args, 1, func(fs *flag.FlagSet) {
+		fs.StringVar(&stage, "stage", "", "")
+		fs.StringVar(&r.Class, "class", "", "")
+		fs.StringVar(&r.Note, "note", "", "")
+		fs.BoolVar(&r.FromStart, "from-start", false, "")
+		fs.Float64Var(&r.Rate, "rate", 1, "")
+	})
+	if err != nil {
+		return err
+	}
+	if r.Stage, err = stageFlag(stage); err != nil {
+		return err
+	}
+	switch {
+	case len(pos) == 1 && r.Stage == "":
+		r.ID = pos[0]
+	case len(pos) == 0 && r.Stage != "":
+	default:
+		return usageError{"dlq replay: give an item id, or --stage (and optionally --class)"}
+	}
+	if strings.TrimSpace(r.Note) == "" {
+		return usageError{"dlq replay: " + ops.ErrNoNote.Error()}
+	}
+	results, err := c.ops.Replay(ctx, r)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, res := range results {
+		if res.Err != nil {
+			failed++
+			fmt.Fprintf(c.out, "FAILED   %s (job %s): %v\n", res.EnvelopeID, res.JobID, res.Err)
+			continue
+		}
+		fmt.Fprintf(c.out, "replayed %s (job %s) at stage %s\n", res.EnvelopeID, res.JobID, res.Stage)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d replays failed; they stay in the DLQ", failed, len(results))
+	}
+	return nil
+}
+
+func (c *cli) dlqResolve(ctx context.Context, args []string) error {
+	var note string
+	_, pos, err := parse("dlq resolve", args, 1, func(fs *flag.FlagSet) { fs.StringVar(&note, "note", "", "") })
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"dlq resolve: give the item id"}
+	}
+	if strings.TrimSpace(note) == "" {
+		return usageError{"dlq resolve: " + ops.ErrNoNote.Error()}
+	}
+	it, err := c.ops.Resolve(ctx, pos[0], note)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "resolved %s (job %s, stage %s); the note is recorded\n", it.Envelope.ID, it.Envelope.JobID, it.Stage)
+	return nil
+}
+
+func (c *cli) jobsShow(ctx context.Context, args []string) error {
+	var changelist, source string
+	_, pos, err := parse("jobs show", args, 1, func(fs *flag.FlagSet) {
+		fs.StringVar(&changelist, "changelist", "", "")
+		fs.StringVar(&source, "source", "generic", "")
+	})
+	if err != nil {
+		return err
+	}
+	var rep ops.JobReport
+	switch {
+	case len(pos) == 1 && changelist == "":
+		rep, err = c.ops.Job(ctx, job.ID(pos[0]))
+	case len(pos) == 0 && changelist != "":
+		rep, err = c.ops.ChangelistJob(ctx, source, changelist)
+	default:
+		return usageError{"jobs show: give a job id or --changelist"}
+	}
+	if err != nil {
+		return err
+	}
+	return c.emitIndented(rep)
+}
+
+func (c *cli) emit(v any) error { return json.NewEncoder(c.out).Encode(v) }
+
+func (c *cli) emitIndented(v any) error {
+	enc := json.NewEncoder(c.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"net/mail"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Context keys the app reads (`cdk deploy -c key=value`, or cdk.json's
+// "context").
+const (
+	// CtxAssetDir is the directory holding <fn>/bootstrap for every function;
+	// `make build` writes ../build relative to infra/.
+	CtxAssetDir = "assetDir"
+	// CtxMailFrom is the sender, "Name <address>" or a bare address, passed to
+	// notify as CRITICIZER_MAIL_FROM.
+	CtxMailFrom = "mailFrom"
+	// CtxSESIdentity is the verified SES identity that mailFrom sends as: a
+	// domain (default: mailFrom's domain) or the address itself.
+	CtxSESIdentity = "sesIdentity"
+	// CtxLogLevel is every function's LOG_LEVEL.
+	CtxLogLevel = "logLevel"
+	// CtxAlarmEmail, when set, subscribes an address to the alarm topic.
+	CtxAlarmEmail = "alarmEmail"
+)
+
+// DefaultMailFrom is config.go's default sender; deploying with it is
+// flagged with a warning annotation.
+const DefaultMailFrom = "Criticizer <criticizer@example.com>"
+
+// Config is what the stack is built from.
+type Config struct {
+	AssetDir    string
+	MailFrom    string
+	SESIdentity string
+	LogLevel    string
+	AlarmEmail  string
+}
+
+// ConfigFromContext reads the app's context with defaults.
+func ConfigFromContext(node constructs.Node) (Config, error) {
+	get := func(k, def string) string {
+		if v, ok := node.TryGetContext(jsii.String(k)).(string); ok && strings.TrimSpace(v) != "" {
+			return strings.TrimSpace(v)
+		}
+		return def
+	}
+	c := Config{
+		AssetDir:   get(CtxAssetDir, filepath.Join("..", "build")),
+		MailFrom:   get(CtxMailFrom, DefaultMailFrom),
+		LogLevel:   get(CtxLogLevel, "info"),
+		AlarmEmail: get(CtxAlarmEmail, ""),
+	}
+	addr, err := mail.ParseAddress(c.MailFrom)
+	if err != nil {
+		return Config{}, fmt.Errorf("context %s=%q: %w", CtxMailFrom, c.MailFrom, err)
+	}
+	domain := addr.Address[strings.LastIndexByte(addr.Address, '@')+1:]
+	c.SESIdentity = get(CtxSESIdentity, domain)
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return Config{}, fmt.Errorf("context %s=%q: want debug, info, warn or error", CtxLogLevel, c.LogLevel)
+	}
+	return c, nil
+}
+
+// senderAddress is the bare address of MailFrom.
+func (c Config) senderAddress() string {
+	a, err := mail.ParseAddress(c.MailFrom)
+	if err != nil {
+		return c.MailFrom
+	}
+	return a.Address
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// MetricsNamespace is internal/obs.Namespace, where the code's EMF lines land.
+const MetricsNamespace = "Criticizer"
+
+// Alarm thresholds.
+const (
+	OldestMessageAlarmSeconds = 15 * 60
+	BounceRateThreshold       = 0.05
+	ComplaintRateThreshold    = 0.001
+)
+
+// insights is a CloudWatch Metrics Insights query summing one of the
+// code's metrics over the whole namespace, whatever its dimensions.
+//
+// The stage runner emits DeadLetters and Escalations with the dimension set
+// {Stage, ErrorClass} only (internal/obs.Metric), so no dimensionless series
+// exists to alarm on, and an alarm cannot use a SEARCH() expression. A
+// Metrics Insights query can be alarmed on and aggregates every dimension
+// combination, including ones that do not exist yet (a new ErrorClass, or
+// whatever dimensions OrderingViolations gets).
+func insights(metric string, groupBy string) string {
+	q := fmt.Sprintf(`SELECT SUM(%s) FROM "%s"`, metric, MetricsNamespace)
+	if groupBy != "" {
+		q += " GROUP BY " + groupBy
+	}
+	return q
+}
+
+func (s *Stack) monitoring() {
+	s.AlarmTopic = awssns.NewTopic(s, jsii.String("AlarmTopic"), &awssns.TopicProps{
+		DisplayName: jsii.String("Criticizer alarms"),
+		MasterKey:   s.TopicKey,
+		EnforceSSL:  jsii.Bool(true),
+	})
+	if s.Config.AlarmEmail != "" {
+		s.AlarmTopic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(s.Config.AlarmEmail), nil))
+	}
+	action := awscloudwatchactions.NewSnsAction(s.AlarmTopic)
+	alarm := func(id, desc string, m awscloudwatch.IMetric, threshold float64) {
+		a := awscloudwatch.NewAlarm(s, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmDescription:   jsii.String(desc),
+			Metric:             m,
+			Threshold:          jsii.Number(threshold),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+			EvaluationPeriods:  jsii.Number(1),
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		a.AddAlarmAction(action)
+		a.AddOkAction(action)
+	}
+	min := func(n float64) awscdk.Duration { return awscdk.Duration_Minutes(jsii.Number(n)) }
+
+	var queueDepth, dlqDepth, oldest []awscloudwatch.IMetric
+	for _, f := range functionSpecs {
+		if f.Queue == "" {
+			continue
+		}
+		q, d, name := s.Queues[f.Queue], s.DLQs[f.Queue], title(f.Queue)
+		dv := d.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+			Statistic: jsii.String("Maximum"), Period: min(1), Label: jsii.String(f.Queue + " DLQ")})
+		alarm(name+"DlqNotEmpty", fmt.Sprintf("%s dead-letter queue holds messages: inspect and replay them (criticizer CLI)", f.Queue), dv, 0)
+		age := q.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
+			Statistic: jsii.String("Maximum"), Period: min(5), Label: jsii.String(f.Queue)})
+		alarm(name+"QueueOldestMessage", fmt.Sprintf("%s queue's oldest message is older than %d minutes: the stage is stuck or throttled", f.Queue, OldestMessageAlarmSeconds/60),
+			age, OldestMessageAlarmSeconds)
+		queueDepth = append(queueDepth, q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+			Statistic: jsii.String("Maximum"), Period: min(1), Label: jsii.String(f.Queue)}))
+		dlqDepth = append(dlqDepth, dv)
+		oldest = append(oldest, age)
+	}
+
+	five := min(5)
+	for _, m := range []struct{ metric, desc string }{
+		{"DeadLetters", "a stage dead-lettered a message (Criticizer/DeadLetters, any Stage/ErrorClass)"},
+		{"Escalations", "a replayed message failed again with the same class and was re-dead-lettered escalated"},
+		{"OrderingViolations", "reconciliation found a delivery ordering violation"},
+	} {
+		alarm(m.metric, m.desc, awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String(insights(m.metric, "")), Period: five, Label: jsii.String(m.metric),
+		}), 0)
+	}
+
+	ses := func(metric string) awscloudwatch.Metric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("AWS/SES"), MetricName: jsii.String(metric),
+			Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Hours(jsii.Number(1))})
+	}
+	alarm("SesBounceRate", "SES account bounce rate above 5% (SES reviews accounts at 5%, may pause sending at 10%)", ses("Reputation.BounceRate"), BounceRateThreshold)
+	alarm("SesComplaintRate", "SES account complaint rate above 0.1% (SES reviews accounts at 0.1%, may pause sending at 0.5%)", ses("Reputation.ComplaintRate"), ComplaintRateThreshold)
+
+	var errs, durations, throttles []awscloudwatch.IMetric
+	for _, f := range functionSpecs {
+		fn := s.Functions[f.Name]
+		e := fn.MetricErrors(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: five, Label: jsii.String(f.Name)})
+		// A function error is a crash or timeout: handlers report failures
+		// as batch item failures or HTTP responses, never as errors.
+		alarm(title(f.Name)+"Errors", f.Name+" function errors (crash, timeout or init failure)", e, 0)
+		errs = append(errs, e)
+		durations = append(durations, fn.MetricDuration(&awscloudwatch.MetricOptions{Statistic: jsii.String("p99"), Period: five, Label: jsii.String(f.Name)}))
+		throttles = append(throttles, fn.MetricThrottles(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: five, Label: jsii.String(f.Name)}))
+	}
+
+	graph := func(title string, left []awscloudwatch.IMetric) awscloudwatch.IWidget {
+		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &left,
+			Width: jsii.Number(12), Height: jsii.Number(6)})
+	}
+	expr := func(metric, groupBy string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String(insights(metric, groupBy)), Period: five, Label: jsii.String(metric)})
+	}
+	api5xx := s.APIStage.MetricServerError(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: five, Label: jsii.String("5xx")})
+	api4xx := s.APIStage.MetricClientError(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: five, Label: jsii.String("4xx")})
+	awscloudwatch.NewDashboard(s, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		Widgets: &[]*[]awscloudwatch.IWidget{
+			{graph("Queue depth (visible)", queueDepth), graph("Dead-letter queue depth", dlqDepth)},
+			{graph("Oldest message age (s)", oldest), graph("HTTP API errors", []awscloudwatch.IMetric{api4xx, api5xx})},
+			{graph("Function errors", errs), graph("Function duration p99 (ms)", durations)},
+			{graph("Function throttles", throttles), graph("Dead letters by stage", []awscloudwatch.IMetric{expr("DeadLetters", "Stage")})},
+			{graph("Escalations by stage", []awscloudwatch.IMetric{expr("Escalations", "Stage")}),
+				graph("Retries and successes by stage", []awscloudwatch.IMetric{expr("Retries", "Stage"), expr("Succeeded", "Stage")})},
+			{graph("Ordering violations", []awscloudwatch.IMetric{expr("OrderingViolations", "")}),
+				graph("SES reputation", []awscloudwatch.IMetric{ses("Reputation.BounceRate"), ses("Reputation.ComplaintRate")})},
+		},
+	})
+}

@@ -1,0 +1,82 @@
+package main
+
+import "strings"
+
+// Environment variable names. They are internal/config/config.go's names
+// (a test parses that file and checks every name set here against it),
+// plus EnvWebhookSecretARN, which the root code has yet to read.
+const (
+	EnvJobsTable        = "CRITICIZER_JOBS_TABLE"
+	EnvDeliveriesTable  = "CRITICIZER_DELIVERIES_TABLE"
+	EnvPayloadBucket    = "CRITICIZER_PAYLOAD_BUCKET"
+	EnvMailFrom         = "CRITICIZER_MAIL_FROM"
+	EnvConfigurationSet = "CRITICIZER_SES_CONFIGURATION_SET"
+	EnvIdempotencyTTL   = "CRITICIZER_IDEMPOTENCY_TTL"
+	EnvDeliveryLease    = "CRITICIZER_DELIVERY_LEASE"
+	EnvReconcileGrace   = "CRITICIZER_RECONCILE_GRACE"
+	EnvLogLevel         = "LOG_LEVEL"
+	// EnvWebhookSecretARN names the Secrets Manager secret holding the
+	// webhook signing secret. Never the value: intake reads it at init.
+	EnvWebhookSecretARN = "CRITICIZER_WEBHOOK_SECRET_ARN"
+)
+
+// Durations passed to the functions: config.go's defaults, written out so a
+// deployment shows what it runs with.
+const (
+	IdempotencyTTL = "720h"
+	DeliveryLease  = "2m"
+	ReconcileGrace = "3m"
+)
+
+// QueueEnv is config.QueueEnv: CRITICIZER_<STAGE>_QUEUE_URL.
+func QueueEnv(q string) string { return "CRITICIZER_" + strings.ToUpper(q) + "_QUEUE_URL" }
+
+// DLQEnv is config.DLQEnv: CRITICIZER_<STAGE>_DLQ_URL.
+func DLQEnv(q string) string { return "CRITICIZER_" + strings.ToUpper(q) + "_DLQ_URL" }
+
+// Queue names (the pipeline's stages, then the SES feedback queue).
+const (
+	QFetch    = "fetch"
+	QLLM      = "llm"
+	QNotify   = "notify"
+	QFeedback = "feedback"
+)
+
+// Function names: each is functions/<name> in the root module and
+// build/<name>/bootstrap after `make build`.
+const (
+	FnIntake   = "intake"
+	FnFetch    = "fetch"
+	FnLLM      = "llm"
+	FnNotify   = "notify"
+	FnFeedback = "feedback"
+	FnSweeper  = "sweeper"
+)
+
+// Stable logical ids, shared with template.yaml so the two templates can be
+// compared (and so refactoring the CDK code never replaces a table or queue).
+const (
+	IDJobsTable        = "JobsTable"
+	IDDeliveriesTable  = "DeliveriesTable"
+	IDPayloadBucket    = "PayloadBucket"
+	IDWebhookSecret    = "WebhookSecret"
+	IDConfigurationSet = "ConfigurationSet"
+	IDSESEventsTopic   = "SesEventsTopic"
+	IDHTTPAPI          = "HttpApi"
+)
+
+// FunctionID is a function's logical id, e.g. IntakeFunction.
+func FunctionID(fn string) string { return title(fn) + "Function" }
+
+// QueueID is a queue's logical id, e.g. FetchQueue.
+func QueueID(q string) string { return title(q) + "Queue" }
+
+// DLQID is a dead-letter queue's logical id, e.g. FetchDLQ.
+func DLQID(q string) string { return title(q) + "DLQ" }
+
+func title(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,517 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsses"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Sizing. Every function is provided.al2023 on arm64 (`make build` builds
+// GOARCH=arm64), handler "bootstrap".
+type fnSpec struct {
+	Name    string
+	Memory  float64 // MB
+	Timeout float64 // seconds
+	// Reserved concurrency; 0 means unreserved.
+	Reserved float64
+	// Queue is the queue it consumes (SQS event source), if any.
+	Queue string
+	// MaxConcurrency caps the event source mapping's pollers (>= 2); set
+	// with Reserved so the mapping never outruns the reservation, whose
+	// throttles would count as receives towards the redrive limit.
+	MaxConcurrency float64
+	Description    string
+}
+
+var functionSpecs = []fnSpec{
+	{Name: FnIntake, Memory: 256, Timeout: 10, Description: "HTTP API: webhook intake, job status, unsubscribe, admin"},
+	{Name: FnFetch, Memory: 256, Timeout: 60, Queue: QFetch, Description: "fetch stage: changelist diff into the payload bucket"},
+	{Name: FnLLM, Memory: 512, Timeout: 120, Queue: QLLM, Description: "llm stage: the critic reviews the diff"},
+	// notify's reserved concurrency is the SES sending-rate guard.
+	{Name: FnNotify, Memory: 256, Timeout: 60, Queue: QNotify, Reserved: 5, MaxConcurrency: 5, Description: "notify stage: the outbox sends the critique with SES v2"},
+	{Name: FnFeedback, Memory: 128, Timeout: 30, Queue: QFeedback, Description: "SES event publishing (SNS to SQS) into delivery rows"},
+	{Name: FnSweeper, Memory: 256, Timeout: 120, Description: "every 5 minutes: stuck jobs, stuck sends, sends without evidence"},
+}
+
+// Queue settings.
+const (
+	// MaxReceiveCount is the redrive policy's limit: the stage runner
+	// dead-letters by itself at attempt 5 with an envelope, so the redrive
+	// is the crash-loop safety net (internal/devstack.MaxReceiveCount).
+	MaxReceiveCount = 10
+	BatchSize       = 10
+	// BatchWindowSeconds is MaximumBatchingWindowInSeconds.
+	BatchWindowSeconds = 1
+	// VisibilityFactor: AWS's guidance for an SQS-triggered function, the
+	// queue's visibility timeout at least 6x the function timeout (plus the
+	// batch window).
+	VisibilityFactor = 6
+	QueueRetentionDays = 4
+	DLQRetentionDays   = 14
+	// Payload objects expire after this many days.
+	PayloadExpiryDays = 30
+	// HTTP API default-stage throttling.
+	ThrottleRate  = 50
+	ThrottleBurst = 100
+)
+
+// Route is one HTTP API route, all served by intake.
+type Route struct {
+	Method, Path string
+	// IAM means the route requires SigV4 (operators' credentials).
+	IAM bool
+}
+
+// Routes are the HTTP API's routes. The admin routes need IAM
+// authorization; the rest authenticate inside the function (webhook HMAC,
+// signed unsubscribe tokens) or are public by design (health, job status
+// with masked recipients).
+var Routes = []Route{
+	{Method: "POST", Path: "/webhooks/{source}"},
+	{Method: "GET", Path: "/jobs/{id}"},
+	{Method: "GET", Path: "/healthz"},
+	{Method: "GET", Path: "/unsubscribe/{token}"},
+	{Method: "POST", Path: "/unsubscribe/{token}"},
+	{Method: "POST", Path: "/admin/rerun", IAM: true},
+	{Method: "GET", Path: "/admin/previews", IAM: true},
+	{Method: "GET", Path: "/admin/previews/{template}", IAM: true},
+}
+
+// Stack is the built stack with handles the monitoring and the tests use.
+type Stack struct {
+	awscdk.Stack
+	Config     Config
+	Functions  map[string]awslambda.Function
+	Queues     map[string]awssqs.Queue
+	DLQs       map[string]awssqs.Queue
+	Jobs       awsdynamodb.Table
+	Deliveries awsdynamodb.Table
+	Bucket     awss3.Bucket
+	Secret     awssecretsmanager.Secret
+	ConfigSet  awsses.ConfigurationSet
+	SESEvents  awssns.Topic
+	AlarmTopic awssns.Topic
+	API        awsapigatewayv2.HttpApi
+	APIStage   awsapigatewayv2.HttpStage
+	TopicKey   awskms.Key
+}
+
+// NewStack builds the whole deployment.
+func NewStack(scope constructs.Construct, id string, props *awscdk.StackProps, cfg Config) *Stack {
+	st := awscdk.NewStack(scope, jsii.String(id), props)
+	s := &Stack{Stack: st, Config: cfg, Functions: map[string]awslambda.Function{},
+		Queues: map[string]awssqs.Queue{}, DLQs: map[string]awssqs.Queue{}}
+	if cfg.MailFrom == DefaultMailFrom {
+		awscdk.Annotations_Of(st).AddWarningV2(jsii.String("criticizer:mailFrom"),
+			jsii.String("mailFrom is the placeholder "+DefaultMailFrom+"; deploy with -c mailFrom='Name <address@your-verified-domain>'"))
+	}
+
+	s.data()
+	s.queues()
+	s.mail()
+	s.secret()
+	s.functions()
+	s.permissions()
+	s.api()
+	s.schedule()
+	s.monitoring()
+	s.outputs()
+	applyNagSuppressions(s)
+	return s
+}
+
+func (s *Stack) data() {
+	s.Jobs = awsdynamodb.NewTable(s, jsii.String(IDJobsTable), &awsdynamodb.TableProps{
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String("expires_at"),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true)},
+		DeletionProtection: jsii.Bool(true),
+		RemovalPolicy:      awscdk.RemovalPolicy_RETAIN,
+	})
+	// Room for later GSIs: s.Jobs.AddGlobalSecondaryIndex(...). Grants
+	// made with GrantReadWriteData cover the table's indexes as well.
+	overrideID(s.Jobs, IDJobsTable)
+
+	s.Deliveries = awsdynamodb.NewTable(s, jsii.String(IDDeliveriesTable), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("delivery_id"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true)},
+		DeletionProtection: jsii.Bool(true),
+		RemovalPolicy:      awscdk.RemovalPolicy_RETAIN,
+	})
+	overrideID(s.Deliveries, IDDeliveriesTable)
+
+	s.Bucket = awss3.NewBucket(s, jsii.String(IDPayloadBucket), &awss3.BucketProps{
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		Versioned:         jsii.Bool(false),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Id:                                  jsii.String("expire-payloads"),
+			Expiration:                          awscdk.Duration_Days(jsii.Number(PayloadExpiryDays)),
+			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
+		}},
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	overrideID(s.Bucket, IDPayloadBucket)
+}
+
+// queues makes one queue per consumer with its DLQ. Queue names derive from
+// the stack name so each DLQ's redrive allow policy can name its only
+// source queue without a reference cycle (the source's redrive policy
+// already references the DLQ).
+func (s *Stack) queues() {
+	for _, f := range functionSpecs {
+		if f.Queue == "" {
+			continue
+		}
+		name := func(suffix string) *string {
+			return awscdk.Fn_Join(jsii.String(""), &[]*string{awscdk.Aws_STACK_NAME(), jsii.String("-" + f.Queue + suffix)})
+		}
+		sourceARN := s.FormatArn(&awscdk.ArnComponents{Service: jsii.String("sqs"), Resource: name("")})
+		dlq := awssqs.NewQueue(s, jsii.String(DLQID(f.Queue)), &awssqs.QueueProps{
+			QueueName:       name("-dlq"),
+			Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+			EnforceSSL:      jsii.Bool(true),
+			RetentionPeriod: awscdk.Duration_Days(jsii.Number(DLQRetentionDays)),
+			RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{
+				RedrivePermission: awssqs.RedrivePermission_BY_QUEUE,
+				SourceQueues:      &[]awssqs.IQueue{awssqs.Queue_FromQueueArn(s, jsii.String(DLQID(f.Queue)+"Source"), sourceARN)},
+			},
+		})
+		overrideID(dlq, DLQID(f.Queue))
+		q := awssqs.NewQueue(s, jsii.String(QueueID(f.Queue)), &awssqs.QueueProps{
+			QueueName:         name(""),
+			Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+			EnforceSSL:        jsii.Bool(true),
+			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(VisibilityFactor*f.Timeout + BatchWindowSeconds)),
+			RetentionPeriod:   awscdk.Duration_Days(jsii.Number(QueueRetentionDays)),
+			DeadLetterQueue:   &awssqs.DeadLetterQueue{MaxReceiveCount: jsii.Number(MaxReceiveCount), Queue: dlq},
+		})
+		overrideID(q, QueueID(f.Queue))
+		s.Queues[f.Queue], s.DLQs[f.Queue] = q, dlq
+	}
+}
+
+// mail is SES v2's configuration set, publishing every sending event to an
+// SNS topic that feeds the feedback queue. The topic is encrypted with a
+// customer managed key because SES and CloudWatch can only publish to an
+// encrypted topic whose key policy lets them (AWS managed keys cannot).
+func (s *Stack) mail() {
+	s.TopicKey = awskms.NewKey(s, jsii.String("TopicKey"), &awskms.KeyProps{
+		Description:       jsii.String("Criticizer SNS topics (SES events carry recipient addresses)"),
+		EnableKeyRotation: jsii.Bool(true),
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+	})
+	s.TopicKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("PublishersToEncryptedTopics"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("ses.amazonaws.com"), nil), awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("kms:GenerateDataKey*", "kms:Decrypt"),
+		Resources:  jsii.Strings("*"),
+	}), jsii.Bool(false))
+
+	s.SESEvents = awssns.NewTopic(s, jsii.String(IDSESEventsTopic), &awssns.TopicProps{
+		DisplayName: jsii.String("Criticizer SES events"),
+		MasterKey:   s.TopicKey,
+		EnforceSSL:  jsii.Bool(true),
+	})
+	overrideID(s.SESEvents, IDSESEventsTopic)
+
+	s.ConfigSet = awsses.NewConfigurationSet(s, jsii.String(IDConfigurationSet), &awsses.ConfigurationSetProps{
+		ReputationMetrics: jsii.Bool(true),
+		SendingEnabled:    jsii.Bool(true),
+	})
+	overrideID(s.ConfigSet, IDConfigurationSet)
+	s.ConfigSet.AddEventDestination(jsii.String("ToSns"), &awsses.ConfigurationSetEventDestinationOptions{
+		Destination: awsses.EventDestination_SnsTopic(s.SESEvents),
+		Events: &[]awsses.EmailSendingEvent{
+			awsses.EmailSendingEvent_SEND, awsses.EmailSendingEvent_DELIVERY, awsses.EmailSendingEvent_BOUNCE,
+			awsses.EmailSendingEvent_COMPLAINT, awsses.EmailSendingEvent_REJECT,
+			awsses.EmailSendingEvent_RENDERING_FAILURE, awsses.EmailSendingEvent_DELIVERY_DELAY,
+		},
+	})
+	s.SESEvents.AddSubscription(awssnssubscriptions.NewSqsSubscription(s.Queues[QFeedback],
+		&awssnssubscriptions.SqsSubscriptionProps{RawMessageDelivery: jsii.Bool(true)}))
+}
+
+func (s *Stack) secret() {
+	s.Secret = awssecretsmanager.NewSecret(s, jsii.String(IDWebhookSecret), &awssecretsmanager.SecretProps{
+		Description: jsii.String("Criticizer webhook signing secret (HMAC); configure the same value at each code review system"),
+		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+			PasswordLength:     jsii.Number(48),
+			ExcludePunctuation: jsii.Bool(true),
+		},
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	overrideID(s.Secret, IDWebhookSecret)
+}
+
+// Environment: each function gets only the names it reads.
+func (s *Stack) environment(fn string) map[string]*string {
+	jobs, deliveries, bucket := s.Jobs.TableName(), s.Deliveries.TableName(), s.Bucket.BucketName()
+	qURL := func(q string) *string { return s.Queues[q].QueueUrl() }
+	dURL := func(q string) *string { return s.DLQs[q].QueueUrl() }
+	env := map[string]*string{EnvLogLevel: jsii.String(s.Config.LogLevel)}
+	set := func(kv ...any) {
+		for i := 0; i < len(kv); i += 2 {
+			env[kv[i].(string)] = kv[i+1].(*string)
+		}
+	}
+	switch fn {
+	case FnIntake:
+		// Deliveries: read-only, GET /jobs/{id} shows each recipient's row.
+		set(EnvJobsTable, jobs, EnvDeliveriesTable, deliveries, EnvPayloadBucket, bucket,
+			QueueEnv(QFetch), qURL(QFetch), EnvWebhookSecretARN, s.Secret.SecretArn(),
+			EnvIdempotencyTTL, jsii.String(IdempotencyTTL))
+	case FnFetch:
+		set(EnvJobsTable, jobs, EnvPayloadBucket, bucket,
+			QueueEnv(QFetch), qURL(QFetch), DLQEnv(QFetch), dURL(QFetch), QueueEnv(QLLM), qURL(QLLM))
+	case FnLLM:
+		set(EnvJobsTable, jobs, EnvPayloadBucket, bucket,
+			QueueEnv(QLLM), qURL(QLLM), DLQEnv(QLLM), dURL(QLLM), QueueEnv(QNotify), qURL(QNotify))
+	case FnNotify:
+		set(EnvJobsTable, jobs, EnvDeliveriesTable, deliveries,
+			QueueEnv(QNotify), qURL(QNotify), DLQEnv(QNotify), dURL(QNotify),
+			EnvMailFrom, jsii.String(s.Config.MailFrom), EnvConfigurationSet, s.ConfigSet.ConfigurationSetName(),
+			EnvDeliveryLease, jsii.String(DeliveryLease), EnvReconcileGrace, jsii.String(ReconcileGrace))
+	case FnFeedback:
+		set(EnvDeliveriesTable, deliveries,
+			QueueEnv(QFeedback), qURL(QFeedback), DLQEnv(QFeedback), dURL(QFeedback))
+	case FnSweeper:
+		set(EnvJobsTable, jobs, EnvDeliveriesTable, deliveries,
+			QueueEnv(QFetch), qURL(QFetch), QueueEnv(QNotify), qURL(QNotify),
+			EnvDeliveryLease, jsii.String(DeliveryLease), EnvReconcileGrace, jsii.String(ReconcileGrace))
+	default:
+		panic(fmt.Sprintf("no environment for function %q", fn))
+	}
+	return env
+}
+
+func (s *Stack) functions() {
+	for _, f := range functionSpecs {
+		logs := awslogs.NewLogGroup(s, jsii.String(FunctionID(f.Name)+"Logs"), &awslogs.LogGroupProps{
+			Retention:     awslogs.RetentionDays_ONE_MONTH,
+			RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		})
+		props := &awslambda.FunctionProps{
+			Description:   jsii.String("Criticizer " + f.Description),
+			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:  awslambda.Architecture_ARM_64(),
+			Handler:       jsii.String("bootstrap"),
+			Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(s.Config.AssetDir, f.Name)), nil),
+			MemorySize:    jsii.Number(f.Memory),
+			Timeout:       awscdk.Duration_Seconds(jsii.Number(f.Timeout)),
+			LoggingFormat: awslambda.LoggingFormat_JSON,
+			LogGroup:      logs,
+			Tracing:       awslambda.Tracing_ACTIVE,
+			Environment:   &map[string]*string{},
+		}
+		for k, v := range s.environment(f.Name) {
+			(*props.Environment)[k] = v
+		}
+		if f.Reserved > 0 {
+			props.ReservedConcurrentExecutions = jsii.Number(f.Reserved)
+		}
+		if f.Name == FnSweeper {
+			// Invoked asynchronously by the schedule: the next run is the retry.
+			props.RetryAttempts = jsii.Number(0)
+		}
+		fn := awslambda.NewFunction(s, jsii.String(FunctionID(f.Name)), props)
+		overrideID(fn, FunctionID(f.Name))
+		if f.Queue != "" {
+			es := &awslambdaeventsources.SqsEventSourceProps{
+				BatchSize:               jsii.Number(BatchSize),
+				MaxBatchingWindow:       awscdk.Duration_Seconds(jsii.Number(BatchWindowSeconds)),
+				ReportBatchItemFailures: jsii.Bool(true),
+			}
+			if f.MaxConcurrency > 0 {
+				es.MaxConcurrency = jsii.Number(f.MaxConcurrency)
+			}
+			fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues[f.Queue], es))
+		}
+		s.Functions[f.Name] = fn
+	}
+}
+
+// permissions: least privilege per function. The SQS event sources already
+// grant each consumer Receive/Delete/ChangeMessageVisibility/GetQueueAttributes
+// on its own queue (the runner's backoff is ChangeMessageVisibility).
+func (s *Stack) permissions() {
+	fn := s.Functions
+	objects := s.Bucket.ArnForObjects(jsii.String("diffs/*"))
+	s3 := func(f awslambda.Function, withList bool, actions ...string) {
+		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings(actions...), Resources: &[]*string{objects}}))
+		if withList {
+			// Without ListBucket a missing key is AccessDenied, not NoSuchKey
+			// (internal/blob maps NoSuchKey to ErrNotFound).
+			f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions: jsii.Strings("s3:ListBucket"), Resources: &[]*string{s.Bucket.BucketArn()}}))
+		}
+	}
+
+	// intake
+	s.Jobs.GrantReadWriteData(fn[FnIntake])
+	s.Deliveries.GrantReadData(fn[FnIntake])
+	s3(fn[FnIntake], false, "s3:PutObject")
+	s.Queues[QFetch].GrantSendMessages(fn[FnIntake])
+	s.Secret.GrantRead(fn[FnIntake], nil)
+
+	// fetch
+	s.Jobs.GrantReadWriteData(fn[FnFetch])
+	s3(fn[FnFetch], true, "s3:PutObject", "s3:GetObject")
+	s.Queues[QLLM].GrantSendMessages(fn[FnFetch])
+	s.DLQs[QFetch].GrantSendMessages(fn[FnFetch])
+
+	// llm
+	s.Jobs.GrantReadWriteData(fn[FnLLM])
+	s3(fn[FnLLM], true, "s3:GetObject")
+	s.Queues[QNotify].GrantSendMessages(fn[FnLLM])
+	s.DLQs[QLLM].GrantSendMessages(fn[FnLLM])
+
+	// notify
+	s.Jobs.GrantReadWriteData(fn[FnNotify])
+	s.Deliveries.GrantReadWriteData(fn[FnNotify])
+	s.DLQs[QNotify].GrantSendMessages(fn[FnNotify])
+	fn[FnNotify].AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("SendAsTheSenderThroughTheConfigurationSet"),
+		Actions:   jsii.Strings("ses:SendEmail"),
+		Resources: s.sesResources(),
+	}))
+
+	// feedback
+	s.Deliveries.GrantReadWriteData(fn[FnFeedback])
+	s.DLQs[QFeedback].GrantSendMessages(fn[FnFeedback])
+
+	// sweeper
+	s.Jobs.GrantReadWriteData(fn[FnSweeper])
+	s.Deliveries.GrantReadWriteData(fn[FnSweeper])
+	s.Queues[QFetch].GrantSendMessages(fn[FnSweeper])
+	s.Queues[QNotify].GrantSendMessages(fn[FnSweeper])
+}
+
+// sesResources are the ARNs SES v2 authorizes SendEmail against: the
+// sending identity (the configured one and, when different, the address
+// itself, whichever is verified) and the configuration set.
+func (s *Stack) sesResources() *[]*string {
+	arn := func(resource, name string) *string {
+		return s.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ses"), Resource: jsii.String(resource), ResourceName: jsii.String(name)})
+	}
+	out := []*string{arn("identity", s.Config.SESIdentity)}
+	if addr := s.Config.senderAddress(); addr != s.Config.SESIdentity {
+		out = append(out, arn("identity", addr))
+	}
+	out = append(out, s.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ses"), Resource: jsii.String("configuration-set"),
+		ResourceName: s.ConfigSet.ConfigurationSetName()}))
+	return &out
+}
+
+// accessLog implements awsapigatewayv2.IAccessLogSettings.
+type accessLog struct {
+	dest   awsapigatewayv2.IAccessLogDestination
+	format awsapigateway.AccessLogFormat
+}
+
+func (a *accessLog) Destination() awsapigatewayv2.IAccessLogDestination { return a.dest }
+func (a *accessLog) Format() awsapigateway.AccessLogFormat              { return a.format }
+
+// accessLogFormat is one JSON line per request. It logs the route key, not
+// the raw path: paths carry unsubscribe tokens.
+const accessLogFormat = `{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",` +
+	`"requestTime":"$context.requestTime","routeKey":"$context.routeKey","status":"$context.status",` +
+	`"protocol":"$context.protocol","responseLength":"$context.responseLength",` +
+	`"latency":"$context.responseLatency","integrationLatency":"$context.integrationLatency",` +
+	`"integrationError":"$context.integrationErrorMessage","userArn":"$context.identity.userArn"}`
+
+func (s *Stack) api() {
+	s.API = awsapigatewayv2.NewHttpApi(s, jsii.String(IDHTTPAPI), &awsapigatewayv2.HttpApiProps{
+		Description:        jsii.String("Criticizer webhooks, job status, unsubscribe, admin"),
+		CreateDefaultStage: jsii.Bool(false),
+	})
+	overrideID(s.API, IDHTTPAPI)
+	logs := awslogs.NewLogGroup(s, jsii.String("HttpApiAccessLogs"), &awslogs.LogGroupProps{
+		Retention:     awslogs.RetentionDays_ONE_MONTH,
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	s.APIStage = s.API.AddStage(jsii.String("DefaultStage"), &awsapigatewayv2.HttpStageOptions{
+		StageName:  jsii.String("$default"),
+		AutoDeploy: jsii.Bool(true),
+		Throttle:   &awsapigatewayv2.ThrottleSettings{RateLimit: jsii.Number(ThrottleRate), BurstLimit: jsii.Number(ThrottleBurst)},
+		AccessLogSettings: &accessLog{
+			dest:   awsapigatewayv2.NewLogGroupLogDestination(logs),
+			format: awsapigateway.AccessLogFormat_Custom(jsii.String(accessLogFormat)),
+		},
+	})
+	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("Intake"), s.Functions[FnIntake], nil)
+	iam := awsapigatewayv2authorizers.NewHttpIamAuthorizer()
+	for _, r := range Routes {
+		o := &awsapigatewayv2.AddRoutesOptions{
+			Path:        jsii.String(r.Path),
+			Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(r.Method)},
+			Integration: integration,
+		}
+		if r.IAM {
+			o.Authorizer = iam
+		}
+		s.API.AddRoutes(o)
+	}
+}
+
+func (s *Stack) schedule() {
+	awsevents.NewRule(s, jsii.String("SweeperSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("Criticizer sweeper, every 5 minutes"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(5))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.Functions[FnSweeper],
+			&awseventstargets.LambdaFunctionProps{RetryAttempts: jsii.Number(0)})},
+	})
+}
+
+func (s *Stack) outputs() {
+	out := func(id string, v *string, desc string) {
+		awscdk.NewCfnOutput(s, jsii.String(id), &awscdk.CfnOutputProps{Value: v, Description: jsii.String(desc)})
+	}
+	out("ApiUrl", s.API.ApiEndpoint(), "HTTP API base URL (POST /webhooks/{source})")
+	out("WebhookSecretArn", s.Secret.SecretArn(), "read the signing secret with: aws secretsmanager get-secret-value --secret-id <arn>")
+	out("JobsTableName", s.Jobs.TableName(), "jobs table")
+	out("DeliveriesTableName", s.Deliveries.TableName(), "deliveries table")
+	out("PayloadBucketName", s.Bucket.BucketName(), "payload bucket")
+	out("ConfigurationSetName", s.ConfigSet.ConfigurationSetName(), "SES configuration set")
+	out("AlarmTopicArn", s.AlarmTopic.TopicArn(), "subscribe operators to alarms here")
+	for _, f := range functionSpecs {
+		if f.Queue == "" {
+			continue
+		}
+		out(title(f.Queue)+"QueueUrl", s.Queues[f.Queue].QueueUrl(), f.Queue+" queue")
+		out(title(f.Queue)+"DlqUrl", s.DLQs[f.Queue].QueueUrl(), f.Queue+" dead-letter queue")
+	}
+}
+
+// overrideID pins a construct's CloudFormation logical id.
+func overrideID(c constructs.IConstruct, id string) {
+	c.Node().DefaultChild().(awscdk.CfnElement).OverrideLogicalId(jsii.String(id))
+}

@@ -1,0 +1,363 @@
+package webhook
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"strconv"
+	"strings"
+)
+
+// Event is what a source adapter (GitHub, GitLab, Gerrit) extracts from a
+// webhook: the Change plus what intake and the fetch stage need and the
+// Change struct has no room for.
+//
+// When Skip is non-empty the request was authentic and well-formed but asks
+// for no review (a ping, a draft, a closed pull request, an event type that
+// is not reviewed...): the caller acknowledges it with a 2xx and creates no
+// job. Skip is a short, stable, ASCII phrase fit for a response body and a
+// metric label; the other fields are then best effort and may be empty.
+type Event struct {
+	Change Change
+
+	// Repo names the repository or project in the source's own terms:
+	// "owner/repo" on GitHub, the project's path_with_namespace on GitLab,
+	// the project name on Gerrit. source.Ref.Repo takes it as is.
+	Repo string
+	// Number is the pull request number, merge request iid or Gerrit change
+	// number.
+	Number int
+	// HeadSHA is the commit under review (the pull request head, the merge
+	// request's last commit, the patch set revision).
+	HeadSHA string
+	// Patchset is the Gerrit patch set number (also Change.ReviewVersion);
+	// 0 for the other sources.
+	Patchset int
+	// Reviewers are the usernames the payload names as reviewers. Webhook
+	// payloads carry no reviewer e-mail addresses: a directory resolves
+	// them later. Gerrit payloads name none; fetch asks the REST API.
+	Reviewers []string
+	// Skip, when non-empty, says why no review is needed.
+	Skip string
+}
+
+// SkipError is what an adapter's Parse returns for an authentic request that
+// needs no review (Event.Skip). The caller should answer it with a 2xx, not
+// an error status; ParseEvent reports the same thing without an error.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return "no review needed: " + e.Reason }
+
+// eventChange turns ParseEvent's result into Parse's.
+func eventChange(ev Event, err error) (Change, error) {
+	if err != nil {
+		return Change{}, err
+	}
+	if ev.Skip != "" {
+		return Change{}, &SkipError{Reason: ev.Skip}
+	}
+	return ev.Change, nil
+}
+
+// GitHub headers.
+const (
+	GitHubEventHeader     = "X-GitHub-Event"
+	GitHubDeliveryHeader  = "X-GitHub-Delivery"
+	GitHubSignatureHeader = "X-Hub-Signature-256"
+)
+
+// GitHub is the adapter for GitHub (and GitHub Enterprise Server) webhooks.
+// It reviews pull_request events whose action is opened, synchronize,
+// reopened or ready_for_review, on open, non-draft pull requests.
+//
+// The request is authenticated by X-Hub-Signature-256, an HMAC-SHA256 of the
+// raw body under Secret, compared in constant time before anything else is
+// looked at. X-GitHub-Delivery (a GUID, the same on a redelivery) is the
+// idempotency key.
+//
+// GitHub payloads carry no review version and no reviewer e-mail addresses:
+// Change.ReviewVersion is 0 (intake assigns one per Event.HeadSHA) and
+// Change.Recipients is empty (Event.Reviewers holds the logins).
+type GitHub struct {
+	Secret []byte
+}
+
+// githubActions are the pull_request actions that put new code up for review.
+var githubActions = map[string]bool{
+	"opened":           true,
+	"synchronize":      true,
+	"reopened":         true,
+	"ready_for_review": true,
+}
+
+type githubHook struct {
+	Action      *string            `json:"action"`
+	PullRequest *githubPullRequest `json:"pull_request"`
+	Repository  *struct {
+		FullName *string `json:"full_name"`
+	} `json:"repository"`
+}
+
+type githubPullRequest struct {
+	Number  json.RawMessage `json:"number"`
+	State   *string         `json:"state"`
+	Draft   *bool           `json:"draft"`
+	Title   *string         `json:"title"`
+	HTMLURL *string         `json:"html_url"`
+	DiffURL *string         `json:"diff_url"`
+	User    *struct {
+		Login *string `json:"login"`
+	} `json:"user"`
+	Head *struct {
+		SHA *string `json:"sha"`
+	} `json:"head"`
+	// Users have a login; teams (which may also be requested) have a slug
+	// and no login, and are not individual recipients.
+	RequestedReviewers []struct {
+		Login *string `json:"login"`
+	} `json:"requested_reviewers"`
+}
+
+// Parse verifies and validates a GitHub webhook. A request that needs no
+// review yields a *SkipError; ParseEvent says more.
+func (g GitHub) Parse(r Request) (Change, error) { return eventChange(g.ParseEvent(r)) }
+
+// ParseEvent verifies and validates a GitHub webhook.
+func (g GitHub) ParseEvent(r Request) (Event, error) {
+	if len(r.Body) > MaxBody {
+		return Event{}, &TooLargeError{Limit: MaxBody}
+	}
+	header := headerOf(r)
+	if err := verifySHA256(g.Secret, header(GitHubSignatureHeader), r.Body); err != nil {
+		return Event{}, err
+	}
+	kind := header(GitHubEventHeader)
+	switch {
+	case kind == "":
+		return Event{}, &FieldError{Field: GitHubEventHeader, Message: "header is required"}
+	case kind == "ping":
+		return skipEvent("github", "ping"), nil
+	case kind != "pull_request":
+		return skipEvent("github", "event not reviewed: "+safeToken(kind)), nil
+	}
+	if err := requireJSON(header("Content-Type")); err != nil {
+		return Event{}, err
+	}
+	var h githubHook
+	if err := decodeHookBody(r.Body, &h); err != nil {
+		return Event{}, err
+	}
+	action, err := requiredText("action", h.Action, maxID)
+	if err != nil {
+		return Event{}, err
+	}
+	if !githubActions[action] {
+		return skipEvent("github", "action not reviewed: "+safeToken(action)), nil
+	}
+	pr := h.PullRequest
+	if pr == nil {
+		return Event{}, &FieldError{Field: "pull_request", Message: "is required"}
+	}
+	if pr.State != nil && *pr.State != "open" {
+		return skipEvent("github", "pull request not open"), nil
+	}
+	if pr.Draft != nil && *pr.Draft {
+		return skipEvent("github", "draft"), nil
+	}
+
+	key := header(GitHubDeliveryHeader)
+	if err := checkKeyHeader(GitHubDeliveryHeader, key); err != nil {
+		return Event{}, err
+	}
+	ev := Event{Change: Change{Source: "github", IdempotencyKey: key}}
+	if h.Repository == nil {
+		return Event{}, &FieldError{Field: "repository", Message: "is required"}
+	}
+	if ev.Repo, err = repoPath("repository.full_name", h.Repository.FullName); err != nil {
+		return Event{}, err
+	}
+	if ev.Number, err = positiveInt("pull_request.number", pr.Number); err != nil {
+		return Event{}, err
+	}
+	ev.Change.ChangelistID = ev.Repo + "#" + strconv.Itoa(ev.Number)
+	if ev.Change.Title, err = requiredText("pull_request.title", pr.Title, maxText); err != nil {
+		return Event{}, err
+	}
+	if ev.Change.URL, err = requiredURL("pull_request.html_url", pr.HTMLURL); err != nil {
+		return Event{}, err
+	}
+	if ev.Change.DiffURL, err = requiredURL("pull_request.diff_url", pr.DiffURL); err != nil {
+		return Event{}, err
+	}
+	if pr.User == nil {
+		return Event{}, &FieldError{Field: "pull_request.user", Message: "is required"}
+	}
+	if ev.Change.Author, err = username("pull_request.user.login", pr.User.Login); err != nil {
+		return Event{}, err
+	}
+	if pr.Head == nil {
+		return Event{}, &FieldError{Field: "pull_request.head", Message: "is required"}
+	}
+	if ev.HeadSHA, err = commitSHA("pull_request.head.sha", pr.Head.SHA); err != nil {
+		return Event{}, err
+	}
+	logins := make([]*string, 0, len(pr.RequestedReviewers))
+	for _, rr := range pr.RequestedReviewers {
+		if rr.Login != nil { // a team: no login
+			logins = append(logins, rr.Login)
+		}
+	}
+	if ev.Reviewers, err = usernames("pull_request.requested_reviewers", logins); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+// headerOf returns r's header lookup, tolerating a nil func.
+func headerOf(r Request) func(string) string {
+	if r.Header == nil {
+		return func(string) string { return "" }
+	}
+	return r.Header
+}
+
+func skipEvent(source, reason string) Event {
+	return Event{Change: Change{Source: source}, Skip: reason}
+}
+
+// safeToken makes an attacker-chosen word (an event or action name) fit to
+// echo in a Skip reason: short printable ASCII, or "other".
+func safeToken(s string) string {
+	if s == "" || len(s) > 64 || strings.IndexFunc(s, func(r rune) bool { return r <= 0x20 || r >= 0x7f }) >= 0 {
+		return "other"
+	}
+	return s
+}
+
+// requireJSON rejects form-encoded deliveries, which GitHub sends when a
+// hook is configured with content type application/x-www-form-urlencoded.
+// A missing Content-Type is accepted: the body decides.
+func requireJSON(contentType string) error {
+	if contentType == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return &FieldError{Field: "Content-Type", Message: "must be application/json (configure the webhook to send JSON)"}
+	}
+	return nil
+}
+
+// decodeHookBody decodes a single JSON object, ignoring unknown fields
+// (webhook payloads grow new fields all the time) and naming the JSON path
+// of a type error.
+func decodeHookBody(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		return jsonFieldError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &FieldError{Field: "body", Message: "must be a single JSON object"}
+	}
+	return nil
+}
+
+// checkKeyHeader is checkIdempotencyKey for a source-specific header.
+func checkKeyHeader(name, key string) error {
+	if err := checkIdempotencyKey(key); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return &FieldError{Field: name, Message: fe.Message}
+		}
+		return err
+	}
+	return nil
+}
+
+func requiredURL(field string, v *string) (string, error) {
+	if v == nil {
+		return "", &FieldError{Field: field, Message: "is required"}
+	}
+	return httpURL(field, *v)
+}
+
+// repoPath validates "owner/repo"-style names: GitHub full names, GitLab
+// namespaced paths, Gerrit project names.
+func repoPath(field string, v *string) (string, error) {
+	s, err := requiredText(field, v, maxID)
+	if err != nil {
+		return "", err
+	}
+	if strings.ContainsAny(s, " \t#!~?") || strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || strings.Contains(s, "//") {
+		return "", &FieldError{Field: field, Message: "is not a valid repository path"}
+	}
+	return s, nil
+}
+
+// username validates a login: printable, no spaces, no "@" (so that an
+// e-mail address is never mistaken for one).
+func username(field string, v *string) (string, error) {
+	s, err := requiredText(field, v, maxID)
+	if err != nil {
+		return "", err
+	}
+	if strings.ContainsAny(s, " \t@,<>\"") {
+		return "", &FieldError{Field: field, Message: "is not a valid username"}
+	}
+	return s, nil
+}
+
+// usernames validates and de-duplicates (case-insensitively, keeping the
+// first spelling) a list of logins. Nil entries are skipped.
+func usernames(field string, in []*string) ([]string, error) {
+	out := []string{}
+	seen := map[string]bool{}
+	for i, v := range in {
+		if v == nil {
+			continue
+		}
+		u, err := username(fmt.Sprintf("%s[%d]", field, i), v)
+		if err != nil {
+			return nil, err
+		}
+		if k := strings.ToLower(u); !seen[k] {
+			seen[k] = true
+			out = append(out, u)
+		}
+	}
+	if len(out) > MaxRecipients {
+		return nil, &FieldError{Field: field, Message: fmt.Sprintf("at most %d reviewers", MaxRecipients)}
+	}
+	return out, nil
+}
+
+// commitSHA validates a full SHA-1 or SHA-256 object name in hex.
+func commitSHA(field string, v *string) (string, error) {
+	if v == nil {
+		return "", &FieldError{Field: field, Message: "is required"}
+	}
+	s := strings.ToLower(strings.TrimSpace(*v))
+	if len(s) != 40 && len(s) != 64 {
+		return "", &FieldError{Field: field, Message: "must be a full commit SHA (40 or 64 hex digits)"}
+	}
+	for i := 0; i < len(s); i++ {
+		if (s[i] < '0' || s[i] > '9') && (s[i] < 'a' || s[i] > 'f') {
+			return "", &FieldError{Field: field, Message: "must be a full commit SHA (40 or 64 hex digits)"}
+		}
+	}
+	return s, nil
+}
+
+// constantTimeTokenEqual compares a presented shared secret with the
+// configured one without leaking, through timing, where they differ or how
+// long the configured one is (both are hashed to a fixed length first).
+func constantTimeTokenEqual(got string, want []byte) bool {
+	g := sha256.Sum256([]byte(got))
+	w := sha256.Sum256(want)
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}

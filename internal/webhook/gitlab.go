@@ -1,0 +1,311 @@
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// GitLab headers. The Standard Webhooks ones (webhook-*) are sent when the
+// hook has a signing token.
+const (
+	GitLabEventHeader        = "X-Gitlab-Event"
+	GitLabTokenHeader        = "X-Gitlab-Token"
+	GitLabEventUUIDHeader    = "X-Gitlab-Event-UUID"
+	GitLabWebhookUUIDHeader  = "X-Gitlab-Webhook-UUID"
+	StandardWebhookID        = "webhook-id"
+	StandardWebhookTimestamp = "webhook-timestamp"
+	StandardWebhookSignature = "webhook-signature"
+)
+
+// DefaultSignatureTolerance is how far a signed GitLab webhook's timestamp
+// may be from the clock before it is refused as a possible replay.
+const DefaultSignatureTolerance = 5 * time.Minute
+
+// GitLab is the adapter for GitLab merge request webhooks ("Merge Request
+// Hook", object_kind merge_request). It reviews the actions open and
+// reopen, and update when object_attributes.oldrev is present (new commits
+// were pushed); other actions, drafts and merge requests that are not open
+// are skipped.
+//
+// Authentication, all comparisons in constant time:
+//   - Token, when set, must equal the X-Gitlab-Token header;
+//   - SigningSecret ("whsec_<base64 key>"), when set, requires a valid
+//     Standard Webhooks signature: webhook-signature "v1,<base64 HMAC-SHA256
+//     of id.timestamp.body>", with webhook-timestamp within Tolerance of Now
+//     (a replayed delivery is refused once it is older than that).
+//
+// At least one must be configured; when both are, both are checked.
+//
+// The idempotency key is the Idempotency-Key header (stable across GitLab's
+// retries), else X-Gitlab-Event-UUID, else X-Gitlab-Webhook-UUID.
+//
+// Change.ReviewVersion is 0 (intake assigns one per Event.HeadSHA),
+// Change.Recipients is empty (GitLab hooks carry no reviewer e-mail
+// addresses; Event.Reviewers holds the usernames), and Change.DiffURL is
+// empty: the diff is fetched through the REST API. Change.Author is the user
+// who triggered the event, which for open is the merge request's author.
+type GitLab struct {
+	Token         []byte
+	SigningSecret string
+	// Now is the clock for the signature timestamp check; nil means
+	// time.Now.
+	Now func() time.Time
+	// Tolerance bounds the signature timestamp's distance from Now; zero
+	// means DefaultSignatureTolerance.
+	Tolerance time.Duration
+}
+
+type gitlabHook struct {
+	ObjectKind *string `json:"object_kind"`
+	User       *struct {
+		Username *string `json:"username"`
+	} `json:"user"`
+	Project *struct {
+		PathWithNamespace *string `json:"path_with_namespace"`
+	} `json:"project"`
+	ObjectAttributes *gitlabMergeRequest `json:"object_attributes"`
+	Reviewers        []struct {
+		Username *string `json:"username"`
+	} `json:"reviewers"`
+}
+
+type gitlabMergeRequest struct {
+	IID            json.RawMessage `json:"iid"`
+	Title          *string         `json:"title"`
+	URL            *string         `json:"url"`
+	State          *string         `json:"state"`
+	Action         *string         `json:"action"`
+	Draft          *bool           `json:"draft"`
+	WorkInProgress *bool           `json:"work_in_progress"`
+	OldRev         *string         `json:"oldrev"`
+	LastCommit     *struct {
+		ID *string `json:"id"`
+	} `json:"last_commit"`
+}
+
+// Validate reports a configuration that can never authenticate a request:
+// no credential at all, or a malformed signing secret. Call it at startup.
+func (g GitLab) Validate() error {
+	if len(g.Token) == 0 && g.SigningSecret == "" {
+		return errors.New("webhook: gitlab needs a token or a signing secret")
+	}
+	if g.SigningSecret != "" {
+		if _, err := standardWebhookKey(g.SigningSecret); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Parse verifies and validates a GitLab webhook. A request that needs no
+// review yields a *SkipError; ParseEvent says more.
+func (g GitLab) Parse(r Request) (Change, error) { return eventChange(g.ParseEvent(r)) }
+
+// ParseEvent verifies and validates a GitLab webhook.
+func (g GitLab) ParseEvent(r Request) (Event, error) {
+	if len(r.Body) > MaxBody {
+		return Event{}, &TooLargeError{Limit: MaxBody}
+	}
+	header := headerOf(r)
+	if err := g.authenticate(header, r.Body); err != nil {
+		return Event{}, err
+	}
+	if kind := header(GitLabEventHeader); kind != "" && kind != "Merge Request Hook" {
+		return skipEvent("gitlab", "event not reviewed: "+safeToken(strings.ReplaceAll(kind, " ", "_"))), nil
+	}
+	if err := requireJSON(header("Content-Type")); err != nil {
+		return Event{}, err
+	}
+	var h gitlabHook
+	if err := decodeHookBody(r.Body, &h); err != nil {
+		return Event{}, err
+	}
+	kind, err := requiredText("object_kind", h.ObjectKind, maxID)
+	if err != nil {
+		return Event{}, err
+	}
+	if kind != "merge_request" {
+		return skipEvent("gitlab", "event not reviewed: "+safeToken(kind)), nil
+	}
+	mr := h.ObjectAttributes
+	if mr == nil {
+		return Event{}, &FieldError{Field: "object_attributes", Message: "is required"}
+	}
+	action, err := requiredText("object_attributes.action", mr.Action, maxID)
+	if err != nil {
+		return Event{}, err
+	}
+	switch action {
+	case "open", "reopen":
+	case "update":
+		if mr.OldRev == nil || strings.TrimSpace(*mr.OldRev) == "" {
+			return skipEvent("gitlab", "update without new commits"), nil
+		}
+	default:
+		return skipEvent("gitlab", "action not reviewed: "+safeToken(action)), nil
+	}
+	if mr.State != nil && *mr.State != "opened" {
+		return skipEvent("gitlab", "merge request not open"), nil
+	}
+	if (mr.Draft != nil && *mr.Draft) || (mr.Draft == nil && mr.WorkInProgress != nil && *mr.WorkInProgress) {
+		return skipEvent("gitlab", "draft"), nil
+	}
+
+	key, keyHeader := header("Idempotency-Key"), "Idempotency-Key"
+	if key == "" {
+		key, keyHeader = header(GitLabEventUUIDHeader), GitLabEventUUIDHeader
+	}
+	if key == "" {
+		key, keyHeader = header(GitLabWebhookUUIDHeader), GitLabWebhookUUIDHeader
+	}
+	if key == "" {
+		return Event{}, &FieldError{Field: "Idempotency-Key", Message: "header is required (or X-Gitlab-Event-UUID)"}
+	}
+	if err := checkKeyHeader(keyHeader, key); err != nil {
+		return Event{}, err
+	}
+	ev := Event{Change: Change{Source: "gitlab", IdempotencyKey: key}}
+	if h.Project == nil {
+		return Event{}, &FieldError{Field: "project", Message: "is required"}
+	}
+	if ev.Repo, err = repoPath("project.path_with_namespace", h.Project.PathWithNamespace); err != nil {
+		return Event{}, err
+	}
+	if ev.Number, err = positiveInt("object_attributes.iid", mr.IID); err != nil {
+		return Event{}, err
+	}
+	ev.Change.ChangelistID = ev.Repo + "!" + strconv.Itoa(ev.Number)
+	if ev.Change.Title, err = requiredText("object_attributes.title", mr.Title, maxText); err != nil {
+		return Event{}, err
+	}
+	if ev.Change.URL, err = requiredURL("object_attributes.url", mr.URL); err != nil {
+		return Event{}, err
+	}
+	if h.User == nil {
+		return Event{}, &FieldError{Field: "user", Message: "is required"}
+	}
+	if ev.Change.Author, err = username("user.username", h.User.Username); err != nil {
+		return Event{}, err
+	}
+	if mr.LastCommit == nil {
+		return Event{}, &FieldError{Field: "object_attributes.last_commit", Message: "is required"}
+	}
+	if ev.HeadSHA, err = commitSHA("object_attributes.last_commit.id", mr.LastCommit.ID); err != nil {
+		return Event{}, err
+	}
+	names := make([]*string, len(h.Reviewers))
+	for i := range h.Reviewers {
+		names[i] = h.Reviewers[i].Username
+		if names[i] == nil {
+			return Event{}, &FieldError{Field: "reviewers[" + strconv.Itoa(i) + "].username", Message: "is required"}
+		}
+	}
+	if ev.Reviewers, err = usernames("reviewers", names); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+// authenticate applies the configured checks; see GitLab.
+func (g GitLab) authenticate(header func(string) string, body []byte) error {
+	if len(g.Token) == 0 && g.SigningSecret == "" {
+		return &AuthError{Reason: "no webhook token or signing secret is configured"}
+	}
+	if len(g.Token) > 0 {
+		got := header(GitLabTokenHeader)
+		if got == "" {
+			return &AuthError{Reason: GitLabTokenHeader + " header is missing"}
+		}
+		if !constantTimeTokenEqual(got, g.Token) {
+			return &AuthError{Reason: GitLabTokenHeader + " does not match"}
+		}
+	}
+	if g.SigningSecret != "" {
+		now := time.Now
+		if g.Now != nil {
+			now = g.Now
+		}
+		tol := g.Tolerance
+		if tol <= 0 {
+			tol = DefaultSignatureTolerance
+		}
+		return verifyStandardWebhook(g.SigningSecret, header(StandardWebhookID),
+			header(StandardWebhookTimestamp), header(StandardWebhookSignature), body, now(), tol)
+	}
+	return nil
+}
+
+// SignStandardWebhook returns the webhook-signature value ("v1,<base64>")
+// for a delivery, as GitLab computes it with a signing token. Tests and
+// local tools use it to produce signed requests.
+func SignStandardWebhook(secret, id string, timestamp int64, body []byte) (string, error) {
+	key, err := standardWebhookKey(secret)
+	if err != nil {
+		return "", err
+	}
+	return "v1," + base64.StdEncoding.EncodeToString(standardWebhookMAC(key, id, strconv.FormatInt(timestamp, 10), body)), nil
+}
+
+// standardWebhookKey decodes a "whsec_<base64>" signing secret.
+func standardWebhookKey(secret string) ([]byte, error) {
+	b64 := strings.TrimPrefix(strings.TrimSpace(secret), "whsec_")
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(key) == 0 {
+		return nil, errors.New("webhook: signing secret must be whsec_ followed by base64")
+	}
+	return key, nil
+}
+
+func standardWebhookMAC(key []byte, id, timestamp string, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id))
+	m.Write([]byte{'.'})
+	m.Write([]byte(timestamp))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// verifyStandardWebhook checks a Standard Webhooks signature: any of the
+// space-separated "v1,<base64>" entries may match (senders list several
+// while rotating keys); entries of other versions are ignored.
+func verifyStandardWebhook(secret, id, timestamp, signature string, body []byte, now time.Time, tol time.Duration) error {
+	key, err := standardWebhookKey(secret)
+	if err != nil {
+		return &AuthError{Reason: "the configured signing secret is malformed"}
+	}
+	switch {
+	case id == "":
+		return &AuthError{Reason: StandardWebhookID + " header is missing"}
+	case timestamp == "":
+		return &AuthError{Reason: StandardWebhookTimestamp + " header is missing"}
+	case signature == "":
+		return &AuthError{Reason: StandardWebhookSignature + " header is missing"}
+	}
+	ts, err := strconv.ParseInt(timestamp, 10, 64)
+	if err != nil {
+		return &AuthError{Reason: StandardWebhookTimestamp + " must be Unix seconds"}
+	}
+	sent := time.Unix(ts, 0)
+	if d := now.Sub(sent); d > tol || d < -tol {
+		return &AuthError{Reason: StandardWebhookTimestamp + " is outside the allowed window (replayed or clock skew)"}
+	}
+	want := standardWebhookMAC(key, id, timestamp, body)
+	for entry := range strings.FieldsSeq(signature) {
+		version, sig, ok := strings.Cut(entry, ",")
+		if !ok || version != "v1" {
+			continue
+		}
+		got, err := base64.StdEncoding.DecodeString(sig)
+		if err == nil && hmac.Equal(got, want) {
+			return nil
+		}
+	}
+	return &AuthError{Reason: StandardWebhookSignature + " does not match the body"}
+}
