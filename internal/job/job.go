@@ -61,7 +61,7 @@ const (
 var stages = [...]Stage{StageFetch, StageLLM, StageNotify}
 
 // Stages returns the queue-backed stages in pipeline order.
-func Stages() []Stage { return stages[:] }
+func Stages() []Stage { return append([]Stage(nil), stages[:]...) }
 
 // Valid reports whether s is a queue-backed stage.
 func (s Stage) Valid() bool { return s.order() >= 0 && s != StageDone }

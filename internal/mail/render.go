@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	texttemplate "text/template"
+	"unicode/utf8"
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
@@ -73,7 +74,12 @@ func NewRenderer() (*Renderer, error) {
 func Subject(d Data) string {
 	title := d.Title
 	if len(title) > 120 {
-		title = title[:117] + "..."
+		// Cut at a character boundary: a subject must stay valid UTF-8.
+		cut := 117
+		for cut > 0 && !utf8.RuneStart(title[cut]) {
+			cut--
+		}
+		title = title[:cut] + "..."
 	}
 	return fmt.Sprintf("[Criticizer] %s v%d: %s", d.ChangelistID, d.ReviewVersion, strings.Join(strings.Fields(title), " "))
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/mail"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -60,6 +61,12 @@ func (g Generic) Parse(r Request) (Change, error) {
 	if err := checkIdempotencyKey(key); err != nil {
 		return Change{}, err
 	}
+	// encoding/json replaces invalid UTF-8 with U+FFFD while decoding, so
+	// check the raw bytes first: a corrupted diff must be refused, not
+	// reviewed and quoted to reviewers.
+	if !utf8.Valid(r.Body) {
+		return Change{}, &FieldError{Field: invalidUTF8Field(r.Body), Message: "must be UTF-8 text"}
+	}
 	var b genericBody
 	dec := json.NewDecoder(bytes.NewReader(r.Body))
 	dec.DisallowUnknownFields()
@@ -96,11 +103,11 @@ func (g Generic) Parse(r Request) (Change, error) {
 	case b.Diff != nil && b.DiffURL != nil:
 		return Change{}, &FieldError{Field: "diff", Message: "give either diff or diff_url, not both"}
 	case b.Diff != nil:
+		if strings.TrimSpace(*b.Diff) == "" {
+			return Change{}, &FieldError{Field: "diff", Message: "must not be empty"}
+		}
 		if len(*b.Diff) > MaxDiff {
 			return Change{}, &FieldError{Field: "diff", Message: fmt.Sprintf("must be at most %d bytes", MaxDiff)}
-		}
-		if !utf8.ValidString(*b.Diff) {
-			return Change{}, &FieldError{Field: "diff", Message: "must be UTF-8 text"}
 		}
 		c.Diff = *b.Diff
 	case b.DiffURL != nil:
@@ -111,6 +118,26 @@ func (g Generic) Parse(r Request) (Change, error) {
 		return Change{}, &FieldError{Field: "diff", Message: "one of diff or diff_url is required"}
 	}
 	return c, nil
+}
+
+// invalidUTF8Field names the top-level field whose raw value holds invalid
+// UTF-8, or "body".
+func invalidUTF8Field(body []byte) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return "body"
+	}
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !utf8.Valid(fields[k]) {
+			return k
+		}
+	}
+	return "body"
 }
 
 // jsonFieldError names the field a decoding error is about.
@@ -186,6 +213,11 @@ func httpURL(field, raw string) (string, error) {
 	return u.String(), nil
 }
 
+func domainOf(addr string) string {
+	_, domain, _ := strings.Cut(addr, "@")
+	return domain
+}
+
 func recipients(field string, in []string) ([]string, error) {
 	if len(in) == 0 {
 		return nil, &FieldError{Field: field, Message: "at least one recipient is required"}
@@ -199,7 +231,7 @@ func recipients(field string, in []string) ([]string, error) {
 		addr, err := mail.ParseAddress(raw)
 		// A bare address only: "Ann <ann@x>" would put a display name into
 		// the outbox key.
-		if err != nil || addr.Name != "" || addr.Address != strings.TrimSpace(raw) || !strings.Contains(addr.Address, ".") {
+		if err != nil || addr.Name != "" || addr.Address != strings.TrimSpace(raw) || !strings.Contains(domainOf(addr.Address), ".") {
 			// The message names the index, never the address (PII in logs).
 			return nil, &FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Message: "must be an email address such as reviewer@example.com"}
 		}

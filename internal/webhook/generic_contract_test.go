@@ -653,7 +653,6 @@ func TestGenericParse_ExactlyOneOfDiffOrDiffURL(t *testing.T) {
 // An empty inline diff is neither a diff nor a diff_url: there is nothing to
 // review, and the Change would carry neither.
 func TestGenericParse_EmptyDiffIsRejected(t *testing.T) {
-	t.Skip(`BUG: internal/webhook/generic.go:101 accepts "diff": "" (b.Diff != nil) and returns a Change with Diff == "" and DiffURL == "", violating "exactly one of diff / diff_url"`)
 	f := genFields()
 	f["diff"] = ""
 	c, err := genParse(genSigned(genJSON(t, f)))
@@ -667,7 +666,6 @@ func TestGenericParse_EmptyDiffIsRejected(t *testing.T) {
 // UTF-8 bytes with U+FFFD, so a Latin-1 or binary diff would otherwise be
 // critiqued (and quoted to reviewers) in corrupted form.
 func TestGenericParse_NonUTF8DiffIsRejected(t *testing.T) {
-	t.Skip(`BUG: internal/webhook/generic.go:106 checks utf8.ValidString after json.Decode, which has already replaced invalid bytes with U+FFFD; a raw "\xff\xfe" diff is accepted as "\uFFFD\uFFFD" instead of rejected naming "diff"`)
 	body := []byte(`{"changelist_id":"c-1","review_version":1,"title":"t","url":"https://example.com/c/1","author":"a","recipients":["a@example.com"],"diff":"+caf` + "\xe9" + `\n"}`)
 	c, err := genParse(genSigned(body))
 	if err == nil {
