@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	res.Apply(&cfg)
-	fns, err := devstack.StartFunctions(ctx, cfg, res, log, devstack.FunctionOptions{Pollers: 2})
+	fns, err := devstack.StartFunctions(ctx, cfg, res, log, devstack.FunctionOptions{Pollers: 2, SweepEvery: time.Minute})
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/stage"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/sweeper"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
 
@@ -123,10 +124,18 @@ func (a *App) Notify(sender pipeline.Sender) (*pipeline.Notify, error) {
 	}
 	n := &pipeline.Notify{Base: a.base(), Deliveries: a.Deliveries, Renderer: r, Sender: sender,
 		Lease: a.Config.DeliveryLease, Grace: a.Config.ReconcileGrace}
-	if a.Config.SESStoreURL != "" {
-		n.Evidence = &feedback.SESEmulator{BaseURL: a.Config.SESStoreURL}
-	}
 	return n, nil
+}
+
+// Feedback returns the feedback function's handler.
+func (a *App) Feedback() *feedback.Handler {
+	return &feedback.Handler{Deliveries: a.Deliveries, Log: a.Log}
+}
+
+// Sweeper returns the scheduled sweeper.
+func (a *App) Sweeper() *sweeper.Sweeper {
+	return &sweeper.Sweeper{Jobs: a.Jobs, Deliveries: a.Deliveries, Queue: a.Queue, Log: a.Log, Now: a.Now,
+		StuckAfter: a.Config.SweepStuckAfter, EvidenceWindow: a.Config.EvidenceWindow}
 }
 
 // Runner wraps a stage's work in the shared SQS batch runner.

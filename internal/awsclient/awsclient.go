@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -54,6 +55,7 @@ type Clients struct {
 	SQS      *sqs.Client
 	SES      *sesv2.Client
 	S3       *s3.Client
+	SNS      *sns.Client
 }
 
 // Option adjusts the SDK config, e.g. to add fault-injection middleware.
@@ -99,6 +101,12 @@ func New(ctx context.Context, ep Endpoints, opts ...Option) (*Clients, error) {
 		SES: sesv2.NewFromConfig(cfg, func(o *sesv2.Options) {
 			if ep.SES != "" {
 				o.BaseEndpoint = aws.String(ep.SES)
+			}
+		}),
+		SNS: sns.NewFromConfig(cfg, func(o *sns.Options) {
+			if ep.SQS != "" {
+				// fauxqs serves SNS on the SQS port.
+				o.BaseEndpoint = aws.String(ep.SQS)
 			}
 		}),
 		S3: s3.NewFromConfig(cfg, func(o *s3.Options) {

@@ -28,6 +28,9 @@ type Config struct {
 	DeliveryLease     time.Duration
 	ReconcileGrace    time.Duration
 	AllowPrivateDiffs bool
+	// SweepStuckAfter and EvidenceWindow are the sweeper's thresholds.
+	SweepStuckAfter time.Duration
+	EvidenceWindow  time.Duration
 	// SESStoreURL, when set, is the SES emulator's base URL; the notifier
 	// then reads provider evidence from its store (local stack only).
 	SESStoreURL string
@@ -46,6 +49,8 @@ const (
 	EnvDeliveryLease     = "CRITICIZER_DELIVERY_LEASE"
 	EnvReconcileGrace    = "CRITICIZER_RECONCILE_GRACE"
 	EnvAllowPrivateDiffs = "CRITICIZER_ALLOW_PRIVATE_DIFF_URLS"
+	EnvSweepStuckAfter   = "CRITICIZER_SWEEP_STUCK_AFTER"
+	EnvEvidenceWindow    = "CRITICIZER_EVIDENCE_WINDOW"
 	EnvSESStoreURL       = "CRITICIZER_LOCAL_SES_STORE_URL"
 	EnvLogLevel          = "LOG_LEVEL"
 )
@@ -83,6 +88,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if c.ReconcileGrace, err = duration(getenv, EnvReconcileGrace, 3*time.Minute); err != nil {
+		return Config{}, err
+	}
+	if c.SweepStuckAfter, err = duration(getenv, EnvSweepStuckAfter, 10*time.Minute); err != nil {
+		return Config{}, err
+	}
+	if c.EvidenceWindow, err = duration(getenv, EnvEvidenceWindow, 15*time.Minute); err != nil {
 		return Config{}, err
 	}
 	if v := getenv(EnvAllowPrivateDiffs); v != "" {

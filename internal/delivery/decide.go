@@ -34,7 +34,9 @@ func Decide(r Row, now time.Time) Action {
 		return Skip
 	case r.Status == StatusFailedPermanent || r.Status == StatusReconciling:
 		return Hold
-	case r.NotificationID != "":
+	case r.NotificationID != "", r.HasEvidence():
+		// Provider evidence of a send settles a row in flight at once; no
+		// need to wait out the sender's lease.
 		return Reconcile
 	case r.Status == StatusSending && now.Before(r.LeaseUntil):
 		return Wait

@@ -82,6 +82,15 @@ type Row struct {
 	NotifiedAt     time.Time `dynamodbav:"notified_at,omitempty"`
 	LastErrorClass string    `dynamodbav:"last_error_class,omitempty"`
 	Message        Message   `dynamodbav:"message"`
+	// Provider evidence, recorded by the feedback function from SES event
+	// publishing (matched by the delivery_id tag).
+	ProviderMessageID string    `dynamodbav:"provider_message_id,omitempty"`
+	SendEventAt       time.Time `dynamodbav:"evidence_send_at,omitempty"`
+	DeliveredAt       time.Time `dynamodbav:"evidence_delivery_at,omitempty"`
+	BouncedAt         time.Time `dynamodbav:"evidence_bounce_at,omitempty"`
+	BounceType        string    `dynamodbav:"bounce_type,omitempty"`
+	ComplainedAt      time.Time `dynamodbav:"evidence_complaint_at,omitempty"`
+	RejectedAt        time.Time `dynamodbav:"evidence_reject_at,omitempty"`
 	CreatedAt      time.Time `dynamodbav:"created_at"`
 	UpdatedAt      time.Time `dynamodbav:"updated_at"`
 }
@@ -94,6 +103,12 @@ type Message struct {
 	Text            string `dynamodbav:"text"`
 	TemplateVersion string `dynamodbav:"template_version"`
 	ContentSHA256   string `dynamodbav:"content_sha256"`
+}
+
+// HasEvidence reports whether the provider confirmed it accepted the
+// message (a Send, Delivery, Bounce or Complaint event).
+func (r Row) HasEvidence() bool {
+	return !r.SendEventAt.IsZero() || !r.DeliveredAt.IsZero() || !r.BouncedAt.IsZero() || !r.ComplainedAt.IsZero()
 }
 
 // Evidence is what the provider says about a delivery id: that it accepted a

@@ -9,9 +9,11 @@ import (
 
 	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/stage"
+	"github.com/criticizer/criticizer/internal/sweeper"
 )
 
 // FunctionOptions tune the local functions.
@@ -28,6 +30,13 @@ type FunctionOptions struct {
 	Runner []stage.Option
 	// Timeout of one invocation.
 	Timeout time.Duration
+	// SweepEvery runs the sweeper on this interval (the EventBridge
+	// schedule); zero leaves it to the caller.
+	SweepEvery time.Duration
+	// NoEventBridge turns off the SES event bridge (no provider evidence).
+	NoEventBridge bool
+	// Crash, if set, wraps each stage's SQS handler (crash injection).
+	Crash func(job.Stage, SQSHandler) SQSHandler
 }
 
 // Functions are the Lambda handlers running in this process: the API
@@ -77,14 +86,45 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 		}
 		r := a.Runner(s, fn, o.Runner...)
 		f.Runners[s] = r
+		var h SQSHandler = r.Handle
+		if o.Crash != nil {
+			h = o.Crash(s, h)
+		}
 		for range o.Pollers {
-			p := &Poller{SQS: a.Clients.SQS, QueueURL: res.Queues.Queue[s], QueueARN: res.QueueARNs[s], Handler: r.Handle,
+			p := &Poller{SQS: a.Clients.SQS, QueueURL: res.Queues.Queue[s], QueueARN: res.QueueARNs[s], Handler: h,
 				BatchSize: 10, Timeout: o.Timeout, Log: log.With("poller", string(s))}
 			f.wg.Add(1)
 			go func() { defer f.wg.Done(); p.Run(pctx) }()
 		}
 	}
+	if res.FeedbackQueue != "" {
+		p := &Poller{SQS: a.Clients.SQS, QueueURL: res.FeedbackQueue, QueueARN: res.FeedbackQueueARN, Handler: a.Feedback().Handle,
+			BatchSize: 10, Timeout: o.Timeout, Log: log.With("poller", "feedback")}
+		f.start(func() { p.Run(pctx) })
+		if !o.NoEventBridge && cfg.SESStoreURL != "" {
+			b := &SESEventBridge{Store: &feedback.SESEmulator{BaseURL: cfg.SESStoreURL}, SNS: a.Clients.SNS, TopicARN: res.EventsTopicARN, Log: log.With("bridge", "ses-events")}
+			f.start(func() { b.Run(pctx) })
+		}
+	}
+	if o.SweepEvery > 0 {
+		sw := a.Sweeper()
+		f.start(func() {
+			for pctx.Err() == nil {
+				sleep(pctx, o.SweepEvery)
+				if rep, err := sw.Run(pctx); err != nil && pctx.Err() == nil {
+					log.WarnContext(pctx, "sweep failed", "error", err)
+				} else if rep != (sweeper.Report{}) {
+					log.InfoContext(pctx, "sweep", "jobs_requeued", rep.JobsRequeued, "stuck_sending", rep.StuckSending, "ordering_violations", rep.OrderingViolations)
+				}
+			}
+		})
+	}
 	return f, nil
+}
+
+func (f *Functions) start(fn func()) {
+	f.wg.Add(1)
+	go func() { defer f.wg.Done(); fn() }()
 }
 
 // Stop stops the pollers and waits for in-flight invocations.

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -32,6 +33,8 @@ type Resources struct {
 	JobsTable, DeliveriesTable, PayloadBucket string
 	Queues                                    queue.URLs
 	QueueARNs                                 map[job.Stage]string
+	// The SES event path: topic → feedback queue (with its DLQ).
+	EventsTopicARN, FeedbackQueue, FeedbackQueueARN, FeedbackDLQ string
 }
 
 // Provision creates the tables, the stage queues with their dead-letter
@@ -60,6 +63,24 @@ func Provision(ctx context.Context, c *awsclient.Clients, prefix string) (Resour
 			return r, err
 		}
 		r.Queues.Queue[s], r.Queues.DLQ[s], r.QueueARNs[s] = url, dlqURL, arn
+	}
+	dlqURL, dlqARN, err := createQueue(ctx, c.SQS, prefix+"-feedback-dlq", map[string]string{"MessageRetentionPeriod": "1209600"})
+	if err != nil {
+		return r, err
+	}
+	redrive, _ := json.Marshal(map[string]string{"deadLetterTargetArn": dlqARN, "maxReceiveCount": strconv.Itoa(MaxReceiveCount)})
+	if r.FeedbackQueue, r.FeedbackQueueARN, err = createQueue(ctx, c.SQS, prefix+"-feedback", map[string]string{"VisibilityTimeout": "30", "RedrivePolicy": string(redrive)}); err != nil {
+		return r, err
+	}
+	r.FeedbackDLQ = dlqURL
+	topic, err := c.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(prefix + "-ses-events")})
+	if err != nil {
+		return r, fmt.Errorf("create topic: %w", err)
+	}
+	r.EventsTopicARN = aws.ToString(topic.TopicArn)
+	if _, err := c.SNS.Subscribe(ctx, &sns.SubscribeInput{TopicArn: topic.TopicArn, Protocol: aws.String("sqs"),
+		Endpoint: aws.String(r.FeedbackQueueARN), Attributes: map[string]string{"RawMessageDelivery": "true"}}); err != nil {
+		return r, fmt.Errorf("subscribe feedback queue: %w", err)
 	}
 	if _, err := c.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(r.PayloadBucket)}); err != nil {
 		var owned interface{ ErrorCode() string }

@@ -23,13 +23,6 @@ type Sender interface {
 	Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error)
 }
 
-// EvidenceSource looks up provider evidence for a delivery id. In AWS it
-// reads the events the feedback function recorded from SES event
-// publishing; locally it reads the SES emulator's store.
-type EvidenceSource interface {
-	Lookup(ctx context.Context, deliveryID string) (delivery.Evidence, bool, error)
-}
-
 // Notify is the notify stage: the outbox and the send-then-mark protocol of
 // seed 000 §6.3–6.5.
 type Notify struct {
@@ -37,7 +30,6 @@ type Notify struct {
 	Deliveries *store.Deliveries
 	Renderer   *mail.Renderer
 	Sender     Sender
-	Evidence   EvidenceSource
 	// Lease is how long a claim protects a row in `sending`; it must exceed
 	// the longest SES call by a wide margin.
 	Lease time.Duration
@@ -180,23 +172,23 @@ func (n *Notify) claimSendMark(ctx context.Context, r delivery.Row) (delivery.Ro
 	return marked, nil
 }
 
-// reconcile handles a row where a send may have happened: look for provider
-// evidence; backfill if found; otherwise, once the grace window after the
-// lease has passed, return it to failed_transient so it can be claimed.
+// reconcile handles a row where a send may have happened: if provider
+// evidence is on the row (recorded by the feedback function from SES
+// events, matched by the delivery id tag), backfill it as sent without
+// resending; otherwise, once the grace window after the lease has passed,
+// return it to failed_transient so it can be claimed (seed 000 §6.4, §8.2).
 func (n *Notify) reconcile(ctx context.Context, r delivery.Row) (delivery.Row, error) {
-	if n.Evidence != nil {
-		ev, found, err := n.Evidence.Lookup(ctx, r.ID)
-		if err != nil {
-			return r, fmt.Errorf("evidence for %s: %w", r.ID, err)
+	if r.HasEvidence() {
+		at := r.SendEventAt
+		if at.IsZero() {
+			at = n.Now()
 		}
-		if found {
-			n.Log.InfoContext(ctx, "provider evidence found; backfilling without resending", "delivery_id", r.ID)
-			row, err := n.Deliveries.Backfill(ctx, r.ID, ev.MessageID, ev.At)
-			if errors.Is(err, store.ErrConflict) {
-				return n.Deliveries.Get(ctx, r.ID)
-			}
-			return row, err
+		n.Log.InfoContext(ctx, "provider evidence found; backfilling without resending", "delivery_id", r.ID)
+		row, err := n.Deliveries.Backfill(ctx, r.ID, r.ProviderMessageID, at)
+		if errors.Is(err, store.ErrConflict) {
+			return n.Deliveries.Get(ctx, r.ID)
 		}
+		return row, err
 	}
 	since := r.LeaseUntil
 	if since.IsZero() {

@@ -216,3 +216,98 @@ func (s *Deliveries) updateReturn(ctx context.Context, id string, upd expression
 	var r delivery.Row
 	return r, unmarshal(out.Attributes, &r)
 }
+
+// Event is one provider event for a delivery row.
+type Event struct {
+	Type       string // SES eventType
+	MessageID  string
+	At         time.Time
+	BounceType string
+}
+
+var eventAttr = map[string]string{
+	"Send": "evidence_send_at", "Delivery": "evidence_delivery_at", "Bounce": "evidence_bounce_at",
+	"Complaint": "evidence_complaint_at", "Reject": "evidence_reject_at",
+}
+
+// RecordEvent stores provider evidence on a row: the event's time (first
+// one kept), the provider message id, and for a Delivery the `delivered`
+// status of a sent row. A row under reconciliation (marked sent with no
+// evidence) whose evidence arrives late is returned to `sent`: the provider
+// confirms the send. Unknown event types are counted, not stored.
+func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (delivery.Row, error) {
+	attr, ok := eventAttr[e.Type]
+	if !ok {
+		return s.Get(ctx, id)
+	}
+	upd := expression.Set(expression.Name(attr), expression.IfNotExists(expression.Name(attr), expression.Value(ts(e.At)))).
+		Set(expression.Name("provider_message_id"), expression.IfNotExists(expression.Name("provider_message_id"), expression.Value(e.MessageID)))
+	if e.BounceType != "" {
+		upd = upd.Set(expression.Name("bounce_type"), expression.Value(e.BounceType))
+	}
+	cond := expression.AttributeExists(expression.Name("delivery_id"))
+	row, err := s.updateReturn(ctx, id, upd, cond)
+	if errors.Is(err, ErrConflict) {
+		return delivery.Row{}, fmt.Errorf("delivery %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return row, err
+	}
+	next := row.Status
+	switch {
+	case row.Status == delivery.StatusReconciling && !row.NotifiedAt.IsZero():
+		next = delivery.StatusSent
+	case row.Status == delivery.StatusSent && e.Type == "Delivery":
+		next = delivery.StatusDelivered
+	}
+	if next == row.Status {
+		return row, nil
+	}
+	upd2 := expression.Set(expression.Name("status"), expression.Value(string(next)))
+	cond2 := expression.Name("status").Equal(expression.Value(string(row.Status)))
+	updated, err := s.updateReturn(ctx, id, upd2, cond2)
+	if errors.Is(err, ErrConflict) {
+		return s.Get(ctx, id)
+	}
+	return updated, err
+}
+
+// MarkReconciling moves a row that was marked sent but has no provider
+// evidence into reconciliation (seed 000 §8.3: "it MUST transition that row
+// into a reconciliation workflow before any further sends"). It applies
+// only while the row is still sent and still without evidence.
+func (s *Deliveries) MarkReconciling(ctx context.Context, id string) (delivery.Row, error) {
+	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusReconciling))).
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
+	cond := expression.Name("status").Equal(expression.Value(string(delivery.StatusSent))).
+		And(expression.AttributeNotExists(expression.Name("evidence_send_at"))).
+		And(expression.AttributeNotExists(expression.Name("evidence_delivery_at")))
+	return s.updateReturn(ctx, id, upd, cond)
+}
+
+// Scan pages through every row matching filter (a sweeper's query; the
+// deliveries table is keyed by id only).
+func (s *Deliveries) Scan(ctx context.Context, filter expression.ConditionBuilder, fn func(delivery.Row) error) error {
+	e, err := expression.NewBuilder().WithFilter(filter).Build()
+	if err != nil {
+		return fmt.Errorf("build scan: %w", err)
+	}
+	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{TableName: &s.table, FilterExpression: e.Filter(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("scan deliveries: %w", err)
+		}
+		for _, item := range page.Items {
+			var r delivery.Row
+			if err := unmarshal(item, &r); err != nil {
+				return err
+			}
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -358,3 +358,36 @@ func (s *Jobs) update(ctx context.Context, id job.ID, upd expression.UpdateBuild
 	}
 	return nil
 }
+
+// Timestamp formats t as stored, for comparisons in filter expressions.
+func Timestamp(t time.Time) string { return ts(t) }
+
+// ScanJobs pages through the job items matching filter (the sweeper's
+// query). A scan reads the whole table; at the volumes a review system
+// produces (thousands of jobs a day, TTL-less but small items) one sweep
+// every few minutes costs little. A sparse index on non-terminal jobs is the
+// next step if it ever does not.
+func (s *Jobs) ScanJobs(ctx context.Context, filter expression.ConditionBuilder, fn func(job.Job) error) error {
+	e, err := expression.NewBuilder().WithFilter(expression.Name("kind").Equal(expression.Value("job")).And(filter)).Build()
+	if err != nil {
+		return fmt.Errorf("build scan: %w", err)
+	}
+	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{TableName: &s.table, FilterExpression: e.Filter(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("scan jobs: %w", err)
+		}
+		for _, item := range page.Items {
+			var it jobItem
+			if err := unmarshal(item, &it); err != nil {
+				return err
+			}
+			if err := fn(it.Job); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -11,6 +11,7 @@ import (
 	"mime"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Event is what a source adapter (GitHub, GitLab, Gerrit) extracts from a
@@ -257,6 +258,10 @@ func requireJSON(contentType string) error {
 // (webhook payloads grow new fields all the time) and naming the JSON path
 // of a type error.
 func decodeHookBody(body []byte, v any) error {
+	// encoding/json would silently replace invalid UTF-8 with U+FFFD.
+	if !utf8.Valid(body) {
+		return &FieldError{Field: "body", Message: "must be UTF-8 text"}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		return jsonFieldError(err)

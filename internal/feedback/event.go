@@ -1,0 +1,89 @@
+package feedback
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/criticizer/criticizer/internal/mail"
+)
+
+// SESEvent is an SES event-publishing record (configuration set → SNS),
+// the fields Criticizer reads. See "Contents of event data that Amazon SES
+// publishes to Amazon SNS" in the SES developer guide.
+type SESEvent struct {
+	EventType string `json:"eventType"` // Send, Delivery, Bounce, Complaint, Reject, ...
+	Mail      struct {
+		MessageID string              `json:"messageId"`
+		Timestamp time.Time           `json:"timestamp"`
+		Tags      map[string][]string `json:"tags"`
+	} `json:"mail"`
+	Bounce *struct {
+		BounceType    string    `json:"bounceType"` // Permanent, Transient, Undetermined
+		BounceSubType string    `json:"bounceSubType"`
+		Timestamp     time.Time `json:"timestamp"`
+	} `json:"bounce,omitempty"`
+	Complaint *struct {
+		Timestamp time.Time `json:"timestamp"`
+	} `json:"complaint,omitempty"`
+	Delivery *struct {
+		Timestamp time.Time `json:"timestamp"`
+	} `json:"delivery,omitempty"`
+	Reject *struct {
+		Reason string `json:"reason"`
+	} `json:"reject,omitempty"`
+}
+
+// ErrNotSESEvent marks a message that is not an SES event.
+var ErrNotSESEvent = errors.New("not an SES event")
+
+// ParseSESEvent reads an SQS body: the SES event itself (SNS raw message
+// delivery) or an SNS notification envelope whose Message is the event.
+func ParseSESEvent(body []byte) (SESEvent, error) {
+	var probe struct {
+		Type    string `json:"Type"`
+		Message string `json:"Message"`
+	}
+	if err := json.Unmarshal(body, &probe); err != nil {
+		return SESEvent{}, fmt.Errorf("%w: %w", ErrNotSESEvent, err)
+	}
+	if probe.Type == "Notification" {
+		var n events.SNSEntity
+		if err := json.Unmarshal(body, &n); err != nil {
+			return SESEvent{}, fmt.Errorf("%w: sns envelope: %w", ErrNotSESEvent, err)
+		}
+		body = []byte(n.Message)
+	}
+	var ev SESEvent
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return SESEvent{}, fmt.Errorf("%w: %w", ErrNotSESEvent, err)
+	}
+	if ev.EventType == "" || ev.Mail.MessageID == "" {
+		return SESEvent{}, fmt.Errorf("%w: eventType or mail.messageId missing", ErrNotSESEvent)
+	}
+	return ev, nil
+}
+
+// DeliveryID is the delivery id tag the notifier set, or "".
+func (e SESEvent) DeliveryID() string {
+	if v := e.Mail.Tags[mail.DeliveryIDTag]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// At is when the event happened.
+func (e SESEvent) At() time.Time {
+	switch {
+	case e.Delivery != nil && !e.Delivery.Timestamp.IsZero():
+		return e.Delivery.Timestamp
+	case e.Bounce != nil && !e.Bounce.Timestamp.IsZero():
+		return e.Bounce.Timestamp
+	case e.Complaint != nil && !e.Complaint.Timestamp.IsZero():
+		return e.Complaint.Timestamp
+	}
+	return e.Mail.Timestamp
+}

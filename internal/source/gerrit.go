@@ -1,0 +1,199 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/retry"
+)
+
+// Gerrit fetches changes from the Gerrit REST API, authenticated with HTTP
+// basic auth (the /a/ prefix):
+//
+//   - the diff: GET /a/changes/{project}~{number}/revisions/{revision}/patch,
+//     which returns the patch set as `git format-patch` output encoded in
+//     base64; the mail header and commit message (which carry the author's
+//     address) are dropped, keeping the diff from the first "diff --git";
+//   - the reviewers: GET /a/changes/{project}~{number}/reviewers/, with
+//     their e-mail addresses (the account needs to see them).
+//
+// The revision is Ref.Patchset, else Ref.HeadSHA, else "current". JSON
+// responses start with Gerrit's ")]}'" anti-XSSI line, which is stripped.
+type Gerrit struct {
+	// BaseURL is the server root, e.g. "https://review.example.com" (with
+	// the context path, if Gerrit is not served at the root).
+	BaseURL string
+	// Username and Password are the account's HTTP credentials.
+	Username, Password string
+	// Client defaults to one with a 30 s timeout.
+	Client *http.Client
+	// MaxDiffBytes caps the diff; zero means DefaultMaxDiffBytes.
+	MaxDiffBytes int
+	// Now is the clock for Retry-After dates; nil means time.Now.
+	Now func() time.Time
+}
+
+var _ Fetcher = (*Gerrit)(nil)
+
+// gerritPreambleSlack is how much mail header and commit message is read
+// beyond the diff limit before the diff starts.
+const gerritPreambleSlack = 256 << 10
+
+func (g *Gerrit) api() api {
+	return newAPI(g.Client, g.Now, func(r *http.Request) {
+		if g.Username != "" || g.Password != "" {
+			r.SetBasicAuth(g.Username, g.Password)
+		}
+	})
+}
+
+// Fetch implements Fetcher.
+func (g *Gerrit) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
+	if err := checkRef("gerrit", ref); err != nil {
+		return Changelist{}, err
+	}
+	if g.BaseURL == "" {
+		return Changelist{}, retry.Permanent(retry.RuntimeBug, fmt.Errorf("source: gerrit base URL is not configured"))
+	}
+	change := strings.TrimRight(g.BaseURL, "/") + "/a/changes/" + url.PathEscape(ref.Repo) + "~" + strconv.Itoa(ref.Number)
+	rev := "current"
+	switch {
+	case ref.Patchset > 0:
+		rev = strconv.Itoa(ref.Patchset)
+	case ref.HeadSHA != "":
+		rev = url.PathEscape(ref.HeadSHA)
+	}
+	a := g.api()
+	var cl Changelist
+	var err error
+	if cl.Diff, cl.Truncated, err = g.patch(ctx, a, change+"/revisions/"+rev+"/patch"); err != nil {
+		return Changelist{}, err
+	}
+	if cl.Reviewers, err = g.reviewers(ctx, a, change+"/reviewers/"); err != nil {
+		return Changelist{}, err
+	}
+	return cl, nil
+}
+
+func (g *Gerrit) patch(ctx context.Context, a api, u string) (string, bool, error) {
+	const op = "gerrit.GetPatch"
+	limit := maxBytes(g.MaxDiffBytes)
+	resp, err := a.get(ctx, op, u, "text/plain")
+	if err != nil {
+		return "", false, err
+	}
+	defer resp.Body.Close()
+	// The decoder skips the line breaks Gerrit may put in the base64.
+	raw, more, err := readLimited(base64.NewDecoder(base64.StdEncoding, resp.Body), limit+gerritPreambleSlack)
+	if err != nil {
+		if _, ok := errors.AsType[base64.CorruptInputError](err); ok {
+			return "", false, malformed(op, err)
+		}
+		return "", false, retry.WithOp(err, op)
+	}
+	d := string(raw)
+	if i := firstLineStart(d, "diff --git "); i >= 0 {
+		d = d[i:]
+	} else if !more {
+		d = "" // no file changed (a merge with no conflicts, an empty commit)
+	}
+	d = stripFormatPatchSignature(d, more)
+	if more {
+		// The read stopped mid-stream: never keep its last, partial line.
+		if len(d) < 2 {
+			d = ""
+		} else {
+			limit = min(limit, len(d)-1)
+		}
+	}
+	out, cut := TruncateDiff(d, limit)
+	return out, cut || more, nil
+}
+
+// firstLineStart returns the offset of the first line of s starting
+// with prefix, or -1.
+func firstLineStart(s, prefix string) int {
+	if strings.HasPrefix(s, prefix) {
+		return 0
+	}
+	if i := strings.Index(s, "\n"+prefix); i >= 0 {
+		return i + 1
+	}
+	return -1
+}
+
+// stripFormatPatchSignature drops the "-- \n<git version>\n" trailer that
+// format-patch appends. Only a trailer that looks like one is dropped: a
+// removed line "- " inside a hunk also reads "-- ".
+func stripFormatPatchSignature(d string, more bool) string {
+	i := strings.LastIndex(d, "\n-- \n")
+	if more || i < 0 {
+		return d
+	}
+	rest := d[i+len("\n-- \n"):]
+	if len(rest) > 64 {
+		return d
+	}
+	for line := range strings.SplitSeq(rest, "\n") {
+		if line != "" && (line[0] < '0' || line[0] > '9') {
+			return d
+		}
+	}
+	return d[:i+1]
+}
+
+func (g *Gerrit) reviewers(ctx context.Context, a api, u string) ([]Reviewer, error) {
+	const op = "gerrit.ListReviewers"
+	resp, err := a.get(ctx, op, u, "application/json")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, retry.WithOp(err, op)
+	}
+	var body []struct {
+		AccountID int    `json:"_account_id"`
+		Name      string `json:"name"`
+		Email     string `json:"email"`
+		Username  string `json:"username"`
+	}
+	if err := json.Unmarshal(stripXSSI(b), &body); err != nil {
+		return nil, malformed(op, err)
+	}
+	out := []Reviewer{}
+	seen := map[string]bool{}
+	for _, r := range body {
+		if r.Username == "" && r.Email == "" {
+			continue // an account we cannot address (e.g. a group placeholder)
+		}
+		k := strings.ToLower(r.Email) + "\x00" + strings.ToLower(r.Username)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, Reviewer{Username: r.Username, Email: strings.TrimSpace(r.Email)})
+	}
+	return out, nil
+}
+
+// stripXSSI removes the ")]}'" line Gerrit puts before every JSON response
+// so that it cannot be included as a script.
+func stripXSSI(b []byte) []byte {
+	b = bytes.TrimLeft(b, "\ufeff \t\r\n")
+	if rest, ok := bytes.CutPrefix(b, []byte(")]}'")); ok {
+		return rest
+	}
+	return b
+}

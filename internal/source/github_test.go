@@ -1,0 +1,201 @@
+package source
+
+import (
+	"context"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/retry"
+)
+
+const (
+	ghToken = "ghs_16C7e42F292c6912E7710c838347Ae178B4a"
+	ghPull  = "GET /api/v3/repos/Codertocat/Hello-World/pulls/2"
+	ghRevs  = "GET /api/v3/repos/Codertocat/Hello-World/pulls/2/requested_reviewers"
+	ghFiles = "GET /api/v3/repos/Codertocat/Hello-World/pulls/2/files?per_page=100&page=1"
+)
+
+var ghRef = Ref{Source: "github", Repo: "Codertocat/Hello-World", Number: 2, HeadSHA: "ec26c3e57ca3a959ca5aad62de7213c562f8c821"}
+
+// ghServer serves the recorded pull request, GitHub Enterprise style
+// (API under /api/v3).
+func ghServer(t *testing.T) (*fakeAPI, *GitHub) {
+	f := newFakeAPI(t)
+	f.on(ghPull, reply(200, fixture(t, "github/pull.diff"), "Content-Type", "text/plain; charset=utf-8"))
+	f.on(ghRevs, reply(200, fixture(t, "github/requested_reviewers.json"), "Content-Type", "application/json; charset=utf-8"))
+	return f, &GitHub{BaseURL: f.srv.URL + "/api/v3/", Token: ghToken, Now: testClock}
+}
+
+func TestGitHubFetch(t *testing.T) {
+	f, gh := ghServer(t)
+	cl, err := gh.Fetch(context.Background(), ghRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.Diff != string(fixture(t, "github/pull.diff")) || cl.Truncated {
+		t.Fatalf("diff (truncated %v):\n%s", cl.Truncated, cl.Diff)
+	}
+	if paths := mustParseDiff(t, cl.Diff); !reflect.DeepEqual(paths, []string{"README.md", "docs/usage.md", "hello.go"}) {
+		t.Fatalf("files %v", paths)
+	}
+	want := []Reviewer{{Username: "octocat"}, {Username: "hubot"}} // the team is not a person
+	if !reflect.DeepEqual(cl.Reviewers, want) {
+		t.Fatalf("reviewers %+v", cl.Reviewers)
+	}
+	reqs := f.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for _, r := range reqs {
+		if got := r.Header.Get("Authorization"); got != "Bearer "+ghToken {
+			t.Errorf("%s: Authorization %q", r.URL.Path, got)
+		}
+		if got := r.Header.Get("X-GitHub-Api-Version"); got != GitHubAPIVersion {
+			t.Errorf("%s: X-GitHub-Api-Version %q", r.URL.Path, got)
+		}
+		if r.Header.Get("User-Agent") == "" {
+			t.Errorf("%s: no User-Agent (GitHub refuses requests without one)", r.URL.Path)
+		}
+	}
+	if got := reqs[0].Header.Get("Accept"); got != "application/vnd.github.diff" {
+		t.Errorf("diff Accept %q", got)
+	}
+	if got := reqs[1].Header.Get("Accept"); got != "application/vnd.github+json" {
+		t.Errorf("reviewers Accept %q", got)
+	}
+}
+
+func TestGitHubFetchWithoutToken(t *testing.T) {
+	f, gh := ghServer(t)
+	gh.Token = ""
+	if _, err := gh.Fetch(context.Background(), ghRef); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.requests() {
+		if r.Header.Get("Authorization") != "" {
+			t.Fatal("Authorization sent without a token")
+		}
+	}
+}
+
+func TestGitHubFetchTruncatesAtFileBoundary(t *testing.T) {
+	full := string(fixture(t, "github/pull.diff"))
+	third := strings.Index(full, "diff --git a/hello.go")
+	for _, limit := range []int{third, third + 10, len(full) - 1} {
+		t.Run(strconv.Itoa(limit), func(t *testing.T) {
+			_, gh := ghServer(t)
+			gh.MaxDiffBytes = limit
+			cl, err := gh.Fetch(context.Background(), ghRef)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !cl.Truncated || cl.Diff != full[:third] {
+				t.Fatalf("truncated %v, diff:\n%s", cl.Truncated, cl.Diff)
+			}
+			if paths := mustParseDiff(t, cl.Diff); len(paths) != 2 {
+				t.Fatalf("files %v", paths)
+			}
+		})
+	}
+}
+
+// GitHub refuses to render diffs over 20,000 lines or 300 files (406); the
+// files API still lists each file's patch.
+func TestGitHubFetchFallsBackToFiles(t *testing.T) {
+	f, gh := ghServer(t)
+	f.on(ghPull, reply(406, fixture(t, "github/diff_too_large.json"), "Content-Type", "application/json; charset=utf-8"))
+	f.on(ghFiles, reply(200, fixture(t, "github/files.json"), "Content-Type", "application/json; charset=utf-8"))
+	cl, err := gh.Fetch(context.Background(), ghRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cl.Truncated {
+		t.Error("the image GitHub served without a patch is missing, but Truncated is false")
+	}
+	want := "diff --git a/README.md b/README.md\n" +
+		"--- a/README.md\n+++ b/README.md\n" +
+		"@@ -1 +1,3 @@\n-\n+# Hello-World\n+\n+This is a pretty simple change that we need to pull into master.\n" +
+		"diff --git a/docs/usage.md b/docs/usage.md\nnew file mode 100644\n" +
+		"--- /dev/null\n+++ b/docs/usage.md\n" +
+		"@@ -0,0 +1,6 @@\n+# Usage\n+\n+Run the greeter:\n+\n+    ./hello --name World\n+\n" +
+		"diff --git a/hello.go b/cmd/hello/main.go\nrename from hello.go\nrename to cmd/hello/main.go\n"
+	if cl.Diff != want {
+		t.Fatalf("diff:\n%s\nwant:\n%s", cl.Diff, want)
+	}
+	if paths := mustParseDiff(t, cl.Diff); !reflect.DeepEqual(paths, []string{"README.md", "docs/usage.md", "cmd/hello/main.go"}) {
+		t.Fatalf("files %v", paths)
+	}
+	if len(cl.Reviewers) != 2 {
+		t.Fatalf("reviewers %+v", cl.Reviewers)
+	}
+}
+
+func TestGitHubFetchErrors(t *testing.T) {
+	reset := strconv.FormatInt(testNow.Add(2*time.Minute).Unix(), 10)
+	tests := []struct {
+		name      string
+		route     string
+		handler   http.HandlerFunc
+		class     retry.Class
+		retryable bool
+		after     time.Duration
+	}{
+		{"primary rate limit spent", ghPull, reply(403, fixture(t, "github/rate_limited.json"),
+			"X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0", "X-RateLimit-Used", "5000",
+			"X-RateLimit-Reset", reset, "X-RateLimit-Resource", "core"),
+			retry.RateLimited, true, 2 * time.Minute},
+		{"rate limit spent, 429", ghRevs, reply(429, fixture(t, "github/rate_limited.json"),
+			"x-ratelimit-remaining", "0", "x-ratelimit-reset", reset),
+			retry.RateLimited, true, 2 * time.Minute},
+		{"reset already past", ghPull, reply(403, fixture(t, "github/rate_limited.json"),
+			"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", strconv.FormatInt(testNow.Add(-time.Hour).Unix(), 10)),
+			retry.RateLimited, true, time.Second},
+		{"secondary rate limit", ghPull, reply(403, fixture(t, "github/secondary_rate_limit.json"), "Retry-After", "60"),
+			retry.RateLimited, true, time.Minute},
+		{"429 with Retry-After", ghPull, reply(429, nil, "Retry-After", "30"),
+			retry.RateLimited, true, 30 * time.Second},
+		{"not found", ghPull, reply(404, fixture(t, "github/not_found.json")), retry.NotFound, false, 0},
+		{"bad credentials", ghPull, reply(401, fixture(t, "github/bad_credentials.json")), retry.AuthDenied, false, 0},
+		{"forbidden", ghRevs, reply(403, []byte(`{"message":"Resource not accessible by integration"}`), "X-RateLimit-Remaining", "4999"),
+			retry.AuthDenied, false, 0},
+		{"unicorn", ghPull, reply(503, fixture(t, "github/server_error.html"), "Content-Type", "text/html"), retry.Upstream5xx, true, 0},
+		{"garbled reviewers", ghRevs, reply(200, []byte(`{"users":[{"login":`)), retry.Upstream5xx, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, gh := ghServer(t)
+			f.on(tt.route, tt.handler)
+			_, err := gh.Fetch(context.Background(), ghRef)
+			wantClass(t, err, tt.class, tt.retryable, tt.after)
+			wantClean(t, err, ghToken, "exceeded", "Bad credentials", "Unicorn")
+		})
+	}
+}
+
+func TestGitHubFetchNetworkError(t *testing.T) {
+	f, gh := ghServer(t)
+	f.srv.Close()
+	gh.BaseURL = "http://x-access-token:" + ghToken + "@" + strings.TrimPrefix(f.srv.URL, "http://") + "/api/v3?debug=" + ghToken
+	_, err := gh.Fetch(context.Background(), ghRef)
+	wantClass(t, err, retry.NetworkError, true, 0)
+	wantClean(t, err, ghToken)
+}
+
+func TestGitHubFetchBadRefs(t *testing.T) {
+	gh := &GitHub{Token: ghToken}
+	for _, ref := range []Ref{
+		{Source: "gitlab", Repo: "a/b", Number: 1},
+		{Source: "github", Repo: "no-slash", Number: 1},
+		{Source: "github", Repo: "a/b/c", Number: 1},
+		{Source: "github", Repo: "a/b", Number: 0},
+	} {
+		_, err := gh.Fetch(context.Background(), ref)
+		if c := retry.Classify(err); c == nil || c.Retryable() {
+			t.Errorf("%+v: err %v, want a permanent error", ref, err)
+		}
+	}
+}
