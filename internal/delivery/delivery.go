@@ -91,8 +91,8 @@ type Row struct {
 	BounceType        string    `dynamodbav:"bounce_type,omitempty"`
 	ComplainedAt      time.Time `dynamodbav:"evidence_complaint_at,omitempty"`
 	RejectedAt        time.Time `dynamodbav:"evidence_reject_at,omitempty"`
-	CreatedAt      time.Time `dynamodbav:"created_at"`
-	UpdatedAt      time.Time `dynamodbav:"updated_at"`
+	CreatedAt         time.Time `dynamodbav:"created_at"`
+	UpdatedAt         time.Time `dynamodbav:"updated_at"`
 }
 
 // Message is the rendered email, persisted with the row when the row is

@@ -59,8 +59,12 @@ func (p *Poller) invoke(ctx context.Context, msgs []sqstypes.Message) {
 		ev.Records = append(ev.Records, ToSQSEventRecord(m, p.QueueARN))
 	}
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.Timeout)
-	resp, err := p.Handler(ictx, ev)
+	resp, err, crashed := p.call(ictx, ev)
 	cancel()
+	if crashed {
+		p.Log.WarnContext(ctx, "invocation crashed; the batch returns after its visibility timeout", "queue", p.QueueARN)
+		return
+	}
 	if err != nil {
 		p.Log.ErrorContext(ctx, "invocation failed; the whole batch will be retried", "queue", p.QueueARN, "error", err)
 		return
@@ -81,6 +85,21 @@ func (p *Poller) invoke(ctx context.Context, msgs []sqstypes.Message) {
 	if _, err := p.SQS.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(p.QueueURL), Entries: entries}); err != nil {
 		p.Log.WarnContext(ctx, "delete batch failed; messages will be redelivered", "queue", p.QueueARN, "error", err)
 	}
+}
+
+// call runs the handler on its own goroutine, so a handler that dies
+// (runtime.Goexit, the crash fault) is seen as a crashed invocation rather
+// than taking the poller with it.
+func (p *Poller) call(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error, crashed bool) {
+	done := make(chan struct{})
+	finished := false
+	go func() {
+		defer close(done)
+		resp, err = p.Handler(ctx, ev)
+		finished = true
+	}()
+	<-done
+	return resp, err, !finished
 }
 
 // ToSQSEventRecord converts a received message to the record Lambda passes.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -42,6 +43,14 @@ type Rule struct {
 	Err func() error
 	// Latency is added before the call (or before returning the error).
 	Latency time.Duration
+	// PassThrough adds only the latency: the call proceeds untouched.
+	PassThrough bool
+	// Crash stops the calling goroutine dead (runtime.Goexit) instead of
+	// returning an error: the process "dies" at this boundary, with no
+	// error handling, no release and no delete. The local pollers treat an
+	// invocation that ends this way as a crashed Lambda: the message stays
+	// in the queue and comes back after its visibility timeout.
+	Crash bool
 }
 
 // Injector holds rules and counts what it injected.
@@ -129,7 +138,9 @@ func (in *Injector) Option() func(*aws.Config) {
 				func(ctx context.Context, in2 middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 					svc, op := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
 					if r, ok := in.take(svc, op, in2.Parameters, Before); ok {
-						return middleware.InitializeOutput{}, middleware.Metadata{}, in.fail(ctx, r)
+						if err := in.fail(ctx, r); err != nil {
+							return middleware.InitializeOutput{}, middleware.Metadata{}, err
+						}
 					}
 					out, md, err := next.HandleInitialize(ctx, in2)
 					if err != nil {
@@ -151,6 +162,12 @@ func (in *Injector) fail(ctx context.Context, r *Rule) error {
 			return ctx.Err()
 		case <-time.After(r.Latency):
 		}
+	}
+	if r.Crash {
+		runtime.Goexit()
+	}
+	if r.PassThrough {
+		return nil
 	}
 	if r.Err != nil {
 		return r.Err()

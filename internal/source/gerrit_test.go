@@ -1,0 +1,159 @@
+package source
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/criticizer/criticizer/internal/retry"
+)
+
+const (
+	grUser     = "criticizer"
+	grPassword = "Q7nV2kR9tW4xZ1pL"
+	grPatch    = "GET /a/changes/TestRepo1~2/revisions/2/patch"
+	grRevs     = "GET /a/changes/TestRepo1~2/reviewers/"
+)
+
+var grRef = Ref{Source: "gerrit", Repo: "TestRepo1", Number: 2, Patchset: 2, HeadSHA: "66e097f59116e761f5473b66b351f7eba63aed50"}
+
+// grPatchReply answers like Gerrit's Get Patch: the format-patch output in
+// base64, as text/plain.
+func grPatchReply(mbox []byte) http.HandlerFunc {
+	return reply(200, []byte(base64.StdEncoding.EncodeToString(mbox)),
+		"Content-Type", "text/plain; charset=ISO-8859-1",
+		"Content-Disposition", `attachment; filename="66e097f5.diff.base64"`,
+		"X-FYI-Content-Encoding", "base64", "X-FYI-Content-Type", "application/mbox")
+}
+
+func grServer(t *testing.T) (*fakeAPI, *Gerrit) {
+	f := newFakeAPI(t)
+	f.on(grPatch, grPatchReply(fixture(t, "gerrit/patch.mbox")))
+	f.on(grRevs, reply(200, fixture(t, "gerrit/reviewers.json"), "Content-Type", "application/json; charset=UTF-8"))
+	return f, &Gerrit{BaseURL: f.srv.URL + "/", Username: grUser, Password: grPassword, Now: testClock}
+}
+
+func TestGerritFetch(t *testing.T) {
+	f, gr := grServer(t)
+	cl, err := gr.Fetch(context.Background(), grRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mbox := string(fixture(t, "gerrit/patch.mbox"))
+	want := mbox[strings.Index(mbox, "diff --git"):strings.Index(mbox, "-- \n2.39.2")]
+	if cl.Diff != want || cl.Truncated {
+		t.Fatalf("truncated %v, diff:\n%q\nwant:\n%q", cl.Truncated, cl.Diff, want)
+	}
+	if strings.Contains(cl.Diff, "admin@example.com") || strings.Contains(cl.Diff, "Subject:") {
+		t.Fatal("the mail header reached the diff")
+	}
+	if paths := mustParseDiff(t, cl.Diff); !reflect.DeepEqual(paths, []string{"src/main/java/com/example/Greeter.java", "test.file"}) {
+		t.Fatalf("files %v", paths)
+	}
+	wantRevs := []Reviewer{{Username: "jdoe", Email: "john.doe@example.com"}, {Email: "jane.roe@example.com"}}
+	if !reflect.DeepEqual(cl.Reviewers, wantRevs) {
+		t.Fatalf("reviewers %+v", cl.Reviewers)
+	}
+	for _, r := range f.requests() {
+		u, p, ok := r.BasicAuth()
+		if !ok || u != grUser || p != grPassword {
+			t.Errorf("%s: basic auth %q %v", r.RequestURI, u, ok)
+		}
+	}
+}
+
+func TestGerritFetchRevisionAndProjectEscaping(t *testing.T) {
+	tests := []struct {
+		ref   Ref
+		route string
+	}{
+		{Ref{Source: "gerrit", Repo: "platform/build", Number: 42}, "/a/changes/platform%2Fbuild~42/revisions/current/patch"},
+		{Ref{Source: "gerrit", Repo: "platform/build", Number: 42, HeadSHA: "66e097f59116e761f5473b66b351f7eba63aed50"},
+			"/a/changes/platform%2Fbuild~42/revisions/66e097f59116e761f5473b66b351f7eba63aed50/patch"},
+		{Ref{Source: "gerrit", Repo: "platform/build", Number: 42, Patchset: 3, HeadSHA: "66e097f5"}, "/a/changes/platform%2Fbuild~42/revisions/3/patch"},
+	}
+	for _, tt := range tests {
+		f := newFakeAPI(t)
+		f.on("GET "+tt.route, grPatchReply(fixture(t, "gerrit/patch.mbox")))
+		f.on("GET /a/changes/platform%2Fbuild~42/reviewers/", reply(200, []byte(")]}'\n[]")))
+		gr := &Gerrit{BaseURL: f.srv.URL, Username: grUser, Password: grPassword}
+		if _, err := gr.Fetch(context.Background(), tt.ref); err != nil {
+			t.Fatalf("%+v: %v", tt.ref, err)
+		}
+	}
+}
+
+func TestGerritFetchLineWrappedBase64AndNoXSSIPrefix(t *testing.T) {
+	f, gr := grServer(t)
+	enc := base64.StdEncoding.EncodeToString(fixture(t, "gerrit/patch.mbox"))
+	var wrapped strings.Builder
+	for len(enc) > 76 {
+		wrapped.WriteString(enc[:76] + "\r\n")
+		enc = enc[76:]
+	}
+	wrapped.WriteString(enc + "\n")
+	f.on(grPatch, reply(200, []byte(wrapped.String()), "Content-Type", "text/plain; charset=ISO-8859-1"))
+	f.on(grRevs, reply(200, []byte(`[{"_account_id":1000096,"name":"John Doe","email":"john.doe@example.com","username":"jdoe"}]`)))
+	cl, err := gr.Fetch(context.Background(), grRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mustParseDiff(t, cl.Diff)) != 2 || len(cl.Reviewers) != 1 {
+		t.Fatalf("%+v", cl)
+	}
+}
+
+func TestGerritFetchTruncates(t *testing.T) {
+	mbox := string(fixture(t, "gerrit/patch.mbox"))
+	d := mbox[strings.Index(mbox, "diff --git"):]
+	second := strings.Index(d, "diff --git a/test.file")
+	_, gr := grServer(t)
+	gr.MaxDiffBytes = second + 5
+	cl, err := gr.Fetch(context.Background(), grRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cl.Truncated || cl.Diff != d[:second] {
+		t.Fatalf("truncated %v, diff:\n%s", cl.Truncated, cl.Diff)
+	}
+	// The first file alone is over the limit: nothing fits.
+	gr.MaxDiffBytes = 100
+	if cl, err = gr.Fetch(context.Background(), grRef); err != nil || !cl.Truncated || cl.Diff != "" {
+		t.Fatalf("tiny limit: %+v, %v", cl, err)
+	}
+}
+
+func TestGerritFetchErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		route     string
+		handler   http.HandlerFunc
+		class     retry.Class
+		retryable bool
+	}{
+		{"not found", grPatch, reply(404, fixture(t, "gerrit/not_found.txt")), retry.NotFound, false},
+		{"unauthorized", grPatch, reply(401, fixture(t, "gerrit/unauthorized.txt")), retry.AuthDenied, false},
+		{"server error", grRevs, reply(500, []byte("Internal server error")), retry.Upstream5xx, true},
+		{"corrupt base64", grPatch, reply(200, []byte("not base64 at all!")), retry.Upstream5xx, true},
+		{"garbled reviewers", grRevs, reply(200, []byte(")]}'\n[{")), retry.Upstream5xx, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, gr := grServer(t)
+			f.on(tt.route, tt.handler)
+			_, err := gr.Fetch(context.Background(), grRef)
+			wantClass(t, err, tt.class, tt.retryable, 0)
+			wantClean(t, err, grPassword, "Not found: TestRepo1", "Internal server error")
+		})
+	}
+}
+
+func TestGerritFetchNeedsBaseURL(t *testing.T) {
+	_, err := (&Gerrit{}).Fetch(context.Background(), grRef)
+	if c := retry.Classify(err); c == nil || c.Retryable() {
+		t.Fatalf("err %v", err)
+	}
+}
