@@ -30,9 +30,12 @@ func (a Action) String() string {
 // Decide applies seed 000 §6.4's re-read rules to a freshly read row.
 func Decide(r Row, now time.Time) Action {
 	switch {
+	case r.Status == StatusReconciling:
+		// Marked sent without provider evidence (§8.3): an operator decides.
+		return Hold
 	case !r.NotifiedAt.IsZero() || r.Status.Done():
 		return Skip
-	case r.Status == StatusFailedPermanent || r.Status == StatusReconciling:
+	case r.Status == StatusFailedPermanent:
 		return Hold
 	case r.NotificationID != "", r.HasEvidence():
 		// Provider evidence of a send settles a row in flight at once; no

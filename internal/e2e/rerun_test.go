@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
+	"github.com/criticizer/criticizer/internal/api"
+	"github.com/criticizer/criticizer/internal/app"
+	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/fault"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/testenv"
+)
+
+// Seed 000 §10.4: "Reprocessing a succeeded job with identical
+// review_version is not allowed as a new send operation; it should return
+// prior success. Reprocessing is allowed as a versioned rerun only with a new
+// review_version (e.g., v3 -> v4), which creates new delivery intents under
+// new keys." A lower version after a higher one is stale (409).
+func TestVersionedRerun_V3V4_RepeatSendsNothing_V2IsStale_000_10_4(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, devstack.FunctionOptions{})
+	cl := testenv.Prefix(t)
+	rcpt := []string{"ann@example.com", "bo@example.com"}
+
+	v3 := accept(t, s, "v3-"+cl, sample(t, cl, 3, rcpt...))
+	s.waitJob(v3, 30*time.Second, job.StatusSucceeded)
+	// The same version under another key: the prior result, no send.
+	resp, b := s.post("v3-again-"+cl, sample(t, cl, 3, rcpt...))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), string(v3)) || !strings.Contains(string(b), `"status":"succeeded"`) {
+		t.Fatalf("v3 again: %d %s, want 200 with the succeeded v3 job", resp.StatusCode, b)
+	}
+
+	v4 := accept(t, s, "v4-"+cl, sample(t, cl, 4, rcpt...))
+	if v4 == v3 {
+		t.Fatal("v4 reused v3's job")
+	}
+	view := s.waitJob(v4, 30*time.Second, job.StatusSucceeded)
+	for _, d := range view.Deliveries {
+		if d.DeliveryID == delivery.ID(job.ChangelistKey("generic", cl), "ann@example.com", 3) {
+			t.Fatal("v4 reused a v3 delivery key")
+		}
+	}
+	// Repeating v4 after success: nothing new.
+	if resp, b := s.post("v4-again-"+cl, sample(t, cl, 4, rcpt...)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("v4 again: %d %s", resp.StatusCode, b)
+	}
+	// v2 after v4: stale.
+	resp, b = s.post("v2-"+cl, sample(t, cl, 2, rcpt...))
+	var p api.Problem
+	_ = json.Unmarshal(b, &p)
+	if resp.StatusCode != http.StatusConflict || p.Field != "review_version" || !strings.Contains(p.Message, "4") {
+		t.Fatalf("v2 after v4: %d %s, want 409 naming the current version 4", resp.StatusCode, b)
+	}
+
+	time.Sleep(1500 * time.Millisecond)
+	emails := emailsFor(t, s.env.SES, cl)
+	perVersion := map[string]int{}
+	for _, e := range emails {
+		for _, v := range []string{" v3:", " v4:", " v2:"} {
+			if strings.Contains(e.Subject, v) {
+				perVersion[strings.Trim(v, " :")] += len(e.Destination.To)
+			}
+		}
+	}
+	if perVersion["v3"] != 2 || perVersion["v4"] != 2 || perVersion["v2"] != 0 || len(emails) != 4 {
+		t.Fatalf("emails per version %v (total %d), want v3:2 v4:2 v2:0", perVersion, len(emails))
+	}
+}
+
+// Seed 000 §8.1: "Permanent failures (invalid recipient, policy rejection)
+// SHOULD mark recipient delivery row failed and require operator or caller
+// intervention"; §6.5: the job is succeeded only when every required
+// recipient has notified_at. GET /jobs shows each recipient's state.
+func TestPermanentRejection_RowFailedPermanent_JobNeedsIntervention_000_6_5(t *testing.T) {
+	t.Parallel()
+	var s *stack
+	inj := fault.New()
+	s = startStack(t, devstack.FunctionOptions{App: []app.Option{app.WithAWSOptions(inj.Option())}})
+	inj.Add(fault.Rule{Service: "SESv2", Operation: "SendEmail", Times: 1, Err: fault.Permanent})
+	cl := testenv.Prefix(t)
+	id := accept(t, s, "k-"+cl, sample(t, cl, 1, "only@example.com"))
+	v := s.waitJob(id, 30*time.Second, job.StatusNeedsIntervention)
+	if len(v.Deliveries) != 1 || v.Deliveries[0].Status != delivery.StatusFailedPermanent || v.Deliveries[0].LastErrorClass != "POLICY_REJECTED" || v.Deliveries[0].NotifiedAt != nil {
+		t.Fatalf("deliveries %+v, want one failed_permanent POLICY_REJECTED without notified_at", v.Deliveries)
+	}
+	time.Sleep(time.Second)
+	if n := len(emailsFor(t, s.env.SES, cl)); n != 0 {
+		t.Fatalf("%d emails after a permanent rejection, want 0", n)
+	}
+}
+
+// The sweeper (DESIGN: "stuck jobs, stuck 'sending', sent-without-evidence"):
+// a job accepted but never enqueued is enqueued and completes; a row marked
+// sent with no provider evidence after the window moves to reconciling and
+// is never sent again (seed 000 §8.3).
+func TestSweeper_RecoversUnenqueuedJob_FlagsSentWithoutEvidence_000_8_3(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, devstack.FunctionOptions{NoEventBridge: true}, func(c *config.Config) {
+		c.SweepStuckAfter, c.EvidenceWindow = time.Millisecond, time.Millisecond
+	})
+	ctx := context.Background()
+	cl := testenv.Prefix(t)
+	// A job persisted by intake whose enqueue never happened.
+	now := time.Now().UTC().Add(-time.Hour)
+	j := job.Job{ID: job.NewID("generic", cl, 1), Source: "generic", ChangelistID: cl, ReviewVersion: 1, Title: "t",
+		URL: "https://x.example/1", Author: "a", Recipients: []string{"late@example.com"}, Status: job.StatusAccepted,
+		Stage: job.StageFetch, Attempts: job.Attempts{}, CreatedAt: now, UpdatedAt: now}
+	var m map[string]any
+	_ = json.Unmarshal(sample(t, cl, 1), &m)
+	ref, sha, err := s.fns.App.Blobs.Put(ctx, "diffs", []byte(m["diff"].(string)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.DiffRef, j.DiffSHA256 = ref, sha
+	if res, err := s.fns.App.Jobs.Create(ctx, store.CreateRequest{Job: j, IdempotencyKeySHA: "x", RequestSHA256: "y", ResponseStatus: 202, ResponseBody: []byte("{}"), TTL: time.Hour}); err != nil || res.Outcome != store.Created {
+		t.Fatalf("create: %v %v", res.Outcome, err)
+	}
+	sw := s.fns.App.Sweeper()
+	rep, err := sw.Run(ctx)
+	if err != nil || rep.JobsRequeued != 1 {
+		t.Fatalf("sweep: %+v %v, want 1 job requeued", rep, err)
+	}
+	s.waitJob(j.ID, 30*time.Second, job.StatusSucceeded)
+	if n := len(emailsFor(t, s.env.SES, cl)); n != 1 {
+		t.Fatalf("%d emails, want 1", n)
+	}
+	// With no event bridge, no provider evidence arrives: the sent row is
+	// an ordering-contract suspect after the (1 ms) window.
+	time.Sleep(10 * time.Millisecond)
+	rep, err = sw.Run(ctx)
+	if err != nil || rep.OrderingViolations != 1 {
+		t.Fatalf("second sweep: %+v %v, want 1 ordering violation", rep, err)
+	}
+	var rows []delivery.Row
+	_ = s.fns.App.Deliveries.Scan(ctx, expression.Name("job_id").Equal(expression.Value(string(j.ID))), func(r delivery.Row) error {
+		rows = append(rows, r)
+		return nil
+	})
+	if len(rows) != 1 || rows[0].Status != delivery.StatusReconciling || delivery.Decide(rows[0], time.Now()) != delivery.Hold {
+		t.Fatalf("rows %+v, want one row in reconciling, held from further sends", rows)
+	}
+	if !strings.Contains(s.log.String(), `"OrderingViolations":1`) {
+		t.Error("no OrderingViolations metric was emitted")
+	}
+}
