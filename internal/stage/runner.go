@@ -104,6 +104,12 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 		log = log.With("job_id", string(m.JobID))
 		err = r.run(ctx, m, attempt)
 	}
+	if prior != nil {
+		// A replay of a dead-letter envelope (seed 001 §8.5), counted once
+		// per attempt whatever its outcome.
+		obs.Metric(ctx, r.Log, map[string]string{"Stage": string(r.Stage)}, map[string]float64{"Replays": 1})
+		log = log.With("replay_of", prior.ID)
+	}
 	if err == nil {
 		obs.Metric(ctx, r.Log, map[string]string{"Stage": string(r.Stage), "Outcome": "succeeded"}, map[string]float64{"Attempts": float64(attempt), "Succeeded": 1})
 		log.InfoContext(ctx, "stage succeeded")
