@@ -13,7 +13,7 @@ const llmTestDiff = `diff --git a/internal/store/store.go b/internal/store/store
 index 3b18e51..b1c5e2a 100644
 --- a/internal/store/store.go
 +++ b/internal/store/store.go
-@@ -10,7 +10,12 @@ import (
+@@ -10,7 +10,10 @@ import (
  func (s *Store) Get(ctx context.Context, id string) (*Item, error) {
 -	row := s.db.QueryRowContext(ctx, "SELECT * FROM items WHERE id = ?", id)
 +	row := s.db.QueryRowContext(ctx, "SELECT * FROM items WHERE id = '"+id+"'")
@@ -71,7 +71,7 @@ func TestBuildPromptIsDeterministic(t *testing.T) {
 	}
 	wantUser := "Review this change.\n\n" +
 		"Changelist: acme/store#42\nReview version: 3\nTitle: Look items up by id\nAuthor: octocat\n" +
-		"Size: 3 files, 12 lines added, 4 lines removed.\n\n" +
+		"Size: 3 files, 13 lines added, 4 lines removed.\n\n" +
 		"The diff follows between the BEGIN DIFF and END DIFF lines.\nBEGIN DIFF\n" + llmTestDiff + "END DIFF\n"
 	if a.user != wantUser {
 		t.Fatalf("user prompt:\n%s\nwant:\n%s", a.user, wantUser)
@@ -113,7 +113,8 @@ func TestBuildPromptTruncatesAtFileBoundary(t *testing.T) {
 	if !strings.Contains(p.user, "BEGIN DIFF\n"+sent+"END DIFF\n") || strings.Contains(p.user, "ops@example.com") {
 		t.Fatalf("user prompt:\n%s", p.user)
 	}
-	if !strings.Contains(p.user, "only its first 1 KiB (2 of 3 files) of 1 KiB follow") {
+	note := "only its first " + sizeText(len(sent)) + " (2 of 3 files) of " + sizeText(len(llmTestDiff)) + " follow. Review only what is shown."
+	if !strings.Contains(p.user, note) {
 		t.Fatalf("no truncation note:\n%s", p.user)
 	}
 	// Findings may still name any file of the change.

@@ -264,3 +264,38 @@ func sampleDiff(t *testing.T) string {
 	_ = json.Unmarshal(sample(t, "x", 1), &m)
 	return m["diff"].(string)
 }
+
+// A message the queue's redrive policy moved to the DLQ (a crash loop: no
+// envelope) is triaged and replayed like any other (issue: "messages it
+// moves (without an envelope) are handled too").
+func TestRedrivenRawMessage_ListedAndReplayed_001_8_5(t *testing.T) {
+	t.Parallel()
+	inj := fault.New(fault.Rule{Service: "SQS", Operation: "SendMessage", Times: 1})
+	s := startStack(t, devstack.FunctionOptions{App: []app.Option{app.WithAWSOptions(inj.Option())}})
+	cl := testenv.Prefix(t)
+	// Intake persists the job, then cannot enqueue it: 503, retry with the key.
+	resp, b := s.post("k-"+cl, sample(t, cl, 1, "raw@example.com"))
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("intake with SQS down: %d %s, want 503 with Retry-After", resp.StatusCode, b)
+	}
+	id := job.NewID("generic", cl, 1)
+	// The message that crash-looped, as the redrive policy moves it: raw.
+	raw, _ := json.Marshal(job.Message{JobID: id, Stage: job.StageFetch})
+	if _, err := s.env.Clients.SQS.SendMessage(context.Background(), &sqs.SendMessageInput{
+		QueueUrl: aws.String(s.res.Queues.DLQ[job.StageFetch]), MessageBody: aws.String(string(raw))}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.cli("dlq", "list")
+	if err != nil || !strings.Contains(out, "UNKNOWN") || !strings.Contains(out, "raw-") {
+		t.Fatalf("dlq list: %v\n%s", err, out)
+	}
+	rawID := out[strings.Index(out, "raw-"):]
+	rawID = strings.Fields(rawID)[0]
+	if out, err := s.cli("dlq", "replay", rawID, "--note", "worker fixed"); err != nil {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	s.waitJob(id, 30*time.Second, job.StatusSucceeded)
+	if n := len(emailsFor(t, s.env.SES, cl)); n != 1 {
+		t.Fatalf("%d emails, want 1", n)
+	}
+}

@@ -1,0 +1,188 @@
+package critic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/smithy-go"
+
+	"github.com/criticizer/criticizer/internal/retry"
+)
+
+const brModel = "anthropic.claude-3-5-sonnet-20240620-v1:0"
+
+// brConverse wraps the model's text in a Converse response as Bedrock
+// sends it (see the SDK's response snapshot for the shape).
+func brConverse(text, stopReason string) []byte {
+	t, _ := json.Marshal(text)
+	return []byte(`{"metrics":{"latencyMs":2741},"output":{"message":{"content":[{"text":` + string(t) + `}],"role":"assistant"}},"stopReason":"` + stopReason + `","usage":{"inputTokens":1364,"outputTokens":212,"totalTokens":1576}}`)
+}
+
+// brServer stands in for bedrock-runtime; the client is the real SDK client
+// pointed at it, with static credentials and no SDK retries.
+func brServer(t *testing.T, h http.HandlerFunc) (*Bedrock, *atomic.Int32) {
+	t.Helper()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		h(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	client := bedrockruntime.New(bedrockruntime.Options{
+		Region:           "us-east-1",
+		BaseEndpoint:     aws.String(srv.URL),
+		Credentials:      credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", ""),
+		HTTPClient:       srv.Client(),
+		RetryMaxAttempts: 1,
+	})
+	b, err := NewBedrock(client, brModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, &calls
+}
+
+func brReply(status int, body []byte, headers ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amzn-Requestid", "3b5d7c2e-8a1f-4e6b-9c0d-1a2b3c4d5e6f")
+		for i := 0; i+1 < len(headers); i += 2 {
+			w.Header().Set(headers[i], headers[i+1])
+		}
+		w.WriteHeader(status)
+		w.Write(body)
+	}
+}
+
+func TestBedrockReview(t *testing.T) {
+	var path, auth string
+	var body map[string]any
+	b, _ := brServer(t, func(w http.ResponseWriter, r *http.Request) {
+		path, auth = r.URL.EscapedPath(), r.Header.Get("Authorization")
+		raw, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(raw, &body); err != nil {
+			t.Errorf("request body is not JSON: %v\n%s", err, raw)
+		}
+		// Claude likes to fence its JSON.
+		brReply(200, brConverse("```json\n"+oaReview+"\n```", "end_turn"))(w, r)
+	})
+	c, err := b.Review(context.Background(), llmTestInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse" {
+		t.Errorf("path %q", path)
+	}
+	if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") || !strings.Contains(auth, "/us-east-1/bedrock/aws4_request") {
+		t.Errorf("not SigV4-signed for bedrock: %q", auth)
+	}
+
+	// The request's JSON shape.
+	p, _ := buildPrompt(llmTestInput(), defaultLLMConfig())
+	want := map[string]any{
+		"inferenceConfig": map[string]any{"maxTokens": float64(DefaultMaxOutputTokens), "temperature": float64(0)},
+		"messages": []any{map[string]any{
+			"role":    "user",
+			"content": []any{map[string]any{"text": p.user}},
+		}},
+		"system": []any{map[string]any{"text": p.system}},
+	}
+	gotJSON, _ := json.Marshal(body)
+	wantJSON, _ := json.Marshal(want)
+	if string(gotJSON) != string(wantJSON) {
+		t.Errorf("request body:\n%s\nwant:\n%s", gotJSON, wantJSON)
+	}
+
+	if c.Critic != "bedrock/"+brModel || len(c.Findings) != 2 || c.Findings[0].Rule != "sql-injection" || c.Files != 3 || c.Truncated {
+		t.Fatalf("critique %+v", c)
+	}
+}
+
+func TestBedrockErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		handler   http.HandlerFunc
+		class     retry.Class
+		retryable bool
+		after     time.Duration
+		code      string
+	}{
+		// Bedrock names the error in X-Amzn-Errortype; the SDK also reads __type.
+		{"throttled", brReply(429, []byte(`{"message":"Too many requests, please wait before trying again."}`),
+			"X-Amzn-Errortype", "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/"), retry.RateLimited, true, 0, "ThrottlingException"},
+		{"throttled with Retry-After", brReply(429, []byte(`{"__type":"ThrottlingException","message":"Too many tokens, please wait before trying again."}`),
+			"Retry-After", "12"), retry.RateLimited, true, 12 * time.Second, "ThrottlingException"},
+		{"model timeout", brReply(408, []byte(`{"message":"Model has timed out in processing the request. Try your request again."}`),
+			"X-Amzn-Errortype", "ModelTimeoutException:http://internal.amazon.com/coral/com.amazon.bedrock/"), retry.NetworkTimeout, true, 0, "ModelTimeoutException"},
+		{"service unavailable", brReply(503, []byte(`{"__type":"ServiceUnavailableException","message":"Bedrock is unable to process your request."}`)),
+			retry.Upstream5xx, true, 0, "ServiceUnavailableException"},
+		{"model not ready", brReply(429, []byte(`{"__type":"ModelNotReadyException","message":"Model is not ready to serve inference requests."}`)),
+			retry.RateLimited, true, 0, "ModelNotReadyException"},
+		// These two differ from the shared status table (400 and 424).
+		{"quota window", brReply(400, []byte(`{"__type":"ServiceQuotaExceededException","message":"Your request exceeds the service quota for your account."}`)),
+			retry.RateLimited, true, 0, "ServiceQuotaExceededException"},
+		{"model error", brReply(424, []byte(`{"__type":"ModelErrorException","message":"The system encountered an unexpected error during processing. Try your request again.","originalStatusCode":500,"resourceName":"claude"}`)),
+			retry.Upstream5xx, true, 0, "ModelErrorException"},
+		{"validation", brReply(400, []byte(`{"message":"The model returned the following errors: messages: text content blocks must be non-empty"}`),
+			"X-Amzn-Errortype", "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/"), retry.SchemaInvalid, false, 0, "ValidationException"},
+		{"access denied", brReply(403, []byte(`{"__type":"AccessDeniedException","message":"You don't have access to the model with the specified model ID."}`)),
+			retry.AuthDenied, false, 0, "AccessDeniedException"},
+		{"guardrail", brReply(200, brConverse("Sorry, the model cannot answer this question.", "guardrail_intervened")),
+			retry.PolicyRejected, false, 0, ""},
+		{"malformed output", brReply(200, brConverse("This change looks reasonable overall; consider more tests.", "end_turn")),
+			retry.Upstream5xx, true, 0, ""},
+		{"cut off at max tokens", brReply(200, brConverse(`{"summary": "The lookup`, "max_tokens")),
+			retry.Upstream5xx, true, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, calls := brServer(t, tt.handler)
+			_, err := b.Review(context.Background(), llmTestInput())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			c := retry.Classify(err)
+			if c.Class != tt.class || c.Retryable() != tt.retryable || c.RetryAfter != tt.after {
+				t.Fatalf("classified %s (retryable %v, after %v), want %s (%v, %v): %v", c.Class, c.Retryable(), c.RetryAfter, tt.class, tt.retryable, tt.after, err)
+			}
+			if api, ok := errors.AsType[smithy.APIError](err); tt.code != "" && (!ok || api.ErrorCode() != tt.code) {
+				t.Fatalf("SDK error code not %s: %v", tt.code, err)
+			}
+			if calls.Load() != 1 {
+				t.Fatalf("%d calls: the SDK retried", calls.Load())
+			}
+			if tt.class == retry.Upstream5xx && tt.retryable && !errors.Is(err, ErrMalformedReply) && tt.code == "" {
+				t.Fatalf("not ErrMalformedReply: %v", err)
+			}
+			for _, leak := range []string{"wJalrXUtnFEMI", "SELECT", "reasonable overall", "The lookup"} {
+				if strings.Contains(err.Error(), leak) {
+					t.Fatalf("error %q leaks %q", err, leak)
+				}
+			}
+		})
+	}
+}
+
+func TestBedrockConfig(t *testing.T) {
+	if _, err := NewBedrock(nil, brModel); err == nil {
+		t.Error("nil client accepted")
+	}
+	if _, err := NewBedrock(&bedrockruntime.Client{}, " "); err == nil {
+		t.Error("empty model accepted")
+	}
+	b, calls := brServer(t, brReply(200, brConverse(oaReview, "end_turn")))
+	if c, err := b.Review(context.Background(), Input{}); err != nil || !strings.Contains(c.Summary, "empty") || calls.Load() != 0 {
+		t.Fatalf("empty diff: %+v %v (calls %d)", c, err, calls.Load())
+	}
+}
