@@ -176,7 +176,14 @@ func execCmd(ctx context.Context, args []string) (int, error) {
 	if len(rest) == 0 {
 		return 0, errors.New("exec: no command given")
 	}
-	svc, err := devstack.StartServices(ctx, c.npm, c.logs, devstack.TestPorts)
+	ports := devstack.TestPorts
+	if !ports.Free() {
+		// Another test run holds the usual ports: take free ones.
+		if ports, err = devstack.FreePorts(); err != nil {
+			return 0, err
+		}
+	}
+	svc, err := devstack.StartServices(ctx, c.npm, c.logs, ports)
 	if err != nil {
 		return 0, err
 	}

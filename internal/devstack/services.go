@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,26 @@ var (
 	RunPorts  = Ports{DynamoDB: 8000, SQS: 4566, SES: 8005}
 	TestPorts = Ports{DynamoDB: 18000, SQS: 14566, SES: 18005}
 )
+
+// Free reports whether no port of p is in use.
+func (p Ports) Free() bool {
+	return portFree(addr(p.DynamoDB)) && portFree(addr(p.SQS)) && portFree(addr(p.SES))
+}
+
+// FreePorts asks the kernel for three unused ports, for a test run while
+// another stack (or another test run) holds the usual ones.
+func FreePorts() (Ports, error) {
+	var got [3]int
+	for i := range got {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return Ports{}, err
+		}
+		got[i] = l.Addr().(*net.TCPAddr).Port
+		defer l.Close()
+	}
+	return Ports{DynamoDB: got[0], SQS: got[1], SES: got[2]}, nil
+}
 
 // Endpoints returns the SDK endpoints for these ports.
 func (p Ports) Endpoints() awsclient.Endpoints {

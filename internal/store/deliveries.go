@@ -196,25 +196,12 @@ func (s *Deliveries) Requeue(ctx context.Context, id string, errorClass string) 
 }
 
 func (s *Deliveries) updateReturn(ctx context.Context, id string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (delivery.Row, error) {
-	e, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
-	if err != nil {
-		return delivery.Row{}, fmt.Errorf("build delivery update: %w", err)
-	}
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: deliveryKey(id),
-		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-		ReturnValues: types.ReturnValueAllNew,
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return delivery.Row{}, fmt.Errorf("update delivery %s: %w", id, ErrConflict)
-	}
+	attrs, err := conditionalUpdate(ctx, s.db, s.table, deliveryKey(id), upd, cond, types.ReturnValueAllNew)
 	if err != nil {
 		return delivery.Row{}, fmt.Errorf("update delivery %s: %w", id, err)
 	}
 	var r delivery.Row
-	return r, unmarshal(out.Attributes, &r)
+	return r, unmarshal(attrs, &r)
 }
 
 // Event is one provider event for a delivery row.
@@ -288,26 +275,11 @@ func (s *Deliveries) MarkReconciling(ctx context.Context, id string) (delivery.R
 // Scan pages through every row matching filter (a sweeper's query; the
 // deliveries table is keyed by id only).
 func (s *Deliveries) Scan(ctx context.Context, filter expression.ConditionBuilder, fn func(delivery.Row) error) error {
-	e, err := expression.NewBuilder().WithFilter(filter).Build()
-	if err != nil {
-		return fmt.Errorf("build scan: %w", err)
-	}
-	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{TableName: &s.table, FilterExpression: e.Filter(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("scan deliveries: %w", err)
+	return scan(ctx, s.db, s.table, filter, func(item map[string]types.AttributeValue) error {
+		var r delivery.Row
+		if err := unmarshal(item, &r); err != nil {
+			return err
 		}
-		for _, item := range page.Items {
-			var r delivery.Row
-			if err := unmarshal(item, &r); err != nil {
-				return err
-			}
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		return fn(r)
+	})
 }

@@ -311,49 +311,23 @@ func (s *Jobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure, stat
 	}
 	cond := expression.AttributeExists(expression.Name("pk")).
 		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusSucceeded))))
-	e, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
-	if err != nil {
-		return time.Time{}, fmt.Errorf("build failure update: %w", err)
-	}
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: jobKey(id),
-		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-		ReturnValues: types.ReturnValueUpdatedNew,
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return time.Time{}, fmt.Errorf("record failure on job %s: %w", id, ErrConflict)
-	}
+	attrs, err := conditionalUpdate(ctx, s.db, s.table, jobKey(id), upd, cond, types.ReturnValueUpdatedNew)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("record failure on job %s: %w", id, err)
 	}
 	var first time.Time
-	if v, ok := out.Attributes[firstAttr].(*types.AttributeValueMemberS); ok {
+	if v, ok := attrs[firstAttr].(*types.AttributeValueMemberS); ok {
 		first, _ = time.Parse(time.RFC3339Nano, v.Value)
 	}
 	return first, nil
 }
 
 func (s *Jobs) update(ctx context.Context, id job.ID, upd expression.UpdateBuilder, cond *expression.ConditionBuilder) error {
-	b := expression.NewBuilder().WithUpdate(upd)
+	c := expression.AttributeExists(expression.Name("pk"))
 	if cond != nil {
-		b = b.WithCondition(*cond)
+		c = *cond
 	}
-	e, err := b.Build()
-	if err != nil {
-		return fmt.Errorf("build job update: %w", err)
-	}
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: jobKey(id),
-		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return fmt.Errorf("update job %s: %w", id, ErrConflict)
-	}
-	if err != nil {
+	if _, err := conditionalUpdate(ctx, s.db, s.table, jobKey(id), upd, c, types.ReturnValueNone); err != nil {
 		return fmt.Errorf("update job %s: %w", id, err)
 	}
 	return nil
@@ -368,26 +342,11 @@ func Timestamp(t time.Time) string { return ts(t) }
 // every few minutes costs little. A sparse index on non-terminal jobs is the
 // next step if it ever does not.
 func (s *Jobs) ScanJobs(ctx context.Context, filter expression.ConditionBuilder, fn func(job.Job) error) error {
-	e, err := expression.NewBuilder().WithFilter(expression.Name("kind").Equal(expression.Value("job")).And(filter)).Build()
-	if err != nil {
-		return fmt.Errorf("build scan: %w", err)
-	}
-	p := dynamodb.NewScanPaginator(s.db, &dynamodb.ScanInput{TableName: &s.table, FilterExpression: e.Filter(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("scan jobs: %w", err)
+	return scan(ctx, s.db, s.table, expression.Name("kind").Equal(expression.Value("job")).And(filter), func(item map[string]types.AttributeValue) error {
+		var it jobItem
+		if err := unmarshal(item, &it); err != nil {
+			return err
 		}
-		for _, item := range page.Items {
-			var it jobItem
-			if err := unmarshal(item, &it); err != nil {
-				return err
-			}
-			if err := fn(it.Job); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		return fn(it.Job)
+	})
 }

@@ -5,11 +5,14 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -59,3 +62,49 @@ func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Va
 
 // Clock returns the current time; tests pass a fixed one.
 type Clock func() time.Time
+
+// conditionalUpdate runs one UpdateItem guarded by cond. A failed condition
+// is ErrConflict: the item is not in the state the caller read.
+func conditionalUpdate(ctx context.Context, db *dynamodb.Client, table string, key map[string]types.AttributeValue,
+	upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
+	e, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	if err != nil {
+		return nil, fmt.Errorf("build update: %w", err)
+	}
+	out, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &table, Key: key,
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ReturnValues: rv,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil, ErrConflict
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out.Attributes, nil
+}
+
+// scan pages through a table's items matching filter.
+func scan(ctx context.Context, db *dynamodb.Client, table string, filter expression.ConditionBuilder, fn func(map[string]types.AttributeValue) error) error {
+	e, err := expression.NewBuilder().WithFilter(filter).Build()
+	if err != nil {
+		return fmt.Errorf("build scan: %w", err)
+	}
+	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: &table, FilterExpression: e.Filter(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("scan %s: %w", table, err)
+		}
+		for _, item := range page.Items {
+			if err := fn(item); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
