@@ -9,7 +9,29 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: run test build bench deps java fuzz vet clean help
+.PHONY: run test build bench deps java fuzz vet clean help $(addprefix invoke-,$(FUNCTIONS))
+
+# Sample events per function (events/); `make invoke-<fn>` uses SAM when it
+# is installed (after `make build`), else the local runner against `make run`.
+EVENT_intake   := events/intake-webhook.json
+EVENT_fetch    := events/fetch-sqs.json
+EVENT_llm      := events/llm-sqs.json
+EVENT_notify   := events/notify-sqs.json
+EVENT_feedback := events/feedback-sqs.json
+EVENT_sweeper  := events/sweeper-schedule.json
+SAM_NAME_intake := IntakeFunction
+SAM_NAME_fetch := FetchFunction
+SAM_NAME_llm := LlmFunction
+SAM_NAME_notify := NotifyFunction
+SAM_NAME_feedback := FeedbackFunction
+SAM_NAME_sweeper := SweeperFunction
+
+$(addprefix invoke-,$(FUNCTIONS)): invoke-%:
+	@if command -v sam >/dev/null 2>&1; then \
+		sam local invoke $(SAM_NAME_$*) -e $(EVENT_$*); \
+	else \
+		$(GO) run ./cmd/devstack invoke $* $(EVENT_$*); \
+	fi
 
 help:
 	@echo "make run    start the local stack and serve on 127.0.0.1:\$${PORT:-3000}"

@@ -24,6 +24,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
@@ -46,6 +49,8 @@ func main() {
 	switch os.Args[1] {
 	case "run":
 		err = run(ctx, os.Args[2:])
+	case "invoke":
+		err = invoke(ctx, os.Args[2:])
 	case "exec":
 		var code int
 		code, err = execCmd(ctx, os.Args[2:])
@@ -67,6 +72,8 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   devstack run [-npm DIR] [-logs DIR]          start the local stack and serve on $PORT (default 3000)
   devstack exec [-npm DIR] [-logs DIR] -- CMD  start the emulators on the test ports, run CMD, stop them
+  devstack invoke FUNCTION EVENT.json          invoke a function's handler with a sample event against
+                                               the running "make run" stack (what sam local invoke does)
 `)
 }
 
@@ -163,6 +170,50 @@ Post the sample webhook (secret %[8]q):
 
 Then open %[2]s to read the email. Ctrl-C stops everything.
 `, port, p.SESURL(), p.DynamoDB, res.JobsTable, res.DeliveriesTable, p.SQS, res.PayloadBucket, cfg.WebhookSecret, sig, sample)
+}
+
+// invoke runs one function's handler with an event file against the stack
+// of `make run`, through the Lambda runtime's own handler wrapper, and
+// prints the response.
+func invoke(ctx context.Context, args []string) error {
+	if len(args) != 2 {
+		return fmt.Errorf("invoke: want FUNCTION EVENT.json (functions: %v)", app.Functions())
+	}
+	payload, err := os.ReadFile(args[1])
+	if err != nil {
+		return err
+	}
+	cfg, err := config.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	cfg.Endpoints = devstack.RunPorts.Endpoints()
+	if cfg.WebhookSecret == "" {
+		cfg.WebhookSecret = LocalWebhookSecret
+	}
+	clients, err := awsclient.New(ctx, cfg.Endpoints)
+	if err != nil {
+		return err
+	}
+	res, err := devstack.Provision(ctx, clients, "criticizer")
+	if err != nil {
+		return fmt.Errorf("is `make run` up? %w", err)
+	}
+	res.Apply(&cfg)
+	a, err := app.New(ctx, cfg, obs.NewLogger(os.Stderr, "info"))
+	if err != nil {
+		return err
+	}
+	h, err := a.Handler(args[0])
+	if err != nil {
+		return err
+	}
+	out, err := lambda.NewHandler(h).Invoke(ctx, payload)
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(out))
+	return nil
 }
 
 // execCmd starts the emulators on the test ports, runs the command with

@@ -12,6 +12,5 @@ import (
 )
 
 func main() {
-	a, _ := lambdamain.Init(context.Background(), "feedback")
-	lambda.Start(a.Feedback().Handle)
+	lambda.Start(lambdamain.Handler(context.Background(), "feedback"))
 }

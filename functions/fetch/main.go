@@ -6,12 +6,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/lambdamain"
 )
 
 func main() {
-	a, log := lambdamain.Init(context.Background(), "fetch")
-	fn := lambdamain.Must(a.StageFunc(job.StageFetch))(log)
-	lambda.Start(a.Runner(job.StageFetch, fn).Handle)
+	lambda.Start(lambdamain.Handler(context.Background(), "fetch"))
 }

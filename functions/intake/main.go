@@ -11,7 +11,5 @@ import (
 )
 
 func main() {
-	a, log := lambdamain.Init(context.Background(), "intake")
-	h := lambdamain.Must(a.API())(log)
-	lambda.Start(h.Handle)
+	lambda.Start(lambdamain.Handler(context.Background(), "intake"))
 }

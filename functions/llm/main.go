@@ -6,12 +6,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/lambdamain"
 )
 
 func main() {
-	a, log := lambdamain.Init(context.Background(), "llm")
-	fn := lambdamain.Must(a.StageFunc(job.StageLLM))(log)
-	lambda.Start(a.Runner(job.StageLLM, fn).Handle)
+	lambda.Start(lambdamain.Handler(context.Background(), "llm"))
 }

@@ -6,17 +6,11 @@ package main
 import (
 	"context"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/criticizer/criticizer/internal/lambdamain"
-	"github.com/criticizer/criticizer/internal/sweeper"
 )
 
 func main() {
-	a, _ := lambdamain.Init(context.Background(), "sweeper")
-	s := a.Sweeper()
-	lambda.Start(func(ctx context.Context, _ events.EventBridgeEvent) (sweeper.Report, error) {
-		return s.Run(ctx)
-	})
+	lambda.Start(lambdamain.Handler(context.Background(), "sweeper"))
 }

@@ -1,11 +1,10 @@
-// Package lambdamain is the few lines every function's main shares: read
-// the configuration, build the App, log a clear line and exit non-zero if
-// either fails (Lambda then reports an init error).
+// Package lambdamain is what every function's main shares: read the
+// configuration, build the App, pick the function's handler, and exit with
+// a clear log line if any of that fails (Lambda then reports an init error).
 package lambdamain
 
 import (
 	"context"
-	"log/slog"
 	"os"
 
 	"github.com/criticizer/criticizer/internal/app"
@@ -13,8 +12,9 @@ import (
 	"github.com/criticizer/criticizer/internal/obs"
 )
 
-// Init builds the App from the environment or exits.
-func Init(ctx context.Context, function string) (*app.App, *slog.Logger) {
+// Handler builds the named function's handler from the environment, or
+// exits.
+func Handler(ctx context.Context, function string) any {
 	cfg, err := config.FromEnv(os.Getenv)
 	log := obs.NewLogger(os.Stdout, cfg.LogLevel).With("function", function)
 	if err != nil {
@@ -26,16 +26,10 @@ func Init(ctx context.Context, function string) (*app.App, *slog.Logger) {
 		log.Error("init failed", "error", err)
 		os.Exit(1)
 	}
-	return a, log
-}
-
-// Must exits on an init error.
-func Must[T any](v T, err error) func(log *slog.Logger) T {
-	return func(log *slog.Logger) T {
-		if err != nil {
-			log.Error("init failed", "error", err)
-			os.Exit(1)
-		}
-		return v
+	h, err := a.Handler(function)
+	if err != nil {
+		log.Error("init failed", "error", err)
+		os.Exit(1)
 	}
+	return h
 }

@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/criticizer/criticizer/internal/app"
+	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/testenv"
+)
+
+// Every sample in events/ (the ones `sam local invoke -e` and
+// `make invoke-<fn>` use) is fed, as raw JSON, through the Lambda runtime's
+// own handler wrapper to the function it is for, in pipeline order, and each
+// step's effect is checked in DynamoDB and the SES store.
+func TestSampleEvents_DriveEachFunction(t *testing.T) {
+	env := testenv.Stack(t)
+	res := testenv.Provision(t, env)
+	cfg, _ := config.FromEnv(func(string) string { return "" })
+	cfg.Endpoints, cfg.WebhookSecret = env.Endpoints, "local-dev-secret"
+	res.Apply(&cfg)
+	var logs strings.Builder
+	a, err := app.New(context.Background(), cfg, obs.NewLogger(&syncWriter{w: &logs}, "info"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	invoke := func(fn, file string) []byte {
+		t.Helper()
+		payload, err := os.ReadFile("../../events/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := a.Handler(fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := lambda.NewHandler(h).Invoke(ctx, payload)
+		if err != nil {
+			t.Fatalf("%s(%s): %v", fn, file, err)
+		}
+		return out
+	}
+	noFailures := func(fn string, out []byte) {
+		t.Helper()
+		var r events.SQSEventResponse
+		if err := json.Unmarshal(out, &r); err != nil || len(r.BatchItemFailures) != 0 {
+			t.Fatalf("%s: response %s: want no batch item failures", fn, out)
+		}
+	}
+	id := job.NewID("generic", "billing-1042", 1)
+	stageIs := func(want job.Stage) {
+		t.Helper()
+		j, err := a.Jobs.Get(ctx, id)
+		if err != nil || j.Stage != want {
+			t.Fatalf("job stage %q (%v), want %q", j.Stage, err, want)
+		}
+	}
+
+	var resp events.APIGatewayV2HTTPResponse
+	_ = json.Unmarshal(invoke("intake", "intake-webhook.json"), &resp)
+	if resp.StatusCode != 202 || !strings.Contains(resp.Body, string(id)) {
+		t.Fatalf("intake: %d %s", resp.StatusCode, resp.Body)
+	}
+	stageIs(job.StageFetch)
+	noFailures("fetch", invoke("fetch", "fetch-sqs.json"))
+	stageIs(job.StageLLM)
+	noFailures("llm", invoke("llm", "llm-sqs.json"))
+	stageIs(job.StageNotify)
+	before, _ := env.SES.Emails(ctx)
+	noFailures("notify", invoke("notify", "notify-sqs.json"))
+	stageIs(job.StageDone)
+	after, _ := env.SES.Emails(ctx)
+	if len(after)-len(before) != 2 {
+		t.Fatalf("notify sent %d emails, want 2", len(after)-len(before))
+	}
+	noFailures("feedback", invoke("feedback", "feedback-sqs.json"))
+	row, err := a.Deliveries.Get(ctx, delivery.ID(job.ChangelistKey("generic", "billing-1042"), "reviewer1@example.com", 1))
+	if err != nil || row.Status != delivery.StatusDelivered || row.DeliveredAt.IsZero() {
+		t.Fatalf("after the feedback event the row is %q (%v), want delivered", row.Status, err)
+	}
+	var rep map[string]int
+	if err := json.Unmarshal(invoke("sweeper", "sweeper-schedule.json"), &rep); err != nil || rep["jobs_requeued"] != 0 {
+		t.Fatalf("sweeper report %v %v", rep, err)
+	}
+}
