@@ -7,6 +7,7 @@ require (
 	github.com/aws/constructs-go/constructs/v10 v10.6.0
 	github.com/aws/jsii-runtime-go v1.139.0
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
@@ -16,7 +17,7 @@ const StackName = "Criticizer"
 func main() {
 	defer jsii.Close()
 	app := awscdk.NewApp(nil)
-	if err := Build(app, StackName, &awscdk.StackProps{
+	if _, err := Build(app, StackName, &awscdk.StackProps{
 		Env: &awscdk.Environment{
 			Account: envOrNil("CDK_DEFAULT_ACCOUNT"),
 			Region:  envOrNil("CDK_DEFAULT_REGION"),
@@ -37,9 +38,24 @@ func Build(app awscdk.App, name string, props *awscdk.StackProps) (*Stack, error
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAssets(cfg.AssetDir); err != nil {
+		return nil, err
+	}
 	s := NewStack(app, name, props, cfg)
 	applyNag(app)
 	return s, nil
+}
+
+// checkAssets fails early, and says what to do, when a function's
+// bootstrap has not been built.
+func checkAssets(dir string) error {
+	for _, f := range functionSpecs {
+		p := filepath.Join(dir, f.Name, "bootstrap")
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			return fmt.Errorf("no %s: run `make build` at the repository root first (or set -c %s=<dir holding <fn>/bootstrap>)", p, CtxAssetDir)
+		}
+	}
+	return nil
 }
 
 func envOrNil(k string) *string {

@@ -39,7 +39,7 @@ func insights(metric string, groupBy string) string {
 }
 
 func (s *Stack) monitoring() {
-	s.AlarmTopic = awssns.NewTopic(s, jsii.String("AlarmTopic"), &awssns.TopicProps{
+	s.AlarmTopic = awssns.NewTopic(s.Stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
 		DisplayName: jsii.String("Criticizer alarms"),
 		MasterKey:   s.TopicKey,
 		EnforceSSL:  jsii.Bool(true),
@@ -49,7 +49,7 @@ func (s *Stack) monitoring() {
 	}
 	action := awscloudwatchactions.NewSnsAction(s.AlarmTopic)
 	alarm := func(id, desc string, m awscloudwatch.IMetric, threshold float64) {
-		a := awscloudwatch.NewAlarm(s, jsii.String(id), &awscloudwatch.AlarmProps{
+		a := awscloudwatch.NewAlarm(s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmDescription:   jsii.String(desc),
 			Metric:             m,
 			Threshold:          jsii.Number(threshold),
@@ -121,16 +121,16 @@ func (s *Stack) monitoring() {
 	}
 	api5xx := s.APIStage.MetricServerError(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: five, Label: jsii.String("5xx")})
 	api4xx := s.APIStage.MetricClientError(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: five, Label: jsii.String("4xx")})
-	awscloudwatch.NewDashboard(s, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+	awscloudwatch.NewDashboard(s.Stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		// One Metrics Insights query per graph.
 		Widgets: &[]*[]awscloudwatch.IWidget{
 			{graph("Queue depth (visible)", queueDepth), graph("Dead-letter queue depth", dlqDepth)},
 			{graph("Oldest message age (s)", oldest), graph("HTTP API errors", []awscloudwatch.IMetric{api4xx, api5xx})},
 			{graph("Function errors", errs), graph("Function duration p99 (ms)", durations)},
-			{graph("Function throttles", throttles), graph("Dead letters by stage", []awscloudwatch.IMetric{expr("DeadLetters", "Stage")})},
-			{graph("Escalations by stage", []awscloudwatch.IMetric{expr("Escalations", "Stage")}),
-				graph("Retries and successes by stage", []awscloudwatch.IMetric{expr("Retries", "Stage"), expr("Succeeded", "Stage")})},
-			{graph("Ordering violations", []awscloudwatch.IMetric{expr("OrderingViolations", "")}),
-				graph("SES reputation", []awscloudwatch.IMetric{ses("Reputation.BounceRate"), ses("Reputation.ComplaintRate")})},
+			{graph("Function throttles", throttles), graph("SES reputation", []awscloudwatch.IMetric{ses("Reputation.BounceRate"), ses("Reputation.ComplaintRate")})},
+			{graph("Dead letters by stage", []awscloudwatch.IMetric{expr("DeadLetters", "Stage")}), graph("Escalations by stage", []awscloudwatch.IMetric{expr("Escalations", "Stage")})},
+			{graph("Retries by stage", []awscloudwatch.IMetric{expr("Retries", "Stage")}), graph("Successes by stage", []awscloudwatch.IMetric{expr("Succeeded", "Stage")})},
+			{graph("Ordering violations (sweeper)", []awscloudwatch.IMetric{expr("OrderingViolations", "")}), graph("SES events recorded by type", []awscloudwatch.IMetric{expr("ProviderEvents", "EventType")})},
 		},
 	})
 }

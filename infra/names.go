@@ -2,9 +2,8 @@ package main
 
 import "strings"
 
-// Environment variable names. They are internal/config/config.go's names
-// (a test parses that file and checks every name set here against it),
-// plus EnvWebhookSecretARN, which the root code has yet to read.
+// Environment variable names: internal/config/config.go's names (a test
+// parses that file and checks every name set here against it).
 const (
 	EnvJobsTable        = "CRITICIZER_JOBS_TABLE"
 	EnvDeliveriesTable  = "CRITICIZER_DELIVERIES_TABLE"
@@ -14,18 +13,27 @@ const (
 	EnvIdempotencyTTL   = "CRITICIZER_IDEMPOTENCY_TTL"
 	EnvDeliveryLease    = "CRITICIZER_DELIVERY_LEASE"
 	EnvReconcileGrace   = "CRITICIZER_RECONCILE_GRACE"
+	EnvSweepStuckAfter  = "CRITICIZER_SWEEP_STUCK_AFTER"
+	EnvEvidenceWindow   = "CRITICIZER_EVIDENCE_WINDOW"
 	EnvLogLevel         = "LOG_LEVEL"
-	// EnvWebhookSecretARN names the Secrets Manager secret holding the
-	// webhook signing secret. Never the value: intake reads it at init.
-	EnvWebhookSecretARN = "CRITICIZER_WEBHOOK_SECRET_ARN"
+	// EnvSecretsARN names a Secrets Manager secret, a JSON object of
+	// setting names to values (config.SecretEnv: CRITICIZER_WEBHOOK_SECRET
+	// and the other sources' credentials), read by the function at start.
+	// Never a value in the environment.
+	EnvSecretsARN = "CRITICIZER_SECRETS_ARN"
+	// EnvWebhookSecret is the generic source's signing secret: the key the
+	// generated secret holds.
+	EnvWebhookSecret = "CRITICIZER_WEBHOOK_SECRET"
 )
 
 // Durations passed to the functions: config.go's defaults, written out so a
 // deployment shows what it runs with.
 const (
-	IdempotencyTTL = "720h"
-	DeliveryLease  = "2m"
-	ReconcileGrace = "3m"
+	IdempotencyTTL  = "720h"
+	DeliveryLease   = "2m"
+	ReconcileGrace  = "3m"
+	SweepStuckAfter = "10m"
+	EvidenceWindow  = "15m"
 )
 
 // QueueEnv is config.QueueEnv: CRITICIZER_<STAGE>_QUEUE_URL.

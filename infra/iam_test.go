@@ -1,0 +1,216 @@
+package main
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// grant is one (action, resource) pair of a function's role.
+type grant struct{ action, resource string }
+
+// grants lists everything a function's role allows, from every policy
+// attached to it, and fails on managed or inline policies of the role.
+func (s *synthesized) grants(t *testing.T, fn string) []grant {
+	t.Helper()
+	role := refID(props(s.resource(t, FunctionID(fn)))["Role"])
+	if role == "" {
+		t.Fatalf("%s: no role", fn)
+	}
+	rp := props(s.resource(t, role))
+	if rp["ManagedPolicyArns"] != nil || rp["Policies"] != nil {
+		t.Errorf("%s: role has managed/inline policies %v %v; want only its own policy", fn, rp["ManagedPolicyArns"], rp["Policies"])
+	}
+	var out []grant
+	for id, p := range s.resources("AWS::IAM::Policy") {
+		attached := false
+		for _, r := range strs(props(p)["Roles"]) {
+			attached = attached || r == "${"+role+"}"
+		}
+		if !attached {
+			continue
+		}
+		for _, st := range get(props(p), "PolicyDocument", "Statement").([]any) {
+			if get(st, "Effect") != "Allow" || get(st, "NotAction") != nil || get(st, "NotResource") != nil {
+				t.Errorf("%s: %s: unexpected statement %v", fn, id, st)
+				continue
+			}
+			for _, a := range strs(get(st, "Action")) {
+				for _, r := range strs(get(st, "Resource")) {
+					out = append(out, grant{a, r})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// on returns the resources an action is granted on, sorted.
+func on(gs []grant, action string) []string {
+	var out []string
+	for _, g := range gs {
+		if g.action == action && !slices.Contains(out, g.resource) {
+			out = append(out, g.resource)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func ids(rs []string) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, refs(r)...)
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+func arns(kind string, ids ...string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = "${" + id + "." + kind + "}"
+	}
+	sort.Strings(out)
+	return out
+}
+
+// access is one function's expected least-privilege grants, by logical id.
+type access struct {
+	send, consume    []string // queues
+	read, write      []string // tables
+	s3               []string // object actions on diffs/*
+	secret, sendMail bool
+}
+
+var wantAccess = map[string]access{
+	FnIntake: {send: []string{QueueID(QFetch)}, read: []string{IDDeliveriesTable, IDJobsTable}, write: []string{IDJobsTable},
+		s3: []string{"s3:PutObject"}, secret: true},
+	FnFetch: {send: []string{DLQID(QFetch), QueueID(QLLM)}, consume: []string{QueueID(QFetch)}, read: []string{IDJobsTable},
+		write: []string{IDJobsTable}, s3: []string{"s3:GetObject", "s3:PutObject"}},
+	FnLLM: {send: []string{DLQID(QLLM), QueueID(QNotify)}, consume: []string{QueueID(QLLM)}, read: []string{IDJobsTable},
+		write: []string{IDJobsTable}, s3: []string{"s3:GetObject"}},
+	FnNotify: {send: []string{DLQID(QNotify)}, consume: []string{QueueID(QNotify)}, read: []string{IDDeliveriesTable, IDJobsTable},
+		write: []string{IDDeliveriesTable, IDJobsTable}, sendMail: true},
+	FnFeedback: {consume: []string{QueueID(QFeedback)}, read: []string{IDDeliveriesTable}, write: []string{IDDeliveriesTable}},
+	FnSweeper: {send: []string{QueueID(QFetch), QueueID(QLLM), QueueID(QNotify)}, read: []string{IDDeliveriesTable, IDJobsTable},
+		write: []string{IDDeliveriesTable, IDJobsTable}},
+}
+
+func TestLeastPrivilege(t *testing.T) {
+	s := synth(t)
+	for _, f := range functionSpecs {
+		t.Run(f.Name, func(t *testing.T) {
+			w, ok := wantAccess[f.Name]
+			if !ok {
+				t.Fatalf("no expected access for %s", f.Name)
+			}
+			gs := s.grants(t, f.Name)
+			eq := func(what string, got, want []string) {
+				t.Helper()
+				sort.Strings(want)
+				if !slices.Equal(got, want) {
+					t.Errorf("%s = %v, want %v", what, got, want)
+				}
+			}
+			eq("sqs:SendMessage on", on(gs, "sqs:SendMessage"), arns("Arn", w.send...))
+			for _, a := range []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"} {
+				eq(a+" on", on(gs, a), arns("Arn", w.consume...))
+			}
+			for _, a := range []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"} {
+				eq(a+" on", ids(on(gs, a)), w.read)
+			}
+			for _, a := range []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"} {
+				want := w.write
+				if a == "dynamodb:ConditionCheckItem" {
+					want = w.read // part of the read grant
+				}
+				eq(a+" on", ids(on(gs, a)), want)
+			}
+			var s3 []string
+			for _, g := range gs {
+				if strings.HasPrefix(g.action, "s3:") && g.action != "s3:ListBucket" {
+					if g.resource != "${"+IDPayloadBucket+".Arn}/diffs/*" {
+						t.Errorf("%s on %s: want only the payload bucket's diffs/*", g.action, g.resource)
+					}
+					s3 = append(s3, g.action)
+				}
+			}
+			sort.Strings(s3)
+			eq("S3 object actions", s3, w.s3)
+			if lb := on(gs, "s3:ListBucket"); len(lb) > 0 && (len(w.s3) == 0 || !slices.Equal(lb, []string{"${" + IDPayloadBucket + ".Arn}"})) {
+				t.Errorf("s3:ListBucket on %v", lb)
+			}
+			if got := ids(on(gs, "secretsmanager:GetSecretValue")); (len(got) > 0) != w.secret || (w.secret && !slices.Equal(got, []string{IDWebhookSecret})) {
+				t.Errorf("secretsmanager:GetSecretValue on %v (want access: %v)", got, w.secret)
+			}
+			mail := on(gs, "ses:SendEmail")
+			if (len(mail) > 0) != w.sendMail {
+				t.Errorf("ses:SendEmail on %v (want access: %v)", mail, w.sendMail)
+			}
+			if w.sendMail {
+				want := []string{
+					"arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:configuration-set/${" + IDConfigurationSet + "}",
+					"arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/critic@reviews.example.org",
+					"arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:identity/reviews.example.org",
+				}
+				eq("ses:SendEmail on", mail, want)
+			}
+			logs := refID(get(props(s.resource(t, FunctionID(f.Name))), "LoggingConfig", "LogGroup"))
+			eq("logs:PutLogEvents on", on(gs, "logs:PutLogEvents"), []string{"${" + logs + ".Arn}"})
+
+			// Nothing but X-Ray on "*", and no resource outside the expected set.
+			allowed := map[string]bool{logs: true, IDPayloadBucket: len(w.s3) > 0, IDWebhookSecret: w.secret, IDConfigurationSet: w.sendMail}
+			for _, l := range [][]string{w.send, w.consume, w.read, w.write} {
+				for _, id := range l {
+					allowed[id] = true
+				}
+			}
+			for _, g := range gs {
+				if g.resource == "*" {
+					if !strings.HasPrefix(g.action, "xray:Put") {
+						t.Errorf("%s granted on *", g.action)
+					}
+					continue
+				}
+				for _, id := range refs(g.resource) {
+					if !allowed[id] {
+						t.Errorf("%s granted on %s: not this function's resource", g.action, g.resource)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The spot checks the issue names, spelled out.
+func TestLeastPrivilegeSpotChecks(t *testing.T) {
+	s := synth(t)
+	notify := s.grants(t, FnNotify)
+	for _, g := range notify {
+		if strings.HasPrefix(g.action, "sqs:") && slices.Contains(refs(g.resource), QueueID(QFetch)) {
+			t.Errorf("notify can %s on the fetch queue", g.action)
+		}
+	}
+	intake := s.grants(t, FnIntake)
+	for _, g := range intake {
+		if !slices.Contains(refs(g.resource), IDDeliveriesTable) {
+			continue
+		}
+		switch g.action {
+		case "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:ConditionCheckItem",
+			"dynamodb:DescribeTable", "dynamodb:GetRecords", "dynamodb:GetShardIterator":
+			// GET /jobs/{id} reads each recipient's delivery row.
+		default:
+			t.Errorf("intake can %s on the deliveries table", g.action)
+		}
+	}
+	for _, fn := range []string{FnFetch, FnLLM, FnNotify, FnFeedback, FnSweeper} {
+		for _, g := range s.grants(t, fn) {
+			if slices.Contains(refs(g.resource), IDWebhookSecret) {
+				t.Errorf("%s can %s on the webhook secret", fn, g.action)
+			}
+		}
+	}
+}

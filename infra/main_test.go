@@ -1,0 +1,265 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// The tests synthesize the stack once (the jsii runtime and aws-cdk-lib
+// load in a Node child process, seconds each time) and share it. They need
+// Node, not the CDK CLI, nor `make build`: the assets are dummy bootstrap
+// files in a temporary directory.
+
+// testMailFrom is the sender the shared synth is configured with.
+const testMailFrom = "Criticizer Reviews <critic@reviews.example.org>"
+
+func TestMain(m *testing.M) {
+	// JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 cannot be set from
+	// here: jsii-runtime-go starts its Node process during package
+	// initialization (every generated package's init() registers its types
+	// with the kernel), before TestMain runs, and the Node process checks the
+	// variable once at start. Set it in the environment of `go test` (the
+	// Makefile's infra-test target does); without it Node 20 only prints a
+	// warning banner.
+	code := m.Run()
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	jsii.Close()
+	os.Exit(code)
+}
+
+type synthesized struct {
+	dir         string
+	stack       *Stack
+	template    assertions.Template
+	annotations assertions.Annotations
+	// tmpl is the CloudFormation template as JSON values.
+	tmpl map[string]any
+	err  error
+}
+
+var (
+	shared     synthesized
+	sharedOnce sync.Once
+)
+
+// dummyAssets writes <dir>/<fn>/bootstrap for every function.
+func dummyAssets(dir string) error {
+	for _, f := range functionSpecs {
+		if err := os.MkdirAll(filepath.Join(dir, f.Name), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Name, "bootstrap"), []byte("#!/bin/sh\n# test asset for "+f.Name+"\n"), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// synth returns the shared synthesized stack.
+func synth(t testing.TB) *synthesized {
+	t.Helper()
+	sharedOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "criticizer-infra-test-")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.dir = dir
+		assets := filepath.Join(dir, "assets")
+		if shared.err = dummyAssets(assets); shared.err != nil {
+			return
+		}
+		app := awscdk.NewApp(&awscdk.AppProps{
+			Outdir: jsii.String(filepath.Join(dir, "cdk.out")),
+			Context: &map[string]any{
+				CtxAssetDir: assets,
+				CtxMailFrom: testMailFrom,
+			},
+		})
+		shared.stack, shared.err = Build(app, StackName, nil)
+		if shared.err != nil {
+			return
+		}
+		shared.template = assertions.Template_FromStack(shared.stack.Stack, nil)
+		shared.annotations = assertions.Annotations_FromStack(shared.stack.Stack)
+		raw, err := json.Marshal(shared.template.ToJSON())
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.err = json.Unmarshal(raw, &shared.tmpl)
+	})
+	if shared.err != nil {
+		t.Fatalf("synth: %v", shared.err)
+	}
+	return &shared
+}
+
+// resources returns the template's resources of a type, by logical id.
+func (s *synthesized) resources(typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range s.tmpl["Resources"].(map[string]any) {
+		r := r.(map[string]any)
+		if r["Type"] == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+func (s *synthesized) resource(t testing.TB, id string) map[string]any {
+	t.Helper()
+	r, ok := s.tmpl["Resources"].(map[string]any)[id].(map[string]any)
+	if !ok {
+		t.Fatalf("no resource %s", id)
+	}
+	return r
+}
+
+func props(r map[string]any) map[string]any {
+	p, _ := r["Properties"].(map[string]any)
+	return p
+}
+
+// get walks a JSON value by keys (strings) and indexes (ints).
+func get(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		case int:
+			a, ok := v.([]any)
+			if !ok || k >= len(a) {
+				return nil
+			}
+			v = a[k]
+		}
+	}
+	return v
+}
+
+func num(v any) float64 {
+	switch n := v.(type) {
+	case float64:
+		return n
+	case int:
+		return float64(n)
+	case string:
+		var f float64
+		fmt.Sscan(n, &f)
+		return f
+	}
+	return -1
+}
+
+// render turns a CloudFormation value into a readable string: Ref X is
+// ${X}, GetAtt X.Y is ${X.Y}, Fn::Join concatenates, Fn::Sub keeps its
+// template. It is how the tests compare resources across templates.
+func render(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64, bool, int:
+		return fmt.Sprint(x)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = render(e)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case map[string]any:
+		if len(x) == 1 {
+			for k, a := range x {
+				switch k {
+				case "Ref":
+					return "${" + render(a) + "}"
+				case "Fn::GetAtt":
+					if l, ok := a.([]any); ok && len(l) == 2 {
+						return "${" + render(l[0]) + "." + render(l[1]) + "}"
+					}
+					return "${" + render(a) + "}"
+				case "Fn::Join":
+					l := a.([]any)
+					items, _ := l[1].([]any)
+					parts := make([]string, len(items))
+					for i, e := range items {
+						parts[i] = render(e)
+					}
+					return strings.Join(parts, render(l[0]))
+				case "Fn::Sub":
+					if s, ok := a.(string); ok {
+						return s
+					}
+				}
+			}
+		}
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+	return fmt.Sprint(v)
+}
+
+var refPattern = regexp.MustCompile(`\$\{([A-Za-z0-9]+)[.}]`)
+
+// refs lists the logical ids a rendered value references (pseudo
+// parameters such as AWS::Region are not matched).
+func refs(rendered string) []string {
+	var out []string
+	for _, m := range refPattern.FindAllStringSubmatch(rendered, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// refID is the logical id a value references directly (Ref X or GetAtt X.*).
+func refID(v any) string {
+	r := render(v)
+	if m := regexp.MustCompile(`^\$\{([A-Za-z0-9]+)(\.[A-Za-z]+)?\}$`).FindStringSubmatch(r); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func strs(v any) []string {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case string:
+		return []string{x}
+	case map[string]any:
+		return []string{render(x)}
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, e := range x {
+			out = append(out, render(e))
+		}
+		return out
+	}
+	return nil
+}

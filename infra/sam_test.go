@@ -1,0 +1,377 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// samTemplatePath is the SAM template at the repository root.
+var samTemplatePath = filepath.Join("..", "template.yaml")
+
+// loadSAM reads template.yaml into the JSON shape CloudFormation uses:
+// the short-form intrinsics (!Ref, !GetAtt, !Sub, ...) are YAML tags, which
+// a plain decode rejects or drops, so the document is walked as yaml.Node
+// and each tag becomes its long form ({"Ref": ...}, {"Fn::GetAtt": [...]}).
+func loadSAM(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(samTemplatePath)
+	if err != nil {
+		t.Fatalf("read SAM template: %v", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("parse %s: %v", samTemplatePath, err)
+	}
+	v, err := fromYAML(&doc)
+	if err != nil {
+		t.Fatalf("%s: %v", samTemplatePath, err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("%s: not a mapping", samTemplatePath)
+	}
+	return m
+}
+
+func fromYAML(n *yaml.Node) (any, error) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) != 1 {
+			return nil, fmt.Errorf("want one document, got %d", len(n.Content))
+		}
+		return fromYAML(n.Content[0])
+	case yaml.AliasNode:
+		return fromYAML(n.Alias)
+	}
+	var v any
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			if _, dup := m[k]; dup {
+				return nil, fmt.Errorf("line %d: duplicate key %q", n.Content[i].Line, k)
+			}
+			val, err := fromYAML(n.Content[i+1])
+			if err != nil {
+				return nil, err
+			}
+			m[k] = val
+		}
+		v = m
+	case yaml.SequenceNode:
+		l := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			val, err := fromYAML(c)
+			if err != nil {
+				return nil, err
+			}
+			l = append(l, val)
+		}
+		v = l
+	case yaml.ScalarNode:
+		if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+			v = n.Value // an intrinsic's argument stays a string
+		} else if err := n.Decode(&v); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n.Line, err)
+		}
+	default:
+		return nil, fmt.Errorf("line %d: unexpected YAML node kind %v", n.Line, n.Kind)
+	}
+	if !strings.HasPrefix(n.Tag, "!") || strings.HasPrefix(n.Tag, "!!") {
+		return v, nil
+	}
+	switch tag := strings.TrimPrefix(n.Tag, "!"); tag {
+	case "Ref", "Condition":
+		return map[string]any{tag: v}, nil
+	case "GetAtt":
+		if s, ok := v.(string); ok {
+			parts := strings.SplitN(s, ".", 2)
+			if len(parts) != 2 {
+				return nil, fmt.Errorf("line %d: !GetAtt %q: want Resource.Attribute", n.Line, s)
+			}
+			return map[string]any{"Fn::GetAtt": []any{parts[0], parts[1]}}, nil
+		}
+		return map[string]any{"Fn::GetAtt": v}, nil
+	case "Sub", "Join", "Select", "Split", "If", "Equals", "Not", "And", "Or", "FindInMap", "Base64", "Cidr",
+		"GetAZs", "ImportValue", "Transform", "Length", "ToJsonString":
+		return map[string]any{"Fn::" + tag: v}, nil
+	}
+	return nil, fmt.Errorf("line %d: unknown tag %s", n.Line, n.Tag)
+}
+
+// fnModel is what the two templates must agree on for one function.
+type fnModel struct {
+	Runtime, Handler, Tracing, LogFormat string
+	Architectures                        []string
+	Memory, Timeout, Reserved            float64
+	// Env maps each variable to the logical id its value references, or ""
+	// for a literal or parameter.
+	Env map[string]string
+	// SQS event source.
+	Queue, ResponseTypes          string
+	Batch, Window, MaxConcurrency float64
+	Routes                        []string // "METHOD /path AUTH"
+	Schedule                      string
+}
+
+type queueModel struct {
+	DLQ                            string
+	MaxReceive, Visibility, Retain float64
+	SSE                            bool
+	RedriveAllowed                 string
+}
+
+type tableModel struct {
+	Key, TTL                           string
+	PITR, DeletionProtection, Retained bool
+}
+
+type deployModel struct {
+	Functions map[string]*fnModel
+	Queues    map[string]queueModel
+	Tables    map[string]tableModel
+	SESEvents []string
+	// Raw SQS subscription of the feedback queue to the SES events topic.
+	FeedbackSubscription string
+}
+
+func resourcesOf(tmpl map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range tmpl["Resources"].(map[string]any) {
+		out[id] = r.(map[string]any)
+	}
+	return out
+}
+
+// envRef is the resource a variable's value references ("" for a literal
+// or a template parameter).
+func envRef(res map[string]map[string]any, v any) string {
+	id := refID(v)
+	if _, ok := res[id]; ok {
+		return id
+	}
+	return ""
+}
+
+func common(res map[string]map[string]any) deployModel {
+	m := deployModel{Functions: map[string]*fnModel{}, Queues: map[string]queueModel{}, Tables: map[string]tableModel{}}
+	for id, r := range res {
+		p := props(r)
+		switch r["Type"] {
+		case "AWS::SQS::Queue":
+			q := queueModel{DLQ: refID(get(p, "RedrivePolicy", "deadLetterTargetArn")), MaxReceive: num(get(p, "RedrivePolicy", "maxReceiveCount")),
+				Visibility: num(p["VisibilityTimeout"]), Retain: num(p["MessageRetentionPeriod"]), SSE: p["SqsManagedSseEnabled"] == true}
+			if a := get(p, "RedriveAllowPolicy"); a != nil {
+				q.RedriveAllowed = render(get(a, "redrivePermission")) + " " + strings.Join(strs(get(a, "sourceQueueArns")), ",")
+				// CDK joins the ARN, SAM writes it with !Sub: compare the rendered text.
+				q.RedriveAllowed = strings.NewReplacer("arn:${AWS::Partition}", "arn:P", "${AWS::Region}", "R", "${AWS::AccountId}", "A",
+					"${AWS::StackName}", "S").Replace(q.RedriveAllowed)
+			}
+			m.Queues[id] = q
+		case "AWS::DynamoDB::Table":
+			t := tableModel{Key: render(get(p, "KeySchema")) + render(get(p, "AttributeDefinitions")),
+				PITR:               get(p, "PointInTimeRecoverySpecification", "PointInTimeRecoveryEnabled") == true,
+				DeletionProtection: p["DeletionProtectionEnabled"] == true, Retained: r["DeletionPolicy"] == "Retain"}
+			if get(p, "TimeToLiveSpecification", "Enabled") == true {
+				t.TTL = render(get(p, "TimeToLiveSpecification", "AttributeName"))
+			}
+			m.Tables[id] = t
+		case "AWS::SES::ConfigurationSetEventDestination":
+			m.SESEvents = strs(get(p, "EventDestination", "MatchingEventTypes"))
+			sort.Strings(m.SESEvents)
+		case "AWS::SNS::Subscription":
+			m.FeedbackSubscription = fmt.Sprintf("%s %v %s raw=%v", refID(p["TopicArn"]), p["Protocol"], refID(p["Endpoint"]), p["RawMessageDelivery"])
+		}
+	}
+	return m
+}
+
+func fnFromProps(res map[string]map[string]any, p map[string]any) *fnModel {
+	f := &fnModel{Runtime: render(p["Runtime"]), Handler: render(p["Handler"]), Architectures: strs(p["Architectures"]),
+		Memory: num(p["MemorySize"]), Timeout: num(p["Timeout"]), LogFormat: render(get(p, "LoggingConfig", "LogFormat")),
+		Env: map[string]string{}}
+	if p["ReservedConcurrentExecutions"] != nil {
+		f.Reserved = num(p["ReservedConcurrentExecutions"])
+	}
+	for k, v := range get(p, "Environment", "Variables").(map[string]any) {
+		f.Env[k] = envRef(res, v)
+	}
+	return f
+}
+
+func (f *fnModel) sqs(res map[string]map[string]any, p map[string]any) {
+	f.Queue = envRef(res, p["Queue"])
+	if f.Queue == "" {
+		f.Queue = envRef(res, p["EventSourceArn"])
+	}
+	f.Batch, f.Window = num(p["BatchSize"]), num(p["MaximumBatchingWindowInSeconds"])
+	f.ResponseTypes = strings.Join(strs(p["FunctionResponseTypes"]), ",")
+	if mc := get(p, "ScalingConfig", "MaximumConcurrency"); mc != nil {
+		f.MaxConcurrency = num(mc)
+	}
+}
+
+func samModel(t *testing.T, tmpl map[string]any) deployModel {
+	res := resourcesOf(tmpl)
+	m := common(res)
+	if g := get(tmpl, "Globals", "Function"); g != nil {
+		t.Fatalf("template.yaml: Globals are not modelled by this test; write properties per function")
+	}
+	for id, r := range res {
+		if r["Type"] != "AWS::Serverless::Function" {
+			continue
+		}
+		p := props(r)
+		f := fnFromProps(res, p)
+		f.Tracing = render(p["Tracing"])
+		for name, ev := range get(p, "Events").(map[string]any) {
+			ep := get(ev, "Properties").(map[string]any)
+			switch get(ev, "Type") {
+			case "SQS":
+				f.sqs(res, ep)
+			case "HttpApi":
+				auth := "NONE"
+				if get(ep, "Auth", "Authorizer") == "AWS_IAM" {
+					auth = "AWS_IAM"
+				}
+				f.Routes = append(f.Routes, fmt.Sprintf("%s %s %s", ep["Method"], ep["Path"], auth))
+			case "Schedule", "ScheduleV2":
+				f.Schedule = render(ep["Schedule"]) + render(ep["ScheduleExpression"])
+				f.Schedule = strings.TrimSuffix(f.Schedule, "<nil>")
+			default:
+				t.Errorf("SAM %s: event %s of type %v not modelled", id, name, get(ev, "Type"))
+			}
+		}
+		sort.Strings(f.Routes)
+		m.Functions[id] = f
+	}
+	return m
+}
+
+func cdkModel(t *testing.T, tmpl map[string]any) deployModel {
+	res := resourcesOf(tmpl)
+	m := common(res)
+	integrations := map[string]string{} // integration id -> function
+	for id, r := range res {
+		p := props(r)
+		switch r["Type"] {
+		case "AWS::Lambda::Function":
+			f := fnFromProps(res, p)
+			f.Tracing = render(get(p, "TracingConfig", "Mode"))
+			m.Functions[id] = f
+		case "AWS::ApiGatewayV2::Integration":
+			integrations[id] = refID(p["IntegrationUri"])
+		}
+	}
+	for _, r := range res {
+		p := props(r)
+		switch r["Type"] {
+		case "AWS::Lambda::EventSourceMapping":
+			m.Functions[refID(p["FunctionName"])].sqs(res, p)
+		case "AWS::ApiGatewayV2::Route":
+			target := strings.TrimPrefix(render(p["Target"]), "integrations/")
+			fn := integrations[strings.Trim(target, "${}")]
+			if fn == "" {
+				t.Fatalf("route %v: target %s is not a Lambda integration", p["RouteKey"], target)
+			}
+			m.Functions[fn].Routes = append(m.Functions[fn].Routes, fmt.Sprintf("%s %s", p["RouteKey"], p["AuthorizationType"]))
+		case "AWS::Events::Rule":
+			for _, tg := range p["Targets"].([]any) {
+				m.Functions[refID(get(tg, "Arn"))].Schedule = render(p["ScheduleExpression"])
+			}
+		}
+	}
+	for _, f := range m.Functions {
+		sort.Strings(f.Routes)
+	}
+	return m
+}
+
+// TestSAMTemplateAgreesWithCDK: template.yaml and the CDK stack define the
+// same functions (runtime, architecture, handler, memory, timeout, tracing,
+// log format, reserved concurrency), the same environment variable names
+// per function referencing the same resources, the same queues with the
+// same redrive policies and visibility, the same event-source batching, the
+// same HTTP routes and authorization, the same schedule and tables.
+func TestSAMTemplateAgreesWithCDK(t *testing.T) {
+	sam := loadSAM(t)
+	if sam["Transform"] != "AWS::Serverless-2016-10-31" {
+		t.Errorf("template.yaml Transform = %v", sam["Transform"])
+	}
+	s := synth(t)
+	want, got := cdkModel(t, s.tmpl), samModel(t, sam)
+
+	if g, w := sortedKeys(got.Functions), sortedKeys(want.Functions); !reflect.DeepEqual(g, w) {
+		t.Fatalf("functions: SAM %v, CDK %v", g, w)
+	}
+	for _, id := range sortedKeys(want.Functions) {
+		diff(t, "function "+id, *got.Functions[id], *want.Functions[id])
+		r := resourcesOf(sam)[id]
+		fn := strings.ToLower(strings.TrimSuffix(id, "Function"))
+		if cu := render(get(props(r), "CodeUri")); strings.TrimSuffix(cu, "/") != "build/"+fn {
+			t.Errorf("SAM %s: CodeUri %s, want build/%s/ (make build's output)", id, cu, fn)
+		}
+	}
+	if g, w := sortedKeys(got.Queues), sortedKeys(want.Queues); !reflect.DeepEqual(g, w) {
+		t.Errorf("queues: SAM %v, CDK %v", g, w)
+	}
+	for id, w := range want.Queues {
+		diff(t, "queue "+id, got.Queues[id], w)
+	}
+	if g, w := sortedKeys(got.Tables), sortedKeys(want.Tables); !reflect.DeepEqual(g, w) {
+		t.Errorf("tables: SAM %v, CDK %v", g, w)
+	}
+	for id, w := range want.Tables {
+		diff(t, "table "+id, got.Tables[id], w)
+	}
+	diff(t, "SES event types", got.SESEvents, want.SESEvents)
+	diff(t, "feedback subscription", got.FeedbackSubscription, want.FeedbackSubscription)
+}
+
+// diff reports each differing field of two values of the same struct type.
+func diff(t *testing.T, what string, sam, cdk any) {
+	t.Helper()
+	sv, cv := reflect.ValueOf(sam), reflect.ValueOf(cdk)
+	if sv.Kind() != reflect.Struct {
+		if !reflect.DeepEqual(sam, cdk) {
+			t.Errorf("%s:\n  SAM %v\n  CDK %v", what, sam, cdk)
+		}
+		return
+	}
+	for i := 0; i < sv.NumField(); i++ {
+		a, b := sv.Field(i).Interface(), cv.Field(i).Interface()
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: %s differs\n  SAM %v\n  CDK %v", what, sv.Type().Field(i).Name, a, b)
+		}
+	}
+}
+
+// TestSAMTemplateParses checks the YAML conversion itself on the forms the
+// template uses.
+func TestSAMIntrinsics(t *testing.T) {
+	var doc yaml.Node
+	src := "a: !Ref X\nb: !GetAtt Q.Arn\nc: !Sub \"${X}-y\"\nd: !Join [\"\", [a, !Ref Y]]\ne: 10\nf: [arm64]\n"
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+		t.Fatal(err)
+	}
+	v, err := fromYAML(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"a": "${X}", "b": "${Q.Arn}", "c": "${X}-y", "d": "a${Y}", "e": "10", "f": "[arm64]"} {
+		if got := render(get(v, k)); got != want {
+			t.Errorf("%s: %s, want %s", k, got, want)
+		}
+	}
+	if _, err := fromYAML(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!Bogus", Value: "x"}); err == nil {
+		t.Error("unknown tag accepted")
+	}
+}
