@@ -138,13 +138,13 @@ func (o *Ops) Scan(ctx context.Context, stages ...job.Stage) ([]Item, error) {
 
 // Group is one line of the triage view: a stage and error class.
 type Group struct {
-	Stage      job.Stage
-	ErrorClass string
-	Count      int
-	Escalated  int
-	Oldest     time.Time
-	Newest     time.Time
-	Samples    []string
+	Stage      job.Stage `json:"stage"`
+	ErrorClass string    `json:"error_class"`
+	Count      int       `json:"count"`
+	Escalated  int       `json:"escalated"`
+	Oldest     time.Time `json:"oldest"`
+	Newest     time.Time `json:"newest"`
+	Samples    []string  `json:"sample_ids"`
 }
 
 // Triage groups items by stage and error class (§8.5 step 1: "Confirm
