@@ -116,9 +116,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.Endpoints = svc.Ports.Endpoints()
-	if cfg.WebhookSecret == "" {
-		cfg.WebhookSecret = LocalWebhookSecret
-	}
+	localSecrets(&cfg)
 	cfg.SESStoreURL = svc.Ports.SESURL()
 	cfg.AllowPrivateDiffs = true
 	clients, err := awsclient.New(ctx, cfg.Endpoints)
@@ -144,6 +142,16 @@ func run(ctx context.Context, args []string) error {
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return nil
+}
+
+// localSecrets gives every webhook source the documented local secret when
+// none is set, so each sample in events/ is accepted by `make run`.
+func localSecrets(cfg *config.Config) {
+	for _, v := range []*string{&cfg.WebhookSecret, &cfg.GitHub.WebhookSecret, &cfg.GitLab.WebhookToken, &cfg.Gerrit.WebhookToken} {
+		if *v == "" {
+			*v = LocalWebhookSecret
+		}
+	}
 }
 
 func printWelcome(port string, p devstack.Ports, cfg config.Config, res devstack.Resources) {
@@ -188,9 +196,7 @@ func invoke(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.Endpoints = devstack.RunPorts.Endpoints()
-	if cfg.WebhookSecret == "" {
-		cfg.WebhookSecret = LocalWebhookSecret
-	}
+	localSecrets(&cfg)
 	clients, err := awsclient.New(ctx, cfg.Endpoints)
 	if err != nil {
 		return err

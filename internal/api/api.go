@@ -24,9 +24,22 @@ type Parser interface {
 	Parse(r webhook.Request) (webhook.Change, error)
 }
 
+// EventParser is the adapter of a code review system (GitHub, GitLab,
+// Gerrit): besides the Change it reports the repository, change number,
+// head commit and reviewers, or why the request needs no review. A Parser
+// in Handler.Sources that is also an EventParser is used as one.
+type EventParser interface {
+	ParseEvent(r webhook.Request) (webhook.Event, error)
+}
+
+// KnownSources are the webhook sources Criticizer has adapters for. One
+// missing from Handler.Sources is not configured (no webhook secret): its
+// route answers 404 "source not configured".
+var KnownSources = []string{"generic", "github", "gitlab", "gerrit"}
+
 // Handler serves every route.
 type Handler struct {
-	Sources    map[string]Parser // by the {source} path segment
+	Sources    map[string]Parser // by the {source} path segment; configured sources only
 	Intake     *Intake
 	Jobs       *store.Jobs
 	Deliveries *store.Deliveries
@@ -53,13 +66,22 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		source := strings.TrimPrefix(path, "/webhooks/")
 		p, ok := h.Sources[source]
 		if !ok {
+			for _, k := range KnownSources {
+				if k == source {
+					return problem(http.StatusNotFound, "source", "source not configured: "+quote(source)), nil
+				}
+			}
 			return problem(http.StatusNotFound, "source", "unknown webhook source "+quote(source)), nil
 		}
 		body, err := decodeBody(req)
 		if err != nil {
 			return problem(http.StatusBadRequest, "body", "body is not valid base64"), nil
 		}
-		return h.Intake.Handle(ctx, p, webhook.Request{Header: headerFunc(req.Headers), Body: body}), nil
+		header := headerFunc(req.Headers)
+		if source == "gerrit" {
+			header = gerritHeader(header, req.QueryStringParameters)
+		}
+		return h.Intake.Handle(ctx, p, webhook.Request{Header: header, Body: body}), nil
 	case strings.HasPrefix(path, "/jobs/"):
 		if method != http.MethodGet {
 			return methodNotAllowed(http.MethodGet), nil
@@ -94,6 +116,21 @@ func headerFunc(h map[string]string) func(string) string {
 			}
 		}
 		return ""
+	}
+}
+
+// gerritHeader serves the Gerrit adapter's X-Criticizer-Query-Token
+// pseudo-header from the URL's token query parameter (the webhooks plugin
+// cannot send custom headers, so the hook URL ends in ?token=<secret>).
+// The pseudo-header is only ever the query parameter: a client sending it
+// as a real header is ignored.
+func gerritHeader(h func(string) string, query map[string]string) func(string) string {
+	token := query["token"]
+	return func(name string) string {
+		if strings.EqualFold(name, webhook.GerritQueryTokenHeader) {
+			return token
+		}
+		return h(name)
 	}
 }
 

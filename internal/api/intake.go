@@ -34,6 +34,9 @@ type Intake struct {
 	Now   func() time.Time
 	// TTL is how long idempotency records live (DynamoDB TTL).
 	TTL time.Duration
+	// Versions assigns review versions to head commits for sources whose
+	// payloads carry none (GitHub, GitLab); usually Jobs.
+	Versions VersionAssigner
 }
 
 // Accepted is the 202 body, stored and replayed byte for byte.
@@ -50,6 +53,21 @@ type Links struct {
 	Self string `json:"self"`
 }
 
+// Ignored is the body answered, with 202, to an authentic webhook that
+// needs no review (a ping, a draft, an event type that is not reviewed):
+// nothing is created.
+type Ignored struct {
+	Status string `json:"status"` // always "ignored"
+	Reason string `json:"reason"`
+}
+
+// VersionAssigner gives a head commit of a changelist its review version
+// (store.Jobs.AssignVersion): the same commit always the same version, a
+// commit seen later a higher one.
+type VersionAssigner interface {
+	AssignVersion(ctx context.Context, source, changelistID, headSHA string) (int, error)
+}
+
 // Handle runs intake for one request.
 //
 // Order matters for "loses nothing": the job is persisted (one transaction)
@@ -58,25 +76,104 @@ type Links struct {
 // retries with the same key; the retry is a replay, which finishes the
 // storing and enqueueing for a job still `accepted` and answers the stored
 // 202.
+//
+// A code review system's webhook (p is an EventParser) first gets its
+// review version when the payload has none (GitHub, GitLab: one per head
+// commit), and its source reference is recorded (store.SourceRef: where the
+// fetch stage finds the diff and the reviewers) before the job is created,
+// so every such job has one.
 func (in *Intake) Handle(ctx context.Context, p Parser, r webhook.Request) events.APIGatewayV2HTTPResponse {
+	if ep, ok := p.(EventParser); ok {
+		return in.handleEvent(ctx, ep, r)
+	}
 	c, err := p.Parse(r)
 	if err != nil {
-		var fe *webhook.FieldError
-		field := ""
-		if errors.As(err, &fe) {
-			field = fe.Field
-		}
-		status := webhook.Status(err)
-		in.Log.InfoContext(ctx, "webhook rejected", "status", status, "field", field)
-		return problem(status, field, err.Error())
+		return in.reject(ctx, "", err)
 	}
+	return in.accept(ctx, c, sha256Hex(r.Body))
+}
+
+func (in *Intake) handleEvent(ctx context.Context, p EventParser, r webhook.Request) events.APIGatewayV2HTTPResponse {
+	ev, err := p.ParseEvent(r)
+	if err != nil {
+		return in.reject(ctx, ev.Change.Source, err)
+	}
+	c := ev.Change
+	if ev.Skip != "" {
+		return in.ignore(ctx, c.Source, ev.Skip)
+	}
+	if c.ReviewVersion == 0 {
+		if in.Versions == nil {
+			in.Log.ErrorContext(ctx, "no version assigner configured", "source", c.Source)
+			return problem(http.StatusInternalServerError, "", "intake is not configured for this source")
+		}
+		v, err := in.Versions.AssignVersion(ctx, c.Source, c.ChangelistID, ev.HeadSHA)
+		if err != nil {
+			in.Log.ErrorContext(ctx, "assign review version failed", "source", c.Source, "error", err)
+			return unavailable("could not assign a review version; retry the delivery")
+		}
+		c.ReviewVersion = v
+	}
+	id := job.NewID(c.Source, c.ChangelistID, c.ReviewVersion)
+	ref := store.SourceRef{Source: c.Source, Repo: ev.Repo, Number: ev.Number, HeadSHA: ev.HeadSHA, Patchset: ev.Patchset,
+		Reviewers: ev.Reviewers}
+	if err := in.Jobs.PutSourceRef(ctx, id, ref); err != nil {
+		in.Log.ErrorContext(ctx, "record source reference failed", "job_id", id, "error", err)
+		return unavailable("could not record the change; retry the delivery")
+	}
+	reqSHA := sha256Hex(r.Body)
+	if c.Source == "gerrit" {
+		// Gerrit's idempotency key is derived from the event (change,
+		// patch set, event type), not a delivery id: a re-sent event may
+		// differ in incidental fields (eventCreatedOn) and must replay,
+		// not be refused as the key reused with another request.
+		reqSHA = sha256Hex(fmt.Appendf(nil, "%q %q %d %q %q %q %q", c.Source, c.ChangelistID, c.ReviewVersion, ev.HeadSHA, c.Title, c.URL, c.Author))
+	}
+	return in.accept(ctx, c, reqSHA)
+}
+
+// reject answers a request the adapter refused (or, for a Parser, asked to
+// skip).
+func (in *Intake) reject(ctx context.Context, source string, err error) events.APIGatewayV2HTTPResponse {
+	var skip *webhook.SkipError
+	if errors.As(err, &skip) {
+		return in.ignore(ctx, source, skip.Reason)
+	}
+	var fe *webhook.FieldError
+	field := ""
+	if errors.As(err, &fe) {
+		field = fe.Field
+	}
+	status := webhook.Status(err)
+	in.Log.InfoContext(ctx, "webhook rejected", "source", source, "status", status, "field", field)
+	return problem(status, field, err.Error())
+}
+
+func (in *Intake) ignore(ctx context.Context, source, reason string) events.APIGatewayV2HTTPResponse {
+	in.Log.InfoContext(ctx, "webhook ignored", "source", source, "reason", reason)
+	return jsonResponse(http.StatusAccepted, Ignored{Status: "ignored", Reason: reason}, nil)
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// accept creates the job for a validated change (or finds the one a
+// duplicate names) and starts it.
+func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA string) events.APIGatewayV2HTTPResponse {
 	keySum := sha256.Sum256([]byte(c.IdempotencyKey))
-	bodySum := sha256.Sum256(r.Body)
 	now := in.Now().UTC()
 	id := job.NewID(c.Source, c.ChangelistID, c.ReviewVersion)
+	recipients := c.Recipients
+	if recipients == nil {
+		// Code review systems name reviewers, not addresses: the fetch
+		// stage resolves them and records the addresses on the job.
+		recipients = []string{}
+	}
 	j := job.Job{
 		ID: id, Source: c.Source, ChangelistID: c.ChangelistID, ReviewVersion: c.ReviewVersion,
-		Title: c.Title, URL: c.URL, Author: c.Author, Recipients: c.Recipients, DiffURL: c.DiffURL,
+		Title: c.Title, URL: c.URL, Author: c.Author, Recipients: recipients, DiffURL: c.DiffURL,
 		Status: job.StatusAccepted, Stage: job.StageFetch, Attempts: job.Attempts{},
 		CreatedAt: now, UpdatedAt: now,
 	}
@@ -93,7 +190,7 @@ func (in *Intake) Handle(ctx context.Context, p Parser, r webhook.Request) event
 		return problem(http.StatusInternalServerError, "", "could not encode the response")
 	}
 	res, err := in.Jobs.Create(ctx, store.CreateRequest{
-		Job: j, IdempotencyKeySHA: hex.EncodeToString(keySum[:]), RequestSHA256: hex.EncodeToString(bodySum[:]),
+		Job: j, IdempotencyKeySHA: hex.EncodeToString(keySum[:]), RequestSHA256: requestSHA,
 		ResponseStatus: http.StatusAccepted, ResponseBody: respBody, TTL: in.TTL,
 	})
 	if err != nil {

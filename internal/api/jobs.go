@@ -66,7 +66,8 @@ func (h *Handler) getJob(ctx context.Context, id string) events.APIGatewayV2HTTP
 }
 
 // view builds the job view. Delivery ids are derived, not indexed: the job
-// knows its recipients, so one BatchGetItem finds every row.
+// knows its recipients (and, for code review systems, the reviewers it
+// found no address for), so one BatchGetItem finds every row.
 func (h *Handler) view(ctx context.Context, j job.Job) (JobView, error) {
 	v := JobView{JobID: j.ID, Status: j.Status, Stage: j.Stage, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
 		Attempts: j.Attempts, LastError: j.LastError, DeadLetter: j.DeadLetter, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
@@ -75,9 +76,23 @@ func (h *Handler) view(ctx context.Context, j job.Job) (JobView, error) {
 		v.Attempts = job.Attempts{}
 	}
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
-	ids := make([]string, len(j.Recipients))
-	for i, r := range j.Recipients {
-		ids[i] = delivery.ID(clKey, r, j.ReviewVersion)
+	type entry struct{ id, shown string }
+	entries := make([]entry, 0, len(j.Recipients))
+	for _, r := range j.Recipients {
+		entries = append(entries, entry{delivery.ID(clKey, r, j.ReviewVersion), MaskEmail(r)})
+	}
+	if j.Source != "generic" {
+		identities, err := h.Jobs.NoEmailReviewers(ctx, j.ID)
+		if err != nil {
+			return JobView{}, err
+		}
+		for _, who := range identities {
+			entries = append(entries, entry{delivery.ID(clKey, who, j.ReviewVersion), MaskIdentity(who)})
+		}
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.id
 	}
 	rows, err := h.Deliveries.GetMany(ctx, ids)
 	if err != nil {
@@ -87,9 +102,9 @@ func (h *Handler) view(ctx context.Context, j job.Job) (JobView, error) {
 	for _, r := range rows {
 		byID[r.ID] = r
 	}
-	for i, rcpt := range j.Recipients {
-		dv := DeliveryView{DeliveryID: ids[i], Recipient: MaskEmail(rcpt), Status: "not_created"}
-		if r, ok := byID[ids[i]]; ok {
+	for _, e := range entries {
+		dv := DeliveryView{DeliveryID: e.id, Recipient: e.shown, Status: "not_created"}
+		if r, ok := byID[e.id]; ok {
 			dv.Status, dv.Attempts, dv.LastErrorClass = r.Status, r.Attempts, r.LastErrorClass
 			if !r.NotifiedAt.IsZero() {
 				t := r.NotifiedAt
@@ -99,6 +114,16 @@ func (h *Handler) view(ctx context.Context, j job.Job) (JobView, error) {
 		v.Deliveries = append(v.Deliveries, dv)
 	}
 	return v, nil
+}
+
+// MaskIdentity masks a "<source>:<username>" reviewer identity like an
+// address: the source and the first character of the username.
+func MaskIdentity(id string) string {
+	src, user, ok := strings.Cut(id, ":")
+	if !ok || user == "" {
+		return "***"
+	}
+	return src + ":" + string([]rune(user)[:1]) + "***"
 }
 
 // MaskEmail keeps the first character of the local part and the domain:

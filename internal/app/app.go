@@ -5,13 +5,18 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/awsclient"
@@ -23,6 +28,8 @@ import (
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/queue"
+	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/source"
 	"github.com/criticizer/criticizer/internal/stage"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/sweeper"
@@ -39,6 +46,12 @@ type App struct {
 	Queue      *queue.Client
 	Log        *slog.Logger
 	Now        func() time.Time
+	// Critic reviews diffs in the llm stage, chosen by CRITICIZER_CRITIC.
+	Critic critic.Critic
+	// Sources fetches changelists from the configured code review systems;
+	// Directory resolves their reviewers' addresses (nil: none).
+	Sources   source.Router
+	Directory source.Directory
 }
 
 // Option adjusts what New builds.
@@ -59,6 +72,9 @@ func WithAWSOptions(o ...awsclient.Option) Option {
 // WithClock fixes the clock.
 func WithClock(now func() time.Time) Option { return func(x *options) { x.now = now } }
 
+// WithCritic replaces the configured critic (tests).
+func WithCritic(c critic.Critic) Option { return func(x *options) { x.critic = c } }
+
 // New builds the App.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Option) (*App, error) {
 	var o options
@@ -72,24 +88,112 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	if err != nil {
 		return nil, err
 	}
-	return &App{
+	if cfg.SecretsARN != "" {
+		values, err := loadSecret(ctx, clients.Config, cfg.SecretsManagerEndpoint, cfg.SecretsARN)
+		if err != nil {
+			return nil, err
+		}
+		if cfg, err = cfg.ApplySecrets(values); err != nil {
+			return nil, err
+		}
+	}
+	a := &App{
 		Config: cfg, Clients: clients, Log: log, Now: o.now,
 		Jobs:       store.NewJobs(clients.DynamoDB, cfg.JobsTable, o.now),
 		Deliveries: store.NewDeliveries(clients.DynamoDB, cfg.DeliveriesTable, o.now),
 		Blobs:      blob.New(clients.S3, cfg.PayloadBucket),
 		Queue:      queue.New(clients.SQS, cfg.Queues),
-	}, nil
+		Critic:     o.critic,
+	}
+	if a.Critic == nil {
+		if a.Critic, err = newCritic(cfg, clients.Config); err != nil {
+			return nil, err
+		}
+	}
+	a.Sources = sources(cfg, o.now)
+	dir, err := cfg.Directory()
+	if err != nil {
+		return nil, err
+	}
+	if dir != nil {
+		a.Directory = dir
+	}
+	return a, nil
 }
 
-// API returns the HTTP API handler (intake, jobs, health).
+// newCritic builds the critic CRITICIZER_CRITIC names.
+func newCritic(cfg config.Config, awsCfg aws.Config) (critic.Critic, error) {
+	switch cfg.Critic {
+	case "", config.CriticOffline:
+		return critic.NewOffline(), nil
+	case config.CriticBedrock:
+		// The stage runner owns retries (backoff, attempt budget, dead
+		// letters); SDK retries would multiply them.
+		client := bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) { o.RetryMaxAttempts = 1 })
+		return critic.NewBedrock(client, cfg.BedrockModelID)
+	case config.CriticOpenAI:
+		return critic.NewOpenAI(critic.OpenAIConfig{BaseURL: cfg.OpenAI.BaseURL, APIKey: cfg.OpenAI.APIKey, Model: cfg.OpenAI.Model})
+	}
+	return nil, fmt.Errorf("%s: unknown critic %q", config.EnvCritic, cfg.Critic)
+}
+
+// sources builds the fetchers of the code review systems. They do not
+// depend on the webhook credentials (the fetch function need not hold
+// them): GitHub and GitLab always have one (public API roots by default),
+// Gerrit once its server's URL is set. A job only exists for a source
+// intake routed.
+func sources(cfg config.Config, now func() time.Time) source.Router {
+	r := source.Router{
+		"github": &source.GitHub{BaseURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, MaxDiffBytes: pipeline.MaxDiffBytes, Now: now},
+		"gitlab": &source.GitLab{BaseURL: cfg.GitLab.APIURL, Token: cfg.GitLab.Token, MaxDiffBytes: pipeline.MaxDiffBytes, Now: now},
+		"gerrit": unconfigured{fmt.Sprintf("%s is not set: the fetch stage cannot reach the Gerrit server", config.EnvGerritAPIURL)},
+	}
+	if cfg.Gerrit.APIURL != "" {
+		r["gerrit"] = &source.Gerrit{BaseURL: cfg.Gerrit.APIURL, Username: cfg.Gerrit.Username, Password: cfg.Gerrit.Password,
+			MaxDiffBytes: pipeline.MaxDiffBytes, Now: now}
+	}
+	return r
+}
+
+// unconfigured is the fetcher of a source missing its settings: every
+// fetch fails permanently (dead-lettered at once), saying what to set.
+type unconfigured struct{ why string }
+
+func (u unconfigured) Fetch(context.Context, source.Ref) (source.Changelist, error) {
+	return source.Changelist{}, retry.Permanent(retry.RuntimeBug, errors.New(u.why))
+}
+
+// API returns the HTTP API handler (intake, jobs, health). Each source with
+// its webhook credential set is routed; the others answer 404 "source not
+// configured". At least one must be configured.
 func (a *App) API() (*api.Handler, error) {
-	if a.Config.WebhookSecret == "" {
-		return nil, fmt.Errorf("%s is not set: webhooks cannot be verified", config.EnvWebhookSecret)
+	c := a.Config
+	parsers := map[string]api.Parser{}
+	if c.WebhookSecret != "" {
+		parsers["generic"] = webhook.Generic{Secret: []byte(c.WebhookSecret)}
+	}
+	if c.GitHub.Configured() {
+		parsers["github"] = webhook.GitHub{Secret: []byte(c.GitHub.WebhookSecret)}
+	}
+	if c.GitLab.Configured() {
+		gl := webhook.GitLab{Token: []byte(c.GitLab.WebhookToken), SigningSecret: c.GitLab.SigningSecret, Now: a.Now}
+		if err := gl.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", config.EnvGitLabSigningSecret, err)
+		}
+		parsers["gitlab"] = gl
+	}
+	if c.Gerrit.Configured() {
+		parsers["gerrit"] = webhook.Gerrit{Token: []byte(c.Gerrit.WebhookToken)}
+	}
+	if len(parsers) == 0 {
+		return nil, fmt.Errorf("no webhook source is configured: set %s, %s, %s (or %s) or %s",
+			config.EnvWebhookSecret, config.EnvGitHubWebhookSecret, config.EnvGitLabWebhookToken, config.EnvGitLabSigningSecret, config.EnvGerritWebhookToken)
 	}
 	return &api.Handler{
-		Sources: map[string]api.Parser{"generic": webhook.Generic{Secret: []byte(a.Config.WebhookSecret)}},
-		Intake:  &api.Intake{Jobs: a.Jobs, Blobs: a.Blobs, Queue: a.Queue, Log: a.Log, Now: a.Now, TTL: a.Config.IdempotencyTTL},
-		Jobs:    a.Jobs, Deliveries: a.Deliveries, Log: a.Log,
+		Sources: parsers,
+		Intake: &api.Intake{Jobs: a.Jobs, Blobs: a.Blobs, Queue: a.Queue, Log: a.Log, Now: a.Now, TTL: c.IdempotencyTTL,
+			Versions: a.Jobs},
+		Jobs: a.Jobs, Deliveries: a.Deliveries, Log: a.Log,
 		Ready: func(ctx context.Context) error {
 			_, err := a.Clients.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(a.Config.JobsTable),
 				Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "HEALTH"}}})
@@ -104,12 +208,13 @@ func (a *App) base() pipeline.Base {
 
 // Fetch returns the fetch stage's work.
 func (a *App) Fetch() *pipeline.Fetch {
-	return &pipeline.Fetch{Base: a.base(), HTTP: pipeline.NewDiffHTTPClient(a.Config.AllowPrivateDiffs, 20*time.Second)}
+	return &pipeline.Fetch{Base: a.base(), HTTP: pipeline.NewDiffHTTPClient(a.Config.AllowPrivateDiffs, 20*time.Second),
+		Source: a.Sources, Directory: a.Directory}
 }
 
-// Review returns the llm stage's work, with the offline critic.
+// Review returns the llm stage's work, with the configured critic.
 func (a *App) Review() *pipeline.Review {
-	return &pipeline.Review{Base: a.base(), Critic: critic.NewOffline()}
+	return &pipeline.Review{Base: a.base(), Critic: a.Critic}
 }
 
 // Notify returns the notify stage's work. sender may replace SES (fault
@@ -158,4 +263,29 @@ func (a *App) StageFunc(s job.Stage) (stage.Func, error) {
 		return n.Handle, nil
 	}
 	return nil, fmt.Errorf("unknown stage %q", s)
+}
+
+// loadSecret reads a CRITICIZER_SECRETS_ARN secret (a JSON object of
+// variable names to string values) with Secrets Manager's GetSecretValue.
+// App.New calls it once, at function init, so a warm Lambda does not read it
+// again. The region is the secret ARN's. Errors name the secret and the
+// failure, never a value.
+func loadSecret(ctx context.Context, cfg aws.Config, endpoint, arn string) (map[string]string, error) {
+	client := secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
+		if parts := strings.Split(arn, ":"); len(parts) >= 6 && parts[0] == "arn" && parts[3] != "" {
+			o.Region = parts[3]
+		}
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
+	out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", config.EnvSecretsARN, err)
+	}
+	var values map[string]string
+	if err := json.Unmarshal([]byte(aws.ToString(out.SecretString)), &values); err != nil {
+		return nil, fmt.Errorf("%s: the secret must be a JSON object of variable names to string values", config.EnvSecretsARN)
+	}
+	return values, nil
 }

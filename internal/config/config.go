@@ -5,6 +5,9 @@ package config
 
 import (
 	"fmt"
+	"net/url"
+	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +15,8 @@ import (
 	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/queue"
+	"github.com/criticizer/criticizer/internal/source"
+	"github.com/criticizer/criticizer/internal/webhook"
 )
 
 // Config is the whole configuration. Each function uses the part it needs.
@@ -35,7 +40,85 @@ type Config struct {
 	// then reads provider evidence from its store (local stack only).
 	SESStoreURL string
 	LogLevel    string
+
+	// Critic selects the reviewer: CriticOffline (default), CriticBedrock
+	// or CriticOpenAI, with the settings of the one chosen.
+	Critic         string
+	BedrockModelID string
+	OpenAI         OpenAIConfig
+
+	// The code review systems. A source whose webhook credential is unset
+	// is not routed.
+	GitHub GitHubConfig
+	GitLab GitLabConfig
+	Gerrit GerritConfig
+	// ReviewerDirectory is the JSON of source.StaticDirectory (usernames to
+	// addresses), already read from its file when given as "@/path.json";
+	// empty means no directory (reviewers without an address the source
+	// discloses get no email).
+	ReviewerDirectory string
+
+	// SecretsARN names a Secrets Manager secret, a JSON object whose keys
+	// are the names in SecretEnv; it fills in those that the environment
+	// leaves unset. Read once at init (see app.New).
+	SecretsARN string
+	// SecretsManagerEndpoint overrides the Secrets Manager endpoint
+	// (AWS_ENDPOINT_URL_SECRETS_MANAGER, else AWS_ENDPOINT_URL).
+	SecretsManagerEndpoint string
 }
+
+// OpenAIConfig is an OpenAI-compatible chat completions server.
+type OpenAIConfig struct {
+	BaseURL string
+	Model   string
+	APIKey  string
+}
+
+// GitHubConfig configures the GitHub source.
+type GitHubConfig struct {
+	WebhookSecret string // X-Hub-Signature-256 HMAC secret; unset: not routed
+	Token         string // REST API token (pull requests: read)
+	APIURL        string // REST API root
+}
+
+// Configured reports whether GitHub webhooks are accepted.
+func (g GitHubConfig) Configured() bool { return g.WebhookSecret != "" }
+
+// GitLabConfig configures the GitLab source.
+type GitLabConfig struct {
+	WebhookToken  string // X-Gitlab-Token shared secret
+	SigningSecret string // Standard Webhooks signing token, "whsec_<base64>"
+	Token         string // REST API token (read_api)
+	APIURL        string // REST API root (…/api/v4)
+}
+
+// Configured reports whether GitLab webhooks are accepted.
+func (g GitLabConfig) Configured() bool { return g.WebhookToken != "" || g.SigningSecret != "" }
+
+// GerritConfig configures the Gerrit source.
+type GerritConfig struct {
+	WebhookToken string // shared secret: X-Criticizer-Token header or ?token=
+	APIURL       string // server root, e.g. https://review.example.com
+	Username     string // HTTP credentials of the REST API account
+	Password     string
+}
+
+// Configured reports whether Gerrit webhooks are accepted.
+func (g GerritConfig) Configured() bool { return g.WebhookToken != "" }
+
+// Critics.
+const (
+	CriticOffline = "offline"
+	CriticBedrock = "bedrock"
+	CriticOpenAI  = "openai"
+)
+
+// Default API roots.
+const (
+	DefaultGitHubAPIURL = "https://api.github.com"
+	DefaultGitLabAPIURL = "https://gitlab.com/api/v4"
+	DefaultOpenAIURL    = "https://api.openai.com"
+)
 
 // Env names, in one place.
 const (
@@ -53,7 +136,39 @@ const (
 	EnvEvidenceWindow    = "CRITICIZER_EVIDENCE_WINDOW"
 	EnvSESStoreURL       = "CRITICIZER_LOCAL_SES_STORE_URL"
 	EnvLogLevel          = "LOG_LEVEL"
+
+	EnvCritic         = "CRITICIZER_CRITIC"
+	EnvBedrockModelID = "CRITICIZER_BEDROCK_MODEL_ID"
+	EnvOpenAIBaseURL  = "CRITICIZER_OPENAI_BASE_URL"
+	EnvOpenAIModel    = "CRITICIZER_OPENAI_MODEL"
+	EnvOpenAIAPIKey   = "CRITICIZER_OPENAI_API_KEY"
+
+	EnvGitHubWebhookSecret = "CRITICIZER_GITHUB_WEBHOOK_SECRET"
+	EnvGitHubToken         = "CRITICIZER_GITHUB_TOKEN"
+	EnvGitHubAPIURL        = "CRITICIZER_GITHUB_API_URL"
+	EnvGitLabWebhookToken  = "CRITICIZER_GITLAB_WEBHOOK_TOKEN"
+	EnvGitLabSigningSecret = "CRITICIZER_GITLAB_SIGNING_SECRET"
+	EnvGitLabToken         = "CRITICIZER_GITLAB_TOKEN"
+	EnvGitLabAPIURL        = "CRITICIZER_GITLAB_API_URL"
+	EnvGerritWebhookToken  = "CRITICIZER_GERRIT_WEBHOOK_TOKEN"
+	EnvGerritAPIURL        = "CRITICIZER_GERRIT_API_URL"
+	EnvGerritUsername      = "CRITICIZER_GERRIT_USERNAME"
+	EnvGerritPassword      = "CRITICIZER_GERRIT_PASSWORD"
+	EnvReviewerDirectory   = "CRITICIZER_REVIEWER_DIRECTORY"
+
+	EnvSecretsARN = "CRITICIZER_SECRETS_ARN"
 )
+
+// SecretEnv are the variables a CRITICIZER_SECRETS_ARN secret may set: the
+// credentials, and the settings that travel with them.
+var SecretEnv = []string{
+	EnvWebhookSecret,
+	EnvOpenAIAPIKey,
+	EnvGitHubWebhookSecret, EnvGitHubToken,
+	EnvGitLabWebhookToken, EnvGitLabSigningSecret, EnvGitLabToken,
+	EnvGerritWebhookToken, EnvGerritUsername, EnvGerritPassword,
+	EnvReviewerDirectory,
+}
 
 // QueueEnv is the variable holding a stage's queue URL, e.g.
 // CRITICIZER_FETCH_QUEUE_URL; DLQEnv likewise for its dead-letter queue.
@@ -80,7 +195,28 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.Queues.Queue[s] = getenv(QueueEnv(s))
 		c.Queues.DLQ[s] = getenv(DLQEnv(s))
 	}
+	c.SecretsARN = strings.TrimSpace(getenv(EnvSecretsARN))
+	c.SecretsManagerEndpoint = or(getenv("AWS_ENDPOINT_URL_SECRETS_MANAGER"), getenv("AWS_ENDPOINT_URL"))
+	c.Critic = strings.ToLower(strings.TrimSpace(or(getenv(EnvCritic), CriticOffline)))
+	c.BedrockModelID = strings.TrimSpace(getenv(EnvBedrockModelID))
+	c.OpenAI = OpenAIConfig{BaseURL: or(strings.TrimSpace(getenv(EnvOpenAIBaseURL)), DefaultOpenAIURL),
+		Model: strings.TrimSpace(getenv(EnvOpenAIModel)), APIKey: getenv(EnvOpenAIAPIKey)}
+	c.GitHub = GitHubConfig{WebhookSecret: getenv(EnvGitHubWebhookSecret), Token: getenv(EnvGitHubToken),
+		APIURL: or(strings.TrimSpace(getenv(EnvGitHubAPIURL)), DefaultGitHubAPIURL)}
+	c.GitLab = GitLabConfig{WebhookToken: getenv(EnvGitLabWebhookToken), SigningSecret: getenv(EnvGitLabSigningSecret),
+		Token: getenv(EnvGitLabToken), APIURL: or(strings.TrimSpace(getenv(EnvGitLabAPIURL)), DefaultGitLabAPIURL)}
+	c.Gerrit = GerritConfig{WebhookToken: getenv(EnvGerritWebhookToken), APIURL: strings.TrimSpace(getenv(EnvGerritAPIURL)),
+		Username: getenv(EnvGerritUsername), Password: getenv(EnvGerritPassword)}
 	var err error
+	if c.ReviewerDirectory, err = readDirectory(getenv(EnvReviewerDirectory)); err != nil {
+		return Config{}, err
+	}
+	if c.SecretsARN == "" {
+		// With a secret, what it supplies is checked once it is applied.
+		if err := c.Validate(); err != nil {
+			return Config{}, err
+		}
+	}
 	if c.IdempotencyTTL, err = duration(getenv, EnvIdempotencyTTL, 30*24*time.Hour); err != nil {
 		return Config{}, err
 	}
@@ -121,4 +257,148 @@ func or(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// readDirectory returns the reviewer directory's JSON: v itself, or the
+// content of the file v names as "@/path.json".
+func readDirectory(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	path, isFile := strings.CutPrefix(v, "@")
+	if !isFile {
+		return v, nil
+	}
+	if path == "" {
+		return "", fmt.Errorf("%s: \"@\" must be followed by a file path", EnvReviewerDirectory)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", EnvReviewerDirectory, err)
+	}
+	return string(b), nil
+}
+
+// Validate checks the settings that do not depend on one another's
+// source: the critic's, each configured source's, the directory's. Error
+// messages name variables, never values.
+func (c Config) Validate() error {
+	switch c.Critic {
+	case CriticOffline:
+	case CriticBedrock:
+		if c.BedrockModelID == "" {
+			return fmt.Errorf("%s=bedrock needs %s (a model id, inference profile id or ARN)", EnvCritic, EnvBedrockModelID)
+		}
+	case CriticOpenAI:
+		if c.OpenAI.Model == "" {
+			return fmt.Errorf("%s=openai needs %s", EnvCritic, EnvOpenAIModel)
+		}
+		if err := checkURL(EnvOpenAIBaseURL, c.OpenAI.BaseURL); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("%s: want offline, bedrock or openai, got %q", EnvCritic, c.Critic)
+	}
+	// The API roots are checked whether or not the webhook is routed here:
+	// the fetch function has the API settings without the webhook secrets.
+	if err := checkURL(EnvGitHubAPIURL, c.GitHub.APIURL); err != nil {
+		return err
+	}
+	if err := checkURL(EnvGitLabAPIURL, c.GitLab.APIURL); err != nil {
+		return err
+	}
+	if c.Gerrit.APIURL != "" {
+		if err := checkURL(EnvGerritAPIURL, c.Gerrit.APIURL); err != nil {
+			return err
+		}
+	}
+	if c.GitLab.Configured() {
+		if err := (webhook.GitLab{Token: []byte(c.GitLab.WebhookToken), SigningSecret: c.GitLab.SigningSecret}).Validate(); err != nil {
+			return fmt.Errorf("%s: %w", EnvGitLabSigningSecret, err)
+		}
+	}
+	if c.ReviewerDirectory != "" {
+		if _, err := source.ParseStaticDirectory([]byte(c.ReviewerDirectory)); err != nil {
+			return fmt.Errorf("%s: %w", EnvReviewerDirectory, err)
+		}
+	}
+	return nil
+}
+
+// Directory returns the configured reviewer directory; nil when none is
+// configured.
+func (c Config) Directory() (*source.StaticDirectory, error) {
+	if c.ReviewerDirectory == "" {
+		return nil, nil
+	}
+	d, err := source.ParseStaticDirectory([]byte(c.ReviewerDirectory))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvReviewerDirectory, err)
+	}
+	return d, nil
+}
+
+// ApplySecrets fills in, from a CRITICIZER_SECRETS_ARN secret's values
+// (variable name to value), every SecretEnv setting the environment left
+// unset, then validates the result. A key that is not in SecretEnv is an
+// error (a typo would otherwise silently leave a source unconfigured); the
+// error names keys, never values.
+func (c Config) ApplySecrets(values map[string]string) (Config, error) {
+	allowed := map[string]bool{}
+	for _, k := range SecretEnv {
+		allowed[k] = true
+	}
+	var unknown []string
+	for k := range values {
+		if !allowed[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return Config{}, fmt.Errorf("%s: the secret has keys that are not settings it may hold: %s", EnvSecretsARN, strings.Join(quoteAll(unknown), ", "))
+	}
+	fill := func(dst *string, name string) {
+		if *dst == "" {
+			*dst = values[name]
+		}
+	}
+	fill(&c.WebhookSecret, EnvWebhookSecret)
+	fill(&c.OpenAI.APIKey, EnvOpenAIAPIKey)
+	fill(&c.GitHub.WebhookSecret, EnvGitHubWebhookSecret)
+	fill(&c.GitHub.Token, EnvGitHubToken)
+	fill(&c.GitLab.WebhookToken, EnvGitLabWebhookToken)
+	fill(&c.GitLab.SigningSecret, EnvGitLabSigningSecret)
+	fill(&c.GitLab.Token, EnvGitLabToken)
+	fill(&c.Gerrit.WebhookToken, EnvGerritWebhookToken)
+	fill(&c.Gerrit.Username, EnvGerritUsername)
+	fill(&c.Gerrit.Password, EnvGerritPassword)
+	if c.ReviewerDirectory == "" {
+		d, err := readDirectory(values[EnvReviewerDirectory])
+		if err != nil {
+			return Config{}, err
+		}
+		c.ReviewerDirectory = d
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = strconv.Quote(v)
+	}
+	return out
+}
+
+func checkURL(name, v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s: want an absolute http(s) URL", name)
+	}
+	if u.User != nil {
+		return fmt.Errorf("%s: must not carry credentials; use the token variables", name)
+	}
+	return nil
 }

@@ -29,6 +29,13 @@ type Critique struct {
 
 // Critic reviews a change. Implementations must be safe for concurrent use,
 // because one Lambda instance may review several changes at once.
+//
+// The llm stage uses the critic named by CRITICIZER_CRITIC (internal/app):
+// Offline (offline, the default), Bedrock (bedrock, with
+// CRITICIZER_BEDROCK_MODEL_ID; its SDK client makes one attempt per call,
+// the stage runner retrying) or OpenAI (openai, with
+// CRITICIZER_OPENAI_BASE_URL, CRITICIZER_OPENAI_MODEL and
+// CRITICIZER_OPENAI_API_KEY).
 type Critic interface {
 	Review(ctx context.Context, in Input) (Critique, error)
 }

@@ -77,6 +77,11 @@ func (n *Notify) Handle(ctx context.Context, m job.Message, attempt int) error {
 
 // ensureRows creates one outbox row per recipient before any send, each with
 // its rendered message (seed 000 §6.3). Existing rows are returned as stored.
+//
+// A reviewer the fetch stage found no address for gets a row too, keyed by
+// its "<source>:<username>" identity, created terminal as skipped_no_email:
+// it is never sent (no address is ever guessed), and it counts as settled
+// when the job is finalized.
 func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) ([]delivery.Row, error) {
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
 	data := mail.Data{ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion, Title: j.Title, URL: j.URL, Author: j.Author, Critique: c}
@@ -84,8 +89,14 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 	if err != nil {
 		return nil, retry.Permanent(retry.RuntimeBug, err)
 	}
+	var noEmail []string
+	if j.Source != "generic" {
+		if noEmail, err = n.Jobs.NoEmailReviewers(ctx, j.ID); err != nil {
+			return nil, err
+		}
+	}
 	now := n.Now().UTC()
-	rows := make([]delivery.Row, 0, len(j.Recipients))
+	rows := make([]delivery.Row, 0, len(j.Recipients)+len(noEmail))
 	for _, rcpt := range j.Recipients {
 		r := delivery.Row{
 			ID: delivery.ID(clKey, rcpt, j.ReviewVersion), JobID: j.ID, ChangelistKey: clKey,
@@ -95,6 +106,21 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 		got, _, err := n.Deliveries.Ensure(ctx, r)
 		if err != nil {
 			return nil, err
+		}
+		rows = append(rows, got)
+	}
+	for _, who := range noEmail {
+		r := delivery.Row{
+			ID: delivery.ID(clKey, who, j.ReviewVersion), JobID: j.ID, ChangelistKey: clKey,
+			Recipient: delivery.NormalizeRecipient(who), ReviewVersion: j.ReviewVersion,
+			Status: delivery.StatusSkippedNoEmail, CreatedAt: now, UpdatedAt: now,
+		}
+		got, created, err := n.Deliveries.Ensure(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			n.Log.InfoContext(ctx, "reviewer has no known address; delivery skipped", "delivery_id", r.ID, "job_id", j.ID)
 		}
 		rows = append(rows, got)
 	}

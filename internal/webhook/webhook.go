@@ -52,15 +52,21 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("request body larger than %d bytes", e.Limit)
 }
 
-// Status maps a webhook error to its HTTP status: 401, 413 or 400.
+// Status maps a webhook error to its HTTP status: 401, 413 or 400, and 202
+// for a *SkipError: an authentic request that needs no review is
+// acknowledged (the sender must not retry it or disable the hook), though
+// no job is created.
 func Status(err error) int {
 	var ae *AuthError
 	var tl *TooLargeError
+	var se *SkipError
 	switch {
 	case errors.As(err, &ae):
 		return 401
 	case errors.As(err, &tl):
 		return 413
+	case errors.As(err, &se):
+		return 202
 	}
 	return 400
 }

@@ -1,0 +1,176 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/criticizer/criticizer/internal/config"
+)
+
+// The source, critic and secret variables are part of the deployment
+// contract too.
+func TestEnvNames_SourcesCriticsSecretsAreStable(t *testing.T) {
+	names := map[string]string{
+		config.EnvCritic:              "CRITICIZER_CRITIC",
+		config.EnvBedrockModelID:      "CRITICIZER_BEDROCK_MODEL_ID",
+		config.EnvOpenAIBaseURL:       "CRITICIZER_OPENAI_BASE_URL",
+		config.EnvOpenAIModel:         "CRITICIZER_OPENAI_MODEL",
+		config.EnvOpenAIAPIKey:        "CRITICIZER_OPENAI_API_KEY",
+		config.EnvGitHubWebhookSecret: "CRITICIZER_GITHUB_WEBHOOK_SECRET",
+		config.EnvGitHubToken:         "CRITICIZER_GITHUB_TOKEN",
+		config.EnvGitHubAPIURL:        "CRITICIZER_GITHUB_API_URL",
+		config.EnvGitLabWebhookToken:  "CRITICIZER_GITLAB_WEBHOOK_TOKEN",
+		config.EnvGitLabSigningSecret: "CRITICIZER_GITLAB_SIGNING_SECRET",
+		config.EnvGitLabToken:         "CRITICIZER_GITLAB_TOKEN",
+		config.EnvGitLabAPIURL:        "CRITICIZER_GITLAB_API_URL",
+		config.EnvGerritWebhookToken:  "CRITICIZER_GERRIT_WEBHOOK_TOKEN",
+		config.EnvGerritAPIURL:        "CRITICIZER_GERRIT_API_URL",
+		config.EnvGerritUsername:      "CRITICIZER_GERRIT_USERNAME",
+		config.EnvGerritPassword:      "CRITICIZER_GERRIT_PASSWORD",
+		config.EnvReviewerDirectory:   "CRITICIZER_REVIEWER_DIRECTORY",
+		config.EnvSecretsARN:          "CRITICIZER_SECRETS_ARN",
+	}
+	for got, want := range names {
+		if got != want {
+			t.Errorf("env name %q; want %q", got, want)
+		}
+	}
+}
+
+// With nothing set: the offline critic, no source configured, the public
+// API roots.
+func TestFromEnv_SourceAndCriticDefaults(t *testing.T) {
+	c, err := config.FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Critic != config.CriticOffline || c.OpenAI.BaseURL != "https://api.openai.com" {
+		t.Errorf("critic %q, openai %+v", c.Critic, c.OpenAI)
+	}
+	if c.GitHub.Configured() || c.GitLab.Configured() || c.Gerrit.Configured() {
+		t.Errorf("a source is configured with nothing set: %+v %+v %+v", c.GitHub, c.GitLab, c.Gerrit)
+	}
+	if c.GitHub.APIURL != "https://api.github.com" || c.GitLab.APIURL != "https://gitlab.com/api/v4" || c.Gerrit.APIURL != "" {
+		t.Errorf("API roots: %q %q %q", c.GitHub.APIURL, c.GitLab.APIURL, c.Gerrit.APIURL)
+	}
+	if c.ReviewerDirectory != "" || c.SecretsARN != "" {
+		t.Errorf("directory %q, secrets %q", c.ReviewerDirectory, c.SecretsARN)
+	}
+	if d, err := c.Directory(); err != nil || d != nil {
+		t.Errorf("Directory() = %v, %v; want none", d, err)
+	}
+}
+
+func TestFromEnv_SourcesAndCriticOverrides(t *testing.T) {
+	c, err := config.FromEnv(env(map[string]string{
+		config.EnvCritic: "OpenAI", config.EnvOpenAIBaseURL: "http://llm.internal:8000", config.EnvOpenAIModel: "gpt-4.1", config.EnvOpenAIAPIKey: "sk-x",
+		config.EnvGitHubWebhookSecret: "ghs", config.EnvGitHubToken: "ght", config.EnvGitHubAPIURL: "https://ghe.example.com/api/v3",
+		config.EnvGitLabWebhookToken: "glw", config.EnvGitLabSigningSecret: "whsec_c2VjcmV0", config.EnvGitLabToken: "glt",
+		config.EnvGitLabAPIURL:       "https://gitlab.example.com/api/v4",
+		config.EnvGerritWebhookToken: "grw", config.EnvGerritAPIURL: "https://review.example.com", config.EnvGerritUsername: "bot", config.EnvGerritPassword: "pw",
+		config.EnvReviewerDirectory: `{"github": {"octocat": "octo@example.com"}}`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Config{Critic: "openai", OpenAI: config.OpenAIConfig{BaseURL: "http://llm.internal:8000", Model: "gpt-4.1", APIKey: "sk-x"},
+		GitHub: config.GitHubConfig{WebhookSecret: "ghs", Token: "ght", APIURL: "https://ghe.example.com/api/v3"},
+		GitLab: config.GitLabConfig{WebhookToken: "glw", SigningSecret: "whsec_c2VjcmV0", Token: "glt", APIURL: "https://gitlab.example.com/api/v4"},
+		Gerrit: config.GerritConfig{WebhookToken: "grw", APIURL: "https://review.example.com", Username: "bot", Password: "pw"}}
+	if c.Critic != want.Critic || c.OpenAI != want.OpenAI || c.GitHub != want.GitHub || c.GitLab != want.GitLab || c.Gerrit != want.Gerrit {
+		t.Errorf("got %+v %+v %+v %+v %+v", c.Critic, c.OpenAI, c.GitHub, c.GitLab, c.Gerrit)
+	}
+	d, err := c.Directory()
+	if err != nil || d == nil {
+		t.Fatalf("Directory: %v %v", d, err)
+	}
+	if addr, ok, _ := d.Lookup(t.Context(), "github", "OctoCat"); !ok || addr != "octo@example.com" {
+		t.Errorf("directory lookup: %q %v", addr, ok)
+	}
+}
+
+// "@/path.json" reads the directory from a file.
+func TestFromEnv_ReviewerDirectoryFromFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "directory.json")
+	if err := os.WriteFile(path, []byte(`{"gitlab": {"user1": "user1@example.com"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.FromEnv(env(map[string]string{config.EnvReviewerDirectory: "@" + path}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := c.Directory()
+	if addr, ok, _ := d.Lookup(t.Context(), "gitlab", "user1"); !ok || addr != "user1@example.com" {
+		t.Errorf("lookup from the file's directory: %q %v", addr, ok)
+	}
+	if _, err := config.FromEnv(env(map[string]string{config.EnvReviewerDirectory: "@" + path + ".missing"})); err == nil ||
+		!strings.Contains(err.Error(), config.EnvReviewerDirectory) {
+		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// Settings that can never work are refused at startup, naming the
+// variable and never echoing a secret.
+func TestFromEnv_InvalidSourceOrCriticSettingsNameTheVariable(t *testing.T) {
+	cases := []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"unknown critic", map[string]string{config.EnvCritic: "gpt"}, config.EnvCritic},
+		{"bedrock without a model", map[string]string{config.EnvCritic: "bedrock"}, config.EnvBedrockModelID},
+		{"openai without a model", map[string]string{config.EnvCritic: "openai"}, config.EnvOpenAIModel},
+		{"openai bad URL", map[string]string{config.EnvCritic: "openai", config.EnvOpenAIModel: "m", config.EnvOpenAIBaseURL: "llm.internal"}, config.EnvOpenAIBaseURL},
+		{"github bad API URL", map[string]string{config.EnvGitHubWebhookSecret: "s", config.EnvGitHubAPIURL: "ftp://x"}, config.EnvGitHubAPIURL},
+		{"github API URL with credentials", map[string]string{config.EnvGitHubWebhookSecret: "s", config.EnvGitHubAPIURL: "https://u:hunter2@x"}, config.EnvGitHubAPIURL},
+		{"gitlab bad signing secret", map[string]string{config.EnvGitLabSigningSecret: "hunter2!"}, config.EnvGitLabSigningSecret},
+		{"gerrit bad server URL", map[string]string{config.EnvGerritAPIURL: "review.example.com"}, config.EnvGerritAPIURL},
+		{"gitlab bad API URL without a webhook", map[string]string{config.EnvGitLabAPIURL: "gitlab.example.com"}, config.EnvGitLabAPIURL},
+		{"directory not JSON", map[string]string{config.EnvReviewerDirectory: "octocat=hunter2@x"}, config.EnvReviewerDirectory},
+		{"directory with a display name", map[string]string{config.EnvReviewerDirectory: `{"github":{"a":"A <hunter2@example.com>"}}`}, config.EnvReviewerDirectory},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := config.FromEnv(env(c.vars))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not name %s", err, c.want)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error %q echoes a secret", err)
+			}
+		})
+	}
+}
+
+// A CRITICIZER_SECRETS_ARN secret fills in what the environment leaves
+// unset; the environment wins; unknown keys are refused by name.
+func TestApplySecrets(t *testing.T) {
+	c, err := config.FromEnv(env(map[string]string{config.EnvSecretsARN: "arn:aws:secretsmanager:eu-west-1:1:secret:x",
+		config.EnvGitHubToken: "from-env", config.EnvGerritAPIURL: "https://review.example.com"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ApplySecrets(map[string]string{
+		config.EnvGitHubWebhookSecret: "ghs", config.EnvGitHubToken: "from-secret", config.EnvGerritWebhookToken: "grw",
+		config.EnvOpenAIAPIKey: "sk", config.EnvReviewerDirectory: `{"github":{"a":"a@example.com"}}`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GitHub.WebhookSecret != "ghs" || got.GitHub.Token != "from-env" || got.Gerrit.WebhookToken != "grw" || got.OpenAI.APIKey != "sk" || got.ReviewerDirectory == "" {
+		t.Errorf("after ApplySecrets: %+v %+v %q", got.GitHub, got.Gerrit, got.OpenAI.APIKey)
+	}
+	_, err = c.ApplySecrets(map[string]string{"CRITICIZER_GITHUB_SECRET": "hunter2", config.EnvJobsTable: "x"})
+	if err == nil || !strings.Contains(err.Error(), "CRITICIZER_GITHUB_SECRET") || !strings.Contains(err.Error(), config.EnvJobsTable) || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("unknown keys: %v", err)
+	}
+	// What the secret supplies is validated like the environment.
+	if _, err := c.ApplySecrets(map[string]string{config.EnvGitLabSigningSecret: "not-whsec!"}); err == nil {
+		t.Error("accepted a malformed GitLab signing secret from the secret")
+	}
+}
