@@ -96,7 +96,7 @@ func (b *Bedrock) complete(ctx context.Context, p llmPrompt) (string, error) {
 	}
 	msg, ok := out.Output.(*types.ConverseOutputMemberMessage)
 	if !ok {
-		return "", retry.Transient(retry.Upstream5xx, fmt.Errorf("%s: %w: no message in the output", bedrockOp, ErrMalformedReply))
+		return "", retry.Transient(retry.SchemaInvalid, fmt.Errorf("%s: %w: no message in the output", bedrockOp, ErrMalformedReply))
 	}
 	var text strings.Builder
 	for _, block := range msg.Value.Content {

@@ -141,9 +141,9 @@ func TestBedrockErrors(t *testing.T) {
 		{"guardrail", brReply(200, brConverse("Sorry, the model cannot answer this question.", "guardrail_intervened")),
 			retry.PolicyRejected, false, 0, ""},
 		{"malformed output", brReply(200, brConverse("This change looks reasonable overall; consider more tests.", "end_turn")),
-			retry.Upstream5xx, true, 0, ""},
+			retry.SchemaInvalid, true, 0, ""},
 		{"cut off at max tokens", brReply(200, brConverse(`{"summary": "The lookup`, "max_tokens")),
-			retry.Upstream5xx, true, 0, ""},
+			retry.SchemaInvalid, true, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,7 +162,7 @@ func TestBedrockErrors(t *testing.T) {
 			if calls.Load() != 1 {
 				t.Fatalf("%d calls: the SDK retried", calls.Load())
 			}
-			if tt.class == retry.Upstream5xx && tt.retryable && !errors.Is(err, ErrMalformedReply) && tt.code == "" {
+			if tt.class == retry.SchemaInvalid && tt.retryable && !errors.Is(err, ErrMalformedReply) && tt.code == "" {
 				t.Fatalf("not ErrMalformedReply: %v", err)
 			}
 			for _, leak := range []string{"wJalrXUtnFEMI", "SELECT", "reasonable overall", "The lookup"} {

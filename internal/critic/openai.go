@@ -157,7 +157,7 @@ func (o *OpenAI) complete(ctx context.Context, p llmPrompt) (string, error) {
 	}
 	var r openAIResponse
 	if err := json.Unmarshal(raw, &r); err != nil || len(r.Choices) == 0 {
-		return "", retry.Transient(retry.Upstream5xx, fmt.Errorf("%s: %w: not a chat completion (%d bytes)", openAIOp, ErrMalformedReply, len(raw)))
+		return "", retry.Transient(retry.SchemaInvalid, fmt.Errorf("%s: %w: not a chat completion (%d bytes)", openAIOp, ErrMalformedReply, len(raw)))
 	}
 	c := r.Choices[0]
 	switch {
@@ -166,7 +166,7 @@ func (o *OpenAI) complete(ctx context.Context, p llmPrompt) (string, error) {
 	case c.FinishReason == "content_filter":
 		return "", retry.Permanent(retry.PolicyRejected, fmt.Errorf("%s: the reply was withheld by the content filter", openAIOp))
 	case c.Message.Content == nil:
-		return "", retry.Transient(retry.Upstream5xx, fmt.Errorf("%s: %w: no content (finish_reason %q)", openAIOp, ErrMalformedReply, safeWord(c.FinishReason)))
+		return "", retry.Transient(retry.SchemaInvalid, fmt.Errorf("%s: %w: no content (finish_reason %q)", openAIOp, ErrMalformedReply, safeWord(c.FinishReason)))
 	}
 	return *c.Message.Content, nil
 }

@@ -39,8 +39,9 @@ const (
 
 // ErrMalformedReply is wrapped by an LLM critic's Review when the model's
 // answer is not the JSON object the prompt asks for. Such errors are
-// classified retry.Upstream5xx and retryable: models rarely repeat the same
-// slip.
+// classified SCHEMA_INVALID, as the output is invalid, but marked transient
+// (retried within the llm stage's budget): a model rarely repeats the same
+// slip, and if it does, the budget ends in a dead letter naming the class.
 var ErrMalformedReply = errors.New("critic: malformed model reply")
 
 // llmConfig holds the LLM critics' tunables. It is copied into the critic
@@ -472,12 +473,12 @@ func reviewWithLLM(ctx context.Context, name string, cfg llmConfig, in Input, co
 		return Critique{}, err
 	}
 	if len(text) > maxReplyBytes {
-		return Critique{}, retry.Transient(retry.Upstream5xx, fmt.Errorf("critic: %s: %w: reply of %d bytes", name, ErrMalformedReply, len(text)))
+		return Critique{}, retry.Transient(retry.SchemaInvalid, fmt.Errorf("critic: %s: %w: reply of %d bytes", name, ErrMalformedReply, len(text)))
 	}
 	summary, findings, err := parseReply(text, p)
 	if err != nil {
 		// Never the reply itself: it may quote the diff.
-		return Critique{}, retry.Transient(retry.Upstream5xx, fmt.Errorf("critic: %s: %w (reply of %d bytes)", name, err, len(text)))
+		return Critique{}, retry.Transient(retry.SchemaInvalid, fmt.Errorf("critic: %s: %w (reply of %d bytes)", name, err, len(text)))
 	}
 	all := countSeverities(findings)
 	findings, capped := finalize(findings, cfg.maxFindings)
