@@ -292,7 +292,7 @@ func TestRender_NoFindingsAndTruncation(t *testing.T) {
 	d.Critique.Summary = "Nothing to report."
 	_, html, text, _ := render(t, d)
 	for _, body := range []string{html, text} {
-		if !strings.Contains(body, "Nothing to report.") || strings.Contains(body, "Only the first") {
+		if !strings.Contains(body, "Nothing to report.") || strings.Contains(body, "This review is partial") {
 			t.Errorf("empty critique rendered unexpectedly:\n%s", body)
 		}
 	}
@@ -301,7 +301,7 @@ func TestRender_NoFindingsAndTruncation(t *testing.T) {
 	d.Critique.Truncated = true
 	_, html, text, _ = render(t, d)
 	for name, body := range map[string]string{"html": html, "text": text} {
-		if !strings.Contains(body, "Only the first 3 findings are shown.") {
+		if !strings.Contains(body, "This review is partial (3 findings shown)") {
 			t.Errorf("%s body does not say the findings were truncated", name)
 		}
 	}

@@ -42,6 +42,10 @@ func (r *Review) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil {
 		return fmt.Errorf("review %s: %w", j.ID, err)
 	}
+	if j.DiffTruncated {
+		c.Truncated = true
+		c.Summary += " The diff was larger than the size limit: only its first files were reviewed."
+	}
 	b, err := json.Marshal(c)
 	if err != nil {
 		return retry.Permanent(retry.RuntimeBug, fmt.Errorf("encode critique: %w", err))
