@@ -50,13 +50,14 @@ test: deps
 	$(MAKE) infra-test
 
 # infra/ is its own Go module (the CDK app): the root `go test ./...` does not
-# reach it. jsii starts Node before TestMain runs, so its Node-version warning
+# reach it. Its one package is named `.`, not `./...`: after `make synth`,
+# infra/node_modules holds the CDK CLI's Go init templates, which are not Go. jsii starts Node before TestMain runs, so its Node-version warning
 # can only be silenced from outside the process.
 INFRA_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 INFRA_NPM := infra/node_modules/.criticizer-installed
 
 infra-test:
-	cd infra && $(INFRA_ENV) $(GO) vet ./... && $(INFRA_ENV) $(GO) test -count=1 ./...
+	cd infra && $(INFRA_ENV) $(GO) vet . && $(INFRA_ENV) $(GO) test -count=1 .
 
 $(INFRA_NPM): infra/package.json infra/package-lock.json
 	cd infra && npm ci --no-audit --no-fund --loglevel=error
