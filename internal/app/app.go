@@ -60,7 +60,6 @@ type Option func(*options)
 type options struct {
 	aws    []awsclient.Option
 	now    func() time.Time
-	sender pipeline.Sender
 	critic critic.Critic
 }
 

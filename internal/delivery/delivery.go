@@ -110,11 +110,3 @@ type Message struct {
 func (r Row) HasEvidence() bool {
 	return !r.SendEventAt.IsZero() || !r.DeliveredAt.IsZero() || !r.BouncedAt.IsZero() || !r.ComplainedAt.IsZero()
 }
-
-// Evidence is what the provider says about a delivery id: that it accepted a
-// message, with the provider's message id and when. It comes from SES event
-// publishing in AWS, matched by the delivery id tag.
-type Evidence struct {
-	MessageID string
-	At        time.Time
-}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"text/tabwriter"
@@ -178,7 +177,6 @@ func TestCrashPoints_ExactlyOneEmailPerRecipient_000_10_3(t *testing.T) {
 					t.Errorf("the fault %s/%s never fired: the case tested nothing", r.Service, r.Operation)
 				}
 			}
-			_ = strings.TrimSpace
 		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,7 +19,6 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/feedback"
-	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/webhook"
@@ -117,14 +115,13 @@ func emailsFor(t *testing.T, ses *feedback.SESEmulator, changelistID string) []f
 	return out
 }
 
-// perRecipient counts emails per (recipient, delivery id header).
+// perRecipient counts emails per recipient.
 func perRecipient(emails []feedback.StoredEmail) map[string]int {
 	n := map[string]int{}
 	for _, e := range emails {
 		for _, to := range e.Destination.To {
 			n[to]++
 		}
-		_ = e.Header(mail.DeliveryIDHeader)
 	}
 	return n
 }
@@ -168,5 +165,3 @@ func (w testWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-var _ = slog.LevelInfo

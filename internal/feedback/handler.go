@@ -7,7 +7,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/criticizer/criticizer/internal/deadletter"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/store"
 )
@@ -27,7 +26,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	var resp events.SQSEventResponse
 	for _, rec := range ev.Records {
 		if err := h.record(ctx, []byte(rec.Body)); err != nil {
-			h.Log.WarnContext(ctx, "feedback event not recorded", "message_id", rec.MessageId, "error", deadletter.Redact(err.Error()))
+			h.Log.WarnContext(ctx, "feedback event not recorded", "message_id", rec.MessageId, "error", err)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
 	}

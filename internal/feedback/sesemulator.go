@@ -11,16 +11,11 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/criticizer/criticizer/internal/delivery"
-	"github.com/criticizer/criticizer/internal/mail"
 )
 
-// SESEmulator reads the SES emulator's mailbox (GET /store). It is how tests
-// assert on sent mail, and it is the local provider-evidence source: the
-// emulator publishes no SES events, so the notifier's reconciliation reads
-// the same fact — "SES accepted a message with this delivery id" — from
-// here.
+// SESEmulator reads the SES emulator's mailbox (GET /store). Tests assert on
+// sent mail through it, and the local SES event bridge (package devstack)
+// turns what it reads into the events SES would publish.
 type SESEmulator struct {
 	BaseURL string
 	HTTP    *http.Client
@@ -83,18 +78,4 @@ func (s *SESEmulator) Emails(ctx context.Context) ([]StoredEmail, error) {
 		return nil, fmt.Errorf("ses store: %w", err)
 	}
 	return out.Emails, nil
-}
-
-// Lookup finds the message SES accepted for a delivery id, if any.
-func (s *SESEmulator) Lookup(ctx context.Context, deliveryID string) (delivery.Evidence, bool, error) {
-	emails, err := s.Emails(ctx)
-	if err != nil {
-		return delivery.Evidence{}, false, err
-	}
-	for _, e := range emails {
-		if e.Header(mail.DeliveryIDHeader) == deliveryID {
-			return delivery.Evidence{MessageID: e.MessageID, At: time.Unix(e.At, 0)}, true, nil
-		}
-	}
-	return delivery.Evidence{}, false, nil
 }

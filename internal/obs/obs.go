@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/criticizer/criticizer/internal/deadletter"
 )
 
 // Namespace is the CloudWatch namespace of every metric.
@@ -28,7 +30,23 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 	default:
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l, ReplaceAttr: redactErrors}))
+}
+
+// redactErrors is the one place errors are made safe to log: an error's
+// text can carry an upstream answer, a URL with a token or an address, so
+// every error attribute (and any "error" string) is logged redacted, as
+// dead letters are (seed 001 §8.4).
+func redactErrors(_ []string, a slog.Attr) slog.Attr {
+	switch v := a.Value.Any().(type) {
+	case error:
+		return slog.String(a.Key, deadletter.Redact(v.Error()))
+	case string:
+		if a.Key == "error" {
+			return slog.String(a.Key, deadletter.Redact(v))
+		}
+	}
+	return a
 }
 
 // Metric emits one EMF line with count metrics under the given dimensions.

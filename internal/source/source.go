@@ -282,7 +282,6 @@ type fileDiff struct {
 	Added, Deleted, Renamed bool
 	OldMode, NewMode        string
 	Patch                   string // hunks ("@@ ..."), or "Binary files ... differ", or empty
-	omitted                 bool   // the API withheld the patch
 }
 
 func (f fileDiff) render(b *strings.Builder) {

@@ -125,7 +125,7 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 		obs.Metric(ctx, r.Log, map[string]string{"Stage": string(r.Stage), "ErrorClass": class}, map[string]float64{"Retries": 1})
 		// The error text may hold addresses or tokens from an upstream
 		// answer; logs get it redacted.
-		log.WarnContext(ctx, "stage failed; retrying", "delay_ms", d.Delay.Milliseconds(), "error", deadletter.Redact(err.Error()))
+		log.WarnContext(ctx, "stage failed; retrying", "delay_ms", d.Delay.Milliseconds(), "error", err)
 		if derr := r.Queue.Delay(ctx, r.QueueURL, rec.ReceiptHandle, d.Delay); derr != nil {
 			log.WarnContext(ctx, "could not set the backoff; the queue's visibility timeout applies", "error", derr)
 		}
@@ -148,7 +148,7 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 	}
 	obs.Metric(ctx, r.Log, map[string]string{"Stage": string(r.Stage), "ErrorClass": class}, counts)
 	log.ErrorContext(ctx, "stage dead-lettered", "envelope_id", env.ID, "exhausted", d.Exhausted, "escalated", env.Escalated,
-		"error", deadletter.Redact(err.Error()))
+		"error", err)
 	return true
 }
 
