@@ -26,6 +26,13 @@ const (
 	CtxLogLevel = "logLevel"
 	// CtxAlarmEmail, when set, subscribes an address to the alarm topic.
 	CtxAlarmEmail = "alarmEmail"
+	// CtxCritic picks the llm stage's critic: offline (default), bedrock or
+	// openai. CtxCriticModel is the Bedrock model id or the OpenAI model;
+	// CtxOpenAIBaseURL the OpenAI-compatible server. The OpenAI key goes in
+	// the CriticSecret, never in context.
+	CtxCritic        = "critic"
+	CtxCriticModel   = "criticModel"
+	CtxOpenAIBaseURL = "openaiBaseUrl"
 )
 
 // DefaultMailFrom is config.go's default sender; deploying with it is
@@ -39,6 +46,9 @@ type Config struct {
 	SESIdentity string
 	LogLevel    string
 	AlarmEmail  string
+	Critic      string
+	CriticModel string
+	OpenAIBase  string
 }
 
 // ConfigFromContext reads the app's context with defaults.
@@ -50,10 +60,22 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 		return def
 	}
 	c := Config{
-		AssetDir:   get(CtxAssetDir, filepath.Join("..", "build")),
-		MailFrom:   get(CtxMailFrom, DefaultMailFrom),
-		LogLevel:   get(CtxLogLevel, "info"),
-		AlarmEmail: get(CtxAlarmEmail, ""),
+		AssetDir:    get(CtxAssetDir, filepath.Join("..", "build")),
+		MailFrom:    get(CtxMailFrom, DefaultMailFrom),
+		LogLevel:    get(CtxLogLevel, "info"),
+		AlarmEmail:  get(CtxAlarmEmail, ""),
+		Critic:      get(CtxCritic, "offline"),
+		CriticModel: get(CtxCriticModel, ""),
+		OpenAIBase:  get(CtxOpenAIBaseURL, ""),
+	}
+	switch c.Critic {
+	case "offline":
+	case "bedrock", "openai":
+		if c.CriticModel == "" {
+			return Config{}, fmt.Errorf("context %s=%s needs %s (the model)", CtxCritic, c.Critic, CtxCriticModel)
+		}
+	default:
+		return Config{}, fmt.Errorf("context %s=%q: want offline, bedrock or openai", CtxCritic, c.Critic)
 	}
 	addr, err := mail.ParseAddress(c.MailFrom)
 	if err != nil {

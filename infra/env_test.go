@@ -25,12 +25,12 @@ var wantEnv = map[string]map[string]string{
 	FnFetch: {
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_PAYLOAD_BUCKET": IDPayloadBucket,
 		"CRITICIZER_FETCH_QUEUE_URL": "FetchQueue", "CRITICIZER_FETCH_DLQ_URL": "FetchDLQ",
-		"CRITICIZER_LLM_QUEUE_URL": "LlmQueue", "LOG_LEVEL": "",
+		"CRITICIZER_LLM_QUEUE_URL": "LlmQueue", "CRITICIZER_SECRETS_ARN": IDFetchSecret, "LOG_LEVEL": "",
 	},
 	FnLLM: {
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_PAYLOAD_BUCKET": IDPayloadBucket,
 		"CRITICIZER_LLM_QUEUE_URL": "LlmQueue", "CRITICIZER_LLM_DLQ_URL": "LlmDLQ",
-		"CRITICIZER_NOTIFY_QUEUE_URL": "NotifyQueue", "LOG_LEVEL": "",
+		"CRITICIZER_NOTIFY_QUEUE_URL": "NotifyQueue", "CRITICIZER_SECRETS_ARN": IDCriticSecret, "LOG_LEVEL": "",
 	},
 	FnNotify: {
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable,
@@ -85,7 +85,7 @@ func TestNoSecretInEnvironment(t *testing.T) {
 			if strings.Contains(r, "resolve:secretsmanager") || strings.Contains(r, "resolve:ssm-secure") {
 				t.Errorf("%s: %s resolves a secret into the environment: %s", f.Name, name, r)
 			}
-			if strings.Contains(name, "SECRET") && (!strings.HasSuffix(name, "_ARN") || refID(v) != IDWebhookSecret) {
+			if strings.Contains(name, "SECRET") && (!strings.HasSuffix(name, "_ARN") || refID(v) != wantEnv[f.Name][name]) {
 				t.Errorf("%s: %s = %s: secrets travel as the secret's ARN only", f.Name, name, r)
 			}
 			if len(refs(r)) == 0 && !literals[r] {
@@ -99,6 +99,12 @@ func TestNoSecretInEnvironment(t *testing.T) {
 	if sec["SecretString"] != nil || get(sec, "GenerateSecretString", "GenerateStringKey") != EnvWebhookSecret ||
 		get(sec, "GenerateSecretString", "SecretStringTemplate") != "{}" {
 		t.Errorf("webhook secret: want a generated JSON secret keyed %s, got %v", EnvWebhookSecret, sec)
+	}
+	// The fetch and llm secrets start empty: the template holds no value.
+	for _, id := range []string{IDFetchSecret, IDCriticSecret} {
+		if got := props(s.resource(t, id))["SecretString"]; got != "{}" {
+			t.Errorf("%s: SecretString %v, want the empty JSON object", id, got)
+		}
 	}
 }
 

@@ -78,19 +78,20 @@ func arns(kind string, ids ...string) []string {
 
 // access is one function's expected least-privilege grants, by logical id.
 type access struct {
-	send, consume    []string // queues
-	read, write      []string // tables
-	s3               []string // object actions on diffs/*
-	secret, sendMail bool
+	send, consume []string // queues
+	read, write   []string // tables
+	s3            []string // object actions on diffs/*
+	secret        string   // the one secret it may read, by logical id
+	sendMail      bool
 }
 
 var wantAccess = map[string]access{
 	FnIntake: {send: []string{QueueID(QFetch)}, read: []string{IDDeliveriesTable, IDJobsTable}, write: []string{IDJobsTable},
-		s3: []string{"s3:PutObject"}, secret: true},
+		s3: []string{"s3:PutObject"}, secret: IDWebhookSecret},
 	FnFetch: {send: []string{DLQID(QFetch), QueueID(QLLM)}, consume: []string{QueueID(QFetch)}, read: []string{IDJobsTable},
-		write: []string{IDJobsTable}, s3: []string{"s3:GetObject", "s3:PutObject"}},
+		write: []string{IDJobsTable}, s3: []string{"s3:GetObject", "s3:PutObject"}, secret: IDFetchSecret},
 	FnLLM: {send: []string{DLQID(QLLM), QueueID(QNotify)}, consume: []string{QueueID(QLLM)}, read: []string{IDJobsTable},
-		write: []string{IDJobsTable}, s3: []string{"s3:GetObject"}},
+		write: []string{IDJobsTable}, s3: []string{"s3:GetObject"}, secret: IDCriticSecret},
 	FnNotify: {send: []string{DLQID(QNotify)}, consume: []string{QueueID(QNotify)}, read: []string{IDDeliveriesTable, IDJobsTable},
 		write: []string{IDDeliveriesTable, IDJobsTable}, sendMail: true},
 	FnFeedback: {consume: []string{QueueID(QFeedback)}, read: []string{IDDeliveriesTable}, write: []string{IDDeliveriesTable}},
@@ -142,8 +143,8 @@ func TestLeastPrivilege(t *testing.T) {
 			if lb := on(gs, "s3:ListBucket"); len(lb) > 0 && (len(w.s3) == 0 || !slices.Equal(lb, []string{"${" + IDPayloadBucket + ".Arn}"})) {
 				t.Errorf("s3:ListBucket on %v", lb)
 			}
-			if got := ids(on(gs, "secretsmanager:GetSecretValue")); (len(got) > 0) != w.secret || (w.secret && !slices.Equal(got, []string{IDWebhookSecret})) {
-				t.Errorf("secretsmanager:GetSecretValue on %v (want access: %v)", got, w.secret)
+			if got := ids(on(gs, "secretsmanager:GetSecretValue")); (len(got) > 0) != (w.secret != "") || (w.secret != "" && !slices.Equal(got, []string{w.secret})) {
+				t.Errorf("secretsmanager:GetSecretValue on %v (want: %q)", got, w.secret)
 			}
 			mail := on(gs, "ses:SendEmail")
 			if (len(mail) > 0) != w.sendMail {
@@ -161,7 +162,10 @@ func TestLeastPrivilege(t *testing.T) {
 			eq("logs:PutLogEvents on", on(gs, "logs:PutLogEvents"), []string{"${" + logs + ".Arn}"})
 
 			// Nothing but X-Ray on "*", and no resource outside the expected set.
-			allowed := map[string]bool{logs: true, IDPayloadBucket: len(w.s3) > 0, IDWebhookSecret: w.secret, IDConfigurationSet: w.sendMail}
+			allowed := map[string]bool{logs: true, IDPayloadBucket: len(w.s3) > 0, IDConfigurationSet: w.sendMail}
+			if w.secret != "" {
+				allowed[w.secret] = true
+			}
 			for _, l := range [][]string{w.send, w.consume, w.read, w.write} {
 				for _, id := range l {
 					allowed[id] = true
@@ -206,10 +210,15 @@ func TestLeastPrivilegeSpotChecks(t *testing.T) {
 			t.Errorf("intake can %s on the deliveries table", g.action)
 		}
 	}
-	for _, fn := range []string{FnFetch, FnLLM, FnNotify, FnFeedback, FnSweeper} {
+	// Each secret is readable by its one function only: the webhook secret
+	// by intake, the fetch secret by fetch, the critic secret by llm.
+	owner := map[string]string{IDWebhookSecret: FnIntake, IDFetchSecret: FnFetch, IDCriticSecret: FnLLM}
+	for _, fn := range []string{FnIntake, FnFetch, FnLLM, FnNotify, FnFeedback, FnSweeper} {
 		for _, g := range s.grants(t, fn) {
-			if slices.Contains(refs(g.resource), IDWebhookSecret) {
-				t.Errorf("%s can %s on the webhook secret", fn, g.action)
+			for id, own := range owner {
+				if own != fn && slices.Contains(refs(g.resource), id) {
+					t.Errorf("%s can %s on %s", fn, g.action, id)
+				}
 			}
 		}
 	}

@@ -24,6 +24,11 @@ const (
 	// EnvWebhookSecret is the generic source's signing secret: the key the
 	// generated secret holds.
 	EnvWebhookSecret = "CRITICIZER_WEBHOOK_SECRET"
+	// The llm stage's critic choice (config.go), set from context.
+	EnvCritic         = "CRITICIZER_CRITIC"
+	EnvBedrockModelID = "CRITICIZER_BEDROCK_MODEL_ID"
+	EnvOpenAIBaseURL  = "CRITICIZER_OPENAI_BASE_URL"
+	EnvOpenAIModel    = "CRITICIZER_OPENAI_MODEL"
 )
 
 // Durations passed to the functions: config.go's defaults, written out so a
@@ -64,10 +69,16 @@ const (
 // Stable logical ids, shared with template.yaml so the two templates can be
 // compared (and so refactoring the CDK code never replaces a table or queue).
 const (
-	IDJobsTable        = "JobsTable"
-	IDDeliveriesTable  = "DeliveriesTable"
-	IDPayloadBucket    = "PayloadBucket"
-	IDWebhookSecret    = "WebhookSecret"
+	IDJobsTable       = "JobsTable"
+	IDDeliveriesTable = "DeliveriesTable"
+	IDPayloadBucket   = "PayloadBucket"
+	IDWebhookSecret   = "WebhookSecret"
+	// IDFetchSecret holds fetch's settings that are secrets (source API
+	// tokens, Gerrit credentials, the reviewer directory); IDCriticSecret
+	// llm's (the OpenAI-compatible API key). Each function reads only its
+	// own, by ARN, at start.
+	IDFetchSecret      = "FetchSecret"
+	IDCriticSecret     = "CriticSecret"
 	IDConfigurationSet = "ConfigurationSet"
 	IDSESEventsTopic   = "SesEventsTopic"
 	IDHTTPAPI          = "HttpApi"

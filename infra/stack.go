@@ -109,11 +109,13 @@ type Stack struct {
 	Deliveries awsdynamodb.Table
 	Bucket     awss3.Bucket
 	Secret     awssecretsmanager.Secret
-	ConfigSet  awsses.ConfigurationSet
-	SESEvents  awssns.Topic
-	AlarmTopic awssns.Topic
-	API        awsapigatewayv2.HttpApi
-	APIStage   awsapigatewayv2.HttpStage
+	// StageSecrets are the fetch and llm secrets, by logical id.
+	StageSecrets map[string]awssecretsmanager.Secret
+	ConfigSet    awsses.ConfigurationSet
+	SESEvents    awssns.Topic
+	AlarmTopic   awssns.Topic
+	API          awsapigatewayv2.HttpApi
+	APIStage     awsapigatewayv2.HttpStage
 	// RouteConstructs maps each of Routes to its construct.
 	RouteConstructs map[Route]awsapigatewayv2.HttpRoute
 	TopicKey        awskms.Key
@@ -122,7 +124,7 @@ type Stack struct {
 // NewStack builds the whole deployment.
 func NewStack(scope constructs.Construct, id string, props *awscdk.StackProps, cfg Config) *Stack {
 	st := awscdk.NewStack(scope, jsii.String(id), props)
-	s := &Stack{Stack: st, Config: cfg, Functions: map[string]awslambda.Function{},
+	s := &Stack{Stack: st, Config: cfg, Functions: map[string]awslambda.Function{}, StageSecrets: map[string]awssecretsmanager.Secret{},
 		Queues: map[string]awssqs.Queue{}, DLQs: map[string]awssqs.Queue{}, RouteConstructs: map[Route]awsapigatewayv2.HttpRoute{}}
 	if cfg.MailFrom == DefaultMailFrom {
 		awscdk.Annotations_Of(st).AddWarningV2(jsii.String("criticizer:mailFrom"),
@@ -275,6 +277,21 @@ func (s *Stack) secret() {
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
 	overrideID(s.Secret, IDWebhookSecret)
+	// The fetch and llm secrets start as an empty JSON object: the operator
+	// adds the keys a deployment needs (put-secret-value). "{}" holds
+	// nothing secret.
+	for id, desc := range map[string]string{
+		IDFetchSecret:  "Criticizer fetch secrets: a JSON object, e.g. CRITICIZER_GITHUB_TOKEN, CRITICIZER_GITLAB_TOKEN, CRITICIZER_GERRIT_USERNAME/PASSWORD, CRITICIZER_REVIEWER_DIRECTORY",
+		IDCriticSecret: "Criticizer llm secrets: a JSON object, e.g. CRITICIZER_OPENAI_API_KEY",
+	} {
+		sec := awssecretsmanager.NewSecret(s.Stack, jsii.String(id), &awssecretsmanager.SecretProps{
+			Description:       jsii.String(desc),
+			SecretStringValue: awscdk.SecretValue_UnsafePlainText(jsii.String("{}")),
+			RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+		})
+		overrideID(sec, id)
+		s.StageSecrets[id] = sec
+	}
 }
 
 // Environment: each function gets only the names it reads.
@@ -296,10 +313,21 @@ func (s *Stack) environment(fn string) map[string]*string {
 			EnvIdempotencyTTL, jsii.String(IdempotencyTTL))
 	case FnFetch:
 		set(EnvJobsTable, jobs, EnvPayloadBucket, bucket,
-			QueueEnv(QFetch), qURL(QFetch), DLQEnv(QFetch), dURL(QFetch), QueueEnv(QLLM), qURL(QLLM))
+			QueueEnv(QFetch), qURL(QFetch), DLQEnv(QFetch), dURL(QFetch), QueueEnv(QLLM), qURL(QLLM),
+			EnvSecretsARN, s.StageSecrets[IDFetchSecret].SecretArn())
 	case FnLLM:
 		set(EnvJobsTable, jobs, EnvPayloadBucket, bucket,
-			QueueEnv(QLLM), qURL(QLLM), DLQEnv(QLLM), dURL(QLLM), QueueEnv(QNotify), qURL(QNotify))
+			QueueEnv(QLLM), qURL(QLLM), DLQEnv(QLLM), dURL(QLLM), QueueEnv(QNotify), qURL(QNotify),
+			EnvSecretsARN, s.StageSecrets[IDCriticSecret].SecretArn())
+		switch s.Config.Critic {
+		case "bedrock":
+			set(EnvCritic, jsii.String("bedrock"), EnvBedrockModelID, jsii.String(s.Config.CriticModel))
+		case "openai":
+			set(EnvCritic, jsii.String("openai"), EnvOpenAIModel, jsii.String(s.Config.CriticModel))
+			if s.Config.OpenAIBase != "" {
+				set(EnvOpenAIBaseURL, jsii.String(s.Config.OpenAIBase))
+			}
+		}
 	case FnNotify:
 		set(EnvJobsTable, jobs, EnvDeliveriesTable, deliveries,
 			QueueEnv(QNotify), qURL(QNotify), DLQEnv(QNotify), dURL(QNotify),
@@ -405,12 +433,23 @@ func (s *Stack) permissions() {
 	s3(fn[FnFetch], true, "s3:PutObject", "s3:GetObject")
 	s.Queues[QLLM].GrantSendMessages(fn[FnFetch])
 	s.DLQs[QFetch].GrantSendMessages(fn[FnFetch])
+	s.StageSecrets[IDFetchSecret].GrantRead(fn[FnFetch], nil)
 
 	// llm
 	s.Jobs.GrantReadWriteData(fn[FnLLM])
 	s3(fn[FnLLM], true, "s3:GetObject")
 	s.Queues[QNotify].GrantSendMessages(fn[FnLLM])
 	s.DLQs[QLLM].GrantSendMessages(fn[FnLLM])
+	s.StageSecrets[IDCriticSecret].GrantRead(fn[FnLLM], nil)
+	if s.Config.Critic == "bedrock" {
+		// Converse on the chosen model or inference profile only.
+		fn[FnLLM].AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings("bedrock:InvokeModel"),
+			Resources: jsii.Strings(
+				"arn:aws:bedrock:*::foundation-model/"+s.Config.CriticModel,
+				fmt.Sprintf("arn:aws:bedrock:%s:%s:inference-profile/%s", *s.Stack.Region(), *s.Stack.Account(), s.Config.CriticModel)),
+		}))
+	}
 
 	// notify
 	s.Jobs.GrantReadWriteData(fn[FnNotify])
@@ -515,6 +554,8 @@ func (s *Stack) outputs() {
 	}
 	out("ApiUrl", s.API.ApiEndpoint(), "HTTP API base URL (POST /webhooks/{source})")
 	out("WebhookSecretArn", s.Secret.SecretArn(), "intake's secrets (JSON): aws secretsmanager get-secret-value --secret-id <arn>")
+	out("FetchSecretArn", s.StageSecrets[IDFetchSecret].SecretArn(), "fetch's secrets (JSON): source API tokens, Gerrit credentials, the reviewer directory")
+	out("CriticSecretArn", s.StageSecrets[IDCriticSecret].SecretArn(), "llm's secrets (JSON): CRITICIZER_OPENAI_API_KEY")
 	out("JobsTableName", s.Jobs.TableName(), "jobs table")
 	out("DeliveriesTableName", s.Deliveries.TableName(), "deliveries table")
 	out("PayloadBucketName", s.Bucket.BucketName(), "payload bucket")
