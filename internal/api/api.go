@@ -43,7 +43,9 @@ type Handler struct {
 	Intake     *Intake
 	Jobs       *store.Jobs
 	Deliveries *store.Deliveries
-	Log        *slog.Logger
+	// Unsubscribe serves /unsubscribe/{token}; nil answers 404.
+	Unsubscribe *Unsubscribe
+	Log         *slog.Logger
 	// Ready reports whether dependencies answer; nil means always ready.
 	Ready func(ctx context.Context) error
 }
@@ -82,6 +84,12 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 			header = gerritHeader(header, req.QueryStringParameters)
 		}
 		return h.Intake.Handle(ctx, p, webhook.Request{Header: header, Body: body}), nil
+	case strings.HasPrefix(path, "/unsubscribe/"):
+		token, ok := unsubscribeToken(path)
+		if !ok {
+			return problem(http.StatusNotFound, "token", "no unsubscribe token in the path"), nil
+		}
+		return h.Unsubscribe.handle(ctx, method, token, req), nil
 	case strings.HasPrefix(path, "/jobs/"):
 		if method != http.MethodGet {
 			return methodNotAllowed(http.MethodGet), nil

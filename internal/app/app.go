@@ -33,6 +33,7 @@ import (
 	"github.com/criticizer/criticizer/internal/stage"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/sweeper"
+	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
 
@@ -42,10 +43,13 @@ type App struct {
 	Clients    *awsclient.Clients
 	Jobs       *store.Jobs
 	Deliveries *store.Deliveries
-	Blobs      *blob.Store
-	Queue      *queue.Client
-	Log        *slog.Logger
-	Now        func() time.Time
+	Recipients *store.Recipients
+	// Signer mints and verifies unsubscribe tokens; nil without a key.
+	Signer *unsubscribe.Signer
+	Blobs  *blob.Store
+	Queue  *queue.Client
+	Log    *slog.Logger
+	Now    func() time.Time
 	// Critic reviews diffs in the llm stage, chosen by CRITICIZER_CRITIC.
 	Critic critic.Critic
 	// Sources fetches changelists from the configured code review systems;
@@ -88,9 +92,23 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		return nil, err
 	}
 	if cfg.SecretsARN != "" {
-		values, err := loadSecret(ctx, clients.Config, cfg.SecretsManagerEndpoint, cfg.SecretsARN)
-		if err != nil {
-			return nil, err
+		// Several secrets: a function's own, and ones it shares (the
+		// unsubscribe signing key is held by intake and notify). A key set
+		// by two secrets takes the first one's value.
+		values := map[string]string{}
+		for _, arn := range strings.Split(cfg.SecretsARN, ",") {
+			if arn = strings.TrimSpace(arn); arn == "" {
+				continue
+			}
+			v, err := loadSecret(ctx, clients.Config, cfg.SecretsManagerEndpoint, arn)
+			if err != nil {
+				return nil, err
+			}
+			for k, x := range v {
+				if _, ok := values[k]; !ok {
+					values[k] = x
+				}
+			}
 		}
 		if cfg, err = cfg.ApplySecrets(values); err != nil {
 			return nil, err
@@ -100,12 +118,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		Config: cfg, Clients: clients, Log: log, Now: o.now,
 		Jobs:       store.NewJobs(clients.DynamoDB, cfg.JobsTable, o.now),
 		Deliveries: store.NewDeliveries(clients.DynamoDB, cfg.DeliveriesTable, o.now),
+		Recipients: store.NewRecipients(clients.DynamoDB, cfg.JobsTable, o.now),
 		Blobs:      blob.New(clients.S3, cfg.PayloadBucket),
 		Queue:      queue.New(clients.SQS, cfg.Queues),
 		Critic:     o.critic,
 	}
 	if a.Critic == nil {
 		if a.Critic, err = newCritic(cfg, clients.Config); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.UnsubscribeKey != "" {
+		if a.Signer, err = unsubscribe.NewSigner(cfg.UnsubscribeKey); err != nil {
 			return nil, err
 		}
 	}
@@ -193,6 +217,7 @@ func (a *App) API() (*api.Handler, error) {
 		Intake: &api.Intake{Jobs: a.Jobs, Blobs: a.Blobs, Queue: a.Queue, Log: a.Log, Now: a.Now, TTL: c.IdempotencyTTL,
 			Versions: a.Jobs},
 		Jobs: a.Jobs, Deliveries: a.Deliveries, Log: a.Log,
+		Unsubscribe: &api.Unsubscribe{Signer: a.Signer, Recipients: a.Recipients, Log: a.Log},
 		Ready: func(ctx context.Context) error {
 			_, err := a.Clients.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(a.Config.JobsTable),
 				Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "HEALTH"}}})
@@ -227,13 +252,13 @@ func (a *App) Notify(sender pipeline.Sender) (*pipeline.Notify, error) {
 		sender = mail.NewSender(a.Clients.SES, a.Config.MailFrom, a.Config.ConfigurationSet)
 	}
 	n := &pipeline.Notify{Base: a.base(), Deliveries: a.Deliveries, Renderer: r, Sender: sender,
-		Lease: a.Config.DeliveryLease, Grace: a.Config.ReconcileGrace}
+		Lease: a.Config.DeliveryLease, Grace: a.Config.ReconcileGrace, Recipients: a.Recipients}
 	return n, nil
 }
 
 // Feedback returns the feedback function's handler.
 func (a *App) Feedback() *feedback.Handler {
-	return &feedback.Handler{Deliveries: a.Deliveries, Log: a.Log}
+	return &feedback.Handler{Deliveries: a.Deliveries, Recipients: a.Recipients, Log: a.Log}
 }
 
 // Sweeper returns the scheduled sweeper.

@@ -41,6 +41,14 @@ type Config struct {
 	SESStoreURL string
 	LogLevel    string
 
+	// PublicURL is the API's public base URL, under which the notifier
+	// builds unsubscribe links (https://<api>/unsubscribe/<token>).
+	PublicURL string
+	// UnsubscribeKey signs unsubscribe tokens: the notifier mints them, the
+	// API verifies them, so both hold it (a generated secret when
+	// deployed). Empty, or no PublicURL: emails carry no unsubscribe link.
+	UnsubscribeKey string
+
 	// Critic selects the reviewer: CriticOffline (default), CriticBedrock
 	// or CriticOpenAI, with the settings of the one chosen.
 	Critic         string
@@ -58,9 +66,9 @@ type Config struct {
 	// discloses get no email).
 	ReviewerDirectory string
 
-	// SecretsARN names a Secrets Manager secret, a JSON object whose keys
-	// are the names in SecretEnv; it fills in those that the environment
-	// leaves unset. Read once at init (see app.New).
+	// SecretsARN names Secrets Manager secrets (comma-separated ARNs), each
+	// a JSON object whose keys are names in SecretEnv; they fill in those
+	// that the environment leaves unset. Read once at init (see app.New).
 	SecretsARN string
 	// SecretsManagerEndpoint overrides the Secrets Manager endpoint
 	// (AWS_ENDPOINT_URL_SECRETS_MANAGER, else AWS_ENDPOINT_URL).
@@ -136,6 +144,8 @@ const (
 	EnvEvidenceWindow    = "CRITICIZER_EVIDENCE_WINDOW"
 	EnvSESStoreURL       = "CRITICIZER_LOCAL_SES_STORE_URL"
 	EnvLogLevel          = "LOG_LEVEL"
+	EnvPublicURL         = "CRITICIZER_PUBLIC_URL"
+	EnvUnsubscribeKey    = "CRITICIZER_UNSUBSCRIBE_KEY"
 
 	EnvCritic         = "CRITICIZER_CRITIC"
 	EnvBedrockModelID = "CRITICIZER_BEDROCK_MODEL_ID"
@@ -168,6 +178,7 @@ var SecretEnv = []string{
 	EnvGitLabWebhookToken, EnvGitLabSigningSecret, EnvGitLabToken,
 	EnvGerritWebhookToken, EnvGerritUsername, EnvGerritPassword,
 	EnvReviewerDirectory,
+	EnvUnsubscribeKey,
 }
 
 // QueueEnv is the variable holding a stage's queue URL, e.g.
@@ -190,6 +201,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		ConfigurationSet: getenv(EnvConfigurationSet),
 		SESStoreURL:      getenv(EnvSESStoreURL),
 		LogLevel:         or(getenv(EnvLogLevel), "info"),
+		PublicURL:        strings.TrimRight(strings.TrimSpace(getenv(EnvPublicURL)), "/"),
+		UnsubscribeKey:   getenv(EnvUnsubscribeKey),
 	}
 	for _, s := range job.Stages() {
 		c.Queues.Queue[s] = getenv(QueueEnv(s))
@@ -315,6 +328,14 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s: %w", EnvGitLabSigningSecret, err)
 		}
 	}
+	if c.PublicURL != "" {
+		if err := checkURL(EnvPublicURL, c.PublicURL); err != nil {
+			return err
+		}
+	}
+	if c.UnsubscribeKey != "" && len(c.UnsubscribeKey) < 32 {
+		return fmt.Errorf("%s: %d bytes, need at least 32", EnvUnsubscribeKey, len(c.UnsubscribeKey))
+	}
 	if c.ReviewerDirectory != "" {
 		if _, err := source.ParseStaticDirectory([]byte(c.ReviewerDirectory)); err != nil {
 			return fmt.Errorf("%s: %w", EnvReviewerDirectory, err)
@@ -371,6 +392,7 @@ func (c Config) ApplySecrets(values map[string]string) (Config, error) {
 	fill(&c.Gerrit.WebhookToken, EnvGerritWebhookToken)
 	fill(&c.Gerrit.Username, EnvGerritUsername)
 	fill(&c.Gerrit.Password, EnvGerritPassword)
+	fill(&c.UnsubscribeKey, EnvUnsubscribeKey)
 	if c.ReviewerDirectory == "" {
 		d, err := readDirectory(values[EnvReviewerDirectory])
 		if err != nil {

@@ -81,7 +81,10 @@ type Row struct {
 	NotificationID string    `dynamodbav:"notification_id,omitempty"`
 	NotifiedAt     time.Time `dynamodbav:"notified_at,omitempty"`
 	LastErrorClass string    `dynamodbav:"last_error_class,omitempty"`
-	Message        Message   `dynamodbav:"message"`
+	// SkipReason says why a row was settled without a send (suppressed:
+	// "bounce" or "complaint"; skipped_unsubscribed: the scope left).
+	SkipReason string  `dynamodbav:"skip_reason,omitempty"`
+	Message    Message `dynamodbav:"message"`
 	// Provider evidence, recorded by the feedback function from SES event
 	// publishing (matched by the delivery_id tag).
 	ProviderMessageID string    `dynamodbav:"provider_message_id,omitempty"`

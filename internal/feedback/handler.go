@@ -9,12 +9,23 @@ import (
 
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/unsubscribe"
 )
+
+func bounceSubType(ev SESEvent) string {
+	if ev.Bounce == nil {
+		return ""
+	}
+	return ev.Bounce.BounceSubType
+}
 
 // Handler is the feedback function: it records SES events on the delivery
 // rows they name, as provider evidence for reconciliation (seed 000 §8.2).
 type Handler struct {
 	Deliveries *store.Deliveries
+	// Recipients receives suppressions: a permanent bounce or a complaint
+	// stops every later send to the address (issue 6 §3). Nil: not recorded.
+	Recipients *store.Recipients
 	Log        *slog.Logger
 }
 
@@ -55,6 +66,20 @@ func (h *Handler) record(ctx context.Context, body []byte) error {
 	}
 	if err != nil {
 		return err
+	}
+	if e.Suppresses() && h.Recipients != nil {
+		// Recorded after the row, and retried with the whole record if it
+		// fails: both writes are idempotent.
+		reason := "complaint"
+		if ev.EventType == "Bounce" {
+			reason = "bounce"
+		}
+		if err := h.Recipients.Suppress(ctx, unsubscribe.RecipientID(row.Recipient), reason, ev.At()); err != nil {
+			return err
+		}
+		obs.Metric(ctx, h.Log, map[string]string{"Reason": reason}, map[string]float64{"Suppressions": 1})
+		h.Log.WarnContext(ctx, "address suppressed; it will not be mailed again", "delivery_id", id, "reason", reason,
+			"bounce_sub_type", bounceSubType(ev))
 	}
 	obs.Metric(ctx, h.Log, map[string]string{"EventType": ev.EventType}, map[string]float64{"ProviderEvents": 1})
 	h.Log.InfoContext(ctx, "provider event recorded", "delivery_id", id, "event_type", ev.EventType, "status", row.Status)

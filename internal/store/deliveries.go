@@ -212,6 +212,14 @@ type Event struct {
 	BounceType string
 }
 
+// Suppresses reports whether the event suppresses the address: a complaint,
+// or a permanent bounce (which includes SES's own "OnAccountSuppressionList"
+// and "OnSuppressionList" bounces for an address already suppressed). A
+// transient bounce does not: the address may work tomorrow.
+func (e Event) Suppresses() bool {
+	return e.Type == "Complaint" || (e.Type == "Bounce" && e.BounceType == "Permanent")
+}
+
 var eventAttr = map[string]string{
 	"Send": "evidence_send_at", "Delivery": "evidence_delivery_at", "Bounce": "evidence_bounce_at",
 	"Complaint": "evidence_complaint_at", "Reject": "evidence_reject_at",
@@ -247,6 +255,11 @@ func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (deliv
 	case row.Status == delivery.StatusSent && e.Type == "Delivery":
 		next = delivery.StatusDelivered
 	}
+	if e.Suppresses() && (next == delivery.StatusSent || next == delivery.StatusDelivered) {
+		// Seed 004 Phase 7: a permanent bounce or a complaint makes the
+		// delivery `suppressed`. notified_at stays: it was sent once.
+		next = delivery.StatusSuppressed
+	}
 	if next == row.Status {
 		return row, nil
 	}
@@ -257,6 +270,22 @@ func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (deliv
 		return s.Get(ctx, id)
 	}
 	return updated, err
+}
+
+// Skip settles a row that was never sent as terminal without a send
+// (suppressed or skipped_unsubscribed): only while it is claimable and
+// carries no sign of a send (no notification id, no notified_at, no provider
+// evidence), so a row in flight is never relabelled.
+func (s *Deliveries) Skip(ctx context.Context, id string, status delivery.Status, reason string) (delivery.Row, error) {
+	upd := expression.Set(expression.Name("status"), expression.Value(string(status))).
+		Set(expression.Name("skip_reason"), expression.Value(reason)).
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
+	cond := expression.Name("status").In(expression.Value(string(delivery.StatusPending)), expression.Value(string(delivery.StatusFailedTransient))).
+		And(expression.AttributeNotExists(expression.Name("notified_at"))).
+		And(expression.AttributeNotExists(expression.Name("notification_id"))).
+		And(expression.AttributeNotExists(expression.Name("evidence_send_at"))).
+		And(expression.AttributeNotExists(expression.Name("evidence_delivery_at")))
+	return s.updateReturn(ctx, id, upd, cond)
 }
 
 // MarkReconciling moves a row that was marked sent but has no provider
