@@ -258,7 +258,7 @@ func (a *App) Notify(sender pipeline.Sender) (*pipeline.Notify, error) {
 
 // Feedback returns the feedback function's handler.
 func (a *App) Feedback() *feedback.Handler {
-	return &feedback.Handler{Deliveries: a.Deliveries, Recipients: a.Recipients, Log: a.Log}
+	return &feedback.Handler{Deliveries: a.Deliveries, Recipients: a.Recipients, Jobs: a.Jobs, Queue: a.Queue, Log: a.Log}
 }
 
 // Sweeper returns the scheduled sweeper.

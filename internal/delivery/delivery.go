@@ -94,8 +94,12 @@ type Row struct {
 	BounceType        string    `dynamodbav:"bounce_type,omitempty"`
 	ComplainedAt      time.Time `dynamodbav:"evidence_complaint_at,omitempty"`
 	RejectedAt        time.Time `dynamodbav:"evidence_reject_at,omitempty"`
-	CreatedAt         time.Time `dynamodbav:"created_at"`
-	UpdatedAt         time.Time `dynamodbav:"updated_at"`
+	// A transient bounce sends the row again (at most a few times): when the
+	// last one came and how many resends it caused.
+	LastBounceAt  time.Time `dynamodbav:"last_bounce_at,omitempty"`
+	BounceResends int       `dynamodbav:"bounce_resends,omitempty"`
+	CreatedAt     time.Time `dynamodbav:"created_at"`
+	UpdatedAt     time.Time `dynamodbav:"updated_at"`
 }
 
 // Message is the rendered email, persisted with the row when the row is

@@ -288,6 +288,32 @@ func (s *Deliveries) Skip(ctx context.Context, id string, status delivery.Status
 	return s.updateReturn(ctx, id, upd, cond)
 }
 
+// ResendAfterBounce returns a sent row to failed_transient after a transient
+// bounce of its latest send, so the notifier sends it again (the delivery
+// protocol's "failed_transient ─► retry: claim again"): SES already retried
+// delivery for hours before reporting the bounce, so the reader has no copy.
+// It applies only while the row is sent or delivered, the bounce is of the
+// message the row records (providerMessageID; a late bounce of an earlier
+// send changes nothing), and fewer than max resends were made. The send
+// marks and evidence are cleared, so reconciliation does not take the old
+// send for the new one; last_bounce_at and bounce_resends remain.
+func (s *Deliveries) ResendAfterBounce(ctx context.Context, id, providerMessageID string, at time.Time, max int) (delivery.Row, error) {
+	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusFailedTransient))).
+		Set(expression.Name("last_error_class"), expression.Value("TRANSIENT_BOUNCE")).
+		Set(expression.Name("last_bounce_at"), expression.Value(ts(at))).
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))).
+		Add(expression.Name("bounce_resends"), expression.Value(1))
+	for _, a := range []string{"notified_at", "notification_id", "provider_message_id", "evidence_send_at",
+		"evidence_delivery_at", "evidence_bounce_at", "bounce_type", "lease_until", "claim_token"} {
+		upd = upd.Remove(expression.Name(a))
+	}
+	cond := expression.Name("status").In(expression.Value(string(delivery.StatusSent)), expression.Value(string(delivery.StatusDelivered))).
+		And(expression.Name("notification_id").Equal(expression.Value(providerMessageID))).
+		And(expression.Or(expression.AttributeNotExists(expression.Name("bounce_resends")),
+			expression.Name("bounce_resends").LessThan(expression.Value(max))))
+	return s.updateReturn(ctx, id, upd, cond)
+}
+
 // MarkReconciling moves a row that was marked sent but has no provider
 // evidence into reconciliation (seed 000 §8.3: "it MUST transition that row
 // into a reconciliation workflow before any further sends"). It applies
