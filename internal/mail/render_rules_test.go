@@ -212,9 +212,10 @@ func TestRender_HTMLEscapesHostileContent(t *testing.T) {
 	}
 }
 
-// Findings are grouped by file: each file is named once, in file order, and
-// its findings follow it in the critic's order.
-func TestRender_FindingsGroupedByFile(t *testing.T) {
+// Findings are grouped by file: each file is named once, in path order (as
+// in the diff), and its findings follow it most severe first (error,
+// warning, info), then by line.
+func TestRender_FindingsGroupedByFileMostSevereFirst(t *testing.T) {
 	d := sampleData()
 	// Interleaved input: the grouping must not depend on input order.
 	d.Critique.Findings = []critic.Finding{
@@ -223,10 +224,15 @@ func TestRender_FindingsGroupedByFile(t *testing.T) {
 		{File: "b.go", Line: 9, Severity: critic.SeverityError, Rule: "r3", Message: "b second"},
 		{File: "c/d.go", Line: 0, Severity: critic.SeverityInfo, Rule: "r4", Message: "cd only"},
 		{File: "a.go", Line: 7, Severity: critic.SeverityWarning, Rule: "r5", Message: "a second"},
+		{File: "b.go", Line: 3, Severity: critic.SeverityInfo, Rule: "r6", Message: "b third"},
+		{File: "b.go", Line: 2, Severity: critic.SeverityError, Rule: "r7", Message: "b fourth"},
 	}
 	_, html, text, _ := render(t, d)
 
-	wantOrder := []string{"a.go", "a first", "a second", "b.go", "b first", "b second", "c/d.go", "cd only"}
+	wantOrder := []string{
+		"a.go", "a second", "a first", // warning, info
+		"b.go", "b fourth", "b second", "b first", "b third", // error line 2, error line 9, warning, info
+		"c/d.go", "cd only"}
 	for name, body := range map[string]string{"text": text, "html": html} {
 		t.Run(name, func(t *testing.T) {
 			pos := -1
