@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: run test build bench deps java fuzz vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: run test build bench deps java chromium fuzz vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/); `make invoke-<fn>` uses SAM when it
 # is installed (after `make build`), else the local runner against `make run`.
@@ -83,7 +83,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./internal/diff
 	$(GO) test -run='^$$' -fuzz=FuzzRedact -fuzztime=30s ./internal/deadletter
 
-deps: java $(NPM_STAMP)
+deps: java chromium $(NPM_STAMP)
 
 $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
@@ -97,6 +97,16 @@ java:
 			echo "installing a Java runtime for DynamoDB Local"; \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
 		else echo "DynamoDB Local needs Java 17+: install openjdk-17-jre-headless" >&2; exit 1; fi; }
+
+# The email screenshot tests (internal/mail) use headless Chromium; a CJK
+# font lets the screenshots show non-ASCII titles. Installed with apt when
+# missing and we are root; otherwise a warning (`make run` does not need it).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing headless Chromium for the email screenshot tests"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null; \
+		else echo "warning: the email screenshot tests need Chromium (make test fails without it): install the chromium package" >&2; fi; }
 
 clean:
 	rm -rf build .devstack infra/cdk.out

@@ -110,6 +110,10 @@ type Message struct {
 	Text            string `dynamodbav:"text"`
 	TemplateVersion string `dynamodbav:"template_version"`
 	ContentSHA256   string `dynamodbav:"content_sha256"`
+	// UnsubscribeURL is the recipient's one-click unsubscribe link, sent as
+	// the List-Unsubscribe header (RFC 8058); empty: no such header. The
+	// bodies show it too, so ContentSHA256 covers it.
+	UnsubscribeURL string `dynamodbav:"unsubscribe_url,omitempty"`
 }
 
 // HasEvidence reports whether the provider confirmed it accepted the
