@@ -252,7 +252,8 @@ func (a *App) Notify(sender pipeline.Sender) (*pipeline.Notify, error) {
 		sender = mail.NewSender(a.Clients.SES, a.Config.MailFrom, a.Config.ConfigurationSet)
 	}
 	n := &pipeline.Notify{Base: a.base(), Deliveries: a.Deliveries, Renderer: r, Sender: sender,
-		Lease: a.Config.DeliveryLease, Grace: a.Config.ReconcileGrace, Recipients: a.Recipients}
+		Lease: a.Config.DeliveryLease, Grace: a.Config.ReconcileGrace, Recipients: a.Recipients,
+		Signer: a.Signer, PublicURL: a.Config.PublicURL}
 	return n, nil
 }
 

@@ -363,14 +363,14 @@ func TestRender_DeterministicPayload_000_6_4(t *testing.T) {
 func TestRender_ContentSHA256ChangesWithContent_000_6_4(t *testing.T) {
 	_, _, _, base := render(t, sampleData())
 	changes := map[string]func(*mail.Data){
-		"title":        func(d *mail.Data) { d.Title += "!" },
-		"version":      func(d *mail.Data) { d.ReviewVersion++ },
-		"changelist":   func(d *mail.Data) { d.ChangelistID = "billing-1043" },
-		"url":          func(d *mail.Data) { d.URL += "?x" },
-		"author":       func(d *mail.Data) { d.Author = "bo" },
-		"summary":      func(d *mail.Data) { d.Critique.Summary = "Other." },
-		"finding msg":  func(d *mail.Data) { d.Critique.Findings[0].Message = "Other." },
-		"finding line": func(d *mail.Data) { d.Critique.Findings[0].Line++ },
+		"title":           func(d *mail.Data) { d.Title += "!" },
+		"version":         func(d *mail.Data) { d.ReviewVersion++ },
+		"changelist":      func(d *mail.Data) { d.ChangelistID = "billing-1043" },
+		"url":             func(d *mail.Data) { d.URL += "?x" },
+		"author":          func(d *mail.Data) { d.Author = "bo" },
+		"summary":         func(d *mail.Data) { d.Critique.Summary = "Other." },
+		"finding msg":     func(d *mail.Data) { d.Critique.Findings[0].Message = "Other." },
+		"finding line":    func(d *mail.Data) { d.Critique.Findings[0].Line++ },
 		"unsubscribe url": func(d *mail.Data) { d.UnsubscribeURL = "https://criticizer.example.com/unsubscribe?token=other" },
 		"finding dropped": func(d *mail.Data) {
 			d.Critique.Findings = d.Critique.Findings[1:]
@@ -403,7 +403,7 @@ func TestRender_FooterUnsubscribe(t *testing.T) {
 	if !strings.Contains(m.Text, "Unsubscribe: "+d.UnsubscribeURL) {
 		t.Errorf("text footer has no unsubscribe link:\n%s", m.Text)
 	}
-	if !regexp.MustCompile(`<a href="`+regexp.QuoteMeta(d.UnsubscribeURL)+`"[^>]*>Unsubscribe</a>`).MatchString(m.HTML) {
+	if !regexp.MustCompile(`<a href="` + regexp.QuoteMeta(d.UnsubscribeURL) + `"[^>]*>Unsubscribe</a>`).MatchString(m.HTML) {
 		t.Errorf("HTML footer has no unsubscribe link")
 	}
 

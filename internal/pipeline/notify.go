@@ -42,6 +42,10 @@ type Notify struct {
 	// Recipients holds unsubscribes and suppressions, checked once per job
 	// before any send (issue 6 §2–3). Nil: every recipient is mailed.
 	Recipients *store.Recipients
+	// Signer and PublicURL make each recipient's unsubscribe link (footer
+	// and List-Unsubscribe header). Either unset: no link.
+	Signer    *unsubscribe.Signer
+	PublicURL string
 }
 
 // Handle runs the notify stage for one message.
@@ -91,12 +95,10 @@ func (n *Notify) Handle(ctx context.Context, m job.Message, attempt int) error {
 // when the job is finalized.
 func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) ([]delivery.Row, error) {
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
-	data := mail.Data{ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion, Title: j.Title, URL: j.URL, Author: j.Author, Critique: c}
-	msg, err := n.Renderer.Render(data)
-	if err != nil {
-		return nil, retry.Permanent(retry.RuntimeBug, err)
-	}
+	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
+	data := mail.Data{Source: j.Source, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion, Title: j.Title, URL: j.URL, Author: j.Author, Critique: c}
 	var noEmail []string
+	var err error
 	if j.Source != "generic" {
 		if noEmail, err = n.Jobs.NoEmailReviewers(ctx, j.ID); err != nil {
 			return nil, err
@@ -105,6 +107,14 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 	now := n.Now().UTC()
 	rows := make([]delivery.Row, 0, len(j.Recipients)+len(noEmail))
 	for _, rcpt := range j.Recipients {
+		// Rendered per recipient: the footer carries the recipient's own
+		// unsubscribe link. A row that exists keeps the bytes it was created
+		// with (Ensure does not overwrite).
+		data.UnsubscribeURL = n.Signer.URL(n.PublicURL, unsubscribe.RecipientID(rcpt), repo)
+		msg, err := n.Renderer.Render(data)
+		if err != nil {
+			return nil, retry.Permanent(retry.RuntimeBug, err)
+		}
 		r := delivery.Row{
 			ID: delivery.ID(clKey, rcpt, j.ReviewVersion), JobID: j.ID, ChangelistKey: clKey,
 			Recipient: delivery.NormalizeRecipient(rcpt), ReviewVersion: j.ReviewVersion,
