@@ -58,6 +58,11 @@ type Config struct {
 	// discloses get no email).
 	ReviewerDirectory string
 
+	// AdminAPIKey turns the admin API (/admin/*) on: callers present it
+	// as a bearer token or X-Api-Key. Empty: every /admin route answers
+	// 404, as if it did not exist.
+	AdminAPIKey string
+
 	// SecretsARN names a Secrets Manager secret, a JSON object whose keys
 	// are the names in SecretEnv; it fills in those that the environment
 	// leaves unset. Read once at init (see app.New).
@@ -156,8 +161,16 @@ const (
 	EnvGerritPassword      = "CRITICIZER_GERRIT_PASSWORD"
 	EnvReviewerDirectory   = "CRITICIZER_REVIEWER_DIRECTORY"
 
+	EnvAdminAPIKey = "CRITICIZER_ADMIN_API_KEY"
+
 	EnvSecretsARN = "CRITICIZER_SECRETS_ARN"
 )
+
+// MinAdminAPIKeyBytes is the shortest admin API key accepted: a key is
+// the only thing between the internet and a rerun that mails every
+// reviewer, so it must not be guessable (generate one with
+// `openssl rand -hex 32`).
+const MinAdminAPIKeyBytes = 32
 
 // SecretEnv are the variables a CRITICIZER_SECRETS_ARN secret may set: the
 // credentials, and the settings that travel with them.
@@ -168,6 +181,7 @@ var SecretEnv = []string{
 	EnvGitLabWebhookToken, EnvGitLabSigningSecret, EnvGitLabToken,
 	EnvGerritWebhookToken, EnvGerritUsername, EnvGerritPassword,
 	EnvReviewerDirectory,
+	EnvAdminAPIKey,
 }
 
 // QueueEnv is the variable holding a stage's queue URL, e.g.
@@ -189,6 +203,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		MailFrom:         or(getenv(EnvMailFrom), "Criticizer <criticizer@example.com>"),
 		ConfigurationSet: getenv(EnvConfigurationSet),
 		SESStoreURL:      getenv(EnvSESStoreURL),
+		AdminAPIKey:      getenv(EnvAdminAPIKey),
 		LogLevel:         or(getenv(EnvLogLevel), "info"),
 	}
 	for _, s := range job.Stages() {
@@ -315,6 +330,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s: %w", EnvGitLabSigningSecret, err)
 		}
 	}
+	if c.AdminAPIKey != "" && len(c.AdminAPIKey) < MinAdminAPIKeyBytes {
+		return fmt.Errorf("%s: want at least %d characters (e.g. openssl rand -hex 32)", EnvAdminAPIKey, MinAdminAPIKeyBytes)
+	}
 	if c.ReviewerDirectory != "" {
 		if _, err := source.ParseStaticDirectory([]byte(c.ReviewerDirectory)); err != nil {
 			return fmt.Errorf("%s: %w", EnvReviewerDirectory, err)
@@ -371,6 +389,7 @@ func (c Config) ApplySecrets(values map[string]string) (Config, error) {
 	fill(&c.Gerrit.WebhookToken, EnvGerritWebhookToken)
 	fill(&c.Gerrit.Username, EnvGerritUsername)
 	fill(&c.Gerrit.Password, EnvGerritPassword)
+	fill(&c.AdminAPIKey, EnvAdminAPIKey)
 	if c.ReviewerDirectory == "" {
 		d, err := readDirectory(values[EnvReviewerDirectory])
 		if err != nil {
