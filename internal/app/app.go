@@ -188,8 +188,13 @@ func (a *App) API() (*api.Handler, error) {
 		return nil, fmt.Errorf("no webhook source is configured: set %s, %s, %s (or %s) or %s",
 			config.EnvWebhookSecret, config.EnvGitHubWebhookSecret, config.EnvGitLabWebhookToken, config.EnvGitLabSigningSecret, config.EnvGerritWebhookToken)
 	}
+	admin, err := a.admin()
+	if err != nil {
+		return nil, err
+	}
 	return &api.Handler{
 		Sources: parsers,
+		Admin:   admin,
 		Intake: &api.Intake{Jobs: a.Jobs, Blobs: a.Blobs, Queue: a.Queue, Log: a.Log, Now: a.Now, TTL: c.IdempotencyTTL,
 			Versions: a.Jobs},
 		Jobs: a.Jobs, Deliveries: a.Deliveries, Log: a.Log,
@@ -199,6 +204,25 @@ func (a *App) API() (*api.Handler, error) {
 			return err
 		},
 	}, nil
+}
+
+// admin builds the admin API, off (nil) unless CRITICIZER_ADMIN_API_KEY
+// is set. Previews render the mail templates notify uses; the renderer
+// serves them once it has PreviewNames and Preview (the check is by
+// interface so the admin API does not depend on package mail).
+func (a *App) admin() (*api.Admin, error) {
+	if a.Config.AdminAPIKey == "" {
+		return nil, nil
+	}
+	adm := &api.Admin{APIKey: a.Config.AdminAPIKey, Jobs: a.Jobs, Queue: a.Queue, Log: a.Log}
+	r, err := mail.NewRenderer()
+	if err != nil {
+		return nil, err
+	}
+	if p, ok := any(r).(api.Previewer); ok {
+		adm.Previewer = p
+	}
+	return adm, nil
 }
 
 func (a *App) base() pipeline.Base {
