@@ -171,3 +171,71 @@ func TestAdminRerun_DryRunThenVersionPlusOne_EachRecipientOnceMore_000_10_4(t *t
 		t.Error("the admin key reached the log")
 	}
 }
+
+// A rerun of a code review system's changelist goes through fetch again
+// with the same source reference (the same head commit): the reviewer with
+// an address is mailed once more under the new version, the one without
+// stays skipped_no_email (and the dry run says so); GitHub's versions come
+// from a per-changelist counter, so a commit pushed after the rerun gets a
+// higher version than the rerun took, and is reviewed (seed 000 §10.4).
+func TestAdminRerun_GitHub_RefetchesSameCommit_NextPushStillReviewed_000_10_4(t *testing.T) {
+	t.Parallel()
+	domain := testenv.Prefix(t) + ".example.com"
+	octocat := "octocat@" + domain
+	gh := newFakeReviewAPI(t)
+	gh.on("GET /repos/Codertocat/Hello-World/pulls/2", "text/plain; charset=utf-8", readFile(t, sourceData+"github/pull.diff"))
+	gh.on("GET /repos/Codertocat/Hello-World/pulls/2/requested_reviewers", "application/json; charset=utf-8",
+		readFile(t, sourceData+"github/requested_reviewers.json")) // octocat and hubot, and a team
+	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
+		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
+		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `"}}`
+		c.AdminAPIKey = adminKey
+	})
+	resp, b := s.postGitHub("pull_request", "delivery-opened-1", githubPayload(t, "pull_request.opened.json", ""), ghSecret)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("opened: %d %s", resp.StatusCode, b)
+	}
+	v1 := decodeAccepted(t, b)
+	s.waitJob(v1.JobID, 30*time.Second, job.StatusSucceeded)
+
+	code, b := s.admin(http.MethodPost, "/admin/rerun", adminKey, map[string]any{"source": "github", "changelist_id": ghChangelist, "dry_run": true})
+	var dry api.RerunPreview
+	want := []api.RecipientDecision{{Recipient: "o***@" + domain, Decision: "send"}, {Recipient: "github:h***", Decision: "skipped_no_email"}}
+	if code != http.StatusOK || json.Unmarshal(b, &dry) != nil || dry.ReviewVersion != 2 || !slices.Equal(dry.Recipients, want) {
+		t.Fatalf("dry run: %d %s, want version 2 and %v", code, b, want)
+	}
+	code, b = s.admin(http.MethodPost, "/admin/rerun", adminKey, map[string]any{"source": "github", "changelist_id": ghChangelist, "reason": "e2e"})
+	var acc api.RerunAccepted
+	if code != http.StatusAccepted || json.Unmarshal(b, &acc) != nil || acc.ReviewVersion != 2 {
+		t.Fatalf("rerun: %d %s, want 202 version 2", code, b)
+	}
+	s.waitJob(acc.JobID, 30*time.Second, job.StatusSucceeded)
+	clKey := job.ChangelistKey("github", ghChangelist)
+	if r := s.deliveryRow(delivery.ID(clKey, octocat, 2)); r.NotifiedAt.IsZero() {
+		t.Errorf("octocat's v2 row: %+v, want sent", r)
+	}
+	if r := s.deliveryRow(delivery.ID(clKey, "github:hubot", 2)); r.Status != delivery.StatusSkippedNoEmail {
+		t.Errorf("hubot's v2 row: %+v, want skipped_no_email", r)
+	}
+	eventually(t, 10*time.Second, "octocat's second email", func() bool { return len(emailsTo(t, s.env.SES, octocat)) >= 2 })
+
+	// New commits pushed after the rerun: version 3, reviewed and mailed.
+	resp, b = s.postGitHub("pull_request", "delivery-sync-1", githubPayload(t, "pull_request.synchronize.json", newHeadSHA), ghSecret)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("synchronize: %d %s", resp.StatusCode, b)
+	}
+	v3 := decodeAccepted(t, b)
+	if v3.ReviewVersion != 3 {
+		t.Fatalf("synchronize after the rerun: %s, want version 3", b)
+	}
+	s.waitJob(v3.JobID, 30*time.Second, job.StatusSucceeded)
+	time.Sleep(1500 * time.Millisecond)
+	emails := emailsTo(t, s.env.SES, octocat)
+	var subjects []string
+	for _, e := range emails {
+		subjects = append(subjects, e.Subject)
+	}
+	if len(emails) != 3 || !strings.Contains(strings.Join(subjects, "|"), ghChangelist+" v2:") || !strings.Contains(strings.Join(subjects, "|"), ghChangelist+" v3:") {
+		t.Fatalf("octocat's emails %q, want v1, v2 (rerun) and v3 (new commit), one each", subjects)
+	}
+}
