@@ -186,6 +186,9 @@ type RerunPreview struct {
 	ChangelistID  string `json:"changelist_id"`
 	LatestJobID   job.ID `json:"latest_job_id"`
 	LatestVersion int    `json:"latest_version"`
+	// LatestStatus is the latest job's status: a rerun of a job still in
+	// progress mails its recipients twice, once per version.
+	LatestStatus job.Status `json:"latest_status"`
 	// ReviewVersion is the version a rerun would take now.
 	ReviewVersion int                 `json:"review_version"`
 	Recipients    []RecipientDecision `json:"recipients"`
@@ -254,7 +257,7 @@ func (a *Admin) rerun(ctx context.Context, req events.APIGatewayV2HTTPRequest) e
 // the reviewers again, so its list may differ if they changed since.
 func (a *Admin) dryRun(ctx context.Context, r RerunRequest, plan store.RerunPlan) events.APIGatewayV2HTTPResponse {
 	out := RerunPreview{DryRun: true, Source: r.Source, ChangelistID: r.ChangelistID, LatestJobID: plan.Latest.ID,
-		LatestVersion: plan.Latest.ReviewVersion, ReviewVersion: plan.NextVersion,
+		LatestVersion: plan.Latest.ReviewVersion, LatestStatus: plan.Latest.Status, ReviewVersion: plan.NextVersion,
 		Recipients: make([]RecipientDecision, 0, len(plan.Latest.Recipients)+len(plan.NoEmailReviewers))}
 	for _, rcpt := range plan.Latest.Recipients {
 		d := DecisionSend

@@ -106,7 +106,7 @@ func TestAdminRerun_DryRunThenVersionPlusOne_EachRecipientOnceMore_000_10_4(t *t
 		t.Fatalf("dry run: %d %s", code, b)
 	}
 	wantDry := []api.RecipientDecision{{Recipient: "a***@example.com", Decision: "send"}, {Recipient: "b***@example.com", Decision: "send"}}
-	if !dry.DryRun || dry.LatestJobID != v1 || dry.LatestVersion != 1 || dry.ReviewVersion != 2 || !slices.Equal(dry.Recipients, wantDry) {
+	if !dry.DryRun || dry.LatestJobID != v1 || dry.LatestVersion != 1 || dry.LatestStatus != job.StatusSucceeded || dry.ReviewVersion != 2 || !slices.Equal(dry.Recipients, wantDry) {
 		t.Fatalf("dry run: %+v, want v1 -> v2 mailing %v", dry, wantDry)
 	}
 	if strings.Contains(string(b), "ann@") {

@@ -110,7 +110,11 @@ type rerunJobItem struct {
 // The version is the planned latest + 1, except for sources whose versions
 // come from the per-changelist counter (GitHub, GitLab: AssignVersion),
 // where the counter is advanced first, so a commit pushed later never draws
-// the number the rerun took.
+// the number the rerun took. Where the webhook carries the version (the
+// generic review_version, the Gerrit patch set number) the rerun takes the
+// next number the caller would use: a later webhook with that number finds
+// the job exists (200, nothing new), so the caller's next version must be
+// above the rerun's.
 func (s *Jobs) Rerun(ctx context.Context, req RerunRequest) (job.Job, error) {
 	p := req.Plan
 	latest := p.Latest
