@@ -84,9 +84,11 @@ type Route struct {
 }
 
 // Routes are the HTTP API's routes. The admin routes need IAM
-// authorization; the rest authenticate inside the function (webhook HMAC,
-// signed unsubscribe tokens) or are public by design (health, job status
-// with masked recipients).
+// authorization and, inside intake, the admin API key (in X-Api-Key:
+// SigV4 takes the Authorization header); without CRITICIZER_ADMIN_API_KEY
+// in intake's secret they answer 404. The rest authenticate inside the
+// function (webhook HMAC, signed unsubscribe tokens) or are public by
+// design (health, job status with masked recipients).
 var Routes = []Route{
 	{Method: "POST", Path: "/webhooks/{source}"},
 	{Method: "GET", Path: "/jobs/{id}"},
@@ -95,7 +97,7 @@ var Routes = []Route{
 	{Method: "POST", Path: "/unsubscribe/{token}"},
 	{Method: "POST", Path: "/admin/rerun", IAM: true},
 	{Method: "GET", Path: "/admin/previews", IAM: true},
-	{Method: "GET", Path: "/admin/previews/{template}", IAM: true},
+	{Method: "GET", Path: "/admin/previews/{template+}", IAM: true}, // names hold "/"
 }
 
 // Stack is the built stack with handles the monitoring and the tests use.
@@ -267,7 +269,7 @@ func (s *Stack) mail() {
 func (s *Stack) secret() {
 	s.Secret = awssecretsmanager.NewSecret(s.Stack, jsii.String(IDWebhookSecret), &awssecretsmanager.SecretProps{
 		Description: jsii.String("Criticizer intake secrets: a JSON object of CRITICIZER_* setting names to values; " +
-			"CRITICIZER_WEBHOOK_SECRET is generated, add the other sources' webhook secrets as keys"),
+			"CRITICIZER_WEBHOOK_SECRET is generated, add the other sources' webhook secrets and CRITICIZER_ADMIN_API_KEY as keys"),
 		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
 			SecretStringTemplate: jsii.String("{}"),
 			GenerateStringKey:    jsii.String(EnvWebhookSecret),

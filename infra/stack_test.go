@@ -320,7 +320,7 @@ func TestHTTPAPI(t *testing.T) {
 		t.Errorf("routes = %v\nwant     %v", got, want)
 	}
 	for _, k := range []string{"POST /webhooks/{source}", "GET /jobs/{id}", "GET /healthz", "GET /unsubscribe/{token}",
-		"POST /unsubscribe/{token}", "POST /admin/rerun", "GET /admin/previews", "GET /admin/previews/{template}"} {
+		"POST /unsubscribe/{token}", "POST /admin/rerun", "GET /admin/previews", "GET /admin/previews/{template+}"} {
 		if _, ok := got[k]; !ok {
 			t.Errorf("route %s missing", k)
 		}

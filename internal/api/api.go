@@ -1,5 +1,5 @@
 // Package api is the HTTP surface behind API Gateway (HTTP API, payload
-// format 2.0): webhook intake, job status and health. It speaks
+// format 2.0): webhook intake, job status, health and the admin API. It speaks
 // events.APIGatewayV2HTTPRequest so the same handler runs in Lambda and in
 // the local runner.
 package api
@@ -43,9 +43,12 @@ type Handler struct {
 	Intake     *Intake
 	Jobs       *store.Jobs
 	Deliveries *store.Deliveries
+	Log        *slog.Logger
 	// Unsubscribe serves /unsubscribe/{token}; nil answers 404.
 	Unsubscribe *Unsubscribe
-	Log         *slog.Logger
+	// Admin serves /admin/*; nil or without a key, those routes do not
+	// exist (404).
+	Admin *Admin
 	// Ready reports whether dependencies answer; nil means always ready.
 	Ready func(ctx context.Context) error
 }
@@ -95,8 +98,10 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 			return methodNotAllowed(http.MethodGet), nil
 		}
 		return h.getJob(ctx, strings.TrimPrefix(path, "/jobs/")), nil
+	case strings.HasPrefix(path, adminPrefix):
+		return h.Admin.handle(ctx, req, method, path), nil
 	}
-	return problem(http.StatusNotFound, "path", "no route for "+method+" "+quote(path)), nil
+	return noRoute(method, path), nil
 }
 
 func (h *Handler) health(ctx context.Context) events.APIGatewayV2HTTPResponse {

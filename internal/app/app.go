@@ -212,8 +212,13 @@ func (a *App) API() (*api.Handler, error) {
 		return nil, fmt.Errorf("no webhook source is configured: set %s, %s, %s (or %s) or %s",
 			config.EnvWebhookSecret, config.EnvGitHubWebhookSecret, config.EnvGitLabWebhookToken, config.EnvGitLabSigningSecret, config.EnvGerritWebhookToken)
 	}
+	admin, err := a.admin()
+	if err != nil {
+		return nil, err
+	}
 	return &api.Handler{
 		Sources: parsers,
+		Admin:   admin,
 		Intake: &api.Intake{Jobs: a.Jobs, Blobs: a.Blobs, Queue: a.Queue, Log: a.Log, Now: a.Now, TTL: c.IdempotencyTTL,
 			Versions: a.Jobs},
 		Jobs: a.Jobs, Deliveries: a.Deliveries, Log: a.Log,
@@ -224,6 +229,41 @@ func (a *App) API() (*api.Handler, error) {
 			return err
 		},
 	}, nil
+}
+
+// admin builds the admin API, off (nil) unless CRITICIZER_ADMIN_API_KEY
+// is set. Previews render the mail templates notify uses.
+func (a *App) admin() (*api.Admin, error) {
+	if a.Config.AdminAPIKey == "" {
+		return nil, nil
+	}
+	r, err := mail.NewRenderer()
+	if err != nil {
+		return nil, err
+	}
+	return &api.Admin{APIKey: a.Config.AdminAPIKey, Jobs: a.Jobs, Queue: a.Queue, Log: a.Log,
+		Audience: audience{a.Recipients}, Previewer: r,
+		IsUnknownTemplate: func(err error) bool { return errors.Is(err, mail.ErrUnknownTemplate) }}, nil
+}
+
+// The mail renderer is the admin API's previewer.
+var _ api.Previewer = (*mail.Renderer)(nil)
+
+// audience answers a rerun's dry run with the decision notify would take
+// for each recipient: send, or the status an unsubscribe or a suppression
+// settles the row as (the same Standing.SkipAs notify's gate applies).
+type audience struct{ r *store.Recipients }
+
+func (a audience) Decide(ctx context.Context, source, changelistID, recipient string) (string, error) {
+	id := unsubscribe.RecipientID(recipient)
+	st, err := a.r.Standings(ctx, []string{id})
+	if err != nil {
+		return "", err
+	}
+	if status, skip := st[id].SkipAs(unsubscribe.Repository(source, changelistID)); skip {
+		return string(status), nil
+	}
+	return api.DecisionSend, nil
 }
 
 func (a *App) base() pipeline.Base {

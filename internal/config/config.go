@@ -66,6 +66,11 @@ type Config struct {
 	// discloses get no email).
 	ReviewerDirectory string
 
+	// AdminAPIKey turns the admin API (/admin/*) on: callers present it
+	// as a bearer token or X-Api-Key. Empty: every /admin route answers
+	// 404, as if it did not exist.
+	AdminAPIKey string
+
 	// SecretsARN names Secrets Manager secrets (comma-separated ARNs), each
 	// a JSON object whose keys are names in SecretEnv; they fill in those
 	// that the environment leaves unset. Read once at init (see app.New).
@@ -166,8 +171,16 @@ const (
 	EnvGerritPassword      = "CRITICIZER_GERRIT_PASSWORD"
 	EnvReviewerDirectory   = "CRITICIZER_REVIEWER_DIRECTORY"
 
+	EnvAdminAPIKey = "CRITICIZER_ADMIN_API_KEY"
+
 	EnvSecretsARN = "CRITICIZER_SECRETS_ARN"
 )
+
+// MinAdminAPIKeyBytes is the shortest admin API key accepted: a key is
+// the only thing between the internet and a rerun that mails every
+// reviewer, so it must not be guessable (generate one with
+// `openssl rand -hex 32`).
+const MinAdminAPIKeyBytes = 32
 
 // SecretEnv are the variables a CRITICIZER_SECRETS_ARN secret may set: the
 // credentials, and the settings that travel with them.
@@ -179,6 +192,7 @@ var SecretEnv = []string{
 	EnvGerritWebhookToken, EnvGerritUsername, EnvGerritPassword,
 	EnvReviewerDirectory,
 	EnvUnsubscribeKey,
+	EnvAdminAPIKey,
 }
 
 // QueueEnv is the variable holding a stage's queue URL, e.g.
@@ -200,6 +214,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		MailFrom:         or(getenv(EnvMailFrom), "Criticizer <criticizer@example.com>"),
 		ConfigurationSet: getenv(EnvConfigurationSet),
 		SESStoreURL:      getenv(EnvSESStoreURL),
+		AdminAPIKey:      getenv(EnvAdminAPIKey),
 		LogLevel:         or(getenv(EnvLogLevel), "info"),
 		PublicURL:        strings.TrimRight(strings.TrimSpace(getenv(EnvPublicURL)), "/"),
 		UnsubscribeKey:   getenv(EnvUnsubscribeKey),
@@ -336,6 +351,9 @@ func (c Config) Validate() error {
 	if c.UnsubscribeKey != "" && len(c.UnsubscribeKey) < 32 {
 		return fmt.Errorf("%s: %d bytes, need at least 32", EnvUnsubscribeKey, len(c.UnsubscribeKey))
 	}
+	if c.AdminAPIKey != "" && len(c.AdminAPIKey) < MinAdminAPIKeyBytes {
+		return fmt.Errorf("%s: want at least %d characters (e.g. openssl rand -hex 32)", EnvAdminAPIKey, MinAdminAPIKeyBytes)
+	}
 	if c.ReviewerDirectory != "" {
 		if _, err := source.ParseStaticDirectory([]byte(c.ReviewerDirectory)); err != nil {
 			return fmt.Errorf("%s: %w", EnvReviewerDirectory, err)
@@ -393,6 +411,7 @@ func (c Config) ApplySecrets(values map[string]string) (Config, error) {
 	fill(&c.Gerrit.Username, EnvGerritUsername)
 	fill(&c.Gerrit.Password, EnvGerritPassword)
 	fill(&c.UnsubscribeKey, EnvUnsubscribeKey)
+	fill(&c.AdminAPIKey, EnvAdminAPIKey)
 	if c.ReviewerDirectory == "" {
 		d, err := readDirectory(values[EnvReviewerDirectory])
 		if err != nil {
