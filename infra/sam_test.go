@@ -151,14 +151,17 @@ func resourcesOf(tmpl map[string]any) map[string]map[string]any {
 	return out
 }
 
-// envRef is the resource a variable's value references ("" for a literal
-// or a template parameter).
+// envRef is the resources a variable's value references, in order and
+// comma-separated ("" for a literal or a template parameter): a Ref, a
+// GetAtt, a joined list of ARNs, a URL built with the API's id.
 func envRef(res map[string]map[string]any, v any) string {
-	id := refID(v)
-	if _, ok := res[id]; ok {
-		return id
+	var ids []string
+	for _, id := range refs(render(v)) {
+		if _, ok := res[id]; ok {
+			ids = append(ids, id)
+		}
 	}
-	return ""
+	return strings.Join(ids, ",")
 }
 
 func common(res map[string]map[string]any) deployModel {

@@ -111,6 +111,9 @@ type Stack struct {
 	Deliveries awsdynamodb.Table
 	Bucket     awss3.Bucket
 	Secret     awssecretsmanager.Secret
+	// UnsubscribeSecret is the unsubscribe token signing key, read by
+	// intake and notify only.
+	UnsubscribeSecret awssecretsmanager.Secret
 	// StageSecrets are the fetch and llm secrets, by logical id.
 	StageSecrets map[string]awssecretsmanager.Secret
 	ConfigSet    awsses.ConfigurationSet
@@ -279,6 +282,23 @@ func (s *Stack) secret() {
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
 	overrideID(s.Secret, IDWebhookSecret)
+	// The unsubscribe signing key: generated, 64 alphanumeric characters
+	// (well over config's 32-byte minimum; no punctuation, so it is safe in
+	// JSON, shells and HMAC tooling alike). Its own secret, not a key of the
+	// webhook secret, so notify can read it without reading intake's
+	// webhook credentials.
+	s.UnsubscribeSecret = awssecretsmanager.NewSecret(s.Stack, jsii.String(IDUnsubscribeSecret), &awssecretsmanager.SecretProps{
+		Description: jsii.String("Criticizer unsubscribe token signing key (CRITICIZER_UNSUBSCRIBE_KEY), read by intake and notify; " +
+			"changing it invalidates the unsubscribe links of every email already sent"),
+		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+			SecretStringTemplate: jsii.String("{}"),
+			GenerateStringKey:    jsii.String(EnvUnsubscribeKey),
+			PasswordLength:       jsii.Number(UnsubscribeKeyLength),
+			ExcludePunctuation:   jsii.Bool(true),
+		},
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	overrideID(s.UnsubscribeSecret, IDUnsubscribeSecret)
 	// The fetch and llm secrets start as an empty JSON object: the operator
 	// adds the keys a deployment needs (put-secret-value). "{}" holds
 	// nothing secret.
@@ -310,8 +330,12 @@ func (s *Stack) environment(fn string) map[string]*string {
 	switch fn {
 	case FnIntake:
 		// Deliveries: read-only, GET /jobs/{id} shows each recipient's row.
+		// Two secrets: its webhook credentials, and the unsubscribe key it
+		// verifies /unsubscribe/{token} with (config reads a comma-separated
+		// list of ARNs).
 		set(EnvJobsTable, jobs, EnvDeliveriesTable, deliveries, EnvPayloadBucket, bucket,
-			QueueEnv(QFetch), qURL(QFetch), EnvSecretsARN, s.Secret.SecretArn(),
+			QueueEnv(QFetch), qURL(QFetch),
+			EnvSecretsARN, awscdk.Fn_Join(jsii.String(","), &[]*string{s.Secret.SecretArn(), s.UnsubscribeSecret.SecretArn()}),
 			EnvIdempotencyTTL, jsii.String(IdempotencyTTL))
 	case FnFetch:
 		set(EnvJobsTable, jobs, EnvPayloadBucket, bucket,
@@ -331,15 +355,20 @@ func (s *Stack) environment(fn string) map[string]*string {
 			}
 		}
 	case FnNotify:
+		// The unsubscribe key mints the links; CRITICIZER_PUBLIC_URL, the
+		// API's endpoint they point at, is added in api() once the API
+		// exists.
 		set(EnvJobsTable, jobs, EnvDeliveriesTable, deliveries,
 			QueueEnv(QNotify), qURL(QNotify), DLQEnv(QNotify), dURL(QNotify),
+			EnvSecretsARN, s.UnsubscribeSecret.SecretArn(),
 			EnvMailFrom, jsii.String(s.Config.MailFrom), EnvConfigurationSet, s.ConfigSet.ConfigurationSetName(),
 			EnvDeliveryLease, jsii.String(DeliveryLease), EnvReconcileGrace, jsii.String(ReconcileGrace))
 	case FnFeedback:
 		// Records SES events on delivery rows; a record it cannot store is a
 		// batch item failure, and the redrive policy dead-letters it, so it
-		// needs no queue URL.
-		set(EnvDeliveriesTable, deliveries)
+		// needs no queue URL. A permanent bounce or a complaint also
+		// suppresses the address: a SUPP#<id> item in the jobs table.
+		set(EnvDeliveriesTable, deliveries, EnvJobsTable, jobs)
 	case FnSweeper:
 		// Re-enqueues a stuck job at its current stage (any of the three)
 		// and hands stuck sends to notify.
@@ -429,6 +458,7 @@ func (s *Stack) permissions() {
 	s3(fn[FnIntake], false, "s3:PutObject")
 	s.Queues[QFetch].GrantSendMessages(fn[FnIntake])
 	s.Secret.GrantRead(fn[FnIntake], nil)
+	s.UnsubscribeSecret.GrantRead(fn[FnIntake], nil)
 
 	// fetch
 	s.Jobs.GrantReadWriteData(fn[FnFetch])
@@ -453,8 +483,10 @@ func (s *Stack) permissions() {
 		}))
 	}
 
-	// notify
+	// notify: the read half of GrantReadWriteData includes BatchGetItem,
+	// with which it reads recipients' PREF#/SUPP# items before sending.
 	s.Jobs.GrantReadWriteData(fn[FnNotify])
+	s.UnsubscribeSecret.GrantRead(fn[FnNotify], nil)
 	s.Deliveries.GrantReadWriteData(fn[FnNotify])
 	s.DLQs[QNotify].GrantSendMessages(fn[FnNotify])
 	fn[FnNotify].AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -464,7 +496,11 @@ func (s *Stack) permissions() {
 	}))
 
 	// feedback: no queue but its own (the event source grants consume).
+	// On the jobs table only UpdateItem: suppressions are idempotent
+	// UpdateItem upserts of SUPP#<id> items (store.Recipients.Suppress); it
+	// reads nothing there.
 	s.Deliveries.GrantReadWriteData(fn[FnFeedback])
+	s.Jobs.Grant(fn[FnFeedback], jsii.String("dynamodb:UpdateItem"))
 
 	// sweeper: scans both tables, re-enqueues at any stage.
 	s.Jobs.GrantReadWriteData(fn[FnSweeper])
@@ -526,6 +562,9 @@ func (s *Stack) api() {
 			format: awsapigateway.AccessLogFormat_Custom(jsii.String(accessLogFormat)),
 		},
 	})
+	// notify builds unsubscribe links under the API's endpoint. The API
+	// integrates intake only, so notify's reference to it makes no cycle.
+	s.Functions[FnNotify].AddEnvironment(jsii.String(EnvPublicURL), s.API.ApiEndpoint(), nil)
 	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("Intake"), s.Functions[FnIntake], nil)
 	iam := awsapigatewayv2authorizers.NewHttpIamAuthorizer()
 	for _, r := range Routes {
@@ -556,6 +595,7 @@ func (s *Stack) outputs() {
 	}
 	out("ApiUrl", s.API.ApiEndpoint(), "HTTP API base URL (POST /webhooks/{source})")
 	out("WebhookSecretArn", s.Secret.SecretArn(), "intake's secrets (JSON): aws secretsmanager get-secret-value --secret-id <arn>")
+	out("UnsubscribeSecretArn", s.UnsubscribeSecret.SecretArn(), "the unsubscribe link signing key (intake and notify); changing it invalidates links in emails already sent")
 	out("FetchSecretArn", s.StageSecrets[IDFetchSecret].SecretArn(), "fetch's secrets (JSON): source API tokens, Gerrit credentials, the reviewer directory")
 	out("CriticSecretArn", s.StageSecrets[IDCriticSecret].SecretArn(), "llm's secrets (JSON): CRITICIZER_OPENAI_API_KEY")
 	out("JobsTableName", s.Jobs.TableName(), "jobs table")

@@ -480,7 +480,8 @@ func TestAlarms(t *testing.T) {
 // a table, bucket, secret or configuration set.
 func TestStatefulLogicalIDs(t *testing.T) {
 	s := synth(t)
-	for _, id := range []string{IDJobsTable, IDDeliveriesTable, IDPayloadBucket, IDWebhookSecret, IDConfigurationSet} {
+	for _, id := range []string{IDJobsTable, IDDeliveriesTable, IDPayloadBucket, IDWebhookSecret, IDUnsubscribeSecret,
+		IDFetchSecret, IDCriticSecret, IDConfigurationSet} {
 		s.resource(t, id)
 	}
 }
