@@ -157,7 +157,7 @@ func TestSuppression_PermanentBounceStopsLaterSends_004_Phase7(t *testing.T) {
 	})
 	// The transient bounce sends full's v1 again (the first copy never
 	// arrived), once, and the job is succeeded again.
-	eventually(t, 30*time.Second, "full's v1 sent again after the transient bounce", func() bool {
+	eventually(t, 60*time.Second, "full's v1 sent again after the transient bounce", func() bool {
 		r, err := s.fns.App.Deliveries.Get(ctx, full)
 		return err == nil && !r.NotifiedAt.IsZero() && r.BounceResends == 1 && r.NotificationID != fullRow.NotificationID
 	})

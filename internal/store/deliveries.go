@@ -240,10 +240,19 @@ func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (deliv
 	if e.BounceType != "" {
 		upd = upd.Set(expression.Name("bounce_type"), expression.Value(e.BounceType))
 	}
-	cond := expression.AttributeExists(expression.Name("delivery_id"))
+	// An event of a message that bounced transiently and was sent again is
+	// not evidence for the row any more: SNS does not keep order, and a late
+	// Send or Delivery of the old message must not settle the resend.
+	cond := expression.AttributeExists(expression.Name("delivery_id")).
+		And(expression.Or(expression.AttributeNotExists(expression.Name("bounced_message_ids")),
+			expression.Not(expression.Contains(expression.Name("bounced_message_ids"), e.MessageID))))
 	row, err := s.updateReturn(ctx, id, upd, cond)
 	if errors.Is(err, ErrConflict) {
-		return delivery.Row{}, fmt.Errorf("delivery %s: %w", id, ErrNotFound)
+		cur, gerr := s.Get(ctx, id)
+		if gerr != nil {
+			return delivery.Row{}, gerr // ErrNotFound when there is no row
+		}
+		return cur, nil
 	}
 	if err != nil {
 		return row, err
@@ -302,7 +311,8 @@ func (s *Deliveries) ResendAfterBounce(ctx context.Context, id, providerMessageI
 		Set(expression.Name("last_error_class"), expression.Value("TRANSIENT_BOUNCE")).
 		Set(expression.Name("last_bounce_at"), expression.Value(ts(at))).
 		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))).
-		Add(expression.Name("bounce_resends"), expression.Value(1))
+		Add(expression.Name("bounce_resends"), expression.Value(1)).
+		Add(expression.Name("bounced_message_ids"), expression.Value(&types.AttributeValueMemberSS{Value: []string{providerMessageID}}))
 	for _, a := range []string{"notified_at", "notification_id", "provider_message_id", "evidence_send_at",
 		"evidence_delivery_at", "evidence_bounce_at", "bounce_type", "lease_until", "claim_token"} {
 		upd = upd.Remove(expression.Name(a))
