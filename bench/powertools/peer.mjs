@@ -67,6 +67,7 @@ function count(client) {
       const service = (context.clientName ?? '').replace(/Client$/, '');
       const op = (context.commandName ?? '').replace(/Command$/, '');
       let ok = false;
+      const t0 = process.hrtime.bigint();
       try {
         const out = await next(mwArgs);
         ok = true;
@@ -76,8 +77,9 @@ function count(client) {
           const k = kind.getStore() ?? 'other';
           const key = `${service}.${op}`;
           counts[k] ??= {};
-          counts[k][key] ??= { Calls: 0, Items: 0 };
+          counts[k][key] ??= { Calls: 0, Items: 0, MS: 0 };
           counts[k][key].Calls++;
+          counts[k][key].MS += Number(process.hrtime.bigint() - t0) / 1e6;
           if (ok && service === 'DynamoDB') counts[k][key].Items += itemsWritten(op, mwArgs.input);
         }
       }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -23,6 +24,8 @@ type callKey struct {
 // writes, the items a successful call wrote.
 type callCount struct {
 	Calls, Items int64
+	// MS is the time spent in the calls, in milliseconds.
+	MS float64
 }
 
 // Counter counts AWS SDK calls by tag, service and operation, as SDK
@@ -56,12 +59,14 @@ func (c *Counter) Option() func(*aws.Config) {
 		cfg.APIOptions = append(cfg.APIOptions, func(stack *middleware.Stack) error {
 			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("criticizer-bench-count",
 				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					t0 := time.Now()
 					out, md, err := next.HandleInitialize(ctx, in)
+					d := time.Since(t0)
 					items := int64(0)
 					if err == nil {
 						items = itemsWritten(in.Parameters)
 					}
-					c.add(callKey{Tag: tagOf(ctx), Service: awsmiddleware.GetServiceID(ctx), Op: awsmiddleware.GetOperationName(ctx)}, items)
+					c.add(callKey{Tag: tagOf(ctx), Service: awsmiddleware.GetServiceID(ctx), Op: awsmiddleware.GetOperationName(ctx)}, items, d)
 					return out, md, err
 				}), middleware.Before)
 		})
@@ -95,7 +100,7 @@ func itemsWritten(input any) int64 {
 	return 0
 }
 
-func (c *Counter) add(k callKey, items int64) {
+func (c *Counter) add(k callKey, items int64, d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cc := c.counts[k]
@@ -105,6 +110,7 @@ func (c *Counter) add(k callKey, items int64) {
 	}
 	cc.Calls++
 	cc.Items += items
+	cc.MS += float64(d.Microseconds()) / 1000
 }
 
 // Snapshot returns the counts so far.
@@ -157,6 +163,7 @@ func totalsBy(snap map[callKey]callCount, keep func(callKey) bool) []opTotal {
 		}
 		t.Calls += v.Calls
 		t.Items += v.Items
+		t.MS += v.MS
 	}
 	out := make([]opTotal, 0, len(m))
 	for _, t := range m {

@@ -199,7 +199,14 @@ func machineInfo() string {
 	if out, err := exec.Command("node", "--version").Output(); err == nil {
 		node = "node " + strings.TrimSpace(string(out))
 	}
-	return fmt.Sprintf("%s, %d cores (GOMAXPROCS %d), %s %s/%s, %s; %s",
+	// The load average says how much else shared the cores.
+	load := "?"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			load = strings.Join(f[:3], " ")
+		}
+	}
+	return fmt.Sprintf("%s, %d cores (GOMAXPROCS %d), %s %s/%s, %s; %s; load average at start %s",
 		cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, node,
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), load)
 }

@@ -41,6 +41,7 @@ func aggregate(runs []intakeResult, kind string) perKind {
 			t := pk.ops[op]
 			t.Calls += c.Calls
 			t.Items += c.Items
+			t.MS += c.MS
 			pk.ops[op] = t
 		}
 	}
@@ -127,6 +128,23 @@ func (r report) print(w io.Writer) {
 		}
 		for _, op := range names {
 			line(op, cell(cu, op), cell(cd, op), cell(pu, op), cell(pd, op), "")
+		}
+		// What one call of each kind took (all levels, both kinds): where
+		// the emulator spends a request's time.
+		callMS := func(op string, pks ...perKind) string {
+			var n int64
+			var t float64
+			for _, pk := range pks {
+				n += pk.ops[op].Calls
+				t += pk.ops[op].MS
+			}
+			if n == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f", t/float64(n))
+		}
+		for _, op := range names {
+			line("  mean ms per "+op, callMS(op, cu, cd), "", callMS(op, pu, pd), "", "")
 		}
 		cuD, cuW, cuI, cuA := cu.sums()
 		cdD, cdW, cdI, cdA := cd.sums()
