@@ -140,6 +140,9 @@ func provisionPeer(ctx context.Context, c *awsclient.Clients, prefix string) (pe
 // runPeer runs the Powertools peer (bench/powertools/peer.mjs) on the same
 // requests, read from files, and reads its result from stdout.
 func runPeer(ctx context.Context, peerDir string, res peerResources, secret string, warm, reqs []request, conc int, tmp string) (intakeResult, error) {
+	if warm == nil {
+		warm = []request{}
+	}
 	write := func(name string, v any) (string, error) {
 		b, err := json.Marshal(v)
 		if err != nil {

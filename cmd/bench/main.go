@@ -143,21 +143,50 @@ func run(ctx context.Context, o options, w io.Writer) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		for _, c := range o.levels {
+		// Warm the emulator's JVM on both systems' paths (transactions,
+		// conditional puts) before anything is measured: whichever ran first
+		// would otherwise pay DynamoDB Local's JIT warm-up.
+		if o.warmup > 0 {
+			progress("intake: warming up both systems")
+			pre := workload("pre-"+runID, 2*o.warmup, o.dupRatio, 16, []byte(benchSecret), 99)
+			runCriticizerIntake(ctx, h, counter, nil, pre, 8)
+			if !o.noPeer {
+				if _, err := runPeer(ctx, o.peerDir, peer, benchSecret, nil, pre, 8, tmp); err != nil {
+					return err
+				}
+			}
+		}
+		for i, c := range o.levels {
 			prefix := fmt.Sprintf("%s-c%d", runID, c)
 			warm := workload("warm-"+prefix, o.warmup, 0, 1, []byte(benchSecret), uint64(c))
 			reqs := workload("cl-"+prefix, o.requests, o.dupRatio, 2*c, []byte(benchSecret), uint64(c))
-			progress("intake: Criticizer, %d clients, %d requests", c, len(reqs))
-			cr := runCriticizerIntake(ctx, h, counter, warm, reqs, c)
-			row := intakeRow{clients: c, crit: cr}
-			if !o.noPeer {
-				// The same requests: the peer has its own tables and queue.
+			row := intakeRow{clients: c}
+			crit := func() {
+				progress("intake: Criticizer, %d clients, %d requests", c, len(reqs))
+				row.crit = runCriticizerIntake(ctx, h, counter, warm, reqs, c)
+			}
+			// The same requests: the peer has its own tables and queue. The
+			// order alternates by level, so drift in the machine's load
+			// does not always favour the same system.
+			peerRun := func() error {
+				if o.noPeer {
+					return nil
+				}
 				progress("intake: Powertools peer, %d clients, %d requests", c, len(reqs))
 				p, err := runPeer(ctx, o.peerDir, peer, benchSecret, warm, reqs, c, tmp)
-				if err != nil {
+				row.peer = &p
+				return err
+			}
+			if i%2 == 0 {
+				crit()
+				if err := peerRun(); err != nil {
 					return err
 				}
-				row.peer = &p
+			} else {
+				if err := peerRun(); err != nil {
+					return err
+				}
+				crit()
 			}
 			rep.intake = append(rep.intake, row)
 		}
