@@ -129,14 +129,23 @@ func (r report) print(w io.Writer) {
 		for _, op := range names {
 			line(op, cell(cu, op), cell(cd, op), cell(pu, op), cell(pd, op), "")
 		}
-		// What one call of each kind took (all levels, both kinds): where
-		// the emulator spends a request's time.
-		callMS := func(op string, pks ...perKind) string {
+		// What one call of each kind took at the lowest concurrency, where
+		// nothing queues: the emulator's own time per call.
+		low := r.intake[0]
+		for _, row := range r.intake {
+			if row.clients < low.clients {
+				low = row
+			}
+		}
+		callMS := func(res *intakeResult, op string) string {
+			if res == nil {
+				return "-"
+			}
 			var n int64
 			var t float64
-			for _, pk := range pks {
-				n += pk.ops[op].Calls
-				t += pk.ops[op].MS
+			for _, kind := range []string{"unique", "dup"} {
+				n += res.Calls[kind][op].Calls
+				t += res.Calls[kind][op].MS
 			}
 			if n == 0 {
 				return "-"
@@ -144,7 +153,7 @@ func (r report) print(w io.Writer) {
 			return fmt.Sprintf("%.1f", t/float64(n))
 		}
 		for _, op := range names {
-			line("  mean ms per "+op, callMS(op, cu, cd), "", callMS(op, pu, pd), "", "")
+			line(fmt.Sprintf("  mean ms per %s (%d client)", op, low.clients), callMS(&low.crit, op), "", callMS(low.peer, op), "", "")
 		}
 		cuD, cuW, cuI, cuA := cu.sums()
 		cdD, cdW, cdI, cdA := cd.sums()
