@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: run test build bench deps java chromium fuzz vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: run test build bench bench-micro deps java chromium fuzz vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/); `make invoke-<fn>` uses SAM when it
 # is installed (after `make build`), else the local runner against `make run`.
@@ -37,7 +37,8 @@ help:
 	@echo "make run    start the local stack and serve on 127.0.0.1:\$${PORT:-3000}"
 	@echo "make test   run every test against a local stack it starts and stops"
 	@echo "make build  build one bootstrap per function into build/<fn>/bootstrap"
-	@echo "make bench  run the benchmarks"
+	@echo "make bench  print the benchmark table (intake vs Powertools, pipeline latency, AWS calls); BENCH_FLAGS='-requests 200' for a quick run"
+	@echo "make bench-micro  run the Go micro-benchmarks (go test -bench)"
 	@echo "make deploy MAIL_FROM='Name <addr>'  deploy to AWS (CDK, infra/)"
 
 run: deps
@@ -76,7 +77,20 @@ build:
 		$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o build/$$fn/bootstrap ./functions/$$fn || exit 1; \
 	done
 
-bench: deps
+# The benchmark table (docs/benchmarks.md): cmd/bench on the local stack,
+# with the Powertools peer in bench/powertools (pinned, npm ci when needed).
+BENCH_NPM := bench/powertools/node_modules/.criticizer-installed
+BENCH_FLAGS ?=
+
+$(BENCH_NPM): bench/powertools/package.json bench/powertools/package-lock.json
+	cd bench/powertools && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+bench: deps $(BENCH_NPM)
+	$(GO) build -o .devstack/bin/bench ./cmd/bench
+	$(GO) run ./cmd/devstack exec -- .devstack/bin/bench $(BENCH_FLAGS)
+
+bench-micro: deps
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -run='^$$' -bench=. -benchmem ./...
 
 fuzz:
