@@ -109,7 +109,7 @@ func TestNoSecretInEnvironment(t *testing.T) {
 					}
 				}
 			}
-			if name == EnvUnsubscribeKey || name == EnvWebhookSecret {
+			if name == EnvUnsubscribeKey || name == EnvUnsubscribeKeyPrevious || name == EnvWebhookSecret {
 				t.Errorf("%s: %s is in the environment; it belongs in a secret", f.Name, name)
 			}
 			if len(refs(r)) == 0 && !literals[r] {
@@ -175,6 +175,11 @@ func TestEnvNamesMatchRootConfig(t *testing.T) {
 		if !slices.Contains(secretEnv, ident) || names[ident] != key {
 			t.Errorf("config.SecretEnv %v does not allow %s, a generated secret's key", secretEnv, key)
 		}
+	}
+	// The rotation in README.md puts the old key beside the new one in the
+	// unsubscribe secret: config must accept it there.
+	if !slices.Contains(secretEnv, "EnvUnsubscribeKeyPrevious") || names["EnvUnsubscribeKeyPrevious"] != EnvUnsubscribeKeyPrevious {
+		t.Errorf("config.SecretEnv %v does not allow %s, which the key rotation puts in the unsubscribe secret", secretEnv, EnvUnsubscribeKeyPrevious)
 	}
 	if len(known) < 10 {
 		t.Fatalf("parsed only %d names from config.go: %v", len(known), known)

@@ -289,7 +289,7 @@ func (s *Stack) secret() {
 	// webhook credentials.
 	s.UnsubscribeSecret = awssecretsmanager.NewSecret(s.Stack, jsii.String(IDUnsubscribeSecret), &awssecretsmanager.SecretProps{
 		Description: jsii.String("Criticizer unsubscribe token signing key (CRITICIZER_UNSUBSCRIBE_KEY), read by intake and notify; " +
-			"changing it invalidates the unsubscribe links of every email already sent"),
+			"when changing it, keep the old one here as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS or the links of emails already sent stop working"),
 		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
 			SecretStringTemplate: jsii.String("{}"),
 			GenerateStringKey:    jsii.String(EnvUnsubscribeKey),
