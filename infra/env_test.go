@@ -43,8 +43,11 @@ var wantEnv = map[string]map[string]string{
 		"CRITICIZER_SECRETS_ARN": IDUnsubscribeSecret, "CRITICIZER_PUBLIC_URL": IDHTTPAPI,
 	},
 	FnFeedback: {
-		// The jobs table for suppressions (SUPP#<id> items).
-		"CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable, "CRITICIZER_JOBS_TABLE": IDJobsTable, "LOG_LEVEL": "",
+		// The jobs table for suppressions (SUPP#<id> items) and the resend's
+		// reopen; the notify queue for the resend's message (a transient
+		// bounce).
+		"CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable, "CRITICIZER_JOBS_TABLE": IDJobsTable,
+		"CRITICIZER_NOTIFY_QUEUE_URL": "NotifyQueue", "LOG_LEVEL": "",
 	},
 	FnSweeper: {
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable,
@@ -106,7 +109,7 @@ func TestNoSecretInEnvironment(t *testing.T) {
 					}
 				}
 			}
-			if name == EnvUnsubscribeKey || name == EnvWebhookSecret {
+			if name == EnvUnsubscribeKey || name == EnvUnsubscribeKeyPrevious || name == EnvWebhookSecret {
 				t.Errorf("%s: %s is in the environment; it belongs in a secret", f.Name, name)
 			}
 			if len(refs(r)) == 0 && !literals[r] {
@@ -173,6 +176,11 @@ func TestEnvNamesMatchRootConfig(t *testing.T) {
 			t.Errorf("config.SecretEnv %v does not allow %s, a generated secret's key", secretEnv, key)
 		}
 	}
+	// The rotation in README.md puts the old key beside the new one in the
+	// unsubscribe secret: config must accept it there.
+	if !slices.Contains(secretEnv, "EnvUnsubscribeKeyPrevious") || names["EnvUnsubscribeKeyPrevious"] != EnvUnsubscribeKeyPrevious {
+		t.Errorf("config.SecretEnv %v does not allow %s, which the key rotation puts in the unsubscribe secret", secretEnv, EnvUnsubscribeKeyPrevious)
+	}
 	if len(known) < 10 {
 		t.Fatalf("parsed only %d names from config.go: %v", len(known), known)
 	}
@@ -199,6 +207,16 @@ func TestEnvNamesMatchRootConfig(t *testing.T) {
 		if _, ok := s.env(t, fn)[name]; !ok {
 			t.Errorf("%s does not get %s", fn, name)
 		}
+	}
+	// feedback's resend enqueues at notify through internal/queue, which
+	// finds the URL under config.QueueEnv(job.StageNotify): the name must
+	// be that one, built from the stage constant job.go defines.
+	notify := QueueEnv(stages["StageNotify"])
+	if stages["StageNotify"] == "" || !known[notify] {
+		t.Fatalf("job.go has no StageNotify (%q) or %s is not a queue variable", stages["StageNotify"], notify)
+	}
+	if got := envRefs(s.env(t, FnFeedback)[notify]); got != QueueID(QNotify) {
+		t.Errorf("feedback: %s = %q, want a reference to %s (the transient-bounce resend)", notify, got, QueueID(QNotify))
 	}
 }
 

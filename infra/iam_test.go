@@ -104,9 +104,10 @@ var wantAccess = map[string]access{
 		write: []string{IDDeliveriesTable, IDJobsTable}, secrets: []string{IDUnsubscribeSecret}, sendMail: true},
 	// feedback suppresses an address on a permanent bounce or a complaint:
 	// an UpdateItem upsert of SUPP#<id> in the jobs table, and nothing else
-	// there.
-	FnFeedback: {consume: []string{QueueID(QFeedback)}, read: []string{IDDeliveriesTable}, write: []string{IDDeliveriesTable},
-		update: []string{IDJobsTable}},
+	// there. A transient bounce reopens the job (a conditional UpdateItem)
+	// and enqueues it at notify: SendMessage on the notify queue only.
+	FnFeedback: {send: []string{QueueID(QNotify)}, consume: []string{QueueID(QFeedback)}, read: []string{IDDeliveriesTable},
+		write: []string{IDDeliveriesTable}, update: []string{IDJobsTable}},
 	FnSweeper: {send: []string{QueueID(QFetch), QueueID(QLLM), QueueID(QNotify)}, read: []string{IDDeliveriesTable, IDJobsTable},
 		write: []string{IDDeliveriesTable, IDJobsTable}},
 }
@@ -210,6 +211,17 @@ func TestLeastPrivilegeSpotChecks(t *testing.T) {
 		if strings.HasPrefix(g.action, "sqs:") && slices.Contains(refs(g.resource), QueueID(QFetch)) {
 			t.Errorf("notify can %s on the fetch queue", g.action)
 		}
+	}
+	// feedback's transient-bounce resend may send to the notify queue and to
+	// no other queue: not the other stages, not any DLQ, not its own queue.
+	var feedbackSends []string
+	for _, g := range s.grants(t, FnFeedback) {
+		if g.action == "sqs:SendMessage" || g.action == "sqs:*" || g.action == "sqs:Send*" {
+			feedbackSends = append(feedbackSends, refs(g.resource)...)
+		}
+	}
+	if !slices.Equal(feedbackSends, []string{QueueID(QNotify)}) {
+		t.Errorf("feedback can send to %v, want the notify queue only (%s)", feedbackSends, QueueID(QNotify))
 	}
 	intake := s.grants(t, FnIntake)
 	for _, g := range intake {

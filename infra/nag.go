@@ -59,8 +59,9 @@ var supStageSecretRotation = Suppression{Rule: "AwsSolutions-SMG4",
 // supUnsubscribeKeyRotation covers the unsubscribe token signing key.
 var supUnsubscribeKeyRotation = Suppression{Rule: "AwsSolutions-SMG4",
 	Reason: "The unsubscribe key signs the List-Unsubscribe links of emails already delivered, and tokens verify against " +
-		"the current key only: a scheduled rotation would silently break every outstanding unsubscribe link. It is " +
-		"rotated by hand on suspicion of compromise, as infra/README.md describes."}
+		"the current key and at most one previous key kept beside it: a scheduled rotation would silently break every " +
+		"outstanding unsubscribe link once a key is dropped. It is rotated by hand on suspicion of compromise, keeping the " +
+		"old key as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS while old emails matter, as infra/README.md describes."}
 
 // Suppressions lists every suppression the stack applies, for reporting.
 var Suppressions = []Suppression{supXRay, supDiffs, supWebhookRoute, supJobsRoute, supHealthRoute, supUnsubscribeRoute,

@@ -27,6 +27,10 @@ const (
 	// EnvUnsubscribeKey is the HMAC key of unsubscribe tokens: the key the
 	// generated unsubscribe secret holds (intake verifies, notify mints).
 	EnvUnsubscribeKey = "CRITICIZER_UNSUBSCRIBE_KEY"
+	// EnvUnsubscribeKeyPrevious is the key being rotated out, which an
+	// operator adds to the same secret during a rotation (README.md,
+	// "Rotating the unsubscribe key"): tokens it signed still verify.
+	EnvUnsubscribeKeyPrevious = "CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS"
 	// EnvPublicURL is the API's public base URL, under which notify builds
 	// unsubscribe links.
 	EnvPublicURL = "CRITICIZER_PUBLIC_URL"

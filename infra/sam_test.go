@@ -378,3 +378,38 @@ func TestSAMIntrinsics(t *testing.T) {
 		t.Error("unknown tag accepted")
 	}
 }
+
+// TestSAMFeedbackSendsToNotifyQueueOnly: TestSAMTemplateAgreesWithCDK does
+// not model policies, so the feedback function's one queue grant is checked
+// in template.yaml itself: SQSSendMessagePolicy on the notify queue (the
+// transient-bounce resend), no other SQS policy or statement.
+func TestSAMFeedbackSendsToNotifyQueueOnly(t *testing.T) {
+	res := resourcesOf(loadSAM(t))
+	var sends []string
+	for _, pol := range props(res[FunctionID(FnFeedback)])["Policies"].([]any) {
+		m, ok := pol.(map[string]any)
+		if !ok {
+			t.Errorf("feedback: policy %v is not a template or a statement list", pol)
+			continue
+		}
+		for name, v := range m {
+			switch {
+			case name == "SQSSendMessagePolicy":
+				sends = append(sends, envRef(res, get(v, "QueueName")))
+			case strings.HasPrefix(name, "SQS"):
+				t.Errorf("feedback: %s %v: only SQSSendMessagePolicy on the notify queue", name, v)
+			case name == "Statement":
+				for _, st := range v.([]any) {
+					for _, a := range strs(get(st, "Action")) {
+						if strings.HasPrefix(a, "sqs:") {
+							t.Errorf("feedback: statement grants %s on %v", a, render(get(st, "Resource")))
+						}
+					}
+				}
+			}
+		}
+	}
+	if !reflect.DeepEqual(sends, []string{QueueID(QNotify)}) {
+		t.Errorf("feedback may send to %v, want the notify queue only (%s)", sends, QueueID(QNotify))
+	}
+}

@@ -289,7 +289,7 @@ func (s *Stack) secret() {
 	// webhook credentials.
 	s.UnsubscribeSecret = awssecretsmanager.NewSecret(s.Stack, jsii.String(IDUnsubscribeSecret), &awssecretsmanager.SecretProps{
 		Description: jsii.String("Criticizer unsubscribe token signing key (CRITICIZER_UNSUBSCRIBE_KEY), read by intake and notify; " +
-			"changing it invalidates the unsubscribe links of every email already sent"),
+			"when changing it, keep the old one here as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS or the links of emails already sent stop working"),
 		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
 			SecretStringTemplate: jsii.String("{}"),
 			GenerateStringKey:    jsii.String(EnvUnsubscribeKey),
@@ -366,9 +366,12 @@ func (s *Stack) environment(fn string) map[string]*string {
 	case FnFeedback:
 		// Records SES events on delivery rows; a record it cannot store is a
 		// batch item failure, and the redrive policy dead-letters it, so it
-		// needs no queue URL. A permanent bounce or a complaint also
-		// suppresses the address: a SUPP#<id> item in the jobs table.
-		set(EnvDeliveriesTable, deliveries, EnvJobsTable, jobs)
+		// needs no DLQ URL. A permanent bounce or a complaint also
+		// suppresses the address: a SUPP#<id> item in the jobs table. A
+		// transient bounce sends the delivery again: the job reopens at
+		// notify and a notify message is enqueued, hence the notify
+		// queue's URL (config.QueueEnv(job.StageNotify)).
+		set(EnvDeliveriesTable, deliveries, EnvJobsTable, jobs, QueueEnv(QNotify), qURL(QNotify))
 	case FnSweeper:
 		// Re-enqueues a stuck job at its current stage (any of the three)
 		// and hands stuck sends to notify.
@@ -495,12 +498,15 @@ func (s *Stack) permissions() {
 		Resources: s.sesResources(),
 	}))
 
-	// feedback: no queue but its own (the event source grants consume).
-	// On the jobs table only UpdateItem: suppressions are idempotent
-	// UpdateItem upserts of SUPP#<id> items (store.Recipients.Suppress); it
-	// reads nothing there.
+	// feedback: consumes its own queue (the event source grants that) and
+	// sends to the notify queue only: a transient bounce enqueues the
+	// delivery's job at notify again. On the jobs table only UpdateItem:
+	// suppressions are idempotent UpdateItem upserts of SUPP#<id> items
+	// (store.Recipients.Suppress) and the resend's reopen is a conditional
+	// UpdateItem (store.Jobs.Reopen); it reads nothing there.
 	s.Deliveries.GrantReadWriteData(fn[FnFeedback])
 	s.Jobs.Grant(fn[FnFeedback], jsii.String("dynamodb:UpdateItem"))
+	s.Queues[QNotify].GrantSendMessages(fn[FnFeedback])
 
 	// sweeper: scans both tables, re-enqueues at any stage.
 	s.Jobs.GrantReadWriteData(fn[FnSweeper])

@@ -129,8 +129,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		}
 	}
 	if cfg.UnsubscribeKey != "" {
-		if a.Signer, err = unsubscribe.NewSigner(cfg.UnsubscribeKey); err != nil {
+		if a.Signer, err = unsubscribe.NewSigner(cfg.UnsubscribeKey, cfg.UnsubscribeKeyPrevious); err != nil {
 			return nil, err
+		}
+		if a.Signer.Rotating() {
+			// A reminder to remove the previous key once old emails no
+			// longer matter; the keys themselves are never logged.
+			a.Log.Info("unsubscribe key rotation: links signed with the previous key still verify", "setting", config.EnvUnsubscribeKeyPrevious)
 		}
 	}
 	a.Sources = sources(cfg, o.now)

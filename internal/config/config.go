@@ -48,6 +48,10 @@ type Config struct {
 	// API verifies them, so both hold it (a generated secret when
 	// deployed). Empty, or no PublicURL: emails carry no unsubscribe link.
 	UnsubscribeKey string
+	// UnsubscribeKeyPrevious is the key UnsubscribeKey replaced, kept during
+	// a rotation: tokens it signed (links in emails already sent) still
+	// verify, new ones are signed with UnsubscribeKey only. Optional.
+	UnsubscribeKeyPrevious string
 
 	// Critic selects the reviewer: CriticOffline (default), CriticBedrock
 	// or CriticOpenAI, with the settings of the one chosen.
@@ -151,6 +155,9 @@ const (
 	EnvLogLevel          = "LOG_LEVEL"
 	EnvPublicURL         = "CRITICIZER_PUBLIC_URL"
 	EnvUnsubscribeKey    = "CRITICIZER_UNSUBSCRIBE_KEY"
+	// EnvUnsubscribeKeyPrevious is the key being rotated out: verified,
+	// never used to sign.
+	EnvUnsubscribeKeyPrevious = "CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS"
 
 	EnvCritic         = "CRITICIZER_CRITIC"
 	EnvBedrockModelID = "CRITICIZER_BEDROCK_MODEL_ID"
@@ -182,6 +189,11 @@ const (
 // `openssl rand -hex 32`).
 const MinAdminAPIKeyBytes = 32
 
+// MinUnsubscribeKeyBytes is the shortest unsubscribe signing key accepted,
+// current or previous (unsubscribe.MinKeyLen; checked here so a short key
+// fails at start with the variable's name).
+const MinUnsubscribeKeyBytes = 32
+
 // SecretEnv are the variables a CRITICIZER_SECRETS_ARN secret may set: the
 // credentials, and the settings that travel with them.
 var SecretEnv = []string{
@@ -191,7 +203,7 @@ var SecretEnv = []string{
 	EnvGitLabWebhookToken, EnvGitLabSigningSecret, EnvGitLabToken,
 	EnvGerritWebhookToken, EnvGerritUsername, EnvGerritPassword,
 	EnvReviewerDirectory,
-	EnvUnsubscribeKey,
+	EnvUnsubscribeKey, EnvUnsubscribeKeyPrevious,
 	EnvAdminAPIKey,
 }
 
@@ -218,6 +230,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		LogLevel:         or(getenv(EnvLogLevel), "info"),
 		PublicURL:        strings.TrimRight(strings.TrimSpace(getenv(EnvPublicURL)), "/"),
 		UnsubscribeKey:   getenv(EnvUnsubscribeKey),
+
+		UnsubscribeKeyPrevious: getenv(EnvUnsubscribeKeyPrevious),
 	}
 	for _, s := range job.Stages() {
 		c.Queues.Queue[s] = getenv(QueueEnv(s))
@@ -348,8 +362,18 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
-	if c.UnsubscribeKey != "" && len(c.UnsubscribeKey) < 32 {
-		return fmt.Errorf("%s: %d bytes, need at least 32", EnvUnsubscribeKey, len(c.UnsubscribeKey))
+	if c.UnsubscribeKey != "" && len(c.UnsubscribeKey) < MinUnsubscribeKeyBytes {
+		return fmt.Errorf("%s: %d bytes, need at least %d", EnvUnsubscribeKey, len(c.UnsubscribeKey), MinUnsubscribeKeyBytes)
+	}
+	if c.UnsubscribeKeyPrevious != "" {
+		if len(c.UnsubscribeKeyPrevious) < MinUnsubscribeKeyBytes {
+			return fmt.Errorf("%s: %d bytes, need at least %d", EnvUnsubscribeKeyPrevious, len(c.UnsubscribeKeyPrevious), MinUnsubscribeKeyBytes)
+		}
+		if c.UnsubscribeKey == "" {
+			// Verifying old links but minting none would be a half-rotated
+			// deployment: say so rather than send mail without links.
+			return fmt.Errorf("%s is set without %s: the previous key only verifies, the current one signs", EnvUnsubscribeKeyPrevious, EnvUnsubscribeKey)
+		}
 	}
 	if c.AdminAPIKey != "" && len(c.AdminAPIKey) < MinAdminAPIKeyBytes {
 		return fmt.Errorf("%s: want at least %d characters (e.g. openssl rand -hex 32)", EnvAdminAPIKey, MinAdminAPIKeyBytes)
@@ -411,6 +435,7 @@ func (c Config) ApplySecrets(values map[string]string) (Config, error) {
 	fill(&c.Gerrit.Username, EnvGerritUsername)
 	fill(&c.Gerrit.Password, EnvGerritPassword)
 	fill(&c.UnsubscribeKey, EnvUnsubscribeKey)
+	fill(&c.UnsubscribeKeyPrevious, EnvUnsubscribeKeyPrevious)
 	fill(&c.AdminAPIKey, EnvAdminAPIKey)
 	if c.ReviewerDirectory == "" {
 		d, err := readDirectory(values[EnvReviewerDirectory])

@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/criticizer/criticizer/internal/delivery"
@@ -61,30 +62,68 @@ func Repository(source, changelistID string) string {
 	return source + ":"
 }
 
-// Signer mints and verifies tokens with one key.
+// Signer mints tokens with its current key and verifies them under the
+// current key or the previous one. The previous key is what makes rotation
+// safe: links in emails already delivered were signed with it, and an
+// invalid token is answered like a valid one (no enumeration), so without
+// it a recipient following an old link would be told "unsubscribed" while
+// nothing is recorded.
 type Signer struct {
-	key []byte
+	key      []byte // mints and verifies
+	previous []byte // verifies only; nil outside a rotation
 }
 
-// NewSigner returns a signer, refusing a key shorter than MinKeyLen.
-func NewSigner(key string) (*Signer, error) {
+// NewSigner returns a signer that mints with key and also accepts tokens
+// signed with previous, when one is given (an empty previous is the
+// optional setting left unset). Each key must be at least MinKeyLen bytes;
+// errors name which key is short, never its value.
+func NewSigner(key string, previous ...string) (*Signer, error) {
 	if len(key) < MinKeyLen {
 		return nil, fmt.Errorf("unsubscribe signing key: %d bytes, need at least %d", len(key), MinKeyLen)
 	}
-	return &Signer{key: []byte(key)}, nil
+	s := &Signer{key: []byte(key)}
+	switch {
+	case len(previous) > 1:
+		return nil, fmt.Errorf("unsubscribe signing key: %d previous keys, at most one", len(previous))
+	case len(previous) == 1 && previous[0] != "":
+		if len(previous[0]) < MinKeyLen {
+			return nil, fmt.Errorf("previous unsubscribe signing key: %d bytes, need at least %d", len(previous[0]), MinKeyLen)
+		}
+		s.previous = []byte(previous[0])
+	}
+	return s, nil
 }
+
+// Rotating reports whether the signer also accepts the previous key's
+// tokens (for a startup log line; the keys themselves are never logged).
+func (s *Signer) Rotating() bool { return s != nil && s.previous != nil }
+
+// String, GoString and LogValue keep the keys out of fmt and slog output
+// should a Signer ever be printed or logged.
+func (s Signer) String() string {
+	return fmt.Sprintf("unsubscribe.Signer{rotating: %t}", s.previous != nil)
+}
+
+// GoString is String for %#v.
+func (s Signer) GoString() string { return s.String() }
+
+// LogValue is String for log/slog.
+func (s Signer) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 var enc = base64.RawURLEncoding
 
 // Token returns the token for a recipient and a scope: base64url(payload)
-// "." base64url(mac), URL-path safe.
+// "." base64url(mac), URL-path safe. It is always signed with the current
+// key.
 func (s *Signer) Token(recipientID, scope string) string {
 	payload := "v1\n" + recipientID + "\n" + scope
-	return enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(s.mac(payload))
+	return enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(mac(s.key, payload))
 }
 
 // Verify checks a token and returns its claims, or ErrInvalid. The MAC is
-// compared in constant time.
+// compared in constant time against the current key's and, during a
+// rotation, the previous key's; both comparisons always run, so the time
+// taken does not say which key (if any) matched.
 func (s *Signer) Verify(token string) (Claims, error) {
 	p, m, ok := strings.Cut(token, ".")
 	if !ok || len(token) > 1024 {
@@ -94,8 +133,16 @@ func (s *Signer) Verify(token string) (Claims, error) {
 	if err != nil {
 		return Claims{}, ErrInvalid
 	}
-	mac, err := enc.DecodeString(m)
-	if err != nil || !hmac.Equal(mac, s.mac(string(payload))) {
+	got, err := enc.DecodeString(m)
+	if err != nil {
+		return Claims{}, ErrInvalid
+	}
+	valid := hmac.Equal(got, mac(s.key, string(payload)))
+	if s.previous != nil {
+		prev := hmac.Equal(got, mac(s.previous, string(payload)))
+		valid = valid || prev
+	}
+	if !valid {
 		return Claims{}, ErrInvalid
 	}
 	parts := strings.Split(string(payload), "\n")
@@ -105,8 +152,8 @@ func (s *Signer) Verify(token string) (Claims, error) {
 	return Claims{RecipientID: parts[1], Scope: parts[2]}, nil
 }
 
-func (s *Signer) mac(payload string) []byte {
-	h := hmac.New(sha256.New, s.key)
+func mac(key []byte, payload string) []byte {
+	h := hmac.New(sha256.New, key)
 	h.Write([]byte("criticizer-unsubscribe\n"))
 	h.Write([]byte(payload))
 	return h.Sum(nil)[:macLen]
