@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: run test build bench deps java fuzz vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: run test build bench deps java fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/); `make invoke-<fn>` uses SAM when it
 # is installed (after `make build`), else the local runner against `make run`.
@@ -47,6 +47,7 @@ run: deps
 test: deps
 	$(GO) vet ./...
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -count=1 -timeout 12m ./...
+	$(MAKE) fuzz-short
 	$(MAKE) infra-test
 
 # infra/ is its own Go module (the CDK app): the root `go test ./...` does not
@@ -79,9 +80,15 @@ build:
 bench: deps
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -run='^$$' -bench=. -benchmem ./...
 
+# Every fuzz target in turn (scripts/fuzz.sh; docs/fuzzing.md). `make fuzz`
+# is the long run (FUZZTIME per target, e.g. FUZZTIME=10m); `make
+# fuzz-short` is the smoke run `make test` includes.
+FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./internal/diff
-	$(GO) test -run='^$$' -fuzz=FuzzRedact -fuzztime=30s ./internal/deadletter
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+fuzz-short:
+	GO=$(GO) FUZZTIME=2s scripts/fuzz.sh
 
 deps: java $(NPM_STAMP)
 
