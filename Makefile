@@ -80,6 +80,12 @@ build:
 bench: deps
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -run='^$$' -bench=. -benchmem ./...
 
+# Each function's bootstrap size, cold-start init time through a local Lambda
+# Runtime API, and peak memory (cmd/lambdabench), against the local stack.
+LAMBDABENCH_FLAGS ?=
+lambdabench: deps
+	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/lambdabench $(LAMBDABENCH_FLAGS)
+
 # Every fuzz target in turn (scripts/fuzz.sh; docs/fuzzing.md). `make fuzz`
 # is the long run (FUZZTIME per target, e.g. FUZZTIME=10m); `make
 # fuzz-short` is the smoke run `make test` includes.
