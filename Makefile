@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: run test build bench bench-micro deps java chromium fuzz vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: run test build bench bench-micro deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/); `make invoke-<fn>` uses SAM when it
 # is installed (after `make build`), else the local runner against `make run`.
@@ -48,6 +48,7 @@ run: deps
 test: deps
 	$(GO) vet ./...
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -count=1 -timeout 12m ./...
+	$(MAKE) fuzz-short
 	$(MAKE) infra-test
 
 # infra/ is its own Go module (the CDK app): the root `go test ./...` does not
@@ -89,13 +90,28 @@ $(BENCH_NPM): bench/powertools/package.json bench/powertools/package-lock.json
 bench: deps $(BENCH_NPM)
 	$(GO) build -o .devstack/bin/bench ./cmd/bench
 	$(GO) run ./cmd/devstack exec -- .devstack/bin/bench $(BENCH_FLAGS)
+	@echo
+	@echo "5. Bootstrap size, cold start and peak memory (cmd/lambdabench)"
+	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/lambdabench $(LAMBDABENCH_FLAGS)
 
 bench-micro: deps
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -run='^$$' -bench=. -benchmem ./...
 
+# Each function's bootstrap size, cold-start init time through a local Lambda
+# Runtime API, and peak memory (cmd/lambdabench), against the local stack.
+LAMBDABENCH_FLAGS ?=
+lambdabench: deps
+	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/lambdabench $(LAMBDABENCH_FLAGS)
+
+# Every fuzz target in turn (scripts/fuzz.sh; docs/fuzzing.md). `make fuzz`
+# is the long run (FUZZTIME per target, e.g. FUZZTIME=10m); `make
+# fuzz-short` is the smoke run `make test` includes.
+FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./internal/diff
-	$(GO) test -run='^$$' -fuzz=FuzzRedact -fuzztime=30s ./internal/deadletter
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+fuzz-short:
+	GO=$(GO) FUZZTIME=2s scripts/fuzz.sh
 
 deps: java chromium $(NPM_STAMP)
 
