@@ -185,9 +185,6 @@ func (r report) print(w io.Writer) {
 	if len(r.calls) > 0 {
 		r.printCalls(w)
 	}
-
-	fmt.Fprintf(w, "\n5. Lambda bootstrap size / peak memory / cold start\n")
-	fmt.Fprintf(w, "   (placeholder: measured by cmd/lambdabench, joined here by the lead)\n")
 }
 
 func mix(u, d float64, nu, nd int) float64 {
