@@ -21,9 +21,16 @@
 // milliseconds anyway; an idle caller arriving in the guard waits at most
 // the guard.
 //
-// A caller waits at most MaxWait (3 s) in all; then it gets a retryable
+// A caller waits at most MaxWait (3 s) in all, and never into the last
+// Reserve (5 s) before its context's deadline; then it gets a retryable
 // RATE_LIMITED error carrying Retry-After, and the stage runner defers the
-// message without charging its attempt budget (internal/stage).
+// message without charging its attempt budget (internal/stage). The
+// deadline matters because one notify invocation sends a whole batch
+// (up to 10 messages of up to 50 recipients) one by one: waiting out the
+// function's timeout would kill it mid-claim, leaving rows in `sending`
+// until their lease and the reconciliation grace pass, while giving up in
+// time lets the notifier release each row and the runner defer each
+// message cleanly.
 package ratelimit
 
 import (
@@ -50,6 +57,7 @@ const DefaultRate = 14
 const (
 	DefaultMaxWait = 3 * time.Second
 	DefaultGuard   = 250 * time.Millisecond
+	DefaultReserve = 5 * time.Second
 	// DefaultTTL keeps a window's item this long after its second: long
 	// enough for no clock to still be counting into it.
 	DefaultTTL = 5 * time.Minute
@@ -74,6 +82,9 @@ type Limiter struct {
 	Rate    int
 	// MaxWait bounds how long Wait blocks in all.
 	MaxWait time.Duration
+	// Reserve is the time before the context's deadline that Wait leaves
+	// to the caller (to release its claim and defer the message).
+	Reserve time.Duration
 	// Guard is the end of each second in which its slots are not handed
 	// out (see the package comment).
 	Guard time.Duration
@@ -87,7 +98,7 @@ type Limiter struct {
 
 // New returns a limiter with the default timing.
 func New(c Counter, rate int) *Limiter {
-	return &Limiter{Counter: c, Rate: rate, MaxWait: DefaultMaxWait, Guard: DefaultGuard}
+	return &Limiter{Counter: c, Rate: rate, MaxWait: DefaultMaxWait, Guard: DefaultGuard, Reserve: DefaultReserve}
 }
 
 func (l *Limiter) now() time.Time {
@@ -120,13 +131,17 @@ func (l *Limiter) jitter() time.Duration {
 
 // Wait blocks until this caller may send one message, or returns a
 // retryable RATE_LIMITED error (with a Retry-After of one second) once
-// MaxWait has passed, or the context's error, or the counter's error.
+// MaxWait has passed (or Reserve before the context's deadline would),
+// or the context's error, or the counter's error.
 func (l *Limiter) Wait(ctx context.Context) error {
 	if l == nil || l.Rate <= 0 {
 		return nil
 	}
 	start := l.now()
 	deadline := start.Add(l.MaxWait)
+	if d, ok := ctx.Deadline(); ok && d.Add(-l.Reserve).Before(deadline) {
+		deadline = d.Add(-l.Reserve)
+	}
 	for {
 		now := l.now()
 		window := now.Unix()

@@ -204,3 +204,27 @@ func TestDynamo_ConcurrentTakersGetExactlyMax(t *testing.T) {
 		t.Fatalf("window item %v; want n=7 and expires_at=%d", out.Item, window+300)
 	}
 }
+
+// Waiting never eats into the last Reserve before the context's deadline:
+// the notifier needs that time to release its claim and the runner to
+// defer the message, instead of being killed by the function timeout.
+func TestLimiter_StopsWaitingBeforeTheDeadline(t *testing.T) {
+	c := &memCounter{}
+	clk := &fakeClock{t: t0}
+	l := clk.limiter(c, 1)
+	l.MaxWait = time.Minute
+	for w := t0.Unix(); w < t0.Unix()+100; w++ {
+		_, _ = c.Take(context.Background(), w, 1)
+	}
+	// The fake clock starts at t0: a deadline 6 s ahead leaves 1 s to wait.
+	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(ratelimit.DefaultReserve+time.Second))
+	defer cancel()
+	start := clk.t
+	err := l.Wait(ctx)
+	if retry.Classify(err).Class != retry.RateLimited {
+		t.Fatalf("Wait = %v; want RATE_LIMITED", err)
+	}
+	if waited := clk.t.Sub(start); waited > time.Second {
+		t.Errorf("waited %s into the reserve (1 s allowed)", waited)
+	}
+}
