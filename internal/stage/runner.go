@@ -23,8 +23,10 @@
 // Deferrals are capped (MaxDeferrals, 50 by default): past the cap a
 // RATE_LIMITED failure is charged to the budget like any other, so a
 // permanently throttled account (a suspended sending quota) still ends in
-// the DLQ rather than circling for ever. With the backoff growing to its
-// 60 s ceiling, 50 deferrals are roughly half an hour of throttling. If the
+// the DLQ rather than circling for ever. With the full-jitter backoff
+// growing to its 60 s bound, 50 deferrals are about 20 minutes of
+// throttling on average (at most about 45; longer if the upstream's
+// Retry-After asks for it, up to the 5 minute ceiling each). If the
 // copy cannot be sent, the runner falls back to the ordinary backoff (the
 // attempt is charged). A crash between sending the copy and deleting the
 // original leaves two messages for the job: every stage is idempotent (the
