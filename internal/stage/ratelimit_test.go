@@ -133,7 +133,9 @@ func throttled() error {
 	return retry.Transient(retry.RateLimited, errors.New("ses: TooManyRequestsException (test)"))
 }
 
-func upstream5xx() error { return &retry.Error{Class: retry.Upstream5xx, Status: 503, Err: errors.New("503 (test)")} }
+func upstream5xx() error {
+	return &retry.Error{Class: retry.Upstream5xx, Status: 503, Err: errors.New("503 (test)")}
+}
 
 func newRunner(fn stage.Func, q *sqsSim, f *failures, log *bytes.Buffer, opts ...stage.Option) *stage.Runner {
 	opts = append([]stage.Option{stage.WithRand(retry.NewRand(7))}, opts...)
