@@ -19,10 +19,17 @@
 // not reach SES in second t+1, where it would be one more than that
 // second's max. In a saturated second the slots go in its first
 // milliseconds anyway; an idle caller arriving in the guard waits at most
-// the guard.
+// the guard. What happens after the slot is handed out (the SES call's own
+// latency) is outside the limiter's reach: a send delayed by more than the
+// guard is counted by SES in the next second. The bound that holds
+// whatever the latency (under a second) is that any n consecutive SES
+// seconds see at most (n+1)·max sends, i.e. the rate itself over any
+// stretch of time, with one window of slack.
 //
 // A caller waits at most MaxWait (3 s) in all, and never into the last
-// Reserve (5 s) before its context's deadline; then it gets a retryable
+// Reserve (10 s) before its context's deadline (nor is it let through
+// there: a send whose row cannot be marked afterwards is worse than no
+// send); then it gets a retryable
 // RATE_LIMITED error carrying Retry-After, and the stage runner defers the
 // message without charging its attempt budget (internal/stage). The
 // deadline matters because one notify invocation sends a whole batch
@@ -57,7 +64,7 @@ const DefaultRate = 14
 const (
 	DefaultMaxWait = 3 * time.Second
 	DefaultGuard   = 250 * time.Millisecond
-	DefaultReserve = 5 * time.Second
+	DefaultReserve = 10 * time.Second
 	// DefaultTTL keeps a window's item this long after its second: long
 	// enough for no clock to still be counting into it.
 	DefaultTTL = 5 * time.Minute
@@ -144,6 +151,9 @@ func (l *Limiter) Wait(ctx context.Context) error {
 	}
 	for {
 		now := l.now()
+		if now.After(deadline) {
+			return retry.WithRetryAfter(retry.Transient(retry.RateLimited, ErrFull), time.Second)
+		}
 		window := now.Unix()
 		next := time.Unix(window+1, 0)
 		if next.Sub(now) > l.Guard {
@@ -151,7 +161,11 @@ func (l *Limiter) Wait(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("send rate limit: %w", err)
 			}
-			if ok {
+			// A slot whose write came back late (a slow DynamoDB answer, a
+			// descheduled process) is given up rather than used: the send
+			// would land in the next second. It stays counted, which only
+			// errs on the side of sending less.
+			if ok && next.Sub(l.now()) > l.Guard {
 				return nil
 			}
 		}
@@ -159,7 +173,7 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		if wake.After(deadline) {
 			return retry.WithRetryAfter(retry.Transient(retry.RateLimited, ErrFull), time.Second)
 		}
-		if err := l.sleep(ctx, wake.Sub(now)); err != nil {
+		if err := l.sleep(ctx, wake.Sub(l.now())); err != nil {
 			return err
 		}
 	}

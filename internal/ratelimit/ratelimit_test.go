@@ -228,3 +228,48 @@ func TestLimiter_StopsWaitingBeforeTheDeadline(t *testing.T) {
 		t.Errorf("waited %s into the reserve (1 s allowed)", waited)
 	}
 }
+
+// Inside the reserve nothing is let through, even with room: the caller
+// would not have the time to record the send.
+func TestLimiter_NothingThroughInsideTheReserve(t *testing.T) {
+	c := &memCounter{}
+	clk := &fakeClock{t: t0}
+	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(ratelimit.DefaultReserve-time.Second))
+	defer cancel()
+	err := clk.limiter(c, 5).Wait(ctx)
+	if retry.Classify(err).Class != retry.RateLimited || c.calls != 0 {
+		t.Fatalf("Wait = %v after %d counter calls; want RATE_LIMITED at once", err, c.calls)
+	}
+}
+
+// lateCounter's Take answers late: the clock has moved into the guard.
+type lateCounter struct {
+	memCounter
+	clk   *fakeClock
+	delay time.Duration
+	late  int // how many answers are late
+}
+
+func (c *lateCounter) Take(ctx context.Context, w int64, max int) (bool, error) {
+	ok, err := c.memCounter.Take(ctx, w, max)
+	if c.late > 0 {
+		c.late--
+		c.clk.t = c.clk.t.Add(c.delay)
+	}
+	return ok, err
+}
+
+// A slot that came back after the window's usable part is not used (the
+// send would land in the next second); the caller takes one in the next
+// window instead.
+func TestLimiter_LateSlotIsNotUsed(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	c := &lateCounter{clk: clk, delay: 800 * time.Millisecond, late: 1}
+	l := clk.limiter(c, 5)
+	if err := l.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c.n[t0.Unix()] != 1 || c.n[t0.Unix()+1] != 1 || clk.t.Unix() != t0.Unix()+1 {
+		t.Fatalf("windows %v, now %s: want the late slot left unused and one taken in the next second", c.n, clk.t)
+	}
+}
