@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/mail"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/aws/constructs-go/constructs/v10"
@@ -33,6 +34,10 @@ const (
 	CtxCritic        = "critic"
 	CtxCriticModel   = "criticModel"
 	CtxOpenAIBaseURL = "openaiBaseUrl"
+	// CtxMaxSendRate is the SES account's maximum send rate (emails per
+	// second; the account's "Sending quota" page), which every notifier
+	// together keeps under; 0 turns the limiter off.
+	CtxMaxSendRate = "maxSendRate"
 )
 
 // DefaultMailFrom is config.go's default sender; deploying with it is
@@ -49,6 +54,7 @@ type Config struct {
 	Critic      string
 	CriticModel string
 	OpenAIBase  string
+	MaxSendRate string
 }
 
 // ConfigFromContext reads the app's context with defaults.
@@ -67,6 +73,10 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 		Critic:      get(CtxCritic, "offline"),
 		CriticModel: get(CtxCriticModel, ""),
 		OpenAIBase:  get(CtxOpenAIBaseURL, ""),
+		MaxSendRate: get(CtxMaxSendRate, DefaultMaxSendRate),
+	}
+	if n, err := strconv.Atoi(c.MaxSendRate); err != nil || n < 0 {
+		return Config{}, fmt.Errorf("context %s=%q: want a whole number of emails per second (0: no limit)", CtxMaxSendRate, c.MaxSendRate)
 	}
 	switch c.Critic {
 	case "offline":

@@ -93,14 +93,14 @@ var wantAccess = map[string]access{
 	// writes.
 	FnIntake: {send: []string{QueueID(QFetch)}, read: []string{IDDeliveriesTable, IDJobsTable}, write: []string{IDJobsTable},
 		s3: []string{"s3:PutObject"}, secrets: []string{IDUnsubscribeSecret, IDWebhookSecret}},
-	FnFetch: {send: []string{DLQID(QFetch), QueueID(QLLM)}, consume: []string{QueueID(QFetch)}, read: []string{IDJobsTable},
+	FnFetch: {send: []string{DLQID(QFetch), QueueID(QFetch), QueueID(QLLM)}, consume: []string{QueueID(QFetch)}, read: []string{IDJobsTable},
 		write: []string{IDJobsTable}, s3: []string{"s3:GetObject", "s3:PutObject"}, secrets: []string{IDFetchSecret}},
-	FnLLM: {send: []string{DLQID(QLLM), QueueID(QNotify)}, consume: []string{QueueID(QLLM)}, read: []string{IDJobsTable},
+	FnLLM: {send: []string{DLQID(QLLM), QueueID(QLLM), QueueID(QNotify)}, consume: []string{QueueID(QLLM)}, read: []string{IDJobsTable},
 		write: []string{IDJobsTable}, s3: []string{"s3:GetObject"}, secrets: []string{IDCriticSecret}},
 	// notify reads recipients' PREF#/SUPP# items with BatchGetItem on the
 	// jobs table (already part of its read grant, checked below), and the
 	// unsubscribe key to sign the links it puts in each email.
-	FnNotify: {send: []string{DLQID(QNotify)}, consume: []string{QueueID(QNotify)}, read: []string{IDDeliveriesTable, IDJobsTable},
+	FnNotify: {send: []string{DLQID(QNotify), QueueID(QNotify)}, consume: []string{QueueID(QNotify)}, read: []string{IDDeliveriesTable, IDJobsTable},
 		write: []string{IDDeliveriesTable, IDJobsTable}, secrets: []string{IDUnsubscribeSecret}, sendMail: true},
 	// feedback suppresses an address on a permanent bounce or a complaint:
 	// an UpdateItem upsert of SUPP#<id> in the jobs table, and nothing else

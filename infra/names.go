@@ -16,6 +16,9 @@ const (
 	EnvSweepStuckAfter  = "CRITICIZER_SWEEP_STUCK_AFTER"
 	EnvEvidenceWindow   = "CRITICIZER_EVIDENCE_WINDOW"
 	EnvLogLevel         = "LOG_LEVEL"
+	// EnvMaxSendRate is notify's send-rate limit, emails per second across
+	// every notifier (internal/ratelimit).
+	EnvMaxSendRate = "CRITICIZER_MAX_SEND_RATE"
 	// EnvSecretsARN names a Secrets Manager secret, a JSON object of
 	// setting names to values (config.SecretEnv: CRITICIZER_WEBHOOK_SECRET
 	// and the other sources' credentials), read by the function at start.
@@ -49,6 +52,10 @@ const (
 	ReconcileGrace  = "3m"
 	SweepStuckAfter = "10m"
 	EvidenceWindow  = "15m"
+	// DefaultMaxSendRate is SES's maximum send rate for a new production
+	// account (config.DefaultMaxSendRate); context maxSendRate sets the
+	// account's own quota.
+	DefaultMaxSendRate = "14"
 )
 
 // UnsubscribeKeyLength is the generated unsubscribe key's length in

@@ -362,7 +362,8 @@ func (s *Stack) environment(fn string) map[string]*string {
 			QueueEnv(QNotify), qURL(QNotify), DLQEnv(QNotify), dURL(QNotify),
 			EnvSecretsARN, s.UnsubscribeSecret.SecretArn(),
 			EnvMailFrom, jsii.String(s.Config.MailFrom), EnvConfigurationSet, s.ConfigSet.ConfigurationSetName(),
-			EnvDeliveryLease, jsii.String(DeliveryLease), EnvReconcileGrace, jsii.String(ReconcileGrace))
+			EnvDeliveryLease, jsii.String(DeliveryLease), EnvReconcileGrace, jsii.String(ReconcileGrace),
+			EnvMaxSendRate, jsii.String(s.Config.MaxSendRate))
 	case FnFeedback:
 		// Records SES events on delivery rows; a record it cannot store is a
 		// batch item failure, and the redrive policy dead-letters it, so it
@@ -440,7 +441,9 @@ func (s *Stack) functions() {
 
 // permissions: least privilege per function. The SQS event sources already
 // grant each consumer Receive/Delete/ChangeMessageVisibility/GetQueueAttributes
-// on its own queue (the runner's backoff is ChangeMessageVisibility).
+// on its own queue (the runner's backoff is ChangeMessageVisibility). Each
+// stage may also send to its own queue: the runner defers a rate-limited
+// message as a delayed copy of itself (internal/stage).
 func (s *Stack) permissions() {
 	fn := s.Functions
 	objects := s.Bucket.ArnForObjects(jsii.String("diffs/*"))
@@ -467,6 +470,7 @@ func (s *Stack) permissions() {
 	s.Jobs.GrantReadWriteData(fn[FnFetch])
 	s3(fn[FnFetch], true, "s3:PutObject", "s3:GetObject")
 	s.Queues[QLLM].GrantSendMessages(fn[FnFetch])
+	s.Queues[QFetch].GrantSendMessages(fn[FnFetch])
 	s.DLQs[QFetch].GrantSendMessages(fn[FnFetch])
 	s.StageSecrets[IDFetchSecret].GrantRead(fn[FnFetch], nil)
 
@@ -474,6 +478,7 @@ func (s *Stack) permissions() {
 	s.Jobs.GrantReadWriteData(fn[FnLLM])
 	s3(fn[FnLLM], true, "s3:GetObject")
 	s.Queues[QNotify].GrantSendMessages(fn[FnLLM])
+	s.Queues[QLLM].GrantSendMessages(fn[FnLLM])
 	s.DLQs[QLLM].GrantSendMessages(fn[FnLLM])
 	s.StageSecrets[IDCriticSecret].GrantRead(fn[FnLLM], nil)
 	if s.Config.Critic == "bedrock" {
@@ -491,6 +496,7 @@ func (s *Stack) permissions() {
 	s.Jobs.GrantReadWriteData(fn[FnNotify])
 	s.UnsubscribeSecret.GrantRead(fn[FnNotify], nil)
 	s.Deliveries.GrantReadWriteData(fn[FnNotify])
+	s.Queues[QNotify].GrantSendMessages(fn[FnNotify])
 	s.DLQs[QNotify].GrantSendMessages(fn[FnNotify])
 	fn[FnNotify].AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("SendAsTheSenderThroughTheConfigurationSet"),

@@ -101,7 +101,7 @@ func TestCounter_IntakeUniqueIsOneTransactionOfThreeItems(t *testing.T) {
 }
 
 // The whole pipeline makes exactly the design's minimum of AWS calls for a
-// job with two recipients (docs/benchmarks.md: 12 + 4R per job; seed 000
+// job with two recipients (docs/benchmarks.md: 13 + 5R per job; seed 000
 // §6.1–6.5 for why each call is needed). A redundant read or write fails it.
 func TestCalls_PipelineMakesTheDesignMinimum(t *testing.T) {
 	env := testenv.Stack(t)

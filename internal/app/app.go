@@ -28,6 +28,7 @@ import (
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/queue"
+	"github.com/criticizer/criticizer/internal/ratelimit"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/source"
 	"github.com/criticizer/criticizer/internal/stage"
@@ -295,6 +296,12 @@ func (a *App) Notify(sender pipeline.Sender) (*pipeline.Notify, error) {
 	}
 	if sender == nil {
 		sender = mail.NewSender(a.Clients.SES, a.Config.MailFrom, a.Config.ConfigurationSet)
+	}
+	if a.Config.MaxSendRate > 0 {
+		// Every notifier counts its sends in the same per-second windows
+		// (internal/ratelimit), whatever sender is in use.
+		sender = ratelimit.LimitedSender{Next: sender, Limiter: ratelimit.New(
+			ratelimit.Dynamo{DB: a.Clients.DynamoDB, Table: a.Config.JobsTable, Name: "ses"}, a.Config.MaxSendRate)}
 	}
 	n := &pipeline.Notify{Base: a.base(), Deliveries: a.Deliveries, Renderer: r, Sender: sender,
 		Lease: a.Config.DeliveryLease, Grace: a.Config.ReconcileGrace, Recipients: a.Recipients,

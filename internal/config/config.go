@@ -40,6 +40,10 @@ type Config struct {
 	// then reads provider evidence from its store (local stack only).
 	SESStoreURL string
 	LogLevel    string
+	// MaxSendRate is the SES account's maximum send rate (emails per
+	// second) that every notifier together keeps under; 0 turns the
+	// limiter off.
+	MaxSendRate int
 
 	// PublicURL is the API's public base URL, under which the notifier
 	// builds unsubscribe links (https://<api>/unsubscribe/<token>).
@@ -130,6 +134,10 @@ const (
 	CriticOpenAI  = "openai"
 )
 
+// DefaultMaxSendRate is SES's maximum send rate for a new production
+// account, emails per second.
+const DefaultMaxSendRate = 14
+
 // Default API roots.
 const (
 	DefaultGitHubAPIURL = "https://api.github.com"
@@ -158,6 +166,7 @@ const (
 	// EnvUnsubscribeKeyPrevious is the key being rotated out: verified,
 	// never used to sign.
 	EnvUnsubscribeKeyPrevious = "CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS"
+	EnvMaxSendRate            = "CRITICIZER_MAX_SEND_RATE"
 
 	EnvCritic         = "CRITICIZER_CRITIC"
 	EnvBedrockModelID = "CRITICIZER_BEDROCK_MODEL_ID"
@@ -273,6 +282,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.EvidenceWindow, err = duration(getenv, EnvEvidenceWindow, 15*time.Minute); err != nil {
 		return Config{}, err
+	}
+	c.MaxSendRate = DefaultMaxSendRate
+	if v := strings.TrimSpace(getenv(EnvMaxSendRate)); v != "" {
+		if c.MaxSendRate, err = strconv.Atoi(v); err != nil || c.MaxSendRate < 0 {
+			return Config{}, fmt.Errorf("%s: want a whole number of emails per second (0 turns the limit off), got %q", EnvMaxSendRate, v)
+		}
 	}
 	if v := getenv(EnvAllowPrivateDiffs); v != "" {
 		if c.AllowPrivateDiffs, err = strconv.ParseBool(v); err != nil {

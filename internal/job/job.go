@@ -177,4 +177,53 @@ type Message struct {
 	Stage Stage `json:"stage"`
 	// ReplayOf names the dead-letter envelope this message replays, if any.
 	ReplayOf string `json:"replay_of,omitempty"`
+	// Deferral is set on a copy the stage runner re-sent after a
+	// rate-limited attempt (see internal/stage). Absent on every message
+	// any other component sends.
+	Deferral *Deferral `json:"deferral,omitempty"`
+}
+
+// Deferral is the bookkeeping a rate-limited message carries to its
+// re-sent copy. SQS counts receives per message, so a fresh copy starts at
+// receive count 1; what the earlier copies spent travels here.
+type Deferral struct {
+	// Spent is how many attempts of the earlier copies counted against
+	// the stage's budget (failures other than rate limiting).
+	Spent int `json:"spent"`
+	// Count is how many times the message was deferred for rate limiting,
+	// i.e. how many attempts did not count against the budget.
+	Count int `json:"count"`
+}
+
+// BudgetAttempt is the 1-based attempt number that counts against the
+// stage's budget (seed 001 §8.3) for a message received receiveCount
+// times: rate-limited attempts of earlier copies are not in it.
+func (m Message) BudgetAttempt(receiveCount int) int {
+	if m.Deferral == nil {
+		return receiveCount
+	}
+	return m.Deferral.Spent + receiveCount
+}
+
+// Tries is how many times the stage has run this message, rate-limited
+// attempts included: what GET /jobs shows as the stage's attempts.
+func (m Message) Tries(receiveCount int) int {
+	if m.Deferral == nil {
+		return receiveCount
+	}
+	return m.Deferral.Spent + m.Deferral.Count + receiveCount
+}
+
+// Deferred returns the copy to re-send after the attempt numbered
+// receiveCount failed with rate limiting: that attempt is not charged to
+// the budget, so Spent takes only the receives before it.
+func (m Message) Deferred(receiveCount int) Message {
+	var d Deferral
+	if m.Deferral != nil {
+		d = *m.Deferral
+	}
+	d.Spent += max(receiveCount, 1) - 1
+	d.Count++
+	m.Deferral = &d
+	return m
 }

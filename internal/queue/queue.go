@@ -81,6 +81,23 @@ func (c *Client) Delay(ctx context.Context, queueURL, receiptHandle string, d ti
 	return nil
 }
 
+// MaxDelay is the longest SQS DelaySeconds (15 minutes).
+const MaxDelay = 15 * time.Minute
+
+// Requeue sends body to queueURL, invisible for delay (SQS DelaySeconds,
+// rounded up to whole seconds and capped at MaxDelay). The stage runner
+// uses it to defer a rate-limited message as a fresh copy, whose receive
+// count starts again at 1.
+func (c *Client) Requeue(ctx context.Context, queueURL, body string, delay time.Duration) error {
+	secs := int32(min(max(delay, 0), MaxDelay).Seconds() + 0.999)
+	secs = min(secs, int32(MaxDelay/time.Second))
+	_, err := c.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(body), DelaySeconds: secs})
+	if err != nil {
+		return fmt.Errorf("sqs send (requeue): %w", err)
+	}
+	return nil
+}
+
 // Delete removes a received message.
 func (c *Client) Delete(ctx context.Context, queueURL, receiptHandle string) error {
 	_, err := c.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: aws.String(receiptHandle)})

@@ -4,6 +4,34 @@
 // classify, back off with ChangeMessageVisibility and report a batch item
 // failure while the stage's budget lasts, else write the dead-letter
 // envelope to the stage's DLQ and let the message go.
+//
+// Rate limiting is the exception to the budget (seed 004 Phase 11, critical
+// test 6: "429 handling: worker backs off, doesn't exhaust attempts"). A
+// RATE_LIMITED failure (SES or another upstream throttling us, or the send
+// limiter of internal/ratelimit finding no room) says nothing about the
+// message: it will succeed once the rate allows. Charging it to the budget
+// would dead-letter good work whenever the account is busy. So the runner
+// defers it instead: it sends a fresh copy of the message to the same
+// queue with SQS DelaySeconds (the backoff, or Retry-After when larger,
+// at least a second, at most 15 minutes) and lets the original go. SQS
+// counts receives per message, so the copy carries job.Deferral: the
+// attempts the earlier copies spent on other failures, and how many
+// deferrals there were. The budget then counts only non-rate-limited
+// failures (job.Message.BudgetAttempt), while GET /jobs shows every try
+// (job.Message.Tries).
+//
+// Deferrals are capped (MaxDeferrals, 50 by default): past the cap a
+// RATE_LIMITED failure is charged to the budget like any other, so a
+// permanently throttled account (a suspended sending quota) still ends in
+// the DLQ rather than circling for ever. With the full-jitter backoff
+// growing to its 60 s bound, 50 deferrals are about 20 minutes of
+// throttling on average (at most about 45; longer if the upstream's
+// Retry-After asks for it, up to the 5 minute ceiling each). If the
+// copy cannot be sent, the runner falls back to the ordinary backoff (the
+// attempt is charged). A crash between sending the copy and deleting the
+// original leaves two messages for the job: every stage is idempotent (the
+// outbox claims rows one writer at a time), so the second finds the work
+// done.
 package stage
 
 import (
@@ -37,7 +65,18 @@ type Func func(ctx context.Context, m job.Message, attempt int) error
 type Queue interface {
 	Delay(ctx context.Context, queueURL, receiptHandle string, d time.Duration) error
 	DeadLetter(ctx context.Context, stage job.Stage, body []byte) error
+	// Requeue sends body to the queue, delivered after delay (at most 15
+	// minutes): a rate-limited message's deferred copy.
+	Requeue(ctx context.Context, queueURL, body string, delay time.Duration) error
 }
+
+// DefaultMaxDeferrals is how many times a message may be deferred for rate
+// limiting before RATE_LIMITED counts against the budget (see the package
+// comment).
+const DefaultMaxDeferrals = 50
+
+// maxDeferDelay is SQS's DelaySeconds limit.
+const maxDeferDelay = 15 * time.Minute
 
 // FailureRecorder stores a failure on the job for GET /jobs and triage.
 type FailureRecorder interface {
@@ -54,6 +93,9 @@ type Runner struct {
 	Policy   retry.Policy
 	Log      *slog.Logger
 	Now      func() time.Time
+	// MaxDeferrals caps rate-limit deferrals per message; below 0, never
+	// defer (every failure is charged to the budget).
+	MaxDeferrals int
 
 	mu  sync.Mutex
 	rnd *rand.Rand
@@ -65,10 +107,13 @@ type Option func(*Runner)
 // WithRand fixes the jitter source (tests, `make chaos` seeds).
 func WithRand(r *rand.Rand) Option { return func(x *Runner) { x.rnd = r } }
 
+// WithMaxDeferrals sets the cap on rate-limit deferrals per message.
+func WithMaxDeferrals(n int) Option { return func(x *Runner) { x.MaxDeferrals = n } }
+
 // New returns a runner with the §8 default policy.
 func New(stage job.Stage, queueURL string, fn Func, q Queue, jobs FailureRecorder, log *slog.Logger, opts ...Option) *Runner {
 	r := &Runner{Stage: stage, QueueURL: queueURL, Func: fn, Queue: q, Jobs: jobs, Policy: retry.DefaultPolicy(),
-		Log: log.With("stage", string(stage)), Now: time.Now}
+		Log: log.With("stage", string(stage)), Now: time.Now, MaxDeferrals: DefaultMaxDeferrals}
 	for _, o := range opts {
 		o(r)
 	}
@@ -97,10 +142,17 @@ func (r *Runner) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 // record processes one record and reports whether it is done with (true:
 // succeeded or dead-lettered, so it may be deleted).
 func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
-	attempt := receiveCount(rec)
-	log := r.Log.With("message_id", rec.MessageId, "attempt", attempt)
+	received := receiveCount(rec)
 	m, prior, err := r.decode(rec.Body)
-	if err == nil {
+	decoded := err == nil
+	// attempt is what the stage and GET /jobs see (every try); budget is
+	// what the policy charges (rate-limited tries excluded).
+	attempt, budget := m.Tries(received), m.BudgetAttempt(received)
+	log := r.Log.With("message_id", rec.MessageId, "attempt", attempt)
+	if m.Deferral != nil {
+		log = log.With("budget_attempt", budget, "rate_limit_deferrals", m.Deferral.Count)
+	}
+	if decoded {
 		log = log.With("job_id", string(m.JobID))
 		err = r.run(ctx, m, attempt)
 	}
@@ -115,8 +167,13 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 		log.InfoContext(ctx, "stage succeeded")
 		return true
 	}
+	if decoded && r.deferrable(m, err) {
+		if r.deferRateLimited(ctx, rec, m, prior, received, attempt, err, log) {
+			return true
+		}
+	}
 	r.mu.Lock()
-	d := r.Policy.Decide(attempt, err, r.rnd)
+	d := r.Policy.Decide(budget, err, r.rnd)
 	r.mu.Unlock()
 	class := string(d.Err.Class)
 	log = log.With("error_class", class, "retryable", d.Err.Retryable())
@@ -150,6 +207,84 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 	log.ErrorContext(ctx, "stage dead-lettered", "envelope_id", env.ID, "exhausted", d.Exhausted, "escalated", env.Escalated,
 		"error", err)
 	return true
+}
+
+// deferrable reports whether a failure is deferred rather than charged to
+// the budget: a retryable RATE_LIMITED while deferrals are left.
+func (r *Runner) deferrable(m job.Message, err error) bool {
+	c := retry.Classify(err)
+	if c == nil || c.Class != retry.RateLimited || !c.Retryable() || r.MaxDeferrals < 0 {
+		return false
+	}
+	done := 0
+	if m.Deferral != nil {
+		done = m.Deferral.Count
+	}
+	return done < r.MaxDeferrals
+}
+
+// deferRateLimited records the failure, sends the deferred copy and reports
+// whether the original may go. On false the caller charges the attempt as
+// usual.
+func (r *Runner) deferRateLimited(ctx context.Context, rec events.SQSMessage, m job.Message, prior *deadletter.Envelope,
+	received, attempt int, err error, log *slog.Logger) bool {
+	c := retry.Classify(err)
+	next := m.Deferred(received)
+	r.mu.Lock()
+	delay := r.Policy.Delay(next.Deferral.Count, c.RetryAfter, r.rnd)
+	r.mu.Unlock()
+	// A rate window is a second: sooner is pointless.
+	delay = min(max(delay, time.Second), maxDeferDelay)
+	body, berr := deferredBody(next, prior)
+	if berr != nil {
+		log.ErrorContext(ctx, "could not encode the deferred copy; charging the attempt", "error", berr)
+		return false
+	}
+	class := string(retry.RateLimited)
+	r.recordFailure(ctx, m.JobID, class, attempt, job.StatusRetryableFailed, "")
+	if qerr := r.Queue.Requeue(ctx, r.QueueURL, body, delay); qerr != nil {
+		log.WarnContext(ctx, "could not defer the rate-limited message; charging the attempt", "error", qerr)
+		return false
+	}
+	obs.Metric(ctx, r.Log, map[string]string{"Stage": string(r.Stage), "ErrorClass": class}, map[string]float64{"Retries": 1})
+	log.WarnContext(ctx, "stage rate limited; deferred without spending the attempt budget", "error_class", class,
+		"delay_ms", delay.Milliseconds(), "deferrals", next.Deferral.Count, "budget_spent", next.Deferral.Spent, "error", err)
+	return true
+}
+
+// deferredBody is the body of a deferred copy: the stage message, or, for
+// a replay, the replayed envelope around it (so a later dead letter still
+// counts as a failed replay of the same envelope).
+func deferredBody(m job.Message, prior *deadletter.Envelope) (string, error) {
+	if prior != nil {
+		m.ReplayOf = "" // decode sets it from the envelope
+	}
+	b, err := json.Marshal(m)
+	if err != nil || prior == nil {
+		return string(b), err
+	}
+	env := *prior
+	env.Original.Body = string(b)
+	b, err = json.Marshal(env)
+	return string(b), err
+}
+
+// withoutDeferral drops the runner's bookkeeping from a stage message kept
+// in a dead-letter envelope, so a replay starts with a fresh budget (seed
+// 001 §8.5). Bodies that are not stage messages are kept as they are.
+func withoutDeferral(body string) string {
+	var m job.Message
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&m) != nil || m.Deferral == nil {
+		return body
+	}
+	m.Deferral = nil
+	b, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return string(b)
 }
 
 // run calls the stage with panics turned into errors (RUNTIME_BUG,
@@ -233,15 +368,23 @@ func (r *Runner) envelope(ctx context.Context, rec events.SQSMessage, m job.Mess
 		Stage: string(r.Stage), JobID: string(m.JobID), Err: err, Attempts: attempt,
 		FirstFailureAt: first, LastFailureAt: now,
 		Context: map[string]string{
-			"message_id": rec.MessageId, "queue": rec.EventSourceARN, "receive_count": strconv.Itoa(attempt),
+			"message_id": rec.MessageId, "queue": rec.EventSourceARN, "receive_count": strconv.Itoa(receiveCount(rec)),
 			"exhausted": strconv.FormatBool(d.Exhausted), "body_sha256": sha(rec.Body),
 		},
 		Message: deadletter.Original{MessageID: rec.MessageId, Body: rec.Body, Queue: rec.EventSourceARN},
 	})
+	if m.Deferral != nil {
+		if env.SanitizedContext == nil {
+			env.SanitizedContext = map[string]string{}
+		}
+		env.SanitizedContext["budget_attempt"] = strconv.Itoa(m.BudgetAttempt(receiveCount(rec)))
+		env.SanitizedContext["rate_limit_deferrals"] = strconv.Itoa(m.Deferral.Count)
+	}
 	env.ID = id
 	if prior != nil {
 		env = deadletter.Refail(*prior, env, now)
 	}
+	env.Original.Body = withoutDeferral(env.Original.Body)
 	return env
 }
 

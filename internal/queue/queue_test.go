@@ -1,0 +1,44 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/queue"
+	"github.com/criticizer/criticizer/internal/testenv"
+)
+
+// Requeue (the runner's rate-limit deferral, seed 004 Phase 11 test 6)
+// sends a new message that SQS holds back for the delay and then delivers
+// with a receive count of 1, on the local SQS emulator.
+func TestRequeue_DelayedFreshMessage_004_Phase11_6(t *testing.T) {
+	env := testenv.Stack(t)
+	res := testenv.Provision(t, env)
+	c := queue.New(env.Clients.SQS, res.Queues)
+	url := res.Queues.Queue[job.StageNotify]
+	const body = `{"job_id":"j_q","stage":"notify","deferral":{"spent":1,"count":1}}`
+	ctx := context.Background()
+	if err := c.Requeue(ctx, url, body, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := c.Receive(ctx, url, 10, 0); err != nil || len(msgs) != 0 {
+		t.Fatalf("right after a 2 s delayed send: %d messages (%v); want none yet", len(msgs), err)
+	}
+	var got string
+	var count string
+	for range 5 {
+		msgs, err := c.Receive(ctx, url, 10, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) > 0 {
+			got, count = *msgs[0].Body, msgs[0].Attributes["ApproximateReceiveCount"]
+			break
+		}
+	}
+	if got != body || count != "1" {
+		t.Fatalf("received %q (receive count %q); want the body, count 1", got, count)
+	}
+}

@@ -1,0 +1,247 @@
+// Package ratelimit keeps every notifier, however many Lambdas run at once,
+// under the SES account's maximum send rate (seed 004 Phase 11, critical
+// test 5: "many jobs -> max N calls/second").
+//
+// SES defines the rate as messages accepted per second, so the limiter is
+// a fixed window of one wall-clock second, counted in DynamoDB: one item
+// per second (RATE#<name>#<unix second> in the jobs table), incremented
+// with a conditional UpdateItem (ADD n 1, only if n < max) before each
+// send. A condition failure means the second is full: the caller sleeps
+// until the next second (plus a little jitter, so the waiters do not all
+// arrive in the same millisecond) and tries that window. The count is
+// shared by every process, needs no lease or clock agreement beyond NTP's,
+// costs one write per email, and the items expire by TTL a few minutes
+// later. A token bucket would smooth bursts within the second, but SES
+// does not ask for that, and it needs a read-modify-write per send.
+//
+// A window's slots are handed out only in its first part (Guard, 250 ms by
+// default, is kept back at the end): a send counted late in second t must
+// not reach SES in second t+1, where it would be one more than that
+// second's max. In a saturated second the slots go in its first
+// milliseconds anyway; an idle caller arriving in the guard waits at most
+// the guard. What happens after the slot is handed out (the SES call's own
+// latency) is outside the limiter's reach: a send delayed by more than the
+// guard is counted by SES in the next second. The bound that holds
+// whatever the latency (under a second) is that any n consecutive SES
+// seconds see at most (n+1)·max sends, i.e. the rate itself over any
+// stretch of time, with one window of slack.
+//
+// A caller waits at most MaxWait (3 s) in all, and never into the last
+// Reserve (10 s) before its context's deadline (nor is it let through
+// there: a send whose row cannot be marked afterwards is worse than no
+// send); then it gets a retryable
+// RATE_LIMITED error carrying Retry-After, and the stage runner defers the
+// message without charging its attempt budget (internal/stage). The
+// deadline matters because one notify invocation sends a whole batch
+// (up to 10 messages of up to 50 recipients) one by one: waiting out the
+// function's timeout would kill it mid-claim, leaving rows in `sending`
+// until their lease and the reconciliation grace pass, while giving up in
+// time lets the notifier release each row and the runner defer each
+// message cleanly.
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/retry"
+)
+
+// DefaultRate is the SES sandbox's and a new production account's maximum
+// send rate, messages per second.
+const DefaultRate = 14
+
+// Defaults of a Limiter's timing.
+const (
+	DefaultMaxWait = 3 * time.Second
+	DefaultGuard   = 250 * time.Millisecond
+	DefaultReserve = 10 * time.Second
+	// DefaultTTL keeps a window's item this long after its second: long
+	// enough for no clock to still be counting into it.
+	DefaultTTL = 5 * time.Minute
+	maxJitter  = 50 * time.Millisecond
+)
+
+// ErrFull is the cause of the RATE_LIMITED error Wait returns when no
+// window had room within MaxWait.
+var ErrFull = errors.New("send rate limit: no room within the wait allowed")
+
+// Counter counts acquisitions per window.
+type Counter interface {
+	// Take adds one to window's count if the count is below max, and
+	// reports whether it did.
+	Take(ctx context.Context, window int64, max int) (bool, error)
+}
+
+// Limiter paces callers to Rate per wall-clock second across processes.
+// The zero Rate (or a nil *Limiter) lets everything through.
+type Limiter struct {
+	Counter Counter
+	Rate    int
+	// MaxWait bounds how long Wait blocks in all.
+	MaxWait time.Duration
+	// Reserve is the time before the context's deadline that Wait leaves
+	// to the caller (to release its claim and defer the message).
+	Reserve time.Duration
+	// Guard is the end of each second in which its slots are not handed
+	// out (see the package comment).
+	Guard time.Duration
+	Now   func() time.Time
+	// Sleep waits for d or until ctx is done.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns a delay in [0, max) added to each wait for the next
+	// window.
+	Jitter func(max time.Duration) time.Duration
+}
+
+// New returns a limiter with the default timing.
+func New(c Counter, rate int) *Limiter {
+	return &Limiter{Counter: c, Rate: rate, MaxWait: DefaultMaxWait, Guard: DefaultGuard, Reserve: DefaultReserve}
+}
+
+func (l *Limiter) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
+	if l.Sleep != nil {
+		return l.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (l *Limiter) jitter() time.Duration {
+	if l.Jitter != nil {
+		return l.Jitter(maxJitter)
+	}
+	return rand.N(maxJitter)
+}
+
+// Wait blocks until this caller may send one message, or returns a
+// retryable RATE_LIMITED error (with a Retry-After of one second) once
+// MaxWait has passed (or Reserve before the context's deadline would),
+// or the context's error, or the counter's error.
+func (l *Limiter) Wait(ctx context.Context) error {
+	if l == nil || l.Rate <= 0 {
+		return nil
+	}
+	start := l.now()
+	deadline := start.Add(l.MaxWait)
+	if d, ok := ctx.Deadline(); ok && d.Add(-l.Reserve).Before(deadline) {
+		deadline = d.Add(-l.Reserve)
+	}
+	for {
+		now := l.now()
+		if now.After(deadline) {
+			return retry.WithRetryAfter(retry.Transient(retry.RateLimited, ErrFull), time.Second)
+		}
+		window := now.Unix()
+		next := time.Unix(window+1, 0)
+		if next.Sub(now) > l.Guard {
+			ok, err := l.Counter.Take(ctx, window, l.Rate)
+			if err != nil {
+				return fmt.Errorf("send rate limit: %w", err)
+			}
+			// A slot whose write came back late (a slow DynamoDB answer, a
+			// descheduled process) is given up rather than used: the send
+			// would land in the next second. It stays counted, which only
+			// errs on the side of sending less.
+			if ok && next.Sub(l.now()) > l.Guard {
+				return nil
+			}
+		}
+		wake := next.Add(l.jitter())
+		if wake.After(deadline) {
+			return retry.WithRetryAfter(retry.Transient(retry.RateLimited, ErrFull), time.Second)
+		}
+		if err := l.sleep(ctx, wake.Sub(l.now())); err != nil {
+			return err
+		}
+	}
+}
+
+// Sender is what sends one email (pipeline.Sender).
+type Sender interface {
+	Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error)
+}
+
+// LimitedSender waits for the limiter before each send.
+type LimitedSender struct {
+	Next    Sender
+	Limiter *Limiter
+}
+
+// Send waits for a slot, then sends. A limiter that gives up is a
+// RATE_LIMITED failure before anything reached SES: the notifier releases
+// the claimed row as failed_transient, and nothing was sent.
+func (s LimitedSender) Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error) {
+	if err := s.Limiter.Wait(ctx); err != nil {
+		return "", fmt.Errorf("send %s: %w", deliveryID, err)
+	}
+	return s.Next.Send(ctx, deliveryID, to, m)
+}
+
+// Dynamo is the Counter in DynamoDB: one item per window, keyed
+// "RATE#<Name>#<unix second>" in a table whose partition key is "pk" and
+// whose TTL attribute is "expires_at" (the jobs table).
+type Dynamo struct {
+	DB    *dynamodb.Client
+	Table string
+	Name  string        // what is limited, e.g. "ses"
+	TTL   time.Duration // how long after its second an item lives; DefaultTTL if zero
+}
+
+// Key is the partition key of a window's item.
+func (d Dynamo) Key(window int64) string {
+	return "RATE#" + d.Name + "#" + strconv.FormatInt(window, 10)
+}
+
+// Take implements Counter with one conditional UpdateItem.
+func (d Dynamo) Take(ctx context.Context, window int64, max int) (bool, error) {
+	ttl := d.TTL
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	expires := time.Unix(window, 0).Add(ttl).Unix()
+	_, err := d.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(d.Table),
+		Key:                 map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: d.Key(window)}},
+		UpdateExpression:    aws.String("ADD #n :one SET #exp = :exp"),
+		ConditionExpression: aws.String("attribute_not_exists(#n) OR #n < :max"),
+		ExpressionAttributeNames: map[string]string{
+			"#n": "n", "#exp": "expires_at",
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":one": &types.AttributeValueMemberN{Value: "1"},
+			":max": &types.AttributeValueMemberN{Value: strconv.Itoa(max)},
+			":exp": &types.AttributeValueMemberN{Value: strconv.FormatInt(expires, 10)},
+		},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("rate window %s: %w", d.Key(window), err)
+	}
+	return true, nil
+}
