@@ -4,7 +4,7 @@
 # so this loops over (package, target) pairs found by their declarations.
 #
 #   scripts/fuzz.sh                  every target, 60s each (make fuzz)
-#   FUZZTIME=2s scripts/fuzz.sh      a smoke run (make fuzz-short)
+#   FUZZTIME=1000x scripts/fuzz.sh   a smoke run (make fuzz-short): 1000 new inputs per target; a count, not a time, because a time shorter than the seed corpus baseline under load ends in "context deadline exceeded"
 #   scripts/fuzz.sh webhook Redact   only targets whose name or package contains a word
 #   scripts/fuzz.sh -l               list the targets
 #
