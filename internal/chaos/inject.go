@@ -89,7 +89,8 @@ func (in *injector) choose(ctx context.Context, service, operation string, _ any
 	case KindAPIError:
 		r.Err = fault.InternalError
 	case KindThrottle:
-		r.Err = fault.Throttling
+		// A throttled request is refused, never half done.
+		r.When, r.Err = fault.Before, fault.Throttling
 		if service == "SESv2" {
 			r.Err = fault.TooManyRequests
 		}

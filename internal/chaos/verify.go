@@ -190,10 +190,13 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 			continue
 		}
 		dups, missing := 0, 0
+		var dupIDs []string
 		for _, r := range sp.Recipients {
-			n := sent[delivery.ID(job.ChangelistKey("generic", sp.Changelist), r, 1)]
+			did := delivery.ID(job.ChangelistKey("generic", sp.Changelist), r, 1)
+			n := sent[did]
 			if n > 1 {
 				dups += n - 1
+				dupIDs = append(dupIDs, did)
 			}
 			if n == 0 {
 				missing++
@@ -231,7 +234,7 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 				sp.ID, j.Status, j.Stage, failureText(j.LastError)))
 		}
 		if dups > 0 {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("job %s: %d duplicate emails", sp.ID, dups))
+			rep.Problems = append(rep.Problems, fmt.Sprintf("job %s: %d duplicate emails (deliveries %s)", sp.ID, dups, strings.Join(dupIDs, ", ")))
 		}
 		if outcome == "delivered" && len(byJob[sp.ID]) > 0 {
 			rep.DeliveredWithDLQ++
