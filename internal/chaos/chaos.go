@@ -42,6 +42,7 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/fault"
+	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
@@ -117,7 +118,7 @@ const (
 	invocationTimeout = 3 * time.Second
 	visibilityTimeout = 8 // seconds; a crashed invocation's batch returns after this
 	deliveryLease     = 3 * time.Second
-	reconcileGrace    = 15 * time.Second
+	reconcileGrace    = 30 * time.Second
 	sweepStuckAfter   = 20 * time.Second
 	sweepEvery        = 2 * time.Second
 	evidenceWindow    = 10 * time.Minute
@@ -175,6 +176,9 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 		n := starts.Add(1)
 		return devstack.FunctionOptions{
 			Pollers: c.Pollers, Timeout: invocationTimeout, SweepEvery: sweepEvery,
+			// SES's event publishing is not a worker: one bridge (below)
+			// runs for the whole campaign.
+			NoEventBridge: true,
 			// The SDK's own debug lines (S3 checksum notes) go nowhere.
 			App:    []app.Option{app.WithAWSOptions(fi.Option(), func(c *aws.Config) { c.Logger = logging.Nop{} })},
 			Runner: []stage.Option{stage.WithRand(retry.NewRand(jitterSeed + uint64(n)))},
@@ -196,6 +200,14 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 			},
 		}
 	}
+	// The SES event bridge plays SES itself (configuration set → SNS), so
+	// it is neither restarted nor faulted; the feedback function it feeds
+	// is, like every worker.
+	bctx, stopBridge := context.WithCancel(ctx)
+	defer stopBridge()
+	bridge := &devstack.SESEventBridge{Store: &feedback.SESEmulator{BaseURL: st.SESURL}, SNS: clean.SNS,
+		TopicARN: res.EventsTopicARN, Log: log.With("bridge", "ses-events")}
+	go bridge.Run(bctx)
 	w := &workers{ctx: ctx, cfg: cfg, res: res, log: log, opts: opts}
 	if err := w.start(); err != nil {
 		return nil, err
