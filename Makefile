@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: run test build bench deps java fuzz vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: run test build bench chaos deps java fuzz vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/); `make invoke-<fn>` uses SAM when it
 # is installed (after `make build`), else the local runner against `make run`.
@@ -38,6 +38,7 @@ help:
 	@echo "make test   run every test against a local stack it starts and stops"
 	@echo "make build  build one bootstrap per function into build/<fn>/bootstrap"
 	@echo "make bench  run the benchmarks"
+	@echo "make chaos [SEED=n JOBS=200 RATE=0.03]  randomized fault campaign on the local stack"
 	@echo "make deploy MAIL_FROM='Name <addr>'  deploy to AWS (CDK, infra/)"
 
 run: deps
@@ -78,6 +79,12 @@ build:
 
 bench: deps
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -run='^$$' -bench=. -benchmem ./...
+
+# A randomized fault campaign on the local stack (docs/chaos.md): JOBS
+# reviews, faults at every AWS call, workers restarted; fails on a duplicate
+# email, a lost or stuck job, or a leak. SEED reproduces a campaign.
+chaos: deps
+	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/chaos -jobs $(or $(JOBS),200) $(if $(SEED),-seed $(SEED)) $(if $(RATE),-rate $(RATE))
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./internal/diff
