@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: run test build bench chaos deps java fuzz vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/); `make invoke-<fn>` uses SAM when it
 # is installed (after `make build`), else the local runner against `make run`.
@@ -37,7 +37,8 @@ help:
 	@echo "make run    start the local stack and serve on 127.0.0.1:\$${PORT:-3000}"
 	@echo "make test   run every test against a local stack it starts and stops"
 	@echo "make build  build one bootstrap per function into build/<fn>/bootstrap"
-	@echo "make bench  run the benchmarks"
+	@echo "make bench  print the benchmark table (intake vs Powertools, pipeline latency, AWS calls); BENCH_FLAGS='-requests 200' for a quick run"
+	@echo "make bench-micro  run the Go micro-benchmarks (go test -bench)"
 	@echo "make chaos [SEED=n JOBS=200 RATE=0.03]  randomized fault campaign on the local stack"
 	@echo "make deploy MAIL_FROM='Name <addr>'  deploy to AWS (CDK, infra/)"
 
@@ -48,6 +49,7 @@ run: deps
 test: deps
 	$(GO) vet ./...
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -count=1 -timeout 12m ./...
+	$(MAKE) fuzz-short
 	$(MAKE) infra-test
 
 # infra/ is its own Go module (the CDK app): the root `go test ./...` does not
@@ -77,7 +79,23 @@ build:
 		$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o build/$$fn/bootstrap ./functions/$$fn || exit 1; \
 	done
 
-bench: deps
+# The benchmark table (docs/benchmarks.md): cmd/bench on the local stack,
+# with the Powertools peer in bench/powertools (pinned, npm ci when needed).
+BENCH_NPM := bench/powertools/node_modules/.criticizer-installed
+BENCH_FLAGS ?=
+
+$(BENCH_NPM): bench/powertools/package.json bench/powertools/package-lock.json
+	cd bench/powertools && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+bench: deps $(BENCH_NPM)
+	$(GO) build -o .devstack/bin/bench ./cmd/bench
+	$(GO) run ./cmd/devstack exec -- .devstack/bin/bench $(BENCH_FLAGS)
+	@echo
+	@echo "5. Bootstrap size, cold start and peak memory (cmd/lambdabench)"
+	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/lambdabench $(LAMBDABENCH_FLAGS)
+
+bench-micro: deps
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -run='^$$' -bench=. -benchmem ./...
 
 # A randomized fault campaign on the local stack (docs/chaos.md): JOBS
@@ -86,11 +104,23 @@ bench: deps
 chaos: deps
 	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/chaos -jobs $(or $(JOBS),200) $(if $(SEED),-seed $(SEED)) $(if $(RATE),-rate $(RATE))
 
-fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./internal/diff
-	$(GO) test -run='^$$' -fuzz=FuzzRedact -fuzztime=30s ./internal/deadletter
+# Each function's bootstrap size, cold-start init time through a local Lambda
+# Runtime API, and peak memory (cmd/lambdabench), against the local stack.
+LAMBDABENCH_FLAGS ?=
+lambdabench: deps
+	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/lambdabench $(LAMBDABENCH_FLAGS)
 
-deps: java $(NPM_STAMP)
+# Every fuzz target in turn (scripts/fuzz.sh; docs/fuzzing.md). `make fuzz`
+# is the long run (FUZZTIME per target, e.g. FUZZTIME=10m); `make
+# fuzz-short` is the smoke run `make test` includes.
+FUZZTIME ?= 60s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+fuzz-short:
+	GO=$(GO) FUZZTIME=2s scripts/fuzz.sh
+
+deps: java chromium $(NPM_STAMP)
 
 $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
@@ -104,6 +134,16 @@ java:
 			echo "installing a Java runtime for DynamoDB Local"; \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
 		else echo "DynamoDB Local needs Java 17+: install openjdk-17-jre-headless" >&2; exit 1; fi; }
+
+# The email screenshot tests (internal/mail) use headless Chromium; a CJK
+# font lets the screenshots show non-ASCII titles. Installed with apt when
+# missing and we are root; otherwise a warning (`make run` does not need it).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing headless Chromium for the email screenshot tests"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null; \
+		else echo "warning: the email screenshot tests need Chromium (make test fails without it): install the chromium package" >&2; fi; }
 
 clean:
 	rm -rf build .devstack infra/cdk.out

@@ -13,14 +13,16 @@ import (
 )
 
 // wantEnv is each function's environment: names, and for names whose value
-// is a resource, the logical id it must reference. An independent
+// references resources, the logical ids it references in order,
+// comma-separated (envRefs). An independent
 // statement of what each function reads, so a change to the stack's
 // environment code has to change this too.
 var wantEnv = map[string]map[string]string{
 	FnIntake: {
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable,
 		"CRITICIZER_PAYLOAD_BUCKET": IDPayloadBucket, "CRITICIZER_FETCH_QUEUE_URL": "FetchQueue",
-		"CRITICIZER_SECRETS_ARN": IDWebhookSecret, "CRITICIZER_IDEMPOTENCY_TTL": "", "LOG_LEVEL": "",
+		// Its webhook credentials, then the unsubscribe key (a list of ARNs).
+		"CRITICIZER_SECRETS_ARN": IDWebhookSecret + "," + IDUnsubscribeSecret, "CRITICIZER_IDEMPOTENCY_TTL": "", "LOG_LEVEL": "",
 	},
 	FnFetch: {
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_PAYLOAD_BUCKET": IDPayloadBucket,
@@ -37,9 +39,15 @@ var wantEnv = map[string]map[string]string{
 		"CRITICIZER_NOTIFY_QUEUE_URL": "NotifyQueue", "CRITICIZER_NOTIFY_DLQ_URL": "NotifyDLQ",
 		"CRITICIZER_MAIL_FROM": "", "CRITICIZER_SES_CONFIGURATION_SET": IDConfigurationSet,
 		"CRITICIZER_DELIVERY_LEASE": "", "CRITICIZER_RECONCILE_GRACE": "", "LOG_LEVEL": "",
+		// Unsubscribe links: signed with the shared key, under the API's URL.
+		"CRITICIZER_SECRETS_ARN": IDUnsubscribeSecret, "CRITICIZER_PUBLIC_URL": IDHTTPAPI,
 	},
 	FnFeedback: {
-		"CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable, "LOG_LEVEL": "",
+		// The jobs table for suppressions (SUPP#<id> items) and the resend's
+		// reopen; the notify queue for the resend's message (a transient
+		// bounce).
+		"CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable, "CRITICIZER_JOBS_TABLE": IDJobsTable,
+		"CRITICIZER_NOTIFY_QUEUE_URL": "NotifyQueue", "LOG_LEVEL": "",
 	},
 	FnSweeper: {
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable,
@@ -55,6 +63,12 @@ func (s *synthesized) env(t *testing.T, fn string) map[string]any {
 	return v
 }
 
+// envRefs is the logical ids a value references, in order, comma-separated:
+// "JobsTable" for a Ref or GetAtt, "WebhookSecret,UnsubscribeSecret" for a
+// joined list, "HttpApi" for a URL built from the API's id, "" for a
+// literal. Pseudo parameters (AWS::Region) are not ids.
+func envRefs(v any) string { return strings.Join(refs(render(v)), ",") }
+
 func TestEnvironment(t *testing.T) {
 	s := synth(t)
 	for _, f := range functionSpecs {
@@ -65,7 +79,7 @@ func TestEnvironment(t *testing.T) {
 			continue
 		}
 		for name, ref := range want {
-			if refID(got[name]) != ref {
+			if envRefs(got[name]) != ref {
 				t.Errorf("%s: %s = %v, want a reference to %q", f.Name, name, render(got[name]), ref)
 			}
 		}
@@ -85,8 +99,18 @@ func TestNoSecretInEnvironment(t *testing.T) {
 			if strings.Contains(r, "resolve:secretsmanager") || strings.Contains(r, "resolve:ssm-secure") {
 				t.Errorf("%s: %s resolves a secret into the environment: %s", f.Name, name, r)
 			}
-			if strings.Contains(name, "SECRET") && (!strings.HasSuffix(name, "_ARN") || refID(v) != wantEnv[f.Name][name]) {
+			if strings.Contains(name, "SECRET") && (!strings.HasSuffix(name, "_ARN") || envRefs(v) != wantEnv[f.Name][name]) {
 				t.Errorf("%s: %s = %s: secrets travel as the secret's ARN only", f.Name, name, r)
+			}
+			if name == EnvSecretsARN {
+				for _, id := range refs(r) {
+					if typ := s.resource(t, id)["Type"]; typ != "AWS::SecretsManager::Secret" {
+						t.Errorf("%s: %s references %s, a %v, not a secret", f.Name, name, id, typ)
+					}
+				}
+			}
+			if name == EnvUnsubscribeKey || name == EnvUnsubscribeKeyPrevious || name == EnvWebhookSecret {
+				t.Errorf("%s: %s is in the environment; it belongs in a secret", f.Name, name)
 			}
 			if len(refs(r)) == 0 && !literals[r] {
 				t.Errorf("%s: %s = %q: a literal that is not a known setting", f.Name, name, r)
@@ -100,6 +124,14 @@ func TestNoSecretInEnvironment(t *testing.T) {
 		get(sec, "GenerateSecretString", "SecretStringTemplate") != "{}" {
 		t.Errorf("webhook secret: want a generated JSON secret keyed %s, got %v", EnvWebhookSecret, sec)
 	}
+	// The unsubscribe key likewise: generated, keyed by the setting config
+	// reads, long enough for config's 32-byte minimum, alphanumeric.
+	uk := props(s.resource(t, IDUnsubscribeSecret))
+	if uk["SecretString"] != nil || get(uk, "GenerateSecretString", "GenerateStringKey") != EnvUnsubscribeKey ||
+		get(uk, "GenerateSecretString", "SecretStringTemplate") != "{}" ||
+		get(uk, "GenerateSecretString", "ExcludePunctuation") != true || num(get(uk, "GenerateSecretString", "PasswordLength")) < 32 {
+		t.Errorf("unsubscribe secret: want a generated JSON secret keyed %s, >= 32 characters without punctuation, got %v", EnvUnsubscribeKey, uk)
+	}
 	// The fetch and llm secrets start empty: the template holds no value.
 	for _, id := range []string{IDFetchSecret, IDCriticSecret} {
 		if got := props(s.resource(t, id))["SecretString"]; got != "{}" {
@@ -108,10 +140,9 @@ func TestNoSecretInEnvironment(t *testing.T) {
 	}
 }
 
-// pendingEnv are names the stack sets that the root code does not read yet.
-var pendingEnv = map[string]string{
-	EnvSecretsARN: "intake loads its secrets (CRITICIZER_WEBHOOK_SECRET, a JSON key) from Secrets Manager by this ARN at start",
-}
+// pendingEnv are names the stack sets that the root code does not read yet
+// (name to why it is set); none at the moment.
+var pendingEnv = map[string]string{}
 
 // TestEnvNamesMatchRootConfig parses ../internal/config/config.go (the
 // names every function reads) and ../internal/job/job.go (the stages), and
@@ -138,11 +169,17 @@ func TestEnvNamesMatchRootConfig(t *testing.T) {
 			known[QueueEnv(v)], known[DLQEnv(v)] = true, true
 		}
 	}
-	// The generated secret's key must be a setting the secret may hold.
-	if secretEnv := identList(t, filepath.Join(root, "config", "config.go"), "SecretEnv"); secretEnv == nil {
-		t.Logf("config.go has no SecretEnv yet: %s cannot be checked", EnvWebhookSecret)
-	} else if !slices.Contains(secretEnv, "EnvWebhookSecret") || names["EnvWebhookSecret"] != EnvWebhookSecret {
-		t.Errorf("config.SecretEnv %v does not allow %s, the generated secret's key", secretEnv, EnvWebhookSecret)
+	// The generated secrets' keys must be settings a secret may hold.
+	secretEnv := identList(t, filepath.Join(root, "config", "config.go"), "SecretEnv")
+	for ident, key := range map[string]string{"EnvWebhookSecret": EnvWebhookSecret, "EnvUnsubscribeKey": EnvUnsubscribeKey} {
+		if !slices.Contains(secretEnv, ident) || names[ident] != key {
+			t.Errorf("config.SecretEnv %v does not allow %s, a generated secret's key", secretEnv, key)
+		}
+	}
+	// The rotation in README.md puts the old key beside the new one in the
+	// unsubscribe secret: config must accept it there.
+	if !slices.Contains(secretEnv, "EnvUnsubscribeKeyPrevious") || names["EnvUnsubscribeKeyPrevious"] != EnvUnsubscribeKeyPrevious {
+		t.Errorf("config.SecretEnv %v does not allow %s, which the key rotation puts in the unsubscribe secret", secretEnv, EnvUnsubscribeKeyPrevious)
 	}
 	if len(known) < 10 {
 		t.Fatalf("parsed only %d names from config.go: %v", len(known), known)
@@ -163,13 +200,23 @@ func TestEnvNamesMatchRootConfig(t *testing.T) {
 	}
 	// Names the code defines that must reach their function.
 	for name, fn := range map[string]string{"CRITICIZER_MAIL_FROM": FnNotify, "CRITICIZER_SES_CONFIGURATION_SET": FnNotify,
-		"CRITICIZER_IDEMPOTENCY_TTL": FnIntake} {
+		"CRITICIZER_IDEMPOTENCY_TTL": FnIntake, EnvPublicURL: FnNotify} {
 		if !known[name] {
 			t.Errorf("config.go no longer reads %s", name)
 		}
 		if _, ok := s.env(t, fn)[name]; !ok {
 			t.Errorf("%s does not get %s", fn, name)
 		}
+	}
+	// feedback's resend enqueues at notify through internal/queue, which
+	// finds the URL under config.QueueEnv(job.StageNotify): the name must
+	// be that one, built from the stage constant job.go defines.
+	notify := QueueEnv(stages["StageNotify"])
+	if stages["StageNotify"] == "" || !known[notify] {
+		t.Fatalf("job.go has no StageNotify (%q) or %s is not a queue variable", stages["StageNotify"], notify)
+	}
+	if got := envRefs(s.env(t, FnFeedback)[notify]); got != QueueID(QNotify) {
+		t.Errorf("feedback: %s = %q, want a reference to %s (the transient-bounce resend)", notify, got, QueueID(QNotify))
 	}
 }
 

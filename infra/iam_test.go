@@ -80,21 +80,34 @@ func arns(kind string, ids ...string) []string {
 type access struct {
 	send, consume []string // queues
 	read, write   []string // tables
-	s3            []string // object actions on diffs/*
-	secret        string   // the one secret it may read, by logical id
-	sendMail      bool
+	// update are tables it may only UpdateItem (no read, no other write).
+	update   []string
+	s3       []string // object actions on diffs/*
+	secrets  []string // the secrets it may read, by logical id
+	sendMail bool
 }
 
 var wantAccess = map[string]access{
+	// intake also reads the unsubscribe key: it verifies /unsubscribe/{token}
+	// and records the preference (PREF#<id>) in the jobs table it already
+	// writes.
 	FnIntake: {send: []string{QueueID(QFetch)}, read: []string{IDDeliveriesTable, IDJobsTable}, write: []string{IDJobsTable},
-		s3: []string{"s3:PutObject"}, secret: IDWebhookSecret},
+		s3: []string{"s3:PutObject"}, secrets: []string{IDUnsubscribeSecret, IDWebhookSecret}},
 	FnFetch: {send: []string{DLQID(QFetch), QueueID(QLLM)}, consume: []string{QueueID(QFetch)}, read: []string{IDJobsTable},
-		write: []string{IDJobsTable}, s3: []string{"s3:GetObject", "s3:PutObject"}, secret: IDFetchSecret},
+		write: []string{IDJobsTable}, s3: []string{"s3:GetObject", "s3:PutObject"}, secrets: []string{IDFetchSecret}},
 	FnLLM: {send: []string{DLQID(QLLM), QueueID(QNotify)}, consume: []string{QueueID(QLLM)}, read: []string{IDJobsTable},
-		write: []string{IDJobsTable}, s3: []string{"s3:GetObject"}, secret: IDCriticSecret},
+		write: []string{IDJobsTable}, s3: []string{"s3:GetObject"}, secrets: []string{IDCriticSecret}},
+	// notify reads recipients' PREF#/SUPP# items with BatchGetItem on the
+	// jobs table (already part of its read grant, checked below), and the
+	// unsubscribe key to sign the links it puts in each email.
 	FnNotify: {send: []string{DLQID(QNotify)}, consume: []string{QueueID(QNotify)}, read: []string{IDDeliveriesTable, IDJobsTable},
-		write: []string{IDDeliveriesTable, IDJobsTable}, sendMail: true},
-	FnFeedback: {consume: []string{QueueID(QFeedback)}, read: []string{IDDeliveriesTable}, write: []string{IDDeliveriesTable}},
+		write: []string{IDDeliveriesTable, IDJobsTable}, secrets: []string{IDUnsubscribeSecret}, sendMail: true},
+	// feedback suppresses an address on a permanent bounce or a complaint:
+	// an UpdateItem upsert of SUPP#<id> in the jobs table, and nothing else
+	// there. A transient bounce reopens the job (a conditional UpdateItem)
+	// and enqueues it at notify: SendMessage on the notify queue only.
+	FnFeedback: {send: []string{QueueID(QNotify)}, consume: []string{QueueID(QFeedback)}, read: []string{IDDeliveriesTable},
+		write: []string{IDDeliveriesTable}, update: []string{IDJobsTable}},
 	FnSweeper: {send: []string{QueueID(QFetch), QueueID(QLLM), QueueID(QNotify)}, read: []string{IDDeliveriesTable, IDJobsTable},
 		write: []string{IDDeliveriesTable, IDJobsTable}},
 }
@@ -123,9 +136,16 @@ func TestLeastPrivilege(t *testing.T) {
 				eq(a+" on", ids(on(gs, a)), w.read)
 			}
 			for _, a := range []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"} {
-				want := w.write
-				if a == "dynamodb:ConditionCheckItem" {
+				want := slices.Clone(w.write)
+				switch a {
+				case "dynamodb:ConditionCheckItem":
 					want = w.read // part of the read grant
+				case "dynamodb:UpdateItem":
+					for _, id := range w.update {
+						if !slices.Contains(want, id) {
+							want = append(want, id)
+						}
+					}
 				}
 				eq(a+" on", ids(on(gs, a)), want)
 			}
@@ -143,9 +163,7 @@ func TestLeastPrivilege(t *testing.T) {
 			if lb := on(gs, "s3:ListBucket"); len(lb) > 0 && (len(w.s3) == 0 || !slices.Equal(lb, []string{"${" + IDPayloadBucket + ".Arn}"})) {
 				t.Errorf("s3:ListBucket on %v", lb)
 			}
-			if got := ids(on(gs, "secretsmanager:GetSecretValue")); (len(got) > 0) != (w.secret != "") || (w.secret != "" && !slices.Equal(got, []string{w.secret})) {
-				t.Errorf("secretsmanager:GetSecretValue on %v (want: %q)", got, w.secret)
-			}
+			eq("secretsmanager:GetSecretValue on", ids(on(gs, "secretsmanager:GetSecretValue")), w.secrets)
 			mail := on(gs, "ses:SendEmail")
 			if (len(mail) > 0) != w.sendMail {
 				t.Errorf("ses:SendEmail on %v (want access: %v)", mail, w.sendMail)
@@ -163,10 +181,7 @@ func TestLeastPrivilege(t *testing.T) {
 
 			// Nothing but X-Ray on "*", and no resource outside the expected set.
 			allowed := map[string]bool{logs: true, IDPayloadBucket: len(w.s3) > 0, IDConfigurationSet: w.sendMail}
-			if w.secret != "" {
-				allowed[w.secret] = true
-			}
-			for _, l := range [][]string{w.send, w.consume, w.read, w.write} {
+			for _, l := range [][]string{w.send, w.consume, w.read, w.write, w.update, w.secrets} {
 				for _, id := range l {
 					allowed[id] = true
 				}
@@ -197,6 +212,17 @@ func TestLeastPrivilegeSpotChecks(t *testing.T) {
 			t.Errorf("notify can %s on the fetch queue", g.action)
 		}
 	}
+	// feedback's transient-bounce resend may send to the notify queue and to
+	// no other queue: not the other stages, not any DLQ, not its own queue.
+	var feedbackSends []string
+	for _, g := range s.grants(t, FnFeedback) {
+		if g.action == "sqs:SendMessage" || g.action == "sqs:*" || g.action == "sqs:Send*" {
+			feedbackSends = append(feedbackSends, refs(g.resource)...)
+		}
+	}
+	if !slices.Equal(feedbackSends, []string{QueueID(QNotify)}) {
+		t.Errorf("feedback can send to %v, want the notify queue only (%s)", feedbackSends, QueueID(QNotify))
+	}
 	intake := s.grants(t, FnIntake)
 	for _, g := range intake {
 		if !slices.Contains(refs(g.resource), IDDeliveriesTable) {
@@ -210,13 +236,15 @@ func TestLeastPrivilegeSpotChecks(t *testing.T) {
 			t.Errorf("intake can %s on the deliveries table", g.action)
 		}
 	}
-	// Each secret is readable by its one function only: the webhook secret
-	// by intake, the fetch secret by fetch, the critic secret by llm.
-	owner := map[string]string{IDWebhookSecret: FnIntake, IDFetchSecret: FnFetch, IDCriticSecret: FnLLM}
+	// Each secret is readable by its own functions only: the webhook secret
+	// by intake, the fetch secret by fetch, the critic secret by llm, the
+	// unsubscribe key by intake and notify.
+	owners := map[string][]string{IDWebhookSecret: {FnIntake}, IDFetchSecret: {FnFetch}, IDCriticSecret: {FnLLM},
+		IDUnsubscribeSecret: {FnIntake, FnNotify}}
 	for _, fn := range []string{FnIntake, FnFetch, FnLLM, FnNotify, FnFeedback, FnSweeper} {
 		for _, g := range s.grants(t, fn) {
-			for id, own := range owner {
-				if own != fn && slices.Contains(refs(g.resource), id) {
+			for id, own := range owners {
+				if !slices.Contains(own, fn) && slices.Contains(refs(g.resource), id) {
 					t.Errorf("%s can %s on %s", fn, g.action, id)
 				}
 			}

@@ -56,9 +56,16 @@ var supStageSecretRotation = Suppression{Rule: "AwsSolutions-SMG4",
 	Reason: "Holds credentials issued by other systems (GitHub, GitLab, Gerrit tokens; an LLM provider's API key) that no " +
 		"rotation Lambda here can mint; they are rotated at their issuer and then put here, as infra/README.md describes."}
 
+// supUnsubscribeKeyRotation covers the unsubscribe token signing key.
+var supUnsubscribeKeyRotation = Suppression{Rule: "AwsSolutions-SMG4",
+	Reason: "The unsubscribe key signs the List-Unsubscribe links of emails already delivered, and tokens verify against " +
+		"the current key and at most one previous key kept beside it: a scheduled rotation would silently break every " +
+		"outstanding unsubscribe link once a key is dropped. It is rotated by hand on suspicion of compromise, keeping the " +
+		"old key as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS while old emails matter, as infra/README.md describes."}
+
 // Suppressions lists every suppression the stack applies, for reporting.
 var Suppressions = []Suppression{supXRay, supDiffs, supWebhookRoute, supJobsRoute, supHealthRoute, supUnsubscribeRoute,
-	supBucketLogs, supSecretRotation, supStageSecretRotation}
+	supBucketLogs, supSecretRotation, supStageSecretRotation, supUnsubscribeKeyRotation}
 
 func (x Suppression) nag() *[]*cdknag.NagPackSuppression {
 	n := &cdknag.NagPackSuppression{Id: jsii.String(x.Rule), Reason: jsii.String(x.Reason)}
@@ -103,6 +110,7 @@ func applyNagSuppressions(s *Stack) {
 	}
 	suppress(s.Bucket, supBucketLogs)
 	suppress(s.Secret, supSecretRotation)
+	suppress(s.UnsubscribeSecret, supUnsubscribeKeyRotation)
 	for _, sec := range s.StageSecrets {
 		suppress(sec, supStageSecretRotation)
 	}

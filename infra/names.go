@@ -24,6 +24,16 @@ const (
 	// EnvWebhookSecret is the generic source's signing secret: the key the
 	// generated secret holds.
 	EnvWebhookSecret = "CRITICIZER_WEBHOOK_SECRET"
+	// EnvUnsubscribeKey is the HMAC key of unsubscribe tokens: the key the
+	// generated unsubscribe secret holds (intake verifies, notify mints).
+	EnvUnsubscribeKey = "CRITICIZER_UNSUBSCRIBE_KEY"
+	// EnvUnsubscribeKeyPrevious is the key being rotated out, which an
+	// operator adds to the same secret during a rotation (README.md,
+	// "Rotating the unsubscribe key"): tokens it signed still verify.
+	EnvUnsubscribeKeyPrevious = "CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS"
+	// EnvPublicURL is the API's public base URL, under which notify builds
+	// unsubscribe links.
+	EnvPublicURL = "CRITICIZER_PUBLIC_URL"
 	// The llm stage's critic choice (config.go), set from context.
 	EnvCritic         = "CRITICIZER_CRITIC"
 	EnvBedrockModelID = "CRITICIZER_BEDROCK_MODEL_ID"
@@ -40,6 +50,11 @@ const (
 	SweepStuckAfter = "10m"
 	EvidenceWindow  = "15m"
 )
+
+// UnsubscribeKeyLength is the generated unsubscribe key's length in
+// characters (alphanumeric, about 5.95 bits each: 380 bits), twice config's
+// 32-byte minimum.
+const UnsubscribeKeyLength = 64
 
 // QueueEnv is config.QueueEnv: CRITICIZER_<STAGE>_QUEUE_URL.
 func QueueEnv(q string) string { return "CRITICIZER_" + strings.ToUpper(q) + "_QUEUE_URL" }
@@ -77,11 +92,14 @@ const (
 	// tokens, Gerrit credentials, the reviewer directory); IDCriticSecret
 	// llm's (the OpenAI-compatible API key). Each function reads only its
 	// own, by ARN, at start.
-	IDFetchSecret      = "FetchSecret"
-	IDCriticSecret     = "CriticSecret"
-	IDConfigurationSet = "ConfigurationSet"
-	IDSESEventsTopic   = "SesEventsTopic"
-	IDHTTPAPI          = "HttpApi"
+	IDFetchSecret  = "FetchSecret"
+	IDCriticSecret = "CriticSecret"
+	// IDUnsubscribeSecret holds the unsubscribe token signing key, shared by
+	// intake (verifies /unsubscribe/{token}) and notify (mints the links).
+	IDUnsubscribeSecret = "UnsubscribeSecret"
+	IDConfigurationSet  = "ConfigurationSet"
+	IDSESEventsTopic    = "SesEventsTopic"
+	IDHTTPAPI           = "HttpApi"
 )
 
 // FunctionID is a function's logical id, e.g. IntakeFunction.

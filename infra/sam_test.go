@@ -151,14 +151,17 @@ func resourcesOf(tmpl map[string]any) map[string]map[string]any {
 	return out
 }
 
-// envRef is the resource a variable's value references ("" for a literal
-// or a template parameter).
+// envRef is the resources a variable's value references, in order and
+// comma-separated ("" for a literal or a template parameter): a Ref, a
+// GetAtt, a joined list of ARNs, a URL built with the API's id.
 func envRef(res map[string]map[string]any, v any) string {
-	id := refID(v)
-	if _, ok := res[id]; ok {
-		return id
+	var ids []string
+	for _, id := range refs(render(v)) {
+		if _, ok := res[id]; ok {
+			ids = append(ids, id)
+		}
 	}
-	return ""
+	return strings.Join(ids, ",")
 }
 
 func common(res map[string]map[string]any) deployModel {
@@ -373,5 +376,40 @@ func TestSAMIntrinsics(t *testing.T) {
 	}
 	if _, err := fromYAML(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!Bogus", Value: "x"}); err == nil {
 		t.Error("unknown tag accepted")
+	}
+}
+
+// TestSAMFeedbackSendsToNotifyQueueOnly: TestSAMTemplateAgreesWithCDK does
+// not model policies, so the feedback function's one queue grant is checked
+// in template.yaml itself: SQSSendMessagePolicy on the notify queue (the
+// transient-bounce resend), no other SQS policy or statement.
+func TestSAMFeedbackSendsToNotifyQueueOnly(t *testing.T) {
+	res := resourcesOf(loadSAM(t))
+	var sends []string
+	for _, pol := range props(res[FunctionID(FnFeedback)])["Policies"].([]any) {
+		m, ok := pol.(map[string]any)
+		if !ok {
+			t.Errorf("feedback: policy %v is not a template or a statement list", pol)
+			continue
+		}
+		for name, v := range m {
+			switch {
+			case name == "SQSSendMessagePolicy":
+				sends = append(sends, envRef(res, get(v, "QueueName")))
+			case strings.HasPrefix(name, "SQS"):
+				t.Errorf("feedback: %s %v: only SQSSendMessagePolicy on the notify queue", name, v)
+			case name == "Statement":
+				for _, st := range v.([]any) {
+					for _, a := range strs(get(st, "Action")) {
+						if strings.HasPrefix(a, "sqs:") {
+							t.Errorf("feedback: statement grants %s on %v", a, render(get(st, "Resource")))
+						}
+					}
+				}
+			}
+		}
+	}
+	if !reflect.DeepEqual(sends, []string{QueueID(QNotify)}) {
+		t.Errorf("feedback may send to %v, want the notify queue only (%s)", sends, QueueID(QNotify))
 	}
 }

@@ -84,9 +84,11 @@ type Route struct {
 }
 
 // Routes are the HTTP API's routes. The admin routes need IAM
-// authorization; the rest authenticate inside the function (webhook HMAC,
-// signed unsubscribe tokens) or are public by design (health, job status
-// with masked recipients).
+// authorization and, inside intake, the admin API key (in X-Api-Key:
+// SigV4 takes the Authorization header); without CRITICIZER_ADMIN_API_KEY
+// in intake's secret they answer 404. The rest authenticate inside the
+// function (webhook HMAC, signed unsubscribe tokens) or are public by
+// design (health, job status with masked recipients).
 var Routes = []Route{
 	{Method: "POST", Path: "/webhooks/{source}"},
 	{Method: "GET", Path: "/jobs/{id}"},
@@ -95,7 +97,7 @@ var Routes = []Route{
 	{Method: "POST", Path: "/unsubscribe/{token}"},
 	{Method: "POST", Path: "/admin/rerun", IAM: true},
 	{Method: "GET", Path: "/admin/previews", IAM: true},
-	{Method: "GET", Path: "/admin/previews/{template}", IAM: true},
+	{Method: "GET", Path: "/admin/previews/{template+}", IAM: true}, // names hold "/"
 }
 
 // Stack is the built stack with handles the monitoring and the tests use.
@@ -109,6 +111,9 @@ type Stack struct {
 	Deliveries awsdynamodb.Table
 	Bucket     awss3.Bucket
 	Secret     awssecretsmanager.Secret
+	// UnsubscribeSecret is the unsubscribe token signing key, read by
+	// intake and notify only.
+	UnsubscribeSecret awssecretsmanager.Secret
 	// StageSecrets are the fetch and llm secrets, by logical id.
 	StageSecrets map[string]awssecretsmanager.Secret
 	ConfigSet    awsses.ConfigurationSet
@@ -267,7 +272,7 @@ func (s *Stack) mail() {
 func (s *Stack) secret() {
 	s.Secret = awssecretsmanager.NewSecret(s.Stack, jsii.String(IDWebhookSecret), &awssecretsmanager.SecretProps{
 		Description: jsii.String("Criticizer intake secrets: a JSON object of CRITICIZER_* setting names to values; " +
-			"CRITICIZER_WEBHOOK_SECRET is generated, add the other sources' webhook secrets as keys"),
+			"CRITICIZER_WEBHOOK_SECRET is generated, add the other sources' webhook secrets and CRITICIZER_ADMIN_API_KEY as keys"),
 		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
 			SecretStringTemplate: jsii.String("{}"),
 			GenerateStringKey:    jsii.String(EnvWebhookSecret),
@@ -277,6 +282,23 @@ func (s *Stack) secret() {
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
 	overrideID(s.Secret, IDWebhookSecret)
+	// The unsubscribe signing key: generated, 64 alphanumeric characters
+	// (well over config's 32-byte minimum; no punctuation, so it is safe in
+	// JSON, shells and HMAC tooling alike). Its own secret, not a key of the
+	// webhook secret, so notify can read it without reading intake's
+	// webhook credentials.
+	s.UnsubscribeSecret = awssecretsmanager.NewSecret(s.Stack, jsii.String(IDUnsubscribeSecret), &awssecretsmanager.SecretProps{
+		Description: jsii.String("Criticizer unsubscribe token signing key (CRITICIZER_UNSUBSCRIBE_KEY), read by intake and notify; " +
+			"when changing it, keep the old one here as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS or the links of emails already sent stop working"),
+		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+			SecretStringTemplate: jsii.String("{}"),
+			GenerateStringKey:    jsii.String(EnvUnsubscribeKey),
+			PasswordLength:       jsii.Number(UnsubscribeKeyLength),
+			ExcludePunctuation:   jsii.Bool(true),
+		},
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	overrideID(s.UnsubscribeSecret, IDUnsubscribeSecret)
 	// The fetch and llm secrets start as an empty JSON object: the operator
 	// adds the keys a deployment needs (put-secret-value). "{}" holds
 	// nothing secret.
@@ -308,8 +330,12 @@ func (s *Stack) environment(fn string) map[string]*string {
 	switch fn {
 	case FnIntake:
 		// Deliveries: read-only, GET /jobs/{id} shows each recipient's row.
+		// Two secrets: its webhook credentials, and the unsubscribe key it
+		// verifies /unsubscribe/{token} with (config reads a comma-separated
+		// list of ARNs).
 		set(EnvJobsTable, jobs, EnvDeliveriesTable, deliveries, EnvPayloadBucket, bucket,
-			QueueEnv(QFetch), qURL(QFetch), EnvSecretsARN, s.Secret.SecretArn(),
+			QueueEnv(QFetch), qURL(QFetch),
+			EnvSecretsARN, awscdk.Fn_Join(jsii.String(","), &[]*string{s.Secret.SecretArn(), s.UnsubscribeSecret.SecretArn()}),
 			EnvIdempotencyTTL, jsii.String(IdempotencyTTL))
 	case FnFetch:
 		set(EnvJobsTable, jobs, EnvPayloadBucket, bucket,
@@ -329,15 +355,23 @@ func (s *Stack) environment(fn string) map[string]*string {
 			}
 		}
 	case FnNotify:
+		// The unsubscribe key mints the links; CRITICIZER_PUBLIC_URL, the
+		// API's endpoint they point at, is added in api() once the API
+		// exists.
 		set(EnvJobsTable, jobs, EnvDeliveriesTable, deliveries,
 			QueueEnv(QNotify), qURL(QNotify), DLQEnv(QNotify), dURL(QNotify),
+			EnvSecretsARN, s.UnsubscribeSecret.SecretArn(),
 			EnvMailFrom, jsii.String(s.Config.MailFrom), EnvConfigurationSet, s.ConfigSet.ConfigurationSetName(),
 			EnvDeliveryLease, jsii.String(DeliveryLease), EnvReconcileGrace, jsii.String(ReconcileGrace))
 	case FnFeedback:
 		// Records SES events on delivery rows; a record it cannot store is a
 		// batch item failure, and the redrive policy dead-letters it, so it
-		// needs no queue URL.
-		set(EnvDeliveriesTable, deliveries)
+		// needs no DLQ URL. A permanent bounce or a complaint also
+		// suppresses the address: a SUPP#<id> item in the jobs table. A
+		// transient bounce sends the delivery again: the job reopens at
+		// notify and a notify message is enqueued, hence the notify
+		// queue's URL (config.QueueEnv(job.StageNotify)).
+		set(EnvDeliveriesTable, deliveries, EnvJobsTable, jobs, QueueEnv(QNotify), qURL(QNotify))
 	case FnSweeper:
 		// Re-enqueues a stuck job at its current stage (any of the three)
 		// and hands stuck sends to notify.
@@ -427,6 +461,7 @@ func (s *Stack) permissions() {
 	s3(fn[FnIntake], false, "s3:PutObject")
 	s.Queues[QFetch].GrantSendMessages(fn[FnIntake])
 	s.Secret.GrantRead(fn[FnIntake], nil)
+	s.UnsubscribeSecret.GrantRead(fn[FnIntake], nil)
 
 	// fetch
 	s.Jobs.GrantReadWriteData(fn[FnFetch])
@@ -451,8 +486,10 @@ func (s *Stack) permissions() {
 		}))
 	}
 
-	// notify
+	// notify: the read half of GrantReadWriteData includes BatchGetItem,
+	// with which it reads recipients' PREF#/SUPP# items before sending.
 	s.Jobs.GrantReadWriteData(fn[FnNotify])
+	s.UnsubscribeSecret.GrantRead(fn[FnNotify], nil)
 	s.Deliveries.GrantReadWriteData(fn[FnNotify])
 	s.DLQs[QNotify].GrantSendMessages(fn[FnNotify])
 	fn[FnNotify].AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -461,8 +498,15 @@ func (s *Stack) permissions() {
 		Resources: s.sesResources(),
 	}))
 
-	// feedback: no queue but its own (the event source grants consume).
+	// feedback: consumes its own queue (the event source grants that) and
+	// sends to the notify queue only: a transient bounce enqueues the
+	// delivery's job at notify again. On the jobs table only UpdateItem:
+	// suppressions are idempotent UpdateItem upserts of SUPP#<id> items
+	// (store.Recipients.Suppress) and the resend's reopen is a conditional
+	// UpdateItem (store.Jobs.Reopen); it reads nothing there.
 	s.Deliveries.GrantReadWriteData(fn[FnFeedback])
+	s.Jobs.Grant(fn[FnFeedback], jsii.String("dynamodb:UpdateItem"))
+	s.Queues[QNotify].GrantSendMessages(fn[FnFeedback])
 
 	// sweeper: scans both tables, re-enqueues at any stage.
 	s.Jobs.GrantReadWriteData(fn[FnSweeper])
@@ -524,6 +568,9 @@ func (s *Stack) api() {
 			format: awsapigateway.AccessLogFormat_Custom(jsii.String(accessLogFormat)),
 		},
 	})
+	// notify builds unsubscribe links under the API's endpoint. The API
+	// integrates intake only, so notify's reference to it makes no cycle.
+	s.Functions[FnNotify].AddEnvironment(jsii.String(EnvPublicURL), s.API.ApiEndpoint(), nil)
 	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("Intake"), s.Functions[FnIntake], nil)
 	iam := awsapigatewayv2authorizers.NewHttpIamAuthorizer()
 	for _, r := range Routes {
@@ -554,6 +601,7 @@ func (s *Stack) outputs() {
 	}
 	out("ApiUrl", s.API.ApiEndpoint(), "HTTP API base URL (POST /webhooks/{source})")
 	out("WebhookSecretArn", s.Secret.SecretArn(), "intake's secrets (JSON): aws secretsmanager get-secret-value --secret-id <arn>")
+	out("UnsubscribeSecretArn", s.UnsubscribeSecret.SecretArn(), "the unsubscribe link signing key (intake and notify); changing it invalidates links in emails already sent")
 	out("FetchSecretArn", s.StageSecrets[IDFetchSecret].SecretArn(), "fetch's secrets (JSON): source API tokens, Gerrit credentials, the reviewer directory")
 	out("CriticSecretArn", s.StageSecrets[IDCriticSecret].SecretArn(), "llm's secrets (JSON): CRITICIZER_OPENAI_API_KEY")
 	out("JobsTableName", s.Jobs.TableName(), "jobs table")

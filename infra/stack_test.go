@@ -320,7 +320,7 @@ func TestHTTPAPI(t *testing.T) {
 		t.Errorf("routes = %v\nwant     %v", got, want)
 	}
 	for _, k := range []string{"POST /webhooks/{source}", "GET /jobs/{id}", "GET /healthz", "GET /unsubscribe/{token}",
-		"POST /unsubscribe/{token}", "POST /admin/rerun", "GET /admin/previews", "GET /admin/previews/{template}"} {
+		"POST /unsubscribe/{token}", "POST /admin/rerun", "GET /admin/previews", "GET /admin/previews/{template+}"} {
 		if _, ok := got[k]; !ok {
 			t.Errorf("route %s missing", k)
 		}
@@ -480,7 +480,8 @@ func TestAlarms(t *testing.T) {
 // a table, bucket, secret or configuration set.
 func TestStatefulLogicalIDs(t *testing.T) {
 	s := synth(t)
-	for _, id := range []string{IDJobsTable, IDDeliveriesTable, IDPayloadBucket, IDWebhookSecret, IDConfigurationSet} {
+	for _, id := range []string{IDJobsTable, IDDeliveriesTable, IDPayloadBucket, IDWebhookSecret, IDUnsubscribeSecret,
+		IDFetchSecret, IDCriticSecret, IDConfigurationSet} {
 		s.resource(t, id)
 	}
 }

@@ -119,6 +119,9 @@ func run(ctx context.Context, args []string) error {
 	localSecrets(&cfg)
 	cfg.SESStoreURL = svc.Ports.SESURL()
 	cfg.AllowPrivateDiffs = true
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://127.0.0.1:" + port
+	}
 	clients, err := awsclient.New(ctx, cfg.Endpoints)
 	if err != nil {
 		return err

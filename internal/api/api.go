@@ -1,5 +1,5 @@
 // Package api is the HTTP surface behind API Gateway (HTTP API, payload
-// format 2.0): webhook intake, job status and health. It speaks
+// format 2.0): webhook intake, job status, health and the admin API. It speaks
 // events.APIGatewayV2HTTPRequest so the same handler runs in Lambda and in
 // the local runner.
 package api
@@ -44,6 +44,11 @@ type Handler struct {
 	Jobs       *store.Jobs
 	Deliveries *store.Deliveries
 	Log        *slog.Logger
+	// Unsubscribe serves /unsubscribe/{token}; nil answers 404.
+	Unsubscribe *Unsubscribe
+	// Admin serves /admin/*; nil or without a key, those routes do not
+	// exist (404).
+	Admin *Admin
 	// Ready reports whether dependencies answer; nil means always ready.
 	Ready func(ctx context.Context) error
 }
@@ -82,13 +87,21 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 			header = gerritHeader(header, req.QueryStringParameters)
 		}
 		return h.Intake.Handle(ctx, p, webhook.Request{Header: header, Body: body}), nil
+	case strings.HasPrefix(path, "/unsubscribe/"):
+		token, ok := unsubscribeToken(path)
+		if !ok {
+			return problem(http.StatusNotFound, "token", "no unsubscribe token in the path"), nil
+		}
+		return h.Unsubscribe.handle(ctx, method, token, req), nil
 	case strings.HasPrefix(path, "/jobs/"):
 		if method != http.MethodGet {
 			return methodNotAllowed(http.MethodGet), nil
 		}
 		return h.getJob(ctx, strings.TrimPrefix(path, "/jobs/")), nil
+	case strings.HasPrefix(path, adminPrefix):
+		return h.Admin.handle(ctx, req, method, path), nil
 	}
-	return problem(http.StatusNotFound, "path", "no route for "+method+" "+quote(path)), nil
+	return noRoute(method, path), nil
 }
 
 func (h *Handler) health(ctx context.Context) events.APIGatewayV2HTTPResponse {

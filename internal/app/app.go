@@ -33,6 +33,7 @@ import (
 	"github.com/criticizer/criticizer/internal/stage"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/sweeper"
+	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
 
@@ -42,10 +43,13 @@ type App struct {
 	Clients    *awsclient.Clients
 	Jobs       *store.Jobs
 	Deliveries *store.Deliveries
-	Blobs      *blob.Store
-	Queue      *queue.Client
-	Log        *slog.Logger
-	Now        func() time.Time
+	Recipients *store.Recipients
+	// Signer mints and verifies unsubscribe tokens; nil without a key.
+	Signer *unsubscribe.Signer
+	Blobs  *blob.Store
+	Queue  *queue.Client
+	Log    *slog.Logger
+	Now    func() time.Time
 	// Critic reviews diffs in the llm stage, chosen by CRITICIZER_CRITIC.
 	Critic critic.Critic
 	// Sources fetches changelists from the configured code review systems;
@@ -88,9 +92,23 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		return nil, err
 	}
 	if cfg.SecretsARN != "" {
-		values, err := loadSecret(ctx, clients.Config, cfg.SecretsManagerEndpoint, cfg.SecretsARN)
-		if err != nil {
-			return nil, err
+		// Several secrets: a function's own, and ones it shares (the
+		// unsubscribe signing key is held by intake and notify). A key set
+		// by two secrets takes the first one's value.
+		values := map[string]string{}
+		for _, arn := range strings.Split(cfg.SecretsARN, ",") {
+			if arn = strings.TrimSpace(arn); arn == "" {
+				continue
+			}
+			v, err := loadSecret(ctx, clients.Config, cfg.SecretsManagerEndpoint, arn)
+			if err != nil {
+				return nil, err
+			}
+			for k, x := range v {
+				if _, ok := values[k]; !ok {
+					values[k] = x
+				}
+			}
 		}
 		if cfg, err = cfg.ApplySecrets(values); err != nil {
 			return nil, err
@@ -100,6 +118,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		Config: cfg, Clients: clients, Log: log, Now: o.now,
 		Jobs:       store.NewJobs(clients.DynamoDB, cfg.JobsTable, o.now),
 		Deliveries: store.NewDeliveries(clients.DynamoDB, cfg.DeliveriesTable, o.now),
+		Recipients: store.NewRecipients(clients.DynamoDB, cfg.JobsTable, o.now),
 		Blobs:      blob.New(clients.S3, cfg.PayloadBucket),
 		Queue:      queue.New(clients.SQS, cfg.Queues),
 		Critic:     o.critic,
@@ -107,6 +126,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	if a.Critic == nil {
 		if a.Critic, err = newCritic(cfg, clients.Config); err != nil {
 			return nil, err
+		}
+	}
+	if cfg.UnsubscribeKey != "" {
+		if a.Signer, err = unsubscribe.NewSigner(cfg.UnsubscribeKey, cfg.UnsubscribeKeyPrevious); err != nil {
+			return nil, err
+		}
+		if a.Signer.Rotating() {
+			// A reminder to remove the previous key once old emails no
+			// longer matter; the keys themselves are never logged.
+			a.Log.Info("unsubscribe key rotation: links signed with the previous key still verify", "setting", config.EnvUnsubscribeKeyPrevious)
 		}
 	}
 	a.Sources = sources(cfg, o.now)
@@ -188,17 +217,58 @@ func (a *App) API() (*api.Handler, error) {
 		return nil, fmt.Errorf("no webhook source is configured: set %s, %s, %s (or %s) or %s",
 			config.EnvWebhookSecret, config.EnvGitHubWebhookSecret, config.EnvGitLabWebhookToken, config.EnvGitLabSigningSecret, config.EnvGerritWebhookToken)
 	}
+	admin, err := a.admin()
+	if err != nil {
+		return nil, err
+	}
 	return &api.Handler{
 		Sources: parsers,
+		Admin:   admin,
 		Intake: &api.Intake{Jobs: a.Jobs, Blobs: a.Blobs, Queue: a.Queue, Log: a.Log, Now: a.Now, TTL: c.IdempotencyTTL,
 			Versions: a.Jobs},
 		Jobs: a.Jobs, Deliveries: a.Deliveries, Log: a.Log,
+		Unsubscribe: &api.Unsubscribe{Signer: a.Signer, Recipients: a.Recipients, Log: a.Log},
 		Ready: func(ctx context.Context) error {
 			_, err := a.Clients.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(a.Config.JobsTable),
 				Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "HEALTH"}}})
 			return err
 		},
 	}, nil
+}
+
+// admin builds the admin API, off (nil) unless CRITICIZER_ADMIN_API_KEY
+// is set. Previews render the mail templates notify uses.
+func (a *App) admin() (*api.Admin, error) {
+	if a.Config.AdminAPIKey == "" {
+		return nil, nil
+	}
+	r, err := mail.NewRenderer()
+	if err != nil {
+		return nil, err
+	}
+	return &api.Admin{APIKey: a.Config.AdminAPIKey, Jobs: a.Jobs, Queue: a.Queue, Log: a.Log,
+		Audience: audience{a.Recipients}, Previewer: r,
+		IsUnknownTemplate: func(err error) bool { return errors.Is(err, mail.ErrUnknownTemplate) }}, nil
+}
+
+// The mail renderer is the admin API's previewer.
+var _ api.Previewer = (*mail.Renderer)(nil)
+
+// audience answers a rerun's dry run with the decision notify would take
+// for each recipient: send, or the status an unsubscribe or a suppression
+// settles the row as (the same Standing.SkipAs notify's gate applies).
+type audience struct{ r *store.Recipients }
+
+func (a audience) Decide(ctx context.Context, source, changelistID, recipient string) (string, error) {
+	id := unsubscribe.RecipientID(recipient)
+	st, err := a.r.Standings(ctx, []string{id})
+	if err != nil {
+		return "", err
+	}
+	if status, skip := st[id].SkipAs(unsubscribe.Repository(source, changelistID)); skip {
+		return string(status), nil
+	}
+	return api.DecisionSend, nil
 }
 
 func (a *App) base() pipeline.Base {
@@ -227,13 +297,14 @@ func (a *App) Notify(sender pipeline.Sender) (*pipeline.Notify, error) {
 		sender = mail.NewSender(a.Clients.SES, a.Config.MailFrom, a.Config.ConfigurationSet)
 	}
 	n := &pipeline.Notify{Base: a.base(), Deliveries: a.Deliveries, Renderer: r, Sender: sender,
-		Lease: a.Config.DeliveryLease, Grace: a.Config.ReconcileGrace}
+		Lease: a.Config.DeliveryLease, Grace: a.Config.ReconcileGrace, Recipients: a.Recipients,
+		Signer: a.Signer, PublicURL: a.Config.PublicURL}
 	return n, nil
 }
 
 // Feedback returns the feedback function's handler.
 func (a *App) Feedback() *feedback.Handler {
-	return &feedback.Handler{Deliveries: a.Deliveries, Log: a.Log}
+	return &feedback.Handler{Deliveries: a.Deliveries, Recipients: a.Recipients, Jobs: a.Jobs, Queue: a.Queue, Log: a.Log}
 }
 
 // Sweeper returns the scheduled sweeper.

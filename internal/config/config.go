@@ -41,6 +41,18 @@ type Config struct {
 	SESStoreURL string
 	LogLevel    string
 
+	// PublicURL is the API's public base URL, under which the notifier
+	// builds unsubscribe links (https://<api>/unsubscribe/<token>).
+	PublicURL string
+	// UnsubscribeKey signs unsubscribe tokens: the notifier mints them, the
+	// API verifies them, so both hold it (a generated secret when
+	// deployed). Empty, or no PublicURL: emails carry no unsubscribe link.
+	UnsubscribeKey string
+	// UnsubscribeKeyPrevious is the key UnsubscribeKey replaced, kept during
+	// a rotation: tokens it signed (links in emails already sent) still
+	// verify, new ones are signed with UnsubscribeKey only. Optional.
+	UnsubscribeKeyPrevious string
+
 	// Critic selects the reviewer: CriticOffline (default), CriticBedrock
 	// or CriticOpenAI, with the settings of the one chosen.
 	Critic         string
@@ -58,9 +70,14 @@ type Config struct {
 	// discloses get no email).
 	ReviewerDirectory string
 
-	// SecretsARN names a Secrets Manager secret, a JSON object whose keys
-	// are the names in SecretEnv; it fills in those that the environment
-	// leaves unset. Read once at init (see app.New).
+	// AdminAPIKey turns the admin API (/admin/*) on: callers present it
+	// as a bearer token or X-Api-Key. Empty: every /admin route answers
+	// 404, as if it did not exist.
+	AdminAPIKey string
+
+	// SecretsARN names Secrets Manager secrets (comma-separated ARNs), each
+	// a JSON object whose keys are names in SecretEnv; they fill in those
+	// that the environment leaves unset. Read once at init (see app.New).
 	SecretsARN string
 	// SecretsManagerEndpoint overrides the Secrets Manager endpoint
 	// (AWS_ENDPOINT_URL_SECRETS_MANAGER, else AWS_ENDPOINT_URL).
@@ -136,6 +153,11 @@ const (
 	EnvEvidenceWindow    = "CRITICIZER_EVIDENCE_WINDOW"
 	EnvSESStoreURL       = "CRITICIZER_LOCAL_SES_STORE_URL"
 	EnvLogLevel          = "LOG_LEVEL"
+	EnvPublicURL         = "CRITICIZER_PUBLIC_URL"
+	EnvUnsubscribeKey    = "CRITICIZER_UNSUBSCRIBE_KEY"
+	// EnvUnsubscribeKeyPrevious is the key being rotated out: verified,
+	// never used to sign.
+	EnvUnsubscribeKeyPrevious = "CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS"
 
 	EnvCritic         = "CRITICIZER_CRITIC"
 	EnvBedrockModelID = "CRITICIZER_BEDROCK_MODEL_ID"
@@ -156,8 +178,21 @@ const (
 	EnvGerritPassword      = "CRITICIZER_GERRIT_PASSWORD"
 	EnvReviewerDirectory   = "CRITICIZER_REVIEWER_DIRECTORY"
 
+	EnvAdminAPIKey = "CRITICIZER_ADMIN_API_KEY"
+
 	EnvSecretsARN = "CRITICIZER_SECRETS_ARN"
 )
+
+// MinAdminAPIKeyBytes is the shortest admin API key accepted: a key is
+// the only thing between the internet and a rerun that mails every
+// reviewer, so it must not be guessable (generate one with
+// `openssl rand -hex 32`).
+const MinAdminAPIKeyBytes = 32
+
+// MinUnsubscribeKeyBytes is the shortest unsubscribe signing key accepted,
+// current or previous (unsubscribe.MinKeyLen; checked here so a short key
+// fails at start with the variable's name).
+const MinUnsubscribeKeyBytes = 32
 
 // SecretEnv are the variables a CRITICIZER_SECRETS_ARN secret may set: the
 // credentials, and the settings that travel with them.
@@ -168,6 +203,8 @@ var SecretEnv = []string{
 	EnvGitLabWebhookToken, EnvGitLabSigningSecret, EnvGitLabToken,
 	EnvGerritWebhookToken, EnvGerritUsername, EnvGerritPassword,
 	EnvReviewerDirectory,
+	EnvUnsubscribeKey, EnvUnsubscribeKeyPrevious,
+	EnvAdminAPIKey,
 }
 
 // QueueEnv is the variable holding a stage's queue URL, e.g.
@@ -189,7 +226,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		MailFrom:         or(getenv(EnvMailFrom), "Criticizer <criticizer@example.com>"),
 		ConfigurationSet: getenv(EnvConfigurationSet),
 		SESStoreURL:      getenv(EnvSESStoreURL),
+		AdminAPIKey:      getenv(EnvAdminAPIKey),
 		LogLevel:         or(getenv(EnvLogLevel), "info"),
+		PublicURL:        strings.TrimRight(strings.TrimSpace(getenv(EnvPublicURL)), "/"),
+		UnsubscribeKey:   getenv(EnvUnsubscribeKey),
+
+		UnsubscribeKeyPrevious: getenv(EnvUnsubscribeKeyPrevious),
 	}
 	for _, s := range job.Stages() {
 		c.Queues.Queue[s] = getenv(QueueEnv(s))
@@ -315,6 +357,27 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s: %w", EnvGitLabSigningSecret, err)
 		}
 	}
+	if c.PublicURL != "" {
+		if err := checkURL(EnvPublicURL, c.PublicURL); err != nil {
+			return err
+		}
+	}
+	if c.UnsubscribeKey != "" && len(c.UnsubscribeKey) < MinUnsubscribeKeyBytes {
+		return fmt.Errorf("%s: %d bytes, need at least %d", EnvUnsubscribeKey, len(c.UnsubscribeKey), MinUnsubscribeKeyBytes)
+	}
+	if c.UnsubscribeKeyPrevious != "" {
+		if len(c.UnsubscribeKeyPrevious) < MinUnsubscribeKeyBytes {
+			return fmt.Errorf("%s: %d bytes, need at least %d", EnvUnsubscribeKeyPrevious, len(c.UnsubscribeKeyPrevious), MinUnsubscribeKeyBytes)
+		}
+		if c.UnsubscribeKey == "" {
+			// Verifying old links but minting none would be a half-rotated
+			// deployment: say so rather than send mail without links.
+			return fmt.Errorf("%s is set without %s: the previous key only verifies, the current one signs", EnvUnsubscribeKeyPrevious, EnvUnsubscribeKey)
+		}
+	}
+	if c.AdminAPIKey != "" && len(c.AdminAPIKey) < MinAdminAPIKeyBytes {
+		return fmt.Errorf("%s: want at least %d characters (e.g. openssl rand -hex 32)", EnvAdminAPIKey, MinAdminAPIKeyBytes)
+	}
 	if c.ReviewerDirectory != "" {
 		if _, err := source.ParseStaticDirectory([]byte(c.ReviewerDirectory)); err != nil {
 			return fmt.Errorf("%s: %w", EnvReviewerDirectory, err)
@@ -371,6 +434,9 @@ func (c Config) ApplySecrets(values map[string]string) (Config, error) {
 	fill(&c.Gerrit.WebhookToken, EnvGerritWebhookToken)
 	fill(&c.Gerrit.Username, EnvGerritUsername)
 	fill(&c.Gerrit.Password, EnvGerritPassword)
+	fill(&c.UnsubscribeKey, EnvUnsubscribeKey)
+	fill(&c.UnsubscribeKeyPrevious, EnvUnsubscribeKeyPrevious)
+	fill(&c.AdminAPIKey, EnvAdminAPIKey)
 	if c.ReviewerDirectory == "" {
 		d, err := readDirectory(values[EnvReviewerDirectory])
 		if err != nil {

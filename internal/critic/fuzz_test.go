@@ -2,7 +2,10 @@ package critic
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -21,6 +24,22 @@ func FuzzOfflineReview(f *testing.F) {
 	f.Add("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n")
 	f.Add("diff --git a/p.png b/p.png\nnew file mode 100644\nBinary files /dev/null and b/p.png differ\n")
 	f.Add(addFile("users/a@b.example/k.go", "k := \"AKIA"+"ABCDEFGHIJKLMNOP\""))
+	// The recorded diffs: the parser's testdata, the sources' fetched diffs
+	// and the generic sample's inline diff.
+	files, _ := filepath.Glob(filepath.Join("..", "diff", "testdata", "*.diff"))
+	files = append(files, filepath.Join("..", "source", "testdata", "github", "pull.diff"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	var sample struct{ Diff string }
+	if b, err := os.ReadFile(filepath.Join("..", "..", "events", "generic-webhook.json")); err != nil || json.Unmarshal(b, &sample) != nil {
+		f.Fatalf("read the generic sample: %v", err)
+	}
+	f.Add(sample.Diff)
 
 	const maxFindings = 20
 	critic := NewOffline(WithMaxFindings(maxFindings), WithLargeHunkLines(5), WithLargeFileLines(10), WithLongLineChars(40))

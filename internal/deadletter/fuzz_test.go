@@ -2,9 +2,12 @@ package deadletter
 
 import (
 	"encoding/json"
+	"errors"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -65,6 +68,55 @@ func FuzzDecode(f *testing.F) {
 		}
 		if _, ok, err := Decode(re); !ok || err != nil {
 			t.Fatalf("re-decode of %s: ok %v err %v", re, ok, err)
+		}
+	})
+}
+
+// FuzzEnvelopeRoundTrip is decode(encode(env)) == env for envelopes built
+// from arbitrary field values, both directly and through New (which redacts
+// and fills in the context): whatever a stage writes to a dead-letter queue,
+// the replay and triage tools read back unchanged (§8.4, §8.5). Strings are
+// made valid UTF-8 first: JSON cannot carry anything else, and New's
+// redaction keeps valid text valid (FuzzRedact). The arguments are few and
+// the seeds short on purpose: the fuzzer minimizes every new interesting
+// input, argument by argument, and Redact is not cheap.
+func FuzzEnvelopeRoundTrip(f *testing.F) {
+	f.Add("notify", "job-42", "rejected mail for ann@example.com: token=abc", "request_id=lambda-req-1",
+		`{"job_id":"job-42","stage":"notify"}`, uint8(5), 3, t0.UnixNano(), t1.UnixNano())
+	f.Add("llm", "", "", "=", "", uint8(0), 0, int64(0), int64(-1))
+	f.Add("", "j\x00", "\xff", "k\x00=v\xff", "a\u2028", uint8(255), -5, int64(-1)<<62, int64(1)<<62)
+
+	f.Fuzz(func(t *testing.T, stage, jobID, errText, kv, body string, flags uint8, attempts int, first, last int64) {
+		v := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+		at := func(n int64) time.Time { return time.Unix(0, n).UTC() }
+		stage, jobID, errText, body = v(stage), v(jobID), v(errText), v(body)
+		key, val, _ := strings.Cut(v(kv), "=")
+		env := Envelope{
+			SchemaVersion: SchemaVersion, ID: EnvelopeID(stage, jobID, at(first)), Stage: stage,
+			ErrorClass: errText, Retryable: flags&1 != 0, LastStack: errText,
+			SanitizedContext: map[string]string{key: val},
+			FirstFailureAt:   at(first), LastFailureAt: at(last), Attempts: attempts, JobID: jobID,
+			Original:  Original{MessageID: jobID, Body: body, BodySHA256: body, Queue: stage},
+			Escalated: flags&2 != 0, Replays: int(flags >> 4),
+		}
+		if flags&4 != 0 {
+			env.Notes = []Note{{At: at(last), Action: stage, Text: errText}}
+		}
+		built := New(Failure{Stage: stage, JobID: jobID, Err: errors.New(errText), Attempts: attempts,
+			FirstFailureAt: at(first), LastFailureAt: at(last), Context: map[string]string{key: val},
+			Message: Original{MessageID: jobID, Body: body, Queue: stage}})
+		for _, want := range []Envelope{env, built} {
+			b, err := json.Marshal(want)
+			if err != nil {
+				t.Fatalf("encode: %v", err)
+			}
+			got, ok, err := Decode(b)
+			if !ok || err != nil {
+				t.Fatalf("Decode(encode(env)): ok %v, err %v\n%s", ok, err, b)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("decode(encode(env)) != env\n got %#v\nwant %#v", got, want)
+			}
 		}
 	})
 }

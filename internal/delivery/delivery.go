@@ -81,7 +81,10 @@ type Row struct {
 	NotificationID string    `dynamodbav:"notification_id,omitempty"`
 	NotifiedAt     time.Time `dynamodbav:"notified_at,omitempty"`
 	LastErrorClass string    `dynamodbav:"last_error_class,omitempty"`
-	Message        Message   `dynamodbav:"message"`
+	// SkipReason says why a row was settled without a send (suppressed:
+	// "bounce" or "complaint"; skipped_unsubscribed: the scope left).
+	SkipReason string  `dynamodbav:"skip_reason,omitempty"`
+	Message    Message `dynamodbav:"message"`
 	// Provider evidence, recorded by the feedback function from SES event
 	// publishing (matched by the delivery_id tag).
 	ProviderMessageID string    `dynamodbav:"provider_message_id,omitempty"`
@@ -91,8 +94,12 @@ type Row struct {
 	BounceType        string    `dynamodbav:"bounce_type,omitempty"`
 	ComplainedAt      time.Time `dynamodbav:"evidence_complaint_at,omitempty"`
 	RejectedAt        time.Time `dynamodbav:"evidence_reject_at,omitempty"`
-	CreatedAt         time.Time `dynamodbav:"created_at"`
-	UpdatedAt         time.Time `dynamodbav:"updated_at"`
+	// A transient bounce sends the row again (at most a few times): when the
+	// last one came and how many resends it caused.
+	LastBounceAt  time.Time `dynamodbav:"last_bounce_at,omitempty"`
+	BounceResends int       `dynamodbav:"bounce_resends,omitempty"`
+	CreatedAt     time.Time `dynamodbav:"created_at"`
+	UpdatedAt     time.Time `dynamodbav:"updated_at"`
 }
 
 // Message is the rendered email, persisted with the row when the row is
@@ -103,6 +110,10 @@ type Message struct {
 	Text            string `dynamodbav:"text"`
 	TemplateVersion string `dynamodbav:"template_version"`
 	ContentSHA256   string `dynamodbav:"content_sha256"`
+	// UnsubscribeURL is the recipient's one-click unsubscribe link, sent as
+	// the List-Unsubscribe header (RFC 8058); empty: no such header. The
+	// bodies show it too, so ContentSHA256 covers it.
+	UnsubscribeURL string `dynamodbav:"unsubscribe_url,omitempty"`
 }
 
 // HasEvidence reports whether the provider confirmed it accepted the

@@ -49,8 +49,19 @@ type Functions struct {
 	wg      sync.WaitGroup
 }
 
+// LocalUnsubscribeKey signs unsubscribe tokens on the local stack only.
+const LocalUnsubscribeKey = "local-unsubscribe-signing-key-not-for-production"
+
 // StartFunctions builds the App from cfg and starts the stage pollers.
 func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *slog.Logger, o FunctionOptions) (*Functions, error) {
+	// Unsubscribe links need a signing key and a base URL; the local stack
+	// has fixed ones unless the caller chose.
+	if cfg.UnsubscribeKey == "" {
+		cfg.UnsubscribeKey = LocalUnsubscribeKey
+	}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://127.0.0.1:3000"
+	}
 	a, err := app.New(ctx, cfg, log, o.App...)
 	if err != nil {
 		return nil, err

@@ -72,6 +72,14 @@ func (p *process) waitPort(ctx context.Context, addr string, timeout time.Durati
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
+			// Another stack's emulator may hold the port (FreePorts can race
+			// with a concurrent run): ours must still be alive once the port
+			// answers, else it failed to bind and we would use theirs.
+			select {
+			case <-p.done:
+				return fmt.Errorf("%s exited (see %s): %v; is another stack on %s?", p.name, p.log.Name(), p.err, addr)
+			case <-time.After(300 * time.Millisecond):
+			}
 			return nil
 		}
 		select {
@@ -91,7 +99,9 @@ func (p *process) waitPort(ctx context.Context, addr string, timeout time.Durati
 func portFree(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
-		return true
+		// Only a refused connection says nothing listens; a timeout is a
+		// listener too busy to accept (a full backlog), not a free port.
+		return errors.Is(err, syscall.ECONNREFUSED)
 	}
 	c.Close()
 	return false

@@ -17,6 +17,10 @@ func FuzzParse(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// The diffs the fetchers were recorded serving: GitHub's diff and
+	// Gerrit's format-patch output (mail header and signature included).
+	files = append(files, filepath.Join("..", "source", "testdata", "github", "pull.diff"),
+		filepath.Join("..", "source", "testdata", "gerrit", "patch.mbox"))
 	for _, path := range files {
 		raw, err := os.ReadFile(path)
 		if err != nil {

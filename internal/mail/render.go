@@ -3,16 +3,24 @@
 // Rendering happens once per outbox row, when the row is created; the result
 // is stored with the row, so a retry sends exactly the bytes the first attempt
 // would have sent.
+//
+// Templates are named and versioned ("critique/v2"): the version is stored
+// with every rendered message, so a layout change is a new version and an
+// operator can tell which layout a reviewer saw. Each template has an HTML
+// form (html/template, which escapes everything the change's author wrote)
+// and a plain-text form (text/template).
 package mail
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	htmltemplate "html/template"
-	"sort"
+	"slices"
 	"strings"
 	texttemplate "text/template"
 	"unicode/utf8"
@@ -21,12 +29,19 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 )
 
-// TemplateVersion names the template set; it is stored with every rendered
-// message so an operator can tell which layout a reviewer saw.
-const TemplateVersion = "critique/v1"
+// TemplateVersion names the critique template set; it is stored with every
+// rendered message so an operator can tell which layout a reviewer saw.
+const TemplateVersion = "critique/v2"
 
-//go:embed templates/*.tmpl
+// UnsubscribedVersion names the unsubscribe confirmation page.
+const UnsubscribedVersion = "unsubscribed/v1"
+
+//go:embed templates
 var templateFS embed.FS
+
+// ErrUnknownTemplate is returned by Preview for a name PreviewNames does not
+// list.
+var ErrUnknownTemplate = errors.New("mail: unknown template")
 
 // Data is what the critique templates show.
 type Data struct {
@@ -35,39 +50,66 @@ type Data struct {
 	Title         string
 	URL           string
 	Author        string
-	Critique      critic.Critique
+	// Source is the review tool the changelist lives in ("github",
+	// "gitlab", "gerrit", "generic"); it decides how findings link into
+	// the diff (LineURL). Empty or unknown: findings link to URL.
+	Source string
+	// UnsubscribeURL is the recipient's one-click unsubscribe link. It is
+	// shown in the footer and sent as the List-Unsubscribe header. Empty:
+	// the footer says how to stop the emails without a link.
+	UnsubscribeURL string
+	Critique       critic.Critique
 }
 
 // FileFindings groups findings by file for the templates.
 type FileFindings struct {
 	File     string
-	Findings []critic.Finding
+	URL      string // the file in the review tool's diff view
+	Findings []FindingView
+}
+
+// FindingView is a finding with its link.
+type FindingView struct {
+	critic.Finding
+	URL string // the line (or file) in the review tool's diff view
+}
+
+// Counts tallies findings by severity for the header.
+type Counts struct {
+	Errors, Warnings, Infos, Total int
 }
 
 // view is the template's input: Data plus derived fields.
 type view struct {
 	Data
-	Files  []FileFindings
-	Counts map[critic.Severity]int
+	Files           []FileFindings
+	Counts          Counts
+	TemplateVersion string
 }
 
-// Renderer holds the parsed templates.
+// Renderer holds the parsed templates. It is immutable after NewRenderer and
+// safe for concurrent use.
 type Renderer struct {
-	html *htmltemplate.Template
-	text *texttemplate.Template
+	html         *htmltemplate.Template
+	text         *texttemplate.Template
+	unsubscribed *htmltemplate.Template
 }
 
 // NewRenderer parses the embedded templates.
 func NewRenderer() (*Renderer, error) {
-	h, err := htmltemplate.New("critique.html.tmpl").ParseFS(templateFS, "templates/critique.html.tmpl")
+	h, err := htmltemplate.ParseFS(templateFS, "templates/"+TemplateVersion+".html.tmpl")
 	if err != nil {
-		return nil, fmt.Errorf("parse html template: %w", err)
+		return nil, fmt.Errorf("parse %s html template: %w", TemplateVersion, err)
 	}
-	t, err := texttemplate.New("critique.txt.tmpl").ParseFS(templateFS, "templates/critique.txt.tmpl")
+	t, err := texttemplate.ParseFS(templateFS, "templates/"+TemplateVersion+".txt.tmpl")
 	if err != nil {
-		return nil, fmt.Errorf("parse text template: %w", err)
+		return nil, fmt.Errorf("parse %s text template: %w", TemplateVersion, err)
 	}
-	return &Renderer{html: h, text: t}, nil
+	u, err := htmltemplate.ParseFS(templateFS, "templates/"+UnsubscribedVersion+".html.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("parse %s template: %w", UnsubscribedVersion, err)
+	}
+	return &Renderer{html: h, text: t, unsubscribed: u}, nil
 }
 
 // Subject names the changelist and the review version.
@@ -84,18 +126,61 @@ func Subject(d Data) string {
 	return fmt.Sprintf("[Criticizer] %s v%d: %s", d.ChangelistID, d.ReviewVersion, strings.Join(strings.Fields(title), " "))
 }
 
-// Render produces the message: subject, HTML, text and a content hash.
-func (r *Renderer) Render(d Data) (delivery.Message, error) {
-	v := view{Data: d, Counts: map[critic.Severity]int{}}
-	byFile := map[string][]critic.Finding{}
+// severityRank orders severities for the email: error, warning, info, then
+// anything else a critic may have written.
+func severityRank(s critic.Severity) int {
+	switch s {
+	case critic.SeverityError:
+		return 0
+	case critic.SeverityWarning:
+		return 1
+	case critic.SeverityInfo:
+		return 2
+	default:
+		return 3
+	}
+}
+
+// newView groups findings by file (files in path order, as in the diff) and
+// orders each file's findings most severe first, then by line: the reader
+// sees what matters in a file before the remarks. The order is total, so the
+// output never depends on the input's order.
+func newView(d Data) view {
+	v := view{Data: d, TemplateVersion: TemplateVersion}
+	byFile := map[string][]FindingView{}
 	for _, f := range d.Critique.Findings {
-		byFile[f.File] = append(byFile[f.File], f)
-		v.Counts[f.Severity]++
+		byFile[f.File] = append(byFile[f.File], FindingView{Finding: f, URL: LineURL(d.Source, d.URL, d.ReviewVersion, f.File, f.Line)})
+		switch f.Severity {
+		case critic.SeverityError:
+			v.Counts.Errors++
+		case critic.SeverityWarning:
+			v.Counts.Warnings++
+		default:
+			v.Counts.Infos++ // as the critic's summary counts them
+		}
+		v.Counts.Total++
 	}
 	for file, fs := range byFile {
-		v.Files = append(v.Files, FileFindings{File: file, Findings: fs})
+		slices.SortFunc(fs, func(a, b FindingView) int {
+			return cmp.Or(
+				cmp.Compare(severityRank(a.Severity), severityRank(b.Severity)),
+				cmp.Compare(a.Line, b.Line),
+				cmp.Compare(a.Rule, b.Rule),
+				cmp.Compare(a.Severity, b.Severity),
+				cmp.Compare(a.Message, b.Message),
+			)
+		})
+		v.Files = append(v.Files, FileFindings{File: file, URL: LineURL(d.Source, d.URL, d.ReviewVersion, file, 0), Findings: fs})
 	}
-	sort.Slice(v.Files, func(i, j int) bool { return v.Files[i].File < v.Files[j].File })
+	slices.SortFunc(v.Files, func(a, b FileFindings) int { return cmp.Compare(a.File, b.File) })
+	return v
+}
+
+// Render produces the message: subject, HTML, text, the unsubscribe URL and
+// a content hash over subject, HTML and text (the footer shows the
+// unsubscribe URL, so the hash covers it too).
+func (r *Renderer) Render(d Data) (delivery.Message, error) {
+	v := newView(d)
 	var hb, tb bytes.Buffer
 	if err := r.html.Execute(&hb, v); err != nil {
 		return delivery.Message{}, fmt.Errorf("render html: %w", err)
@@ -103,8 +188,25 @@ func (r *Renderer) Render(d Data) (delivery.Message, error) {
 	if err := r.text.Execute(&tb, v); err != nil {
 		return delivery.Message{}, fmt.Errorf("render text: %w", err)
 	}
-	m := delivery.Message{Subject: Subject(d), HTML: hb.String(), Text: tb.String(), TemplateVersion: TemplateVersion}
+	m := delivery.Message{
+		Subject:         Subject(d),
+		HTML:            hb.String(),
+		Text:            tb.String(),
+		TemplateVersion: TemplateVersion,
+		UnsubscribeURL:  d.UnsubscribeURL,
+	}
 	sum := sha256.Sum256([]byte(m.Subject + "\x00" + m.HTML + "\x00" + m.Text))
 	m.ContentSHA256 = hex.EncodeToString(sum[:])
 	return m, nil
+}
+
+// UnsubscribedPage is the HTML confirmation page the unsubscribe endpoint
+// returns for GET. It is the same page for a valid or an invalid token, so
+// the endpoint cannot be used to learn which tokens exist.
+func (r *Renderer) UnsubscribedPage() ([]byte, error) {
+	var b bytes.Buffer
+	if err := r.unsubscribed.Execute(&b, nil); err != nil {
+		return nil, fmt.Errorf("render %s: %w", UnsubscribedVersion, err)
+	}
+	return b.Bytes(), nil
 }

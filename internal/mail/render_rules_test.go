@@ -180,6 +180,8 @@ func TestRender_HTMLEscapesHostileContent(t *testing.T) {
 	d.Author = `<img src=x onerror=alert(1)>`
 	d.ChangelistID = `cl-<svg onload=alert(1)>`
 	d.URL = `javascript:alert(document.cookie)`
+	d.Source = mail.SourceGitHub
+	d.UnsubscribeURL = `javascript:alert(2)`
 	d.Critique.Summary = hostile
 	d.Critique.Critic = `<iframe src="https://evil.example">`
 	d.Critique.Findings = []critic.Finding{
@@ -212,9 +214,10 @@ func TestRender_HTMLEscapesHostileContent(t *testing.T) {
 	}
 }
 
-// Findings are grouped by file: each file is named once, in file order, and
-// its findings follow it in the critic's order.
-func TestRender_FindingsGroupedByFile(t *testing.T) {
+// Findings are grouped by file: each file is named once, in path order (as
+// in the diff), and its findings follow it most severe first (error,
+// warning, info), then by line.
+func TestRender_FindingsGroupedByFileMostSevereFirst(t *testing.T) {
 	d := sampleData()
 	// Interleaved input: the grouping must not depend on input order.
 	d.Critique.Findings = []critic.Finding{
@@ -223,10 +226,15 @@ func TestRender_FindingsGroupedByFile(t *testing.T) {
 		{File: "b.go", Line: 9, Severity: critic.SeverityError, Rule: "r3", Message: "b second"},
 		{File: "c/d.go", Line: 0, Severity: critic.SeverityInfo, Rule: "r4", Message: "cd only"},
 		{File: "a.go", Line: 7, Severity: critic.SeverityWarning, Rule: "r5", Message: "a second"},
+		{File: "b.go", Line: 3, Severity: critic.SeverityInfo, Rule: "r6", Message: "b third"},
+		{File: "b.go", Line: 2, Severity: critic.SeverityError, Rule: "r7", Message: "b fourth"},
 	}
 	_, html, text, _ := render(t, d)
 
-	wantOrder := []string{"a.go", "a first", "a second", "b.go", "b first", "b second", "c/d.go", "cd only"}
+	wantOrder := []string{
+		"a.go", "a second", "a first", // warning, info
+		"b.go", "b fourth", "b second", "b first", "b third", // error line 2, error line 9, warning, info
+		"c/d.go", "cd only"}
 	for name, body := range map[string]string{"text": text, "html": html} {
 		t.Run(name, func(t *testing.T) {
 			pos := -1
@@ -355,14 +363,15 @@ func TestRender_DeterministicPayload_000_6_4(t *testing.T) {
 func TestRender_ContentSHA256ChangesWithContent_000_6_4(t *testing.T) {
 	_, _, _, base := render(t, sampleData())
 	changes := map[string]func(*mail.Data){
-		"title":        func(d *mail.Data) { d.Title += "!" },
-		"version":      func(d *mail.Data) { d.ReviewVersion++ },
-		"changelist":   func(d *mail.Data) { d.ChangelistID = "billing-1043" },
-		"url":          func(d *mail.Data) { d.URL += "?x" },
-		"author":       func(d *mail.Data) { d.Author = "bo" },
-		"summary":      func(d *mail.Data) { d.Critique.Summary = "Other." },
-		"finding msg":  func(d *mail.Data) { d.Critique.Findings[0].Message = "Other." },
-		"finding line": func(d *mail.Data) { d.Critique.Findings[0].Line++ },
+		"title":           func(d *mail.Data) { d.Title += "!" },
+		"version":         func(d *mail.Data) { d.ReviewVersion++ },
+		"changelist":      func(d *mail.Data) { d.ChangelistID = "billing-1043" },
+		"url":             func(d *mail.Data) { d.URL += "?x" },
+		"author":          func(d *mail.Data) { d.Author = "bo" },
+		"summary":         func(d *mail.Data) { d.Critique.Summary = "Other." },
+		"finding msg":     func(d *mail.Data) { d.Critique.Findings[0].Message = "Other." },
+		"finding line":    func(d *mail.Data) { d.Critique.Findings[0].Line++ },
+		"unsubscribe url": func(d *mail.Data) { d.UnsubscribeURL = "https://criticizer.example.com/unsubscribe?token=other" },
 		"finding dropped": func(d *mail.Data) {
 			d.Critique.Findings = d.Critique.Findings[1:]
 		},
@@ -375,5 +384,40 @@ func TestRender_ContentSHA256ChangesWithContent_000_6_4(t *testing.T) {
 				t.Errorf("changing %s left ContentSHA256 unchanged", name)
 			}
 		})
+	}
+}
+
+// The unsubscribe URL is the recipient's: the message carries it (for the
+// List-Unsubscribe header) and both bodies show it in the footer. Without
+// one, the footer still says how to stop the emails.
+func TestRender_FooterUnsubscribe(t *testing.T) {
+	d := sampleData()
+	d.UnsubscribeURL = "https://criticizer.example.com/unsubscribe?token=abc_DEF-123"
+	m, err := renderer(t).Render(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.UnsubscribeURL != d.UnsubscribeURL {
+		t.Errorf("Message.UnsubscribeURL = %q; want %q", m.UnsubscribeURL, d.UnsubscribeURL)
+	}
+	if !strings.Contains(m.Text, "Unsubscribe: "+d.UnsubscribeURL) {
+		t.Errorf("text footer has no unsubscribe link:\n%s", m.Text)
+	}
+	if !regexp.MustCompile(`<a href="` + regexp.QuoteMeta(d.UnsubscribeURL) + `"[^>]*>Unsubscribe</a>`).MatchString(m.HTML) {
+		t.Errorf("HTML footer has no unsubscribe link")
+	}
+
+	d.UnsubscribeURL = ""
+	m, err = renderer(t).Render(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.UnsubscribeURL != "" || strings.Contains(m.HTML, ">Unsubscribe<") || strings.Contains(m.Text, "Unsubscribe:") {
+		t.Errorf("no unsubscribe URL, yet the message has an unsubscribe link")
+	}
+	for name, body := range map[string]string{"html": m.HTML, "text": m.Text} {
+		if !strings.Contains(body, "To stop these emails") {
+			t.Errorf("%s footer does not say how to stop the emails", name)
+		}
 	}
 }

@@ -2,13 +2,16 @@ package mail
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/retry"
 )
 
 // DeliveryIDHeader carries the delivery id in every email, so a reply, a
@@ -19,6 +22,53 @@ const DeliveryIDHeader = "X-Criticizer-Delivery-Id"
 // idempotency key; event publishing echoes tags, which is how the feedback
 // function matches provider evidence to the row (seed 000 §6.4, §8.2).
 const DeliveryIDTag = "delivery_id"
+
+// TemplateTag is the SES message tag naming the template version the
+// message was rendered with (e.g. "critique_v2"), so sending events can be
+// told apart by layout.
+const TemplateTag = "template"
+
+// The RFC 8058 one-click unsubscribe headers, sent with every message that
+// has an unsubscribe URL. Mailbox providers show their own unsubscribe
+// button for them and POST "List-Unsubscribe=One-Click" to the URL.
+const (
+	ListUnsubscribeHeader     = "List-Unsubscribe"
+	ListUnsubscribePostHeader = "List-Unsubscribe-Post"
+	ListUnsubscribePostValue  = "List-Unsubscribe=One-Click"
+)
+
+// TagValue makes s a valid SES message tag value: SES accepts only ASCII
+// letters, digits, '_' and '-', at most 256 characters; anything else
+// becomes '_' ("critique/v2" -> "critique_v2").
+func TagValue(s string) string {
+	b := []byte(s)
+	if len(b) > 256 {
+		b = b[:256]
+	}
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// checkUnsubscribeURL accepts an absolute http(s) URL that can sit between
+// the angle brackets of a List-Unsubscribe header: printable ASCII, no
+// spaces, no angle brackets (RFC 8058 §3.1 requires HTTPS in production;
+// http is accepted for the local stack).
+func checkUnsubscribeURL(s string) error {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '<' || c == '>' {
+			return fmt.Errorf("unsubscribe URL has a byte 0x%02x not allowed in a header", c)
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return errors.New("unsubscribe URL is not an absolute http(s) URL")
+	}
+	return nil
+}
 
 // Sender sends rendered messages through SES v2.
 type Sender struct {
@@ -33,7 +83,25 @@ func NewSender(c *sesv2.Client, from, configurationSet string) *Sender {
 }
 
 // Send sends one message to one recipient and returns SES's message id.
+// Every message carries the delivery id (header and tag) and the template
+// tag; one with an unsubscribe URL also carries the one-click unsubscribe
+// headers.
 func (s *Sender) Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error) {
+	headers := []types.MessageHeader{{Name: aws.String(DeliveryIDHeader), Value: aws.String(deliveryID)}}
+	if m.UnsubscribeURL != "" {
+		if err := checkUnsubscribeURL(m.UnsubscribeURL); err != nil {
+			// The URL is Criticizer's own: a bad one is a bug, and sending
+			// it in a header could break the header section.
+			return "", retry.Permanent(retry.RuntimeBug, fmt.Errorf("ses send %s: %w", deliveryID, err))
+		}
+		headers = append(headers,
+			types.MessageHeader{Name: aws.String(ListUnsubscribeHeader), Value: aws.String("<" + m.UnsubscribeURL + ">")},
+			types.MessageHeader{Name: aws.String(ListUnsubscribePostHeader), Value: aws.String(ListUnsubscribePostValue)})
+	}
+	tags := []types.MessageTag{{Name: aws.String(DeliveryIDTag), Value: aws.String(deliveryID)}}
+	if m.TemplateVersion != "" {
+		tags = append(tags, types.MessageTag{Name: aws.String(TemplateTag), Value: aws.String(TagValue(m.TemplateVersion))})
+	}
 	in := &sesv2.SendEmailInput{
 		FromEmailAddress: aws.String(s.from),
 		Destination:      &types.Destination{ToAddresses: []string{to}},
@@ -43,9 +111,9 @@ func (s *Sender) Send(ctx context.Context, deliveryID, to string, m delivery.Mes
 				Html: &types.Content{Data: aws.String(m.HTML), Charset: aws.String("UTF-8")},
 				Text: &types.Content{Data: aws.String(m.Text), Charset: aws.String("UTF-8")},
 			},
-			Headers: []types.MessageHeader{{Name: aws.String(DeliveryIDHeader), Value: aws.String(deliveryID)}},
+			Headers: headers,
 		}},
-		EmailTags: []types.MessageTag{{Name: aws.String(DeliveryIDTag), Value: aws.String(deliveryID)}},
+		EmailTags: tags,
 	}
 	if s.configurationSet != "" {
 		in.ConfigurationSetName = aws.String(s.configurationSet)

@@ -15,6 +15,7 @@ import (
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/unsubscribe"
 )
 
 // Sender sends one rendered message to one recipient and returns the
@@ -38,6 +39,13 @@ type Notify struct {
 	// again (seed 000 §8.2: "never mark failed ... until reconciliation
 	// attempted").
 	Grace time.Duration
+	// Recipients holds unsubscribes and suppressions, checked once per job
+	// before any send (issue 6 §2–3). Nil: every recipient is mailed.
+	Recipients *store.Recipients
+	// Signer and PublicURL make each recipient's unsubscribe link (footer
+	// and List-Unsubscribe header). Either unset: no link.
+	Signer    *unsubscribe.Signer
+	PublicURL string
 }
 
 // Handle runs the notify stage for one message.
@@ -52,6 +60,9 @@ func (n *Notify) Handle(ctx context.Context, m job.Message, attempt int) error {
 	}
 	rows, err := n.ensureRows(ctx, j, c)
 	if err != nil {
+		return err
+	}
+	if err := n.gate(ctx, j, rows); err != nil {
 		return err
 	}
 	var pending error
@@ -84,12 +95,10 @@ func (n *Notify) Handle(ctx context.Context, m job.Message, attempt int) error {
 // when the job is finalized.
 func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) ([]delivery.Row, error) {
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
-	data := mail.Data{ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion, Title: j.Title, URL: j.URL, Author: j.Author, Critique: c}
-	msg, err := n.Renderer.Render(data)
-	if err != nil {
-		return nil, retry.Permanent(retry.RuntimeBug, err)
-	}
+	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
+	data := mail.Data{Source: j.Source, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion, Title: j.Title, URL: j.URL, Author: j.Author, Critique: c}
 	var noEmail []string
+	var err error
 	if j.Source != "generic" {
 		if noEmail, err = n.Jobs.NoEmailReviewers(ctx, j.ID); err != nil {
 			return nil, err
@@ -98,6 +107,14 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 	now := n.Now().UTC()
 	rows := make([]delivery.Row, 0, len(j.Recipients)+len(noEmail))
 	for _, rcpt := range j.Recipients {
+		// Rendered per recipient: the footer carries the recipient's own
+		// unsubscribe link. A row that exists keeps the bytes it was created
+		// with (Ensure does not overwrite).
+		data.UnsubscribeURL = n.Signer.URL(n.PublicURL, unsubscribe.RecipientID(rcpt), repo)
+		msg, err := n.Renderer.Render(data)
+		if err != nil {
+			return nil, retry.Permanent(retry.RuntimeBug, err)
+		}
 		r := delivery.Row{
 			ID: delivery.ID(clKey, rcpt, j.ReviewVersion), JobID: j.ID, ChangelistKey: clKey,
 			Recipient: delivery.NormalizeRecipient(rcpt), ReviewVersion: j.ReviewVersion,
@@ -125,6 +142,65 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 		rows = append(rows, got)
 	}
 	return rows, nil
+}
+
+// gate settles, without a send, the rows of recipients who unsubscribed
+// from this repository (or from everything) as skipped_unsubscribed, and of
+// suppressed addresses as suppressed: seed 004's "Suppressed delivery doesn't
+// retry" and "skipped_unsubscribed" lifecycle. It reads every recipient's
+// standing in one BatchGetItem, and touches only rows that were never sent;
+// a row in flight or sent keeps its course. rows is updated in place.
+func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row) error {
+	if n.Recipients == nil {
+		return nil
+	}
+	unsent := func(r delivery.Row) bool {
+		return r.Status.Claimable() && r.NotificationID == "" && r.NotifiedAt.IsZero() && !r.HasEvidence()
+	}
+	var ids []string
+	for _, r := range rows {
+		if unsent(r) {
+			ids = append(ids, unsubscribe.RecipientID(r.Recipient))
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	standings, err := n.Recipients.Standings(ctx, ids)
+	if err != nil {
+		return err
+	}
+	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
+	for i, r := range rows {
+		if !unsent(r) {
+			continue
+		}
+		st := standings[unsubscribe.RecipientID(r.Recipient)]
+		status, skip := st.SkipAs(repo)
+		if !skip {
+			continue
+		}
+		reason := st.Reason
+		if status == delivery.StatusSkippedUnsubscribed {
+			reason = "repository"
+			if st.UnsubscribedAll {
+				reason = "all"
+			}
+		}
+		got, err := n.Deliveries.Skip(ctx, r.ID, status, reason)
+		if errors.Is(err, store.ErrConflict) {
+			// Claimed or settled since we read it: take it as it is now.
+			got, err = n.Deliveries.Get(ctx, r.ID)
+		}
+		if err != nil {
+			return err
+		}
+		rows[i] = got
+		if got.Status == status {
+			n.Log.InfoContext(ctx, "delivery skipped", "delivery_id", r.ID, "job_id", j.ID, "status", status, "reason", reason)
+		}
+	}
+	return nil
 }
 
 // deliver carries one row through seed 000 §6.4: decide from the row as

@@ -58,6 +58,18 @@ func (s *Jobs) DeadLetter(ctx context.Context, envelopeID string) (DeadLetterRec
 	return r, unmarshal(out.Item, &r)
 }
 
+// Reopen puts a succeeded job back at the notify stage, for a delivery that
+// must be sent again (a transient bounce). It applies only to a job that
+// finished; a job still at notify needs nothing: its stage is in flight.
+func (s *Jobs) Reopen(ctx context.Context, id job.ID) error {
+	upd := expression.Set(expression.Name("stage"), expression.Value(string(job.StageNotify))).
+		Set(expression.Name("status"), expression.Value(string(job.StatusInProgress))).
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
+	cond := expression.Name("status").Equal(expression.Value(string(job.StatusSucceeded))).
+		And(expression.Name("stage").Equal(expression.Value(string(job.StageDone))))
+	return s.update(ctx, id, upd, &cond)
+}
+
 // Restart puts a dead-lettered job back at a stage for a replay: from its
 // failed stage (the default) or from fetch (--from-start, which also drops
 // the fetched diff of a diff_url job so it is fetched again). It applies

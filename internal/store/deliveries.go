@@ -212,6 +212,14 @@ type Event struct {
 	BounceType string
 }
 
+// Suppresses reports whether the event suppresses the address: a complaint,
+// or a permanent bounce (which includes SES's own "OnAccountSuppressionList"
+// and "OnSuppressionList" bounces for an address already suppressed). A
+// transient bounce does not: the address may work tomorrow.
+func (e Event) Suppresses() bool {
+	return e.Type == "Complaint" || (e.Type == "Bounce" && e.BounceType == "Permanent")
+}
+
 var eventAttr = map[string]string{
 	"Send": "evidence_send_at", "Delivery": "evidence_delivery_at", "Bounce": "evidence_bounce_at",
 	"Complaint": "evidence_complaint_at", "Reject": "evidence_reject_at",
@@ -232,10 +240,19 @@ func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (deliv
 	if e.BounceType != "" {
 		upd = upd.Set(expression.Name("bounce_type"), expression.Value(e.BounceType))
 	}
-	cond := expression.AttributeExists(expression.Name("delivery_id"))
+	// An event of a message that bounced transiently and was sent again is
+	// not evidence for the row any more: SNS does not keep order, and a late
+	// Send or Delivery of the old message must not settle the resend.
+	cond := expression.AttributeExists(expression.Name("delivery_id")).
+		And(expression.Or(expression.AttributeNotExists(expression.Name("bounced_message_ids")),
+			expression.Not(expression.Contains(expression.Name("bounced_message_ids"), e.MessageID))))
 	row, err := s.updateReturn(ctx, id, upd, cond)
 	if errors.Is(err, ErrConflict) {
-		return delivery.Row{}, fmt.Errorf("delivery %s: %w", id, ErrNotFound)
+		cur, gerr := s.Get(ctx, id)
+		if gerr != nil {
+			return delivery.Row{}, gerr // ErrNotFound when there is no row
+		}
+		return cur, nil
 	}
 	if err != nil {
 		return row, err
@@ -247,6 +264,11 @@ func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (deliv
 	case row.Status == delivery.StatusSent && e.Type == "Delivery":
 		next = delivery.StatusDelivered
 	}
+	if e.Suppresses() && (next == delivery.StatusSent || next == delivery.StatusDelivered) {
+		// Seed 004 Phase 7: a permanent bounce or a complaint makes the
+		// delivery `suppressed`. notified_at stays: it was sent once.
+		next = delivery.StatusSuppressed
+	}
 	if next == row.Status {
 		return row, nil
 	}
@@ -257,6 +279,49 @@ func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (deliv
 		return s.Get(ctx, id)
 	}
 	return updated, err
+}
+
+// Skip settles a row that was never sent as terminal without a send
+// (suppressed or skipped_unsubscribed): only while it is claimable and
+// carries no sign of a send (no notification id, no notified_at, no provider
+// evidence), so a row in flight is never relabelled.
+func (s *Deliveries) Skip(ctx context.Context, id string, status delivery.Status, reason string) (delivery.Row, error) {
+	upd := expression.Set(expression.Name("status"), expression.Value(string(status))).
+		Set(expression.Name("skip_reason"), expression.Value(reason)).
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
+	cond := expression.Name("status").In(expression.Value(string(delivery.StatusPending)), expression.Value(string(delivery.StatusFailedTransient))).
+		And(expression.AttributeNotExists(expression.Name("notified_at"))).
+		And(expression.AttributeNotExists(expression.Name("notification_id"))).
+		And(expression.AttributeNotExists(expression.Name("evidence_send_at"))).
+		And(expression.AttributeNotExists(expression.Name("evidence_delivery_at")))
+	return s.updateReturn(ctx, id, upd, cond)
+}
+
+// ResendAfterBounce returns a sent row to failed_transient after a transient
+// bounce of its latest send, so the notifier sends it again (the delivery
+// protocol's "failed_transient ─► retry: claim again"): SES already retried
+// delivery for hours before reporting the bounce, so the reader has no copy.
+// It applies only while the row is sent or delivered, the bounce is of the
+// message the row records (providerMessageID; a late bounce of an earlier
+// send changes nothing), and fewer than max resends were made. The send
+// marks and evidence are cleared, so reconciliation does not take the old
+// send for the new one; last_bounce_at and bounce_resends remain.
+func (s *Deliveries) ResendAfterBounce(ctx context.Context, id, providerMessageID string, at time.Time, max int) (delivery.Row, error) {
+	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusFailedTransient))).
+		Set(expression.Name("last_error_class"), expression.Value("TRANSIENT_BOUNCE")).
+		Set(expression.Name("last_bounce_at"), expression.Value(ts(at))).
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))).
+		Add(expression.Name("bounce_resends"), expression.Value(1)).
+		Add(expression.Name("bounced_message_ids"), expression.Value(&types.AttributeValueMemberSS{Value: []string{providerMessageID}}))
+	for _, a := range []string{"notified_at", "notification_id", "provider_message_id", "evidence_send_at",
+		"evidence_delivery_at", "evidence_bounce_at", "bounce_type", "lease_until", "claim_token"} {
+		upd = upd.Remove(expression.Name(a))
+	}
+	cond := expression.Name("status").In(expression.Value(string(delivery.StatusSent)), expression.Value(string(delivery.StatusDelivered))).
+		And(expression.Name("notification_id").Equal(expression.Value(providerMessageID))).
+		And(expression.Or(expression.AttributeNotExists(expression.Name("bounce_resends")),
+			expression.Name("bounce_resends").LessThan(expression.Value(max))))
+	return s.updateReturn(ctx, id, upd, cond)
 }
 
 // MarkReconciling moves a row that was marked sent but has no provider

@@ -14,13 +14,17 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 )
 
-// Jobs is the jobs table. It holds three kinds of item under one partition
+// Jobs is the jobs table. It holds these kinds of item under one partition
 // key `pk`:
 //
 //	JOB#<job_id>                 the job (one per changelist review version)
 //	IDEM#<source>#<sha256(key)>  the idempotency record: request hash and the
 //	                             exact response first returned (TTL expires_at)
 //	CL#<source>:<changelist>     the changelist head: latest accepted version
+//
+// and, kept by other repositories on the same table: per-head-SHA versions
+// (versions.go), dead-letter audit records (audit.go), and recipients'
+// preferences and suppressions (Recipients).
 type Jobs struct {
 	db    *dynamodb.Client
 	table string

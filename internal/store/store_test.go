@@ -274,3 +274,53 @@ func TestRequeue_OnlyAfterLeaseExpired_000_8_2(t *testing.T) {
 		t.Fatalf("requeue of a backfilled row: %v, want ErrConflict", err)
 	}
 }
+
+// Seed 004 Phase 7: a transient bounce makes the row failed_transient again
+// ("isPermanentBounce ? 'suppressed' : 'failed_transient'"). Only a bounce
+// of the row's latest send does so, at most max times; and a late Send or
+// Delivery event of the bounced message (SNS keeps no order) is not
+// evidence for the resend, which would otherwise be backfilled as sent
+// without a copy reaching the reader.
+func TestResendAfterBounce_OnlyLatestSend_LateEventsOfBouncedMessageIgnored_004_Phase7(t *testing.T) {
+	d := newDeliveries(t, nil)
+	ctx := context.Background()
+	if _, _, err := d.Ensure(ctx, newRow("d_b1")); err != nil {
+		t.Fatal(err)
+	}
+	send := func(token, msgID string) {
+		t.Helper()
+		if _, err := d.Claim(ctx, "d_b1", token, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.MarkSent(ctx, "d_b1", token, msgID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("t1", "ses-1")
+	at := time.Now().UTC()
+	if _, err := d.ResendAfterBounce(ctx, "d_b1", "ses-other", at, 2); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a bounce of another message: %v, want ErrConflict", err)
+	}
+	r, err := d.ResendAfterBounce(ctx, "d_b1", "ses-1", at, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != delivery.StatusFailedTransient || !r.NotifiedAt.IsZero() || r.NotificationID != "" || r.BounceResends != 1 || r.HasEvidence() {
+		t.Fatalf("after the bounce: %+v", r)
+	}
+	// A late Delivery of the bounced message: ignored.
+	r, err = d.RecordEvent(ctx, "d_b1", store.Event{Type: "Delivery", MessageID: "ses-1", At: at})
+	if err != nil || r.HasEvidence() || delivery.Decide(r, time.Now()) != delivery.Claim {
+		t.Fatalf("late delivery of the bounced message: %+v (%v); want it ignored and the row claimable", r, err)
+	}
+	send("t2", "ses-2")
+	if r, _ = d.RecordEvent(ctx, "d_b1", store.Event{Type: "Delivery", MessageID: "ses-2", At: at}); r.Status != delivery.StatusDelivered {
+		t.Fatalf("delivery of the resend: %q, want delivered", r.Status)
+	}
+	if _, err := d.ResendAfterBounce(ctx, "d_b1", "ses-2", at, 1); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a bounce over the cap: %v, want ErrConflict", err)
+	}
+	if _, err := d.RecordEvent(ctx, "d_unknown", store.Event{Type: "Send", MessageID: "x", At: at}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("event for an unknown row: %v, want ErrNotFound", err)
+	}
+}

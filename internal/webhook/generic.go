@@ -207,10 +207,13 @@ func httpURL(field, raw string) (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", &FieldError{Field: field, Message: "must be an absolute http or https URL"}
 	}
-	if len(raw) > 2048 {
+	// The limit holds for the URL as stored (escaped: "a b" becomes
+	// "a%20b"), not only as sent, so a stored URL always validates again.
+	s := u.String()
+	if len(raw) > 2048 || len(s) > 2048 {
 		return "", &FieldError{Field: field, Message: "must be at most 2048 bytes"}
 	}
-	return u.String(), nil
+	return s, nil
 }
 
 func domainOf(addr string) string {

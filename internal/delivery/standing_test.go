@@ -1,0 +1,29 @@
+package delivery
+
+import "testing"
+
+// Seed 004 lifecycle: "suppressed (from webhook)", "skipped_unsubscribed".
+// Suppression wins; an unsubscribe is per repository unless it is from all.
+func TestStanding_SkipAs_004_Lifecycle(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		st   Standing
+		want Status
+		skip bool
+	}{
+		{"nothing known", Standing{}, "", false},
+		{"suppressed", Standing{Suppressed: true, Reason: "bounce"}, StatusSuppressed, true},
+		{"suppressed and unsubscribed", Standing{Suppressed: true, UnsubscribedAll: true}, StatusSuppressed, true},
+		{"left everything", Standing{UnsubscribedAll: true}, StatusSkippedUnsubscribed, true},
+		{"left this repository", Standing{Repositories: []string{"github:o/x", "github:o/r"}}, StatusSkippedUnsubscribed, true},
+		{"left another repository", Standing{Repositories: []string{"github:o/x"}}, "", false},
+	} {
+		got, skip := c.st.SkipAs("github:o/r")
+		if got != c.want || skip != c.skip {
+			t.Errorf("%s: SkipAs = %q, %v; want %q, %v", c.name, got, skip, c.want, c.skip)
+		}
+		if skip && !got.Done() {
+			t.Errorf("%s: %q is not terminal", c.name, got)
+		}
+	}
+}

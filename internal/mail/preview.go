@@ -1,0 +1,92 @@
+package mail
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/criticizer/criticizer/internal/critic"
+)
+
+// Content types of the previews.
+const (
+	ContentTypeHTML = "text/html; charset=utf-8"
+	ContentTypeText = "text/plain; charset=utf-8"
+)
+
+// PreviewNames lists every template that can be previewed: the critique's
+// HTML and text forms and the unsubscribe confirmation page.
+func (r *Renderer) PreviewNames() []string {
+	return []string{TemplateVersion + ".html", TemplateVersion + ".txt", UnsubscribedVersion + ".html"}
+}
+
+// Preview renders a template with built-in sample data (SampleData), so an
+// operator can look at a layout without a review in flight. An unknown name
+// is ErrUnknownTemplate.
+func (r *Renderer) Preview(name string) (contentType string, body []byte, err error) {
+	switch name {
+	case TemplateVersion + ".html":
+		var b bytes.Buffer
+		if err := r.html.Execute(&b, newView(SampleData())); err != nil {
+			return "", nil, fmt.Errorf("preview %s: %w", name, err)
+		}
+		return ContentTypeHTML, b.Bytes(), nil
+	case TemplateVersion + ".txt":
+		var b bytes.Buffer
+		if err := r.text.Execute(&b, newView(SampleData())); err != nil {
+			return "", nil, fmt.Errorf("preview %s: %w", name, err)
+		}
+		return ContentTypeText, b.Bytes(), nil
+	case UnsubscribedVersion + ".html":
+		b, err := r.UnsubscribedPage()
+		if err != nil {
+			return "", nil, err
+		}
+		return ContentTypeHTML, b, nil
+	}
+	return "", nil, fmt.Errorf("%w: %q", ErrUnknownTemplate, name)
+}
+
+// SampleData is a realistic critique for previews and screenshots: several
+// files, every severity, a whole-file finding, a partial review (the diff was
+// cut and the findings capped), long unbreakable lines and a non-ASCII
+// title. It is a GitHub pull request, so findings link to lines.
+func SampleData() Data {
+	return Data{
+		ChangelistID:   "acme/billing#1042",
+		ReviewVersion:  3,
+		Title:          "Rückerstattungen: add refunds to invoices — 請求書の返金",
+		URL:            "https://github.com/acme/billing/pull/1042",
+		Author:         "ana.lópez",
+		Source:         SourceGitHub,
+		UnsubscribeURL: "https://criticizer.example.com/unsubscribe?token=sample-token",
+		Critique: critic.Critique{
+			Critic: "offline/v1",
+			Summary: "This change touches 5 files, adding 214 lines and removing 37 lines. " +
+				"Found 9 issues: 2 errors, 4 warnings and 3 informational notes. Only the 8 most severe are listed. " +
+				"The diff was larger than the size limit: only its first files were reviewed.",
+			Files:     5,
+			Additions: 214,
+			Deletions: 37,
+			Truncated: true,
+			Findings: []critic.Finding{
+				{File: "config/production.env", Line: 4, Severity: critic.SeverityError, Rule: "secret-added",
+					Message: "A value that looks like an AWS secret access key was added; rotate it and load it from the secret store."},
+				{File: "internal/billing/invoice.go", Line: 15, Severity: critic.SeverityInfo, Rule: "todo-added",
+					Message: "A TODO was added: \"handle partial refunds\"."},
+				{File: "internal/billing/invoice.go", Line: 19, Severity: critic.SeverityWarning, Rule: "debug-print",
+					Message: "fmt.Println left in; use the structured logger."},
+				{File: "internal/billing/invoice.go", Line: 88, Severity: critic.SeverityError, Rule: "conflict-marker",
+					Message: "A merge-conflict marker (<<<<<<<) was committed."},
+				{File: "internal/billing/invoice.go", Line: 131, Severity: critic.SeverityWarning, Rule: "long-line",
+					Message: "Line is 212 characters long: " + strings.Repeat("refundAmountInMinorUnits", 4) + "."},
+				{File: "internal/billing/refund.go", Line: 0, Severity: critic.SeverityWarning, Rule: "no-tests",
+					Message: "New code without tests."},
+				{File: "internal/billing/refund.go", Line: 42, Severity: critic.SeverityInfo, Rule: "trailing-whitespace",
+					Message: "Trailing whitespace."},
+				{File: "web/static/vendor/very/deeply/nested/directory/structure/for/generated_client_bindings_v2.min.js", Line: 1,
+					Severity: critic.SeverityWarning, Rule: "binary-or-generated", Message: "A minified file was committed; build it in CI instead."},
+			},
+		},
+	}
+}

@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/criticizer/criticizer/internal/delivery"
+)
+
+// Recipients keeps what Criticizer knows about an address across jobs, in the
+// jobs table under the recipient's opaque id (unsubscribe.RecipientID; never
+// the address):
+//
+//	PREF#<id>  kind "preference": unsubscribed_all, repositories (string set)
+//	SUPP#<id>  kind "suppression": reason, first_at, last_at, events
+//
+// Both are written with UpdateItem expressions that are idempotent (SET to
+// true, ADD to a set), so a repeated one-click POST or a redelivered SES
+// event changes nothing.
+type Recipients struct {
+	db    *dynamodb.Client
+	table string
+	now   Clock
+}
+
+// NewRecipients returns the recipients repository on the jobs table.
+func NewRecipients(db *dynamodb.Client, jobsTable string, now Clock) *Recipients {
+	if now == nil {
+		now = time.Now
+	}
+	return &Recipients{db: db, table: jobsTable, now: now}
+}
+
+func prefKey(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str("PREF#" + id)}
+}
+
+func suppKey(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str("SUPP#" + id)}
+}
+
+// Unsubscribe records that the recipient left scope: every email when all
+// is true, else the one repository.
+func (r *Recipients) Unsubscribe(ctx context.Context, recipientID, repository string, all bool) error {
+	upd := expression.Set(expression.Name("kind"), expression.Value("preference")).
+		Set(expression.Name("updated_at"), expression.Value(ts(r.now())))
+	if all {
+		upd = upd.Set(expression.Name("unsubscribed_all"), expression.Value(true))
+	} else {
+		upd = upd.Add(expression.Name("repositories"), expression.Value(&types.AttributeValueMemberSS{Value: []string{repository}}))
+	}
+	return r.update(ctx, prefKey(recipientID), upd)
+}
+
+// Suppress records a permanent bounce or a complaint for the recipient. The
+// first reason and time are kept; later events only count.
+func (r *Recipients) Suppress(ctx context.Context, recipientID, reason string, at time.Time) error {
+	upd := expression.Set(expression.Name("kind"), expression.Value("suppression")).
+		Set(expression.Name("reason"), expression.IfNotExists(expression.Name("reason"), expression.Value(reason))).
+		Set(expression.Name("first_at"), expression.IfNotExists(expression.Name("first_at"), expression.Value(ts(at)))).
+		Set(expression.Name("last_at"), expression.Value(ts(at))).
+		Add(expression.Name("events"), expression.Value(1))
+	return r.update(ctx, suppKey(recipientID), upd)
+}
+
+func (r *Recipients) update(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder) error {
+	e, err := expression.NewBuilder().WithUpdate(upd).Build()
+	if err != nil {
+		return fmt.Errorf("build update: %w", err)
+	}
+	_, err = r.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &r.table, Key: key,
+		UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
+	if err != nil {
+		return fmt.Errorf("update %s: %w", r.table, err)
+	}
+	return nil
+}
+
+// batchGetMax is DynamoDB's BatchGetItem limit: 100 keys per call, so 50
+// recipients (two items each) per call.
+const batchGetMax = 100
+
+// Standings reads the standing of every recipient id, with one BatchGetItem
+// per 50 recipients (one call for any realistic reviewer list). Recipients
+// with no items have the zero Standing: send.
+func (r *Recipients) Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error) {
+	out := make(map[string]delivery.Standing, len(ids))
+	var keys []map[string]types.AttributeValue
+	for _, id := range ids {
+		if _, dup := out[id]; dup {
+			continue
+		}
+		out[id] = delivery.Standing{}
+		keys = append(keys, prefKey(id), suppKey(id))
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), batchGetMax)
+		pending := map[string]types.KeysAndAttributes{r.table: {Keys: keys[:n], ConsistentRead: boolPtr(true)}}
+		keys = keys[n:]
+		for tries := 0; len(pending) > 0; tries++ {
+			if tries > 0 {
+				// Unprocessed keys: DynamoDB asks to come back with backoff.
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Duration(tries*tries) * 20 * time.Millisecond):
+				}
+				if tries > 8 {
+					return nil, fmt.Errorf("batch get %s: unprocessed keys after %d tries", r.table, tries)
+				}
+			}
+			res, err := r.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: pending})
+			if err != nil {
+				return nil, fmt.Errorf("batch get %s: %w", r.table, err)
+			}
+			for _, item := range res.Responses[r.table] {
+				if err := mergeStanding(out, item); err != nil {
+					return nil, err
+				}
+			}
+			pending = res.UnprocessedKeys
+		}
+	}
+	return out, nil
+}
+
+func mergeStanding(out map[string]delivery.Standing, item map[string]types.AttributeValue) error {
+	var it struct {
+		PK              string   `dynamodbav:"pk"`
+		UnsubscribedAll bool     `dynamodbav:"unsubscribed_all"`
+		Repositories    []string `dynamodbav:"repositories,stringset"`
+		Reason          string   `dynamodbav:"reason"`
+	}
+	if err := unmarshal(item, &it); err != nil {
+		return err
+	}
+	switch {
+	case len(it.PK) > 5 && it.PK[:5] == "PREF#":
+		id := it.PK[5:]
+		s := out[id]
+		s.UnsubscribedAll = it.UnsubscribedAll
+		s.Repositories = it.Repositories
+		out[id] = s
+	case len(it.PK) > 5 && it.PK[:5] == "SUPP#":
+		id := it.PK[5:]
+		s := out[id]
+		s.Suppressed, s.Reason = true, it.Reason
+		out[id] = s
+	}
+	return nil
+}
+
+func boolPtr(b bool) *bool { return &b }
