@@ -56,7 +56,10 @@ type Config struct {
 	Rate        float64 // probability that an AWS call is failed (default 0.03)
 	Concurrency int     // webhook senders posting at once (default 8)
 	DupRate     float64 // share of webhooks delivered twice (default 0.3)
-	Pollers     int     // pollers per stage queue (default 2)
+	// PoisonRate is the share of reviews whose diff is malformed: they must
+	// end dead-lettered (default 0.05; negative: none).
+	PoisonRate float64
+	Pollers    int // pollers per stage queue (default 2)
 	// RestartEvery stops the function workers and starts new ones while
 	// faults are on (default 5s).
 	RestartEvery time.Duration
@@ -84,6 +87,9 @@ func (c *Config) defaults() {
 	}
 	if c.DupRate == 0 {
 		c.DupRate = 0.3
+	}
+	if c.PoisonRate == 0 {
+		c.PoisonRate = 0.05
 	}
 	if c.Pollers <= 0 {
 		c.Pollers = 2
@@ -162,7 +168,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	cfg.SweepStuckAfter, cfg.EvidenceWindow = sweepStuckAfter, evidenceWindow
 	res.Apply(&cfg)
 
-	specs := generate(rng, run, c.Jobs, c.DupRate, planted.token)
+	specs := generate(rng, run, c.Jobs, c.DupRate, c.PoisonRate, planted.token)
 	needles := newLeakScanner(specs, planted.all())
 	logw := &scanWriter{scan: needles, next: c.Log}
 	log := obs.NewLogger(logw, "info")

@@ -39,6 +39,8 @@ type Report struct {
 	Accepted, NotAccepted                int
 	Delivered, DeadLettered, Lost, Stuck int
 	NeedsIntervention                    int
+	Poisoned, PoisonNotDeadLettered      int // reviews with a malformed diff, and those not dead-lettered
+	DeadLetteredHealthy                  int // good reviews that still ended dead-lettered (faults exhausted a budget)
 	Unhit                                int // accepted jobs no fault touched
 	Emails, Duplicates                   int
 	Stray, Misaddressed                  int
@@ -91,6 +93,9 @@ func (r *Report) Failures() []string {
 	if r.Stuck > 0 {
 		f = append(f, fmt.Sprintf("%d jobs stuck", r.Stuck))
 	}
+	if r.PoisonNotDeadLettered > 0 {
+		f = append(f, fmt.Sprintf("%d jobs with a malformed diff not dead-lettered", r.PoisonNotDeadLettered))
+	}
 	if r.NotAccepted > 0 {
 		f = append(f, fmt.Sprintf("%d webhooks never accepted", r.NotAccepted))
 	}
@@ -142,8 +147,8 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "\nintake: %d deliveries posted, %d retried by the sender after %d 5xx, %d crashed (502) and %d broken connections; answers: %d accepted, %d replayed, %d existing job; %d gave up, %d unexpected\n",
 		in.Posts.Load(), in.Retries.Load(), in.Answers5xx.Load(), in.Crashed502.Load(), in.TransportErrors.Load(),
 		in.Accepted202.Load(), in.Replayed.Load(), in.Existing200.Load(), in.GaveUp.Load(), in.Unexpected.Load())
-	fmt.Fprintf(w, "jobs: %d posted, %d accepted (%d untouched by faults): %d delivered, %d dead-lettered (%d needs_intervention), %d lost, %d stuck, %d never accepted\n",
-		r.Jobs, r.Accepted, r.Unhit, r.Delivered, r.DeadLettered, r.NeedsIntervention, r.Lost, r.Stuck, r.NotAccepted)
+	fmt.Fprintf(w, "jobs: %d posted, %d accepted (%d untouched by faults): %d delivered, %d dead-lettered (%d with a malformed diff, %d good ones whose budget faults exhausted; %d needs_intervention), %d lost, %d stuck, %d never accepted\n",
+		r.Jobs, r.Accepted, r.Unhit, r.Delivered, r.DeadLettered, r.Poisoned-r.PoisonNotDeadLettered, r.DeadLetteredHealthy, r.NeedsIntervention, r.Lost, r.Stuck, r.NotAccepted)
 	fmt.Fprintf(w, "emails: %d, duplicates %d, stray %d, misaddressed %d\n", r.Emails, r.Duplicates, r.Stray, r.Misaddressed)
 	fmt.Fprintf(w, "dead letters: %d in the stage DLQs (%d raw, moved by the redrive policy), %d in the feedback DLQ; %d delivered jobs also left one\n",
 		r.DLQMessages, r.RawDLQ, r.FeedbackDLQ, r.DeliveredWithDLQ)

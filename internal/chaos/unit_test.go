@@ -16,7 +16,7 @@ import (
 // in any case, and every planted secret; and it must not cry wolf on the
 // pseudonyms redaction leaves (seed 001 §8.4).
 func TestLeakScanner_FindsAddressesAndSecrets_NotPseudonyms_001_8_4(t *testing.T) {
-	specs := generate(rand.New(rand.NewPCG(1, 2)), "xtest", 5, 0.3, "tok")
+	specs := generate(rand.New(rand.NewPCG(1, 2)), "xtest", 5, 0.3, 0, "tok")
 	p := plantedSecrets(1)
 	addr := specs[0].Recipients[0]
 	for _, c := range []struct {

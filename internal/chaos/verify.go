@@ -233,6 +233,15 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 			rep.Problems = append(rep.Problems, fmt.Sprintf("job %s is still %s at stage %s after the drain (last error %s)",
 				sp.ID, j.Status, j.Stage, failureText(j.LastError)))
 		}
+		if sp.Poison {
+			rep.Poisoned++
+			if outcome != "dead_lettered" {
+				rep.PoisonNotDeadLettered++
+				rep.Problems = append(rep.Problems, fmt.Sprintf("job %s has a malformed diff but ended %s", sp.ID, outcome))
+			}
+		} else if outcome == "dead_lettered" {
+			rep.DeadLetteredHealthy++
+		}
 		if dups > 0 {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("job %s: %d duplicate emails (deliveries %s)", sp.ID, dups, strings.Join(dupIDs, ", ")))
 		}

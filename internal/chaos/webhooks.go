@@ -29,7 +29,11 @@ type spec struct {
 	// delivery of the same event under another key. Concurrent: both
 	// deliveries race.
 	Duplicate, SameKey, Concurrent bool
-	ID                             job.ID
+	// Poison: the diff is malformed, so the llm stage fails permanently
+	// (SCHEMA_INVALID) and the job must end dead-lettered with a complete
+	// envelope.
+	Poison bool
+	ID     job.ID
 }
 
 // diffTemplate is the reviewed change; it carries a planted credential,
@@ -49,9 +53,20 @@ index 3b18e51..a9c4f02 100644
 +func (c *Client) Charge(n int) { fmt.Println("charge", n, %d) }
 `
 
+// poisonTemplate is a diff whose hunk ends early; its lines carry the
+// planted credential too.
+const poisonTemplate = `diff --git a/internal/pay/key.go b/internal/pay/key.go
+--- a/internal/pay/key.go
++++ b/internal/pay/key.go
+@@ -1,2 +1,3 @@
+ package pay
++const key = "%s" // %d
+`
+
 // generate builds n specs from rng: 1–5 recipients each out of a shared
-// pool (a reviewer is on many changelists), dupRate of them delivered twice.
-func generate(rng *rand.Rand, run string, n int, dupRate float64, plantedToken string) []spec {
+// pool (a reviewer is on many changelists), dupRate of them delivered
+// twice, poisonRate of them with a malformed diff.
+func generate(rng *rand.Rand, run string, n int, dupRate, poisonRate float64, plantedToken string) []spec {
 	pool := make([]string, max(10, n/2))
 	for i := range pool {
 		pool[i] = fmt.Sprintf("reviewer%03d.%s@example.com", i, run)
@@ -65,14 +80,19 @@ func generate(rng *rand.Rand, run string, n int, dupRate float64, plantedToken s
 		for j, p := range perm {
 			rcpts[j] = pool[p]
 		}
+		poison := rng.Float64() < poisonRate
+		diff := fmt.Sprintf(diffTemplate, plantedToken, i)
+		if poison {
+			diff = fmt.Sprintf(poisonTemplate, plantedToken, i)
+		}
 		body, _ := json.Marshal(map[string]any{
 			"changelist_id": cl, "review_version": 1,
 			"title":  fmt.Sprintf("Chaos change %d", i),
 			"url":    fmt.Sprintf("https://review.example.com/c/%s?access_token=%s", cl, plantedToken),
 			"author": "chaos", "recipients": rcpts,
-			"diff": fmt.Sprintf(diffTemplate, plantedToken, i),
+			"diff": diff,
 		})
-		s := spec{Changelist: cl, Recipients: rcpts, Key: "chaos-" + cl, Body: body, ID: job.NewID("generic", cl, 1)}
+		s := spec{Changelist: cl, Recipients: rcpts, Key: "chaos-" + cl, Body: body, ID: job.NewID("generic", cl, 1), Poison: poison}
 		if rng.Float64() < dupRate {
 			s.Duplicate = true
 			s.SameKey = rng.IntN(5) != 0
