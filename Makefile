@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: run test build bench bench-micro deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/); `make invoke-<fn>` uses SAM when it
 # is installed (after `make build`), else the local runner against `make run`.
@@ -39,6 +39,7 @@ help:
 	@echo "make build  build one bootstrap per function into build/<fn>/bootstrap"
 	@echo "make bench  print the benchmark table (intake vs Powertools, pipeline latency, AWS calls); BENCH_FLAGS='-requests 200' for a quick run"
 	@echo "make bench-micro  run the Go micro-benchmarks (go test -bench)"
+	@echo "make chaos [SEED=n JOBS=200 RATE=0.03]  randomized fault campaign on the local stack"
 	@echo "make deploy MAIL_FROM='Name <addr>'  deploy to AWS (CDK, infra/)"
 
 run: deps
@@ -96,6 +97,12 @@ bench: deps $(BENCH_NPM)
 
 bench-micro: deps
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -run='^$$' -bench=. -benchmem ./...
+
+# A randomized fault campaign on the local stack (docs/chaos.md): JOBS
+# reviews, faults at every AWS call, workers restarted; fails on a duplicate
+# email, a lost or stuck job, or a leak. SEED reproduces a campaign.
+chaos: deps
+	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/chaos -jobs $(or $(JOBS),200) $(if $(SEED),-seed $(SEED)) $(if $(RATE),-rate $(RATE))
 
 # Each function's bootstrap size, cold-start init time through a local Lambda
 # Runtime API, and peak memory (cmd/lambdabench), against the local stack.

@@ -55,8 +55,23 @@ type Rule struct {
 
 // Injector holds rules and counts what it injected.
 type Injector struct {
-	mu    sync.Mutex
-	rules []*ruleState
+	mu     sync.Mutex
+	rules  []*ruleState
+	choose Chooser
+}
+
+// Chooser decides, once per call and before it, whether the call fails and
+// how: the chaos campaign's seeded random choice. ok=false lets the call
+// through untouched; otherwise the returned rule fires at its When (Times
+// and Match are ignored). It sees the call's context, so it can tell a
+// stage invocation (where a crash is survivable) from a poller's loop.
+type Chooser func(ctx context.Context, service, operation string, input any) (r Rule, ok bool)
+
+// Choose installs a Chooser, consulted before the fixed rules.
+func (in *Injector) Choose(c Chooser) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.choose = c
 }
 
 type ruleState struct {
@@ -137,6 +152,12 @@ func (in *Injector) Option() func(*aws.Config) {
 			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("criticizer-fault",
 				func(ctx context.Context, in2 middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 					svc, op := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
+					chosen, ok := in.chosen(ctx, svc, op, in2.Parameters)
+					if ok && chosen.When == Before {
+						if err := in.fail(ctx, &chosen); err != nil {
+							return middleware.InitializeOutput{}, middleware.Metadata{}, err
+						}
+					}
 					if r, ok := in.take(svc, op, in2.Parameters, Before); ok {
 						if err := in.fail(ctx, r); err != nil {
 							return middleware.InitializeOutput{}, middleware.Metadata{}, err
@@ -146,6 +167,11 @@ func (in *Injector) Option() func(*aws.Config) {
 					if err != nil {
 						return out, md, err
 					}
+					if ok && chosen.When == After {
+						if err := in.fail(ctx, &chosen); err != nil {
+							return middleware.InitializeOutput{}, md, err
+						}
+					}
 					if r, ok := in.take(svc, op, in2.Parameters, After); ok {
 						return middleware.InitializeOutput{}, md, in.fail(ctx, r)
 					}
@@ -153,6 +179,16 @@ func (in *Injector) Option() func(*aws.Config) {
 				}), middleware.Before)
 		})
 	}
+}
+
+func (in *Injector) chosen(ctx context.Context, service, operation string, input any) (Rule, bool) {
+	in.mu.Lock()
+	c := in.choose
+	in.mu.Unlock()
+	if c == nil {
+		return Rule{}, false
+	}
+	return c(ctx, service, operation, input)
 }
 
 func (in *Injector) fail(ctx context.Context, r *Rule) error {
@@ -173,4 +209,15 @@ func (in *Injector) fail(ctx context.Context, r *Rule) error {
 		return r.Err()
 	}
 	return Throttling()
+}
+
+// InternalError is a 5xx from an AWS service (InternalServerError,
+// InternalFailure), retryable.
+func InternalError() error {
+	return &smithy.GenericAPIError{Code: "InternalServerError", Message: "We encountered an internal error (injected)", Fault: smithy.FaultServer}
+}
+
+// TooManyRequests is SES's throttle (TooManyRequestsException, HTTP 429).
+func TooManyRequests() error {
+	return &smithy.GenericAPIError{Code: "TooManyRequestsException", Message: "Too many requests (injected)", Fault: smithy.FaultClient}
 }

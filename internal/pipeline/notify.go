@@ -245,6 +245,13 @@ func (n *Notify) claimSendMark(ctx context.Context, r delivery.Row) (delivery.Ro
 	msgID, sendErr := n.Sender.Send(ctx, claimed.ID, claimed.Recipient, claimed.Message)
 	if sendErr != nil {
 		cls := retry.Classify(sendErr)
+		if sendMayHaveHappened(cls.Class) {
+			// A timeout, a dropped connection or a 5xx: SES may have
+			// accepted the message. The row stays `sending` under our
+			// lease and the retry reconciles from provider evidence before
+			// any resend, as after a crash (seed 000 §8.2, §10.3).
+			return claimed, sendErr
+		}
 		status := delivery.StatusFailedTransient
 		if !cls.Retryable() {
 			// Seed 000 §8.1: permanent failures (invalid recipient, policy
@@ -272,6 +279,18 @@ func (n *Notify) claimSendMark(ctx context.Context, r delivery.Row) (delivery.Ro
 	}
 	n.Log.InfoContext(ctx, "delivery sent", "delivery_id", marked.ID, "job_id", marked.JobID, "attempts", marked.Attempts)
 	return marked, nil
+}
+
+// sendMayHaveHappened reports whether a failed send call may still have
+// been accepted by the provider: the request may have reached it and only
+// the answer was lost or failed. A throttle or a rejection is an answer:
+// nothing was sent.
+func sendMayHaveHappened(c retry.Class) bool {
+	switch c {
+	case retry.NetworkTimeout, retry.NetworkError, retry.Upstream5xx, retry.Unknown:
+		return true
+	}
+	return false
 }
 
 // reconcile handles a row where a send may have happened: if provider

@@ -7,6 +7,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -40,8 +41,13 @@ const MaxDiffBytes = 1 << 20
 // because a crash between "persist" and "enqueue" would otherwise strand it.
 func (b *Base) begin(ctx context.Context, m job.Message, stage job.Stage) (job.Job, bool, error) {
 	j, err := b.Jobs.Get(ctx, m.JobID)
-	if err != nil {
+	if errors.Is(err, store.ErrNotFound) {
 		return job.Job{}, false, retry.Permanent(retry.NotFound, err)
+	}
+	if err != nil {
+		// A throttle, 5xx or timeout on the read is the store's, not the
+		// message's: classified as it is and retried within the budget.
+		return job.Job{}, false, err
 	}
 	switch {
 	case j.Stage == stage:

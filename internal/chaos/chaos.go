@@ -1,0 +1,391 @@
+// Package chaos is a randomized, seeded fault campaign on the local stack
+// (`make chaos`, and a short fixed-seed run in `make test`). It posts N
+// review webhooks (1–5 recipients each, some delivered twice, some
+// concurrently) while a seeded injector fails AWS calls at every SDK
+// boundary — 5xx errors, throttles, timeouts, latency and crashes
+// (runtime.Goexit, which kills the invocation) — and the function workers
+// are stopped and started again between steps. Then the faults stop, the
+// stack drains (the sweeper runs on short timings), and the campaign checks
+// what users and operators would see: every (changelist, recipient,
+// version) emailed exactly once, or the job dead-lettered with a complete
+// envelope; no job lost or stuck; no secret or raw address in any dead
+// letter or log line.
+//
+// The seed fixes the jobs, the fault decisions' random stream and the
+// jitter; goroutine scheduling still varies, so two runs with one seed
+// inject a similar mix, not the same calls.
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/criticizer/criticizer/internal/app"
+	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/fault"
+	"github.com/criticizer/criticizer/internal/feedback"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/stage"
+)
+
+// Config is one campaign.
+type Config struct {
+	Jobs        int     // reviews posted (default 200)
+	Seed        uint64  // fixes jobs, fault choices and jitter
+	Rate        float64 // probability that an AWS call is failed (default 0.03)
+	Concurrency int     // webhook senders posting at once (default 8)
+	DupRate     float64 // share of webhooks delivered twice (default 0.3)
+	// PoisonRate is the share of reviews whose diff is malformed: they must
+	// end dead-lettered (default 0.05; negative: none).
+	PoisonRate float64
+	Pollers    int // pollers per stage queue (default 2)
+	// RestartEvery stops the function workers and starts new ones while
+	// faults are on (default 5s).
+	RestartEvery time.Duration
+	// Linger keeps faults on after the last webhook is answered (default 10s).
+	Linger time.Duration
+	// Drain bounds the wait, once faults stop, for every job to reach a
+	// terminal state (default 3m).
+	Drain time.Duration
+	// Log receives the functions' JSON log lines (after the leak scan); nil
+	// discards them.
+	Log io.Writer
+	// Progress, if set, receives one line per phase.
+	Progress io.Writer
+}
+
+func (c *Config) defaults() {
+	if c.Jobs <= 0 {
+		c.Jobs = 200
+	}
+	if c.Rate == 0 {
+		c.Rate = 0.03
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 8
+	}
+	if c.DupRate == 0 {
+		c.DupRate = 0.3
+	}
+	if c.PoisonRate == 0 {
+		c.PoisonRate = 0.05
+	}
+	if c.Pollers <= 0 {
+		c.Pollers = 2
+	}
+	if c.RestartEvery == 0 {
+		c.RestartEvery = 5 * time.Second
+	}
+	if c.Linger == 0 {
+		c.Linger = 10 * time.Second
+	}
+	if c.Drain == 0 {
+		c.Drain = 3 * time.Minute
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+}
+
+// Stack is the running emulators (devstack exec's environment).
+type Stack struct {
+	Endpoints awsclient.Endpoints
+	SESURL    string
+}
+
+// Campaign timings: the production values scaled down so a run takes
+// minutes, keeping their order (lease < lease+grace ≪ evidence window;
+// stuck-after above the longest backoff of a 5-attempt budget, 16 s).
+const (
+	invocationTimeout = 3 * time.Second
+	visibilityTimeout = 8 // seconds; a crashed invocation's batch returns after this
+	deliveryLease     = 3 * time.Second
+	reconcileGrace    = 30 * time.Second
+	sweepStuckAfter   = 20 * time.Second
+	sweepEvery        = 2 * time.Second
+	evidenceWindow    = 10 * time.Minute
+)
+
+// Run runs one campaign and checks its invariants. The error is for a
+// campaign that could not run; a failed invariant is in the report.
+func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
+	c.defaults()
+	start := time.Now()
+	progress := func(format string, a ...any) {
+		fmt.Fprintf(c.Progress, "chaos: %6.1fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+	}
+	rng := rand.New(rand.NewPCG(c.Seed, 0x5eed))
+	sum := sha256.Sum256([]byte(strconv.FormatUint(c.Seed, 10) + "/" + strconv.FormatInt(start.UnixNano(), 10)))
+	run := "x" + hex.EncodeToString(sum[:4])
+	planted := plantedSecrets(c.Seed)
+
+	clean, err := awsclient.New(ctx, st.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	res, err := devstack.Provision(ctx, clean, "chaos-"+run)
+	if err != nil {
+		return nil, fmt.Errorf("provision: %w", err)
+	}
+	for _, q := range []string{res.Queues.Queue[job.StageFetch], res.Queues.Queue[job.StageLLM], res.Queues.Queue[job.StageNotify], res.FeedbackQueue} {
+		if _, err := clean.SQS.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(q),
+			Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(visibilityTimeout)}}); err != nil {
+			return nil, fmt.Errorf("queue visibility: %w", err)
+		}
+	}
+	cfg, err := config.FromEnv(func(string) string { return "" })
+	if err != nil {
+		return nil, err
+	}
+	cfg.Endpoints, cfg.SESStoreURL = st.Endpoints, st.SESURL
+	cfg.WebhookSecret = planted.webhook
+	cfg.GitHub.Token, cfg.GitLab.Token, cfg.OpenAI.APIKey = planted.github, planted.gitlab, planted.openai
+	cfg.DeliveryLease, cfg.ReconcileGrace = deliveryLease, reconcileGrace
+	cfg.SweepStuckAfter, cfg.EvidenceWindow = sweepStuckAfter, evidenceWindow
+	res.Apply(&cfg)
+
+	specs := generate(rng, run, c.Jobs, c.DupRate, c.PoisonRate, planted.token)
+	needles := newLeakScanner(specs, planted.all())
+	logw := &scanWriter{scan: needles, next: c.Log}
+	log := obs.NewLogger(logw, "info")
+
+	inj := newInjector(rng.Uint64(), c.Rate)
+	fi := fault.New()
+	fi.Choose(inj.choose)
+	jitterSeed := rng.Uint64()
+	var starts atomic.Int64
+	opts := func() devstack.FunctionOptions {
+		n := starts.Add(1)
+		return devstack.FunctionOptions{
+			Pollers: c.Pollers, Timeout: invocationTimeout, SweepEvery: sweepEvery,
+			// SES's event publishing is not a worker: one bridge (below)
+			// runs for the whole campaign.
+			NoEventBridge: true,
+			// The SDK's own debug lines (S3 checksum notes) go nowhere.
+			App:    []app.Option{app.WithAWSOptions(fi.Option(), func(c *aws.Config) { c.Logger = logging.Nop{} })},
+			Runner: []stage.Option{stage.WithRand(retry.NewRand(jitterSeed + uint64(n)))},
+			// Calls made inside an invocation may crash it; they are
+			// attributed to the jobs of the batch, then of the message.
+			Crash: func(_ job.Stage, h devstack.SQSHandler) devstack.SQSHandler {
+				return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+					bodies := make([]string, len(ev.Records))
+					for i, r := range ev.Records {
+						bodies[i] = r.Body
+					}
+					return h(withScope(ctx, &scope{crashable: true, jobs: batchJobs(bodies)}), ev)
+				}
+			},
+			Wrap: func(_ job.Stage, fn stage.Func) stage.Func {
+				return func(ctx context.Context, m job.Message, attempt int) error {
+					return fn(withScope(ctx, &scope{crashable: true, jobs: []job.ID{m.JobID}}), m, attempt)
+				}
+			},
+		}
+	}
+	// The SES event bridge plays SES itself (configuration set → SNS), so
+	// it is neither restarted nor faulted; the feedback function it feeds
+	// is, like every worker.
+	bctx, stopBridge := context.WithCancel(ctx)
+	defer stopBridge()
+	bridge := &devstack.SESEventBridge{Store: &feedback.SESEmulator{BaseURL: st.SESURL}, SNS: clean.SNS,
+		TopicARN: res.EventsTopicARN, Log: log.With("bridge", "ses-events")}
+	go bridge.Run(bctx)
+	w := &workers{ctx: ctx, cfg: cfg, res: res, log: log, opts: opts}
+	if err := w.start(); err != nil {
+		return nil, err
+	}
+	defer w.stop()
+	srv := httptest.NewServer(intakeCrashes(http.HandlerFunc(w.serveHTTP)))
+	defer srv.Close()
+
+	rep := &Report{Seed: c.Seed, Jobs: c.Jobs, Rate: c.Rate, Concurrency: c.Concurrency, Run: run}
+	snd := &sender{url: srv.URL, secret: []byte(planted.webhook), client: &http.Client{Timeout: 20 * time.Second},
+		stats: &rep.intake, maxAttempts: 40}
+
+	// Fault phase: webhooks posted, workers restarted, then a linger.
+	inj.on.Store(true)
+	progress("run %s: %d jobs, seed %d, rate %.3f, concurrency %d; faults on", run, c.Jobs, c.Seed, c.Rate, c.Concurrency)
+	stopRestarts := w.restartEvery(c.RestartEvery)
+	accepted, errs := snd.postAll(ctx, specs, c.Concurrency, rng)
+	progress("%d webhooks answered (%d deliveries, %d retries)", len(accepted), rep.intake.Posts.Load(), rep.intake.Retries.Load())
+	for _, e := range errs {
+		rep.IntakeErrors = append(rep.IntakeErrors, needles.redact(e.Error()))
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(c.Linger):
+	}
+	rep.Restarts = stopRestarts()
+	inj.on.Store(false)
+	progress("faults off after %d worker restarts; draining (sweeper every %s, stuck after %s)", rep.Restarts, sweepEvery, sweepStuckAfter)
+
+	// Drain: wait for every accepted job to be terminal.
+	chk := &checker{clean: clean, res: res, ses: st.SESURL}
+	deadline := time.Now().Add(c.Drain)
+	for {
+		open, err := chk.nonTerminal(ctx, accepted)
+		if err == nil && open == 0 {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			progress("drain deadline: %d jobs not terminal", open)
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	// Late duplicates (a resend after a lease, a redelivered batch) would
+	// land now.
+	time.Sleep(2 * time.Second)
+	w.stop()
+	progress("drained; checking the SES store, DynamoDB and the DLQs")
+
+	if err := chk.verify(ctx, rep, specs, accepted, inj, needles); err != nil {
+		return nil, err
+	}
+	rep.LogLines, rep.LogLeaks, rep.DLQLeaks, rep.addrCount = logw.lines.Load(), needles.logHits(), needles.dlqHits(), len(needles.addrs)
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+// workers are the function pollers (and the API handler of the same
+// App); restart stops them — in-flight invocations finish — and starts
+// new ones, as a deploy or a scaled-in Lambda fleet would.
+type workers struct {
+	ctx  context.Context
+	cfg  config.Config
+	res  devstack.Resources
+	log  *slog.Logger
+	opts func() devstack.FunctionOptions
+
+	mu  sync.Mutex
+	fns *devstack.Functions
+	api atomic.Pointer[http.Handler]
+}
+
+func (w *workers) start() error {
+	fns, err := devstack.StartFunctions(w.ctx, w.cfg, w.res, w.log, w.opts())
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.fns = fns
+	w.mu.Unlock()
+	h := fns.API
+	w.api.Store(&h)
+	return nil
+}
+
+func (w *workers) stop() {
+	w.mu.Lock()
+	fns := w.fns
+	w.fns = nil
+	w.mu.Unlock()
+	if fns != nil {
+		fns.Stop()
+	}
+}
+
+func (w *workers) serveHTTP(rw http.ResponseWriter, r *http.Request) {
+	(*w.api.Load()).ServeHTTP(rw, r)
+}
+
+// restartEvery restarts the workers on an interval until the returned func
+// is called; that func reports how many restarts were done.
+func (w *workers) restartEvery(d time.Duration) func() int {
+	done := make(chan struct{})
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				w.stop()
+				if err := w.start(); err != nil {
+					w.log.Error("chaos: restart failed", "error", err)
+					continue
+				}
+				n.Add(1)
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		wg.Wait()
+		return int(n.Load())
+	}
+}
+
+// intakeCrashes runs the intake function as API Gateway would: calls it
+// makes may crash it (the crash fault), and a crashed invocation is
+// answered 502 Bad Gateway; the sender retries it.
+func intakeCrashes(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "read body", http.StatusBadRequest)
+			return
+		}
+		var ids []job.ID
+		if r.Method == http.MethodPost {
+			var p struct {
+				ChangelistID  string `json:"changelist_id"`
+				ReviewVersion int    `json:"review_version"`
+			}
+			if jsonUnmarshal(body, &p) == nil && p.ChangelistID != "" {
+				ids = append(ids, job.NewID("generic", p.ChangelistID, p.ReviewVersion))
+			}
+		}
+		r = r.WithContext(withScope(r.Context(), &scope{crashable: r.Method == http.MethodPost, jobs: ids}))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		done := make(chan struct{})
+		finished := false
+		go func() {
+			defer close(done)
+			next.ServeHTTP(rec, r)
+			finished = true
+		}()
+		<-done
+		if !finished {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte(`{"message":"Internal Server Error"}`))
+			return
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}

@@ -1,0 +1,170 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// KindRow is one line of the table: a fault kind, how often it was
+// injected, and what became of the jobs it hit (a job hit by several kinds
+// counts in each of their rows).
+type KindRow struct {
+	Kind         Kind
+	Injected     int // calls failed (or slowed) with this kind
+	Jobs         int // jobs with at least one such call made on their behalf
+	Recovered    int // of those, every recipient emailed once, job succeeded
+	DeadLettered int // of those, dead-lettered with a complete envelope
+	Duplicates   int // extra emails among those jobs (must be 0)
+	Lost         int // accepted, neither delivered nor dead-lettered (must be 0)
+	Stuck        int // not terminal after the drain (must be 0)
+}
+
+// Report is a campaign's outcome.
+type Report struct {
+	Seed        uint64
+	Run         string
+	Jobs        int
+	Rate        float64
+	Concurrency int
+	Duration    time.Duration
+	Restarts    int
+
+	intake       intakeStats
+	IntakeErrors []string
+
+	Accepted, NotAccepted                int
+	Delivered, DeadLettered, Lost, Stuck int
+	NeedsIntervention                    int
+	Poisoned, PoisonNotDeadLettered      int // reviews with a malformed diff, and those not dead-lettered
+	DeadLetteredHealthy                  int // good reviews that still ended dead-lettered (faults exhausted a budget)
+	Unhit                                int // accepted jobs no fault touched
+	Emails, Duplicates                   int
+	Stray, Misaddressed                  int
+	DLQMessages, RawDLQ, FeedbackDLQ     int
+	DeliveredWithDLQ                     int // succeeded, yet an earlier attempt left a dead letter
+	LogLines                             int64
+	LogLeaks                             []string // secrets or addresses found in log lines
+	DLQLeaks                             []string // ... and in dead letters
+	addrCount                            int
+
+	kinds map[Kind]*KindRow
+	ByOp  map[Kind]map[string]int
+	// Problems lists each failed invariant, redacted.
+	Problems []string
+}
+
+func (r *Report) count(outcome string, n int) {
+	switch outcome {
+	case "delivered":
+		r.Delivered += n
+	case "dead_lettered":
+		r.DeadLettered += n
+	case "lost":
+		r.Lost += n
+	case "stuck":
+		r.Stuck += n
+	}
+}
+
+// Rows returns the table rows in kind order.
+func (r *Report) Rows() []KindRow {
+	var out []KindRow
+	for _, k := range Kinds() {
+		if row := r.kinds[k]; row != nil {
+			out = append(out, *row)
+		}
+	}
+	return out
+}
+
+// Failures lists the invariants the campaign broke; empty means it passed.
+func (r *Report) Failures() []string {
+	var f []string
+	if r.Duplicates > 0 {
+		f = append(f, fmt.Sprintf("%d duplicate emails", r.Duplicates))
+	}
+	if r.Lost > 0 {
+		f = append(f, fmt.Sprintf("%d jobs lost", r.Lost))
+	}
+	if r.Stuck > 0 {
+		f = append(f, fmt.Sprintf("%d jobs stuck", r.Stuck))
+	}
+	if r.PoisonNotDeadLettered > 0 {
+		f = append(f, fmt.Sprintf("%d jobs with a malformed diff not dead-lettered", r.PoisonNotDeadLettered))
+	}
+	if r.NotAccepted > 0 {
+		f = append(f, fmt.Sprintf("%d webhooks never accepted", r.NotAccepted))
+	}
+	if n := r.intake.Unexpected.Load(); n > 0 {
+		f = append(f, fmt.Sprintf("%d unexpected intake answers", n))
+	}
+	if r.Stray > 0 || r.Misaddressed > 0 {
+		f = append(f, fmt.Sprintf("%d stray and %d misaddressed emails", r.Stray, r.Misaddressed))
+	}
+	for _, l := range r.LogLeaks {
+		f = append(f, "leak in "+l)
+	}
+	for _, l := range r.DLQLeaks {
+		f = append(f, "leak in "+l)
+	}
+	if len(r.Problems) > 0 && len(f) == 0 {
+		f = append(f, r.Problems...)
+	}
+	return f
+}
+
+// Print writes the table and the totals.
+func (r *Report) Print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "FAULT KIND\tINJECTED\tJOBS HIT\tRECOVERED\tDEAD-LETTERED\tDUPLICATES\tLOST\tSTUCK\t")
+	var tot KindRow
+	for _, row := range r.Rows() {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", row.Kind, row.Injected, row.Jobs, row.Recovered, row.DeadLettered, row.Duplicates, row.Lost, row.Stuck)
+		tot.Injected += row.Injected
+	}
+	fmt.Fprintf(tw, "all jobs\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", tot.Injected, r.Accepted-r.Unhit, r.Delivered, r.DeadLettered, r.Duplicates, r.Lost, r.Stuck)
+	tw.Flush()
+
+	fmt.Fprintln(w, "\ninjected by call:")
+	for _, k := range Kinds() {
+		ops := r.ByOp[k]
+		names := make([]string, 0, len(ops))
+		for op := range ops {
+			names = append(names, op)
+		}
+		sort.Strings(names)
+		parts := make([]string, len(names))
+		for i, op := range names {
+			parts[i] = fmt.Sprintf("%s %d", op, ops[op])
+		}
+		fmt.Fprintf(w, "  %-9s %s\n", k, strings.Join(parts, ", "))
+	}
+	in := &r.intake
+	fmt.Fprintf(w, "\nintake: %d deliveries posted, %d retried by the sender after %d 5xx, %d crashed (502) and %d broken connections; answers: %d accepted, %d replayed, %d existing job; %d gave up, %d unexpected\n",
+		in.Posts.Load(), in.Retries.Load(), in.Answers5xx.Load(), in.Crashed502.Load(), in.TransportErrors.Load(),
+		in.Accepted202.Load(), in.Replayed.Load(), in.Existing200.Load(), in.GaveUp.Load(), in.Unexpected.Load())
+	fmt.Fprintf(w, "jobs: %d posted, %d accepted (%d untouched by faults): %d delivered, %d dead-lettered (%d with a malformed diff, %d good ones whose budget faults exhausted; %d needs_intervention), %d lost, %d stuck, %d never accepted\n",
+		r.Jobs, r.Accepted, r.Unhit, r.Delivered, r.DeadLettered, r.Poisoned-r.PoisonNotDeadLettered, r.DeadLetteredHealthy, r.NeedsIntervention, r.Lost, r.Stuck, r.NotAccepted)
+	fmt.Fprintf(w, "emails: %d, duplicates %d, stray %d, misaddressed %d\n", r.Emails, r.Duplicates, r.Stray, r.Misaddressed)
+	fmt.Fprintf(w, "dead letters: %d in the stage DLQs (%d raw, moved by the redrive policy), %d in the feedback DLQ; %d delivered jobs also left one\n",
+		r.DLQMessages, r.RawDLQ, r.FeedbackDLQ, r.DeliveredWithDLQ)
+	fmt.Fprintf(w, "leaks: %d log lines and %d dead letters scanned for %d addresses and 5 planted secrets: %d found\n",
+		r.LogLines, r.DLQMessages+r.FeedbackDLQ, r.addrCount, len(r.LogLeaks)+len(r.DLQLeaks))
+	fmt.Fprintf(w, "worker restarts: %d; seed %d, rate %.3f, concurrency %d, duration %s\n",
+		r.Restarts, r.Seed, r.Rate, r.Concurrency, r.Duration.Round(100*time.Millisecond))
+	for _, p := range r.Problems {
+		fmt.Fprintln(w, "PROBLEM:", p)
+	}
+	for _, e := range r.IntakeErrors {
+		fmt.Fprintln(w, "INTAKE:", e)
+	}
+	if f := r.Failures(); len(f) > 0 {
+		fmt.Fprintf(w, "FAIL: %s\n", strings.Join(f, "; "))
+	} else {
+		fmt.Fprintln(w, "PASS: every (changelist, recipient, version) emailed exactly once or its job dead-lettered with a complete envelope; nothing lost, stuck or leaked")
+	}
+}

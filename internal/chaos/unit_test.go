@@ -1,0 +1,103 @@
+package chaos
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/deadletter"
+	"github.com/criticizer/criticizer/internal/fault"
+	"github.com/criticizer/criticizer/internal/job"
+)
+
+// The leak scan must catch what it exists to catch: a recipient's address
+// in any case, and every planted secret; and it must not cry wolf on the
+// pseudonyms redaction leaves (seed 001 §8.4).
+func TestLeakScanner_FindsAddressesAndSecrets_NotPseudonyms_001_8_4(t *testing.T) {
+	specs := generate(rand.New(rand.NewPCG(1, 2)), "xtest", 5, 0.3, 0, "tok")
+	p := plantedSecrets(1)
+	addr := specs[0].Recipients[0]
+	for _, c := range []struct {
+		line string
+		leak bool
+	}{
+		{`{"msg":"sent","to":"` + addr + `"}`, true},
+		{`{"msg":"sent","to":"` + strings.ToUpper(addr) + `."}`, true},
+		{`{"error":"HMAC with ` + p.webhook + `"}`, true},
+		{`{"url":"https://x/?access_token=` + p.token + `"}`, true},
+		{`{"msg":"sent","to":"` + deadletter.HashEmail(addr) + `"}`, false},
+		{`{"msg":"from","addr":"criticizer@example.com"}`, false},
+	} {
+		s := newLeakScanner(specs, p.all())
+		if got := s.scan("log", []byte(c.line)); got != c.leak {
+			t.Errorf("scan(%s) = %v, want %v", c.line, got, c.leak)
+		}
+		if c.leak && strings.Contains(s.redact(c.line), addr) {
+			t.Errorf("redact left the address in %s", s.redact(c.line))
+		}
+	}
+}
+
+// An envelope missing any §8.4 field is reported incomplete.
+func TestComplete_NamesMissingEnvelopeFields_001_8_4(t *testing.T) {
+	now := time.Now()
+	env := deadletter.New(deadletter.Failure{Stage: "fetch", JobID: "j_1", Err: fault.Throttling(), Attempts: 5,
+		FirstFailureAt: now, LastFailureAt: now, Context: map[string]string{"message_id": "m"},
+		Message: deadletter.Original{MessageID: "m", Body: `{"job_id":"j_1"}`}})
+	if miss := complete(env, "fetch"); len(miss) != 0 {
+		t.Fatalf("a full envelope is reported lacking %v", miss)
+	}
+	env.Original.Body, env.ErrorClass = "", ""
+	miss := complete(env, "llm")
+	for _, want := range []string{"stage", "error_class", "original message"} {
+		if !strings.Contains(strings.Join(miss, ","), want) {
+			t.Errorf("missing %v does not name %s", miss, want)
+		}
+	}
+}
+
+// Crashes are only injected inside an invocation; a poller's loop or the
+// sweeper gets the other kinds. The same seed gives the same decisions.
+func TestInjector_CrashOnlyInInvocations_SameSeedSameChoices(t *testing.T) {
+	run := func(ctx context.Context) []Kind {
+		in := newInjector(42, 1)
+		in.on.Store(true)
+		var kinds []Kind
+		for range 500 {
+			r, ok := in.choose(ctx, "DynamoDB", "GetItem", nil)
+			if !ok {
+				t.Fatal("rate 1 must fail every call")
+			}
+			k := KindAPIError
+			switch {
+			case r.Crash:
+				k = KindCrash
+			case r.PassThrough:
+				k = KindLatency
+			}
+			kinds = append(kinds, k)
+		}
+		return kinds
+	}
+	for _, k := range run(context.Background()) {
+		if k == KindCrash {
+			t.Fatal("a crash outside an invocation would kill a poller for good")
+		}
+	}
+	inv := withScope(context.Background(), &scope{crashable: true, jobs: []job.ID{"j_1"}})
+	a, b := run(inv), run(inv)
+	crashes := 0
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("choice %d differs between runs with one seed", i)
+		}
+		if a[i] == KindCrash {
+			crashes++
+		}
+	}
+	if crashes == 0 {
+		t.Fatal("no crash in 500 invocation calls")
+	}
+}
