@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"time"
 
@@ -141,39 +140,4 @@ func isDynamoWrite(service, op string) bool {
 		return true
 	}
 	return false
-}
-
-// opTotals sums counts by service and operation for the keys keep selects.
-type opTotal struct {
-	Service, Op string
-	callCount
-}
-
-func totalsBy(snap map[callKey]callCount, keep func(callKey) bool) []opTotal {
-	m := map[[2]string]*opTotal{}
-	for k, v := range snap {
-		if !keep(k) {
-			continue
-		}
-		id := [2]string{k.Service, k.Op}
-		t := m[id]
-		if t == nil {
-			t = &opTotal{Service: k.Service, Op: k.Op}
-			m[id] = t
-		}
-		t.Calls += v.Calls
-		t.Items += v.Items
-		t.MS += v.MS
-	}
-	out := make([]opTotal, 0, len(m))
-	for _, t := range m {
-		out = append(out, *t)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Service != out[j].Service {
-			return out[i].Service < out[j].Service
-		}
-		return out[i].Op < out[j].Op
-	})
-	return out
 }
