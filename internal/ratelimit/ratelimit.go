@@ -27,7 +27,8 @@
 // stretch of time, with one window of slack.
 //
 // A caller waits at most MaxWait (3 s) in all, and never into the last
-// Reserve (10 s) before its context's deadline (nor is it let through
+// Reserve (10 s, or a quarter of the time left if less) before its
+// context's deadline (nor is it let through
 // there: a send whose row cannot be marked afterwards is worse than no
 // send); then it gets a retryable
 // RATE_LIMITED error carrying Retry-After, and the stage runner defers the
@@ -146,8 +147,14 @@ func (l *Limiter) Wait(ctx context.Context) error {
 	}
 	start := l.now()
 	deadline := start.Add(l.MaxWait)
-	if d, ok := ctx.Deadline(); ok && d.Add(-l.Reserve).Before(deadline) {
-		deadline = d.Add(-l.Reserve)
+	if d, ok := ctx.Deadline(); ok {
+		// The reserve is at most a quarter of the time left: a function with
+		// a short timeout (a test's, or a deployment's 10 s) still gets to
+		// send, with time kept to release the claim.
+		reserve := min(l.Reserve, d.Sub(start)/4)
+		if d.Add(-reserve).Before(deadline) {
+			deadline = d.Add(-reserve)
+		}
 	}
 	for {
 		now := l.now()

@@ -216,29 +216,44 @@ func TestLimiter_StopsWaitingBeforeTheDeadline(t *testing.T) {
 	for w := t0.Unix(); w < t0.Unix()+100; w++ {
 		_, _ = c.Take(context.Background(), w, 1)
 	}
-	// The fake clock starts at t0: a deadline 6 s ahead leaves 1 s to wait.
-	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(ratelimit.DefaultReserve+time.Second))
+	// A deadline 45 s ahead: the full 10 s reserve applies (a quarter of
+	// 45 s is more), so the caller may wait 35 s at most.
+	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(45*time.Second))
 	defer cancel()
 	start := clk.t
 	err := l.Wait(ctx)
 	if retry.Classify(err).Class != retry.RateLimited {
 		t.Fatalf("Wait = %v; want RATE_LIMITED", err)
 	}
-	if waited := clk.t.Sub(start); waited > time.Second {
-		t.Errorf("waited %s into the reserve (1 s allowed)", waited)
+	if waited := clk.t.Sub(start); waited > 35*time.Second {
+		t.Errorf("waited %s into the reserve (35 s allowed)", waited)
 	}
 }
 
-// Inside the reserve nothing is let through, even with room: the caller
-// would not have the time to record the send.
-func TestLimiter_NothingThroughInsideTheReserve(t *testing.T) {
+// With little time left the reserve shrinks to a quarter of it, so a
+// function with a short timeout still sends; with a full limiter it gives
+// up within three quarters of the time left.
+func TestLimiter_ShortDeadline_ReserveIsAQuarterOfTheTimeLeft(t *testing.T) {
 	c := &memCounter{}
 	clk := &fakeClock{t: t0}
-	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(ratelimit.DefaultReserve-time.Second))
+	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(3*time.Second))
 	defer cancel()
-	err := clk.limiter(c, 5).Wait(ctx)
-	if retry.Classify(err).Class != retry.RateLimited || c.calls != 0 {
-		t.Fatalf("Wait = %v after %d counter calls; want RATE_LIMITED at once", err, c.calls)
+	if err := clk.limiter(c, 5).Wait(ctx); err != nil {
+		t.Fatalf("Wait with room and 3 s left = %v; want a slot", err)
+	}
+	full := &memCounter{}
+	for w := t0.Unix(); w < t0.Unix()+100; w++ {
+		_, _ = full.Take(context.Background(), w, 1)
+	}
+	l := clk.limiter(full, 1)
+	l.MaxWait = time.Minute
+	start := clk.t
+	err := l.Wait(ctx)
+	if retry.Classify(err).Class != retry.RateLimited {
+		t.Fatalf("Wait on a full limiter = %v; want RATE_LIMITED", err)
+	}
+	if waited := clk.t.Sub(start); waited > 2250*time.Millisecond {
+		t.Errorf("waited %s; at most three quarters of the 3 s left", waited)
 	}
 }
 
