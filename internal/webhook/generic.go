@@ -158,7 +158,13 @@ func jsonFieldError(err error) error {
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return &FieldError{Field: strings.Trim(f, `"`), Message: "is not a known field"}
+		field := strings.Trim(f, `"`)
+		if field == "" {
+			// A key that is the empty string: name it as such, so the
+			// error still names a field.
+			return &FieldError{Field: "body", Message: `has a field named "" that is not a known field`}
+		}
+		return &FieldError{Field: field, Message: "is not a known field"}
 	}
 	return &FieldError{Field: "body", Message: "malformed JSON"}
 }
