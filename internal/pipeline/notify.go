@@ -75,7 +75,7 @@ func (n *Notify) Handle(ctx context.Context, m job.Message, attempt int) error {
 			}
 			// Keep going: one recipient's transient failure must not hold up
 			// the others. The stage is retried for what is left.
-			pending = err
+			pending = charged(pending, err)
 			continue
 		}
 		rows[i] = r
@@ -344,6 +344,21 @@ func (n *Notify) finalize(ctx context.Context, j job.Job, attempt int, rows []de
 		return err
 	}
 	return retry.Transient(retry.InFlight, fmt.Errorf("job %s: deliveries still in flight", j.ID))
+}
+
+// charged picks, of two retryable failures of one notify run, the one the
+// stage reports. A RATE_LIMITED failure is deferred without spending the
+// attempt budget (internal/stage), so it must not hide another row's
+// failure that should spend it: otherwise a row failing with a 5xx next to
+// a throttled one would be retried for ever.
+func charged(prev, next error) error {
+	if prev == nil {
+		return next
+	}
+	if retry.Classify(prev).Class == retry.RateLimited {
+		return next
+	}
+	return prev
 }
 
 func newToken() string {
