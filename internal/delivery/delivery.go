@@ -121,3 +121,12 @@ type Message struct {
 func (r Row) HasEvidence() bool {
 	return !r.SendEventAt.IsZero() || !r.DeliveredAt.IsZero() || !r.BouncedAt.IsZero() || !r.ComplainedAt.IsZero()
 }
+
+// NotSentError marks a send that failed before anything reached the
+// provider (the send-rate limiter gave up, or its counter failed): the row
+// is released at once, never held for provider evidence the way a send
+// that timed out is.
+type NotSentError struct{ Err error }
+
+func (e *NotSentError) Error() string { return e.Err.Error() }
+func (e *NotSentError) Unwrap() error { return e.Err }

@@ -245,7 +245,8 @@ func (n *Notify) claimSendMark(ctx context.Context, r delivery.Row) (delivery.Ro
 	msgID, sendErr := n.Sender.Send(ctx, claimed.ID, claimed.Recipient, claimed.Message)
 	if sendErr != nil {
 		cls := retry.Classify(sendErr)
-		if sendMayHaveHappened(cls.Class) {
+		var notSent *delivery.NotSentError
+		if sendMayHaveHappened(cls.Class) && !errors.As(sendErr, &notSent) {
 			// A timeout, a dropped connection or a 5xx: SES may have
 			// accepted the message. The row stays `sending` under our
 			// lease and the retry reconciles from provider evidence before
@@ -259,7 +260,12 @@ func (n *Notify) claimSendMark(ctx context.Context, r delivery.Row) (delivery.Ro
 			// send call is evidence nothing was sent.
 			status = delivery.StatusFailedPermanent
 		}
-		released, rerr := n.Deliveries.Release(ctx, claimed.ID, token, status, string(cls.Class))
+		// Released even when the invocation's deadline is what failed the
+		// send: a row left `sending` would wait out its lease and the
+		// reconciliation grace before anyone sent it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		released, rerr := n.Deliveries.Release(rctx, claimed.ID, token, status, string(cls.Class))
+		cancel()
 		if rerr != nil {
 			n.Log.ErrorContext(ctx, "could not release a failed claim; the lease will expire", "delivery_id", claimed.ID, "error", rerr)
 			released = claimed

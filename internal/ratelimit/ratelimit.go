@@ -202,7 +202,10 @@ type LimitedSender struct {
 // the claimed row as failed_transient, and nothing was sent.
 func (s LimitedSender) Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error) {
 	if err := s.Limiter.Wait(ctx); err != nil {
-		return "", fmt.Errorf("send %s: %w", deliveryID, err)
+		// Nothing reached SES: whatever the cause (a full limiter, the
+		// context's deadline while waiting, the counter's error), the
+		// notifier must release the row, not hold it for evidence.
+		return "", &delivery.NotSentError{Err: fmt.Errorf("send %s: %w", deliveryID, err)}
 	}
 	return s.Next.Send(ctx, deliveryID, to, m)
 }

@@ -157,6 +157,18 @@ func TestLimitedSender_SendsOnlyWithASlot(t *testing.T) {
 	if retry.Classify(err).Class != retry.RateLimited || next.n.Load() != 1 {
 		t.Fatalf("full: %v, %d sent; want RATE_LIMITED and nothing sent", err, next.n.Load())
 	}
+	// Marked as not sent, so the notifier releases the row at once instead
+	// of holding it for provider evidence; also when the wait is cut short
+	// by the invocation's deadline (a timeout that is not the provider's).
+	var ns *delivery.NotSentError
+	if !errors.As(err, &ns) {
+		t.Fatalf("full: %v is not a NotSentError", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Send(ctx, "d3", "c@example.com", delivery.Message{}); !errors.As(err, &ns) || next.n.Load() != 1 {
+		t.Fatalf("cancelled: %v, %d sent; want a NotSentError and nothing sent", err, next.n.Load())
+	}
 }
 
 // The DynamoDB counter against DynamoDB Local: 40 concurrent takers of one
