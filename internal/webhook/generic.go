@@ -133,11 +133,11 @@ func invalidUTF8Field(body []byte) string {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if !utf8.Valid(fields[k]) {
+		if !utf8.Valid(fields[k]) && k != "" {
 			return k
 		}
 	}
-	return "body"
+	return "body" // also for a key that is the empty string: a field must have a name
 }
 
 // jsonFieldError names the field a decoding error is about.
