@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	htmltemplate "html/template"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -37,30 +35,16 @@ import (
 type Unsubscribe struct {
 	Signer     *unsubscribe.Signer // nil: unsubscribe links are off (404)
 	Recipients *store.Recipients
+	Pages      UnsubscribePages
 	Log        *slog.Logger
 }
 
-var unsubscribePages = htmltemplate.Must(htmltemplate.New("confirm").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="robots" content="noindex"><title>Unsubscribe from Criticizer</title>
-<style>body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:520px;margin:48px auto;padding:0 16px;color:#1f2328;line-height:1.5}
-button{font:inherit;padding:8px 16px;margin:4px 8px 4px 0;border:1px solid #d0d7de;border-radius:6px;background:#f6f8fa;cursor:pointer}
-button.primary{background:#1f6feb;color:#fff;border-color:#1f6feb}</style></head><body>
-<h1>Unsubscribe from Criticizer</h1>
-<p>Stop receiving Criticizer's review critiques for this repository, or stop all of them.</p>
-<form method="post" action="{{.Action}}">
-<input type="hidden" name="confirm" value="1">
-<button class="primary" type="submit" name="scope" value="repository">Unsubscribe from this repository</button>
-<button type="submit" name="scope" value="all">Unsubscribe from all Criticizer emails</button>
-</form></body></html>
-{{define "done"}}<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="robots" content="noindex"><title>Unsubscribed</title>
-<style>body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:520px;margin:48px auto;padding:0 16px;color:#1f2328;line-height:1.5}</style></head><body>
-<h1>You are unsubscribed</h1>
-<p>{{if .All}}You will not receive Criticizer emails any more.{{else}}You will not receive Criticizer emails for this repository any more.{{end}}
-Emails already on their way may still arrive.</p>
-</body></html>{{end}}`))
+// UnsubscribePages renders the endpoint's two pages (the mail renderer's
+// unsubscribe/v1 and unsubscribed/v1 templates, previewed with the others).
+type UnsubscribePages interface {
+	UnsubscribePage(action string) ([]byte, error)
+	UnsubscribedPage(all bool) ([]byte, error)
+}
 
 func (u *Unsubscribe) handle(ctx context.Context, method, token string, req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	if u == nil || u.Signer == nil {
@@ -68,7 +52,7 @@ func (u *Unsubscribe) handle(ctx context.Context, method, token string, req even
 	}
 	switch method {
 	case http.MethodGet, http.MethodHead:
-		return u.page("confirm", struct{ Action string }{Action: "/unsubscribe/" + url.PathEscape(token)})
+		return u.page(u.Pages.UnsubscribePage("/unsubscribe/" + url.PathEscape(token)))
 	case http.MethodPost:
 	default:
 		return methodNotAllowed("GET, POST")
@@ -84,7 +68,7 @@ func (u *Unsubscribe) handle(ctx context.Context, method, token string, req even
 		return problem(http.StatusServiceUnavailable, "", "could not record the unsubscribe; try again")
 	}
 	if fromPage {
-		return u.page("done", struct{ All bool }{All: all})
+		return u.page(u.Pages.UnsubscribedPage(all))
 	}
 	// RFC 8058 one-click: 200, empty body.
 	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Headers: map[string]string{"Cache-Control": "no-store"}}
@@ -113,16 +97,12 @@ func (u *Unsubscribe) apply(ctx context.Context, token string, all bool) error {
 	return nil
 }
 
-func (u *Unsubscribe) page(name string, data any) events.APIGatewayV2HTTPResponse {
-	var b bytes.Buffer
-	t := unsubscribePages
-	if name != "confirm" {
-		t = unsubscribePages.Lookup(name)
-	}
-	if err := t.Execute(&b, data); err != nil {
+func (u *Unsubscribe) page(body []byte, err error) events.APIGatewayV2HTTPResponse {
+	if err != nil {
+		u.Log.Error("unsubscribe page not rendered", "error", err)
 		return problem(http.StatusInternalServerError, "", "could not render the page")
 	}
-	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Body: b.String(), Headers: map[string]string{
+	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Body: string(body), Headers: map[string]string{
 		"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
 		"X-Robots-Tag": "noindex", "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
 	}}

@@ -218,17 +218,18 @@ func (a *App) API() (*api.Handler, error) {
 		return nil, fmt.Errorf("no webhook source is configured: set %s, %s, %s (or %s) or %s",
 			config.EnvWebhookSecret, config.EnvGitHubWebhookSecret, config.EnvGitLabWebhookToken, config.EnvGitLabSigningSecret, config.EnvGerritWebhookToken)
 	}
-	admin, err := a.admin()
+	pages, err := mail.NewRenderer()
 	if err != nil {
 		return nil, err
 	}
+	admin := a.admin(pages)
 	return &api.Handler{
 		Sources: parsers,
 		Admin:   admin,
 		Intake: &api.Intake{Jobs: a.Jobs, Blobs: a.Blobs, Queue: a.Queue, Log: a.Log, Now: a.Now, TTL: c.IdempotencyTTL,
 			Versions: a.Jobs},
 		Jobs: a.Jobs, Deliveries: a.Deliveries, Log: a.Log,
-		Unsubscribe: &api.Unsubscribe{Signer: a.Signer, Recipients: a.Recipients, Log: a.Log},
+		Unsubscribe: &api.Unsubscribe{Signer: a.Signer, Recipients: a.Recipients, Pages: pages, Log: a.Log},
 		Ready: func(ctx context.Context) error {
 			_, err := a.Clients.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(a.Config.JobsTable),
 				Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "HEALTH"}}})
@@ -239,17 +240,13 @@ func (a *App) API() (*api.Handler, error) {
 
 // admin builds the admin API, off (nil) unless CRITICIZER_ADMIN_API_KEY
 // is set. Previews render the mail templates notify uses.
-func (a *App) admin() (*api.Admin, error) {
+func (a *App) admin(r *mail.Renderer) *api.Admin {
 	if a.Config.AdminAPIKey == "" {
-		return nil, nil
-	}
-	r, err := mail.NewRenderer()
-	if err != nil {
-		return nil, err
+		return nil
 	}
 	return &api.Admin{APIKey: a.Config.AdminAPIKey, Jobs: a.Jobs, Queue: a.Queue, Log: a.Log,
 		Audience: audience{a.Recipients}, Previewer: r,
-		IsUnknownTemplate: func(err error) bool { return errors.Is(err, mail.ErrUnknownTemplate) }}, nil
+		IsUnknownTemplate: func(err error) bool { return errors.Is(err, mail.ErrUnknownTemplate) }}
 }
 
 // The mail renderer is the admin API's previewer.

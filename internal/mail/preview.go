@@ -15,9 +15,9 @@ const (
 )
 
 // PreviewNames lists every template that can be previewed: the critique's
-// HTML and text forms and the unsubscribe confirmation page.
+// HTML and text forms and the unsubscribe endpoint's two pages.
 func (r *Renderer) PreviewNames() []string {
-	return []string{TemplateVersion + ".html", TemplateVersion + ".txt", UnsubscribedVersion + ".html"}
+	return []string{TemplateVersion + ".html", TemplateVersion + ".txt", UnsubscribeVersion + ".html", UnsubscribedVersion + ".html"}
 }
 
 // Preview renders a template with built-in sample data (SampleData), so an
@@ -37,8 +37,14 @@ func (r *Renderer) Preview(name string) (contentType string, body []byte, err er
 			return "", nil, fmt.Errorf("preview %s: %w", name, err)
 		}
 		return ContentTypeText, b.Bytes(), nil
+	case UnsubscribeVersion + ".html":
+		b, err := r.UnsubscribePage("/unsubscribe/sample-token")
+		if err != nil {
+			return "", nil, err
+		}
+		return ContentTypeHTML, b, nil
 	case UnsubscribedVersion + ".html":
-		b, err := r.UnsubscribedPage()
+		b, err := r.UnsubscribedPage(false)
 		if err != nil {
 			return "", nil, err
 		}

@@ -19,6 +19,7 @@ func TestPreview_EveryListedTemplateRenders(t *testing.T) {
 	want := map[string]string{
 		"critique/v2.html":     "text/html; charset=utf-8",
 		"critique/v2.txt":      "text/plain; charset=utf-8",
+		"unsubscribe/v1.html":  "text/html; charset=utf-8",
 		"unsubscribed/v1.html": "text/html; charset=utf-8",
 	}
 	if len(names) != len(want) {
@@ -108,11 +109,11 @@ func TestSampleData_CoversTheLayoutsHardCases(t *testing.T) {
 // assets, and says the reader is unsubscribed.
 func TestUnsubscribedPage_SameForEveryTokenAndSelfContained(t *testing.T) {
 	r := renderer(t)
-	a, err := r.UnsubscribedPage()
+	a, err := r.UnsubscribedPage(false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := renderer(t).UnsubscribedPage()
+	b, err := renderer(t).UnsubscribedPage(false)
 	if err != nil {
 		t.Fatal(err)
 	}

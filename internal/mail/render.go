@@ -36,6 +36,9 @@ const TemplateVersion = "critique/v2"
 // UnsubscribedVersion names the unsubscribe confirmation page.
 const UnsubscribedVersion = "unsubscribed/v1"
 
+// UnsubscribeVersion names the unsubscribe endpoint's confirmation form.
+const UnsubscribeVersion = "unsubscribe/v1"
+
 //go:embed templates
 var templateFS embed.FS
 
@@ -93,6 +96,7 @@ type Renderer struct {
 	html         *htmltemplate.Template
 	text         *texttemplate.Template
 	unsubscribed *htmltemplate.Template
+	unsubscribe  *htmltemplate.Template
 }
 
 // NewRenderer parses the embedded templates.
@@ -109,7 +113,11 @@ func NewRenderer() (*Renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse %s template: %w", UnsubscribedVersion, err)
 	}
-	return &Renderer{html: h, text: t, unsubscribed: u}, nil
+	c, err := htmltemplate.ParseFS(templateFS, "templates/"+UnsubscribeVersion+".html.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("parse %s template: %w", UnsubscribeVersion, err)
+	}
+	return &Renderer{html: h, text: t, unsubscribed: u, unsubscribe: c}, nil
 }
 
 // Subject names the changelist and the review version.
@@ -200,12 +208,24 @@ func (r *Renderer) Render(d Data) (delivery.Message, error) {
 	return m, nil
 }
 
-// UnsubscribedPage is the HTML confirmation page the unsubscribe endpoint
-// returns for GET. It is the same page for a valid or an invalid token, so
-// the endpoint cannot be used to learn which tokens exist.
-func (r *Renderer) UnsubscribedPage() ([]byte, error) {
+// UnsubscribePage is the page the unsubscribe endpoint answers for GET: a
+// form whose buttons POST to action (the link itself) to confirm. Apart from
+// that action it is the same page for a valid or an invalid token.
+func (r *Renderer) UnsubscribePage(action string) ([]byte, error) {
 	var b bytes.Buffer
-	if err := r.unsubscribed.Execute(&b, nil); err != nil {
+	if err := r.unsubscribe.Execute(&b, struct{ Action string }{action}); err != nil {
+		return nil, fmt.Errorf("render %s: %w", UnsubscribeVersion, err)
+	}
+	return b.Bytes(), nil
+}
+
+// UnsubscribedPage is the page the unsubscribe endpoint answers once the
+// reader confirmed: unsubscribed from this repository, or from all
+// Criticizer email. It is the same page for a valid or an invalid token, so
+// the endpoint cannot be used to learn which tokens exist.
+func (r *Renderer) UnsubscribedPage(all bool) ([]byte, error) {
+	var b bytes.Buffer
+	if err := r.unsubscribed.Execute(&b, struct{ All bool }{all}); err != nil {
 		return nil, fmt.Errorf("render %s: %w", UnsubscribedVersion, err)
 	}
 	return b.Bytes(), nil
