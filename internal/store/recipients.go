@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -100,7 +102,7 @@ func (r *Recipients) Standings(ctx context.Context, ids []string) (map[string]de
 	}
 	for len(keys) > 0 {
 		n := min(len(keys), batchGetMax)
-		pending := map[string]types.KeysAndAttributes{r.table: {Keys: keys[:n], ConsistentRead: boolPtr(true)}}
+		pending := map[string]types.KeysAndAttributes{r.table: {Keys: keys[:n], ConsistentRead: aws.Bool(true)}}
 		keys = keys[n:]
 		for tries := 0; len(pending) > 0; tries++ {
 			if tries > 0 {
@@ -139,20 +141,14 @@ func mergeStanding(out map[string]delivery.Standing, item map[string]types.Attri
 	if err := unmarshal(item, &it); err != nil {
 		return err
 	}
-	switch {
-	case len(it.PK) > 5 && it.PK[:5] == "PREF#":
-		id := it.PK[5:]
+	if id, ok := strings.CutPrefix(it.PK, "PREF#"); ok {
 		s := out[id]
-		s.UnsubscribedAll = it.UnsubscribedAll
-		s.Repositories = it.Repositories
+		s.UnsubscribedAll, s.Repositories = it.UnsubscribedAll, it.Repositories
 		out[id] = s
-	case len(it.PK) > 5 && it.PK[:5] == "SUPP#":
-		id := it.PK[5:]
+	} else if id, ok := strings.CutPrefix(it.PK, "SUPP#"); ok {
 		s := out[id]
 		s.Suppressed, s.Reason = true, it.Reason
 		out[id] = s
 	}
 	return nil
 }
-
-func boolPtr(b bool) *bool { return &b }
