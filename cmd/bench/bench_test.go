@@ -103,9 +103,15 @@ func TestCounter_IntakeUniqueIsOneTransactionOfThreeItems(t *testing.T) {
 // The whole pipeline makes exactly the design's minimum of AWS calls for a
 // job with two recipients (docs/benchmarks.md: 13 + 5R per job; seed 000
 // §6.1–6.5 for why each call is needed). A redundant read or write fails it.
+//
+// The send-rate limiter is off here: its one UpdateItem per send becomes two
+// when a window is full or DynamoDB Local answers a slot late (it then takes
+// the next second's), which is correct but makes an exact count flaky; its
+// calls are tested in internal/ratelimit, and the table counts them.
 func TestCalls_PipelineMakesTheDesignMinimum(t *testing.T) {
 	env := testenv.Stack(t)
 	cfg := benchConfig(t, env)
+	cfg.MaxSendRate = 0
 	t.Chdir("../..") // sampleWebhook reads events/
 	run := testenv.Prefix(t)[:9]
 	got, err := runCalls(context.Background(), cfg, run, 1, 2, 1, time.Minute, obs.NewLogger(io.Discard, "warn"))
@@ -122,6 +128,7 @@ func TestCalls_PipelineMakesTheDesignMinimum(t *testing.T) {
 		}
 	}
 	min := minimum(2)
+	min["DynamoDB.UpdateItem"] -= 2 // no limiter slot per send
 	for op, n := range min {
 		if measured[op] != int64(n) {
 			t.Errorf("%s: %d calls, design minimum %v", op, measured[op], n)
