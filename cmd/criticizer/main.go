@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	args = fs.Args()
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(out, help)
+		fmt.Fprint(out, help+helpDeliveries)
 		return nil
 	}
 	o, err := connect(ctx, *local)
@@ -118,6 +118,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.dlqResolve(ctx, args[2:])
 	case len(args) >= 2 && args[0] == "jobs" && args[1] == "show":
 		return c.jobsShow(ctx, args[2:])
+	case len(args) >= 2 && args[0] == "deliveries" && args[1] == "held":
+		return c.deliveriesHeld(ctx, args[2:])
+	case len(args) >= 2 && args[0] == "deliveries" && args[1] == "show":
+		return c.deliveriesShow(ctx, args[2:])
+	case len(args) >= 2 && args[0] == "deliveries" && args[1] == "resolve":
+		return c.deliveriesSettle(ctx, "resolve", ops.VerdictSent, args[2:])
+	case len(args) >= 2 && args[0] == "deliveries" && args[1] == "requeue":
+		return c.deliveriesSettle(ctx, "requeue", ops.VerdictRequeue, args[2:])
+	case len(args) >= 2 && args[0] == "evidence" && args[1] == "show":
+		return c.evidenceShow(ctx, args[2:])
 	}
 	return usageError{"unknown command " + strings.Join(args, " ")}
 }
@@ -157,7 +167,9 @@ func connect(ctx context.Context, local bool) (*ops.Ops, error) {
 	}
 	return &ops.Ops{SQS: clients.SQS, Queues: cfg.Queues, Now: time.Now,
 		Jobs:       store.NewJobs(clients.DynamoDB, cfg.JobsTable, nil),
-		Deliveries: store.NewDeliveries(clients.DynamoDB, cfg.DeliveriesTable, nil)}, nil
+		Deliveries: store.NewDeliveries(clients.DynamoDB, cfg.DeliveriesTable, nil),
+		Evidence:   store.NewEvidence(clients.DynamoDB, cfg.JobsTable, nil), ConfigurationSet: cfg.ConfigurationSet,
+		Margin: cfg.EvidenceMargin}, nil
 }
 
 func parse(name string, args []string, positional int, def func(*flag.FlagSet)) (*flag.FlagSet, []string, error) {

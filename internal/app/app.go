@@ -44,6 +44,7 @@ type App struct {
 	Clients    *awsclient.Clients
 	Jobs       *store.Jobs
 	Deliveries *store.Deliveries
+	Evidence   *store.Evidence
 	Recipients *store.Recipients
 	// Signer mints and verifies unsubscribe tokens; nil without a key.
 	Signer *unsubscribe.Signer
@@ -119,6 +120,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		Config: cfg, Clients: clients, Log: log, Now: o.now,
 		Jobs:       store.NewJobs(clients.DynamoDB, cfg.JobsTable, o.now),
 		Deliveries: store.NewDeliveries(clients.DynamoDB, cfg.DeliveriesTable, o.now),
+		Evidence:   store.NewEvidence(clients.DynamoDB, cfg.JobsTable, o.now),
 		Recipients: store.NewRecipients(clients.DynamoDB, cfg.JobsTable, o.now),
 		Blobs:      blob.New(clients.S3, cfg.PayloadBucket),
 		Queue:      queue.New(clients.SQS, cfg.Queues),
@@ -291,30 +293,36 @@ func (a *App) Notify(sender pipeline.Sender) (*pipeline.Notify, error) {
 	if err != nil {
 		return nil, err
 	}
+	n := &pipeline.Notify{Base: a.base(), Deliveries: a.Deliveries, Renderer: r, Sender: sender,
+		Evidence: a.Evidence, ConfigurationSet: a.Config.ConfigurationSet,
+		Lease: a.Config.DeliveryLease, Margin: a.Config.EvidenceMargin, Recipients: a.Recipients,
+		Signer: a.Signer, PublicURL: a.Config.PublicURL}
 	if sender == nil {
-		sender = mail.NewSender(a.Clients.SES, a.Config.MailFrom, a.Config.ConfigurationSet)
+		ses := mail.NewSender(a.Clients.SES, a.Config.MailFrom, a.Config.ConfigurationSet)
+		ses.ProbeAddress = a.Config.ProbeAddress
+		n.Sender = ses
+		if a.Config.ProbeAddress != "" {
+			n.Prober = ses
+		}
 	}
 	if a.Config.MaxSendRate > 0 {
 		// Every notifier counts its sends in the same per-second windows
 		// (internal/ratelimit), whatever sender is in use.
-		sender = ratelimit.LimitedSender{Next: sender, Limiter: ratelimit.New(
-			ratelimit.Dynamo{DB: a.Clients.DynamoDB, Table: a.Config.JobsTable, Name: "ses"}, a.Config.MaxSendRate)}
+		n.Pacer = ratelimit.New(ratelimit.Dynamo{DB: a.Clients.DynamoDB, Table: a.Config.JobsTable, Name: "ses"}, a.Config.MaxSendRate)
 	}
-	n := &pipeline.Notify{Base: a.base(), Deliveries: a.Deliveries, Renderer: r, Sender: sender,
-		Lease: a.Config.DeliveryLease, Grace: a.Config.ReconcileGrace, Recipients: a.Recipients,
-		Signer: a.Signer, PublicURL: a.Config.PublicURL}
 	return n, nil
 }
 
 // Feedback returns the feedback function's handler.
 func (a *App) Feedback() *feedback.Handler {
-	return &feedback.Handler{Deliveries: a.Deliveries, Recipients: a.Recipients, Jobs: a.Jobs, Queue: a.Queue, Log: a.Log}
+	return &feedback.Handler{Deliveries: a.Deliveries, Evidence: a.Evidence, Recipients: a.Recipients, Jobs: a.Jobs, Queue: a.Queue, Log: a.Log}
 }
 
 // Sweeper returns the scheduled sweeper.
 func (a *App) Sweeper() *sweeper.Sweeper {
-	return &sweeper.Sweeper{Jobs: a.Jobs, Deliveries: a.Deliveries, Queue: a.Queue, Log: a.Log, Now: a.Now,
-		StuckAfter: a.Config.SweepStuckAfter, EvidenceWindow: a.Config.EvidenceWindow}
+	return &sweeper.Sweeper{Jobs: a.Jobs, Deliveries: a.Deliveries, Evidence: a.Evidence, ConfigurationSet: a.Config.ConfigurationSet,
+		Queue: a.Queue, Log: a.Log, Now: a.Now,
+		StuckAfter: a.Config.SweepStuckAfter, EvidenceWindow: a.Config.EvidenceWindow, Margin: a.Config.EvidenceMargin}
 }
 
 // Runner wraps a stage's work in the shared SQS batch runner.

@@ -58,6 +58,9 @@ type Clients struct {
 	SNS      *sns.Client
 }
 
+// HTTPTimeout bounds every AWS call's HTTP exchange.
+const HTTPTimeout = 30 * time.Second
+
 // Option adjusts the SDK config, e.g. to add fault-injection middleware.
 type Option func(*aws.Config)
 
@@ -73,10 +76,11 @@ func New(ctx context.Context, ep Endpoints, opts ...Option) (*Clients, error) {
 		if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
 			loadOpts = append(loadOpts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
 		}
-		// Emulators answer at once; fail fast instead of the SDK's long
-		// default dial timeouts when one is down.
-		loadOpts = append(loadOpts, config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(30*time.Second)))
 	}
+	// Every call has an end: the SDK's default client waits for an answer
+	// without limit. 30 s leaves room for SQS long polls (20 s). A call
+	// that needs less sets its own deadline (an SES send, see mail.Sender).
+	loadOpts = append(loadOpts, config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(HTTPTimeout)))
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("load aws config: %w", err)
@@ -99,6 +103,8 @@ func New(ctx context.Context, ep Endpoints, opts ...Option) (*Clients, error) {
 			}
 		}),
 		SES: sesv2.NewFromConfig(cfg, func(o *sesv2.Options) {
+			// SendEmail is not idempotent: never resent by the SDK.
+			o.RetryMaxAttempts = SDKAttemptsSES
 			if ep.SES != "" {
 				o.BaseEndpoint = aws.String(ep.SES)
 			}

@@ -118,16 +118,21 @@ type Stack struct {
 }
 
 // Campaign timings: the production values scaled down so a run takes
-// minutes, keeping their order (lease < lease+grace ≪ evidence window;
-// stuck-after above the longest backoff of a 5-attempt budget, 16 s).
+// minutes, keeping their order: lease < margin-passed < held ≪ evidence
+// window; the evidence margin above the feedback queue's visibility
+// timeout plus the event path's delay (a feedback batch that dies before
+// it registers its events is seen again before the watermark can pass
+// them); stuck-after above the longest backoff of a 5-attempt budget
+// (16 s).
 const (
-	invocationTimeout = 3 * time.Second
-	visibilityTimeout = 8 // seconds; a crashed invocation's batch returns after this
-	deliveryLease     = 3 * time.Second
-	reconcileGrace    = 30 * time.Second
-	sweepStuckAfter   = 20 * time.Second
-	sweepEvery        = 2 * time.Second
-	evidenceWindow    = 10 * time.Minute
+	invocationTimeout  = 3 * time.Second
+	visibilityTimeout  = 8 // seconds; a crashed stage invocation's batch returns after this
+	feedbackVisibility = 3 // seconds; the feedback queue's
+	deliveryLease      = 3 * time.Second
+	evidenceMargin     = 5 * time.Second
+	sweepStuckAfter    = 20 * time.Second
+	sweepEvery         = 2 * time.Second
+	evidenceWindow     = 10 * time.Minute
 )
 
 // Run runs one campaign and checks its invariants. The error is for a
@@ -151,9 +156,10 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
-	for _, q := range []string{res.Queues.Queue[job.StageFetch], res.Queues.Queue[job.StageLLM], res.Queues.Queue[job.StageNotify], res.FeedbackQueue} {
+	for q, vis := range map[string]int{res.Queues.Queue[job.StageFetch]: visibilityTimeout, res.Queues.Queue[job.StageLLM]: visibilityTimeout,
+		res.Queues.Queue[job.StageNotify]: visibilityTimeout, res.FeedbackQueue: feedbackVisibility} {
 		if _, err := clean.SQS.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(q),
-			Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(visibilityTimeout)}}); err != nil {
+			Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(vis)}}); err != nil {
 			return nil, fmt.Errorf("queue visibility: %w", err)
 		}
 	}
@@ -164,7 +170,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	cfg.Endpoints, cfg.SESStoreURL = st.Endpoints, st.SESURL
 	cfg.WebhookSecret = planted.webhook
 	cfg.GitHub.Token, cfg.GitLab.Token, cfg.OpenAI.APIKey = planted.github, planted.gitlab, planted.openai
-	cfg.DeliveryLease, cfg.ReconcileGrace = deliveryLease, reconcileGrace
+	cfg.DeliveryLease, cfg.EvidenceMargin = deliveryLease, evidenceMargin
 	cfg.SweepStuckAfter, cfg.EvidenceWindow = sweepStuckAfter, evidenceWindow
 	res.Apply(&cfg)
 
@@ -176,6 +182,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	inj := newInjector(rng.Uint64(), c.Rate)
 	fi := fault.New()
 	fi.Choose(inj.choose)
+	evf := newEvidenceFaults(rng.Uint64(), c.Rate, jobOfDelivery(specs))
 	jitterSeed := rng.Uint64()
 	var starts atomic.Int64
 	opts := func() devstack.FunctionOptions {
@@ -204,6 +211,14 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 					return fn(withScope(ctx, &scope{crashable: true, jobs: []job.ID{m.JobID}}), m, attempt)
 				}
 			},
+			// The feedback function fails records, and its invocations
+			// may crash like any other.
+			Feedback: func(h devstack.SQSHandler) devstack.SQSHandler {
+				h = evf.feedback(h)
+				return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+					return h(withScope(ctx, &scope{crashable: true}), ev)
+				}
+			},
 		}
 	}
 	// The SES event bridge plays SES itself (configuration set → SNS), so
@@ -212,8 +227,9 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	bctx, stopBridge := context.WithCancel(ctx)
 	defer stopBridge()
 	bridge := &devstack.SESEventBridge{Store: &feedback.SESEmulator{BaseURL: st.SESURL}, SNS: clean.SNS,
-		TopicARN: res.EventsTopicARN, Log: log.With("bridge", "ses-events")}
+		TopicARN: res.EventsTopicARN, Log: log.With("bridge", "ses-events"), Deliver: evf.deliver}
 	go bridge.Run(bctx)
+	go evf.run(bctx)
 	w := &workers{ctx: ctx, cfg: cfg, res: res, log: log, opts: opts}
 	if err := w.start(); err != nil {
 		return nil, err
@@ -228,6 +244,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 
 	// Fault phase: webhooks posted, workers restarted, then a linger.
 	inj.on.Store(true)
+	evf.on.Store(true)
 	progress("run %s: %d jobs, seed %d, rate %.3f, concurrency %d; faults on", run, c.Jobs, c.Seed, c.Rate, c.Concurrency)
 	stopRestarts := w.restartEvery(c.RestartEvery)
 	accepted, errs := snd.postAll(ctx, specs, c.Concurrency, rng)
@@ -241,6 +258,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	}
 	rep.Restarts = stopRestarts()
 	inj.on.Store(false)
+	evf.on.Store(false)
 	progress("faults off after %d worker restarts; draining (sweeper every %s, stuck after %s)", rep.Restarts, sweepEvery, sweepStuckAfter)
 
 	// Drain: wait for every accepted job to be terminal.
@@ -248,7 +266,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	deadline := time.Now().Add(c.Drain)
 	for {
 		open, err := chk.nonTerminal(ctx, accepted)
-		if err == nil && open == 0 {
+		if err == nil && open == 0 && evf.drained() {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -263,7 +281,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	w.stop()
 	progress("drained; checking the SES store, DynamoDB and the DLQs")
 
-	if err := chk.verify(ctx, rep, specs, accepted, inj, needles); err != nil {
+	if err := chk.verify(ctx, rep, specs, accepted, inj, evf, needles); err != nil {
 		return nil, err
 	}
 	rep.LogLines, rep.LogLeaks, rep.DLQLeaks, rep.addrCount = logw.lines.Load(), needles.logHits(), needles.dlqHits(), len(needles.addrs)

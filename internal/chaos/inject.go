@@ -16,21 +16,39 @@ import (
 // Kind is a class of injected fault.
 type Kind string
 
-// The fault kinds, in table order.
+// The fault kinds, in table order. The AWS kinds are injected below the
+// SDK, at the HTTP client (package fault), inside the SDK's retry loop;
+// the evidence kinds on the SES event path (evidence.go).
 const (
-	KindAPIError Kind = "api_error" // 5xx InternalServerError
-	KindThrottle Kind = "throttle"  // ThrottlingException / TooManyRequestsException
-	KindTimeout  Kind = "timeout"   // the caller's deadline passes (the call may have happened)
-	KindLatency  Kind = "latency"   // a slow but successful call
-	KindCrash    Kind = "crash"     // the invocation dies at this boundary (runtime.Goexit)
+	KindAPIError    Kind = "5xx"          // 500 InternalServerError, before the work or after it
+	KindThrottle    Kind = "throttle"     // ThrottlingException / SES 429, with Retry-After
+	KindLoseRequest Kind = "lose_request" // the connection resets before the request reaches the service
+	KindLoseAnswer  Kind = "lose_answer"  // the service did the work; the connection resets before the answer
+	KindSlowAnswer  Kind = "slow_answer"  // the service did the work; the answer comes after the client's timeout
+	KindLatency     Kind = "latency"      // a slow but successful call
+	KindCrash       Kind = "crash"        // the invocation dies at this boundary (runtime.Goexit)
+
+	KindEventDelay     Kind = "event_delay"     // SES events held back (the whole path stalls)
+	KindEventDrop      Kind = "event_drop"      // one event of a message lost (its other event still comes)
+	KindEventDuplicate Kind = "event_duplicate" // an event delivered twice
+	KindEventReorder   Kind = "event_reorder"   // events delivered out of order (within the margin)
+	KindFeedbackFail   Kind = "feedback_fail"   // the feedback function fails a record (retried by SQS)
 )
 
-// Kinds lists the kinds in table order.
-func Kinds() []Kind { return []Kind{KindAPIError, KindThrottle, KindTimeout, KindLatency, KindCrash} }
+// Kinds lists the AWS kinds in table order.
+func Kinds() []Kind {
+	return []Kind{KindAPIError, KindThrottle, KindLoseRequest, KindLoseAnswer, KindSlowAnswer, KindLatency, KindCrash}
+}
 
-// weights of each kind among injected faults. Crashes are rarer: one kills a
-// whole batch of up to ten messages and spends a receive of each.
-var weights = map[Kind]int{KindAPIError: 25, KindThrottle: 25, KindTimeout: 20, KindLatency: 20, KindCrash: 10}
+// EvidenceKinds lists the evidence-path kinds in table order.
+func EvidenceKinds() []Kind {
+	return []Kind{KindEventDelay, KindEventDrop, KindEventDuplicate, KindEventReorder, KindFeedbackFail}
+}
+
+// weights of each AWS kind among injected faults. Crashes are rarer: one
+// kills a whole batch of up to ten messages and spends a receive of each.
+var weights = map[Kind]int{KindAPIError: 20, KindThrottle: 20, KindLoseRequest: 12, KindLoseAnswer: 15, KindSlowAnswer: 10,
+	KindLatency: 15, KindCrash: 8}
 
 // scope tells the injector what a call is doing: whether it runs inside an
 // invocation that may die (a stage handler or the intake function; not a
@@ -81,28 +99,30 @@ func (in *injector) choose(ctx context.Context, service, operation string, _ any
 		return fault.Rule{}, false
 	}
 	k := in.pick(sc != nil && sc.crashable)
-	r := fault.Rule{Service: service, Operation: operation, When: fault.Before}
-	if in.rng.IntN(2) == 1 {
-		r.When = fault.After
-	}
+	r := fault.Rule{Service: service, Operation: operation}
 	switch k {
 	case KindAPIError:
-		r.Err = fault.InternalError
-	case KindThrottle:
-		// A throttled request is refused, never half done.
-		r.When, r.Err = fault.Before, fault.Throttling
-		if service == "SESv2" {
-			r.Err = fault.TooManyRequests
+		r.Kind = fault.ServerError
+		if in.rng.IntN(2) == 1 {
+			r.When = fault.After
 		}
-	case KindTimeout:
-		// The caller waits, then gives up; After: the service did the work.
-		r.Latency = time.Duration(50+in.rng.IntN(200)) * time.Millisecond
-		r.Err = fault.Timeout
+	case KindThrottle:
+		r.Kind, r.RetryAfter = fault.Throttle, time.Duration(in.rng.IntN(3))*time.Second
+	case KindLoseRequest:
+		r.Kind = fault.LoseRequest
+	case KindLoseAnswer:
+		r.Kind = fault.LoseAnswer
+	case KindSlowAnswer:
+		// The caller waits, then its client's timeout fires; the service
+		// did the work.
+		r.Kind, r.Latency = fault.SlowAnswer, time.Duration(50+in.rng.IntN(200))*time.Millisecond
 	case KindLatency:
-		r.When, r.PassThrough = fault.Before, true
-		r.Latency = time.Duration(20+in.rng.IntN(300)) * time.Millisecond
+		r.Kind, r.Latency = fault.Latency, time.Duration(20+in.rng.IntN(300))*time.Millisecond
 	case KindCrash:
-		r.Crash = true
+		r.Kind = fault.Crash
+		if in.rng.IntN(2) == 1 {
+			r.When = fault.After
+		}
 	}
 	op := service + "." + operation
 	if in.byOp[k] == nil {

@@ -73,7 +73,7 @@ func (r *Report) count(outcome string, n int) {
 // Rows returns the table rows in kind order.
 func (r *Report) Rows() []KindRow {
 	var out []KindRow
-	for _, k := range Kinds() {
+	for _, k := range append(Kinds(), EvidenceKinds()...) {
 		if row := r.kinds[k]; row != nil {
 			out = append(out, *row)
 		}
@@ -141,7 +141,7 @@ func (r *Report) Print(w io.Writer) {
 		for i, op := range names {
 			parts[i] = fmt.Sprintf("%s %d", op, ops[op])
 		}
-		fmt.Fprintf(w, "  %-9s %s\n", k, strings.Join(parts, ", "))
+		fmt.Fprintf(w, "  %-12s %s\n", k, strings.Join(parts, ", "))
 	}
 	in := &r.intake
 	fmt.Fprintf(w, "\nintake: %d deliveries posted, %d retried by the sender after %d 5xx, %d crashed (502) and %d broken connections; answers: %d accepted, %d replayed, %d existing job; %d gave up, %d unexpected\n",

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestLeakScanner_FindsAddressesAndSecrets_NotPseudonyms_001_8_4(t *testing.T
 // An envelope missing any §8.4 field is reported incomplete.
 func TestComplete_NamesMissingEnvelopeFields_001_8_4(t *testing.T) {
 	now := time.Now()
-	env := deadletter.New(deadletter.Failure{Stage: "fetch", JobID: "j_1", Err: fault.Throttling(), Attempts: 5,
+	env := deadletter.New(deadletter.Failure{Stage: "fetch", JobID: "j_1", Err: errors.New("ThrottlingException: Rate exceeded"), Attempts: 5,
 		FirstFailureAt: now, LastFailureAt: now, Context: map[string]string{"message_id": "m"},
 		Message: deadletter.Original{MessageID: "m", Body: `{"job_id":"j_1"}`}})
 	if miss := complete(env, "fetch"); len(miss) != 0 {
@@ -71,10 +72,10 @@ func TestInjector_CrashOnlyInInvocations_SameSeedSameChoices(t *testing.T) {
 				t.Fatal("rate 1 must fail every call")
 			}
 			k := KindAPIError
-			switch {
-			case r.Crash:
+			switch r.Kind {
+			case fault.Crash:
 				k = KindCrash
-			case r.PassThrough:
+			case fault.Latency:
 				k = KindLatency
 			}
 			kinds = append(kinds, k)

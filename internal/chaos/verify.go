@@ -46,9 +46,48 @@ func (c *checker) nonTerminal(ctx context.Context, accepted map[job.ID]bool) (in
 		}
 		if !j.Status.Terminal() {
 			n++
+			continue
+		}
+		if j.Status == job.StatusNeedsIntervention {
+			// Held for provider evidence: it settles once the evidence
+			// path catches up, and the job then succeeds.
+			held, err := c.heldRows(ctx, j)
+			if err != nil {
+				return 0, err
+			}
+			if held {
+				n++
+			}
 		}
 	}
 	return n, nil
+}
+
+// heldRows reports whether any of a job's rows is still in `sending`.
+func (c *checker) heldRows(ctx context.Context, j job.Job) (bool, error) {
+	ids := make([]string, len(j.Recipients))
+	for i, r := range j.Recipients {
+		ids[i] = delivery.ID(job.ChangelistKey(j.Source, j.ChangelistID), r, j.ReviewVersion)
+	}
+	rows, err := store.NewDeliveries(c.clean.DynamoDB, c.res.DeliveriesTable, time.Now).GetMany(ctx, ids)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(rows, func(r delivery.Row) bool { return r.Status == delivery.StatusSending }), nil
+}
+
+// jobOfDelivery maps the campaign's delivery ids to their jobs.
+func jobOfDelivery(specs []spec) func(string) (job.ID, bool) {
+	m := map[string]job.ID{}
+	for _, sp := range specs {
+		for _, r := range sp.Recipients {
+			m[delivery.ID(job.ChangelistKey("generic", sp.Changelist), r, 1)] = sp.ID
+		}
+	}
+	return func(id string) (job.ID, bool) {
+		j, ok := m[id]
+		return j, ok
+	}
 }
 
 // dlqMessage is one message read from a dead-letter queue.
@@ -108,7 +147,7 @@ func complete(e deadletter.Envelope, stage string) []string {
 }
 
 // verify fills the report from the SES store, DynamoDB and the DLQs.
-func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepted map[job.ID]bool, inj *injector, leaks *leakScanner) error {
+func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepted map[job.ID]bool, inj *injector, evf *evidenceFaults, leaks *leakScanner) error {
 	// Emails, by delivery id.
 	type want struct {
 		job       job.ID
@@ -175,12 +214,15 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 
 	// Each job.
 	rep.kinds = map[Kind]*KindRow{}
-	for _, k := range Kinds() {
+	for _, k := range append(Kinds(), EvidenceKinds()...) {
 		rep.kinds[k] = &KindRow{Kind: k}
 	}
 	total, byOp := inj.injected()
 	rep.ByOp = byOp
 	for k, n := range total {
+		rep.kinds[k].Injected = n
+	}
+	for k, n := range evf.injected() {
 		rep.kinds[k].Injected = n
 	}
 	rep.Accepted = len(accepted)
@@ -251,6 +293,9 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 		rep.Duplicates += dups
 		rep.count(outcome, 1)
 		hits := inj.jobHits(sp.ID)
+		for k, n := range evf.jobHits(sp.ID) {
+			hits[k] += n
+		}
 		if len(hits) == 0 {
 			rep.Unhit++
 		}

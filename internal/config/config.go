@@ -21,17 +21,22 @@ import (
 
 // Config is the whole configuration. Each function uses the part it needs.
 type Config struct {
-	Endpoints         awsclient.Endpoints
-	JobsTable         string
-	DeliveriesTable   string
-	PayloadBucket     string
-	Queues            queue.URLs
-	WebhookSecret     string
-	MailFrom          string
-	ConfigurationSet  string
-	IdempotencyTTL    time.Duration
-	DeliveryLease     time.Duration
-	ReconcileGrace    time.Duration
+	Endpoints        awsclient.Endpoints
+	JobsTable        string
+	DeliveriesTable  string
+	PayloadBucket    string
+	Queues           queue.URLs
+	WebhookSecret    string
+	MailFrom         string
+	ConfigurationSet string
+	IdempotencyTTL   time.Duration
+	DeliveryLease    time.Duration
+	// EvidenceMargin is how far the SES evidence watermark must pass a
+	// send whose answer was lost before silence proves it did not happen.
+	EvidenceMargin time.Duration
+	// ProbeAddress receives evidence probes (the SES mailbox simulator by
+	// default); empty: no probes.
+	ProbeAddress      string
 	AllowPrivateDiffs bool
 	// SweepStuckAfter and EvidenceWindow are the sweeper's thresholds.
 	SweepStuckAfter time.Duration
@@ -138,6 +143,10 @@ const (
 // account, emails per second.
 const DefaultMaxSendRate = 14
 
+// DefaultProbeAddress is the SES mailbox simulator's address that accepts
+// everything: evidence probes reach nobody.
+const DefaultProbeAddress = "success@simulator.amazonses.com"
+
 // Default API roots.
 const (
 	DefaultGitHubAPIURL = "https://api.github.com"
@@ -155,7 +164,8 @@ const (
 	EnvConfigurationSet  = "CRITICIZER_SES_CONFIGURATION_SET"
 	EnvIdempotencyTTL    = "CRITICIZER_IDEMPOTENCY_TTL"
 	EnvDeliveryLease     = "CRITICIZER_DELIVERY_LEASE"
-	EnvReconcileGrace    = "CRITICIZER_RECONCILE_GRACE"
+	EnvEvidenceMargin    = "CRITICIZER_EVIDENCE_MARGIN"
+	EnvProbeAddress      = "CRITICIZER_EVIDENCE_PROBE_ADDRESS"
 	EnvAllowPrivateDiffs = "CRITICIZER_ALLOW_PRIVATE_DIFF_URLS"
 	EnvSweepStuckAfter   = "CRITICIZER_SWEEP_STUCK_AFTER"
 	EnvEvidenceWindow    = "CRITICIZER_EVIDENCE_WINDOW"
@@ -274,8 +284,18 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.DeliveryLease, err = duration(getenv, EnvDeliveryLease, 2*time.Minute); err != nil {
 		return Config{}, err
 	}
-	if c.ReconcileGrace, err = duration(getenv, EnvReconcileGrace, 3*time.Minute); err != nil {
+	if c.EvidenceMargin, err = duration(getenv, EnvEvidenceMargin, 2*time.Minute); err != nil {
 		return Config{}, err
+	}
+	switch v := strings.TrimSpace(getenv(EnvProbeAddress)); v {
+	case "":
+		c.ProbeAddress = DefaultProbeAddress
+	case "off":
+	default:
+		if !strings.Contains(v, "@") || strings.ContainsAny(v, " <>,") {
+			return Config{}, fmt.Errorf("%s: want a bare email address, or off", EnvProbeAddress)
+		}
+		c.ProbeAddress = v
 	}
 	if c.SweepStuckAfter, err = duration(getenv, EnvSweepStuckAfter, 10*time.Minute); err != nil {
 		return Config{}, err

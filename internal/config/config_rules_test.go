@@ -32,7 +32,8 @@ func TestFromEnv_Defaults(t *testing.T) {
 		{"LogLevel", c.LogLevel, "info"},
 		{"IdempotencyTTL", c.IdempotencyTTL, 720 * time.Hour},
 		{"DeliveryLease", c.DeliveryLease, 2 * time.Minute},
-		{"ReconcileGrace", c.ReconcileGrace, 3 * time.Minute},
+		{"EvidenceMargin", c.EvidenceMargin, 2 * time.Minute},
+		{"ProbeAddress", c.ProbeAddress, "success@simulator.amazonses.com"},
 		{"AllowPrivateDiffs", c.AllowPrivateDiffs, false},
 		{"WebhookSecret", c.WebhookSecret, ""},
 		{"ConfigurationSet", c.ConfigurationSet, ""},
@@ -65,7 +66,8 @@ func TestFromEnv_Overrides(t *testing.T) {
 		config.EnvConfigurationSet:  "criticizer-events",
 		config.EnvIdempotencyTTL:    "168h",
 		config.EnvDeliveryLease:     "45s",
-		config.EnvReconcileGrace:    "10m30s",
+		config.EnvEvidenceMargin:    "10m30s",
+		config.EnvProbeAddress:      "off",
 		config.EnvAllowPrivateDiffs: "true",
 		config.EnvSESStoreURL:       "http://localhost:8005",
 		config.EnvLogLevel:          "debug",
@@ -85,7 +87,8 @@ func TestFromEnv_Overrides(t *testing.T) {
 		{"ConfigurationSet", c.ConfigurationSet, "criticizer-events"},
 		{"IdempotencyTTL", c.IdempotencyTTL, 168 * time.Hour},
 		{"DeliveryLease", c.DeliveryLease, 45 * time.Second},
-		{"ReconcileGrace", c.ReconcileGrace, 10*time.Minute + 30*time.Second},
+		{"EvidenceMargin", c.EvidenceMargin, 10*time.Minute + 30*time.Second},
+		{"ProbeAddress", c.ProbeAddress, ""},
 		{"AllowPrivateDiffs", c.AllowPrivateDiffs, true},
 		{"SESStoreURL", c.SESStoreURL, "http://localhost:8005"},
 		{"LogLevel", c.LogLevel, "debug"},
@@ -109,7 +112,7 @@ func TestEnvNames_AreStable(t *testing.T) {
 		config.EnvConfigurationSet:  "CRITICIZER_SES_CONFIGURATION_SET",
 		config.EnvIdempotencyTTL:    "CRITICIZER_IDEMPOTENCY_TTL",
 		config.EnvDeliveryLease:     "CRITICIZER_DELIVERY_LEASE",
-		config.EnvReconcileGrace:    "CRITICIZER_RECONCILE_GRACE",
+		config.EnvEvidenceMargin:    "CRITICIZER_EVIDENCE_MARGIN",
 		config.EnvAllowPrivateDiffs: "CRITICIZER_ALLOW_PRIVATE_DIFF_URLS",
 		config.EnvSESStoreURL:       "CRITICIZER_LOCAL_SES_STORE_URL",
 		config.EnvLogLevel:          "LOG_LEVEL",
@@ -180,7 +183,7 @@ func TestFromEnv_PerStageQueueAndDLQ_001_8_3(t *testing.T) {
 // operator knows what to fix; zero and negative durations are rejected too
 // (a zero lease would let two workers send the same row).
 func TestFromEnv_InvalidDurationNamesVariable(t *testing.T) {
-	vars := []string{config.EnvIdempotencyTTL, config.EnvDeliveryLease, config.EnvReconcileGrace}
+	vars := []string{config.EnvIdempotencyTTL, config.EnvDeliveryLease, config.EnvEvidenceMargin}
 	values := []string{"abc", "10", "0", "0s", "-5m", "-1ns", "1 h", "720hours", "1d", "PT2M"}
 	for _, name := range vars {
 		for _, v := range values {
@@ -272,7 +275,7 @@ func TestFromEnv_ErrorReturnsZeroConfig(t *testing.T) {
 	c, err := config.FromEnv(env(map[string]string{
 		config.EnvJobsTable:       "prod-jobs",
 		config.EnvWebhookSecret:   "s3cret",
-		config.EnvReconcileGrace:  "soon",
+		config.EnvEvidenceMargin:  "soon",
 		config.EnvDeliveryLease:   "1m",
 		config.EnvIdempotencyTTL:  "24h",
 		config.EnvDeliveriesTable: "prod-deliveries",
@@ -280,8 +283,8 @@ func TestFromEnv_ErrorReturnsZeroConfig(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted CRITICIZER_RECONCILE_GRACE=soon")
 	}
-	if !strings.Contains(err.Error(), config.EnvReconcileGrace) {
-		t.Errorf("error %q does not name %s", err, config.EnvReconcileGrace)
+	if !strings.Contains(err.Error(), config.EnvEvidenceMargin) {
+		t.Errorf("error %q does not name %s", err, config.EnvEvidenceMargin)
 	}
 	if c.WebhookSecret != "" || c.JobsTable != "" {
 		t.Errorf("FromEnv returned a partly filled config with its error: %+v", c)

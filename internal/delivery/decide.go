@@ -10,13 +10,14 @@ const (
 	// exists with notified_at populated, skip send").
 	Skip Action = iota
 	// Claim: safe to attempt a send (§6.4 "If notified_at is null and
-	// notification_id is null, safe to attempt send").
+	// notification_id is null, safe to attempt send"), and no provider
+	// evidence says an earlier send happened.
 	Claim
 	// Wait: another worker holds a live lease on the row.
 	Wait
-	// Reconcile: a send may have happened (notification_id without
-	// notified_at, or a lease that expired mid-send); look for provider
-	// evidence before deciding to resend (§6.4, §8.2).
+	// Reconcile: a send may have happened (provider evidence on the row, or
+	// a lease that expired mid-send); provider evidence decides before any
+	// resend (§6.4, §8.2). See Settle.
 	Reconcile
 	// Hold: the row is failed permanently or under reconciliation; it needs an
 	// operator and is never sent automatically (§8.1, §8.3).
@@ -39,7 +40,8 @@ func Decide(r Row, now time.Time) Action {
 		return Hold
 	case r.NotificationID != "", r.HasEvidence():
 		// Provider evidence of a send settles a row in flight at once; no
-		// need to wait out the sender's lease.
+		// need to wait out the sender's lease. It also settles a row that
+		// was released for a resend: an event that names it arrived since.
 		return Reconcile
 	case r.Status == StatusSending && now.Before(r.LeaseUntil):
 		return Wait
@@ -49,6 +51,73 @@ func Decide(r Row, now time.Time) Action {
 		return Claim
 	}
 	return Hold
+}
+
+// Evidence is how far the provider's evidence path has been processed:
+// the feedback function's watermark (the newest SES event time it has
+// recorded for the configuration set) and the margin by which it must pass
+// a send before the absence of an event for that send means anything.
+type Evidence struct {
+	Watermark time.Time
+	Margin    time.Duration
+}
+
+// Settlement is how a row whose send may have happened is settled.
+type Settlement int
+
+const (
+	// Backfill: provider evidence names the row; mark it sent from the
+	// evidence, without resending (§8.2 row 1).
+	Backfill Settlement = iota
+	// Await: no evidence yet, and the evidence path has not caught up past
+	// the send: the send may still show up. Hold the row, never resend.
+	Await
+	// Resend: the evidence path has processed events from after the send,
+	// plus the margin, and none names the row: the send did not happen.
+	// Release the row to be claimed again.
+	Resend
+)
+
+func (s Settlement) String() string { return [...]string{"backfill", "await", "resend"}[s] }
+
+// SentBy is the latest time a send of the row under its last claim can
+// have reached the provider: the claim's lease (a notifier sends only while
+// its lease lasts), else the row's last update.
+func (r Row) SentBy() time.Time {
+	if !r.LeaseUntil.IsZero() {
+		return r.LeaseUntil
+	}
+	return r.UpdatedAt
+}
+
+// Settle decides a row that Decide sent to reconciliation, from the
+// evidence on the row and how far the evidence path has caught up.
+//
+// Missing evidence proves nothing by itself: SES publishes events through
+// SNS, and a stalled path (the feedback function failing, SNS trouble, a
+// misconfigured configuration set) looks exactly like a send that never
+// happened. Only once the watermark is past SentBy()+Margin — events sent
+// after this send have been recorded — does silence mean the send did not
+// happen. The margin absorbs SNS's reordering between events of
+// different messages.
+func Settle(r Row, ev Evidence) Settlement {
+	if r.HasEvidence() || r.NotificationID != "" {
+		return Backfill
+	}
+	if !ev.Watermark.IsZero() && !ev.Watermark.Before(r.SentBy().Add(ev.Margin)) {
+		return Resend
+	}
+	return Await
+}
+
+// Held reports whether a row is held for provider evidence for longer than
+// a healthy evidence path takes: in `sending` with no evidence, its lease
+// expired more than twice the margin ago. A held row makes the job
+// needs_intervention until it settles (by evidence, or an operator), and
+// the HeldDeliveries metric counts it.
+func (r Row) Held(now time.Time, margin time.Duration) bool {
+	return r.Status == StatusSending && r.NotificationID == "" && !r.HasEvidence() &&
+		now.After(r.SentBy().Add(2*margin))
 }
 
 // Outcome summarises a job's rows for finalization (seed 000 §6.5).
@@ -65,14 +134,17 @@ const (
 	Blocked
 )
 
-// Summarize decides the job outcome from its rows.
+// Summarize decides the job outcome from its rows. A row under
+// reconciliation has notified_at (it was marked sent) but counts as
+// blocked, not complete: its send is in doubt until an operator, or late
+// evidence, settles it.
 func Summarize(rows []Row) Outcome {
 	blocked := false
 	for _, r := range rows {
 		switch {
-		case !r.NotifiedAt.IsZero() || r.Status.Done():
 		case r.Status == StatusFailedPermanent || r.Status == StatusReconciling:
 			blocked = true
+		case !r.NotifiedAt.IsZero() || r.Status.Done():
 		default:
 			return Incomplete
 		}

@@ -17,8 +17,12 @@ import (
 // Status is a delivery row's state.
 //
 //	pending ─claim─► sending ─send ok─► sent ─event─► delivered
-//	                   │  └─transient─► failed_transient ─► (claim again)
-//	                   └─permanent─► failed_permanent
+//	   ▲               │  └─transient─► failed_transient ─► (claim again)
+//	   │               ├─permanent─► failed_permanent
+//	   │               └─answer lost─► (sending, held) until provider evidence decides:
+//	   │                      a Send event ─► sent (backfilled, never resent)
+//	   └── requeue ◄───────── the evidence path caught up past it, no event names it
+//	sent without evidence once the evidence path caught up ─► reconciling (operator)
 //	suppressed, skipped_unsubscribed, skipped_no_email: terminal, never sent
 type Status string
 
@@ -94,12 +98,29 @@ type Row struct {
 	BounceType        string    `dynamodbav:"bounce_type,omitempty"`
 	ComplainedAt      time.Time `dynamodbav:"evidence_complaint_at,omitempty"`
 	RejectedAt        time.Time `dynamodbav:"evidence_reject_at,omitempty"`
-	// A transient bounce sends the row again (at most a few times): when the
-	// last one came and how many resends it caused.
-	LastBounceAt  time.Time `dynamodbav:"last_bounce_at,omitempty"`
-	BounceResends int       `dynamodbav:"bounce_resends,omitempty"`
-	CreatedAt     time.Time `dynamodbav:"created_at"`
-	UpdatedAt     time.Time `dynamodbav:"updated_at"`
+	// A transient bounce (or a Reject: provider evidence that the message
+	// was not delivered) sends the row again, at most a few times: when the
+	// last one came and how many resends it caused. BouncedMessageIDs are
+	// the provider message ids of those undelivered sends: their later
+	// events are not evidence for the row any more.
+	LastBounceAt      time.Time `dynamodbav:"last_bounce_at,omitempty"`
+	BounceResends     int       `dynamodbav:"bounce_resends,omitempty"`
+	BouncedMessageIDs []string  `dynamodbav:"bounced_message_ids,stringset,omitempty"`
+	// DuplicateMessageIDs are provider message ids of sends of this row
+	// other than the one it records: proof that it was sent more than once
+	// (an evidence event late beyond the margin, or lost). Kept for the
+	// operator; the DuplicateSends metric counts them.
+	DuplicateMessageIDs []string `dynamodbav:"duplicate_message_ids,stringset,omitempty"`
+	// EvidenceCheckedAt is when a notifier last looked at this row while it
+	// awaited provider evidence (a send whose answer was lost): the
+	// sweeper hands a held row back to notify only when nobody has looked
+	// at it for a while.
+	EvidenceCheckedAt time.Time `dynamodbav:"evidence_checked_at,omitempty"`
+	// ResentWithoutEvidence counts resends made because the evidence path
+	// caught up past an ambiguous send and no event named it.
+	ResentWithoutEvidence int       `dynamodbav:"resent_without_evidence,omitempty"`
+	CreatedAt             time.Time `dynamodbav:"created_at"`
+	UpdatedAt             time.Time `dynamodbav:"updated_at"`
 }
 
 // Message is the rendered email, persisted with the row when the row is
@@ -117,9 +138,21 @@ type Message struct {
 }
 
 // HasEvidence reports whether the provider confirmed it accepted the
-// message (a Send, Delivery, Bounce or Complaint event).
+// message (a Send, Delivery, Bounce, Complaint or Reject event).
 func (r Row) HasEvidence() bool {
-	return !r.SendEventAt.IsZero() || !r.DeliveredAt.IsZero() || !r.BouncedAt.IsZero() || !r.ComplainedAt.IsZero()
+	return !r.SendEventAt.IsZero() || !r.DeliveredAt.IsZero() || !r.BouncedAt.IsZero() || !r.ComplainedAt.IsZero() ||
+		!r.RejectedAt.IsZero()
+}
+
+// Bounced reports whether the provider message id is one of the row's
+// undelivered sends (a transient bounce or a Reject that was resent).
+func (r Row) Bounced(messageID string) bool {
+	for _, id := range r.BouncedMessageIDs {
+		if id == messageID {
+			return true
+		}
+	}
+	return false
 }
 
 // NotSentError marks a send that failed before anything reached the

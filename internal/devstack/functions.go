@@ -37,6 +37,9 @@ type FunctionOptions struct {
 	NoEventBridge bool
 	// Crash, if set, wraps each stage's SQS handler (crash injection).
 	Crash func(job.Stage, SQSHandler) SQSHandler
+	// Feedback, if set, wraps the feedback function's handler (faults on
+	// the evidence path).
+	Feedback func(SQSHandler) SQSHandler
 }
 
 // Functions are the Lambda handlers running in this process: the API
@@ -45,8 +48,10 @@ type Functions struct {
 	App     *app.App
 	API     http.Handler
 	Runners map[job.Stage]*stage.Runner
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	// Bridge is the SES event bridge, nil when it is off.
+	Bridge *SESEventBridge
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // LocalUnsubscribeKey signs unsubscribe tokens on the local stack only.
@@ -109,12 +114,17 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 		}
 	}
 	if res.FeedbackQueue != "" {
-		p := &Poller{SQS: a.Clients.SQS, QueueURL: res.FeedbackQueue, QueueARN: res.FeedbackQueueARN, Handler: a.Feedback().Handle,
+		var h SQSHandler = a.Feedback().Handle
+		if o.Feedback != nil {
+			h = o.Feedback(h)
+		}
+		p := &Poller{SQS: a.Clients.SQS, QueueURL: res.FeedbackQueue, QueueARN: res.FeedbackQueueARN, Handler: h,
 			BatchSize: 10, Timeout: o.Timeout, Log: log.With("poller", "feedback")}
 		f.start(func() { p.Run(pctx) })
 		if !o.NoEventBridge && cfg.SESStoreURL != "" {
-			b := &SESEventBridge{Store: &feedback.SESEmulator{BaseURL: cfg.SESStoreURL}, SNS: a.Clients.SNS, TopicARN: res.EventsTopicARN, Log: log.With("bridge", "ses-events")}
-			f.start(func() { b.Run(pctx) })
+			f.Bridge = &SESEventBridge{Store: &feedback.SESEmulator{BaseURL: cfg.SESStoreURL}, SNS: a.Clients.SNS, TopicARN: res.EventsTopicARN,
+				ConfigurationSet: cfg.ConfigurationSet, Log: log.With("bridge", "ses-events")}
+			f.start(func() { f.Bridge.Run(pctx) })
 		}
 	}
 	if o.SweepEvery > 0 {
@@ -125,7 +135,8 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 				if rep, err := sw.Run(pctx); err != nil && pctx.Err() == nil {
 					log.WarnContext(pctx, "sweep failed", "error", err)
 				} else if rep != (sweeper.Report{}) {
-					log.InfoContext(pctx, "sweep", "jobs_requeued", rep.JobsRequeued, "stuck_sending", rep.StuckSending, "ordering_violations", rep.OrderingViolations)
+					log.InfoContext(pctx, "sweep", "jobs_requeued", rep.JobsRequeued, "stuck_sending", rep.StuckSending, "ordering_violations", rep.OrderingViolations,
+						"held_deliveries", rep.HeldDeliveries, "evidence_lag_seconds", rep.EvidenceLagSeconds)
 				}
 			}
 		})

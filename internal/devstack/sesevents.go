@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,20 +22,60 @@ import (
 // function and reconciliation run the same code as in AWS.
 //
 // The emulator keeps headers but not message tags, so the bridge reads the
-// delivery id from the X-Criticizer-Delivery-Id header and puts it in the
-// event's tags, where SES would have put the delivery_id tag.
+// delivery id from the X-Criticizer-Delivery-Id header (and an evidence
+// probe's id from X-Criticizer-Probe) and puts it in the event's tags,
+// where SES would have put the tag.
+//
+// Tests stall the evidence path with Pause and Resume, and the chaos
+// campaign reorders, drops, duplicates and delays events through Deliver.
 type SESEventBridge struct {
 	Store    *feedback.SESEmulator
 	SNS      *sns.Client
 	TopicARN string
-	Interval time.Duration
-	Log      *slog.Logger
-	seen     map[string]bool
+	// ConfigurationSet, if set, is put in each event's
+	// ses:configuration-set tag, as SES does.
+	ConfigurationSet string
+	Interval         time.Duration
+	Log              *slog.Logger
+	// Deliver, if set, publishes one poll's new events (in the order SES
+	// produced them) through publish, as it likes; nil publishes each once,
+	// in order.
+	Deliver func(ctx context.Context, evs []SESEvent, publish func(context.Context, SESEvent) error) error
+
+	mu     sync.Mutex
+	paused bool
+	seen   map[string]bool
+}
+
+// SESEvent is one event the bridge publishes.
+type SESEvent struct {
+	Type       string // Send, Delivery
+	MessageID  string
+	DeliveryID string // "" for a probe or foreign mail
+	ProbeID    string
+	At         time.Time
+}
+
+// Pause stops publishing: events wait, as they would behind a stalled SNS
+// subscription or a broken configuration set. Resume publishes them.
+func (b *SESEventBridge) Pause() {
+	b.mu.Lock()
+	b.paused = true
+	b.mu.Unlock()
+}
+
+// Resume publishes again, the held events first.
+func (b *SESEventBridge) Resume() {
+	b.mu.Lock()
+	b.paused = false
+	b.mu.Unlock()
 }
 
 // Run publishes events until ctx is done.
 func (b *SESEventBridge) Run(ctx context.Context) {
+	b.mu.Lock()
 	b.seen = map[string]bool{}
+	b.mu.Unlock()
 	interval := b.Interval
 	if interval <= 0 {
 		interval = 300 * time.Millisecond
@@ -48,41 +89,79 @@ func (b *SESEventBridge) Run(ctx context.Context) {
 }
 
 func (b *SESEventBridge) once(ctx context.Context) error {
+	b.mu.Lock()
+	paused := b.paused
+	b.mu.Unlock()
+	if paused {
+		return nil
+	}
 	emails, err := b.Store.Emails(ctx)
 	if err != nil {
 		return err
 	}
+	var evs []SESEvent
+	var ids []string
 	for _, e := range emails {
 		if b.seen[e.MessageID] {
 			continue
 		}
-		id := e.Header(mail.DeliveryIDHeader)
 		at := time.Unix(e.At, 0).UTC()
 		for _, typ := range []string{"Send", "Delivery"} {
-			body, _ := json.Marshal(sesEvent(typ, e.MessageID, id, at))
-			if _, err := b.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(b.TopicARN), Message: aws.String(string(body))}); err != nil {
-				return err
-			}
+			evs = append(evs, SESEvent{Type: typ, MessageID: e.MessageID, DeliveryID: e.Header(mail.DeliveryIDHeader),
+				ProbeID: e.Header(mail.ProbeHeader), At: at})
 		}
-		b.seen[e.MessageID] = true
+		ids = append(ids, e.MessageID)
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	deliver := b.Deliver
+	if deliver == nil {
+		deliver = func(ctx context.Context, evs []SESEvent, publish func(context.Context, SESEvent) error) error {
+			for _, e := range evs {
+				if err := publish(ctx, e); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	if err := deliver(ctx, evs, b.Publish); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		b.seen[id] = true
 	}
 	return nil
 }
 
-// sesEvent builds an event in SES's event-publishing format.
-func sesEvent(typ, messageID, deliveryID string, at time.Time) map[string]any {
+// Publish publishes one event to the topic, in SES's event-publishing
+// format.
+func (b *SESEventBridge) Publish(ctx context.Context, e SESEvent) error {
+	tags := map[string][]string{}
+	if e.DeliveryID != "" {
+		tags[mail.DeliveryIDTag] = []string{e.DeliveryID}
+	}
+	if e.ProbeID != "" {
+		tags[mail.ProbeTag] = []string{e.ProbeID}
+	}
+	if b.ConfigurationSet != "" {
+		tags[feedback.ConfigurationSetTag] = []string{b.ConfigurationSet}
+	}
 	ev := map[string]any{
-		"eventType": typ,
+		"eventType": e.Type,
 		"mail": map[string]any{
-			"timestamp": at.Format(time.RFC3339Nano), "messageId": messageID, "source": "criticizer@local",
-			"tags": map[string][]string{mail.DeliveryIDTag: {deliveryID}},
+			"timestamp": e.At.Format(time.RFC3339Nano), "messageId": e.MessageID, "source": "criticizer@local",
+			"tags": tags,
 		},
 	}
-	switch typ {
+	switch e.Type {
 	case "Send":
 		ev["send"] = map[string]any{}
 	case "Delivery":
-		ev["delivery"] = map[string]any{"timestamp": at.Format(time.RFC3339Nano), "smtpResponse": "250 2.0.0 OK (local emulator)"}
+		ev["delivery"] = map[string]any{"timestamp": e.At.Format(time.RFC3339Nano), "smtpResponse": "250 2.0.0 OK (local emulator)"}
 	}
-	return ev
+	body, _ := json.Marshal(ev)
+	_, err := b.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(b.TopicARN), Message: aws.String(string(body))})
+	return err
 }

@@ -66,26 +66,36 @@ func TestCrashPoints_ExactlyOneEmailPerRecipient_000_10_3(t *testing.T) {
 	jobsTable := func(s *stack) func() string { return func() string { return s.res.JobsTable } }
 	cases := []crashCase{
 		{name: "during the claim, before it is written", rules: func(s *stack) []fault.Rule {
-			return []fault.Rule{{Service: "DynamoDB", Operation: "UpdateItem", Match: updateHas(deliveries(s), "pending"), When: fault.Before, Crash: true, Times: 1}}
+			return []fault.Rule{{Service: "DynamoDB", Operation: "UpdateItem", Match: updateHas(deliveries(s), "pending"), Kind: fault.Crash, When: fault.Before, Times: 1}}
 		}},
 		{name: "after the claim is written, before send", rules: func(s *stack) []fault.Rule {
-			return []fault.Rule{{Service: "DynamoDB", Operation: "UpdateItem", Match: updateHas(deliveries(s), "pending"), When: fault.After, Crash: true, Times: 1}}
+			return []fault.Rule{{Service: "DynamoDB", Operation: "UpdateItem", Match: updateHas(deliveries(s), "pending"), Kind: fault.Crash, When: fault.After, Times: 1}}
 		}},
 		{name: "before send", rules: func(*stack) []fault.Rule {
-			return []fault.Rule{{Service: "SESv2", Operation: "SendEmail", When: fault.Before, Crash: true, Times: 1}}
+			return []fault.Rule{{Service: "SESv2", Operation: "SendEmail", Kind: fault.Crash, When: fault.Before, Times: 1}}
 		}},
 		{name: "after the provider accepted, before the mark", rules: func(*stack) []fault.Rule {
-			return []fault.Rule{{Service: "SESv2", Operation: "SendEmail", When: fault.After, Crash: true, Times: 1}}
+			return []fault.Rule{{Service: "SESv2", Operation: "SendEmail", Kind: fault.Crash, When: fault.After, Times: 1}}
 		}},
 		{name: "mark write lost (provider accepted)", rules: func(s *stack) []fault.Rule {
-			return []fault.Rule{{Service: "DynamoDB", Operation: "UpdateItem", Match: updateHas(deliveries(s), "sent"), When: fault.Before, Times: 1, Err: fault.Timeout}}
+			// Every attempt the SDK makes: the mark fails, and the row is
+			// settled from the send's provider event.
+			return []fault.Rule{{Service: "DynamoDB", Operation: "UpdateItem", Match: updateHas(deliveries(s), "sent"), Kind: fault.LoseRequest, Times: sdkAttempts}}
+		}},
+		{name: "mark answer lost (provider accepted, mark written)", rules: func(s *stack) []fault.Rule {
+			// The SDK retries the mark; the retry fails its condition on
+			// the mark's own write, which the store recognises.
+			return []fault.Rule{{Service: "DynamoDB", Operation: "UpdateItem", Match: updateHas(deliveries(s), "sent"), Kind: fault.LoseAnswer, Times: 1}}
+		}},
+		{name: "claim answer lost (claim written)", rules: func(s *stack) []fault.Rule {
+			return []fault.Rule{{Service: "DynamoDB", Operation: "UpdateItem", Match: updateHas(deliveries(s), "pending"), Kind: fault.LoseAnswer, Times: 1}}
 		}},
 		{name: "after the mark, before finalization", rules: func(s *stack) []fault.Rule {
-			return []fault.Rule{{Service: "DynamoDB", Operation: "UpdateItem", Match: updateHas(jobsTable(s), "succeeded"), When: fault.Before, Crash: true, Times: 1}}
+			return []fault.Rule{{Service: "DynamoDB", Operation: "UpdateItem", Match: updateHas(jobsTable(s), "succeeded"), Kind: fault.Crash, When: fault.Before, Times: 1}}
 		}},
 		{name: "two workers on the same job at once", rules: func(*stack) []fault.Rule {
 			// Slow sends widen the race window.
-			return []fault.Rule{{Service: "SESv2", Operation: "SendEmail", When: fault.Before, PassThrough: true, Latency: 300 * time.Millisecond}}
+			return []fault.Rule{{Service: "SESv2", Operation: "SendEmail", Kind: fault.Latency, Latency: 300 * time.Millisecond}}
 		}, wrap: func(s *stack) func(job.Stage, stage.Func) stage.Func {
 			// SQS delivers at least once: the llm stage's notify message
 			// arrives twice, and two pollers take one each.
@@ -137,7 +147,7 @@ func TestCrashPoints_ExactlyOneEmailPerRecipient_000_10_3(t *testing.T) {
 				opts.Wrap = func(st job.Stage, fn stage.Func) stage.Func { return c.wrap(s)(st, fn) }
 			}
 			s = startStack(t, opts, func(cfg *config.Config) {
-				cfg.DeliveryLease, cfg.ReconcileGrace = time.Second, time.Second
+				cfg.DeliveryLease, cfg.EvidenceMargin = time.Second, 2*time.Second
 			})
 			// A crashed invocation's message returns after the queue's
 			// visibility timeout: keep it short here (Lambda: 6× the timeout).
@@ -173,7 +183,7 @@ func TestCrashPoints_ExactlyOneEmailPerRecipient_000_10_3(t *testing.T) {
 				t.Errorf("notify DLQ holds %d messages", n)
 			}
 			for _, r := range c.rules(s) {
-				if !r.PassThrough && inj.Fired(r.Service, r.Operation) == 0 {
+				if r.Kind != fault.Latency && inj.Fired(r.Service, r.Operation) == 0 {
 					t.Errorf("the fault %s/%s never fired: the case tested nothing", r.Service, r.Operation)
 				}
 			}

@@ -109,10 +109,11 @@ func accept(t *testing.T, s *stack, key string, body []byte) job.ID {
 // Seed 001 §8.2–8.3: a retryable failure is retried with backoff within the
 // stage's budget of 5 attempts ("inclusive of first attempt"); four failures
 // then a success is no dead letter and exactly one email. The faults are
-// SES throttling, injected as SDK middleware in front of the real client.
+// SES throttling, injected at the HTTP client below the SDK (SES's client
+// does not retry, so each throttle reaches the stage).
 func TestNotify_ThrottledFourTimesThenSucceeds_NoDeadLetter_001_8_3(t *testing.T) {
 	t.Parallel()
-	inj := fault.New(fault.Rule{Service: "SESv2", Operation: "SendEmail", Times: 4})
+	inj := fault.New(fault.Rule{Service: "SESv2", Operation: "SendEmail", Kind: fault.Throttle, Times: 4})
 	s := startStack(t, devstack.FunctionOptions{App: []app.Option{app.WithAWSOptions(inj.Option())}})
 	cl := testenv.Prefix(t)
 	id := accept(t, s, "k-"+cl, sample(t, cl, 1, "solo@example.com"))
@@ -270,7 +271,8 @@ func sampleDiff(t *testing.T) string {
 // moves (without an envelope) are handled too").
 func TestRedrivenRawMessage_ListedAndReplayed_001_8_5(t *testing.T) {
 	t.Parallel()
-	inj := fault.New(fault.Rule{Service: "SQS", Operation: "SendMessage", Times: 1})
+	// Every attempt the SDK makes (it retries SendMessage) is throttled.
+	inj := fault.New(fault.Rule{Service: "SQS", Operation: "SendMessage", Kind: fault.Throttle, Times: sdkAttempts})
 	s := startStack(t, devstack.FunctionOptions{App: []app.Option{app.WithAWSOptions(inj.Option())}})
 	cl := testenv.Prefix(t)
 	// Intake persists the job, then cannot enqueue it: 503, retry with the key.

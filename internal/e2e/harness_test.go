@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
+
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/feedback"
@@ -165,3 +167,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// sdkAttempts is how many attempts the SDK makes at a call it retries (the
+// standard retryer's default): a fault meant to reach Criticizer's own
+// code, not to be absorbed by the SDK, fires that many times.
+const sdkAttempts = awsretry.DefaultMaxAttempts

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/smithy-go"
-
 	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/config"
@@ -40,10 +38,10 @@ func TestRateLimit_BurstKeepsConfiguredRate_004_Phase11_5(t *testing.T) {
 		c.MaxSendRate = burstRate
 		// A row left `sending` by a send that failed ambiguously under load
 		// (a timeout or 5xx from the emulator) is settled by reconciliation
-		// after its lease and the grace window; shortened here so that
+		// after its lease and the evidence margin; shortened here so that
 		// happens within the test, which is about the rate, not about
 		// reconciliation (crash_test.go covers that).
-		c.DeliveryLease, c.ReconcileGrace = 15*time.Second, 20*time.Second
+		c.DeliveryLease, c.EvidenceMargin = 15*time.Second, 5*time.Second
 	})
 	prefix := testenv.Prefix(t)
 	var ids []job.ID
@@ -167,23 +165,19 @@ func perSecondSeries(emails []feedback.StoredEmail) []int {
 	return out
 }
 
-func tooManyRequests() error {
-	return &smithy.GenericAPIError{Code: "TooManyRequestsException", Message: "Maximum sending rate exceeded. (injected)", Fault: smithy.FaultClient}
-}
-
 // Seed 004 Phase 11, critical test 6: "429 handling: Worker backs off,
 // doesn't exhaust attempts". SES answers SendEmail with throttling 12
 // times for a job with two recipients: six notify runs fail, more than the
 // stage's budget of 5 (seed 001 §8.3), yet the job succeeds, each
 // recipient gets exactly one email, the job shows every try, and nothing
-// is dead-lettered. The throttles are SDK middleware in front of the real
-// SES client (SESv2 TooManyRequestsException, then Throttling).
+// is dead-lettered. The throttles are SES's own 429
+// TooManyRequestsException answers, injected below the SDK.
 func TestRateLimit_SESThrottlingDoesNotExhaustAttempts_004_Phase11_6(t *testing.T) {
 	t.Parallel()
 	const throttles = 12
 	inj := fault.New(
-		fault.Rule{Service: "SESv2", Operation: "SendEmail", Times: throttles / 2, Err: tooManyRequests},
-		fault.Rule{Service: "SESv2", Operation: "SendEmail", Times: throttles / 2, Err: fault.Throttling},
+		fault.Rule{Service: "SESv2", Operation: "SendEmail", Times: throttles / 2, Kind: fault.Throttle, RetryAfter: time.Second},
+		fault.Rule{Service: "SESv2", Operation: "SendEmail", Times: throttles / 2, Kind: fault.Throttle},
 	)
 	s := startStack(t, devstack.FunctionOptions{Pollers: 2, App: []app.Option{app.WithAWSOptions(inj.Option())}})
 	cl := testenv.Prefix(t)

@@ -86,7 +86,7 @@ func TestPermanentRejection_RowFailedPermanent_JobNeedsIntervention_000_6_5(t *t
 	var s *stack
 	inj := fault.New()
 	s = startStack(t, devstack.FunctionOptions{App: []app.Option{app.WithAWSOptions(inj.Option())}})
-	inj.Add(fault.Rule{Service: "SESv2", Operation: "SendEmail", Times: 1, Err: fault.Permanent})
+	inj.Add(fault.Rule{Service: "SESv2", Operation: "SendEmail", Times: 1, Kind: fault.Reject})
 	cl := testenv.Prefix(t)
 	id := accept(t, s, "k-"+cl, sample(t, cl, 1, "only@example.com"))
 	v := s.waitJob(id, 30*time.Second, job.StatusNeedsIntervention)

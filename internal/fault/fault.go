@@ -1,27 +1,68 @@
-// Package fault injects failures in front of the real AWS clients, as SDK
-// middleware, for the behaviours the emulators lack (SES throttling, SQS or
-// DynamoDB errors, timeouts, latency). Tests and `make chaos` use it; the
-// emulators still serve every call that is not failed.
+// Package fault injects the failures AWS really produces, below the SDK: at
+// the HTTP client every SDK client sends through, inside the SDK's retry
+// loop. A lost answer after the service did the work, a 5xx after the work,
+// an answer slower than the client's timeout, a throttle with Retry-After —
+// each reaches the SDK exactly as a real one would, so whether the SDK
+// resends a request (and a non-idempotent call is done twice) is part of
+// what a test sees. The request itself still goes to the real emulator
+// whenever the fault is one that lets the service do the work.
+//
+// Tests and `make chaos` use it; nothing in a deployed function does.
 package fault
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"runtime"
 	"sync"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/smithy-go"
-	"github.com/aws/smithy-go/middleware"
 )
 
-// When says where a rule fires relative to the real call: Before means the
-// call never reaches the service; After means the service did the work and
-// the caller sees a failure anyway (the "sent but the response was lost"
-// case).
+// Kind is what a fault does to one HTTP exchange with a service.
+type Kind int
+
+const (
+	// Throttle refuses the request before any work: 400
+	// ThrottlingException (SES v2: 429 TooManyRequestsException; S3: 503
+	// SlowDown), with a Retry-After header when RetryAfter is set.
+	Throttle Kind = iota
+	// LoseRequest resets the connection before the request reaches the
+	// service: nothing was done, but the caller cannot know that.
+	LoseRequest
+	// LoseAnswer lets the service do the work, then resets the connection
+	// before the answer reaches the caller.
+	LoseAnswer
+	// ServerError answers 500 InternalServerError: with When=After the
+	// service did the work first (a 5xx after the work), with Before it did
+	// not.
+	ServerError
+	// SlowAnswer lets the service do the work and holds the answer past the
+	// client's timeout: after Latency the caller sees the timeout error the
+	// HTTP client would return.
+	SlowAnswer
+	// Reject is a permanent refusal before any work: SES v2 400
+	// MessageRejected, other services 400 ValidationException.
+	Reject
+	// Latency delays the request by Latency and lets it through untouched.
+	Latency
+	// Crash stops the calling goroutine dead (runtime.Goexit), before the
+	// request (When=Before) or after the service did the work (After): the
+	// process "dies" at this boundary, with no error handling, no release
+	// and no delete. The local pollers treat an invocation that ends this
+	// way as a crashed Lambda: the message comes back after its visibility
+	// timeout.
+	Crash
+)
+
+var kindNames = [...]string{"throttle", "lose_request", "lose_answer", "server_error", "slow_answer", "reject", "latency", "crash"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// When says, for the kinds that can be either, whether the fault comes
+// before the service does the work or after.
 type When int
 
 const (
@@ -29,49 +70,44 @@ const (
 	After
 )
 
-// Rule fails matching calls.
+// Rule fails matching exchanges.
 type Rule struct {
 	Service   string // SDK service id, e.g. "SESv2", "DynamoDB", "SQS"; empty matches any
 	Operation string // e.g. "SendEmail"; empty matches any
-	// Match, if set, narrows the rule by the call's input (e.g. a specific
+	// Match, if set, narrows the rule by the operation's input (e.g. one
 	// UpdateItem); it must not modify the input.
 	Match func(input any) bool
-	When  When
-	// Times is how many matching calls fail; 0 means every one.
+	Kind  Kind
+	When  When // ServerError and Crash only
+	// Times is how many matching exchanges fail; 0 means every one. Each
+	// attempt the SDK makes is an exchange of its own.
 	Times int
-	// Err makes the error returned; nil means a throttling error.
-	Err func() error
-	// Latency is added before the call (or before returning the error).
+	// Latency is the delay of a Latency fault, and how long a SlowAnswer
+	// holds the answer before the timeout (default 50 ms).
 	Latency time.Duration
-	// PassThrough adds only the latency: the call proceeds untouched.
-	PassThrough bool
-	// Crash stops the calling goroutine dead (runtime.Goexit) instead of
-	// returning an error: the process "dies" at this boundary, with no
-	// error handling, no release and no delete. The local pollers treat an
-	// invocation that ends this way as a crashed Lambda: the message stays
-	// in the queue and comes back after its visibility timeout.
-	Crash bool
+	// RetryAfter, if set, is sent as the Retry-After header of a Throttle
+	// or ServerError answer.
+	RetryAfter time.Duration
 }
+
+func (r *Rule) matches(service, operation string, input any) bool {
+	return (r.Service == "" || r.Service == service) && (r.Operation == "" || r.Operation == operation) &&
+		(r.Match == nil || r.Match(input))
+}
+
+// Chooser decides, once per exchange and before it, whether the exchange
+// fails and how: the chaos campaign's seeded random choice. ok=false lets
+// it through untouched; otherwise the returned rule applies (its Service,
+// Operation, Match and Times are ignored). It sees the call's context, so
+// it can tell a stage invocation (where a crash is survivable) from a
+// poller's loop.
+type Chooser func(ctx context.Context, service, operation string, input any) (r Rule, ok bool)
 
 // Injector holds rules and counts what it injected.
 type Injector struct {
 	mu     sync.Mutex
 	rules  []*ruleState
 	choose Chooser
-}
-
-// Chooser decides, once per call and before it, whether the call fails and
-// how: the chaos campaign's seeded random choice. ok=false lets the call
-// through untouched; otherwise the returned rule fires at its When (Times
-// and Match are ignored). It sees the call's context, so it can tell a
-// stage invocation (where a crash is survivable) from a poller's loop.
-type Chooser func(ctx context.Context, service, operation string, input any) (r Rule, ok bool)
-
-// Choose installs a Chooser, consulted before the fixed rules.
-func (in *Injector) Choose(c Chooser) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.choose = c
 }
 
 type ruleState struct {
@@ -95,6 +131,13 @@ func (in *Injector) Add(r Rule) {
 	in.rules = append(in.rules, &ruleState{Rule: r})
 }
 
+// Choose installs a Chooser, consulted before the fixed rules.
+func (in *Injector) Choose(c Chooser) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.choose = c
+}
+
 // Fired reports how many times rules for service/operation fired.
 func (in *Injector) Fired(service, operation string) int {
 	in.mu.Lock()
@@ -108,116 +151,25 @@ func (in *Injector) Fired(service, operation string) int {
 	return n
 }
 
-// take returns the first rule that fires for this call, counting it.
-func (in *Injector) take(service, operation string, input any, when When) (*Rule, bool) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	for _, r := range in.rules {
-		if r.When != when || (r.Service != "" && r.Service != service) || (r.Operation != "" && r.Operation != operation) {
-			continue
-		}
-		if r.Match != nil && !r.Match(input) {
-			continue
-		}
-		if r.Times > 0 && r.fired >= r.Times {
-			continue
-		}
-		r.fired++
-		rule := r.Rule
-		return &rule, true
-	}
-	return nil, false
-}
-
-// Throttling is the error an overloaded AWS service returns.
-func Throttling() error {
-	return &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded (injected)", Fault: smithy.FaultClient}
-}
-
-// Permanent is a non-retryable rejection (SES MessageRejected).
-func Permanent() error {
-	return &smithy.GenericAPIError{Code: "MessageRejected", Message: "Email address is not verified (injected)", Fault: smithy.FaultClient}
-}
-
-// ErrInjected marks injected failures that are not API errors (timeouts).
-var ErrInjected = errors.New("injected fault")
-
-// Timeout is what a client sees when the call's deadline passes.
-func Timeout() error { return fmt.Errorf("%w: %w", ErrInjected, context.DeadlineExceeded) }
-
-// Option installs the injector on an SDK config (see awsclient.Option).
-func (in *Injector) Option() func(*aws.Config) {
-	return func(cfg *aws.Config) {
-		cfg.APIOptions = append(cfg.APIOptions, func(stack *middleware.Stack) error {
-			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("criticizer-fault",
-				func(ctx context.Context, in2 middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-					svc, op := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
-					chosen, ok := in.chosen(ctx, svc, op, in2.Parameters)
-					if ok && chosen.When == Before {
-						if err := in.fail(ctx, &chosen); err != nil {
-							return middleware.InitializeOutput{}, middleware.Metadata{}, err
-						}
-					}
-					if r, ok := in.take(svc, op, in2.Parameters, Before); ok {
-						if err := in.fail(ctx, r); err != nil {
-							return middleware.InitializeOutput{}, middleware.Metadata{}, err
-						}
-					}
-					out, md, err := next.HandleInitialize(ctx, in2)
-					if err != nil {
-						return out, md, err
-					}
-					if ok && chosen.When == After {
-						if err := in.fail(ctx, &chosen); err != nil {
-							return middleware.InitializeOutput{}, md, err
-						}
-					}
-					if r, ok := in.take(svc, op, in2.Parameters, After); ok {
-						return middleware.InitializeOutput{}, md, in.fail(ctx, r)
-					}
-					return out, md, nil
-				}), middleware.Before)
-		})
-	}
-}
-
-func (in *Injector) chosen(ctx context.Context, service, operation string, input any) (Rule, bool) {
+// pick returns the fault for one exchange, if any: the chooser's, else the
+// first fixed rule that matches and has firings left (counted).
+func (in *Injector) pick(ctx context.Context, service, operation string, input any) (Rule, bool) {
 	in.mu.Lock()
 	c := in.choose
 	in.mu.Unlock()
-	if c == nil {
-		return Rule{}, false
-	}
-	return c(ctx, service, operation, input)
-}
-
-func (in *Injector) fail(ctx context.Context, r *Rule) error {
-	if r.Latency > 0 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(r.Latency):
+	if c != nil {
+		if r, ok := c(ctx, service, operation, input); ok {
+			return r, true
 		}
 	}
-	if r.Crash {
-		runtime.Goexit()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, r := range in.rules {
+		if !r.matches(service, operation, input) || (r.Times > 0 && r.fired >= r.Times) {
+			continue
+		}
+		r.fired++
+		return r.Rule, true
 	}
-	if r.PassThrough {
-		return nil
-	}
-	if r.Err != nil {
-		return r.Err()
-	}
-	return Throttling()
-}
-
-// InternalError is a 5xx from an AWS service (InternalServerError,
-// InternalFailure), retryable.
-func InternalError() error {
-	return &smithy.GenericAPIError{Code: "InternalServerError", Message: "We encountered an internal error (injected)", Fault: smithy.FaultServer}
-}
-
-// TooManyRequests is SES's throttle (TooManyRequestsException, HTTP 429).
-func TooManyRequests() error {
-	return &smithy.GenericAPIError{Code: "TooManyRequestsException", Message: "Too many requests (injected)", Fault: smithy.FaultClient}
+	return Rule{}, false
 }

@@ -87,3 +87,28 @@ func (e SESEvent) At() time.Time {
 	}
 	return e.Mail.Timestamp
 }
+
+// ConfigurationSetTag is the tag SES adds to every event of a message sent
+// through a configuration set, naming the set.
+const ConfigurationSetTag = "ses:configuration-set"
+
+// ConfigurationSet is the configuration set the message was sent
+// through, or "" (the local stack's bridge sends none).
+func (e SESEvent) ConfigurationSet() string {
+	if v := e.Mail.Tags[ConfigurationSetTag]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// ProbeID is the evidence probe's id, or "" for any other message.
+func (e SESEvent) ProbeID() string {
+	if v := e.Mail.Tags[mail.ProbeTag]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// SentAt is when SES accepted the message: the time the evidence
+// watermark is kept in, comparable with when a notifier sent it.
+func (e SESEvent) SentAt() time.Time { return e.Mail.Timestamp }

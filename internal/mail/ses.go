@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
@@ -70,16 +72,87 @@ func checkUnsubscribeURL(s string) error {
 	return nil
 }
 
+// ProbeTag is the SES message tag that marks an evidence probe, and
+// ProbeHeader the header that carries it too (the local SES emulator keeps
+// headers, not tags). Its value is the probe's id.
+const (
+	ProbeTag    = "criticizer_probe"
+	ProbeHeader = "X-Criticizer-Probe"
+)
+
+// DefaultProbeAddress is SES's mailbox simulator address that accepts every
+// message: a probe sent there produces the Send and Delivery events of any
+// message, costs what any message costs, and reaches nobody.
+const DefaultProbeAddress = "success@simulator.amazonses.com"
+
+// DefaultSendTimeout bounds one SendEmail call. Without it a hung
+// connection would hold the claim until the invocation dies; with it the
+// call fails as a timeout, and the row is held for provider evidence.
+const DefaultSendTimeout = 10 * time.Second
+
 // Sender sends rendered messages through SES v2.
+//
+// SendEmail is not idempotent (SES has no idempotency key), so the client
+// must not retry it: build it with RetryMaxAttempts 1 (awsclient does). A
+// send whose answer is lost is settled by the outbox from provider
+// evidence, never resent blindly.
 type Sender struct {
 	ses              *sesv2.Client
 	from             string
 	configurationSet string
+	// Timeout bounds each SendEmail call (DefaultSendTimeout if zero).
+	Timeout time.Duration
+	// ProbeAddress receives evidence probes (DefaultProbeAddress if empty).
+	ProbeAddress string
 }
 
 // NewSender returns an SES v2 sender. configurationSet may be empty.
 func NewSender(c *sesv2.Client, from, configurationSet string) *Sender {
 	return &Sender{ses: c, from: from, configurationSet: configurationSet}
+}
+
+// SendProbe sends an evidence probe: a short message to the probe address
+// through the configuration set, tagged (and headed) with id. Its events
+// move the feedback function's watermark, so a send whose answer was lost
+// can be settled even when no other mail flows (store.Evidence).
+func (s *Sender) SendProbe(ctx context.Context, id string) (string, error) {
+	to := s.ProbeAddress
+	if to == "" {
+		to = DefaultProbeAddress
+	}
+	in := &sesv2.SendEmailInput{
+		FromEmailAddress: aws.String(s.from),
+		Destination:      &types.Destination{ToAddresses: []string{to}},
+		Content: &types.EmailContent{Simple: &types.Message{
+			Subject: &types.Content{Data: aws.String("Criticizer evidence probe " + id), Charset: aws.String("UTF-8")},
+			Body:    &types.Body{Text: &types.Content{Data: aws.String("An evidence probe: its SES events show how far the event path has caught up.\n"), Charset: aws.String("UTF-8")}},
+			Headers: []types.MessageHeader{{Name: aws.String(ProbeHeader), Value: aws.String(id)}},
+		}},
+		EmailTags: []types.MessageTag{{Name: aws.String(ProbeTag), Value: aws.String(TagValue(id))}},
+	}
+	return s.send(ctx, "probe "+id, in)
+}
+
+func (s *Sender) send(ctx context.Context, what string, in *sesv2.SendEmailInput) (string, error) {
+	if s.configurationSet != "" {
+		in.ConfigurationSetName = aws.String(s.configurationSet)
+	}
+	d := s.Timeout
+	if d <= 0 {
+		d = DefaultSendTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	out, err := s.ses.SendEmail(ctx, in)
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		// No connection was made: the request never left, nothing was sent.
+		return "", &delivery.NotSentError{Err: fmt.Errorf("ses send %s: %w", what, err)}
+	}
+	if err != nil {
+		return "", fmt.Errorf("ses send %s: %w", what, err)
+	}
+	return aws.ToString(out.MessageId), nil
 }
 
 // Send sends one message to one recipient and returns SES's message id.
@@ -115,12 +188,5 @@ func (s *Sender) Send(ctx context.Context, deliveryID, to string, m delivery.Mes
 		}},
 		EmailTags: tags,
 	}
-	if s.configurationSet != "" {
-		in.ConfigurationSetName = aws.String(s.configurationSet)
-	}
-	out, err := s.ses.SendEmail(ctx, in)
-	if err != nil {
-		return "", fmt.Errorf("ses send %s: %w", deliveryID, err)
-	}
-	return aws.ToString(out.MessageId), nil
+	return s.send(ctx, deliveryID, in)
 }

@@ -31,7 +31,12 @@ type Ops struct {
 	Queues     queue.URLs
 	Jobs       *store.Jobs
 	Deliveries *store.Deliveries
-	Now        func() time.Time
+	// Evidence and ConfigurationSet read the SES evidence watermark;
+	// Margin is the notifier's evidence margin (CRITICIZER_EVIDENCE_MARGIN).
+	Evidence         *store.Evidence
+	ConfigurationSet string
+	Margin           time.Duration
+	Now              func() time.Time
 	// Sleep waits between replays (rate limiting); tests may shorten it.
 	Sleep func(context.Context, time.Duration)
 }

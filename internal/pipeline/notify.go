@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,15 +14,30 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 )
 
 // Sender sends one rendered message to one recipient and returns the
-// provider's message id.
+// provider's message id. It must not retry a send by itself: a send whose
+// answer was lost is settled from provider evidence (reconcile), never by
+// sending again blindly.
 type Sender interface {
 	Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error)
+}
+
+// Prober sends an evidence probe (mail.Sender.SendProbe).
+type Prober interface {
+	SendProbe(ctx context.Context, id string) (string, error)
+}
+
+// Pacer holds a send back until the account's send rate has room
+// (ratelimit.Limiter); it returns a RATE_LIMITED error when none comes in
+// time.
+type Pacer interface {
+	Wait(ctx context.Context) error
 }
 
 // Notify is the notify stage: the outbox and the send-then-mark protocol of
@@ -31,16 +47,37 @@ type Notify struct {
 	Deliveries *store.Deliveries
 	Renderer   *mail.Renderer
 	Sender     Sender
+	// Pacer, if set, is waited on before each claim, so a row is claimed
+	// only when it can be sent at once: no provider event can slip in
+	// between the claim's evidence check and the send while a limiter
+	// waits.
+	Pacer Pacer
+	// Evidence is the feedback function's watermark for ConfigurationSet.
+	// Nil: a send whose answer was lost is held until evidence names it or
+	// an operator settles it, never resent automatically.
+	Evidence         *store.Evidence
+	ConfigurationSet string
+	// Prober, if set, sends an evidence probe when a held row needs the
+	// watermark to move and no other mail moves it; ProbeEvery bounds
+	// probes while the evidence path is down.
+	Prober     Prober
+	ProbeEvery time.Duration
 	// Lease is how long a claim protects a row in `sending`; it must exceed
 	// the longest SES call by a wide margin.
 	Lease time.Duration
-	// Grace is how long after a lease expires, with no provider evidence,
-	// before the send is taken not to have happened and the row is claimed
-	// again (seed 000 §8.2: "never mark failed ... until reconciliation
-	// attempted").
-	Grace time.Duration
+	// Margin is how far the evidence watermark must pass a send whose
+	// answer was lost before silence counts as proof that it did not
+	// happen (delivery.Settle): SNS's reordering between messages' events.
+	Margin time.Duration
+	// MarkTimeout bounds the write that marks a row sent. It runs on a
+	// context that outlives the invocation's, and the send starts only if
+	// the invocation has that much time left after the send's own timeout:
+	// a provider message id, once known, is not thrown away by a deadline.
+	MarkTimeout time.Duration
+	// SendTimeout bounds one send (the Sender's own timeout too).
+	SendTimeout time.Duration
 	// Recipients holds unsubscribes and suppressions, checked once per job
-	// before any send (issue 6 §2–3). Nil: every recipient is mailed.
+	// before any send. Nil: every recipient is mailed.
 	Recipients *store.Recipients
 	// Signer and PublicURL make each recipient's unsubscribe link (footer
 	// and List-Unsubscribe header). Either unset: no link.
@@ -66,8 +103,10 @@ func (n *Notify) Handle(ctx context.Context, m job.Message, attempt int) error {
 		return err
 	}
 	var pending error
+	ev := &evidenceView{n: n}
 	for i := range rows {
-		r, err := n.deliver(ctx, rows[i])
+		r, err := n.deliver(ctx, rows[i], ev)
+		rows[i] = r
 		if err != nil {
 			cls := retry.Classify(err)
 			if !cls.Retryable() {
@@ -76,14 +115,35 @@ func (n *Notify) Handle(ctx context.Context, m job.Message, attempt int) error {
 			// Keep going: one recipient's transient failure must not hold up
 			// the others. The stage is retried for what is left.
 			pending = charged(pending, err)
-			continue
 		}
-		rows[i] = r
 	}
 	if pending != nil {
+		n.holdJob(ctx, j, rows)
 		return pending // the runner records it on the job and backs off
 	}
 	return n.finalize(ctx, j, attempt, rows)
+}
+
+// holdJob marks the job needs_intervention while a row is held for
+// provider evidence longer than a healthy evidence path takes: the job
+// must not read as in progress and certainly never as succeeded while a
+// reviewer may or may not have the email. Notify keeps retrying the row,
+// and finalizes the job once evidence (or an operator) settles it.
+func (n *Notify) holdJob(ctx context.Context, j job.Job, rows []delivery.Row) {
+	if j.Status == job.StatusNeedsIntervention {
+		return
+	}
+	now := n.Now()
+	for _, r := range rows {
+		if r.Held(now, n.Margin) {
+			if err := n.Jobs.SetStatus(ctx, j.ID, job.StageNotify, job.StatusNeedsIntervention, nil); err != nil && !errors.Is(err, store.ErrConflict) {
+				n.Log.WarnContext(ctx, "could not mark the job needs_intervention for a held delivery", "job_id", j.ID, "error", err)
+			}
+			n.Log.ErrorContext(ctx, "delivery held for provider evidence; the job needs intervention until it settles",
+				"delivery_id", r.ID, "job_id", j.ID, "sent_by", r.SentBy())
+			return
+		}
+	}
 }
 
 // ensureRows creates one outbox row per recipient before any send, each with
@@ -205,7 +265,7 @@ func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row) error
 
 // deliver carries one row through seed 000 §6.4: decide from the row as
 // read, claim (the authoritative re-read), send, then mark in one write.
-func (n *Notify) deliver(ctx context.Context, r delivery.Row) (delivery.Row, error) {
+func (n *Notify) deliver(ctx context.Context, r delivery.Row, ev *evidenceView) (delivery.Row, error) {
 	for range 3 {
 		switch act := delivery.Decide(r, n.Now()); act {
 		case delivery.Skip, delivery.Hold:
@@ -213,78 +273,164 @@ func (n *Notify) deliver(ctx context.Context, r delivery.Row) (delivery.Row, err
 		case delivery.Wait:
 			return r, retry.WithRetryAfter(retry.Transient(retry.InFlight, fmt.Errorf("delivery %s is being sent by another worker", r.ID)), time.Until(r.LeaseUntil))
 		case delivery.Reconcile:
-			next, err := n.reconcile(ctx, r)
+			next, err := n.reconcile(ctx, r, ev)
 			if err != nil {
-				return r, err
+				return next, err
 			}
 			r = next
 		case delivery.Claim:
-			return n.claimSendMark(ctx, r)
+			next, err, again := n.claimSendMark(ctx, r)
+			if !again {
+				return next, err
+			}
+			r = next
 		}
 	}
 	return r, retry.Transient(retry.Conflict, fmt.Errorf("delivery %s kept changing under us", r.ID))
 }
 
-func (n *Notify) claimSendMark(ctx context.Context, r delivery.Row) (delivery.Row, error) {
+// claimSendMark claims, sends and marks one row. again reports that the
+// claim lost to a change of the row (another worker, provider evidence
+// recorded since it was read): row is the row as it is now, to decide on.
+func (n *Notify) claimSendMark(ctx context.Context, r delivery.Row) (row delivery.Row, err error, again bool) {
+	sendCtx, cancel, ok := n.sendWindow(ctx)
+	if !ok {
+		// Too little of the invocation is left to send and then mark: a
+		// send whose mark could not be written would be held for evidence.
+		// Nothing was claimed; the runner defers the message.
+		return r, retry.WithRetryAfter(retry.Transient(retry.RateLimited, fmt.Errorf("delivery %s: too little time left in the invocation to send and mark", r.ID)), time.Second), false
+	}
+	defer cancel()
+	if n.Pacer != nil {
+		// The send rate's slot first, the claim second: the claim is the
+		// last check that no evidence names the row, so nothing may wait
+		// between it and the send.
+		if err := n.Pacer.Wait(sendCtx); err != nil {
+			return r, err, false
+		}
+	}
 	token := newToken()
 	claimed, err := n.Deliveries.Claim(ctx, r.ID, token, n.Lease)
 	if errors.Is(err, store.ErrConflict) {
-		// Someone else changed it since we read it: read again and decide.
+		// Someone else changed it since we read it (another worker, or a
+		// provider event that settles it): decide again on the row as it is.
 		fresh, gerr := n.Deliveries.Get(ctx, r.ID)
 		if gerr != nil {
-			return r, gerr
+			return r, gerr, false
 		}
-		if delivery.Decide(fresh, n.Now()) == delivery.Skip {
-			return fresh, nil
-		}
-		return fresh, retry.WithRetryAfter(retry.Transient(retry.InFlight, fmt.Errorf("delivery %s claimed by another worker", r.ID)), time.Until(fresh.LeaseUntil))
+		return fresh, nil, true
 	}
 	if err != nil {
-		return r, err
+		return r, err, false
 	}
-	msgID, sendErr := n.Sender.Send(ctx, claimed.ID, claimed.Recipient, claimed.Message)
+	msgID, sendErr := n.Sender.Send(sendCtx, claimed.ID, claimed.Recipient, claimed.Message)
 	if sendErr != nil {
-		cls := retry.Classify(sendErr)
-		var notSent *delivery.NotSentError
-		if sendMayHaveHappened(cls.Class) && !errors.As(sendErr, &notSent) {
-			// A timeout, a dropped connection or a 5xx: SES may have
-			// accepted the message. The row stays `sending` under our
-			// lease and the retry reconciles from provider evidence before
-			// any resend, as after a crash (seed 000 §8.2, §10.3).
-			return claimed, sendErr
-		}
-		status := delivery.StatusFailedTransient
-		if !cls.Retryable() {
-			// Seed 000 §8.1: permanent failures (invalid recipient, policy
-			// rejection) mark the row failed and need intervention. A failed
-			// send call is evidence nothing was sent.
-			status = delivery.StatusFailedPermanent
-		}
-		// Released even when the invocation's deadline is what failed the
-		// send: a row left `sending` would wait out its lease and the
-		// reconciliation grace before anyone sent it.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		released, rerr := n.Deliveries.Release(rctx, claimed.ID, token, status, string(cls.Class))
-		cancel()
-		if rerr != nil {
-			n.Log.ErrorContext(ctx, "could not release a failed claim; the lease will expire", "delivery_id", claimed.ID, "error", rerr)
-			released = claimed
-		}
-		if !cls.Retryable() {
-			n.Log.WarnContext(ctx, "delivery failed permanently", "delivery_id", claimed.ID, "error_class", cls.Class)
-			return released, nil
-		}
-		return released, sendErr
+		return n.sendFailed(ctx, claimed, token, sendErr)
 	}
-	marked, err := n.Deliveries.MarkSent(ctx, claimed.ID, token, msgID)
+	return n.mark(ctx, claimed, token, msgID)
+}
+
+// sendWindow returns the context a send runs under: its own timeout, and
+// enough of the invocation kept back to mark the row afterwards. ok=false:
+// the invocation is too close to its deadline to start a send.
+func (n *Notify) sendWindow(ctx context.Context) (context.Context, context.CancelFunc, bool) {
+	timeout := cmp.Or(n.SendTimeout, mail.DefaultSendTimeout)
+	if d, ok := ctx.Deadline(); ok {
+		left := time.Until(d)
+		// Keep the mark's time, or a quarter of what is left in a short
+		// invocation (a test's, a small deployment timeout).
+		reserve := min(cmp.Or(n.MarkTimeout, defaultMarkTimeout), left/4)
+		timeout = min(timeout, left-reserve)
+		if timeout < minSendWindow {
+			return ctx, func() {}, false
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	return sctx, cancel, true
+}
+
+const (
+	defaultMarkTimeout = 10 * time.Second
+	minSendWindow      = 200 * time.Millisecond
+)
+
+// sendFailed handles a failed send under our claim.
+func (n *Notify) sendFailed(ctx context.Context, claimed delivery.Row, token string, sendErr error) (delivery.Row, error, bool) {
+	cls := retry.Classify(sendErr)
+	var notSent *delivery.NotSentError
+	if sendMayHaveHappened(cls.Class) && !errors.As(sendErr, &notSent) {
+		// A timeout, a dropped connection or a 5xx: SES may have accepted
+		// the message. The row stays `sending` under our lease, and is
+		// settled from provider evidence before any resend (seed 000
+		// §8.2, §10.3): held, not released.
+		n.Log.WarnContext(ctx, "send may have reached the provider; held for provider evidence",
+			"delivery_id", claimed.ID, "error_class", cls.Class, "error", sendErr)
+		return claimed, awaitingEvidence(claimed.ID, time.Until(claimed.LeaseUntil), sendErr), false
+	}
+	status := delivery.StatusFailedTransient
+	if !cls.Retryable() {
+		// Seed 000 §8.1: permanent failures (invalid recipient, policy
+		// rejection) mark the row failed and need intervention. A failed
+		// send call is evidence nothing was sent.
+		status = delivery.StatusFailedPermanent
+	}
+	// Released even when the invocation's deadline is what failed the
+	// send: a row left `sending` would wait for provider evidence before
+	// anyone sent it.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(n.MarkTimeout, defaultMarkTimeout))
+	released, rerr := n.Deliveries.Release(rctx, claimed.ID, token, status, string(cls.Class))
+	cancel()
+	if rerr != nil {
+		n.Log.ErrorContext(ctx, "could not release a failed claim; the lease will expire", "delivery_id", claimed.ID, "error", rerr)
+		released = claimed
+	}
+	if !cls.Retryable() {
+		n.Log.WarnContext(ctx, "delivery failed permanently", "delivery_id", claimed.ID, "error_class", cls.Class)
+		return released, nil, false
+	}
+	return released, sendErr, false
+}
+
+// mark records the provider's acceptance: one write sets notification_id,
+// notified_at and status=sent. It runs on a context that survives the
+// invocation's deadline (the send window kept time for it): a message id
+// SES returned is never thrown away. The SDK retries the write; if it
+// still fails, the row stays `sending` and is backfilled from the send's
+// provider event, and the message id is logged for the operator.
+func (n *Notify) mark(ctx context.Context, claimed delivery.Row, token, msgID string) (delivery.Row, error, bool) {
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(n.MarkTimeout, defaultMarkTimeout))
+	defer cancel()
+	marked, err := n.Deliveries.MarkSent(mctx, claimed.ID, token, msgID)
 	if err != nil {
-		// The provider accepted the message; the row stays `sending` under
-		// our lease, and the retry reconciles from provider evidence rather
-		// than sending again (seed 000 §8.2, "Email sent but DB write failed").
-		return claimed, fmt.Errorf("mark %s sent: %w", claimed.ID, err)
+		n.Log.ErrorContext(ctx, "provider accepted the send but the row could not be marked; it will be settled from provider evidence",
+			"delivery_id", claimed.ID, "provider_message_id", msgID, "error", err)
+		return claimed, awaitingEvidence(claimed.ID, time.Until(claimed.LeaseUntil), fmt.Errorf("mark %s sent: %w", claimed.ID, err)), false
+	}
+	if marked.ProviderMessageID != "" && marked.ProviderMessageID != msgID {
+		// Evidence of another send of this row came in while this one was
+		// in flight (an event late beyond the margin): two emails.
+		n.duplicate(ctx, marked, msgID)
 	}
 	n.Log.InfoContext(ctx, "delivery sent", "delivery_id", marked.ID, "job_id", marked.JobID, "attempts", marked.Attempts)
-	return marked, nil
+	return marked, nil, false
+}
+
+// duplicate records and alerts on a second send of a row.
+func (n *Notify) duplicate(ctx context.Context, r delivery.Row, msgID string) {
+	isNew, err := n.Deliveries.RecordDuplicate(ctx, r, msgID)
+	if err != nil {
+		n.Log.WarnContext(ctx, "could not record a duplicate send on the row", "delivery_id", r.ID, "error", err)
+	}
+	if isNew || err != nil {
+		obs.Metric(ctx, n.Log, map[string]string{"Function": "notify"}, map[string]float64{"DuplicateSends": 1})
+		n.Log.ErrorContext(ctx, "the row was sent twice: provider evidence names another message",
+			"delivery_id", r.ID, "job_id", r.JobID, "provider_message_id", msgID, "evidence_message_id", r.ProviderMessageID)
+	}
+}
+
+func awaitingEvidence(id string, after time.Duration, cause error) error {
+	return retry.WithRetryAfter(retry.Transient(retry.AwaitingEvidence,
+		fmt.Errorf("delivery %s: send may have happened; awaiting provider evidence: %w", id, cause)), max(after, time.Second))
 }
 
 // sendMayHaveHappened reports whether a failed send call may still have
@@ -299,37 +445,125 @@ func sendMayHaveHappened(c retry.Class) bool {
 	return false
 }
 
-// reconcile handles a row where a send may have happened: if provider
-// evidence is on the row (recorded by the feedback function from SES
-// events, matched by the delivery id tag), backfill it as sent without
-// resending; otherwise, once the grace window after the lease has passed,
-// return it to failed_transient so it can be claimed (seed 000 §6.4, §8.2).
-func (n *Notify) reconcile(ctx context.Context, r delivery.Row) (delivery.Row, error) {
-	if r.HasEvidence() {
-		at := r.SendEventAt
+// evidenceView reads the evidence watermark at most once per notify run.
+type evidenceView struct {
+	n    *Notify
+	read bool
+	wm   time.Time
+	err  error
+}
+
+func (v *evidenceView) get(ctx context.Context) (delivery.Evidence, error) {
+	if v.n.Evidence == nil {
+		return delivery.Evidence{Margin: v.n.Margin}, nil
+	}
+	if !v.read {
+		v.wm, v.err = v.n.Evidence.Watermark(ctx, v.n.ConfigurationSet)
+		v.read = v.err == nil
+	}
+	return delivery.Evidence{Watermark: v.wm, Margin: v.n.Margin}, v.err
+}
+
+// reconcile settles a row whose send may have happened (delivery.Settle):
+// from provider evidence on the row, backfilled as sent without a resend;
+// once the evidence path has caught up past the send with no event naming
+// the row, released to be sent again; otherwise held, never resent.
+func (n *Notify) reconcile(ctx context.Context, r delivery.Row, view *evidenceView) (delivery.Row, error) {
+	ev, err := view.get(ctx)
+	if err != nil {
+		return r, err
+	}
+	switch delivery.Settle(r, ev) {
+	case delivery.Backfill:
+		at, id := r.SendEventAt, cmp.Or(r.NotificationID, r.ProviderMessageID)
 		if at.IsZero() {
 			at = n.Now()
 		}
 		n.Log.InfoContext(ctx, "provider evidence found; backfilling without resending", "delivery_id", r.ID)
-		row, err := n.Deliveries.Backfill(ctx, r.ID, r.ProviderMessageID, at)
+		row, err := n.Deliveries.Backfill(ctx, r.ID, id, at)
 		if errors.Is(err, store.ErrConflict) {
 			return n.Deliveries.Get(ctx, r.ID)
 		}
 		return row, err
+	case delivery.Resend:
+		row, err := n.Deliveries.Requeue(ctx, r.ID, string(retry.AwaitingEvidence))
+		if errors.Is(err, store.ErrConflict) {
+			return n.Deliveries.Get(ctx, r.ID)
+		}
+		if err == nil {
+			obs.Metric(ctx, n.Log, map[string]string{"Function": "notify"}, map[string]float64{"ResentWithoutEvidence": 1})
+			n.Log.WarnContext(ctx, "the evidence path caught up past a send whose answer was lost, and no event names it; sending again",
+				"delivery_id", r.ID, "job_id", r.JobID, "sent_by", r.SentBy(), "watermark", ev.Watermark)
+		}
+		return row, err
 	}
-	since := r.LeaseUntil
-	if since.IsZero() {
-		since = r.UpdatedAt
+	// Await: the evidence path has not caught up past the send.
+	if _, err := n.Deliveries.Awaiting(ctx, r.ID); err != nil && !errors.Is(err, store.ErrConflict) {
+		n.Log.WarnContext(ctx, "could not note the wait on the row", "delivery_id", r.ID, "error", err)
 	}
-	if wait := since.Add(n.Grace).Sub(n.Now()); wait > 0 {
-		return r, retry.WithRetryAfter(retry.Transient(retry.InFlight, fmt.Errorf("delivery %s: send may have happened; awaiting provider evidence", r.ID)), wait)
+	need := r.SentBy().Add(n.Margin)
+	wait := need.Sub(n.Now())
+	if wait <= 0 {
+		// Past the margin and still behind: nothing else may be moving the
+		// watermark. A probe's events will, if the path works. It is sent
+		// a little after need, so that an event clock coarser than ours
+		// (the local emulator's is in seconds) still puts it past need.
+		if n.Now().After(need.Add(probeSlack)) {
+			n.probe(ctx, need.Add(probeSlack))
+		}
+		wait = min(max(n.Margin/4, time.Second), 30*time.Second)
 	}
-	n.Log.WarnContext(ctx, "no provider evidence after the grace window; sending again", "delivery_id", r.ID)
-	row, err := n.Deliveries.Requeue(ctx, r.ID, string(retry.InFlight))
-	if errors.Is(err, store.ErrConflict) {
-		return n.Deliveries.Get(ctx, r.ID)
+	return r, awaitingEvidence(r.ID, wait, fmt.Errorf("evidence watermark %s is before %s", ev.Watermark.UTC().Format(time.RFC3339), need.UTC().Format(time.RFC3339)))
+}
+
+// probeSlack is how long after the moment it must pass a probe is sent.
+const probeSlack = time.Second
+
+// probeEvery is how often probes may go while the evidence path stays
+// behind (their events lost, or the path down): ProbeEvery, else twice the
+// margin but at least 10 s.
+func (n *Notify) probeEvery() time.Duration {
+	if n.ProbeEvery > 0 {
+		return n.ProbeEvery
 	}
-	return row, err
+	return max(2*n.Margin, 10*time.Second)
+}
+
+func (n *Notify) forgetProbe(ctx context.Context) {
+	if err := n.Evidence.ForgetProbe(ctx, n.ConfigurationSet); err != nil {
+		n.Log.WarnContext(ctx, "could not forget a probe that was not sent", "error", err)
+	}
+}
+
+// probe sends an evidence probe when one is needed to move the watermark
+// past need and none that would serves is on its way.
+func (n *Notify) probe(ctx context.Context, need time.Time) {
+	if n.Prober == nil || n.Evidence == nil {
+		return
+	}
+	ok, err := n.Evidence.ClaimProbe(ctx, n.ConfigurationSet, need, n.probeEvery())
+	if err != nil || !ok {
+		return
+	}
+	if n.Pacer != nil {
+		if err := n.Pacer.Wait(ctx); err != nil {
+			n.Log.WarnContext(ctx, "evidence probe not sent: no room in the send rate", "error", err)
+			n.forgetProbe(ctx)
+			return
+		}
+	}
+	id := newToken()
+	msgID, err := n.Prober.SendProbe(ctx, id)
+	if err != nil {
+		// The next notifier to look may probe again at once: a second
+		// probe costs one message to the mailbox simulator, a missing one
+		// holds the row for ProbeEvery.
+		n.Log.WarnContext(ctx, "evidence probe failed", "error", err)
+		n.forgetProbe(ctx)
+		return
+	}
+	obs.Metric(ctx, n.Log, map[string]string{"Function": "notify"}, map[string]float64{"EvidenceProbes": 1})
+	n.Log.InfoContext(ctx, "evidence probe sent", "probe_id", id, "provider_message_id", msgID)
 }
 
 // finalize applies seed 000 §6.5: succeeded only when every required
@@ -353,18 +587,26 @@ func (n *Notify) finalize(ctx context.Context, j job.Job, attempt int, rows []de
 }
 
 // charged picks, of two retryable failures of one notify run, the one the
-// stage reports. A RATE_LIMITED failure is deferred without spending the
-// attempt budget (internal/stage), so it must not hide another row's
-// failure that should spend it: otherwise a row failing with a 5xx next to
-// a throttled one would be retried for ever.
+// stage reports. A RATE_LIMITED or AWAITING_EVIDENCE failure is deferred
+// without spending the attempt budget (internal/stage), so it must not
+// hide another row's failure that should spend it: otherwise a row failing
+// with a 5xx next to a throttled one would be retried for ever.
 func charged(prev, next error) error {
 	if prev == nil {
 		return next
 	}
-	if retry.Classify(prev).Class == retry.RateLimited {
+	if !spendsBudget(prev) {
 		return next
 	}
 	return prev
+}
+
+// spendsBudget reports whether the stage runner charges a failure to the
+// attempt budget: all but RATE_LIMITED and AWAITING_EVIDENCE, which it
+// defers (package stage).
+func spendsBudget(err error) bool {
+	c := retry.Classify(err).Class
+	return c != retry.RateLimited && c != retry.AwaitingEvidence
 }
 
 func newToken() string {

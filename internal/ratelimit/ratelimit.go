@@ -53,7 +53,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/retry"
 )
 
@@ -165,9 +164,11 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		next := time.Unix(window+1, 0)
 		if next.Sub(now) > l.Guard {
 			ok, err := l.Counter.Take(ctx, window, l.Rate)
-			if err != nil {
+			if err != nil && !retry.Classify(err).Retryable() {
 				return fmt.Errorf("send rate limit: %w", err)
 			}
+			// A retryable failure (a throttle, a lost answer) is a window
+			// not taken: the next one is tried, within the wait allowed.
 			// A slot whose write came back late (a slow DynamoDB answer, a
 			// descheduled process) is given up rather than used: the send
 			// would land in the next second. It stays counted, which only
@@ -184,30 +185,6 @@ func (l *Limiter) Wait(ctx context.Context) error {
 			return err
 		}
 	}
-}
-
-// Sender is what sends one email (pipeline.Sender).
-type Sender interface {
-	Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error)
-}
-
-// LimitedSender waits for the limiter before each send.
-type LimitedSender struct {
-	Next    Sender
-	Limiter *Limiter
-}
-
-// Send waits for a slot, then sends. A limiter that gives up is a
-// RATE_LIMITED failure before anything reached SES: the notifier releases
-// the claimed row as failed_transient, and nothing was sent.
-func (s LimitedSender) Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error) {
-	if err := s.Limiter.Wait(ctx); err != nil {
-		// Nothing reached SES: whatever the cause (a full limiter, the
-		// context's deadline while waiting, the counter's error), the
-		// notifier must release the row, not hold it for evidence.
-		return "", &delivery.NotSentError{Err: fmt.Errorf("send %s: %w", deliveryID, err)}
-	}
-	return s.Next.Send(ctx, deliveryID, to, m)
 }
 
 // Dynamo is the Counter in DynamoDB: one item per window, keyed
@@ -245,6 +222,11 @@ func (d Dynamo) Take(ctx context.Context, window int64, max int) (bool, error) {
 			":max": &types.AttributeValueMemberN{Value: strconv.Itoa(max)},
 			":exp": &types.AttributeValueMemberN{Value: strconv.FormatInt(expires, 10)},
 		},
+	}, func(o *dynamodb.Options) {
+		// ADD is not idempotent: an SDK retry of a write whose answer was
+		// lost would count the slot twice. The limiter tries the next
+		// window instead (Wait).
+		o.RetryMaxAttempts = 1
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/ratelimit"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/testenv"
@@ -130,44 +129,6 @@ func TestLimiter_OffAndErrors(t *testing.T) {
 	c.err = errors.New("dynamodb down")
 	if err := clk.limiter(c, 5).Wait(context.Background()); err == nil || errors.Is(err, ratelimit.ErrFull) {
 		t.Fatalf("counter error: Wait = %v", err)
-	}
-}
-
-type countingSender struct{ n atomic.Int64 }
-
-func (s *countingSender) Send(context.Context, string, string, delivery.Message) (string, error) {
-	s.n.Add(1)
-	return "msg-" + strconv.FormatInt(s.n.Load(), 10), nil
-}
-
-// The wrapper sends only after a slot is taken; when the limiter gives up
-// nothing reaches SES.
-func TestLimitedSender_SendsOnlyWithASlot(t *testing.T) {
-	c := &memCounter{}
-	clk := &fakeClock{t: t0}
-	next := &countingSender{}
-	s := ratelimit.LimitedSender{Next: next, Limiter: clk.limiter(c, 1)}
-	if _, err := s.Send(context.Background(), "d1", "a@example.com", delivery.Message{}); err != nil || next.n.Load() != 1 {
-		t.Fatalf("first send: %v, %d sent", err, next.n.Load())
-	}
-	for w := clk.t.Unix(); w < clk.t.Unix()+10; w++ {
-		_, _ = c.Take(context.Background(), w, 1)
-	}
-	_, err := s.Send(context.Background(), "d2", "b@example.com", delivery.Message{})
-	if retry.Classify(err).Class != retry.RateLimited || next.n.Load() != 1 {
-		t.Fatalf("full: %v, %d sent; want RATE_LIMITED and nothing sent", err, next.n.Load())
-	}
-	// Marked as not sent, so the notifier releases the row at once instead
-	// of holding it for provider evidence; also when the wait is cut short
-	// by the invocation's deadline (a timeout that is not the provider's).
-	var ns *delivery.NotSentError
-	if !errors.As(err, &ns) {
-		t.Fatalf("full: %v is not a NotSentError", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := s.Send(ctx, "d3", "c@example.com", delivery.Message{}); !errors.As(err, &ns) || next.n.Load() != 1 {
-		t.Fatalf("cancelled: %v, %d sent; want a NotSentError and nothing sent", err, next.n.Load())
 	}
 }
 

@@ -5,8 +5,8 @@ package retry
 // be renamed once shipped (§8.4).
 type Class string
 
-// Failure classes. Each maps to one row of the §8.1 table; InFlight and
-// Unknown are additions explained on the constants.
+// Failure classes. Each maps to one row of the §8.1 table; InFlight,
+// AwaitingEvidence and Unknown are additions explained on the constants.
 const (
 	// NetworkTimeout: DNS or socket timeout, an expired context (§8.1
 	// "Network transient").
@@ -29,6 +29,13 @@ const (
 	// §8.1 row of its own; it is the benign form of a conflict and is retried
 	// so that the lease holder can finish (or its lease can expire).
 	InFlight Class = "IN_FLIGHT"
+	// AwaitingEvidence: a send whose answer was lost (a timeout, a dropped
+	// connection, a 5xx after the provider may have done the work) is held
+	// until provider evidence settles it: the message may or may not have
+	// gone out, and only the evidence path can tell. Like RateLimited it
+	// says nothing about the message, so the stage runner defers it without
+	// spending the attempt budget.
+	AwaitingEvidence Class = "AWAITING_EVIDENCE"
 	// SchemaInvalid: missing fields, malformed JSON, schema mismatch (§8.1
 	// "Validation and schema errors").
 	SchemaInvalid Class = "SCHEMA_INVALID"
@@ -62,7 +69,7 @@ const (
 // they are RuntimeBug.
 func (c Class) Retryable() bool {
 	switch c {
-	case NetworkTimeout, NetworkError, RateLimited, Upstream5xx, Conflict, InFlight:
+	case NetworkTimeout, NetworkError, RateLimited, Upstream5xx, Conflict, InFlight, AwaitingEvidence:
 		return true
 	case SchemaInvalid, AuthDenied, NotFound, PolicyRejected, RuntimeBug:
 		return false

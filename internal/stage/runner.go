@@ -168,7 +168,7 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 		return true
 	}
 	if decoded && r.deferrable(m, err) {
-		if r.deferRateLimited(ctx, rec, m, prior, received, attempt, err, log) {
+		if r.deferCopy(ctx, rec, m, prior, received, attempt, err, log) {
 			return true
 		}
 	}
@@ -210,10 +210,13 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 }
 
 // deferrable reports whether a failure is deferred rather than charged to
-// the budget: a retryable RATE_LIMITED while deferrals are left.
+// the budget: a retryable RATE_LIMITED or AWAITING_EVIDENCE while
+// deferrals are left. Neither says anything about the message: one waits
+// for the send rate, the other for the provider's evidence of a send
+// whose answer was lost.
 func (r *Runner) deferrable(m job.Message, err error) bool {
 	c := retry.Classify(err)
-	if c == nil || c.Class != retry.RateLimited || !c.Retryable() || r.MaxDeferrals < 0 {
+	if c == nil || (c.Class != retry.RateLimited && c.Class != retry.AwaitingEvidence) || !c.Retryable() || r.MaxDeferrals < 0 {
 		return false
 	}
 	done := 0
@@ -223,10 +226,10 @@ func (r *Runner) deferrable(m job.Message, err error) bool {
 	return done < r.MaxDeferrals
 }
 
-// deferRateLimited records the failure, sends the deferred copy and reports
+// deferCopy records the failure, sends the deferred copy and reports
 // whether the original may go. On false the caller charges the attempt as
 // usual.
-func (r *Runner) deferRateLimited(ctx context.Context, rec events.SQSMessage, m job.Message, prior *deadletter.Envelope,
+func (r *Runner) deferCopy(ctx context.Context, rec events.SQSMessage, m job.Message, prior *deadletter.Envelope,
 	received, attempt int, err error, log *slog.Logger) bool {
 	c := retry.Classify(err)
 	next := m.Deferred(received)
@@ -240,14 +243,14 @@ func (r *Runner) deferRateLimited(ctx context.Context, rec events.SQSMessage, m 
 		log.ErrorContext(ctx, "could not encode the deferred copy; charging the attempt", "error", berr)
 		return false
 	}
-	class := string(retry.RateLimited)
+	class := string(c.Class)
 	r.recordFailure(ctx, m.JobID, class, attempt, job.StatusRetryableFailed, "")
 	if qerr := r.Queue.Requeue(ctx, r.QueueURL, body, delay); qerr != nil {
 		log.WarnContext(ctx, "could not defer the rate-limited message; charging the attempt", "error", qerr)
 		return false
 	}
 	obs.Metric(ctx, r.Log, map[string]string{"Stage": string(r.Stage), "ErrorClass": class}, map[string]float64{"Retries": 1})
-	log.WarnContext(ctx, "stage rate limited; deferred without spending the attempt budget", "error_class", class,
+	log.WarnContext(ctx, "stage deferred without spending the attempt budget", "error_class", class,
 		"delay_ms", delay.Milliseconds(), "deferrals", next.Deferral.Count, "budget_spent", next.Deferral.Spent, "error", err)
 	return true
 }

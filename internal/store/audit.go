@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -58,15 +59,29 @@ func (s *Jobs) DeadLetter(ctx context.Context, envelopeID string) (DeadLetterRec
 	return r, unmarshal(out.Item, &r)
 }
 
-// Reopen puts a succeeded job back at the notify stage, for a delivery that
-// must be sent again (a transient bounce). It applies only to a job that
-// finished; a job still at notify needs nothing: its stage is in flight.
+// Reopen puts a finished job back at the notify stage, for a delivery that
+// must be sent again (a transient bounce, an operator's requeue) or
+// finalized again (an operator settled a held row). It applies only to a
+// job that finished (succeeded, or needs_intervention); a job still at
+// notify needs nothing: its stage is in flight.
 func (s *Jobs) Reopen(ctx context.Context, id job.ID) error {
 	upd := expression.Set(expression.Name("stage"), expression.Value(string(job.StageNotify))).
 		Set(expression.Name("status"), expression.Value(string(job.StatusInProgress))).
 		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
-	cond := expression.Name("status").Equal(expression.Value(string(job.StatusSucceeded))).
+	cond := expression.Name("status").In(expression.Value(string(job.StatusSucceeded)), expression.Value(string(job.StatusNeedsIntervention))).
 		And(expression.Name("stage").Equal(expression.Value(string(job.StageDone))))
+	return s.update(ctx, id, upd, &cond)
+}
+
+// Intervene marks a job needs_intervention because one of its rows is held
+// for an operator (a row marked sent that the evidence path never
+// confirmed): a job that succeeded must not keep reading succeeded. It
+// applies to a job at notify or done that is not dead-lettered.
+func (s *Jobs) Intervene(ctx context.Context, id job.ID) error {
+	upd := expression.Set(expression.Name("status"), expression.Value(string(job.StatusNeedsIntervention))).
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
+	cond := expression.Name("stage").In(expression.Value(string(job.StageNotify)), expression.Value(string(job.StageDone))).
+		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusDeadLettered))))
 	return s.update(ctx, id, upd, &cond)
 }
 
@@ -86,4 +101,62 @@ func (s *Jobs) Restart(ctx context.Context, id job.ID, at job.Stage, refetch boo
 	}
 	cond := expression.Name("status").Equal(expression.Value(string(job.StatusDeadLettered)))
 	return s.update(ctx, id, upd, &cond)
+}
+
+// DeliveryNote is one operator action on a delivery row held for
+// reconciliation, kept as its audit trail.
+type DeliveryNote struct {
+	Action string    `dynamodbav:"action" json:"action"` // resolve_sent | requeue
+	Note   string    `dynamodbav:"note" json:"note"`
+	By     string    `dynamodbav:"by" json:"by"`
+	At     time.Time `dynamodbav:"at" json:"at"`
+	// Status is the row's status before the action.
+	Status string `dynamodbav:"status" json:"status"`
+}
+
+func deliveryAuditKey(deliveryID string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str("AUDIT#DELIVERY#" + deliveryID)}
+}
+
+// RecordDeliveryNote appends an operator action to a delivery row's audit
+// trail (pk AUDIT#DELIVERY#<delivery id> in the jobs table). noteID makes
+// the append idempotent: the SDK retries UpdateItem, and a list_append
+// whose answer was lost would otherwise be applied twice.
+func (s *Jobs) RecordDeliveryNote(ctx context.Context, deliveryID string, jobID job.ID, noteID string, n DeliveryNote) error {
+	av, err := marshal(n)
+	if err != nil {
+		return err
+	}
+	upd := expression.Set(expression.Name("notes"), expression.ListAppend(
+		expression.IfNotExists(expression.Name("notes"), expression.Value(&types.AttributeValueMemberL{})),
+		expression.Value(&types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: av}}}))).
+		Set(expression.Name("kind"), expression.Value("delivery_audit")).
+		Set(expression.Name("delivery_id"), expression.Value(deliveryID)).
+		Set(expression.Name("job_id"), expression.Value(string(jobID))).
+		Add(expression.Name("note_ids"), expression.Value(&types.AttributeValueMemberSS{Value: []string{noteID}}))
+	cond := expression.AttributeNotExists(expression.Name("note_ids")).
+		Or(expression.Not(expression.Contains(expression.Name("note_ids"), noteID)))
+	_, err = conditionalUpdate(ctx, s.db, s.table, deliveryAuditKey(deliveryID), upd, cond, types.ReturnValueNone)
+	if errors.Is(err, ErrConflict) {
+		return nil // this note is recorded already
+	}
+	if err != nil {
+		return fmt.Errorf("record delivery note %s: %w", deliveryID, err)
+	}
+	return nil
+}
+
+// DeliveryNotes reads a delivery row's audit trail, oldest first.
+func (s *Jobs) DeliveryNotes(ctx context.Context, deliveryID string) ([]DeliveryNote, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: deliveryAuditKey(deliveryID), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("get delivery notes %s: %w", deliveryID, err)
+	}
+	var item struct {
+		Notes []DeliveryNote `dynamodbav:"notes"`
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return item.Notes, unmarshal(out.Item, &item)
 }

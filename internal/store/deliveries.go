@@ -115,12 +115,31 @@ func (s *Deliveries) GetMany(ctx context.Context, ids []string) ([]delivery.Row,
 	return rows, nil
 }
 
+// evidenceAttrs are the attributes that hold provider evidence of a send.
+var evidenceAttrs = []string{"provider_message_id", "evidence_send_at", "evidence_delivery_at", "evidence_bounce_at",
+	"evidence_complaint_at", "evidence_reject_at"}
+
+// noEvidence is the condition that no provider event names the row.
+func noEvidence() expression.ConditionBuilder {
+	c := expression.AttributeNotExists(expression.Name(evidenceAttrs[0]))
+	for _, a := range evidenceAttrs[1:] {
+		c = c.And(expression.AttributeNotExists(expression.Name(a)))
+	}
+	return c
+}
+
 // Claim takes a claimable row for sending in one conditional write: status
 // pending or failed_transient → sending, attempts incremented, a lease and a
 // claim token set; and only while neither notified_at nor notification_id is
-// set (seed 000 §6.4: "safe to attempt send" only then). The returned row is
-// the state after the claim (ALL_NEW): the authoritative re-read before send.
-// ErrConflict means the row was not claimable.
+// set (seed 000 §6.4: "safe to attempt send" only then) and no provider
+// evidence names the row: an event recorded since the row was read (a send
+// thought lost that showed up after all) settles it instead. The returned
+// row is the state after the claim (ALL_NEW): the authoritative re-read
+// before send. ErrConflict means the row was not claimable.
+//
+// The SDK retries UpdateItem: when the claim was written but its answer
+// lost, the retry fails the condition on our own write. A conflict is
+// therefore read back, and a row that holds our token is ours.
 func (s *Deliveries) Claim(ctx context.Context, id, token string, lease time.Duration) (delivery.Row, error) {
 	now := s.now().UTC()
 	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusSending))).
@@ -130,13 +149,36 @@ func (s *Deliveries) Claim(ctx context.Context, id, token string, lease time.Dur
 		Set(expression.Name("updated_at"), expression.Value(ts(now)))
 	cond := expression.Name("status").In(expression.Value(string(delivery.StatusPending)), expression.Value(string(delivery.StatusFailedTransient))).
 		And(expression.AttributeNotExists(expression.Name("notified_at"))).
-		And(expression.AttributeNotExists(expression.Name("notification_id")))
-	return s.updateReturn(ctx, id, upd, cond)
+		And(expression.AttributeNotExists(expression.Name("notification_id"))).
+		And(noEvidence())
+	row, err := s.updateReturn(ctx, id, upd, cond)
+	return s.ours(ctx, id, row, err, func(r delivery.Row) bool {
+		return r.Status == delivery.StatusSending && r.ClaimToken == token
+	})
+}
+
+// ours resolves a conditional write that failed its condition: when the
+// row as it is now shows the write applied (an SDK retry of a write whose
+// answer was lost met the write itself), it is the result; otherwise the
+// conflict stands.
+func (s *Deliveries) ours(ctx context.Context, id string, row delivery.Row, err error, applied func(delivery.Row) bool) (delivery.Row, error) {
+	if !errors.Is(err, ErrConflict) {
+		return row, err
+	}
+	cur, gerr := s.Get(ctx, id)
+	if gerr != nil {
+		return delivery.Row{}, errors.Join(err, gerr)
+	}
+	if applied(cur) {
+		return cur, nil
+	}
+	return cur, err
 }
 
 // MarkSent is step 3 of seed 000 §6.4: after the provider accepted the send,
 // one write sets notification_id, notified_at and status=sent, on condition
-// that this worker's claim still holds.
+// that this worker's claim still holds. A retried write whose first try
+// applied is recognised by the message id (see Claim).
 func (s *Deliveries) MarkSent(ctx context.Context, id, token, notificationID string) (delivery.Row, error) {
 	now := ts(s.now())
 	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusSent))).
@@ -146,7 +188,8 @@ func (s *Deliveries) MarkSent(ctx context.Context, id, token, notificationID str
 		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("last_error_class"))
 	cond := expression.Name("status").Equal(expression.Value(string(delivery.StatusSending))).
 		And(expression.Name("claim_token").Equal(expression.Value(token)))
-	return s.updateReturn(ctx, id, upd, cond)
+	row, err := s.updateReturn(ctx, id, upd, cond)
+	return s.ours(ctx, id, row, err, func(r delivery.Row) bool { return r.NotificationID == notificationID })
 }
 
 // Release records a failed send under this worker's claim: failed_transient
@@ -159,7 +202,10 @@ func (s *Deliveries) Release(ctx context.Context, id, token string, status deliv
 		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token"))
 	cond := expression.Name("status").Equal(expression.Value(string(delivery.StatusSending))).
 		And(expression.Name("claim_token").Equal(expression.Value(token)))
-	return s.updateReturn(ctx, id, upd, cond)
+	row, err := s.updateReturn(ctx, id, upd, cond)
+	return s.ours(ctx, id, row, err, func(r delivery.Row) bool {
+		return r.Status == status && r.ClaimToken == "" && r.LastErrorClass == errorClass
+	})
 }
 
 // Backfill marks a row sent from provider evidence, without a send: the
@@ -172,26 +218,41 @@ func (s *Deliveries) Backfill(ctx context.Context, id, notificationID string, at
 		Set(expression.Name("notification_id"), expression.Value(notificationID)).
 		Set(expression.Name("notified_at"), expression.Value(at.UTC().Format(time.RFC3339Nano))).
 		Set(expression.Name("updated_at"), expression.Value(now)).
-		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token"))
+		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("last_error_class"))
 	cond := expression.AttributeNotExists(expression.Name("notified_at")).
 		And(expression.AttributeExists(expression.Name("delivery_id")))
 	return s.updateReturn(ctx, id, upd, cond)
 }
 
-// Requeue returns a row whose send provably did not happen (no provider
-// evidence after the grace window) to failed_transient so it can be claimed
-// again. It applies only to a row in `sending` whose lease expired, or in
-// `reconciling`, and never to one with notified_at.
+// Requeue returns a row whose send provably did not happen to
+// failed_transient so it can be claimed again: the evidence path has
+// caught up past the send and no event names the row (delivery.Settle).
+// It applies only to a row still in `sending` past its lease, with no
+// provider evidence and no sign of a send (notified_at, notification_id),
+// and counts the resend on the row (resent_without_evidence).
 func (s *Deliveries) Requeue(ctx context.Context, id string, errorClass string) (delivery.Row, error) {
 	now := s.now().UTC()
 	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusFailedTransient))).
 		Set(expression.Name("last_error_class"), expression.Value(errorClass)).
 		Set(expression.Name("updated_at"), expression.Value(ts(now))).
-		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("notification_id"))
-	cond := expression.AttributeNotExists(expression.Name("notified_at")).And(
-		expression.Name("status").Equal(expression.Value(string(delivery.StatusReconciling))).Or(
-			expression.Name("status").Equal(expression.Value(string(delivery.StatusSending))).
-				And(expression.Name("lease_until").LessThan(expression.Value(ts(now))))))
+		Add(expression.Name("resent_without_evidence"), expression.Value(1)).
+		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("evidence_checked_at"))
+	cond := expression.Name("status").Equal(expression.Value(string(delivery.StatusSending))).
+		And(expression.Name("lease_until").LessThan(expression.Value(ts(now)))).
+		And(expression.AttributeNotExists(expression.Name("notified_at"))).
+		And(expression.AttributeNotExists(expression.Name("notification_id"))).
+		And(noEvidence())
+	return s.updateReturn(ctx, id, upd, cond)
+}
+
+// Awaiting notes that a notifier looked at a row held for provider
+// evidence (a send whose answer was lost), so the sweeper leaves it to the
+// notifier that is already waiting on it (delivery.Row.EvidenceCheckedAt).
+func (s *Deliveries) Awaiting(ctx context.Context, id string) (delivery.Row, error) {
+	now := ts(s.now())
+	upd := expression.Set(expression.Name("evidence_checked_at"), expression.Value(now)).
+		Set(expression.Name("last_error_class"), expression.Value("AWAITING_EVIDENCE"))
+	cond := expression.Name("status").Equal(expression.Value(string(delivery.StatusSending)))
 	return s.updateReturn(ctx, id, upd, cond)
 }
 
@@ -220,42 +281,80 @@ func (e Event) Suppresses() bool {
 	return e.Type == "Complaint" || (e.Type == "Bounce" && e.BounceType == "Permanent")
 }
 
+// NotDelivered reports whether the event is provider evidence that the
+// message did not reach the reader and may be sent again: a transient
+// bounce (SES retried for hours first) or a Reject (SES accepted the call,
+// then refused the message and never attempted delivery).
+func (e Event) NotDelivered() bool {
+	return e.Type == "Reject" || (e.Type == "Bounce" && e.BounceType == "Transient")
+}
+
 var eventAttr = map[string]string{
 	"Send": "evidence_send_at", "Delivery": "evidence_delivery_at", "Bounce": "evidence_bounce_at",
 	"Complaint": "evidence_complaint_at", "Reject": "evidence_reject_at",
 }
 
+// EventOutcome says what RecordEvent made of an event.
+type EventOutcome int
+
+const (
+	// EventRecorded: the event is evidence for the row's send.
+	EventRecorded EventOutcome = iota
+	// EventDuplicate: the event names a provider message other than the one the
+	// row records: the row was sent twice. The message id is kept on the
+	// row (duplicate_message_ids); EventDuplicate is reported once per message.
+	EventDuplicate
+	// EventStale: an event of a send that was found undelivered and sent again
+	// (a transient bounce, a Reject): not evidence for the row any more.
+	EventStale
+	// EventIgnored: an event type that is not evidence (DeliveryDelay, Open...),
+	// or a repeat of a duplicate already reported.
+	EventIgnored
+)
+
 // RecordEvent stores provider evidence on a row: the event's time (first
 // one kept), the provider message id, and for a Delivery the `delivered`
 // status of a sent row. A row under reconciliation (marked sent with no
 // evidence) whose evidence arrives late is returned to `sent`: the provider
-// confirms the send. Unknown event types are counted, not stored.
-func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (delivery.Row, error) {
+// confirms the send.
+//
+// An event is evidence for the row only if it names the row's message:
+// the one the row was marked sent with (notification_id), else the first
+// one seen (provider_message_id). An event of another message proves a
+// second send of the row; it is never stored as evidence, and the outcome
+// says EventDuplicate so the caller alerts. ErrNotFound: no such row.
+func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (delivery.Row, EventOutcome, error) {
 	attr, ok := eventAttr[e.Type]
 	if !ok {
-		return s.Get(ctx, id)
+		r, err := s.Get(ctx, id)
+		return r, EventIgnored, err
 	}
+	msg := expression.Value(e.MessageID)
 	upd := expression.Set(expression.Name(attr), expression.IfNotExists(expression.Name(attr), expression.Value(ts(e.At)))).
-		Set(expression.Name("provider_message_id"), expression.IfNotExists(expression.Name("provider_message_id"), expression.Value(e.MessageID)))
+		Set(expression.Name("provider_message_id"), expression.IfNotExists(expression.Name("provider_message_id"), msg))
 	if e.BounceType != "" {
 		upd = upd.Set(expression.Name("bounce_type"), expression.Value(e.BounceType))
 	}
-	// An event of a message that bounced transiently and was sent again is
-	// not evidence for the row any more: SNS does not keep order, and a late
-	// Send or Delivery of the old message must not settle the resend.
 	cond := expression.AttributeExists(expression.Name("delivery_id")).
 		And(expression.Or(expression.AttributeNotExists(expression.Name("bounced_message_ids")),
-			expression.Not(expression.Contains(expression.Name("bounced_message_ids"), e.MessageID))))
+			expression.Not(expression.Contains(expression.Name("bounced_message_ids"), e.MessageID)))).
+		And(expression.Or(expression.AttributeNotExists(expression.Name("notification_id")),
+			expression.Name("notification_id").Equal(msg))).
+		And(expression.Or(expression.AttributeNotExists(expression.Name("provider_message_id")),
+			expression.Name("provider_message_id").Equal(msg)))
 	row, err := s.updateReturn(ctx, id, upd, cond)
 	if errors.Is(err, ErrConflict) {
 		cur, gerr := s.Get(ctx, id)
 		if gerr != nil {
-			return delivery.Row{}, gerr // ErrNotFound when there is no row
+			return delivery.Row{}, EventIgnored, gerr // ErrNotFound when there is no row
 		}
-		return cur, nil
+		if cur.Bounced(e.MessageID) {
+			return cur, EventStale, nil
+		}
+		return s.recordDuplicate(ctx, cur, e.MessageID)
 	}
 	if err != nil {
-		return row, err
+		return row, EventRecorded, err
 	}
 	next := row.Status
 	switch {
@@ -265,20 +364,51 @@ func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (deliv
 		next = delivery.StatusDelivered
 	}
 	if e.Suppresses() && (next == delivery.StatusSent || next == delivery.StatusDelivered) {
-		// Seed 004 Phase 7: a permanent bounce or a complaint makes the
-		// delivery `suppressed`. notified_at stays: it was sent once.
+		// A permanent bounce or a complaint makes the delivery
+		// `suppressed`. notified_at stays: it was sent once.
 		next = delivery.StatusSuppressed
 	}
 	if next == row.Status {
-		return row, nil
+		return row, EventRecorded, nil
 	}
 	upd2 := expression.Set(expression.Name("status"), expression.Value(string(next)))
 	cond2 := expression.Name("status").Equal(expression.Value(string(row.Status)))
 	updated, err := s.updateReturn(ctx, id, upd2, cond2)
 	if errors.Is(err, ErrConflict) {
-		return s.Get(ctx, id)
+		cur, gerr := s.Get(ctx, id)
+		return cur, EventRecorded, gerr
 	}
-	return updated, err
+	return updated, EventRecorded, err
+}
+
+// recordDuplicate keeps the message id of a second send of the row, and
+// reports EventDuplicate only the first time that id is seen (a Send and a
+// Delivery event of the same duplicate, or a redelivered event, count
+// once).
+func (s *Deliveries) recordDuplicate(ctx context.Context, cur delivery.Row, messageID string) (delivery.Row, EventOutcome, error) {
+	if messageID == cur.NotificationID || (cur.NotificationID == "" && messageID == cur.ProviderMessageID) {
+		return cur, EventIgnored, nil // raced with a write that made it the row's own
+	}
+	upd := expression.Add(expression.Name("duplicate_message_ids"), expression.Value(&types.AttributeValueMemberSS{Value: []string{messageID}}))
+	cond := expression.AttributeExists(expression.Name("delivery_id")).
+		And(expression.Or(expression.AttributeNotExists(expression.Name("duplicate_message_ids")),
+			expression.Not(expression.Contains(expression.Name("duplicate_message_ids"), messageID))))
+	row, err := s.updateReturn(ctx, cur.ID, upd, cond)
+	if errors.Is(err, ErrConflict) {
+		return cur, EventIgnored, nil // already recorded
+	}
+	if err != nil {
+		return cur, EventIgnored, err
+	}
+	return row, EventDuplicate, nil
+}
+
+// RecordDuplicate keeps on the row the message id of a send the notifier
+// made although the row already carried evidence of another (seen when it
+// marked the row sent), reporting whether it was new.
+func (s *Deliveries) RecordDuplicate(ctx context.Context, r delivery.Row, messageID string) (bool, error) {
+	_, out, err := s.recordDuplicate(ctx, delivery.Row{ID: r.ID}, messageID)
+	return out == EventDuplicate, err
 }
 
 // Skip settles a row that was never sent as terminal without a send
@@ -292,48 +422,104 @@ func (s *Deliveries) Skip(ctx context.Context, id string, status delivery.Status
 	cond := expression.Name("status").In(expression.Value(string(delivery.StatusPending)), expression.Value(string(delivery.StatusFailedTransient))).
 		And(expression.AttributeNotExists(expression.Name("notified_at"))).
 		And(expression.AttributeNotExists(expression.Name("notification_id"))).
-		And(expression.AttributeNotExists(expression.Name("evidence_send_at"))).
-		And(expression.AttributeNotExists(expression.Name("evidence_delivery_at")))
+		And(noEvidence())
 	return s.updateReturn(ctx, id, upd, cond)
 }
 
-// ResendAfterBounce returns a sent row to failed_transient after a transient
-// bounce of its latest send, so the notifier sends it again (the delivery
-// protocol's "failed_transient ─► retry: claim again"): SES already retried
-// delivery for hours before reporting the bounce, so the reader has no copy.
-// It applies only while the row is sent or delivered, the bounce is of the
-// message the row records (providerMessageID; a late bounce of an earlier
-// send changes nothing), and fewer than max resends were made. The send
-// marks and evidence are cleared, so reconciliation does not take the old
-// send for the new one; last_bounce_at and bounce_resends remain.
-func (s *Deliveries) ResendAfterBounce(ctx context.Context, id, providerMessageID string, at time.Time, max int) (delivery.Row, error) {
+// ResendAfterNotDelivered returns a row to failed_transient after provider
+// evidence that its send did not reach the reader (Event.NotDelivered: a
+// transient bounce, a Reject), so the notifier sends it again: the delivery
+// protocol's "failed_transient ─► claim again", and seed 000 §8.2 row 2
+// ("if not delivered, clear sent markers and requeue"). It applies
+//
+//   - to a row sent, delivered or under reconciliation whose recorded
+//     message is the one the event names (a late event of an earlier send
+//     changes nothing), or
+//   - to a row still in `sending` from a send whose answer was lost (no
+//     notification_id), its lease expired, whose first seen message (if
+//     any) is the one the event names: the bounce is the only evidence of
+//     that send, and it says the reader has no copy;
+//
+// and only while fewer than max resends were made. The send marks and
+// evidence are cleared, so reconciliation does not take the old send for
+// the new one; the message id joins bounced_message_ids, so its later
+// events are ignored; last_bounce_at and bounce_resends remain.
+func (s *Deliveries) ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error) {
+	now := s.now().UTC()
+	msg := expression.Value(providerMessageID)
 	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusFailedTransient))).
-		Set(expression.Name("last_error_class"), expression.Value("TRANSIENT_BOUNCE")).
+		Set(expression.Name("last_error_class"), expression.Value(errorClass)).
 		Set(expression.Name("last_bounce_at"), expression.Value(ts(at))).
-		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))).
+		Set(expression.Name("updated_at"), expression.Value(ts(now))).
 		Add(expression.Name("bounce_resends"), expression.Value(1)).
 		Add(expression.Name("bounced_message_ids"), expression.Value(&types.AttributeValueMemberSS{Value: []string{providerMessageID}}))
-	for _, a := range []string{"notified_at", "notification_id", "provider_message_id", "evidence_send_at",
-		"evidence_delivery_at", "evidence_bounce_at", "bounce_type", "lease_until", "claim_token"} {
+	for _, a := range append([]string{"notified_at", "notification_id", "bounce_type", "lease_until", "claim_token", "evidence_checked_at"}, evidenceAttrs...) {
 		upd = upd.Remove(expression.Name(a))
 	}
-	cond := expression.Name("status").In(expression.Value(string(delivery.StatusSent)), expression.Value(string(delivery.StatusDelivered))).
-		And(expression.Name("notification_id").Equal(expression.Value(providerMessageID))).
+	wasSent := expression.Name("status").In(expression.Value(string(delivery.StatusSent)), expression.Value(string(delivery.StatusDelivered)),
+		expression.Value(string(delivery.StatusReconciling))).
+		And(expression.Name("notification_id").Equal(msg))
+	lostAnswer := expression.Name("status").Equal(expression.Value(string(delivery.StatusSending))).
+		And(expression.AttributeNotExists(expression.Name("notification_id"))).
+		And(expression.Name("lease_until").LessThan(expression.Value(ts(now)))).
+		And(expression.Or(expression.AttributeNotExists(expression.Name("provider_message_id")),
+			expression.Name("provider_message_id").Equal(msg)))
+	cond := expression.Or(wasSent, lostAnswer).
 		And(expression.Or(expression.AttributeNotExists(expression.Name("bounce_resends")),
 			expression.Name("bounce_resends").LessThan(expression.Value(max))))
 	return s.updateReturn(ctx, id, upd, cond)
 }
 
 // MarkReconciling moves a row that was marked sent but has no provider
-// evidence into reconciliation (seed 000 §8.3: "it MUST transition that row
-// into a reconciliation workflow before any further sends"). It applies
-// only while the row is still sent and still without evidence.
+// evidence, once the evidence path has caught up past its send, into
+// reconciliation (seed 000 §8.3: "it MUST transition that row into a
+// reconciliation workflow before any further sends"). It applies only
+// while the row is still sent and still without evidence.
 func (s *Deliveries) MarkReconciling(ctx context.Context, id string) (delivery.Row, error) {
 	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusReconciling))).
 		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
 	cond := expression.Name("status").Equal(expression.Value(string(delivery.StatusSent))).
 		And(expression.AttributeNotExists(expression.Name("evidence_send_at"))).
 		And(expression.AttributeNotExists(expression.Name("evidence_delivery_at")))
+	return s.updateReturn(ctx, id, upd, cond)
+}
+
+// ResolveSent is an operator's verdict on a held row: the message did go
+// out (the operator checked SES or asked the reader). A row under
+// reconciliation returns to `sent` with its marks; a row held in `sending`
+// is marked sent now, without a provider message id. Either is never sent
+// again. It applies only to those two states.
+func (s *Deliveries) ResolveSent(ctx context.Context, id string) (delivery.Row, error) {
+	now := ts(s.now())
+	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusSent))).
+		Set(expression.Name("notified_at"), expression.IfNotExists(expression.Name("notified_at"), expression.Value(now))).
+		Set(expression.Name("resolution"), expression.Value("operator: sent")).
+		Set(expression.Name("updated_at"), expression.Value(now)).
+		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("last_error_class"))
+	cond := expression.Name("status").In(expression.Value(string(delivery.StatusReconciling)), expression.Value(string(delivery.StatusSending))).
+		And(expression.Or(expression.Name("status").Equal(expression.Value(string(delivery.StatusReconciling))),
+			expression.Name("lease_until").LessThan(expression.Value(now))))
+	return s.updateReturn(ctx, id, upd, cond)
+}
+
+// ClearAndRequeue is an operator's verdict on a held row: the message did
+// not go out. The sent markers (notified_at, notification_id) are cleared
+// and the row returns to failed_transient to be sent again — seed 000 §8.2
+// row 2. It applies only to a row under reconciliation, or held in
+// `sending` past its lease, and never when provider evidence names it
+// (that evidence settles the row instead).
+func (s *Deliveries) ClearAndRequeue(ctx context.Context, id string) (delivery.Row, error) {
+	now := ts(s.now())
+	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusFailedTransient))).
+		Set(expression.Name("last_error_class"), expression.Value("OPERATOR_REQUEUE")).
+		Set(expression.Name("resolution"), expression.Value("operator: requeued")).
+		Set(expression.Name("updated_at"), expression.Value(now)).
+		Remove(expression.Name("notified_at")).Remove(expression.Name("notification_id")).
+		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("evidence_checked_at"))
+	cond := expression.Name("status").In(expression.Value(string(delivery.StatusReconciling)), expression.Value(string(delivery.StatusSending))).
+		And(expression.Or(expression.Name("status").Equal(expression.Value(string(delivery.StatusReconciling))),
+			expression.Name("lease_until").LessThan(expression.Value(now)))).
+		And(noEvidence())
 	return s.updateReturn(ctx, id, upd, cond)
 }
 

@@ -305,17 +305,37 @@ func (s *Jobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure, stat
 		return time.Time{}, err
 	}
 	firstAttr := "first_failure_at_" + string(f.Stage)
-	upd := expression.Set(expression.Name("attempts."+string(f.Stage)), expression.Value(f.Attempt)).
-		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))).
-		Set(expression.Name("last_error"), expression.Value(&types.AttributeValueMemberM{Value: fav})).
-		Set(expression.Name("status"), expression.Value(string(status))).
-		Set(expression.Name(firstAttr), expression.IfNotExists(expression.Name(firstAttr), expression.Value(ts(f.At))))
-	if status == job.StatusDeadLettered {
-		upd = upd.Set(expression.Name("dead_letter"), expression.Value(&types.AttributeValueMemberM{Value: fav}))
+	// An UpdateBuilder shares its operations with its copies, so each
+	// variant is built afresh.
+	build := func(withStatus bool) expression.UpdateBuilder {
+		upd := expression.Set(expression.Name("attempts."+string(f.Stage)), expression.Value(f.Attempt)).
+			Set(expression.Name("updated_at"), expression.Value(ts(s.now()))).
+			Set(expression.Name("last_error"), expression.Value(&types.AttributeValueMemberM{Value: fav})).
+			Set(expression.Name(firstAttr), expression.IfNotExists(expression.Name(firstAttr), expression.Value(ts(f.At))))
+		if status == job.StatusDeadLettered {
+			upd = upd.Set(expression.Name("dead_letter"), expression.Value(&types.AttributeValueMemberM{Value: fav}))
+		}
+		if withStatus {
+			upd = upd.Set(expression.Name("status"), expression.Value(string(status)))
+		}
+		return upd
 	}
+	upd := build(true)
 	cond := expression.AttributeExists(expression.Name("pk")).
 		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusSucceeded))))
+	if status == job.StatusRetryableFailed {
+		// A job held for an operator (a delivery held for provider
+		// evidence) stays needs_intervention while its stage retries.
+		cond = cond.And(expression.Name("status").NotEqual(expression.Value(string(job.StatusNeedsIntervention))))
+	}
 	attrs, err := conditionalUpdate(ctx, s.db, s.table, jobKey(id), upd, cond, types.ReturnValueUpdatedNew)
+	if errors.Is(err, ErrConflict) && status == job.StatusRetryableFailed {
+		// The failure is recorded all the same; the status is kept.
+		upd = build(false)
+		cond = expression.AttributeExists(expression.Name("pk")).
+			And(expression.Name("status").Equal(expression.Value(string(job.StatusNeedsIntervention))))
+		attrs, err = conditionalUpdate(ctx, s.db, s.table, jobKey(id), upd, cond, types.ReturnValueUpdatedNew)
+	}
 	if err != nil {
 		return time.Time{}, fmt.Errorf("record failure on job %s: %w", id, err)
 	}

@@ -281,7 +281,7 @@ func TestRequeue_OnlyAfterLeaseExpired_000_8_2(t *testing.T) {
 // Delivery event of the bounced message (SNS keeps no order) is not
 // evidence for the resend, which would otherwise be backfilled as sent
 // without a copy reaching the reader.
-func TestResendAfterBounce_OnlyLatestSend_LateEventsOfBouncedMessageIgnored_004_Phase7(t *testing.T) {
+func TestResendAfterNotDelivered_OnlyLatestSend_LateEventsOfBouncedMessageIgnored_004_Phase7(t *testing.T) {
 	d := newDeliveries(t, nil)
 	ctx := context.Background()
 	if _, _, err := d.Ensure(ctx, newRow("d_b1")); err != nil {
@@ -298,10 +298,10 @@ func TestResendAfterBounce_OnlyLatestSend_LateEventsOfBouncedMessageIgnored_004_
 	}
 	send("t1", "ses-1")
 	at := time.Now().UTC()
-	if _, err := d.ResendAfterBounce(ctx, "d_b1", "ses-other", at, 2); !errors.Is(err, store.ErrConflict) {
+	if _, err := d.ResendAfterNotDelivered(ctx, "d_b1", "ses-other", "TRANSIENT_BOUNCE", at, 2); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("a bounce of another message: %v, want ErrConflict", err)
 	}
-	r, err := d.ResendAfterBounce(ctx, "d_b1", "ses-1", at, 2)
+	r, err := d.ResendAfterNotDelivered(ctx, "d_b1", "ses-1", "TRANSIENT_BOUNCE", at, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,18 +309,18 @@ func TestResendAfterBounce_OnlyLatestSend_LateEventsOfBouncedMessageIgnored_004_
 		t.Fatalf("after the bounce: %+v", r)
 	}
 	// A late Delivery of the bounced message: ignored.
-	r, err = d.RecordEvent(ctx, "d_b1", store.Event{Type: "Delivery", MessageID: "ses-1", At: at})
+	r, _, err = d.RecordEvent(ctx, "d_b1", store.Event{Type: "Delivery", MessageID: "ses-1", At: at})
 	if err != nil || r.HasEvidence() || delivery.Decide(r, time.Now()) != delivery.Claim {
 		t.Fatalf("late delivery of the bounced message: %+v (%v); want it ignored and the row claimable", r, err)
 	}
 	send("t2", "ses-2")
-	if r, _ = d.RecordEvent(ctx, "d_b1", store.Event{Type: "Delivery", MessageID: "ses-2", At: at}); r.Status != delivery.StatusDelivered {
+	if r, _, _ = d.RecordEvent(ctx, "d_b1", store.Event{Type: "Delivery", MessageID: "ses-2", At: at}); r.Status != delivery.StatusDelivered {
 		t.Fatalf("delivery of the resend: %q, want delivered", r.Status)
 	}
-	if _, err := d.ResendAfterBounce(ctx, "d_b1", "ses-2", at, 1); !errors.Is(err, store.ErrConflict) {
+	if _, err := d.ResendAfterNotDelivered(ctx, "d_b1", "ses-2", "TRANSIENT_BOUNCE", at, 1); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("a bounce over the cap: %v, want ErrConflict", err)
 	}
-	if _, err := d.RecordEvent(ctx, "d_unknown", store.Event{Type: "Send", MessageID: "x", At: at}); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := d.RecordEvent(ctx, "d_unknown", store.Event{Type: "Send", MessageID: "x", At: at}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("event for an unknown row: %v, want ErrNotFound", err)
 	}
 }

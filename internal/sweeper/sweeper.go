@@ -5,17 +5,29 @@
 //   - jobs accepted or in progress whose stage has not moved for StuckAfter
 //     (a crash between persist and enqueue, a lost message): the job's
 //     current stage is enqueued again; stages are idempotent;
-//   - delivery rows stuck in `sending` past their lease: notify is enqueued
-//     for the job, and notify reconciles each row from provider evidence
-//     before any resend (seed 000 §6.4, §8.2);
-//   - rows marked sent without provider evidence after EvidenceWindow: the
-//     ordering contract may have been violated; the row moves to
-//     `reconciling` (never sent again automatically) and the
-//     OrderingViolations metric alerts (seed 000 §8.3).
+//   - delivery rows stuck in `sending` past their lease that no notifier is
+//     looking at (a send whose answer was lost, then the notify message
+//     lost or dead-lettered): notify is enqueued for the job, and notify
+//     settles each row from provider evidence before any resend (seed 000
+//     §6.4, §8.2);
+//   - rows marked sent with no provider evidence, once the evidence path
+//     has caught up past them (the watermark) and EvidenceWindow has
+//     passed: the ordering contract may have been violated; the row moves
+//     to `reconciling` (never sent again automatically), its job to
+//     needs_intervention, and the OrderingViolations metric alerts (seed
+//     000 §8.3). While the path is behind, silence proves nothing and the
+//     row is left alone.
+//
+// Each sweep also reports the gauges behind two alarms: HeldDeliveries
+// (rows held for provider evidence past twice the margin, or under
+// reconciliation: each needs the evidence path or an operator) and
+// EvidenceLag (how far the evidence watermark trails now, while any row
+// waits on it; 0 when none does).
 package sweeper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -37,15 +49,21 @@ type Enqueuer interface {
 type Sweeper struct {
 	Jobs       *store.Jobs
 	Deliveries *store.Deliveries
-	Queue      Enqueuer
-	Log        *slog.Logger
-	Now        func() time.Time
+	// Evidence is the feedback function's watermark of ConfigurationSet;
+	// nil: no sent row is ever taken for an ordering violation.
+	Evidence         *store.Evidence
+	ConfigurationSet string
+	Queue            Enqueuer
+	Log              *slog.Logger
+	Now              func() time.Time
 	// StuckAfter: a non-terminal job whose updated_at is older is re-enqueued.
 	// It must exceed the longest backoff (5 min, seed 001 §8.2).
 	StuckAfter time.Duration
 	// EvidenceWindow: a sent row with no provider event after this long is
-	// an ordering-contract suspect.
+	// an ordering-contract suspect (if the watermark passed it).
 	EvidenceWindow time.Duration
+	// Margin is the notifier's evidence margin (delivery.Settle).
+	Margin time.Duration
 }
 
 // Report counts what a sweep did.
@@ -53,6 +71,10 @@ type Report struct {
 	JobsRequeued       int `json:"jobs_requeued"`
 	StuckSending       int `json:"stuck_sending"`
 	OrderingViolations int `json:"ordering_violations"`
+	// HeldDeliveries and EvidenceLagSeconds are the gauges (see the
+	// package comment).
+	HeldDeliveries     int     `json:"held_deliveries"`
+	EvidenceLagSeconds float64 `json:"evidence_lag_seconds"`
 }
 
 // Run performs one sweep.
@@ -75,38 +97,84 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("sweep jobs: %w", err)
 	}
-	err = s.Deliveries.Scan(ctx, expression.Name("status").Equal(expression.Value(string(delivery.StatusSending))).
-		And(expression.Name("lease_until").LessThan(expression.Value(store.Timestamp(now)))),
-		func(r delivery.Row) error {
+	var watermark time.Time
+	if s.Evidence != nil {
+		if watermark, err = s.Evidence.Watermark(ctx, s.ConfigurationSet); err != nil {
+			return rep, fmt.Errorf("sweep: %w", err)
+		}
+	}
+	awaiting := false
+	sentBefore := store.Timestamp(now.Add(-s.EvidenceWindow))
+	filter := expression.Name("status").In(expression.Value(string(delivery.StatusSending)), expression.Value(string(delivery.StatusReconciling))).
+		Or(expression.Name("status").Equal(expression.Value(string(delivery.StatusSent))).
+			And(expression.Name("notified_at").LessThan(expression.Value(sentBefore))).
+			And(expression.AttributeNotExists(expression.Name("evidence_send_at"))).
+			And(expression.AttributeNotExists(expression.Name("evidence_delivery_at"))))
+	err = s.Deliveries.Scan(ctx, filter, func(r delivery.Row) error {
+		switch r.Status {
+		case delivery.StatusReconciling:
+			rep.HeldDeliveries++
+		case delivery.StatusSending:
+			if !now.After(r.LeaseUntil) {
+				return nil // a send in flight
+			}
+			if r.NotificationID == "" && !r.HasEvidence() {
+				awaiting = true
+			}
+			if r.Held(now, s.Margin) {
+				rep.HeldDeliveries++
+			}
+			if !r.EvidenceCheckedAt.IsZero() && now.Sub(r.EvidenceCheckedAt) < s.StuckAfter {
+				return nil // a notifier is waiting on it
+			}
 			rep.StuckSending++
 			if requeued[r.JobID] {
 				return nil
 			}
 			requeued[r.JobID] = true
-			s.Log.WarnContext(ctx, "delivery stuck in sending; notify will reconcile it", "delivery_id", r.ID, "job_id", r.JobID)
+			s.Log.WarnContext(ctx, "delivery stuck in sending; notify will settle it", "delivery_id", r.ID, "job_id", r.JobID)
 			return s.Queue.Enqueue(ctx, job.Message{JobID: r.JobID, Stage: job.StageNotify})
-		})
+		case delivery.StatusSent:
+			return s.unconfirmed(ctx, r, watermark, &rep)
+		}
+		return nil
+	})
 	if err != nil {
-		return rep, fmt.Errorf("sweep sending rows: %w", err)
+		return rep, fmt.Errorf("sweep deliveries: %w", err)
 	}
-	err = s.Deliveries.Scan(ctx, expression.Name("status").Equal(expression.Value(string(delivery.StatusSent))).
-		And(expression.Name("notified_at").LessThan(expression.Value(store.Timestamp(now.Add(-s.EvidenceWindow))))).
-		And(expression.AttributeNotExists(expression.Name("evidence_send_at"))).
-		And(expression.AttributeNotExists(expression.Name("evidence_delivery_at"))),
-		func(r delivery.Row) error {
-			if _, err := s.Deliveries.MarkReconciling(ctx, r.ID); err != nil {
-				s.Log.InfoContext(ctx, "row changed before reconciliation; skipped", "delivery_id", r.ID, "error", err)
-				return nil
-			}
-			rep.OrderingViolations++
-			s.Log.ErrorContext(ctx, "row marked sent without provider evidence; moved to reconciling, no further sends",
-				"delivery_id", r.ID, "job_id", r.JobID, "notified_at", r.NotifiedAt)
-			return nil
-		})
-	if err != nil {
-		return rep, fmt.Errorf("sweep sent rows: %w", err)
+	switch {
+	case awaiting && watermark.IsZero():
+		// A row waits on a watermark that has never moved: the evidence
+		// path has never worked. Reported as the window it should cover.
+		rep.EvidenceLagSeconds = s.EvidenceWindow.Seconds()
+	case awaiting:
+		rep.EvidenceLagSeconds = max(0, now.Sub(watermark).Seconds())
 	}
 	obs.Metric(ctx, s.Log, map[string]string{"Function": "sweeper"}, map[string]float64{
-		"JobsRequeued": float64(rep.JobsRequeued), "StuckSending": float64(rep.StuckSending), "OrderingViolations": float64(rep.OrderingViolations)})
+		"JobsRequeued": float64(rep.JobsRequeued), "StuckSending": float64(rep.StuckSending), "OrderingViolations": float64(rep.OrderingViolations),
+		"HeldDeliveries": float64(rep.HeldDeliveries)})
+	obs.Metric(ctx, s.Log, map[string]string{"Function": "sweeper"}, map[string]float64{"EvidenceLag": rep.EvidenceLagSeconds})
 	return rep, nil
+}
+
+// unconfirmed handles a row marked sent with no provider evidence after
+// the evidence window: once the watermark is past its send (plus the
+// margin), the evidence path has processed later events and none named
+// it — an ordering violation to reconcile. Before that, nothing is known.
+func (s *Sweeper) unconfirmed(ctx context.Context, r delivery.Row, watermark time.Time, rep *Report) error {
+	if watermark.IsZero() || watermark.Before(r.NotifiedAt.Add(s.Margin)) {
+		return nil
+	}
+	if _, err := s.Deliveries.MarkReconciling(ctx, r.ID); err != nil {
+		s.Log.InfoContext(ctx, "row changed before reconciliation; skipped", "delivery_id", r.ID, "error", err)
+		return nil
+	}
+	rep.OrderingViolations++
+	rep.HeldDeliveries++
+	if err := s.Jobs.Intervene(ctx, r.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("mark job %s needs_intervention: %w", r.JobID, err)
+	}
+	s.Log.ErrorContext(ctx, "row marked sent without provider evidence; moved to reconciling, no further sends",
+		"delivery_id", r.ID, "job_id", r.JobID, "notified_at", r.NotifiedAt, "watermark", watermark)
+	return nil
 }

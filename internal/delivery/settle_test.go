@@ -1,0 +1,78 @@
+package delivery_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/delivery"
+)
+
+// Missing evidence is proof that a send did not happen only once the
+// evidence path has processed events from after the send, plus a margin
+// (regression: missing evidence used to count as proof 5 minutes after
+// the lease, however far behind the SES event path was).
+func TestSettle_ResendOnlyWhenTheWatermarkPassedTheSend(t *testing.T) {
+	lease := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	const margin = 2 * time.Minute
+	sending := delivery.Row{Status: delivery.StatusSending, LeaseUntil: lease}
+	tests := []struct {
+		name      string
+		row       delivery.Row
+		watermark time.Time
+		want      delivery.Settlement
+	}{
+		{"no watermark yet (no event ever recorded)", sending, time.Time{}, delivery.Await},
+		{"watermark before the lease", sending, lease.Add(-time.Hour), delivery.Await},
+		{"watermark past the lease, within the margin", sending, lease.Add(margin - time.Second), delivery.Await},
+		{"watermark exactly lease+margin", sending, lease.Add(margin), delivery.Resend},
+		{"watermark far past", sending, lease.Add(time.Hour), delivery.Resend},
+		{"a Send event on the row, whatever the watermark", withSend(sending), time.Time{}, delivery.Backfill},
+		{"a Delivery event on the row", delivery.Row{Status: delivery.StatusSending, LeaseUntil: lease, DeliveredAt: lease}, lease.Add(time.Hour), delivery.Backfill},
+		{"a known provider message id", delivery.Row{Status: delivery.StatusSending, LeaseUntil: lease, NotificationID: "ses-1"}, lease.Add(time.Hour), delivery.Backfill},
+		{"no lease: the last update is the bound", delivery.Row{Status: delivery.StatusSending, UpdatedAt: lease}, lease.Add(margin), delivery.Resend},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := delivery.Settle(tt.row, delivery.Evidence{Watermark: tt.watermark, Margin: margin}); got != tt.want {
+				t.Errorf("Settle = %v; want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func withSend(r delivery.Row) delivery.Row {
+	r.SendEventAt = r.LeaseUntil.Add(-time.Second)
+	r.ProviderMessageID = "ses-1"
+	return r
+}
+
+// A row awaiting evidence for longer than a healthy path takes is held:
+// the job must not read succeeded, and the operator can see it.
+func TestHeld_AfterTwiceTheMargin(t *testing.T) {
+	lease := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	const margin = time.Minute
+	r := delivery.Row{Status: delivery.StatusSending, LeaseUntil: lease}
+	if r.Held(lease.Add(2*margin), margin) {
+		t.Error("held at exactly lease+2·margin; want only after")
+	}
+	if !r.Held(lease.Add(2*margin+time.Second), margin) {
+		t.Error("not held after lease+2·margin")
+	}
+	if withSend(r).Held(lease.Add(time.Hour), margin) {
+		t.Error("a row with evidence is not held: it is backfilled")
+	}
+	if (delivery.Row{Status: delivery.StatusPending}).Held(lease.Add(time.Hour), margin) {
+		t.Error("a pending row is not held")
+	}
+}
+
+// Regression: a row moved to reconciling keeps the notified_at of its
+// mark, and Summarize counted it as complete, so the job read succeeded
+// while the row was held for an operator.
+func TestSummarize_ReconcilingWithNotifiedAtBlocksTheJob(t *testing.T) {
+	sent := delivery.Row{Status: delivery.StatusSent, NotifiedAt: time.Now()}
+	held := delivery.Row{Status: delivery.StatusReconciling, NotifiedAt: time.Now(), NotificationID: "ses-1"}
+	if got := delivery.Summarize([]delivery.Row{sent, held}); got != delivery.Blocked {
+		t.Fatalf("Summarize = %v; want Blocked (needs_intervention)", got)
+	}
+}
