@@ -155,10 +155,18 @@ func (l *Limiter) Wait(ctx context.Context) error {
 			deadline = d.Add(-reserve)
 		}
 	}
+	var lastErr error
+	full := func() error {
+		if lastErr != nil {
+			// The counter failed: that, not a full window, is the cause.
+			return fmt.Errorf("send rate limit: %w", lastErr)
+		}
+		return retry.WithRetryAfter(retry.Transient(retry.RateLimited, ErrFull), time.Second)
+	}
 	for {
 		now := l.now()
 		if now.After(deadline) {
-			return retry.WithRetryAfter(retry.Transient(retry.RateLimited, ErrFull), time.Second)
+			return full()
 		}
 		window := now.Unix()
 		next := time.Unix(window+1, 0)
@@ -167,6 +175,7 @@ func (l *Limiter) Wait(ctx context.Context) error {
 			if err != nil && !retry.Classify(err).Retryable() {
 				return fmt.Errorf("send rate limit: %w", err)
 			}
+			lastErr = err
 			// A retryable failure (a throttle, a lost answer) is a window
 			// not taken: the next one is tried, within the wait allowed.
 			// A slot whose write came back late (a slow DynamoDB answer, a
@@ -179,7 +188,7 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		}
 		wake := next.Add(l.jitter())
 		if wake.After(deadline) {
-			return retry.WithRetryAfter(retry.Transient(retry.RateLimited, ErrFull), time.Second)
+			return full()
 		}
 		if err := l.sleep(ctx, wake.Sub(l.now())); err != nil {
 			return err
