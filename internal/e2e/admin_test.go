@@ -168,7 +168,7 @@ func TestAdminRerun_DryRunThenVersionPlusOne_EachRecipientOnceMore_000_10_4(t *t
 	if n := len(emailsFor(t, s.env.SES, cl)); n != 6 {
 		t.Errorf("%d emails in all, want 6", n)
 	}
-	if strings.Contains(s.log.String(), adminKey) {
+	if strings.Contains(s.logText(), adminKey) {
 		t.Error("the admin key reached the log")
 	}
 }

@@ -40,7 +40,8 @@ func (s *stack) cli(args ...string) (string, error) {
 	}
 	cmd := exec.Command(cliPath, args...)
 	env := append(os.Environ(),
-		config.EnvJobsTable+"="+s.res.JobsTable, config.EnvDeliveriesTable+"="+s.res.DeliveriesTable)
+		config.EnvJobsTable+"="+s.res.JobsTable, config.EnvDeliveriesTable+"="+s.res.DeliveriesTable,
+		config.EnvEvidenceMargin+"="+s.cfg.EvidenceMargin.String(), "CRITICIZER_OPERATOR=e2e-operator")
 	for _, st := range job.Stages() {
 		env = append(env, config.QueueEnv(st)+"="+s.res.Queues.Queue[st], config.DLQEnv(st)+"="+s.res.Queues.DLQ[st])
 	}

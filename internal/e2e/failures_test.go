@@ -170,7 +170,7 @@ func TestFetch_FailsFiveTimes_OneEnvelope_ReplayCompletes_001_8_4(t *testing.T) 
 		if strings.Contains(bodies[0], secret) {
 			t.Fatalf("the envelope contains %q", secret)
 		}
-		if strings.Contains(s.log.String(), secret) {
+		if strings.Contains(s.logText(), secret) {
 			t.Fatalf("a log line contains %q", secret)
 		}
 	}
@@ -240,7 +240,7 @@ func TestFetch_NotFound_DeadLetteredOnFirstAttempt_ReplayEscalates_001_8_5(t *te
 	if env2.ID != env1.ID || env2.Replays != 1 || len(env2.Notes) < 2 {
 		t.Fatalf("escalated envelope %+v: want the same id, replays 1, the replay and escalation notes", env2)
 	}
-	if !strings.Contains(s.log.String(), `"Escalations":1`) {
+	if !strings.Contains(s.logText(), `"Escalations":1`) {
 		t.Error("no Escalations metric was emitted")
 	}
 	out, err := s.cli("dlq", "list", "--stage", "fetch")

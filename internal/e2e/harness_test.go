@@ -37,6 +37,29 @@ type stack struct {
 	fns *devstack.Functions
 	srv *httptest.Server
 	log *bytes.Buffer
+	sw  *syncWriter
+}
+
+// logText is the functions' log so far (safe while they run).
+func (s *stack) logText() string {
+	s.sw.mu.Lock()
+	defer s.sw.mu.Unlock()
+	return s.log.String()
+}
+
+// countLines counts the log lines that hold every one of subs.
+func countLines(logs string, subs ...string) int {
+	n := 0
+	for _, line := range strings.Split(logs, "\n") {
+		all := true
+		for _, sub := range subs {
+			all = all && strings.Contains(line, sub)
+		}
+		if all && line != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func startStack(t *testing.T, o devstack.FunctionOptions, tweak ...func(*config.Config)) *stack {
@@ -53,14 +76,15 @@ func startStack(t *testing.T, o devstack.FunctionOptions, tweak ...func(*config.
 		f(&cfg)
 	}
 	var logs bytes.Buffer
-	log := obs.NewLogger(io.MultiWriter(&syncWriter{w: &logs}, testWriter{t}), "info")
+	sw := &syncWriter{w: &logs}
+	log := obs.NewLogger(io.MultiWriter(sw, testWriter{t}), "info")
 	fns, err := devstack.StartFunctions(context.Background(), cfg, res, log, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(fns.API)
 	t.Cleanup(func() { srv.Close(); fns.Stop() })
-	return &stack{t: t, env: env, res: res, cfg: cfg, fns: fns, srv: srv, log: &logs}
+	return &stack{t: t, env: env, res: res, cfg: cfg, fns: fns, srv: srv, log: &logs, sw: sw}
 }
 
 // post sends a signed generic webhook.

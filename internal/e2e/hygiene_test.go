@@ -191,7 +191,7 @@ func TestSuppression_PermanentBounceStopsLaterSends_004_Phase7(t *testing.T) {
 		t.Fatalf("gone's v2 row %q reason %q attempts %d (%v), want suppressed by bounce, never attempted", r.Status, r.SkipReason, r.Attempts, err)
 	}
 	// The feedback function logs no address.
-	if strings.Contains(s.log.String(), "gone@example.com") {
+	if strings.Contains(s.logText(), "gone@example.com") {
 		t.Fatal("a log line carries the suppressed address")
 	}
 }

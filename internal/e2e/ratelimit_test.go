@@ -76,7 +76,7 @@ func TestRateLimit_BurstKeepsConfiguredRate_004_Phase11_5(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			logs := s.log.String()
+			logs := s.logText()
 			for _, id := range ids {
 				var v api.JobView
 				if s.getJSON("/jobs/"+string(id), &v); v.Status != job.StatusSucceeded {
@@ -116,7 +116,7 @@ func TestRateLimit_BurstKeepsConfiguredRate_004_Phase11_5(t *testing.T) {
 		}
 		text = append(text, fmt.Sprint(n))
 	}
-	deferrals := strings.Count(s.log.String(), "stage rate limited; deferred")
+	deferrals := countLines(s.logText(), "deferred without spending the attempt budget", `"error_class":"RATE_LIMITED"`)
 	t.Logf("burst: %d emails at max %d/s: peak %d in one SES second, %d of %d seconds over %d, %d deferrals; per second: %s",
 		len(emails), burstRate, peak, over, len(series), burstRate, deferrals, strings.Join(text, " "))
 	// The limiter counts a send in the second it starts; SES (here, its
@@ -197,7 +197,7 @@ func TestRateLimit_SESThrottlingDoesNotExhaustAttempts_004_Phase11_6(t *testing.
 	if v.Attempts[job.StageNotify] <= 5 || v.Attempts[job.StageFetch] != 1 || v.Attempts[job.StageLLM] != 1 {
 		t.Errorf("attempts %v: want notify past the budget of 5 (every try shown) and the other stages untouched", v.Attempts)
 	}
-	deferrals := strings.Count(s.log.String(), "stage rate limited; deferred")
+	deferrals := countLines(s.logText(), "deferred without spending the attempt budget", `"error_class":"RATE_LIMITED"`)
 	if deferrals < throttles/len(rcpts) {
 		t.Errorf("%d deferrals logged, want at least %d", deferrals, throttles/len(rcpts))
 	}
@@ -207,7 +207,7 @@ func TestRateLimit_SESThrottlingDoesNotExhaustAttempts_004_Phase11_6(t *testing.
 			t.Fatalf("%s DLQ holds %d messages, want none", st, len(b))
 		}
 	}
-	if !strings.Contains(s.log.String(), `"ErrorClass":"RATE_LIMITED"`) {
+	if !strings.Contains(s.logText(), `"ErrorClass":"RATE_LIMITED"`) {
 		t.Error("no metric with ErrorClass RATE_LIMITED")
 	}
 }

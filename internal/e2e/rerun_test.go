@@ -101,8 +101,9 @@ func TestPermanentRejection_RowFailedPermanent_JobNeedsIntervention_000_6_5(t *t
 
 // The sweeper (DESIGN: "stuck jobs, stuck 'sending', sent-without-evidence"):
 // a job accepted but never enqueued is enqueued and completes; a row marked
-// sent with no provider evidence after the window moves to reconciling and
-// is never sent again (seed 000 §8.3).
+// sent with no provider evidence after the window, once the evidence path
+// has caught up past it, moves to reconciling, is never sent again, and its
+// job needs intervention (seed 000 §8.3).
 func TestSweeper_RecoversUnenqueuedJob_FlagsSentWithoutEvidence_000_8_3(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, devstack.FunctionOptions{NoEventBridge: true}, func(c *config.Config) {
@@ -134,13 +135,25 @@ func TestSweeper_RecoversUnenqueuedJob_FlagsSentWithoutEvidence_000_8_3(t *testi
 	if n := len(emailsFor(t, s.env.SES, cl)); n != 1 {
 		t.Fatalf("%d emails, want 1", n)
 	}
-	// With no event bridge, no provider evidence arrives: the sent row is
-	// an ordering-contract suspect after the (1 ms) window.
+	// With no event bridge, no provider evidence arrives. While the
+	// evidence path has recorded nothing after the send, silence proves
+	// nothing: the row is left alone.
 	time.Sleep(10 * time.Millisecond)
 	rep, err = sw.Run(ctx)
-	if err != nil || rep.OrderingViolations != 1 {
-		t.Fatalf("second sweep: %+v %v, want 1 ordering violation", rep, err)
+	if err != nil || rep.OrderingViolations != 0 {
+		t.Fatalf("second sweep: %+v %v, want no ordering violation while the evidence path is behind", rep, err)
 	}
+	// Once it has recorded events from after the send (plus the margin)
+	// and none names the row, the row is an ordering-contract suspect.
+	if err := s.fns.App.Evidence.Advance(ctx, "", time.Now().Add(s.cfg.EvidenceMargin+time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = sw.Run(ctx)
+	if err != nil || rep.OrderingViolations != 1 || rep.HeldDeliveries != 1 {
+		t.Fatalf("third sweep: %+v %v, want 1 ordering violation, 1 held delivery", rep, err)
+	}
+	// Regression: the job kept reading succeeded while its row was held.
+	s.waitJob(j.ID, 10*time.Second, job.StatusNeedsIntervention)
 	var rows []delivery.Row
 	_ = s.fns.App.Deliveries.Scan(ctx, expression.Name("job_id").Equal(expression.Value(string(j.ID))), func(r delivery.Row) error {
 		rows = append(rows, r)
@@ -149,7 +162,7 @@ func TestSweeper_RecoversUnenqueuedJob_FlagsSentWithoutEvidence_000_8_3(t *testi
 	if len(rows) != 1 || rows[0].Status != delivery.StatusReconciling || delivery.Decide(rows[0], time.Now()) != delivery.Hold {
 		t.Fatalf("rows %+v, want one row in reconciling, held from further sends", rows)
 	}
-	if !strings.Contains(s.log.String(), `"OrderingViolations":1`) {
+	if !strings.Contains(s.logText(), `"OrderingViolations":1`) {
 		t.Error("no OrderingViolations metric was emitted")
 	}
 }
