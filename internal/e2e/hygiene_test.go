@@ -142,8 +142,14 @@ func TestSuppression_PermanentBounceStopsLaterSends_004_Phase7(t *testing.T) {
 	if err != nil || fullRow.NotificationID == "" {
 		t.Fatalf("full's row %+v (%v): want a provider message id", fullRow, err)
 	}
+	goneRow, err := s.fns.App.Deliveries.Get(ctx, gone)
+	if err != nil || goneRow.NotificationID == "" {
+		t.Fatalf("gone's row %+v (%v): want a provider message id", goneRow, err)
+	}
+	// Each bounce names the message SES sent for the row (an event of
+	// another message would prove a duplicate send, not a bounce of this).
 	for _, b := range []struct{ id, msgID, to, kind string }{
-		{gone, "EXAMPLE-" + gone, "gone@example.com", "Permanent"},
+		{gone, goneRow.NotificationID, "gone@example.com", "Permanent"},
 		{full, fullRow.NotificationID, "full@example.com", "Transient"},
 	} {
 		ev := bounceEvent(t, b.id, b.msgID, b.to, b.kind)
