@@ -74,7 +74,7 @@ func (f *evidenceFaults) deliver(_ context.Context, evs []devstack.SESEvent, pub
 	f.publish = publish
 	now := time.Now()
 	on := f.on.Load()
-	if on && now.After(f.stall) && f.rng.Float64() < f.rate {
+	if on && now.After(f.stall) && f.rng.Float64() < 2*f.rate {
 		// Stall for longer than a lease plus twice the margin: the rows of
 		// lost answers in this window are held, not resent.
 		f.stall = now.Add(time.Duration(8+f.rng.IntN(8)) * time.Second)
