@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/app"
+	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/webhook"
+	"github.com/criticizer/criticizer/internal/wire"
+	"github.com/criticizer/criticizer/internal/wire/intake"
 )
 
 // A duplicate is the same key, body and signature as an earlier request,
@@ -68,11 +70,7 @@ func TestCounter_IntakeUniqueIsOneTransactionOfThreeItems(t *testing.T) {
 	cfg := benchConfig(t, env)
 	res.Apply(&cfg)
 	counter := NewCounter()
-	a, err := app.New(context.Background(), cfg, obs.NewLogger(io.Discard, "warn"), app.WithAWSOptions(counter.Option(), quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := a.API()
+	h, err := intake.New(context.Background(), cfg, obs.NewLogger(io.Discard, "warn"), wire.Options{AWS: []awsclient.Option{counter.Option(), quiet}})
 	if err != nil {
 		t.Fatal(err)
 	}

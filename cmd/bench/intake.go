@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/criticizer/criticizer/internal/api"
-	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/devstack"
 )
 
 // intakeResult is one system's measured run at one concurrency. The Node
@@ -117,7 +117,7 @@ type peerResources struct {
 	IdempotencyTable, JobsTable, QueueURL string
 }
 
-func provisionPeer(ctx context.Context, c *awsclient.Clients, prefix string) (peerResources, error) {
+func provisionPeer(ctx context.Context, c *devstack.Clients, prefix string) (peerResources, error) {
 	p := peerResources{IdempotencyTable: prefix + "-peer-idempotency", JobsTable: prefix + "-peer-jobs"}
 	for table, key := range map[string]string{p.IdempotencyTable: "id", p.JobsTable: "pk"} {
 		_, err := c.DynamoDB.CreateTable(ctx, &dynamodb.CreateTableInput{

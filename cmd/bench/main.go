@@ -21,11 +21,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/wire"
+	"github.com/criticizer/criticizer/internal/wire/intake"
 )
 
 const benchSecret = "bench-secret"
@@ -99,7 +100,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.Endpoints = awsclient.EndpointsFromEnv(os.Getenv)
+	cfg.Endpoints = config.EndpointsFromEnv(os.Getenv)
 	cfg.WebhookSecret, cfg.SESStoreURL, cfg.AllowPrivateDiffs = benchSecret, os.Getenv("CRITICIZER_TEST_SES_URL"), true
 	runID := os.Getenv("CRITICIZER_TEST_RUN")
 	if runID == "" {
@@ -114,7 +115,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 
 	if !o.skipIntake {
 		counter := NewCounter()
-		plain, err := awsclient.New(ctx, cfg.Endpoints, quiet)
+		plain, err := devstack.NewClients(ctx, cfg.Endpoints, quiet)
 		if err != nil {
 			return err
 		}
@@ -124,11 +125,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		}
 		icfg := cfg
 		res.Apply(&icfg)
-		a, err := app.New(ctx, icfg, log, app.WithAWSOptions(counter.Option(), quiet))
-		if err != nil {
-			return err
-		}
-		h, err := a.API()
+		h, err := intake.New(ctx, icfg, log, wire.Options{AWS: []awsclient.Option{counter.Option(), quiet}})
 		if err != nil {
 			return err
 		}

@@ -11,18 +11,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/pipeline"
+	"github.com/criticizer/criticizer/internal/sesmail"
 	"github.com/criticizer/criticizer/internal/stage"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/webhook"
+	"github.com/criticizer/criticizer/internal/wire"
 )
 
 // timedSender wraps the SES sender and notes when each delivery's send
@@ -61,7 +60,7 @@ type localStack struct {
 }
 
 func startLocal(ctx context.Context, base config.Config, prefix string, counter *Counter, pollers int, log *slog.Logger) (*localStack, error) {
-	plain, err := awsclient.New(ctx, base.Endpoints, quiet)
+	plain, err := devstack.NewClients(ctx, base.Endpoints, quiet)
 	if err != nil {
 		return nil, err
 	}
@@ -71,19 +70,19 @@ func startLocal(ctx context.Context, base config.Config, prefix string, counter 
 	}
 	cfg := base
 	res.Apply(&cfg)
-	counted, err := awsclient.New(ctx, cfg.Endpoints, counter.Option(), quiet)
+	counted, err := devstack.NewClients(ctx, cfg.Endpoints, counter.Option(), quiet)
 	if err != nil {
 		return nil, err
 	}
-	s := &timedSender{inner: mail.NewSender(counted.SES, cfg.MailFrom, cfg.ConfigurationSet), sent: map[string]time.Time{}}
+	s := &timedSender{inner: sesmail.NewSender(counted.SES, cfg.MailFrom, cfg.ConfigurationSet), sent: map[string]time.Time{}}
 	fns, err := devstack.StartFunctions(ctx, cfg, res, log, devstack.FunctionOptions{
 		Pollers: pollers, Sender: s, NoEventBridge: true,
-		App: []app.Option{app.WithAWSOptions(counter.Option(), quiet)},
-		Wrap: func(st job.Stage, fn stage.Func) stage.Func {
-			return func(ctx context.Context, m job.Message, attempt int) error {
-				return fn(WithTag(ctx, string(st)), m, attempt)
-			}
-		},
+		Wire: wire.Options{AWS: []awsclient.Option{counter.Option(), quiet},
+			Wrap: func(st job.Stage, fn stage.Func) stage.Func {
+				return func(ctx context.Context, m job.Message, attempt int) error {
+					return fn(WithTag(ctx, string(st)), m, attempt)
+				}
+			}},
 	})
 	if err != nil {
 		return nil, err
@@ -117,10 +116,7 @@ func recipientsN(n int) []string {
 // postAll sends n webhooks to the intake handler, rate per second (0: as
 // fast as one client can), and returns when each was answered, by delivery id.
 func postAll(ctx context.Context, ls *localStack, prefix string, n, rcpts int, rate float64, secret []byte) (map[string]time.Time, []job.ID, error) {
-	h, err := ls.fns.App.API()
-	if err != nil {
-		return nil, nil, err
-	}
+	h := ls.fns.Intake
 	posted := map[string]time.Time{}
 	var ids []job.ID
 	var tick <-chan time.Time
@@ -223,7 +219,7 @@ func runPipeline(ctx context.Context, base config.Config, runID string, n, rcpts
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	res.Emails = len(lat)
 	res.P50, res.P99, res.Max = percentile(lat, 0.5), percentile(lat, 0.99), lat[len(lat)-1]
-	emails, err := (&feedback.SESEmulator{BaseURL: base.SESStoreURL}).Emails(ctx)
+	emails, err := (&devstack.SESEmulator{BaseURL: base.SESStoreURL}).Emails(ctx)
 	if err != nil {
 		return res, err
 	}

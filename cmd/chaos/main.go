@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/chaos"
+	"github.com/criticizer/criticizer/internal/config"
 )
 
 func main() {
@@ -39,7 +39,7 @@ func main() {
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
-	st := chaos.Stack{Endpoints: awsclient.EndpointsFromEnv(os.Getenv), SESURL: os.Getenv("CRITICIZER_TEST_SES_URL")}
+	st := chaos.Stack{Endpoints: config.EndpointsFromEnv(os.Getenv), SESURL: os.Getenv("CRITICIZER_TEST_SES_URL")}
 	if !st.Endpoints.Local() || st.SESURL == "" {
 		fmt.Fprintln(os.Stderr, "chaos: needs the local stack; run: go run ./cmd/devstack exec -- go run ./cmd/chaos")
 		os.Exit(2)

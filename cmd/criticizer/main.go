@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/criticizer/criticizer/internal/awsclient"
@@ -23,6 +24,7 @@ import (
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/ops"
+	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/store"
 )
 
@@ -142,10 +144,14 @@ func connect(ctx context.Context, local bool) (*ops.Ops, error) {
 	if local {
 		cfg.Endpoints = devstack.RunPorts.Endpoints()
 	}
-	clients, err := awsclient.New(ctx, cfg.Endpoints)
+	awsCfg, err := awsclient.Load(ctx, cfg.Endpoints)
 	if err != nil {
 		return nil, err
 	}
+	clients := struct {
+		SQS      *sqs.Client
+		DynamoDB *dynamodb.Client
+	}{queue.NewSQS(awsCfg, cfg.Endpoints.SQS), store.NewDynamoDB(awsCfg, cfg.Endpoints.DynamoDB)}
 	prefix := getenv("CRITICIZER_RESOURCE_PREFIX")
 	if prefix == "" {
 		prefix = "criticizer"

@@ -26,12 +26,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/criticizer/criticizer/internal/app"
-	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/webhook"
+	"github.com/criticizer/criticizer/internal/wire"
 )
 
 // LocalWebhookSecret is the secret `make run` uses when
@@ -122,7 +121,7 @@ func run(ctx context.Context, args []string) error {
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://127.0.0.1:" + port
 	}
-	clients, err := awsclient.New(ctx, cfg.Endpoints)
+	clients, err := devstack.NewClients(ctx, cfg.Endpoints)
 	if err != nil {
 		return err
 	}
@@ -188,7 +187,7 @@ Then open %[2]s to read the email. Ctrl-C stops everything.
 // prints the response.
 func invoke(ctx context.Context, args []string) error {
 	if len(args) != 2 {
-		return fmt.Errorf("invoke: want FUNCTION EVENT.json (functions: %v)", app.Functions())
+		return fmt.Errorf("invoke: want FUNCTION EVENT.json (functions: %v)", devstack.Names())
 	}
 	payload, err := os.ReadFile(args[1])
 	if err != nil {
@@ -200,7 +199,7 @@ func invoke(ctx context.Context, args []string) error {
 	}
 	cfg.Endpoints = devstack.RunPorts.Endpoints()
 	localSecrets(&cfg)
-	clients, err := awsclient.New(ctx, cfg.Endpoints)
+	clients, err := devstack.NewClients(ctx, cfg.Endpoints)
 	if err != nil {
 		return err
 	}
@@ -209,11 +208,7 @@ func invoke(ctx context.Context, args []string) error {
 		return fmt.Errorf("is `make run` up? %w", err)
 	}
 	res.Apply(&cfg)
-	a, err := app.New(ctx, cfg, obs.NewLogger(os.Stderr, "info"))
-	if err != nil {
-		return err
-	}
-	h, err := a.Handler(args[0])
+	h, err := devstack.Handler(ctx, args[0], cfg, obs.NewLogger(os.Stderr, "info"), wire.Options{})
 	if err != nil {
 		return err
 	}

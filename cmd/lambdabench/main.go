@@ -48,7 +48,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
@@ -225,12 +224,12 @@ func functionEnv(ctx context.Context) ([]string, string, error) {
 	// The sample intake event is signed with the local stack's secret.
 	set(config.EnvWebhookSecret, "local-dev-secret")
 
-	eps := awsclient.EndpointsFromEnv(os.Getenv)
+	eps := config.EndpointsFromEnv(os.Getenv)
 	if !eps.Local() {
 		env = append(env, "AWS_ENDPOINT_URL=http://127.0.0.1:1")
 		return env, "no local stack: every AWS call goes to a closed port and fails fast (init is measured all the same)", nil
 	}
-	clients, err := awsclient.New(ctx, eps)
+	clients, err := devstack.NewClients(ctx, eps)
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,6 +1,6 @@
-// Command feedback consumes SES event publishing (configuration set → SNS →
-// SQS) and records Send, Delivery, Bounce, Complaint and Reject events on
-// the delivery rows they name: the provider evidence reconciliation needs.
+// Command feedback records SES events (configuration set → SNS → SQS) on the delivery rows they name, as provider evidence.
+// It builds only what it uses (internal/wire/feedback) and hands Lambda a
+// typed handler.
 package main
 
 import (
@@ -8,9 +8,16 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/criticizer/criticizer/internal/lambdamain"
+	"github.com/criticizer/criticizer/internal/wire"
+	"github.com/criticizer/criticizer/internal/wire/feedback"
 )
 
 func main() {
-	lambda.Start(lambdamain.Handler(context.Background(), "feedback"))
+	ctx := context.Background()
+	cfg, log := wire.FromEnv("feedback")
+	fn, err := feedback.New(ctx, cfg, log, wire.Options{})
+	if err != nil {
+		wire.Fail(log, err)
+	}
+	lambda.Start(fn.Handle)
 }

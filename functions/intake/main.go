@@ -1,5 +1,6 @@
-// Command intake is the API function: webhook intake, GET /jobs/{id} and
-// GET /healthz behind API Gateway (HTTP API, payload format 2.0).
+// Command intake is the intake function: the HTTP API behind API Gateway (webhooks, job status, unsubscribe, admin).
+// It builds only what it uses (internal/wire/intake) and hands Lambda a
+// typed handler.
 package main
 
 import (
@@ -7,9 +8,16 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/criticizer/criticizer/internal/lambdamain"
+	"github.com/criticizer/criticizer/internal/wire"
+	"github.com/criticizer/criticizer/internal/wire/intake"
 )
 
 func main() {
-	lambda.Start(lambdamain.Handler(context.Background(), "intake"))
+	ctx := context.Background()
+	cfg, log := wire.FromEnv("intake")
+	fn, err := intake.New(ctx, cfg, log, wire.Options{})
+	if err != nil {
+		wire.Fail(log, err)
+	}
+	lambda.Start(fn.Handle)
 }

@@ -1,6 +1,6 @@
-// Command sweeper runs on an EventBridge schedule: it re-enqueues stuck
-// jobs, hands deliveries stuck in `sending` back to notify for
-// reconciliation, and flags rows marked sent without provider evidence.
+// Command sweeper is the scheduled safety net: stuck jobs, rows stuck in sending, sent rows SES never confirmed.
+// It builds only what it uses (internal/wire/sweeper) and hands Lambda a
+// typed handler.
 package main
 
 import (
@@ -8,9 +8,16 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/criticizer/criticizer/internal/lambdamain"
+	"github.com/criticizer/criticizer/internal/wire"
+	"github.com/criticizer/criticizer/internal/wire/sweeper"
 )
 
 func main() {
-	lambda.Start(lambdamain.Handler(context.Background(), "sweeper"))
+	ctx := context.Background()
+	cfg, log := wire.FromEnv("sweeper")
+	fn, err := sweeper.New(ctx, cfg, log, wire.Options{})
+	if err != nil {
+		wire.Fail(log, err)
+	}
+	lambda.Start(sweeper.Handler(fn))
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/criticizer/criticizer/internal/retry"
 )
 
 // ErrNotFound is returned for a reference with no object.
@@ -25,6 +27,17 @@ var ErrNotFound = errors.New("blob not found")
 type Store struct {
 	s3     *s3.Client
 	bucket string
+}
+
+// NewS3 returns an S3 client from the SDK config, at endpoint when set (the
+// local emulator, path-style).
+func NewS3(cfg aws.Config, endpoint string) *s3.Client {
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+			o.UsePathStyle = true
+		}
+	})
 }
 
 // New returns a blob store over bucket.
@@ -50,7 +63,8 @@ func (s *Store) Get(ctx context.Context, ref string, limit int64) ([]byte, error
 	out, err := s.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(ref)})
 	var nsk *types.NoSuchKey
 	if errors.As(err, &nsk) {
-		return nil, fmt.Errorf("s3 get %s: %w: %w", ref, ErrNotFound, err)
+		// A reference whose object is gone stays gone: permanent.
+		return nil, retry.Permanent(retry.NotFound, fmt.Errorf("s3 get %s: %w: %w", ref, ErrNotFound, err))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("s3 get %s: %w", ref, err)

@@ -37,16 +37,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/fault"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/stage"
+	"github.com/criticizer/criticizer/internal/wire"
 )
 
 // Config is one campaign.
@@ -113,7 +112,7 @@ func (c *Config) defaults() {
 
 // Stack is the running emulators (devstack exec's environment).
 type Stack struct {
-	Endpoints awsclient.Endpoints
+	Endpoints config.Endpoints
 	SESURL    string
 }
 
@@ -148,7 +147,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	run := "x" + hex.EncodeToString(sum[:4])
 	planted := plantedSecrets(c.Seed)
 
-	clean, err := awsclient.New(ctx, st.Endpoints)
+	clean, err := devstack.NewClients(ctx, st.Endpoints)
 	if err != nil {
 		return nil, err
 	}
@@ -193,8 +192,15 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 			// runs for the whole campaign.
 			NoEventBridge: true,
 			// The SDK's own debug lines (S3 checksum notes) go nowhere.
-			App:    []app.Option{app.WithAWSOptions(fi.Option(), func(c *aws.Config) { c.Logger = logging.Nop{} })},
-			Runner: []stage.Option{stage.WithRand(retry.NewRand(jitterSeed + uint64(n)))},
+			Wire: wire.Options{
+				AWS:    []awsclient.Option{fi.Option(), func(c *aws.Config) { c.Logger = logging.Nop{} }},
+				Runner: []stage.Option{stage.WithRand(retry.NewRand(jitterSeed + uint64(n)))},
+				Wrap: func(_ job.Stage, fn stage.Func) stage.Func {
+					return func(ctx context.Context, m job.Message, attempt int) error {
+						return fn(withScope(ctx, &scope{crashable: true, jobs: []job.ID{m.JobID}}), m, attempt)
+					}
+				},
+			},
 			// Calls made inside an invocation may crash it; they are
 			// attributed to the jobs of the batch, then of the message.
 			Crash: func(_ job.Stage, h devstack.SQSHandler) devstack.SQSHandler {
@@ -204,11 +210,6 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 						bodies[i] = r.Body
 					}
 					return h(withScope(ctx, &scope{crashable: true, jobs: batchJobs(bodies)}), ev)
-				}
-			},
-			Wrap: func(_ job.Stage, fn stage.Func) stage.Func {
-				return func(ctx context.Context, m job.Message, attempt int) error {
-					return fn(withScope(ctx, &scope{crashable: true, jobs: []job.ID{m.JobID}}), m, attempt)
 				}
 			},
 			// The feedback function fails records, and its invocations
@@ -226,7 +227,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// is, like every worker.
 	bctx, stopBridge := context.WithCancel(ctx)
 	defer stopBridge()
-	bridge := &devstack.SESEventBridge{Store: &feedback.SESEmulator{BaseURL: st.SESURL}, SNS: clean.SNS,
+	bridge := &devstack.SESEventBridge{Store: &devstack.SESEmulator{BaseURL: st.SESURL}, SNS: clean.SNS,
 		TopicARN: res.EventsTopicARN, Log: log.With("bridge", "ses-events"), Deliver: evf.deliver}
 	go bridge.Run(bctx)
 	go evf.run(bctx)

@@ -11,11 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/deadletter"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/store"
@@ -23,7 +21,7 @@ import (
 
 // checker reads the end state through fault-free clients.
 type checker struct {
-	clean *awsclient.Clients
+	clean *devstack.Clients
 	res   devstack.Resources
 	ses   string
 }
@@ -159,7 +157,7 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 			wanted[delivery.ID(job.ChangelistKey("generic", sp.Changelist), r, 1)] = want{sp.ID, r}
 		}
 	}
-	emails, err := (&feedback.SESEmulator{BaseURL: c.ses}).Emails(ctx)
+	emails, err := (&devstack.SESEmulator{BaseURL: c.ses}).Emails(ctx)
 	if err != nil {
 		return fmt.Errorf("read the SES store: %w", err)
 	}

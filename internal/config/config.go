@@ -1,6 +1,12 @@
 // Package config reads every function's settings from environment
 // variables, the way Lambda passes them. The README's configuration table
 // lists each variable; keep the two in step.
+//
+// It is a leaf of plain values: it checks what can be checked from the
+// values alone (formats, durations, lengths) and imports no adapter. What
+// needs an adapter to check — a GitLab signing secret's encoding, the
+// reviewer directory's shape — is checked by the function that uses it,
+// at init (internal/wire).
 package config
 
 import (
@@ -12,20 +18,52 @@ import (
 	"strings"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/queue"
-	"github.com/criticizer/criticizer/internal/source"
-	"github.com/criticizer/criticizer/internal/webhook"
 )
+
+// Endpoints overrides AWS service endpoints; empty fields use AWS's own.
+// The variables are the SDK's standard ones (AWS_ENDPOINT_URL_<SERVICE>),
+// read here once so the override is visible in one place.
+type Endpoints struct {
+	DynamoDB       string
+	SQS            string
+	SES            string
+	S3             string
+	SecretsManager string
+}
+
+// EndpointsFromEnv reads the SDK's standard endpoint variables, with
+// AWS_ENDPOINT_URL as the fallback for each service.
+func EndpointsFromEnv(getenv func(string) string) Endpoints {
+	all := getenv("AWS_ENDPOINT_URL")
+	pick := func(name string) string {
+		if v := getenv("AWS_ENDPOINT_URL_" + name); v != "" {
+			return v
+		}
+		return all
+	}
+	return Endpoints{DynamoDB: pick("DYNAMODB"), SQS: pick("SQS"), SES: pick("SESV2"), S3: pick("S3"),
+		SecretsManager: pick("SECRETS_MANAGER")}
+}
+
+// Local reports whether any endpoint is overridden, i.e. we talk to emulators.
+func (e Endpoints) Local() bool {
+	return e.DynamoDB != "" || e.SQS != "" || e.SES != "" || e.S3 != ""
+}
+
+// Queues names each stage's queue and dead-letter queue.
+type Queues struct {
+	Queue map[job.Stage]string
+	DLQ   map[job.Stage]string
+}
 
 // Config is the whole configuration. Each function uses the part it needs.
 type Config struct {
-	Endpoints        awsclient.Endpoints
+	Endpoints        Endpoints
 	JobsTable        string
 	DeliveriesTable  string
 	PayloadBucket    string
-	Queues           queue.URLs
+	Queues           Queues
 	WebhookSecret    string
 	MailFrom         string
 	ConfigurationSet string
@@ -88,9 +126,6 @@ type Config struct {
 	// a JSON object whose keys are names in SecretEnv; they fill in those
 	// that the environment leaves unset. Read once at init (see app.New).
 	SecretsARN string
-	// SecretsManagerEndpoint overrides the Secrets Manager endpoint
-	// (AWS_ENDPOINT_URL_SECRETS_MANAGER, else AWS_ENDPOINT_URL).
-	SecretsManagerEndpoint string
 }
 
 // OpenAIConfig is an OpenAI-compatible chat completions server.
@@ -236,11 +271,11 @@ func DLQEnv(s job.Stage) string { return "CRITICIZER_" + strings.ToUpper(string(
 // FromEnv reads the configuration with defaults for what may be omitted.
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
-		Endpoints:        awsclient.EndpointsFromEnv(getenv),
+		Endpoints:        EndpointsFromEnv(getenv),
 		JobsTable:        or(getenv(EnvJobsTable), "criticizer-jobs"),
 		DeliveriesTable:  or(getenv(EnvDeliveriesTable), "criticizer-deliveries"),
 		PayloadBucket:    or(getenv(EnvPayloadBucket), "criticizer-payloads"),
-		Queues:           queue.URLs{Queue: map[job.Stage]string{}, DLQ: map[job.Stage]string{}},
+		Queues:           Queues{Queue: map[job.Stage]string{}, DLQ: map[job.Stage]string{}},
 		WebhookSecret:    getenv(EnvWebhookSecret),
 		MailFrom:         or(getenv(EnvMailFrom), "Criticizer <criticizer@example.com>"),
 		ConfigurationSet: getenv(EnvConfigurationSet),
@@ -257,7 +292,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.Queues.DLQ[s] = getenv(DLQEnv(s))
 	}
 	c.SecretsARN = strings.TrimSpace(getenv(EnvSecretsARN))
-	c.SecretsManagerEndpoint = or(getenv("AWS_ENDPOINT_URL_SECRETS_MANAGER"), getenv("AWS_ENDPOINT_URL"))
 	c.Critic = strings.ToLower(strings.TrimSpace(or(getenv(EnvCritic), CriticOffline)))
 	c.BedrockModelID = strings.TrimSpace(getenv(EnvBedrockModelID))
 	c.OpenAI = OpenAIConfig{BaseURL: or(strings.TrimSpace(getenv(EnvOpenAIBaseURL)), DefaultOpenAIURL),
@@ -387,11 +421,6 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
-	if c.GitLab.Configured() {
-		if err := (webhook.GitLab{Token: []byte(c.GitLab.WebhookToken), SigningSecret: c.GitLab.SigningSecret}).Validate(); err != nil {
-			return fmt.Errorf("%s: %w", EnvGitLabSigningSecret, err)
-		}
-	}
 	if c.PublicURL != "" {
 		if err := checkURL(EnvPublicURL, c.PublicURL); err != nil {
 			return err
@@ -413,25 +442,7 @@ func (c Config) Validate() error {
 	if c.AdminAPIKey != "" && len(c.AdminAPIKey) < MinAdminAPIKeyBytes {
 		return fmt.Errorf("%s: want at least %d characters (e.g. openssl rand -hex 32)", EnvAdminAPIKey, MinAdminAPIKeyBytes)
 	}
-	if c.ReviewerDirectory != "" {
-		if _, err := source.ParseStaticDirectory([]byte(c.ReviewerDirectory)); err != nil {
-			return fmt.Errorf("%s: %w", EnvReviewerDirectory, err)
-		}
-	}
 	return nil
-}
-
-// Directory returns the configured reviewer directory; nil when none is
-// configured.
-func (c Config) Directory() (*source.StaticDirectory, error) {
-	if c.ReviewerDirectory == "" {
-		return nil, nil
-	}
-	d, err := source.ParseStaticDirectory([]byte(c.ReviewerDirectory))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", EnvReviewerDirectory, err)
-	}
-	return d, nil
 }
 
 // ApplySecrets fills in, from a CRITICIZER_SECRETS_ARN secret's values

@@ -2,18 +2,27 @@ package devstack
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/app"
+	"github.com/criticizer/criticizer/internal/api"
+	"github.com/criticizer/criticizer/internal/blob"
 	"github.com/criticizer/criticizer/internal/config"
-	"github.com/criticizer/criticizer/internal/feedback"
+	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/stage"
 	"github.com/criticizer/criticizer/internal/sweeper"
+	"github.com/criticizer/criticizer/internal/wire"
+	"github.com/criticizer/criticizer/internal/wire/feedback"
+	"github.com/criticizer/criticizer/internal/wire/fetch"
+	"github.com/criticizer/criticizer/internal/wire/intake"
+	"github.com/criticizer/criticizer/internal/wire/llm"
+	"github.com/criticizer/criticizer/internal/wire/notify"
+	wiresweeper "github.com/criticizer/criticizer/internal/wire/sweeper"
 )
 
 // FunctionOptions tune the local functions.
@@ -22,12 +31,11 @@ type FunctionOptions struct {
 	Pollers int
 	// Sender replaces SES for the notifier (fault injection); nil uses SES.
 	Sender pipeline.Sender
-	// Wrap wraps each stage's work (fault injection at stage boundaries).
-	Wrap func(job.Stage, stage.Func) stage.Func
-	// App options (SDK middleware, clock).
-	App []app.Option
-	// Runner options (jitter seed).
-	Runner []stage.Option
+	// Critic replaces the configured critic of the llm stage.
+	Critic critic.Critic
+	// Wire options: SDK middleware, clock, a wrapper of each stage's work,
+	// runner options (the jitter seed).
+	Wire wire.Options
 	// Timeout of one invocation.
 	Timeout time.Duration
 	// SweepEvery runs the sweeper on this interval (the EventBridge
@@ -42,22 +50,29 @@ type FunctionOptions struct {
 	Feedback func(SQSHandler) SQSHandler
 }
 
-// Functions are the Lambda handlers running in this process: the API
-// behind an http.Handler, and one or more pollers per stage queue.
+// Functions are the Lambda handlers running in this process, each built by
+// its function's own constructor (internal/wire), as in Lambda: the API
+// behind an http.Handler, and pollers for every queue. The stores and
+// queue are there for tests to look at and act on.
 type Functions struct {
-	App     *app.App
-	API     http.Handler
+	API http.Handler
+	// Intake is the handler behind API, for callers that speak API
+	// Gateway events directly (the benchmark).
+	Intake  *api.Handler
 	Runners map[job.Stage]*stage.Runner
 	// Bridge is the SES event bridge, nil when it is off.
 	Bridge *SESEventBridge
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	*wire.Base
+	Blobs   *blob.Store
+	Sweeper *sweeper.Sweeper
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // LocalUnsubscribeKey signs unsubscribe tokens on the local stack only.
 const LocalUnsubscribeKey = "local-unsubscribe-signing-key-not-for-production"
 
-// StartFunctions builds the App from cfg and starts the stage pollers.
+// StartFunctions builds each function from cfg and starts the pollers.
 func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *slog.Logger, o FunctionOptions) (*Functions, error) {
 	// Unsubscribe links need a signing key and a base URL; the local stack
 	// has fixed ones unless the caller chose.
@@ -67,68 +82,78 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://127.0.0.1:3000"
 	}
-	a, err := app.New(ctx, cfg, log, o.App...)
-	if err != nil {
-		return nil, err
-	}
-	api, err := a.API()
-	if err != nil {
-		return nil, err
-	}
 	if o.Pollers < 1 {
 		o.Pollers = 1
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 30 * time.Second
 	}
-	f := &Functions{App: a, API: HTTPAPI(api.Handle), Runners: map[job.Stage]*stage.Runner{}}
+	base, err := wire.NewBase(ctx, cfg, log, o.Wire)
+	if err != nil {
+		return nil, err
+	}
+	apiH, err := intake.New(ctx, cfg, log, o.Wire)
+	if err != nil {
+		return nil, err
+	}
+	sw, err := wiresweeper.New(ctx, cfg, log, o.Wire)
+	if err != nil {
+		return nil, err
+	}
+	f := &Functions{API: HTTPAPI(apiH.Handle), Intake: apiH, Runners: map[job.Stage]*stage.Runner{}, Base: base, Sweeper: sw,
+		Blobs: blob.New(blob.NewS3(base.AWS, cfg.Endpoints.S3), cfg.PayloadBucket)}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
 	for _, s := range job.Stages() {
-		var fn stage.Func
-		if s == job.StageNotify && o.Sender != nil {
-			n, err := a.Notify(o.Sender)
-			if err != nil {
-				cancel()
-				return nil, err
-			}
-			fn = n.Handle
-		} else if fn, err = a.StageFunc(s); err != nil {
+		var r *stage.Runner
+		switch s {
+		case job.StageFetch:
+			r, err = fetch.New(ctx, cfg, log, o.Wire)
+		case job.StageLLM:
+			r, err = llm.New(ctx, cfg, log, o.Wire, o.Critic)
+		case job.StageNotify:
+			r, err = notify.New(ctx, cfg, log, o.Wire, o.Sender)
+		}
+		if err != nil {
 			cancel()
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", s, err)
 		}
-		if o.Wrap != nil {
-			fn = o.Wrap(s, fn)
-		}
-		r := a.Runner(s, fn, o.Runner...)
 		f.Runners[s] = r
 		var h SQSHandler = r.Handle
 		if o.Crash != nil {
 			h = o.Crash(s, h)
 		}
 		for range o.Pollers {
-			p := &Poller{SQS: a.Clients.SQS, QueueURL: res.Queues.Queue[s], QueueARN: res.QueueARNs[s], Handler: h,
+			p := &Poller{SQS: base.SQS, QueueURL: res.Queues.Queue[s], QueueARN: res.QueueARNs[s], Handler: h,
 				BatchSize: 10, Timeout: o.Timeout, Log: log.With("poller", string(s))}
-			f.wg.Add(1)
-			go func() { defer f.wg.Done(); p.Run(pctx) }()
+			f.start(func() { p.Run(pctx) })
 		}
 	}
 	if res.FeedbackQueue != "" {
-		var h SQSHandler = a.Feedback().Handle
+		fb, err := feedback.New(ctx, cfg, log, o.Wire)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		var h SQSHandler = fb.Handle
 		if o.Feedback != nil {
 			h = o.Feedback(h)
 		}
-		p := &Poller{SQS: a.Clients.SQS, QueueURL: res.FeedbackQueue, QueueARN: res.FeedbackQueueARN, Handler: h,
+		p := &Poller{SQS: base.SQS, QueueURL: res.FeedbackQueue, QueueARN: res.FeedbackQueueARN, Handler: h,
 			BatchSize: 10, Timeout: o.Timeout, Log: log.With("poller", "feedback")}
 		f.start(func() { p.Run(pctx) })
 		if !o.NoEventBridge && cfg.SESStoreURL != "" {
-			f.Bridge = &SESEventBridge{Store: &feedback.SESEmulator{BaseURL: cfg.SESStoreURL}, SNS: a.Clients.SNS, TopicARN: res.EventsTopicARN,
+			clients, err := NewClients(ctx, cfg.Endpoints)
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			f.Bridge = &SESEventBridge{Store: &SESEmulator{BaseURL: cfg.SESStoreURL}, SNS: clients.SNS, TopicARN: res.EventsTopicARN,
 				ConfigurationSet: cfg.ConfigurationSet, Log: log.With("bridge", "ses-events")}
 			f.start(func() { f.Bridge.Run(pctx) })
 		}
 	}
 	if o.SweepEvery > 0 {
-		sw := a.Sweeper()
 		f.start(func() {
 			for pctx.Err() == nil {
 				sleep(pctx, o.SweepEvery)
@@ -154,3 +179,49 @@ func (f *Functions) Stop() {
 	f.cancel()
 	f.wg.Wait()
 }
+
+// Handler returns a function's Lambda handler, built by its own
+// constructor: the value its main passes to lambda.Start. `devstack
+// invoke` and the events/ tests wrap it with lambda.NewHandler, so a sample
+// event goes through the runtime's own decoding.
+func Handler(ctx context.Context, name string, cfg config.Config, log *slog.Logger, o wire.Options) (any, error) {
+	switch name {
+	case "intake":
+		h, err := intake.New(ctx, cfg, log, o)
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle, nil
+	case "fetch", "llm", "notify":
+		var r *stage.Runner
+		var err error
+		switch name {
+		case "fetch":
+			r, err = fetch.New(ctx, cfg, log, o)
+		case "llm":
+			r, err = llm.New(ctx, cfg, log, o, nil)
+		default:
+			r, err = notify.New(ctx, cfg, log, o, nil)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return r.Handle, nil
+	case "feedback":
+		h, err := feedback.New(ctx, cfg, log, o)
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle, nil
+	case "sweeper":
+		s, err := wiresweeper.New(ctx, cfg, log, o)
+		if err != nil {
+			return nil, err
+		}
+		return wiresweeper.Handler(s), nil
+	}
+	return nil, fmt.Errorf("unknown function %q (one of %v)", name, Names())
+}
+
+// Names lists every Lambda function, as in functions/<name>.
+func Names() []string { return []string{"feedback", "fetch", "intake", "llm", "notify", "sweeper"} }

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/queue"
@@ -40,7 +39,7 @@ type Resources struct {
 // Provision creates the tables, the stage queues with their dead-letter
 // queues and redrive policies, and the payload bucket, named with prefix.
 // It is idempotent: existing resources are kept.
-func Provision(ctx context.Context, c *awsclient.Clients, prefix string) (Resources, error) {
+func Provision(ctx context.Context, c *Clients, prefix string) (Resources, error) {
 	r := Resources{
 		JobsTable: prefix + "-jobs", DeliveriesTable: prefix + "-deliveries", PayloadBucket: prefix + "-payloads",
 		Queues: queue.URLs{Queue: map[job.Stage]string{}, DLQ: map[job.Stage]string{}}, QueueARNs: map[job.Stage]string{},

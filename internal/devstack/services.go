@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/config"
 )
 
 // Ports are where the emulators listen, all on 127.0.0.1.
@@ -49,8 +49,8 @@ func FreePorts() (Ports, error) {
 }
 
 // Endpoints returns the SDK endpoints for these ports.
-func (p Ports) Endpoints() awsclient.Endpoints {
-	return awsclient.Endpoints{
+func (p Ports) Endpoints() config.Endpoints {
+	return config.Endpoints{
 		DynamoDB: fmt.Sprintf("http://127.0.0.1:%d", p.DynamoDB),
 		SQS:      fmt.Sprintf("http://127.0.0.1:%d", p.SQS),
 		S3:       fmt.Sprintf("http://127.0.0.1:%d", p.SQS),

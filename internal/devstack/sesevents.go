@@ -29,7 +29,7 @@ import (
 // Tests stall the evidence path with Pause and Resume, and the chaos
 // campaign reorders, drops, duplicates and delays events through Deliver.
 type SESEventBridge struct {
-	Store    *feedback.SESEmulator
+	Store    *SESEmulator
 	SNS      *sns.Client
 	TopicARN string
 	// ConfigurationSet, if set, is put in each event's

@@ -113,10 +113,10 @@ func TestAdminRerun_DryRunThenVersionPlusOne_EachRecipientOnceMore_000_10_4(t *t
 	if strings.Contains(string(b), "ann@") {
 		t.Fatalf("dry run shows a full address: %s", b)
 	}
-	if v, id, err := s.fns.App.Jobs.LatestVersion(ctx, "generic", cl); err != nil || v != 1 || id != v1 {
+	if v, id, err := s.fns.Jobs.LatestVersion(ctx, "generic", cl); err != nil || v != 1 || id != v1 {
 		t.Fatalf("after the dry run the head is %d %s (%v), want v1", v, id, err)
 	}
-	if _, err := s.fns.App.Jobs.Get(ctx, job.NewID("generic", cl, 2)); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.fns.Jobs.Get(ctx, job.NewID("generic", cl, 2)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the dry run created a v2 job: %v", err)
 	}
 
@@ -282,7 +282,7 @@ func TestAdminPreviews_RenderEveryTemplate_DryRunShowsUnsubscribed(t *testing.T)
 	cl := "octo/dry#" + strings.TrimPrefix(testenv.Prefix(t), "t")
 	j := accept(t, s, "v1-"+cl, sample(t, cl, 1, "ann@example.com", "bo@example.com"))
 	s.waitJob(j, 30*time.Second, job.StatusSucceeded)
-	if err := s.fns.App.Recipients.Unsubscribe(context.Background(), unsubscribe.RecipientID("ann@example.com"), unsubscribe.Repository("generic", cl), false); err != nil {
+	if err := s.fns.Recipients.Unsubscribe(context.Background(), unsubscribe.RecipientID("ann@example.com"), unsubscribe.Repository("generic", cl), false); err != nil {
 		t.Fatal(err)
 	}
 	code, b = s.admin(http.MethodPost, "/admin/rerun", adminKey, map[string]any{"source": "generic", "changelist_id": cl, "dry_run": true})

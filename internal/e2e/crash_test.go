@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/wire"
 	"os"
 	"sync"
 	"testing"
@@ -15,7 +17,6 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/deadletter"
 	"github.com/criticizer/criticizer/internal/devstack"
@@ -107,7 +108,7 @@ func TestCrashPoints_ExactlyOneEmailPerRecipient_000_10_3(t *testing.T) {
 					if err := fn(ctx, m, attempt); err != nil {
 						return err
 					}
-					return s.fns.App.Queue.Enqueue(ctx, job.Message{JobID: m.JobID, Stage: job.StageNotify})
+					return s.fns.Queue.Enqueue(ctx, job.Message{JobID: m.JobID, Stage: job.StageNotify})
 				}
 			}
 		}},
@@ -142,9 +143,9 @@ func TestCrashPoints_ExactlyOneEmailPerRecipient_000_10_3(t *testing.T) {
 			t.Parallel()
 			var s *stack
 			inj := fault.New()
-			opts := devstack.FunctionOptions{Pollers: 2, App: []app.Option{app.WithAWSOptions(inj.Option())}}
+			opts := devstack.FunctionOptions{Pollers: 2, Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}}
 			if c.wrap != nil {
-				opts.Wrap = func(st job.Stage, fn stage.Func) stage.Func { return c.wrap(s)(st, fn) }
+				opts.Wire.Wrap = func(st job.Stage, fn stage.Func) stage.Func { return c.wrap(s)(st, fn) }
 			}
 			s = startStack(t, opts, func(cfg *config.Config) {
 				cfg.DeliveryLease, cfg.EvidenceMargin = time.Second, 2*time.Second

@@ -10,12 +10,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/testenv"
+	"github.com/criticizer/criticizer/internal/wire"
 )
 
 // Every sample in events/ (the ones `sam local invoke -e` and
@@ -34,11 +35,12 @@ func TestSampleEvents_DriveEachFunction(t *testing.T) {
 	cfg.MaxSendRate = 0
 	res.Apply(&cfg)
 	var logs strings.Builder
-	a, err := app.New(context.Background(), cfg, obs.NewLogger(&syncWriter{w: &logs}, "info"))
+	log := obs.NewLogger(&syncWriter{w: &logs}, "info")
+	ctx := context.Background()
+	a, err := wire.NewBase(ctx, cfg, log, wire.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	invoke := func(fn, file string, edit ...func([]byte) []byte) []byte {
 		t.Helper()
 		payload, err := os.ReadFile("../../events/" + file)
@@ -48,7 +50,7 @@ func TestSampleEvents_DriveEachFunction(t *testing.T) {
 		for _, e := range edit {
 			payload = e(payload)
 		}
-		h, err := a.Handler(fn)
+		h, err := devstack.Handler(ctx, fn, cfg, log, wire.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

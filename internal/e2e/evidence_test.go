@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/wire"
 	"os"
 	"strings"
 	"sync"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 
-	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
@@ -30,7 +31,7 @@ func to(addr string) func(any) bool {
 
 func (s *stack) row(id string) delivery.Row {
 	s.t.Helper()
-	r, err := s.fns.App.Deliveries.Get(context.Background(), id)
+	r, err := s.fns.Deliveries.Get(context.Background(), id)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestEvidencePathStopped_AmbiguousSendsHeld_SettleWhenItResumes(t *testing.T
 		}
 		return fault.Rule{}, false
 	})
-	s := startStack(t, devstack.FunctionOptions{SweepEvery: time.Second, App: []app.Option{app.WithAWSOptions(inj.Option())}},
+	s := startStack(t, devstack.FunctionOptions{SweepEvery: time.Second, Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}},
 		func(c *config.Config) { c.DeliveryLease, c.EvidenceMargin = time.Second, 2*time.Second })
 	s.fns.Bridge.Pause()
 	cl := testenv.Prefix(t)
@@ -151,7 +152,7 @@ func TestRemainingWindow_EveryEventOfALostAnswerLost_ResentAndDetected(t *testin
 	cl := testenv.Prefix(t)
 	did := delivery.ID(job.ChangelistKey("generic", cl), rcpt, 1)
 	first := ""
-	s := startStack(t, devstack.FunctionOptions{App: []app.Option{app.WithAWSOptions(inj.Option())}},
+	s := startStack(t, devstack.FunctionOptions{Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}},
 		func(c *config.Config) { c.DeliveryLease, c.EvidenceMargin = time.Second, 2*time.Second })
 	s.fns.Bridge.Deliver = func(ctx context.Context, evs []devstack.SESEvent, publish func(context.Context, devstack.SESEvent) error) error {
 		for _, e := range evs {
@@ -232,8 +233,8 @@ func TestOperator_ReconcilingRowRequeuedWithANote(t *testing.T) {
 	ctx := context.Background()
 	// The evidence path catches up past the send (other mail flows).
 	eventually(t, 30*time.Second, "the sweeper to move the row to reconciling", func() bool {
-		_ = s.fns.App.Evidence.Advance(ctx, "", time.Now())
-		if _, err := s.fns.App.Sweeper().Run(ctx); err != nil {
+		_ = s.fns.Evidence.Advance(ctx, "", time.Now())
+		if _, err := s.fns.Sweeper.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return s.row(did).Status == delivery.StatusReconciling

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/wire"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/criticizer/criticizer/internal/api"
-	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/deadletter"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/fault"
@@ -114,7 +115,7 @@ func accept(t *testing.T, s *stack, key string, body []byte) job.ID {
 func TestNotify_ThrottledFourTimesThenSucceeds_NoDeadLetter_001_8_3(t *testing.T) {
 	t.Parallel()
 	inj := fault.New(fault.Rule{Service: "SESv2", Operation: "SendEmail", Kind: fault.Throttle, Times: 4})
-	s := startStack(t, devstack.FunctionOptions{App: []app.Option{app.WithAWSOptions(inj.Option())}})
+	s := startStack(t, devstack.FunctionOptions{Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}})
 	cl := testenv.Prefix(t)
 	id := accept(t, s, "k-"+cl, sample(t, cl, 1, "solo@example.com"))
 
@@ -198,7 +199,7 @@ func TestFetch_FailsFiveTimes_OneEnvelope_ReplayCompletes_001_8_4(t *testing.T) 
 	if b := dlqBodies(t, s, job.StageFetch); len(b) != 0 {
 		t.Fatalf("the replayed item is still in the DLQ")
 	}
-	rec, err := s.fns.App.Jobs.DeadLetter(context.Background(), env.ID)
+	rec, err := s.fns.Jobs.DeadLetter(context.Background(), env.ID)
 	if err != nil || rec.State != "replayed" || !strings.Contains(string(rec.Envelope), "INC-42") {
 		t.Fatalf("audit record %+v %v: want the note recorded", rec, err)
 	}
@@ -273,7 +274,7 @@ func TestRedrivenRawMessage_ListedAndReplayed_001_8_5(t *testing.T) {
 	t.Parallel()
 	// Every attempt the SDK makes (it retries SendMessage) is throttled.
 	inj := fault.New(fault.Rule{Service: "SQS", Operation: "SendMessage", Kind: fault.Throttle, Times: sdkAttempts})
-	s := startStack(t, devstack.FunctionOptions{App: []app.Option{app.WithAWSOptions(inj.Option())}})
+	s := startStack(t, devstack.FunctionOptions{Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}})
 	cl := testenv.Prefix(t)
 	// Intake persists the job, then cannot enqueue it: 503, retry with the key.
 	resp, b := s.post("k-"+cl, sample(t, cl, 1, "raw@example.com"))

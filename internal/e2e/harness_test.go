@@ -20,7 +20,6 @@ import (
 
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/webhook"
@@ -126,13 +125,13 @@ func (s *stack) getJSON(path string, v any) int {
 }
 
 // emailsFor returns the stored emails whose subject names the changelist.
-func emailsFor(t *testing.T, ses *feedback.SESEmulator, changelistID string) []feedback.StoredEmail {
+func emailsFor(t *testing.T, ses *devstack.SESEmulator, changelistID string) []devstack.StoredEmail {
 	t.Helper()
 	all, err := ses.Emails(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []feedback.StoredEmail
+	var out []devstack.StoredEmail
 	for _, e := range all {
 		if strings.Contains(e.Subject, "] "+changelistID+" ") {
 			out = append(out, e)
@@ -142,7 +141,7 @@ func emailsFor(t *testing.T, ses *feedback.SESEmulator, changelistID string) []f
 }
 
 // perRecipient counts emails per recipient.
-func perRecipient(emails []feedback.StoredEmail) map[string]int {
+func perRecipient(emails []devstack.StoredEmail) map[string]int {
 	n := map[string]int{}
 	for _, e := range emails {
 		for _, to := range e.Destination.To {

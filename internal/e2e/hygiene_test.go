@@ -104,7 +104,7 @@ func TestUnsubscribe_OneClickPostEmpty200_NextVersionSkips_004_6(t *testing.T) {
 			t.Fatalf("ann's v3 row is %q, want skipped_unsubscribed", d.Status)
 		}
 	}
-	row, err := s.fns.App.Deliveries.Get(context.Background(), annV3)
+	row, err := s.fns.Deliveries.Get(context.Background(), annV3)
 	if err != nil || row.Status != delivery.StatusSkippedUnsubscribed || row.Attempts != 0 || !row.NotifiedAt.IsZero() {
 		t.Fatalf("ann's v3 row %+v (%v), want skipped_unsubscribed, never attempted", row.Status, err)
 	}
@@ -138,11 +138,11 @@ func TestSuppression_PermanentBounceStopsLaterSends_004_Phase7(t *testing.T) {
 	clKey := job.ChangelistKey("generic", cl)
 	gone, full := delivery.ID(clKey, "gone@example.com", 1), delivery.ID(clKey, "full@example.com", 1)
 	snsc := s.env.Clients.SNS
-	fullRow, err := s.fns.App.Deliveries.Get(ctx, full)
+	fullRow, err := s.fns.Deliveries.Get(ctx, full)
 	if err != nil || fullRow.NotificationID == "" {
 		t.Fatalf("full's row %+v (%v): want a provider message id", fullRow, err)
 	}
-	goneRow, err := s.fns.App.Deliveries.Get(ctx, gone)
+	goneRow, err := s.fns.Deliveries.Get(ctx, gone)
 	if err != nil || goneRow.NotificationID == "" {
 		t.Fatalf("gone's row %+v (%v): want a provider message id", goneRow, err)
 	}
@@ -158,13 +158,13 @@ func TestSuppression_PermanentBounceStopsLaterSends_004_Phase7(t *testing.T) {
 		}
 	}
 	eventually(t, 20*time.Second, "the permanent bounce recorded", func() bool {
-		r, err := s.fns.App.Deliveries.Get(ctx, gone)
+		r, err := s.fns.Deliveries.Get(ctx, gone)
 		return err == nil && r.Status == delivery.StatusSuppressed
 	})
 	// The transient bounce sends full's v1 again (the first copy never
 	// arrived), once, and the job is succeeded again.
 	eventually(t, 60*time.Second, "full's v1 sent again after the transient bounce", func() bool {
-		r, err := s.fns.App.Deliveries.Get(ctx, full)
+		r, err := s.fns.Deliveries.Get(ctx, full)
 		return err == nil && !r.NotifiedAt.IsZero() && r.BounceResends == 1 && r.NotificationID != fullRow.NotificationID
 	})
 	s.waitJob(v1, 30*time.Second, job.StatusSucceeded)
@@ -189,10 +189,10 @@ func TestSuppression_PermanentBounceStopsLaterSends_004_Phase7(t *testing.T) {
 	if per["gone@example.com"] != 0 || per["full@example.com"] != 1 || per["ok@example.com"] != 1 {
 		t.Fatalf("v2 emails %v, want full and ok only", per)
 	}
-	if r, _ := s.fns.App.Deliveries.Get(ctx, full); r.BounceResends != 1 || (r.Status != delivery.StatusSent && r.Status != delivery.StatusDelivered) {
+	if r, _ := s.fns.Deliveries.Get(ctx, full); r.BounceResends != 1 || (r.Status != delivery.StatusSent && r.Status != delivery.StatusDelivered) {
 		t.Fatalf("after a duplicate of the old bounce full's row is %q with %d resends, want sent (or delivered) with 1", r.Status, r.BounceResends)
 	}
-	r, err := s.fns.App.Deliveries.Get(ctx, delivery.ID(clKey, "gone@example.com", 2))
+	r, err := s.fns.Deliveries.Get(ctx, delivery.ID(clKey, "gone@example.com", 2))
 	if err != nil || r.Status != delivery.StatusSuppressed || r.SkipReason != "bounce" || r.Attempts != 0 {
 		t.Fatalf("gone's v2 row %q reason %q attempts %d (%v), want suppressed by bounce, never attempted", r.Status, r.SkipReason, r.Attempts, err)
 	}

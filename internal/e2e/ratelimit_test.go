@@ -2,17 +2,17 @@ package e2e
 
 import (
 	"fmt"
+	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/wire"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/criticizer/criticizer/internal/api"
-	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/fault"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/testenv"
 )
@@ -57,12 +57,12 @@ func TestRateLimit_BurstKeepsConfiguredRate_004_Phase11_5(t *testing.T) {
 		ids = append(ids, accept(t, s, "k-"+cl, sample(t, cl, 1, rcpts...)))
 	}
 
-	mine := func() []feedback.StoredEmail {
+	mine := func() []devstack.StoredEmail {
 		all, err := s.env.SES.Emails(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []feedback.StoredEmail
+		var out []devstack.StoredEmail
 		for _, e := range all {
 			if strings.Contains(e.Subject, "] "+prefix+"-") {
 				out = append(out, e)
@@ -70,7 +70,7 @@ func TestRateLimit_BurstKeepsConfiguredRate_004_Phase11_5(t *testing.T) {
 		}
 		return out
 	}
-	var emails []feedback.StoredEmail
+	var emails []devstack.StoredEmail
 	for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(time.Second) {
 		if emails = mine(); len(emails) >= webhooks*perHook {
 			break
@@ -150,7 +150,7 @@ func TestRateLimit_BurstKeepsConfiguredRate_004_Phase11_5(t *testing.T) {
 
 // perSecondSeries counts emails per SES-store second (whole seconds), from
 // the first second with a send to the last, empty seconds included.
-func perSecondSeries(emails []feedback.StoredEmail) []int {
+func perSecondSeries(emails []devstack.StoredEmail) []int {
 	if len(emails) == 0 {
 		return nil
 	}
@@ -179,7 +179,7 @@ func TestRateLimit_SESThrottlingDoesNotExhaustAttempts_004_Phase11_6(t *testing.
 		fault.Rule{Service: "SESv2", Operation: "SendEmail", Times: throttles / 2, Kind: fault.Throttle, RetryAfter: time.Second},
 		fault.Rule{Service: "SESv2", Operation: "SendEmail", Times: throttles / 2, Kind: fault.Throttle},
 	)
-	s := startStack(t, devstack.FunctionOptions{Pollers: 2, App: []app.Option{app.WithAWSOptions(inj.Option())}})
+	s := startStack(t, devstack.FunctionOptions{Pollers: 2, Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}})
 	cl := testenv.Prefix(t)
 	rcpts := []string{"throttled-a@example.com", "throttled-b@example.com"}
 	id := accept(t, s, "k-"+cl, sample(t, cl, 1, rcpts...))

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/wire"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/criticizer/criticizer/internal/api"
-	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
@@ -85,7 +86,7 @@ func TestPermanentRejection_RowFailedPermanent_JobNeedsIntervention_000_6_5(t *t
 	t.Parallel()
 	var s *stack
 	inj := fault.New()
-	s = startStack(t, devstack.FunctionOptions{App: []app.Option{app.WithAWSOptions(inj.Option())}})
+	s = startStack(t, devstack.FunctionOptions{Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}})
 	inj.Add(fault.Rule{Service: "SESv2", Operation: "SendEmail", Times: 1, Kind: fault.Reject})
 	cl := testenv.Prefix(t)
 	id := accept(t, s, "k-"+cl, sample(t, cl, 1, "only@example.com"))
@@ -118,15 +119,15 @@ func TestSweeper_RecoversUnenqueuedJob_FlagsSentWithoutEvidence_000_8_3(t *testi
 		Stage: job.StageFetch, Attempts: job.Attempts{}, CreatedAt: now, UpdatedAt: now}
 	var m map[string]any
 	_ = json.Unmarshal(sample(t, cl, 1), &m)
-	ref, sha, err := s.fns.App.Blobs.Put(ctx, "diffs", []byte(m["diff"].(string)))
+	ref, sha, err := s.fns.Blobs.Put(ctx, "diffs", []byte(m["diff"].(string)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	j.DiffRef, j.DiffSHA256 = ref, sha
-	if res, err := s.fns.App.Jobs.Create(ctx, store.CreateRequest{Job: j, IdempotencyKeySHA: "x", RequestSHA256: "y", ResponseStatus: 202, ResponseBody: []byte("{}"), TTL: time.Hour}); err != nil || res.Outcome != store.Created {
+	if res, err := s.fns.Jobs.Create(ctx, store.CreateRequest{Job: j, IdempotencyKeySHA: "x", RequestSHA256: "y", ResponseStatus: 202, ResponseBody: []byte("{}"), TTL: time.Hour}); err != nil || res.Outcome != store.Created {
 		t.Fatalf("create: %v %v", res.Outcome, err)
 	}
-	sw := s.fns.App.Sweeper()
+	sw := s.fns.Sweeper
 	rep, err := sw.Run(ctx)
 	if err != nil || rep.JobsRequeued != 1 {
 		t.Fatalf("sweep: %+v %v, want 1 job requeued", rep, err)
@@ -145,7 +146,7 @@ func TestSweeper_RecoversUnenqueuedJob_FlagsSentWithoutEvidence_000_8_3(t *testi
 	}
 	// Once it has recorded events from after the send (plus the margin)
 	// and none names the row, the row is an ordering-contract suspect.
-	if err := s.fns.App.Evidence.Advance(ctx, "", time.Now().Add(s.cfg.EvidenceMargin+time.Second)); err != nil {
+	if err := s.fns.Evidence.Advance(ctx, "", time.Now().Add(s.cfg.EvidenceMargin+time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = sw.Run(ctx)
@@ -155,7 +156,7 @@ func TestSweeper_RecoversUnenqueuedJob_FlagsSentWithoutEvidence_000_8_3(t *testi
 	// Regression: the job kept reading succeeded while its row was held.
 	s.waitJob(j.ID, 10*time.Second, job.StatusNeedsIntervention)
 	var rows []delivery.Row
-	_ = s.fns.App.Deliveries.Scan(ctx, expression.Name("job_id").Equal(expression.Value(string(j.ID))), func(r delivery.Row) error {
+	_ = s.fns.Deliveries.Scan(ctx, expression.Name("job_id").Equal(expression.Value(string(j.ID))), func(r delivery.Row) error {
 		rows = append(rows, r)
 		return nil
 	})

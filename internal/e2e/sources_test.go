@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/criticizer/criticizer/internal/awsclient"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,15 +23,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/api"
-	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/webhook"
+	"github.com/criticizer/criticizer/internal/wire"
 )
 
 // These tests drive the code review system sources end to end: a recorded
@@ -127,13 +128,13 @@ func (s *stack) postGitHub(event, deliveryID string, body []byte, secret string)
 }
 
 // emailsTo returns the stored emails addressed to one recipient.
-func emailsTo(t *testing.T, ses *feedback.SESEmulator, rcpt string) []feedback.StoredEmail {
+func emailsTo(t *testing.T, ses *devstack.SESEmulator, rcpt string) []devstack.StoredEmail {
 	t.Helper()
 	all, err := ses.Emails(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []feedback.StoredEmail
+	var out []devstack.StoredEmail
 	for _, e := range all {
 		for _, to := range e.Destination.To {
 			if strings.EqualFold(to, rcpt) {
@@ -156,7 +157,7 @@ func (s *stack) scanAll(table string) []map[string]types.AttributeValue {
 
 func (s *stack) deliveryRow(id string) delivery.Row {
 	s.t.Helper()
-	r, err := s.fns.App.Deliveries.Get(context.Background(), id)
+	r, err := s.fns.Deliveries.Get(context.Background(), id)
 	if err != nil {
 		s.t.Fatalf("delivery row %s: %v", id, err)
 	}
@@ -483,11 +484,7 @@ func TestSourceSampleEvents_AcceptedByIntake(t *testing.T) {
 	cfg.GitHub.WebhookSecret, cfg.GitLab.WebhookToken = "local-dev-secret", "local-dev-secret"
 	cfg.Gerrit = config.GerritConfig{WebhookToken: "local-dev-secret", APIURL: "http://127.0.0.1:1"}
 	res.Apply(&cfg)
-	a, err := app.New(context.Background(), cfg, obs.NewLogger(io.Discard, "error"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := a.Handler("intake")
+	h, err := devstack.Handler(context.Background(), "intake", cfg, obs.NewLogger(io.Discard, "error"), wire.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,20 +538,25 @@ func TestSecretsARN_FillsUnsetSettings(t *testing.T) {
 		}
 	}))
 	defer sm.Close()
-	build := func(arn string) (*app.App, error) {
+	build := func(arn string) (config.Config, error) {
 		cfg, err := config.FromEnv(func(string) string { return "" })
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg.Endpoints, cfg.WebhookSecret = env.Endpoints, "from-the-env"
-		cfg.SecretsARN, cfg.SecretsManagerEndpoint = arn, sm.URL
+		cfg.SecretsARN, cfg.Endpoints.SecretsManager = arn, sm.URL
 		res.Apply(&cfg)
-		return app.New(context.Background(), cfg, obs.NewLogger(io.Discard, "error"))
+		awsCfg, err := awsclient.Load(context.Background(), cfg.Endpoints)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return secrets.Apply(context.Background(), awsCfg, cfg)
 	}
-	a, err := build(arn + "-ok")
+	got, err := build(arn + "-ok")
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := struct{ Config config.Config }{got}
 	if a.Config.GitHub.WebhookSecret != "from-the-secret" || a.Config.GitHub.Token != "api-token" || a.Config.WebhookSecret != "from-the-env" {
 		t.Fatalf("config after the secret: github %+v, generic secret set from the env: %v", a.Config.GitHub, a.Config.WebhookSecret == "from-the-env")
 	}

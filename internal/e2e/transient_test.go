@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/wire"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/criticizer/criticizer/internal/app"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
@@ -46,12 +47,12 @@ func TestStages_ThrottledJobRead_IsRetriedNotDeadLettered_001_8_2(t *testing.T) 
 		return fault.Rule{}, false
 	})
 	s := startStack(t, devstack.FunctionOptions{
-		App: []app.Option{app.WithAWSOptions(inj.Option())},
-		Wrap: func(st job.Stage, fn stage.Func) stage.Func {
-			return func(ctx context.Context, m job.Message, attempt int) error {
-				return fn(context.WithValue(ctx, inStageKey{}, st), m, attempt)
-			}
-		},
+		Wire: wire.Options{AWS: []awsclient.Option{inj.Option()},
+			Wrap: func(st job.Stage, fn stage.Func) stage.Func {
+				return func(ctx context.Context, m job.Message, attempt int) error {
+					return fn(context.WithValue(ctx, inStageKey{}, st), m, attempt)
+				}
+			}},
 	})
 	cl := testenv.Prefix(t)
 	id := accept(t, s, "k-"+cl, sample(t, cl, 1, "solo@example.com"))
@@ -101,7 +102,7 @@ func TestNotify_SendAnswerLost_SettledFromEvidence_NotResent_000_10_3(t *testing
 				// Provider evidence lands 1.5 s after the send: later than
 				// the stage's first retry, so the row is seen held first.
 				fault.Rule{Service: "DynamoDB", Operation: "UpdateItem", Match: evidenceWrite(did), Kind: fault.Latency, Latency: 1500 * time.Millisecond})
-			s := startStack(t, devstack.FunctionOptions{App: []app.Option{app.WithAWSOptions(inj.Option())}}, func(cfg *config.Config) {
+			s := startStack(t, devstack.FunctionOptions{Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}}, func(cfg *config.Config) {
 				cfg.DeliveryLease, cfg.EvidenceMargin = time.Second, 3*time.Second
 			})
 			id := accept(t, s, "k-"+cl, sample(t, cl, 1, rcpt))
@@ -114,7 +115,7 @@ func TestNotify_SendAnswerLost_SettledFromEvidence_NotResent_000_10_3(t *testing
 			if len(emails) != 1 {
 				t.Fatalf("%d emails, want exactly 1", len(emails))
 			}
-			row, err := s.fns.App.Deliveries.Get(context.Background(), did)
+			row, err := s.fns.Deliveries.Get(context.Background(), did)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -334,7 +334,7 @@ func (n *Notify) claimSendMark(ctx context.Context, r delivery.Row) (row deliver
 // enough of the invocation kept back to mark the row afterwards. ok=false:
 // the invocation is too close to its deadline to start a send.
 func (n *Notify) sendWindow(ctx context.Context) (context.Context, context.CancelFunc, bool) {
-	timeout := cmp.Or(n.SendTimeout, mail.DefaultSendTimeout)
+	timeout := cmp.Or(n.SendTimeout, defaultSendTimeout)
 	if d, ok := ctx.Deadline(); ok {
 		left := time.Until(d)
 		// Keep the mark's time, or a quarter of what is left in a short
@@ -350,6 +350,9 @@ func (n *Notify) sendWindow(ctx context.Context) (context.Context, context.Cance
 }
 
 const (
+	// defaultSendTimeout is the send's own bound when SendTimeout is unset
+	// (the SES sender's is the same: sesmail.DefaultSendTimeout).
+	defaultSendTimeout = 10 * time.Second
 	defaultMarkTimeout = 10 * time.Second
 	minSendWindow      = 200 * time.Millisecond
 )

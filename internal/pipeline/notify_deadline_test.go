@@ -14,6 +14,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/store"
@@ -44,19 +45,21 @@ func outbox(t *testing.T) *store.Deliveries {
 		t.Skip("needs the local stack: run `make test`")
 	}
 	ctx := context.Background()
-	c, err := awsclient.New(ctx, awsclient.EndpointsFromEnv(os.Getenv))
+	ep := config.EndpointsFromEnv(os.Getenv)
+	awsCfg, err := awsclient.Load(ctx, ep)
 	if err != nil {
 		t.Fatal(err)
 	}
+	db := store.NewDynamoDB(awsCfg, ep.DynamoDB)
 	table := fmt.Sprintf("pipeline-%d-deliveries", time.Now().UnixNano())
-	if _, err := c.DynamoDB.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(table),
+	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(table),
 		BillingMode:          ddbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("delivery_id"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
 		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("delivery_id"), KeyType: ddbtypes.KeyTypeHash}},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return store.NewDeliveries(c.DynamoDB, table, nil)
+	return store.NewDeliveries(db, table, nil)
 }
 
 func pendingRow(t *testing.T, d *store.Deliveries, id string) delivery.Row {

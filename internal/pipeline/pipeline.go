@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/blob"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/store"
@@ -23,10 +22,17 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, m job.Message) error
 }
 
-// Base is what every stage needs.
+// Blobs stores diffs (blob.Store, in S3). A reference whose object is gone
+// is reported NOT_FOUND (permanent).
+type Blobs interface {
+	Put(ctx context.Context, prefix string, b []byte) (ref, sha string, err error)
+	Get(ctx context.Context, ref string, limit int64) ([]byte, error)
+}
+
+// Base is what every stage needs. The notify stage has no Blobs.
 type Base struct {
 	Jobs  *store.Jobs
-	Blobs *blob.Store
+	Blobs Blobs
 	Queue Enqueuer
 	Log   *slog.Logger
 	Now   func() time.Time

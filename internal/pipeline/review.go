@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/criticizer/criticizer/internal/blob"
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/retry"
@@ -25,10 +24,9 @@ func (r *Review) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil || !ok {
 		return err
 	}
+	// A diff whose object is gone comes back classified NOT_FOUND
+	// (permanent) by the blob store.
 	diff, err := r.Blobs.Get(ctx, j.DiffRef, MaxDiffBytes)
-	if errors.Is(err, blob.ErrNotFound) {
-		return retry.Permanent(retry.NotFound, err)
-	}
 	if err != nil {
 		return err
 	}

@@ -12,13 +12,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/job"
 )
 
 // URLs names each stage's queue and dead-letter queue.
-type URLs struct {
-	Queue map[job.Stage]string
-	DLQ   map[job.Stage]string
+type URLs = config.Queues
+
+// NewSQS returns an SQS client from the SDK config, at endpoint when set
+// (the local emulator). The SDK retries its calls: see awsclient/retry.go.
+func NewSQS(cfg aws.Config, endpoint string) *sqs.Client {
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
 }
 
 // Client sends to the stage queues.

@@ -10,11 +10,23 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
+
+// NewDynamoDB returns a DynamoDB client from the SDK config, at endpoint
+// when set (DynamoDB Local, whose error responses carry no CRC32 header).
+func NewDynamoDB(cfg aws.Config, endpoint string) *dynamodb.Client {
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+			o.DisableValidateResponseChecksum = true
+		}
+	})
+}
 
 // ErrNotFound is returned when an item does not exist.
 var ErrNotFound = errors.New("not found")

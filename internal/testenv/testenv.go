@@ -15,17 +15,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
-	"github.com/criticizer/criticizer/internal/feedback"
 )
 
 // Env is the running local stack.
 type Env struct {
-	Endpoints awsclient.Endpoints
+	Endpoints config.Endpoints
 	SESURL    string
-	Clients   *awsclient.Clients
-	SES       *feedback.SESEmulator
+	Clients   *devstack.Clients
+	SES       *devstack.SESEmulator
 }
 
 // Stack returns the local stack or skips (fails under make test).
@@ -38,13 +37,13 @@ func Stack(t testing.TB) Env {
 		}
 		t.Skip(msg)
 	}
-	ep := awsclient.EndpointsFromEnv(os.Getenv)
-	c, err := awsclient.New(context.Background(), ep)
+	ep := config.EndpointsFromEnv(os.Getenv)
+	c, err := devstack.NewClients(context.Background(), ep)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ses := os.Getenv("CRITICIZER_TEST_SES_URL")
-	return Env{Endpoints: ep, SESURL: ses, Clients: c, SES: &feedback.SESEmulator{BaseURL: ses}}
+	return Env{Endpoints: ep, SESURL: ses, Clients: c, SES: &devstack.SESEmulator{BaseURL: ses}}
 }
 
 // Prefix is a resource-name prefix unique to this test.

@@ -1,4 +1,4 @@
-package mail_test
+package sesmail_test
 
 import (
 	"context"
@@ -7,10 +7,12 @@ import (
 	"testing"
 
 	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/fault"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/sesmail"
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
@@ -18,7 +20,7 @@ import (
 // SES stored a message and the answer was lost (a reset connection, a 5xx
 // after the work, an answer slower than the client's timeout), the SDK
 // sent it again inside one Send and returned the second message id: two
-// emails, and nothing recorded it. The client awsclient builds makes one
+// emails, and nothing recorded it. The client sesmail.NewSES builds makes one
 // attempt; the failure reaches the outbox, which settles it from provider
 // evidence. Faults are injected at the HTTP client, under the SDK's retry
 // loop, in front of the real SES emulator.
@@ -33,11 +35,12 @@ func TestSender_LostAnswerIsNotResentByTheSDK(t *testing.T) {
 			r := k
 			r.Service, r.Operation, r.Times = "SESv2", "SendEmail", 1
 			inj := fault.New(r)
-			c, err := awsclient.New(context.Background(), awsclient.EndpointsFromEnv(os.Getenv), inj.Option())
+			ep := config.EndpointsFromEnv(os.Getenv)
+			cfg, err := awsclient.Load(context.Background(), ep, inj.Option())
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := mail.NewSender(c.SES, "Criticizer <criticizer@example.com>", "")
+			s := sesmail.NewSender(sesmail.NewSES(cfg, ep.SES), "Criticizer <criticizer@example.com>", "")
 			did := "d_" + testenv.Prefix(t)
 			_, err = s.Send(context.Background(), did, "rcpt@example.com", delivery.Message{Subject: did, Text: "t", HTML: "<p>t</p>"})
 			var notSent *delivery.NotSentError
@@ -67,11 +70,12 @@ func TestSender_LostAnswerIsNotResentByTheSDK(t *testing.T) {
 // A connection that was never made is a send that never happened: the
 // outbox releases the row at once instead of holding it for evidence.
 func TestSender_RefusedConnectionIsNotSent(t *testing.T) {
-	c, err := awsclient.New(context.Background(), awsclient.Endpoints{SES: "http://127.0.0.1:1"})
+	ep := config.Endpoints{SES: "http://127.0.0.1:1"}
+	cfg, err := awsclient.Load(context.Background(), ep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = mail.NewSender(c.SES, "Criticizer <criticizer@example.com>", "").Send(context.Background(), "d_x", "r@example.com", delivery.Message{})
+	_, err = sesmail.NewSender(sesmail.NewSES(cfg, ep.SES), "Criticizer <criticizer@example.com>", "").Send(context.Background(), "d_x", "r@example.com", delivery.Message{})
 	var notSent *delivery.NotSentError
 	if !errors.As(err, &notSent) {
 		t.Fatalf("send to a closed port = %v; want a NotSentError", err)

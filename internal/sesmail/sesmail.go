@@ -1,4 +1,7 @@
-package mail
+// Package sesmail sends rendered messages through SES v2: the delivery id
+// header and tag, the one-click unsubscribe headers, evidence probes. It is
+// the only package that links the SES client.
+package sesmail
 
 import (
 	"context"
@@ -12,48 +15,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 
+	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/retry"
 )
-
-// DeliveryIDHeader carries the delivery id in every email, so a reply, a
-// bounce or a complaint can be traced to its outbox row.
-const DeliveryIDHeader = "X-Criticizer-Delivery-Id"
-
-// DeliveryIDTag is the SES message tag with the delivery id. SES has no
-// idempotency key; event publishing echoes tags, which is how the feedback
-// function matches provider evidence to the row (seed 000 §6.4, §8.2).
-const DeliveryIDTag = "delivery_id"
-
-// TemplateTag is the SES message tag naming the template version the
-// message was rendered with (e.g. "critique_v2"), so sending events can be
-// told apart by layout.
-const TemplateTag = "template"
-
-// The RFC 8058 one-click unsubscribe headers, sent with every message that
-// has an unsubscribe URL. Mailbox providers show their own unsubscribe
-// button for them and POST "List-Unsubscribe=One-Click" to the URL.
-const (
-	ListUnsubscribeHeader     = "List-Unsubscribe"
-	ListUnsubscribePostHeader = "List-Unsubscribe-Post"
-	ListUnsubscribePostValue  = "List-Unsubscribe=One-Click"
-)
-
-// TagValue makes s a valid SES message tag value: SES accepts only ASCII
-// letters, digits, '_' and '-', at most 256 characters; anything else
-// becomes '_' ("critique/v2" -> "critique_v2").
-func TagValue(s string) string {
-	b := []byte(s)
-	if len(b) > 256 {
-		b = b[:256]
-	}
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
 
 // checkUnsubscribeURL accepts an absolute http(s) URL that can sit between
 // the angle brackets of a List-Unsubscribe header: printable ASCII, no
@@ -72,23 +38,23 @@ func checkUnsubscribeURL(s string) error {
 	return nil
 }
 
-// ProbeTag is the SES message tag that marks an evidence probe, and
-// ProbeHeader the header that carries it too (the local SES emulator keeps
-// headers, not tags). Its value is the probe's id.
-const (
-	ProbeTag    = "criticizer_probe"
-	ProbeHeader = "X-Criticizer-Probe"
-)
-
-// DefaultProbeAddress is SES's mailbox simulator address that accepts every
-// message: a probe sent there produces the Send and Delivery events of any
-// message, costs what any message costs, and reaches nobody.
-const DefaultProbeAddress = "success@simulator.amazonses.com"
-
 // DefaultSendTimeout bounds one SendEmail call. Without it a hung
 // connection would hold the claim until the invocation dies; with it the
 // call fails as a timeout, and the row is held for provider evidence.
 const DefaultSendTimeout = 10 * time.Second
+
+// NewSES returns the SES v2 client the sender needs: at endpoint when set
+// (the local emulator), and making exactly one attempt per call —
+// SendEmail is not idempotent, and an SDK retry of a send whose answer was
+// lost would send the message twice (awsclient/retry.go).
+func NewSES(cfg aws.Config, endpoint string) *sesv2.Client {
+	return sesv2.NewFromConfig(cfg, func(o *sesv2.Options) {
+		o.RetryMaxAttempts = awsclient.SDKAttemptsSES
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
+}
 
 // Sender sends rendered messages through SES v2.
 //
@@ -102,7 +68,7 @@ type Sender struct {
 	configurationSet string
 	// Timeout bounds each SendEmail call (DefaultSendTimeout if zero).
 	Timeout time.Duration
-	// ProbeAddress receives evidence probes (DefaultProbeAddress if empty).
+	// ProbeAddress receives evidence probes (mail.DefaultProbeAddress if empty).
 	ProbeAddress string
 }
 
@@ -118,7 +84,7 @@ func NewSender(c *sesv2.Client, from, configurationSet string) *Sender {
 func (s *Sender) SendProbe(ctx context.Context, id string) (string, error) {
 	to := s.ProbeAddress
 	if to == "" {
-		to = DefaultProbeAddress
+		to = mail.DefaultProbeAddress
 	}
 	in := &sesv2.SendEmailInput{
 		FromEmailAddress: aws.String(s.from),
@@ -126,9 +92,9 @@ func (s *Sender) SendProbe(ctx context.Context, id string) (string, error) {
 		Content: &types.EmailContent{Simple: &types.Message{
 			Subject: &types.Content{Data: aws.String("Criticizer evidence probe " + id), Charset: aws.String("UTF-8")},
 			Body:    &types.Body{Text: &types.Content{Data: aws.String("An evidence probe: its SES events show how far the event path has caught up.\n"), Charset: aws.String("UTF-8")}},
-			Headers: []types.MessageHeader{{Name: aws.String(ProbeHeader), Value: aws.String(id)}},
+			Headers: []types.MessageHeader{{Name: aws.String(mail.ProbeHeader), Value: aws.String(id)}},
 		}},
-		EmailTags: []types.MessageTag{{Name: aws.String(ProbeTag), Value: aws.String(TagValue(id))}},
+		EmailTags: []types.MessageTag{{Name: aws.String(mail.ProbeTag), Value: aws.String(mail.TagValue(id))}},
 	}
 	return s.send(ctx, "probe "+id, in)
 }
@@ -160,7 +126,7 @@ func (s *Sender) send(ctx context.Context, what string, in *sesv2.SendEmailInput
 // tag; one with an unsubscribe URL also carries the one-click unsubscribe
 // headers.
 func (s *Sender) Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error) {
-	headers := []types.MessageHeader{{Name: aws.String(DeliveryIDHeader), Value: aws.String(deliveryID)}}
+	headers := []types.MessageHeader{{Name: aws.String(mail.DeliveryIDHeader), Value: aws.String(deliveryID)}}
 	if m.UnsubscribeURL != "" {
 		if err := checkUnsubscribeURL(m.UnsubscribeURL); err != nil {
 			// The URL is Criticizer's own: a bad one is a bug, and sending
@@ -168,12 +134,12 @@ func (s *Sender) Send(ctx context.Context, deliveryID, to string, m delivery.Mes
 			return "", retry.Permanent(retry.RuntimeBug, fmt.Errorf("ses send %s: %w", deliveryID, err))
 		}
 		headers = append(headers,
-			types.MessageHeader{Name: aws.String(ListUnsubscribeHeader), Value: aws.String("<" + m.UnsubscribeURL + ">")},
-			types.MessageHeader{Name: aws.String(ListUnsubscribePostHeader), Value: aws.String(ListUnsubscribePostValue)})
+			types.MessageHeader{Name: aws.String(mail.ListUnsubscribeHeader), Value: aws.String("<" + m.UnsubscribeURL + ">")},
+			types.MessageHeader{Name: aws.String(mail.ListUnsubscribePostHeader), Value: aws.String(mail.ListUnsubscribePostValue)})
 	}
-	tags := []types.MessageTag{{Name: aws.String(DeliveryIDTag), Value: aws.String(deliveryID)}}
+	tags := []types.MessageTag{{Name: aws.String(mail.DeliveryIDTag), Value: aws.String(deliveryID)}}
 	if m.TemplateVersion != "" {
-		tags = append(tags, types.MessageTag{Name: aws.String(TemplateTag), Value: aws.String(TagValue(m.TemplateVersion))})
+		tags = append(tags, types.MessageTag{Name: aws.String(mail.TemplateTag), Value: aws.String(mail.TagValue(m.TemplateVersion))})
 	}
 	in := &sesv2.SendEmailInput{
 		FromEmailAddress: aws.String(s.from),

@@ -1,8 +1,4 @@
-// Package feedback is where provider evidence comes from: proof that SES
-// accepted (or delivered, bounced...) the message for a delivery id. The
-// notifier consults it before any resend of a row whose send may have
-// happened (seed 000 §6.4, §8.2).
-package feedback
+package devstack
 
 import (
 	"context"

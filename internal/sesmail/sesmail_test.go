@@ -1,4 +1,4 @@
-package mail_test
+package sesmail_test
 
 import (
 	"context"
@@ -12,9 +12,10 @@ import (
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
-	"github.com/criticizer/criticizer/internal/feedback"
+	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/sesmail"
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
@@ -33,7 +34,7 @@ func TestSender_SendsRenderedMessageWithDeliveryIDHeader_000_6_4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := mail.NewSender(env.Clients.SES, "Criticizer <criticizer@example.com>", "")
+	s := sesmail.NewSender(env.Clients.SES, "Criticizer <criticizer@example.com>", "")
 	id, err := s.Send(context.Background(), "d_test123", "rcpt@example.com", m)
 	if err != nil || id == "" {
 		t.Fatalf("send: %q %v", id, err)
@@ -93,7 +94,7 @@ func TestSender_OneClickUnsubscribeHeaders_RFC8058(t *testing.T) {
 		t.Fatal(err)
 	}
 	client, seen := captureSendEmail(env.Clients.SES)
-	s := mail.NewSender(client, "Criticizer <criticizer@example.com>", "")
+	s := sesmail.NewSender(client, "Criticizer <criticizer@example.com>", "")
 	id, err := s.Send(context.Background(), "d_unsub1", "rcpt@example.com", m)
 	if err != nil {
 		t.Fatalf("send: %v", err)
@@ -139,7 +140,7 @@ func TestSender_NoUnsubscribeURLNoListUnsubscribeHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := mail.NewSender(env.Clients.SES, "criticizer@example.com", "").Send(context.Background(), "d_nounsub", "rcpt@example.com", m)
+	id, err := sesmail.NewSender(env.Clients.SES, "criticizer@example.com", "").Send(context.Background(), "d_nounsub", "rcpt@example.com", m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestSender_NoUnsubscribeURLNoListUnsubscribeHeader(t *testing.T) {
 // angle bracket) or is not an absolute http(s) URL is a permanent bug: the
 // message is not sent, and retrying would not help.
 func TestSender_RejectsAnUnsafeUnsubscribeURL(t *testing.T) {
-	s := mail.NewSender(nil, "criticizer@example.com", "") // never reaches SES
+	s := sesmail.NewSender(nil, "criticizer@example.com", "") // never reaches SES
 	for _, u := range []string{
 		"https://x.example/u?t=1\r\nBcc: victim@example.com",
 		"https://x.example/u?t=<1>",
@@ -194,7 +195,7 @@ func TestTagValue_OnlySESCharset(t *testing.T) {
 	}
 }
 
-func storedEmail(t *testing.T, env testenv.Env, id string) feedback.StoredEmail {
+func storedEmail(t *testing.T, env testenv.Env, id string) devstack.StoredEmail {
 	t.Helper()
 	emails, err := env.SES.Emails(context.Background())
 	if err != nil {
@@ -206,5 +207,5 @@ func storedEmail(t *testing.T, env testenv.Env, id string) feedback.StoredEmail 
 		}
 	}
 	t.Fatalf("message %s not in the SES store", id)
-	return feedback.StoredEmail{}
+	return devstack.StoredEmail{}
 }

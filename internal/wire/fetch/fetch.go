@@ -1,0 +1,85 @@
+// Package fetch builds the fetch stage: it reads a changelist's diff and
+// reviewers from its code review system (or a diff_url) into S3.
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/blob"
+	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/pipeline"
+	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/secrets"
+	"github.com/criticizer/criticizer/internal/source"
+	"github.com/criticizer/criticizer/internal/stage"
+	"github.com/criticizer/criticizer/internal/wire"
+)
+
+// New builds the fetch stage's SQS handler.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options) (*stage.Runner, error) {
+	b, err := wire.NewBase(ctx, cfg, log, o)
+	if err != nil {
+		return nil, err
+	}
+	if cfg, err = secrets.Apply(ctx, b.AWS, cfg); err != nil {
+		return nil, err
+	}
+	f := &pipeline.Fetch{
+		Base: pipeline.Base{Jobs: b.Jobs, Blobs: blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket),
+			Queue: b.Queue, Log: log, Now: b.Now},
+		HTTP:   pipeline.NewDiffHTTPClient(cfg.AllowPrivateDiffs, 20*time.Second),
+		Source: Sources(cfg, b.Now),
+	}
+	dir, err := Directory(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if dir != nil {
+		f.Directory = dir
+	}
+	return b.Runner(job.StageFetch, f.Handle, o)
+}
+
+// Directory parses the reviewer directory (CRITICIZER_REVIEWER_DIRECTORY);
+// nil when none is configured. An error names the variable, never a value.
+func Directory(cfg config.Config) (*source.StaticDirectory, error) {
+	if cfg.ReviewerDirectory == "" {
+		return nil, nil
+	}
+	d, err := source.ParseStaticDirectory([]byte(cfg.ReviewerDirectory))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", config.EnvReviewerDirectory, err)
+	}
+	return d, nil
+}
+
+// Sources builds the fetchers of the code review systems. They do not
+// depend on the webhook credentials (the fetch function need not hold
+// them): GitHub and GitLab always have one (public API roots by default),
+// Gerrit once its server's URL is set. A job only exists for a source
+// intake routed.
+func Sources(cfg config.Config, now func() time.Time) source.Router {
+	r := source.Router{
+		"github": &source.GitHub{BaseURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, MaxDiffBytes: pipeline.MaxDiffBytes, Now: now},
+		"gitlab": &source.GitLab{BaseURL: cfg.GitLab.APIURL, Token: cfg.GitLab.Token, MaxDiffBytes: pipeline.MaxDiffBytes, Now: now},
+		"gerrit": unconfigured{fmt.Sprintf("%s is not set: the fetch stage cannot reach the Gerrit server", config.EnvGerritAPIURL)},
+	}
+	if cfg.Gerrit.APIURL != "" {
+		r["gerrit"] = &source.Gerrit{BaseURL: cfg.Gerrit.APIURL, Username: cfg.Gerrit.Username, Password: cfg.Gerrit.Password,
+			MaxDiffBytes: pipeline.MaxDiffBytes, Now: now}
+	}
+	return r
+}
+
+// unconfigured is the fetcher of a source missing its settings: every
+// fetch fails permanently (dead-lettered at once), saying what to set.
+type unconfigured struct{ why string }
+
+func (u unconfigured) Fetch(context.Context, source.Ref) (source.Changelist, error) {
+	return source.Changelist{}, retry.Permanent(retry.RuntimeBug, errors.New(u.why))
+}

@@ -1,0 +1,60 @@
+// Package llm builds the llm stage: the configured critic reviews the
+// diff and the critique is stored on the job.
+package llm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+
+	"github.com/criticizer/criticizer/internal/blob"
+	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/pipeline"
+	"github.com/criticizer/criticizer/internal/secrets"
+	"github.com/criticizer/criticizer/internal/stage"
+	"github.com/criticizer/criticizer/internal/wire"
+)
+
+// New builds the llm stage's SQS handler. c, if not nil, replaces the
+// configured critic (tests).
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, c critic.Critic) (*stage.Runner, error) {
+	b, err := wire.NewBase(ctx, cfg, log, o)
+	if err != nil {
+		return nil, err
+	}
+	if cfg, err = secrets.Apply(ctx, b.AWS, cfg); err != nil {
+		return nil, err
+	}
+	if c == nil {
+		if c, err = Critic(cfg, b.AWS); err != nil {
+			return nil, err
+		}
+	}
+	r := &pipeline.Review{
+		Base: pipeline.Base{Jobs: b.Jobs, Blobs: blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket),
+			Queue: b.Queue, Log: log, Now: b.Now},
+		Critic: c,
+	}
+	return b.Runner(job.StageLLM, r.Handle, o)
+}
+
+// Critic builds the critic CRITICIZER_CRITIC names.
+func Critic(cfg config.Config, awsCfg aws.Config) (critic.Critic, error) {
+	switch cfg.Critic {
+	case "", config.CriticOffline:
+		return critic.NewOffline(), nil
+	case config.CriticBedrock:
+		// The stage runner owns retries (backoff, attempt budget, dead
+		// letters); SDK retries would multiply them.
+		client := bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) { o.RetryMaxAttempts = 1 })
+		return critic.NewBedrock(client, cfg.BedrockModelID)
+	case config.CriticOpenAI:
+		return critic.NewOpenAI(critic.OpenAIConfig{BaseURL: cfg.OpenAI.BaseURL, APIKey: cfg.OpenAI.APIKey, Model: cfg.OpenAI.Model})
+	}
+	return nil, fmt.Errorf("%s: unknown critic %q", config.EnvCritic, cfg.Critic)
+}

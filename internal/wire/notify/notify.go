@@ -1,0 +1,66 @@
+// Package notify builds the notify stage: the outbox that mails each
+// reviewer the critique through SES, exactly once.
+package notify
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/pipeline"
+	"github.com/criticizer/criticizer/internal/ratelimit"
+	"github.com/criticizer/criticizer/internal/secrets"
+	"github.com/criticizer/criticizer/internal/sesmail"
+	"github.com/criticizer/criticizer/internal/stage"
+	"github.com/criticizer/criticizer/internal/wire"
+)
+
+// New builds the notify stage's SQS handler. sender, if not nil, replaces
+// SES (tests, the benchmark).
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, sender pipeline.Sender) (*stage.Runner, error) {
+	n, b, err := Stage(ctx, cfg, log, o, sender)
+	if err != nil {
+		return nil, err
+	}
+	return b.Runner(job.StageNotify, n.Handle, o)
+}
+
+// Stage builds the notify stage's work, and the base it runs on.
+func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, sender pipeline.Sender) (*pipeline.Notify, *wire.Base, error) {
+	b, err := wire.NewBase(ctx, cfg, log, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg, err = secrets.Apply(ctx, b.AWS, cfg); err != nil {
+		return nil, nil, err
+	}
+	r, err := mail.NewRenderer()
+	if err != nil {
+		return nil, nil, err
+	}
+	signer, err := wire.Signer(cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := &pipeline.Notify{Base: pipeline.Base{Jobs: b.Jobs, Queue: b.Queue, Log: log, Now: b.Now},
+		Deliveries: b.Deliveries, Renderer: r, Sender: sender,
+		Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
+		Lease: cfg.DeliveryLease, Margin: cfg.EvidenceMargin, SendTimeout: sesmail.DefaultSendTimeout,
+		Recipients: b.Recipients, Signer: signer, PublicURL: cfg.PublicURL}
+	if sender == nil {
+		ses := sesmail.NewSender(sesmail.NewSES(b.AWS, cfg.Endpoints.SES), cfg.MailFrom, cfg.ConfigurationSet)
+		ses.ProbeAddress = cfg.ProbeAddress
+		n.Sender = ses
+		if cfg.ProbeAddress != "" {
+			n.Prober = ses
+		}
+	}
+	if cfg.MaxSendRate > 0 {
+		// Every notifier counts its sends in the same per-second windows
+		// (internal/ratelimit), whatever sender is in use.
+		n.Pacer = ratelimit.New(ratelimit.Dynamo{DB: b.DynamoDB, Table: cfg.JobsTable, Name: "ses"}, cfg.MaxSendRate)
+	}
+	return n, b, nil
+}
