@@ -38,7 +38,7 @@ var wantEnv = map[string]map[string]string{
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable,
 		"CRITICIZER_NOTIFY_QUEUE_URL": "NotifyQueue", "CRITICIZER_NOTIFY_DLQ_URL": "NotifyDLQ",
 		"CRITICIZER_MAIL_FROM": "", "CRITICIZER_SES_CONFIGURATION_SET": IDConfigurationSet,
-		"CRITICIZER_DELIVERY_LEASE": "", "CRITICIZER_RECONCILE_GRACE": "", "CRITICIZER_MAX_SEND_RATE": "", "LOG_LEVEL": "",
+		"CRITICIZER_DELIVERY_LEASE": "", "CRITICIZER_EVIDENCE_MARGIN": "", "CRITICIZER_MAX_SEND_RATE": "", "LOG_LEVEL": "",
 		// Unsubscribe links: signed with the shared key, under the API's URL.
 		"CRITICIZER_SECRETS_ARN": IDUnsubscribeSecret, "CRITICIZER_PUBLIC_URL": IDHTTPAPI,
 	},
@@ -54,6 +54,7 @@ var wantEnv = map[string]map[string]string{
 		"CRITICIZER_FETCH_QUEUE_URL": "FetchQueue", "CRITICIZER_LLM_QUEUE_URL": "LlmQueue",
 		"CRITICIZER_NOTIFY_QUEUE_URL":  "NotifyQueue",
 		"CRITICIZER_SWEEP_STUCK_AFTER": "", "CRITICIZER_EVIDENCE_WINDOW": "", "LOG_LEVEL": "",
+		"CRITICIZER_EVIDENCE_MARGIN": "", "CRITICIZER_SES_CONFIGURATION_SET": IDConfigurationSet,
 	},
 }
 
@@ -92,7 +93,7 @@ func TestEnvironment(t *testing.T) {
 func TestNoSecretInEnvironment(t *testing.T) {
 	s := synth(t)
 	literals := map[string]bool{"info": true, testMailFrom: true, IdempotencyTTL: true, DeliveryLease: true,
-		ReconcileGrace: true, SweepStuckAfter: true, EvidenceWindow: true, DefaultMaxSendRate: true}
+		SweepStuckAfter: true, EvidenceWindow: true, DefaultMaxSendRate: true}
 	for _, f := range functionSpecs {
 		for name, v := range s.env(t, f.Name) {
 			r := render(v)

@@ -12,7 +12,7 @@ const (
 	EnvConfigurationSet = "CRITICIZER_SES_CONFIGURATION_SET"
 	EnvIdempotencyTTL   = "CRITICIZER_IDEMPOTENCY_TTL"
 	EnvDeliveryLease    = "CRITICIZER_DELIVERY_LEASE"
-	EnvReconcileGrace   = "CRITICIZER_RECONCILE_GRACE"
+	EnvEvidenceMargin   = "CRITICIZER_EVIDENCE_MARGIN"
 	EnvSweepStuckAfter  = "CRITICIZER_SWEEP_STUCK_AFTER"
 	EnvEvidenceWindow   = "CRITICIZER_EVIDENCE_WINDOW"
 	EnvLogLevel         = "LOG_LEVEL"
@@ -49,7 +49,7 @@ const (
 const (
 	IdempotencyTTL  = "720h"
 	DeliveryLease   = "2m"
-	ReconcileGrace  = "3m"
+	EvidenceMargin  = "2m"
 	SweepStuckAfter = "10m"
 	EvidenceWindow  = "15m"
 	// DefaultMaxSendRate is SES's maximum send rate for a new production

@@ -50,7 +50,12 @@ var functionSpecs = []fnSpec{
 	{Name: FnLLM, Memory: 512, Timeout: 120, Queue: QLLM, Description: "llm stage: the critic reviews the diff"},
 	// notify's reserved concurrency is the SES sending-rate guard.
 	{Name: FnNotify, Memory: 256, Timeout: 60, Queue: QNotify, Reserved: 5, MaxConcurrency: 5, Description: "notify stage: the outbox sends the critique with SES v2"},
-	{Name: FnFeedback, Memory: 128, Timeout: 30, Queue: QFeedback, Description: "SES event publishing (SNS to SQS) into delivery rows"},
+	// feedback's timeout sets its queue's visibility timeout (6×, +1 s):
+	// the evidence margin must exceed it, so that a batch whose invocation
+	// died before it registered its events is seen again before the
+	// watermark can pass them (README, "The remaining window";
+	// TestEvidenceMarginExceedsFeedbackVisibility).
+	{Name: FnFeedback, Memory: 128, Timeout: 10, Queue: QFeedback, Description: "SES event publishing (SNS to SQS) into delivery rows"},
 	{Name: FnSweeper, Memory: 256, Timeout: 120, Description: "every 5 minutes: stuck jobs, stuck sends, sends without evidence"},
 }
 
@@ -362,7 +367,7 @@ func (s *Stack) environment(fn string) map[string]*string {
 			QueueEnv(QNotify), qURL(QNotify), DLQEnv(QNotify), dURL(QNotify),
 			EnvSecretsARN, s.UnsubscribeSecret.SecretArn(),
 			EnvMailFrom, jsii.String(s.Config.MailFrom), EnvConfigurationSet, s.ConfigSet.ConfigurationSetName(),
-			EnvDeliveryLease, jsii.String(DeliveryLease), EnvReconcileGrace, jsii.String(ReconcileGrace),
+			EnvDeliveryLease, jsii.String(DeliveryLease), EnvEvidenceMargin, jsii.String(EvidenceMargin),
 			EnvMaxSendRate, jsii.String(s.Config.MaxSendRate))
 	case FnFeedback:
 		// Records SES events on delivery rows; a record it cannot store is a
@@ -378,7 +383,9 @@ func (s *Stack) environment(fn string) map[string]*string {
 		// and hands stuck sends to notify.
 		set(EnvJobsTable, jobs, EnvDeliveriesTable, deliveries,
 			QueueEnv(QFetch), qURL(QFetch), QueueEnv(QLLM), qURL(QLLM), QueueEnv(QNotify), qURL(QNotify),
-			EnvSweepStuckAfter, jsii.String(SweepStuckAfter), EnvEvidenceWindow, jsii.String(EvidenceWindow))
+			EnvSweepStuckAfter, jsii.String(SweepStuckAfter), EnvEvidenceWindow, jsii.String(EvidenceWindow),
+			// The evidence watermark it reads is the configuration set's.
+			EnvEvidenceMargin, jsii.String(EvidenceMargin), EnvConfigurationSet, s.ConfigSet.ConfigurationSetName())
 	default:
 		panic(fmt.Sprintf("no environment for function %q", fn))
 	}
