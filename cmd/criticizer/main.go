@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/awsclient/profile"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
@@ -144,7 +144,7 @@ func connect(ctx context.Context, local bool) (*ops.Ops, error) {
 	if local {
 		cfg.Endpoints = devstack.RunPorts.Endpoints()
 	}
-	awsCfg, err := awsclient.Load(ctx, cfg.Endpoints)
+	awsCfg, err := profile.Load(ctx, cfg.Endpoints)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/awsclient/profile"
 	"github.com/criticizer/criticizer/internal/blob"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/queue"
@@ -32,7 +33,7 @@ type Clients struct {
 
 // NewClients builds the clients against the endpoints.
 func NewClients(ctx context.Context, ep config.Endpoints, opts ...awsclient.Option) (*Clients, error) {
-	cfg, err := awsclient.Load(ctx, ep, opts...)
+	cfg, err := profile.Load(ctx, ep, opts...)
 	if err != nil {
 		return nil, err
 	}

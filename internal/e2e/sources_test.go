@@ -6,7 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/awsclient/profile"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -546,7 +546,7 @@ func TestSecretsARN_FillsUnsetSettings(t *testing.T) {
 		cfg.Endpoints, cfg.WebhookSecret = env.Endpoints, "from-the-env"
 		cfg.SecretsARN, cfg.Endpoints.SecretsManager = arn, sm.URL
 		res.Apply(&cfg)
-		awsCfg, err := awsclient.Load(context.Background(), cfg.Endpoints)
+		awsCfg, err := profile.Load(context.Background(), cfg.Endpoints)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/awsclient/profile"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/retry"
@@ -46,7 +46,7 @@ func outbox(t *testing.T) *store.Deliveries {
 	}
 	ctx := context.Background()
 	ep := config.EndpointsFromEnv(os.Getenv)
-	awsCfg, err := awsclient.Load(ctx, ep)
+	awsCfg, err := profile.Load(ctx, ep)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/awsclient/profile"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/fault"
@@ -36,7 +36,7 @@ func TestSender_LostAnswerIsNotResentByTheSDK(t *testing.T) {
 			r.Service, r.Operation, r.Times = "SESv2", "SendEmail", 1
 			inj := fault.New(r)
 			ep := config.EndpointsFromEnv(os.Getenv)
-			cfg, err := awsclient.Load(context.Background(), ep, inj.Option())
+			cfg, err := profile.Load(context.Background(), ep, inj.Option())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +71,7 @@ func TestSender_LostAnswerIsNotResentByTheSDK(t *testing.T) {
 // outbox releases the row at once instead of holding it for evidence.
 func TestSender_RefusedConnectionIsNotSent(t *testing.T) {
 	ep := config.Endpoints{SES: "http://127.0.0.1:1"}
-	cfg, err := awsclient.Load(context.Background(), ep)
+	cfg, err := profile.Load(context.Background(), ep)
 	if err != nil {
 		t.Fatal(err)
 	}

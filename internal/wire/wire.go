@@ -85,10 +85,10 @@ type Base struct {
 
 // NewBase loads the SDK config and builds the shared adapters.
 func NewBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*Base, error) {
-	awsCfg, err := awsclient.Load(ctx, cfg.Endpoints, o.AWS...)
-	if err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
+	awsCfg := awsclient.ForFunction(cfg.Endpoints, o.AWS...)
 	now := o.Clock()
 	db := store.NewDynamoDB(awsCfg, cfg.Endpoints.DynamoDB)
 	sq := queue.NewSQS(awsCfg, cfg.Endpoints.SQS)
