@@ -11,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/criticizer/criticizer/internal/deadletter"
+	"github.com/criticizer/criticizer/internal/redact"
 )
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
@@ -90,7 +90,7 @@ func (s *leakScanner) add(k string) {
 
 // redact makes a message safe to print in the report.
 func (s *leakScanner) redact(msg string) string {
-	msg = addrRun.ReplaceAllStringFunc(msg, deadletter.HashEmail)
+	msg = addrRun.ReplaceAllStringFunc(msg, redact.Email)
 	for _, v := range s.secrets {
 		msg = strings.ReplaceAll(msg, v, "[planted]")
 	}

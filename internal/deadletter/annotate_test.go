@@ -1,6 +1,7 @@
 package deadletter
 
 import (
+	"github.com/criticizer/criticizer/internal/redact/redacttest"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 // stored, so they are redacted like every other field (§8.4).
 func TestAnnotate_RedactsNotes_001_8_5(t *testing.T) {
 	var env Envelope
-	env.Annotate("replay", "rotated key "+plantGHP+" for "+plantEmail, t1)
+	env.Annotate("replay", "rotated key "+redacttest.PlantGHP+" for "+redacttest.PlantEmail, t1)
 	if len(env.Notes) != 1 || env.Notes[0].Action != "replay" || !env.Notes[0].At.Equal(t1) {
 		t.Fatalf("notes = %+v", env.Notes)
 	}

@@ -1,6 +1,7 @@
 package deadletter
 
 import (
+	"github.com/criticizer/criticizer/internal/redact"
 	"regexp"
 	"strings"
 )
@@ -30,7 +31,7 @@ var hashValue = regexp.MustCompile(`^(?:sha256:|email:)?[0-9a-fA-F]{8,128}$`)
 func SanitizeContext(ctx map[string]string) map[string]string {
 	out := make(map[string]string, len(ctx))
 	for k, v := range ctx {
-		if k == "" || len(k) > maxContextKey || Redact(k) != k {
+		if k == "" || len(k) > maxContextKey || redact.Text(k) != k {
 			continue
 		}
 		if sensitiveKey(k) && !(hashKey(k) && hashValue.MatchString(v)) {

@@ -1,6 +1,7 @@
 package deadletter
 
 import (
+	"github.com/criticizer/criticizer/internal/redact/redacttest"
 	"strings"
 	"testing"
 )
@@ -21,16 +22,16 @@ func TestSanitizeContext_DropsRedactsTruncates_001_8_4(t *testing.T) {
 		"prompt_tokens":          "1200",
 		"diff":                   plantDiff,
 		"raw_body":               "{}",
-		"recipient":              plantEmail,
+		"recipient":              redacttest.PlantEmail,
 		"Session-Token":          "x",
 		"client_secret":          "y",
 		"db_password":            "z",
 		"Authorization":          "Bearer q",
 		"cookie":                 "c=1",
 		"api_key":                "k",
-		"detail":                 "failed for " + plantEmail + " with token=" + plantToken,
+		"detail":                 "failed for " + redacttest.PlantEmail + " with token=" + redacttest.PlantToken,
 		"long":                   strings.Repeat("x", 1000),
-		plantAWSKeyID:            "key-as-a-key-name",
+		redacttest.PlantAWSKeyID: "key-as-a-key-name",
 	}
 	out := SanitizeContext(in)
 	want := map[string]bool{"request_id": true, "upstream_status": true, "idempotency_key_sha256": true, "body_sha256": true, "detail": true, "long": true}
@@ -44,7 +45,7 @@ func TestSanitizeContext_DropsRedactsTruncates_001_8_4(t *testing.T) {
 			t.Errorf("dropped %q", k)
 		}
 	}
-	if got := out["detail"]; strings.Contains(got, plantEmail) || strings.Contains(got, plantToken) {
+	if got := out["detail"]; strings.Contains(got, redacttest.PlantEmail) || strings.Contains(got, redacttest.PlantToken) {
 		t.Errorf("detail not redacted: %q", got)
 	}
 	if len(out["long"]) > 256 {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/criticizer/criticizer/internal/redact"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +73,7 @@ func New(f Failure) Envelope {
 	} else {
 		orig.BodySHA256 = clean(orig.BodySHA256, maxShort)
 	}
-	redacted := Redact(orig.Body)
+	redacted := redact.Text(orig.Body)
 	if redacted != orig.Body {
 		ctx["original_body_redacted"] = "true"
 	}

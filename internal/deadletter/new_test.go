@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/criticizer/criticizer/internal/redact"
+	"github.com/criticizer/criticizer/internal/redact/redacttest"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,14 +33,14 @@ const (
 // plantedFailure carries every planted secret in the error chain, the
 // context and the original body.
 func plantedFailure() Failure {
-	secrets := plantedText()
+	secrets := redacttest.Planted()
 	err := fmt.Errorf("notify stage: %w", &smithy.OperationError{
 		ServiceID: "SESv2", OperationName: "SendEmail",
 		Err: &awshttp.ResponseError{
 			RequestID: "req-7f3a",
 			ResponseError: &smithyhttp.ResponseError{
 				Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 400, Header: http.Header{}}},
-				Err:      &smithy.GenericAPIError{Code: "MessageRejected", Message: "rejected mail for " + plantEmail + ": " + secrets},
+				Err:      &smithy.GenericAPIError{Code: "MessageRejected", Message: "rejected mail for " + redacttest.PlantEmail + ": " + secrets},
 			},
 		},
 	})
@@ -55,15 +57,15 @@ func plantedFailure() Failure {
 			"idempotency_key_sha256": "3f2a9c1b7d4e5f60",
 			"prompt":                 plantPrompt,
 			"diff":                   plantDiff,
-			"recipient":              plantEmail,
-			"Authorization":          "Bearer " + plantBearer,
-			"api_key":                plantAPIKey,
+			"recipient":              redacttest.PlantEmail,
+			"Authorization":          "Bearer " + redacttest.PlantBearer,
+			"api_key":                redacttest.PlantAPIKey,
 			"note":                   secrets, // a free-text value with secrets
 		},
 		Message: Original{
 			MessageID: "msg-0001",
 			Queue:     "https://sqs.us-east-1.amazonaws.com/123456789012/notify",
-			Body:      `{"job_id":"job-42","recipient":"` + plantEmail + `","debug":` + mustJSON(secrets) + `}`,
+			Body:      `{"job_id":"job-42","recipient":"` + redacttest.PlantEmail + `","debug":` + mustJSON(secrets) + `}`,
 		},
 	}
 }
@@ -106,7 +108,7 @@ func allStrings(v any) []string {
 // original body; none may appear anywhere in the encoded envelope.
 func TestNew_NoPlantedSecretSurvivesJSON_001_8_4(t *testing.T) {
 	env := New(plantedFailure())
-	env.Annotate("triage", "checked with "+plantEmail+" using password="+plantPassword, t1)
+	env.Annotate("triage", "checked with "+redacttest.PlantEmail+" using password="+redacttest.PlantPassword, t1)
 	b, err := json.Marshal(env)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +145,7 @@ func TestNew_NoPlantedSecretSurvivesJSON_001_8_4(t *testing.T) {
 			t.Errorf("sanitized_context kept %q", k)
 		}
 	}
-	if !strings.Contains(env.Original.Body, HashEmail(plantEmail)) {
+	if !strings.Contains(env.Original.Body, redact.Email("Alice.Reviewer@Example.com")) {
 		t.Errorf("original body lost the email pseudonym: %s", env.Original.Body)
 	}
 }
@@ -188,7 +190,7 @@ func TestNew_RequiredFields_001_8_4(t *testing.T) {
 func TestNew_PanicStackRedacted_001_8_4(t *testing.T) {
 	err := func() (err error) {
 		defer retry.Recover(&err)
-		panic("invariant violated for " + plantEmail + " token=" + plantToken)
+		panic("invariant violated for " + redacttest.PlantEmail + " token=" + redacttest.PlantToken)
 	}()
 	env := New(Failure{Stage: StageFetch, Err: err, Attempts: 1, LastFailureAt: t0})
 	if env.ErrorClass != "RUNTIME_BUG" || env.Retryable {
@@ -229,5 +231,14 @@ func TestNew_BoundsSizes_001_8_4(t *testing.T) {
 	b, err := json.Marshal(env)
 	if err != nil || !json.Valid(b) {
 		t.Fatal("envelope with truncated multi-byte text is not valid JSON")
+	}
+}
+
+func assertNoLiterals(t *testing.T, where, s string) {
+	t.Helper()
+	for _, lit := range redacttest.Literals() {
+		if strings.Contains(s, lit) {
+			t.Errorf("%s: planted literal %q survived", where, lit)
+		}
 	}
 }

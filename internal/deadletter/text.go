@@ -1,6 +1,10 @@
 package deadletter
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/criticizer/criticizer/internal/redact"
+)
 
 // Size limits keep an envelope far below the 256 KiB SQS message limit even
 // with a full error chain and a panic stack.
@@ -32,4 +36,4 @@ func truncate(s string, n int) string {
 }
 
 // clean is the treatment of every free-text field: redact, then bound.
-func clean(s string, n int) string { return truncate(Redact(s), n) }
+func clean(s string, n int) string { return truncate(redact.Text(s), n) }

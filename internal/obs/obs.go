@@ -5,12 +5,13 @@ package obs
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/deadletter"
+	"github.com/criticizer/criticizer/internal/redact"
 )
 
 // Namespace is the CloudWatch namespace of every metric.
@@ -30,20 +31,25 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 	default:
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l, ReplaceAttr: redactErrors}))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l, ReplaceAttr: redactAttr}))
 }
 
-// redactErrors is the one place errors are made safe to log: an error's
-// text can carry an upstream answer, a URL with a token or an address, so
-// every error attribute (and any "error" string) is logged redacted, as
-// dead letters are (seed 001 §8.4).
-func redactErrors(_ []string, a slog.Attr) slog.Attr {
-	switch v := a.Value.Any().(type) {
-	case error:
-		return slog.String(a.Key, deadletter.Redact(v.Error()))
-	case string:
-		if a.Key == "error" {
-			return slog.String(a.Key, deadletter.Redact(v))
+// redactAttr is the one place log lines are made safe (R-PRIVACY-1): the
+// message and every string, error and stringer value pass through
+// redact.Text, whatever its key — an error's text can carry an upstream
+// answer, a URL with a token or an address, and so can any string a
+// handler chose to log. Groups are walked by slog itself; other kinds
+// (numbers, times, durations) cannot carry text.
+func redactAttr(_ []string, a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, redact.Text(a.Value.String()))
+	case slog.KindAny:
+		switch v := a.Value.Any().(type) {
+		case error:
+			return slog.String(a.Key, redact.Text(v.Error()))
+		case fmt.Stringer:
+			return slog.String(a.Key, redact.Text(v.String()))
 		}
 	}
 	return a

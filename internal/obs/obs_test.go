@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/redact/redacttest"
 )
 
 // Seed 001 §8.4: secrets and raw PII must not leave in error text; the
@@ -30,3 +31,30 @@ func TestLogger_RedactsErrorAttributes_001_8_4(t *testing.T) {
 		t.Fatalf("the error's safe text was lost:\n%s", out)
 	}
 }
+
+// Regression: the logger redacted only "error" values, so a token or an
+// address logged under any other key — or in the message — reached the log
+// (R-PRIVACY-1). Every string value, stringer and the message are redacted
+// now; numbers and ids stay readable.
+func TestLogger_RedactsEveryStringAndTheMessage(t *testing.T) {
+	var buf bytes.Buffer
+	log := obs.NewLogger(&buf, "info")
+	corpus := redacttest.Planted()
+	log.Info(corpus, "value", corpus, "stringer", stringer(corpus))
+	log.Info("ids stay", "job_id", "j_5zai7mm3evjrhd7cmesrypi3mwrrelpe", "delivery_id", "d_cm34ripgxie7jmxfci4nkk4646izl2za", "attempts", 3)
+	out := buf.String()
+	for _, lit := range redacttest.Literals() {
+		if strings.Contains(out, lit) {
+			t.Errorf("log output contains the planted %q", lit)
+		}
+	}
+	for _, keep := range []string{`"job_id":"j_5zai7mm3evjrhd7cmesrypi3mwrrelpe"`, `"delivery_id":"d_cm34ripgxie7jmxfci4nkk4646izl2za"`, `"attempts":3`} {
+		if !strings.Contains(out, keep) {
+			t.Errorf("%s was lost", keep)
+		}
+	}
+}
+
+type stringer string
+
+func (s stringer) String() string { return string(s) }

@@ -1,0 +1,125 @@
+package redact
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/criticizer/criticizer/internal/redact/redacttest"
+)
+
+func assertNoLiterals(t *testing.T, where, s string) {
+	t.Helper()
+	for _, lit := range redacttest.Literals() {
+		if strings.Contains(s, lit) {
+			t.Errorf("%s: planted literal %q survived", where, lit)
+		}
+	}
+}
+
+// §8.4 rule 2: "Stack traces MUST be redacted if they contain sensitive
+// literals."
+func TestRedact_EveryKind_001_8_4(t *testing.T) {
+	out := Text(redacttest.Planted())
+	assertNoLiterals(t, "Redact", out)
+	for _, kind := range []string{
+		"aws_access_key_id", "aws_secret", "authorization", "bearer", "token", "api_key",
+		"password", "secret", "signature", "github_token", "slack_token", "jwt",
+		"private_key", "userinfo", "url_param", "cookie",
+	} {
+		if !strings.Contains(out, "[REDACTED:"+kind+"]") {
+			t.Errorf("no [REDACTED:%s] marker in:\n%s", kind, out)
+		}
+	}
+	for _, e := range []string{"Alice.Reviewer@Example.com", "bob+ci@corp.example.org"} {
+		if !strings.Contains(out, Email(e)) {
+			t.Errorf("email %q not replaced by %s", e, Email(e))
+		}
+	}
+}
+
+// §8.4 rule 2: "Stack traces MUST be redacted if they contain sensitive
+// literals" — only the literal goes; its label stays for triage.
+func TestRedact_ExactOutputs_001_8_4(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"password=hunter2&user=bob", "password=[REDACTED:password]&user=bob"},
+		{"Authorization: Bearer abc.def", "Authorization: [REDACTED:authorization]"},
+		{"X-Hub-Signature-256: sha256=" + "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17", "X-Hub-Signature-256: [REDACTED:signature]"},
+		{"https://u:p@host/x?key=k1&page=2", "https://[REDACTED:userinfo]@host/x?key=[REDACTED:url_param]&page=[REDACTED:url_param]"},
+		{"GET /x?a=1&token=t0k", "GET /x?a=1&token=[REDACTED:token]"},
+		{"mail to Bob@Example.COM.", "mail to " + Email("bob@example.com") + "."},
+		{"ok: request id 1f2e-3d, status 503", "ok: request id 1f2e-3d, status 503"},
+		{"-----BEGIN PRIVATE KEY-----\nMIIE...(cut", "[REDACTED:private_key]"},
+	}
+	for _, tt := range tests {
+		if got := Text(tt.in); got != tt.want {
+			t.Errorf("Text(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// §8.4: "last_stack: most recent stack trace or error chain" — redaction
+// must not destroy what makes it useful (module versions, request ids, hashes).
+func TestRedact_KeepsTriageDetail_001_8_4(t *testing.T) {
+	keep := []string{
+		"github.com/aws/smithy-go@v1.28.8/transport/http/client.go:123 +0x1d",
+		"golang.org/x/net@v0.0.0-20240101120000-abcdef123456/http2/transport.go:9",
+		"idempotency_key_sha256 3f2a9c1b7d4e",
+		"operation error SESv2: SendEmail, https response error StatusCode: 429, RequestID: 5a1b",
+		"image@sha256:0123abcd",
+		"body_sha256=" + "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
+	}
+	for _, s := range keep {
+		if got := Text(s); got != s {
+			t.Errorf("Text(%q) = %q, want unchanged", s, got)
+		}
+	}
+}
+
+// §8.4 rule 1: no raw PII; emails become a stable pseudonym.
+func TestHashEmail_StablePseudonym_001_8_4(t *testing.T) {
+	h := Email(" Alice.Reviewer@Example.com ")
+	if h != Email("alice.reviewer@example.com") {
+		t.Error("HashEmail is not case- and space-insensitive")
+	}
+	if !strings.HasPrefix(h, "email:") || len(h) != len("email:")+12 {
+		t.Errorf("HashEmail = %q, want email:<12 hex>", h)
+	}
+	if got := Text("to: " + "Alice.Reviewer@Example.com"); got != "to: "+h {
+		t.Errorf("Redact = %q, want %q", got, "to: "+h)
+	}
+	if got := Text("git author alice@laptop"); got != "git author "+Email("alice@laptop") {
+		t.Errorf("dotless address kept: %q", got)
+	}
+}
+
+// §8.4 rule 2: redacted stack traces stay redacted — Redact is a fixed point,
+// so re-redacting a stored envelope changes nothing.
+func TestRedact_Idempotent_001_8_4(t *testing.T) {
+	for _, s := range []string{redacttest.Planted(), "a@b.cc@d.ee", "x@v1.2.3_y@z.com", "token=token=abc", "https://a:b@c@d.com"} {
+		once := Text(s)
+		if twice := Text(once); twice != once {
+			t.Errorf("not idempotent for %q:\n once %q\ntwice %q", s, once, twice)
+		}
+	}
+}
+
+// §8.4 rule 2: "Stack traces MUST be redacted if they contain sensitive
+// literals" — also when the error message embeds JSON- or %q-encoded text,
+// sometimes twice: escaped quotes, "\n" as two characters, '&' as \u0026.
+func TestRedact_EncodedText_001_8_4(t *testing.T) {
+	once := mustJSONString(redacttest.Planted())
+	twice := mustJSONString(once)
+	for name, s := range map[string]string{"json": once, "json twice": twice, "%q": fmt.Sprintf("%q", redacttest.Planted())} {
+		assertNoLiterals(t, name, Text(s))
+	}
+}
+
+func mustJSONString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
