@@ -58,6 +58,7 @@ func benchConfig(t *testing.T, env testenv.Env) config.Config {
 		t.Fatal(err)
 	}
 	cfg.Endpoints, cfg.WebhookSecret, cfg.SESStoreURL, cfg.AllowPrivateDiffs = env.Endpoints, benchSecret, env.SESURL, true
+	cfg.DiffURLPorts = []int{0}
 	return cfg
 }
 

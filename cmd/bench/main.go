@@ -102,6 +102,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	}
 	cfg.Endpoints = config.EndpointsFromEnv(os.Getenv)
 	cfg.WebhookSecret, cfg.SESStoreURL, cfg.AllowPrivateDiffs = benchSecret, os.Getenv("CRITICIZER_TEST_SES_URL"), true
+	cfg.DiffURLPorts = []int{0}
 	runID := os.Getenv("CRITICIZER_TEST_RUN")
 	if runID == "" {
 		runID = strconv.FormatInt(time.Now().Unix(), 36)

@@ -117,7 +117,7 @@ func run(ctx context.Context, args []string) error {
 	cfg.Endpoints = svc.Ports.Endpoints()
 	localSecrets(&cfg)
 	cfg.SESStoreURL = svc.Ports.SESURL()
-	cfg.AllowPrivateDiffs = true
+	cfg.AllowPrivateDiffs, cfg.DiffURLPorts = true, []int{0}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://127.0.0.1:" + port
 	}

@@ -76,6 +76,9 @@ type Config struct {
 	// default); empty: no probes.
 	ProbeAddress      string
 	AllowPrivateDiffs bool
+	// DiffURLPorts are the ports a diff_url may use; nil means 80 and 443,
+	// a single 0 any port (CRITICIZER_DIFF_URL_PORTS, "*").
+	DiffURLPorts []int
 	// SweepStuckAfter and EvidenceWindow are the sweeper's thresholds.
 	SweepStuckAfter time.Duration
 	EvidenceWindow  time.Duration
@@ -202,6 +205,7 @@ const (
 	EnvEvidenceMargin    = "CRITICIZER_EVIDENCE_MARGIN"
 	EnvProbeAddress      = "CRITICIZER_EVIDENCE_PROBE_ADDRESS"
 	EnvAllowPrivateDiffs = "CRITICIZER_ALLOW_PRIVATE_DIFF_URLS"
+	EnvDiffURLPorts      = "CRITICIZER_DIFF_URL_PORTS"
 	EnvSweepStuckAfter   = "CRITICIZER_SWEEP_STUCK_AFTER"
 	EnvEvidenceWindow    = "CRITICIZER_EVIDENCE_WINDOW"
 	EnvSESStoreURL       = "CRITICIZER_LOCAL_SES_STORE_URL"
@@ -242,6 +246,12 @@ const (
 // reviewer, so it must not be guessable (generate one with
 // `openssl rand -hex 32`).
 const MinAdminAPIKeyBytes = 32
+
+// MinWebhookSecretBytes is the shortest webhook secret or token accepted
+// (generic, GitHub, GitLab, Gerrit): it is all that stands between the
+// internet and a review that mails every reviewer of a repository, so a
+// short or guessable one is refused at start (openssl rand -hex 32).
+const MinWebhookSecretBytes = 16
 
 // MinUnsubscribeKeyBytes is the shortest unsubscribe signing key accepted,
 // current or previous (unsubscribe.MinKeyLen; checked here so a short key
@@ -343,12 +353,36 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s: want a whole number of emails per second (0 turns the limit off), got %q", EnvMaxSendRate, v)
 		}
 	}
+	if c.DiffURLPorts, err = ports(getenv(EnvDiffURLPorts)); err != nil {
+		return Config{}, err
+	}
 	if v := getenv(EnvAllowPrivateDiffs); v != "" {
 		if c.AllowPrivateDiffs, err = strconv.ParseBool(v); err != nil {
 			return Config{}, fmt.Errorf("%s: %w", EnvAllowPrivateDiffs, err)
 		}
 	}
 	return c, nil
+}
+
+// ports reads CRITICIZER_DIFF_URL_PORTS: a comma-separated list of port
+// numbers, or "*" for any; empty: nil (80 and 443).
+func ports(v string) ([]int, error) {
+	v = strings.TrimSpace(v)
+	switch v {
+	case "":
+		return nil, nil
+	case "*":
+		return []int{0}, nil
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%s: want port numbers separated by commas, or *, got %q", EnvDiffURLPorts, v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func duration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
@@ -419,6 +453,14 @@ func (c Config) Validate() error {
 	if c.Gerrit.APIURL != "" {
 		if err := checkURL(EnvGerritAPIURL, c.Gerrit.APIURL); err != nil {
 			return err
+		}
+	}
+	for _, w := range []struct{ name, v string }{
+		{EnvWebhookSecret, c.WebhookSecret}, {EnvGitHubWebhookSecret, c.GitHub.WebhookSecret},
+		{EnvGitLabWebhookToken, c.GitLab.WebhookToken}, {EnvGerritWebhookToken, c.Gerrit.WebhookToken},
+	} {
+		if w.v != "" && len(w.v) < MinWebhookSecretBytes {
+			return fmt.Errorf("%s: %d bytes, need at least %d (e.g. openssl rand -hex 32)", w.name, len(w.v), MinWebhookSecretBytes)
 		}
 	}
 	if c.PublicURL != "" {

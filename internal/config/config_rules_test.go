@@ -61,7 +61,7 @@ func TestFromEnv_Overrides(t *testing.T) {
 		config.EnvJobsTable:         "prod-jobs",
 		config.EnvDeliveriesTable:   "prod-deliveries",
 		config.EnvPayloadBucket:     "prod-payloads",
-		config.EnvWebhookSecret:     "s3cret",
+		config.EnvWebhookSecret:     "s3cret-0123456789abcdef",
 		config.EnvMailFrom:          "Reviews <reviews@corp.example>",
 		config.EnvConfigurationSet:  "criticizer-events",
 		config.EnvIdempotencyTTL:    "168h",
@@ -82,7 +82,7 @@ func TestFromEnv_Overrides(t *testing.T) {
 		{"JobsTable", c.JobsTable, "prod-jobs"},
 		{"DeliveriesTable", c.DeliveriesTable, "prod-deliveries"},
 		{"PayloadBucket", c.PayloadBucket, "prod-payloads"},
-		{"WebhookSecret", c.WebhookSecret, "s3cret"},
+		{"WebhookSecret", c.WebhookSecret, "s3cret-0123456789abcdef"},
 		{"MailFrom", c.MailFrom, "Reviews <reviews@corp.example>"},
 		{"ConfigurationSet", c.ConfigurationSet, "criticizer-events"},
 		{"IdempotencyTTL", c.IdempotencyTTL, 168 * time.Hour},
@@ -274,14 +274,14 @@ func TestFromEnv_AllowPrivateDiffsBoolean(t *testing.T) {
 func TestFromEnv_ErrorReturnsZeroConfig(t *testing.T) {
 	c, err := config.FromEnv(env(map[string]string{
 		config.EnvJobsTable:       "prod-jobs",
-		config.EnvWebhookSecret:   "s3cret",
+		config.EnvWebhookSecret:   "s3cret-0123456789abcdef",
 		config.EnvEvidenceMargin:  "soon",
 		config.EnvDeliveryLease:   "1m",
 		config.EnvIdempotencyTTL:  "24h",
 		config.EnvDeliveriesTable: "prod-deliveries",
 	}))
 	if err == nil {
-		t.Fatal("accepted CRITICIZER_RECONCILE_GRACE=soon")
+		t.Fatal("accepted CRITICIZER_EVIDENCE_MARGIN=soon")
 	}
 	if !strings.Contains(err.Error(), config.EnvEvidenceMargin) {
 		t.Errorf("error %q does not name %s", err, config.EnvEvidenceMargin)

@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,19 +64,19 @@ func TestFromEnv_SourceAndCriticDefaults(t *testing.T) {
 func TestFromEnv_SourcesAndCriticOverrides(t *testing.T) {
 	c, err := config.FromEnv(env(map[string]string{
 		config.EnvCritic: "OpenAI", config.EnvOpenAIBaseURL: "http://llm.internal:8000", config.EnvOpenAIModel: "gpt-4.1", config.EnvOpenAIAPIKey: "sk-x",
-		config.EnvGitHubWebhookSecret: "ghs", config.EnvGitHubToken: "ght", config.EnvGitHubAPIURL: "https://ghe.example.com/api/v3",
-		config.EnvGitLabWebhookToken: "glw", config.EnvGitLabSigningSecret: "whsec_c2VjcmV0", config.EnvGitLabToken: "glt",
+		config.EnvGitHubWebhookSecret: "ghs-0123456789abcdef", config.EnvGitHubToken: "ght", config.EnvGitHubAPIURL: "https://ghe.example.com/api/v3",
+		config.EnvGitLabWebhookToken: "glw-0123456789abcdef", config.EnvGitLabSigningSecret: "whsec_c2VjcmV0", config.EnvGitLabToken: "glt",
 		config.EnvGitLabAPIURL:       "https://gitlab.example.com/api/v4",
-		config.EnvGerritWebhookToken: "grw", config.EnvGerritAPIURL: "https://review.example.com", config.EnvGerritUsername: "bot", config.EnvGerritPassword: "pw",
+		config.EnvGerritWebhookToken: "grw-0123456789abcdef", config.EnvGerritAPIURL: "https://review.example.com", config.EnvGerritUsername: "bot", config.EnvGerritPassword: "pw",
 		config.EnvReviewerDirectory: `{"github": {"octocat": "octo@example.com"}}`,
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := config.Config{Critic: "openai", OpenAI: config.OpenAIConfig{BaseURL: "http://llm.internal:8000", Model: "gpt-4.1", APIKey: "sk-x"},
-		GitHub: config.GitHubConfig{WebhookSecret: "ghs", Token: "ght", APIURL: "https://ghe.example.com/api/v3"},
-		GitLab: config.GitLabConfig{WebhookToken: "glw", SigningSecret: "whsec_c2VjcmV0", Token: "glt", APIURL: "https://gitlab.example.com/api/v4"},
-		Gerrit: config.GerritConfig{WebhookToken: "grw", APIURL: "https://review.example.com", Username: "bot", Password: "pw"}}
+		GitHub: config.GitHubConfig{WebhookSecret: "ghs-0123456789abcdef", Token: "ght", APIURL: "https://ghe.example.com/api/v3"},
+		GitLab: config.GitLabConfig{WebhookToken: "glw-0123456789abcdef", SigningSecret: "whsec_c2VjcmV0", Token: "glt", APIURL: "https://gitlab.example.com/api/v4"},
+		Gerrit: config.GerritConfig{WebhookToken: "grw-0123456789abcdef", APIURL: "https://review.example.com", Username: "bot", Password: "pw"}}
 	if c.Critic != want.Critic || c.OpenAI != want.OpenAI || c.GitHub != want.GitHub || c.GitLab != want.GitLab || c.Gerrit != want.Gerrit {
 		t.Errorf("got %+v %+v %+v %+v %+v", c.Critic, c.OpenAI, c.GitHub, c.GitLab, c.Gerrit)
 	}
@@ -145,13 +146,13 @@ func TestApplySecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := c.ApplySecrets(map[string]string{
-		config.EnvGitHubWebhookSecret: "ghs", config.EnvGitHubToken: "from-secret", config.EnvGerritWebhookToken: "grw",
+		config.EnvGitHubWebhookSecret: "ghs-0123456789abcdef", config.EnvGitHubToken: "from-secret", config.EnvGerritWebhookToken: "grw-0123456789abcdef",
 		config.EnvOpenAIAPIKey: "sk", config.EnvReviewerDirectory: `{"github":{"a":"a@example.com"}}`,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.GitHub.WebhookSecret != "ghs" || got.GitHub.Token != "from-env" || got.Gerrit.WebhookToken != "grw" || got.OpenAI.APIKey != "sk" || got.ReviewerDirectory == "" {
+	if got.GitHub.WebhookSecret != "ghs-0123456789abcdef" || got.GitHub.Token != "from-env" || got.Gerrit.WebhookToken != "grw-0123456789abcdef" || got.OpenAI.APIKey != "sk" || got.ReviewerDirectory == "" {
 		t.Errorf("after ApplySecrets: %+v %+v %q", got.GitHub, got.Gerrit, got.OpenAI.APIKey)
 	}
 	_, err = c.ApplySecrets(map[string]string{"CRITICIZER_GITHUB_SECRET": "hunter2", config.EnvJobsTable: "x"})
@@ -161,5 +162,35 @@ func TestApplySecrets(t *testing.T) {
 	// What the secret supplies is validated like the environment.
 	if _, err := c.ApplySecrets(map[string]string{config.EnvAdminAPIKey: "short"}); err == nil {
 		t.Error("accepted a short admin API key from the secret")
+	}
+}
+
+// Regression: a webhook secret of any length (one character) was
+// accepted. Every webhook secret or token is at least 16 bytes, refused at
+// start naming the variable and not the value.
+func TestFromEnv_ShortWebhookSecretsRefused(t *testing.T) {
+	for _, name := range []string{config.EnvWebhookSecret, config.EnvGitHubWebhookSecret, config.EnvGitLabWebhookToken, config.EnvGerritWebhookToken} {
+		_, err := config.FromEnv(env(map[string]string{name: "hunter2"}))
+		if err == nil || !strings.Contains(err.Error(), name) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s=hunter2: %v; want an error naming the variable", name, err)
+		}
+		if _, err := config.FromEnv(env(map[string]string{name: "0123456789abcdef"})); err != nil {
+			t.Errorf("%s of 16 bytes: %v", name, err)
+		}
+	}
+}
+
+// The ports a diff_url may use: 80 and 443 by default, a list, or any.
+func TestFromEnv_DiffURLPorts(t *testing.T) {
+	for v, want := range map[string][]int{"": nil, "*": {0}, "443": {443}, "80, 8443": {80, 8443}} {
+		c, err := config.FromEnv(env(map[string]string{config.EnvDiffURLPorts: v}))
+		if err != nil || !slices.Equal(c.DiffURLPorts, want) {
+			t.Errorf("%q: %v %v, want %v", v, c.DiffURLPorts, err, want)
+		}
+	}
+	for _, v := range []string{"0", "70000", "http", "80,"} {
+		if _, err := config.FromEnv(env(map[string]string{config.EnvDiffURLPorts: v})); err == nil || !strings.Contains(err.Error(), config.EnvDiffURLPorts) {
+			t.Errorf("%q accepted: %v", v, err)
+		}
 	}
 }

@@ -70,6 +70,7 @@ func startStack(t *testing.T, o devstack.FunctionOptions, tweak ...func(*config.
 		t.Fatal(err)
 	}
 	cfg.Endpoints, cfg.WebhookSecret, cfg.SESStoreURL, cfg.AllowPrivateDiffs = env.Endpoints, secret, env.SESURL, true
+	cfg.DiffURLPorts = []int{0}
 	res.Apply(&cfg)
 	for _, f := range tweak {
 		f(&cfg)

@@ -5,17 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/mail"
-	"net/netip"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/safehttp"
 	"github.com/criticizer/criticizer/internal/source"
 	"github.com/criticizer/criticizer/internal/store"
 )
@@ -43,36 +40,6 @@ type Fetch struct {
 // reviewSystems are the sources whose jobs carry a store.SourceRef rather
 // than a diff and recipients.
 var reviewSystems = map[string]bool{"github": true, "gitlab": true, "gerrit": true}
-
-// NewDiffHTTPClient returns the client used for diff_url. It refuses
-// link-local addresses always (the EC2/ECS metadata endpoints), and loopback
-// and private addresses unless allowPrivate: diff_url comes from the webhook
-// caller, and fetching it must not be a way into the VPC.
-func NewDiffHTTPClient(allowPrivate bool, timeout time.Duration) *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return fmt.Errorf("diff_url address %q: %w", address, err)
-		}
-		a := ap.Addr().Unmap()
-		if a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() || a.IsMulticast() {
-			return retry.Permanent(retry.PolicyRejected, fmt.Errorf("diff_url resolves to a forbidden address"))
-		}
-		if !allowPrivate && (a.IsLoopback() || a.IsPrivate()) {
-			return retry.Permanent(retry.PolicyRejected, fmt.Errorf("diff_url resolves to a private address (set CRITICIZER_ALLOW_PRIVATE_DIFF_URLS to allow)"))
-		}
-		return nil
-	}}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = dialer.DialContext
-	tr.Proxy = nil
-	return &http.Client{Timeout: timeout, Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if len(via) >= 5 {
-			return errors.New("too many redirects")
-		}
-		return nil
-	}}
-}
 
 // Handle runs the fetch stage for one message.
 func (f *Fetch) Handle(ctx context.Context, m job.Message, attempt int) error {
@@ -206,6 +173,11 @@ func (f *Fetch) download(ctx context.Context, url string) ([]byte, error) {
 	}
 	req.Header.Set("Accept", "text/x-diff, text/plain, */*")
 	resp, err := f.HTTP.Do(req)
+	if errors.Is(err, safehttp.ErrForbidden) {
+		// An address or port the policy refuses (safehttp): the URL will
+		// not change on retry.
+		return nil, retry.Permanent(retry.PolicyRejected, fmt.Errorf("get diff_url: %w (private addresses need %s)", err, "CRITICIZER_ALLOW_PRIVATE_DIFF_URLS"))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get diff_url: %w", err)
 	}

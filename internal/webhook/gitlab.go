@@ -42,8 +42,10 @@ const DefaultSignatureTolerance = 5 * time.Minute
 //
 // At least one must be configured; when both are, both are checked.
 //
-// The idempotency key is the Idempotency-Key header (stable across GitLab's
-// retries), else X-Gitlab-Event-UUID, else X-Gitlab-Webhook-UUID.
+// The idempotency key is, for a signed request, its webhook-id (signed,
+// so a replay within the timestamp window is the same delivery);
+// otherwise the Idempotency-Key header (stable across GitLab's retries),
+// else X-Gitlab-Event-UUID, else X-Gitlab-Webhook-UUID.
 //
 // Change.ReviewVersion is 0 (intake assigns one per Event.HeadSHA),
 // Change.Recipients is empty (GitLab hooks carry no reviewer e-mail
@@ -158,6 +160,13 @@ func (g GitLab) ParseEvent(r Request) (Event, error) {
 	}
 
 	key, keyHeader := header("Idempotency-Key"), "Idempotency-Key"
+	if g.SigningSecret != "" {
+		// A signed request's webhook-id is covered by its signature: a
+		// captured request replayed within the timestamp window is the
+		// same delivery, answered as a replay, whatever unsigned headers
+		// were changed.
+		key, keyHeader = header(StandardWebhookID), StandardWebhookID
+	}
 	if key == "" {
 		key, keyHeader = header(GitLabEventUUIDHeader), GitLabEventUUIDHeader
 	}

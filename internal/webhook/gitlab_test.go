@@ -363,3 +363,27 @@ func FuzzGitLabParse(f *testing.F) {
 		checkFuzzedEvent(t, "gitlab", ev, err)
 	})
 }
+
+// Regression: a captured signed GitLab request, replayed within its
+// timestamp window with another Idempotency-Key header, was a new
+// delivery. A signed request's key is its signed webhook-id, whatever the
+// unsigned headers say: the replay is the same delivery (R-INTAKE-1).
+func TestGitLabSigned_KeyIsTheSignedWebhookID(t *testing.T) {
+	body := glFixture(t, "merge_request.open.json")
+	req := glSigned(t, body, glTestNow, nil)
+	first, err := glSignedAdapter.ParseEvent(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Change.IdempotencyKey != req.Header(StandardWebhookID) {
+		t.Fatalf("key %q, want the webhook-id %q", first.Change.IdempotencyKey, req.Header(StandardWebhookID))
+	}
+	replay := glSigned(t, body, glTestNow, map[string]string{"Idempotency-Key": "attacker-chosen", GitLabEventUUIDHeader: "another-uuid"})
+	again, err := glSignedAdapter.ParseEvent(replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Change.IdempotencyKey != first.Change.IdempotencyKey {
+		t.Fatalf("replay with new unsigned headers got key %q, want %q", again.Change.IdempotencyKey, first.Change.IdempotencyKey)
+	}
+}

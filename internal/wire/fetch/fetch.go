@@ -14,6 +14,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/safehttp"
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/source"
 	"github.com/criticizer/criticizer/internal/stage"
@@ -32,7 +33,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	f := &pipeline.Fetch{
 		Base: pipeline.Base{Jobs: b.Jobs, Blobs: blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket),
 			Queue: b.Queue, Log: log, Now: b.Now},
-		HTTP:   pipeline.NewDiffHTTPClient(cfg.AllowPrivateDiffs, 20*time.Second),
+		HTTP:   safehttp.NewClient(safehttp.Policy{AllowPrivate: cfg.AllowPrivateDiffs, Ports: cfg.DiffURLPorts}, 20*time.Second),
 		Source: Sources(cfg, b.Now),
 	}
 	dir, err := Directory(cfg)
