@@ -165,7 +165,7 @@ func printWelcome(port string, p devstack.Ports, cfg config.Config, res devstack
 	fmt.Printf(`
 Criticizer is running locally.
 
-  API          http://127.0.0.1:%[1]s   (POST /webhooks/generic, GET /jobs/{id}, GET /healthz)
+  API          http://127.0.0.1:%[1]s   (POST /webhooks/generic; the answer links the job status; GET /healthz)
   Mailbox      %[2]s             (sent mail; JSON at %[2]s/store)
   DynamoDB     http://127.0.0.1:%[3]d   tables %[4]s, %[5]s
   SQS + S3     http://127.0.0.1:%[6]d   queues criticizer-{fetch,llm,notify}[-dlq], bucket %[7]s

@@ -36,6 +36,8 @@ import (
 type Admin struct {
 	// APIKey is the configured key; empty turns the admin API off.
 	APIKey string
+	// Status mints the job status links a rerun's answer carries.
+	Status *StatusLinks
 	Jobs   *store.Jobs
 	Queue  Enqueuer
 	Log    *slog.Logger
@@ -236,7 +238,7 @@ func (a *Admin) rerun(ctx context.Context, req events.APIGatewayV2HTTPRequest) e
 	log := a.Log.With("job_id", j.ID, "rerun_of", plan.Latest.ID, "source", j.Source, "review_version", j.ReviewVersion)
 	out := RerunAccepted{JobID: j.ID, Status: string(j.Status), Source: j.Source, ChangelistID: j.ChangelistID,
 		ReviewVersion: j.ReviewVersion, RerunOf: plan.Latest.ID, Recipients: make([]string, 0, len(j.Recipients)),
-		Links: Links{Self: "/jobs/" + string(j.ID)}}
+		Links: Links{Self: a.Status.Link(j.ID)}}
 	for _, rcpt := range j.Recipients {
 		out.Recipients = append(out.Recipients, MaskEmail(rcpt))
 	}
@@ -248,7 +250,7 @@ func (a *Admin) rerun(ctx context.Context, req events.APIGatewayV2HTTPRequest) e
 	} else {
 		log.InfoContext(ctx, "versioned rerun accepted")
 	}
-	return jsonResponse(http.StatusAccepted, out, map[string]string{"Location": "/jobs/" + string(j.ID)})
+	return jsonResponse(http.StatusAccepted, out, map[string]string{"Location": a.Status.Link(j.ID)})
 }
 
 // dryRun answers who a rerun would mail: the latest version's recipients

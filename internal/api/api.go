@@ -51,6 +51,9 @@ type Handler struct {
 	Admin *Admin
 	// Ready reports whether dependencies answer; nil means always ready.
 	Ready func(ctx context.Context) error
+	// Status checks the tokens of job status links (GET /jobs/{id}); nil:
+	// the route answers 404 to all but the admin API key.
+	Status *StatusLinks
 }
 
 // Handle routes one request. It never returns an error to Lambda: every
@@ -97,7 +100,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		if method != http.MethodGet {
 			return methodNotAllowed(http.MethodGet), nil
 		}
-		return h.getJob(ctx, strings.TrimPrefix(path, "/jobs/")), nil
+		return h.getJob(ctx, strings.TrimPrefix(path, "/jobs/"), req), nil
 	case strings.HasPrefix(path, adminPrefix):
 		return h.Admin.handle(ctx, req, method, path), nil
 	}

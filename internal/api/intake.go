@@ -37,6 +37,8 @@ type Intake struct {
 	// Versions assigns review versions to head commits for sources whose
 	// payloads carry none (GitHub, GitLab); usually Jobs.
 	Versions VersionAssigner
+	// Status mints the job status links the answers carry.
+	Status *StatusLinks
 }
 
 // Accepted is the 202 body, stored and replayed byte for byte.
@@ -185,7 +187,7 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 		j.DiffRef = "diffs/" + j.DiffSHA256
 	}
 	respBody, err := json.Marshal(Accepted{JobID: id, Status: string(job.StatusAccepted), ChangelistID: c.ChangelistID,
-		ReviewVersion: c.ReviewVersion, Links: Links{Self: "/jobs/" + string(id)}})
+		ReviewVersion: c.ReviewVersion, Links: Links{Self: in.Status.Link(id)}})
 	if err != nil {
 		return problem(http.StatusInternalServerError, "", "could not encode the response")
 	}
@@ -208,7 +210,7 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 			(&job.StaleError{Requested: c.ReviewVersion, Current: res.CurrentVersion}).Error())
 	case store.VersionExists:
 		log.InfoContext(ctx, "review version already has a job; nothing new to do", "existing_status", res.Job.Status)
-		return jsonResponse(http.StatusOK, existing(res.Job), nil)
+		return jsonResponse(http.StatusOK, existing(res.Job, in.Status), nil)
 	case store.Replayed:
 		if res.Job.Status == job.StatusAccepted {
 			// The first request may have died between persisting and
@@ -219,7 +221,7 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 			}
 		}
 		log.InfoContext(ctx, "idempotent replay")
-		resp := rawResponse(res.ResponseStatus, res.ResponseBody, map[string]string{"Idempotent-Replayed": "true", "Location": "/jobs/" + string(id)})
+		resp := rawResponse(res.ResponseStatus, res.ResponseBody, map[string]string{"Idempotent-Replayed": "true", "Location": in.Status.Link(id)})
 		return resp
 	}
 	if err := in.start(ctx, j, c.Diff); err != nil {
@@ -227,7 +229,7 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 		return unavailable("the job is recorded but could not be enqueued; retry with the same Idempotency-Key")
 	}
 	log.InfoContext(ctx, "job accepted")
-	return rawResponse(http.StatusAccepted, respBody, map[string]string{"Location": "/jobs/" + string(id)})
+	return rawResponse(http.StatusAccepted, respBody, map[string]string{"Location": in.Status.Link(id)})
 }
 
 // start stores the inline diff (if any) and enqueues the fetch stage.
@@ -249,10 +251,10 @@ type existingBody struct {
 	Note string `json:"note"`
 }
 
-func existing(j job.Job) existingBody {
+func existing(j job.Job, status *StatusLinks) existingBody {
 	return existingBody{
 		Accepted: Accepted{JobID: j.ID, Status: string(j.Status), ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
-			Links: Links{Self: "/jobs/" + string(j.ID)}},
+			Links: Links{Self: status.Link(j.ID)}},
 		Note: "this review version already has a job; nothing new was started",
 	}
 }

@@ -18,9 +18,11 @@ import (
 var jobIDPattern = regexp.MustCompile(`^j_[a-z2-7]{32}$`)
 
 // JobView is the body of GET /jobs/{id}. It shows states, never content:
-// recipients appear masked (a***@example.com), because job ids derive from
-// changelist ids and this route carries no caller credentials. Operators see
-// full rows with the criticizer CLI.
+// recipients appear masked (a***@example.com) and rows carry no delivery
+// id, so nothing in it lets a reader test a guessed address or login (a
+// delivery id is derived from the address). The route needs the link's
+// token (StatusLinks) or the admin API key. Operators see full rows with
+// the criticizer CLI.
 type JobView struct {
 	JobID         job.ID         `json:"job_id"`
 	Status        job.Status     `json:"status"`
@@ -37,7 +39,6 @@ type JobView struct {
 
 // DeliveryView is one recipient's delivery state.
 type DeliveryView struct {
-	DeliveryID     string          `json:"delivery_id"`
 	Recipient      string          `json:"recipient"`
 	Status         delivery.Status `json:"status"`
 	Attempts       int             `json:"attempts"`
@@ -45,8 +46,13 @@ type DeliveryView struct {
 	LastErrorClass string          `json:"last_error_class,omitempty"`
 }
 
-func (h *Handler) getJob(ctx context.Context, id string) events.APIGatewayV2HTTPResponse {
+func (h *Handler) getJob(ctx context.Context, id string, req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	if !jobIDPattern.MatchString(id) {
+		return problem(http.StatusNotFound, "job_id", "no job "+quote(id))
+	}
+	// A job that exists without the right token answers as one that does
+	// not: no existence leak.
+	if !h.Status.Valid(job.ID(id), req.QueryStringParameters["token"]) && !(h.Admin != nil && h.Admin.authorized(headerFunc(req.Headers))) {
 		return problem(http.StatusNotFound, "job_id", "no job "+quote(id))
 	}
 	j, err := h.Jobs.Get(ctx, job.ID(id))
@@ -103,7 +109,7 @@ func (h *Handler) view(ctx context.Context, j job.Job) (JobView, error) {
 		byID[r.ID] = r
 	}
 	for _, e := range entries {
-		dv := DeliveryView{DeliveryID: e.id, Recipient: e.shown, Status: "not_created"}
+		dv := DeliveryView{Recipient: e.shown, Status: "not_created"}
 		if r, ok := byID[e.id]; ok {
 			dv.Status, dv.Attempts, dv.LastErrorClass = r.Status, r.Attempts, r.LastErrorClass
 			if !r.NotifiedAt.IsZero() {

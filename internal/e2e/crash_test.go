@@ -177,7 +177,7 @@ func TestCrashPoints_ExactlyOneEmailPerRecipient_000_10_3(t *testing.T) {
 			}
 			for _, d := range v.Deliveries {
 				if d.NotifiedAt == nil {
-					t.Errorf("delivery %s has no notified_at", d.DeliveryID)
+					t.Errorf("delivery %s has no notified_at", d.Recipient)
 				}
 			}
 			if n := len(dlqBodies(t, s, job.StageNotify)); n != 0 {

@@ -90,7 +90,7 @@ func (s *stack) waitJob(id job.ID, d time.Duration, want job.Status) api.JobView
 	var v api.JobView
 	eventually(s.t, d, "job "+string(id)+" "+string(want), func() bool {
 		v = api.JobView{}
-		s.getJSON("/jobs/"+string(id), &v)
+		s.getJSON(s.jobLink(id), &v)
 		return v.Status == want
 	})
 	return v

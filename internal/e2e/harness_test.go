@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/criticizer/criticizer/internal/api"
+	"github.com/criticizer/criticizer/internal/job"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -110,6 +112,15 @@ func (s *stack) postSigned(key string, body []byte, sig string) (*http.Response,
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, b
+}
+
+// jobLink is a job's status link, with the token intake's answers carry.
+func (s *stack) jobLink(id job.ID) string {
+	key := s.cfg.UnsubscribeKey
+	if key == "" {
+		key = devstack.LocalUnsubscribeKey
+	}
+	return api.NewStatusLinks(key).Link(id)
 }
 
 func (s *stack) getJSON(path string, v any) int {

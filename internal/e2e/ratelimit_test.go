@@ -79,10 +79,10 @@ func TestRateLimit_BurstKeepsConfiguredRate_004_Phase11_5(t *testing.T) {
 			logs := s.logText()
 			for _, id := range ids {
 				var v api.JobView
-				if s.getJSON("/jobs/"+string(id), &v); v.Status != job.StatusSucceeded {
+				if s.getJSON(s.jobLink(id), &v); v.Status != job.StatusSucceeded {
 					for _, d := range v.Deliveries {
 						if d.NotifiedAt == nil {
-							t.Logf("job %s (%s at %s): delivery %s is %s after %d attempts", id, v.Status, v.Stage, d.DeliveryID, d.Status, d.Attempts)
+							t.Logf("job %s (%s at %s): delivery %s is %s after %d attempts", id, v.Status, v.Stage, d.Recipient, d.Status, d.Attempts)
 						}
 					}
 				}

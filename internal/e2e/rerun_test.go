@@ -45,11 +45,9 @@ func TestVersionedRerun_V3V4_RepeatSendsNothing_V2IsStale_000_10_4(t *testing.T)
 	if v4 == v3 {
 		t.Fatal("v4 reused v3's job")
 	}
-	view := s.waitJob(v4, 30*time.Second, job.StatusSucceeded)
-	for _, d := range view.Deliveries {
-		if d.DeliveryID == delivery.ID(job.ChangelistKey("generic", cl), "ann@example.com", 3) {
-			t.Fatal("v4 reused a v3 delivery key")
-		}
+	s.waitJob(v4, 30*time.Second, job.StatusSucceeded)
+	if row, err := s.fns.Deliveries.Get(context.Background(), delivery.ID(job.ChangelistKey("generic", cl), "ann@example.com", 4)); err != nil || row.ReviewVersion != 4 || row.NotifiedAt.IsZero() {
+		t.Fatalf("v4: ann's v4 row %+v %v, want a sent row under v4's key", row.Status, err)
 	}
 	// Repeating v4 after success: nothing new.
 	if resp, b := s.post("v4-again-"+cl, sample(t, cl, 4, rcpt...)); resp.StatusCode != http.StatusOK {

@@ -33,7 +33,7 @@ func TestSignedWebhook_OneEmailPerRecipient_ReplaySendsNothing_000_10_1(t *testi
 	if err := json.Unmarshal(first, &acc); err != nil {
 		t.Fatal(err)
 	}
-	if acc.JobID == "" || acc.Status != "accepted" || acc.ChangelistID != cl || acc.ReviewVersion != 1 || acc.Links.Self != "/jobs/"+string(acc.JobID) {
+	if acc.JobID == "" || acc.Status != "accepted" || acc.ChangelistID != cl || acc.ReviewVersion != 1 || acc.Links.Self != s.jobLink(acc.JobID) {
 		t.Fatalf("unexpected 202 body: %s", first)
 	}
 

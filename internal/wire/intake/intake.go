@@ -48,11 +48,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		return nil, err
 	}
 	blobs := blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket)
+	// Job status links are signed with a key derived from the unsubscribe
+	// key (a generated secret intake holds); without one there is no
+	// status route but through the admin API key.
+	var status *api.StatusLinks
+	if cfg.UnsubscribeKey != "" {
+		status = api.NewStatusLinks(cfg.UnsubscribeKey)
+	}
 	h := &api.Handler{
 		Sources: parsers,
 		Intake: &api.Intake{Jobs: b.Jobs, Blobs: blobs, Queue: b.Queue, Log: log, Now: b.Now, TTL: cfg.IdempotencyTTL,
-			Versions: b.Jobs},
-		Jobs: b.Jobs, Deliveries: b.Deliveries, Log: log,
+			Versions: b.Jobs, Status: status},
+		Status: status,
+		Jobs:   b.Jobs, Deliveries: b.Deliveries, Log: log,
 		Unsubscribe: &api.Unsubscribe{Signer: signer, Recipients: b.Recipients, Pages: pages, Log: log},
 		Ready: func(ctx context.Context) error {
 			_, err := b.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(cfg.JobsTable),
@@ -63,7 +71,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if cfg.AdminAPIKey != "" {
 		// The admin API is off (404) unless its key is set. Previews render
 		// the mail templates notify uses.
-		h.Admin = &api.Admin{APIKey: cfg.AdminAPIKey, Jobs: b.Jobs, Queue: b.Queue, Log: log,
+		h.Admin = &api.Admin{APIKey: cfg.AdminAPIKey, Status: status, Jobs: b.Jobs, Queue: b.Queue, Log: log,
 			Audience: audience{b.Recipients}, Previewer: pages,
 			IsUnknownTemplate: func(err error) bool { return errors.Is(err, mail.ErrUnknownTemplate) }}
 	}

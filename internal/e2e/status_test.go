@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/testenv"
+)
+
+// Regression: GET /jobs/{id} needed no credential, and a job id is derived
+// from public facts (owner/repo#N), so anyone could read a job and test
+// guessed addresses offline against the delivery ids it listed. The route
+// now answers only with the token of the link intake's answer carries (or
+// the admin API key), answers a job without it as one that does not exist,
+// and lists no delivery id and no unmasked address or login.
+func TestJobStatus_NeedsTheLinksToken_ShowsNothingTestable(t *testing.T) {
+	t.Parallel()
+	const adminKey = "status-admin-key-0123456789abcdef0123"
+	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) { c.AdminAPIKey = adminKey })
+	cl := testenv.Prefix(t)
+	id := accept(t, s, "k-"+cl, sample(t, cl, 1, "ann.lee@example.com"))
+	s.waitJob(id, 30*time.Second, job.StatusSucceeded)
+
+	get := func(path string, header map[string]string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, s.srv.URL+path, nil)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	missing, _ := get("/jobs/"+string(job.NewID("generic", cl+"-none", 1)), nil)
+	for name, path := range map[string]string{"no token": "/jobs/" + string(id), "wrong token": "/jobs/" + string(id) + "?token=aaaaaaaaaaaaaaaaaaaaaaaaaa"} {
+		if code, body := get(path, nil); code != http.StatusNotFound || code != missing {
+			t.Errorf("%s: %d %s, want the 404 of a job that does not exist", name, code, body)
+		}
+	}
+	code, body := get(s.jobLink(id), nil)
+	if code != http.StatusOK || !strings.Contains(body, `"status":"succeeded"`) {
+		t.Fatalf("with the link's token: %d %s", code, body)
+	}
+	for _, leak := range []string{"ann.lee", "delivery_id", `"d_`} {
+		if strings.Contains(body, leak) {
+			t.Errorf("the status view holds %q: %s", leak, body)
+		}
+	}
+	if !strings.Contains(body, `"recipient":"a***@example.com"`) {
+		t.Errorf("the recipient is not shown masked: %s", body)
+	}
+	if code, _ := get("/jobs/"+string(id), map[string]string{"Authorization": "Bearer " + adminKey}); code != http.StatusOK {
+		t.Errorf("with the admin API key: %d, want 200", code)
+	}
+}
