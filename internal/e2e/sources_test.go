@@ -514,7 +514,7 @@ func TestSecretsARN_FillsUnsetSettings(t *testing.T) {
 	var calls int
 	var mu sync.Mutex
 	arn := "arn:aws:secretsmanager:us-west-2:123456789012:secret:" + testenv.Prefix(t)
-	secretValue := `{"CRITICIZER_GITHUB_WEBHOOK_SECRET":"from-the-secret","CRITICIZER_GITHUB_TOKEN":"api-token","CRITICIZER_WEBHOOK_SECRET":"ignored-env-wins"}`
+	secretValue := `{"CRITICIZER_GITHUB_WEBHOOK_SECRET":"from-the-secret-value","CRITICIZER_GITHUB_TOKEN":"api-token","CRITICIZER_WEBHOOK_SECRET":"ignored-env-wins"}`
 	sm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		calls++
@@ -543,7 +543,7 @@ func TestSecretsARN_FillsUnsetSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Endpoints, cfg.WebhookSecret = env.Endpoints, "from-the-env"
+		cfg.Endpoints, cfg.WebhookSecret = env.Endpoints, "from-the-environment"
 		cfg.SecretsARN, cfg.Endpoints.SecretsManager = arn, sm.URL
 		res.Apply(&cfg)
 		awsCfg, err := profile.Load(context.Background(), cfg.Endpoints)
@@ -557,8 +557,8 @@ func TestSecretsARN_FillsUnsetSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := struct{ Config config.Config }{got}
-	if a.Config.GitHub.WebhookSecret != "from-the-secret" || a.Config.GitHub.Token != "api-token" || a.Config.WebhookSecret != "from-the-env" {
-		t.Fatalf("config after the secret: github %+v, generic secret set from the env: %v", a.Config.GitHub, a.Config.WebhookSecret == "from-the-env")
+	if a.Config.GitHub.WebhookSecret != "from-the-secret-value" || a.Config.GitHub.Token != "api-token" || a.Config.WebhookSecret != "from-the-environment" {
+		t.Fatalf("config after the secret: github %+v, generic secret set from the env: %v", a.Config.GitHub, a.Config.WebhookSecret == "from-the-environment")
 	}
 	if calls != 1 {
 		t.Fatalf("GetSecretValue called %d times at init, want once", calls)
