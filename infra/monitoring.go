@@ -17,8 +17,11 @@ const MetricsNamespace = "Criticizer"
 // Alarm thresholds.
 const (
 	OldestMessageAlarmSeconds = 15 * 60
-	BounceRateThreshold       = 0.05
-	ComplaintRateThreshold    = 0.001
+	// EvidenceLagAlarmSeconds: the SES evidence watermark trailing now by
+	// more than this while a delivery waits on it (R-RECON-3).
+	EvidenceLagAlarmSeconds = 15 * 60
+	BounceRateThreshold     = 0.05
+	ComplaintRateThreshold  = 0.001
 )
 
 // insights is a CloudWatch Metrics Insights query summing one of the
@@ -31,7 +34,12 @@ const (
 // combination, including ones that do not exist yet (a new ErrorClass, or
 // whatever dimensions OrderingViolations gets).
 func insights(metric string, groupBy string) string {
-	q := fmt.Sprintf(`SELECT SUM(%s) FROM "%s"`, metric, MetricsNamespace)
+	return insightsAgg("SUM", metric, groupBy)
+}
+
+// insightsAgg is insights with another aggregate (MAX for a gauge).
+func insightsAgg(agg, metric, groupBy string) string {
+	q := fmt.Sprintf(`SELECT %s(%s) FROM "%s"`, agg, metric, MetricsNamespace)
 	if groupBy != "" {
 		q += " GROUP BY " + groupBy
 	}
@@ -48,17 +56,20 @@ func (s *Stack) monitoring() {
 		s.AlarmTopic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(s.Config.AlarmEmail), nil))
 	}
 	action := awscloudwatchactions.NewSnsAction(s.AlarmTopic)
-	alarm := func(id, desc string, m awscloudwatch.IMetric, threshold float64) {
+	alarmWith := func(id, desc string, m awscloudwatch.IMetric, threshold float64, periods float64, missing awscloudwatch.TreatMissingData) {
 		a := awscloudwatch.NewAlarm(s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmDescription:   jsii.String(desc),
 			Metric:             m,
 			Threshold:          jsii.Number(threshold),
 			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-			EvaluationPeriods:  jsii.Number(1),
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+			EvaluationPeriods:  jsii.Number(periods),
+			TreatMissingData:   missing,
 		})
 		a.AddAlarmAction(action)
 		a.AddOkAction(action)
+	}
+	alarm := func(id, desc string, m awscloudwatch.IMetric, threshold float64) {
+		alarmWith(id, desc, m, threshold, 1, awscloudwatch.TreatMissingData_NOT_BREACHING)
 	}
 	min := func(n float64) awscdk.Duration { return awscdk.Duration_Minutes(jsii.Number(n)) }
 
@@ -85,12 +96,24 @@ func (s *Stack) monitoring() {
 	for _, m := range []struct{ metric, desc string }{
 		{"DeadLetters", "a stage dead-lettered a message (Criticizer/DeadLetters, any Stage/ErrorClass)"},
 		{"Escalations", "a replayed message failed again with the same class and was re-dead-lettered escalated"},
-		{"OrderingViolations", "reconciliation found a delivery ordering violation"},
+		{"OrderingViolations", "a delivery marked sent was never confirmed by SES once the evidence path caught up past it: it is held for an operator (criticizer deliveries held)"},
+		{"DuplicateSends", "an SES event names a message other than its delivery's: the delivery was sent twice (criticizer deliveries show <id>; README, The remaining window)"},
+		{"ResentWithoutEvidence", "a delivery whose send's answer was lost was sent again because the SES evidence path caught up past it with no event naming it"},
 	} {
 		alarm(m.metric, m.desc, awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression: jsii.String(insights(m.metric, "")), Period: five, Label: jsii.String(m.metric),
 		}), 0)
 	}
+	// The sweeper's gauges, emitted every sweep (R-RECON-3).
+	alarm("HeldDeliveries", "deliveries are held for SES evidence or an operator: fix the evidence path (feedback function, SNS, configuration set), or settle them (criticizer deliveries held)",
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String(insightsAgg("MAX", "HeldDeliveries", "")), Period: five, Label: jsii.String("HeldDeliveries")}), 0)
+	// Missing data breaches: the sweeper emits EvidenceLag on every run, so
+	// none means the sweeper (or the metric) is broken.
+	alarmWith("EvidenceLag", fmt.Sprintf("the SES evidence watermark trails by more than %d minutes while deliveries wait on it: SES events are not reaching the feedback function", EvidenceLagAlarmSeconds/60),
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String(insightsAgg("MAX", "EvidenceLag", "")), Period: five, Label: jsii.String("EvidenceLag")}),
+		EvidenceLagAlarmSeconds, 2, awscloudwatch.TreatMissingData_BREACHING)
 
 	ses := func(metric string) awscloudwatch.Metric {
 		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("AWS/SES"), MetricName: jsii.String(metric),
@@ -131,6 +154,10 @@ func (s *Stack) monitoring() {
 			{graph("Dead letters by stage", []awscloudwatch.IMetric{expr("DeadLetters", "Stage")}), graph("Escalations by stage", []awscloudwatch.IMetric{expr("Escalations", "Stage")})},
 			{graph("Retries by stage", []awscloudwatch.IMetric{expr("Retries", "Stage")}), graph("Successes by stage", []awscloudwatch.IMetric{expr("Succeeded", "Stage")})},
 			{graph("Ordering violations (sweeper)", []awscloudwatch.IMetric{expr("OrderingViolations", "")}), graph("SES events recorded by type", []awscloudwatch.IMetric{expr("ProviderEvents", "EventType")})},
+			{graph("Held deliveries and evidence lag (s)", []awscloudwatch.IMetric{
+				awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{Expression: jsii.String(insightsAgg("MAX", "HeldDeliveries", "")), Period: five, Label: jsii.String("HeldDeliveries")}),
+				awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{Expression: jsii.String(insightsAgg("MAX", "EvidenceLag", "")), Period: five, Label: jsii.String("EvidenceLag")})}),
+				graph("Duplicate sends and resends without evidence", []awscloudwatch.IMetric{expr("DuplicateSends", ""), expr("ResentWithoutEvidence", "")})},
 		},
 	})
 }

@@ -462,8 +462,16 @@ func TestAlarms(t *testing.T) {
 		has("AWS/SQS/ApproximateNumberOfMessagesVisible>0", DLQID(q), "")
 		has(fmt.Sprintf("AWS/SQS/ApproximateAgeOfOldestMessage>%d", OldestMessageAlarmSeconds), QueueID(q), "")
 	}
-	for _, m := range []string{"DeadLetters", "Escalations", "OrderingViolations"} {
+	for _, m := range []string{"DeadLetters", "Escalations", "OrderingViolations", "DuplicateSends", "ResentWithoutEvidence"} {
 		has("<nil>/<nil>>0", "", fmt.Sprintf(`SELECT SUM(%s) FROM "Criticizer"`, m))
+	}
+	has("<nil>/<nil>>0", "", `SELECT MAX(HeldDeliveries) FROM "Criticizer"`)
+	has(fmt.Sprintf("<nil>/<nil>>%d", EvidenceLagAlarmSeconds), "", `SELECT MAX(EvidenceLag) FROM "Criticizer"`)
+	for id, a := range alarms {
+		if strings.HasPrefix(id, "EvidenceLag") && (props(a)["TreatMissingData"] != "breaching" || num(props(a)["EvaluationPeriods"]) != 2) {
+			t.Errorf("EvidenceLag alarm: missing data %v, periods %v; want breaching over 2 periods (the sweeper emits it every run)",
+				props(a)["TreatMissingData"], props(a)["EvaluationPeriods"])
+		}
 	}
 	has("AWS/SES/Reputation.BounceRate>0.05", "", "")
 	has("AWS/SES/Reputation.ComplaintRate>0.001", "", "")
