@@ -79,7 +79,7 @@ func startStack(t *testing.T, o devstack.FunctionOptions, tweak ...func(*config.
 	}
 	var logs bytes.Buffer
 	sw := &syncWriter{w: &logs}
-	log := obs.NewLogger(io.MultiWriter(sw, testWriter{t}), "info")
+	log := obs.NewLogger(io.MultiWriter(sw, testWriter{t}), cfg.LogLevel)
 	fns, err := devstack.StartFunctions(context.Background(), cfg, res, log, o)
 	if err != nil {
 		t.Fatal(err)

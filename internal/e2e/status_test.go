@@ -62,3 +62,21 @@ func TestJobStatus_NeedsTheLinksToken_ShowsNothingTestable(t *testing.T) {
 		t.Errorf("with the admin API key: %d, want 200", code)
 	}
 }
+
+// With LOG_LEVEL=warn (allowed by the templates), a reviewed webhook still
+// emits the EMF lines its alarms and dashboard stand on.
+func TestMetrics_EmittedAtLogLevelWarn(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) { c.LogLevel = "warn" })
+	cl := testenv.Prefix(t)
+	id := accept(t, s, "k-"+cl, sample(t, cl, 1, "warn@example.com"))
+	s.waitJob(id, 30*time.Second, job.StatusSucceeded)
+	eventually(t, 10*time.Second, "EMF lines", func() bool {
+		logs := s.logText()
+		return countLines(logs, `"CloudWatchMetrics"`, `"Stage":"notify"`, `"Succeeded":1`) > 0 &&
+			countLines(logs, `"CloudWatchMetrics"`, `"EventType":"Send"`) > 0
+	})
+	if n := countLines(s.logText(), `"level":"INFO"`, `"msg":"stage succeeded"`); n != 0 {
+		t.Errorf("%d info lines at LOG_LEVEL=warn", n)
+	}
+}

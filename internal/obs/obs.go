@@ -57,6 +57,10 @@ func redactAttr(_ []string, a slog.Attr) slog.Attr {
 
 // Metric emits one EMF line with count metrics under the given dimensions.
 // Dimension values must never hold PII: they are ids of stages and classes.
+//
+// The line goes through the logger's handler (the same JSON, the same
+// redaction) but not through its level: alarms stand on these lines, and a
+// function running with LOG_LEVEL=warn or error must still emit them.
 func Metric(ctx context.Context, log *slog.Logger, dims map[string]string, counts map[string]float64) {
 	names := make([]string, 0, len(dims))
 	attrs := make([]any, 0, 2+len(dims)+len(counts))
@@ -78,5 +82,8 @@ func Metric(ctx context.Context, log *slog.Logger, dims map[string]string, count
 		}},
 	}
 	attrs = append(attrs, slog.Any("_aws", aws))
-	log.InfoContext(ctx, "metric", attrs...)
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "metric", 0)
+	r.Add(attrs...)
+	// Handle, not Log: Log would drop the line below the logger's level.
+	_ = log.Handler().Handle(ctx, r)
 }

@@ -58,3 +58,23 @@ func TestLogger_RedactsEveryStringAndTheMessage(t *testing.T) {
 type stringer string
 
 func (s stringer) String() string { return string(s) }
+
+// Regression: metrics were written with InfoContext, so at LOG_LEVEL=warn
+// or error no EMF line was written and every alarm on the code's metrics
+// went silent. They are written at every allowed level; ordinary info
+// lines still follow the level.
+func TestMetric_EmittedAtEveryLogLevel(t *testing.T) {
+	for _, level := range []string{"debug", "info", "warn", "error"} {
+		var buf bytes.Buffer
+		log := obs.NewLogger(&buf, level).With("function", "notify")
+		obs.Metric(context.Background(), log, map[string]string{"Stage": "notify"}, map[string]float64{"DeadLetters": 1})
+		log.Info("an info line")
+		out := buf.String()
+		if !strings.Contains(out, `"CloudWatchMetrics"`) || !strings.Contains(out, `"DeadLetters":1`) || !strings.Contains(out, `"function":"notify"`) {
+			t.Errorf("LOG_LEVEL=%s: no EMF line: %s", level, out)
+		}
+		if info := strings.Contains(out, "an info line"); info != (level == "debug" || level == "info") {
+			t.Errorf("LOG_LEVEL=%s: info line written %v", level, info)
+		}
+	}
+}
