@@ -11,8 +11,12 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
 .PHONY: run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
-# Sample events per function (events/); `make invoke-<fn>` uses SAM when it
-# is installed (after `make build`), else the local runner against `make run`.
+# Sample events per function (events/). `make invoke-<fn>` runs the function
+# against the local stack of `make run` in this process; with SAM=1 in SAM's
+# Lambda container (after `sam build`; Docker), still against `make run`
+# (SAM_HOST: its host seen from the container); with SAM_ENV_VARS=env.json
+# in SAM's container against a deployed stack whose names the file gives.
+SAM_HOST ?= host.docker.internal
 EVENT_intake   := events/intake-webhook.json
 EVENT_fetch    := events/fetch-sqs.json
 EVENT_llm      := events/llm-sqs.json
@@ -27,11 +31,25 @@ SAM_NAME_feedback := FeedbackFunction
 SAM_NAME_sweeper := SweeperFunction
 
 $(addprefix invoke-,$(FUNCTIONS)): invoke-%:
-	@if command -v sam >/dev/null 2>&1; then \
-		sam local invoke $(SAM_NAME_$*) -e $(EVENT_$*); \
+	@if [ -n "$(SAM_ENV_VARS)" ]; then \
+		test -f "$(SAM_ENV_VARS)" || { echo "SAM_ENV_VARS=$(SAM_ENV_VARS): no such file" >&2; exit 1; }; \
+		sam local invoke $(SAM_NAME_$*) -e $(EVENT_$*) --env-vars "$(SAM_ENV_VARS)"; \
+	elif [ -n "$(SAM)" ]; then \
+		mkdir -p .devstack && $(GO) run ./cmd/devstack sam-env -host $(SAM_HOST) > .devstack/sam-env.json && \
+		sam local invoke $(SAM_NAME_$*) -e $(EVENT_$*) --env-vars .devstack/sam-env.json \
+			--parameter-overrides LocalStackHost=$(SAM_HOST); \
 	else \
 		$(GO) run ./cmd/devstack invoke $* $(EVENT_$*); \
 	fi
+
+# `sam build` (template.yaml: BuildMethod makefile, CodeUri .) runs
+# build-<LogicalId> with ARTIFACTS_DIR set; each builds its function's
+# bootstrap the way `make build` does.
+SAM_BUILD_TARGETS := $(foreach fn,$(FUNCTIONS),build-$(SAM_NAME_$(fn)))
+.PHONY: $(SAM_BUILD_TARGETS)
+$(SAM_BUILD_TARGETS): build-%Function:
+	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set (sam build sets it)" >&2; exit 1; }
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/$(shell echo $* | tr A-Z a-z)
 
 help:
 	@echo "make run    start the local stack and serve on 127.0.0.1:\$${PORT:-3000}"

@@ -38,6 +38,11 @@ const (
 	// second; the account's "Sending quota" page), which every notifier
 	// together keeps under; 0 turns the limiter off.
 	CtxMaxSendRate = "maxSendRate"
+	// CtxNotifyReserved reserves that many concurrent executions for
+	// notify (0, the default: none). At least notify's event-source
+	// MaximumConcurrency (5) when set; needs an account concurrency quota
+	// above the default 10, or the deploy fails.
+	CtxNotifyReserved = "notifyReservedConcurrency"
 )
 
 // DefaultMailFrom is config.go's default sender; deploying with it is
@@ -55,6 +60,8 @@ type Config struct {
 	CriticModel string
 	OpenAIBase  string
 	MaxSendRate string
+	// NotifyReserved is notify's reserved concurrency; 0 reserves none.
+	NotifyReserved float64
 }
 
 // ConfigFromContext reads the app's context with defaults.
@@ -78,11 +85,24 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 	if n, err := strconv.Atoi(c.MaxSendRate); err != nil || n < 0 {
 		return Config{}, fmt.Errorf("context %s=%q: want a whole number of emails per second (0: no limit)", CtxMaxSendRate, c.MaxSendRate)
 	}
+	if r := get(CtxNotifyReserved, "0"); r != "0" {
+		n, err := strconv.Atoi(r)
+		if err != nil || n < notifyMaxConcurrency() {
+			return Config{}, fmt.Errorf("context %s=%q: want 0 (none) or at least notify's event-source maximum concurrency, %d",
+				CtxNotifyReserved, r, notifyMaxConcurrency())
+		}
+		c.NotifyReserved = float64(n)
+	}
 	switch c.Critic {
 	case "offline":
 	case "bedrock", "openai":
 		if c.CriticModel == "" {
 			return Config{}, fmt.Errorf("context %s=%s needs %s (the model)", CtxCritic, c.Critic, CtxCriticModel)
+		}
+		if c.Critic == "bedrock" {
+			if err := validBedrockModel(c.CriticModel); err != nil {
+				return Config{}, fmt.Errorf("context %s: %w", CtxCriticModel, err)
+			}
 		}
 	default:
 		return Config{}, fmt.Errorf("context %s=%q: want offline, bedrock or openai", CtxCritic, c.Critic)
@@ -108,4 +128,14 @@ func (c Config) senderAddress() string {
 		return c.MailFrom
 	}
 	return a.Address
+}
+
+// notifyMaxConcurrency is notify's event-source MaximumConcurrency.
+func notifyMaxConcurrency() int {
+	for _, f := range functionSpecs {
+		if f.Name == FnNotify {
+			return int(f.MaxConcurrency)
+		}
+	}
+	return 0
 }

@@ -33,6 +33,9 @@ var wantEnv = map[string]map[string]string{
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_PAYLOAD_BUCKET": IDPayloadBucket,
 		"CRITICIZER_LLM_QUEUE_URL": "LlmQueue", "CRITICIZER_LLM_DLQ_URL": "LlmDLQ",
 		"CRITICIZER_NOTIFY_QUEUE_URL": "NotifyQueue", "CRITICIZER_SECRETS_ARN": IDCriticSecret, "LOG_LEVEL": "",
+		// The critic, offline by default (the model's variables only with
+		// bedrock or openai).
+		"CRITICIZER_CRITIC": "",
 	},
 	FnNotify: {
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable,
@@ -92,7 +95,7 @@ func TestEnvironment(t *testing.T) {
 // secret: every literal is a known setting.
 func TestNoSecretInEnvironment(t *testing.T) {
 	s := synth(t)
-	literals := map[string]bool{"info": true, testMailFrom: true, IdempotencyTTL: true, DeliveryLease: true,
+	literals := map[string]bool{"info": true, "offline": true, testMailFrom: true, IdempotencyTTL: true, DeliveryLease: true,
 		SweepStuckAfter: true, EvidenceWindow: true, DefaultMaxSendRate: true}
 	for _, f := range functionSpecs {
 		for name, v := range s.env(t, f.Name) {

@@ -82,13 +82,13 @@ func synth(t testing.TB) *synthesized {
 		if shared.err = dummyAssets(assets); shared.err != nil {
 			return
 		}
-		app := awscdk.NewApp(&awscdk.AppProps{
-			Outdir: jsii.String(filepath.Join(dir, "cdk.out")),
-			Context: &map[string]any{
-				CtxAssetDir: assets,
-				CtxMailFrom: testMailFrom,
-			},
-		})
+		ctx, err := cdkJSONContext()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		ctx[CtxAssetDir], ctx[CtxMailFrom] = assets, testMailFrom
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "cdk.out")), Context: &ctx})
 		shared.stack, shared.err = Build(app, StackName, nil)
 		if shared.err != nil {
 			return
@@ -262,4 +262,24 @@ func strs(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// cdkJSONContext is cdk.json's context (the feature flags): the CLI hands
+// it to the app, so the tests synthesize with it too, or they would check
+// a template other than the one deployed.
+func cdkJSONContext() (map[string]any, error) {
+	b, err := os.ReadFile("cdk.json")
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("cdk.json: %w", err)
+	}
+	if doc.Context == nil {
+		doc.Context = map[string]any{}
+	}
+	return doc.Context, nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
@@ -23,9 +25,6 @@ type Suppression struct {
 // Suppression reasons, each written for this stack. The tests list them in
 // their output and check none is empty or generic.
 var (
-	supXRay = Suppression{Rule: "AwsSolutions-IAM5", AppliesTo: []string{"Resource::*"},
-		Reason: "Only X-Ray active tracing's xray:PutTraceSegments and xray:PutTelemetryRecords, which support no resource-level " +
-			"permissions (Service Authorization Reference); a test asserts no other action is granted on '*'."}
 	supDiffs = Suppression{Rule: "AwsSolutions-IAM5", AppliesTo: []string{"Resource::<" + IDPayloadBucket + ".Arn>/diffs/*"},
 		Reason: "Object keys are content addressed (diffs/<sha256>, internal/blob), unknown until written; access is limited to " +
 			"the diffs/ prefix of the stack's own payload bucket and to the object actions the function needs."}
@@ -64,7 +63,7 @@ var supUnsubscribeKeyRotation = Suppression{Rule: "AwsSolutions-SMG4",
 		"old key as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS while old emails matter, as infra/README.md describes."}
 
 // Suppressions lists every suppression the stack applies, for reporting.
-var Suppressions = []Suppression{supXRay, supDiffs, supWebhookRoute, supJobsRoute, supHealthRoute, supUnsubscribeRoute,
+var Suppressions = []Suppression{supDiffs, supWebhookRoute, supJobsRoute, supHealthRoute, supUnsubscribeRoute,
 	supBucketLogs, supSecretRotation, supStageSecretRotation, supUnsubscribeKeyRotation}
 
 func (x Suppression) nag() *[]*cdknag.NagPackSuppression {
@@ -88,7 +87,6 @@ func suppress(c any, x Suppression) {
 func applyNagSuppressions(s *Stack) {
 	for _, f := range functionSpecs {
 		role := s.Functions[f.Name].Role()
-		suppress(role, supXRay)
 		switch f.Name {
 		case FnIntake, FnFetch, FnLLM:
 			suppress(role, supDiffs)
@@ -108,10 +106,30 @@ func applyNagSuppressions(s *Stack) {
 			suppress(c, supUnsubscribeRoute)
 		}
 	}
+	if s.Config.Critic == "bedrock" {
+		suppress(s.Functions[FnLLM].Role(), supBedrockRegions(s.Config.CriticModel))
+	}
 	suppress(s.Bucket, supBucketLogs)
 	suppress(s.Secret, supSecretRotation)
 	suppress(s.UnsubscribeSecret, supUnsubscribeKeyRotation)
 	for _, sec := range s.StageSecrets {
 		suppress(sec, supStageSecretRotation)
 	}
+}
+
+// supBedrockRegions accepts the region wildcard of the llm role's grant on
+// the chosen foundation model (bedrock.go): an inference profile routes to
+// the model in regions AWS chooses and may extend, so they cannot be
+// listed. For an application inference profile ARN the model is unknown
+// too, and the grant holds only through that profile (its condition).
+func supBedrockRegions(model string) Suppression {
+	res := "Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/" + profilePrefix.ReplaceAllString(model, "")
+	if strings.HasPrefix(model, "arn:") {
+		res = "Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/*"
+	}
+	return Suppression{Rule: "AwsSolutions-IAM5", AppliesTo: []string{res},
+		Reason: "A cross-region inference profile routes each request to the foundation model in one of several regions that " +
+			"AWS chooses and may extend (every commercial region for global profiles), and IAM must allow the model in the " +
+			"region that serves the call; the grant names the one model (or, for an application profile, any model reached " +
+			"only through that profile by the bedrock:InferenceProfileArn condition)."}
 }

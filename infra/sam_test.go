@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -125,7 +126,7 @@ type fnModel struct {
 type queueModel struct {
 	DLQ                            string
 	MaxReceive, Visibility, Retain float64
-	SSE                            bool
+	SSE, Retained                  bool
 	RedriveAllowed                 string
 }
 
@@ -171,7 +172,8 @@ func common(res map[string]map[string]any) deployModel {
 		switch r["Type"] {
 		case "AWS::SQS::Queue":
 			q := queueModel{DLQ: refID(get(p, "RedrivePolicy", "deadLetterTargetArn")), MaxReceive: num(get(p, "RedrivePolicy", "maxReceiveCount")),
-				Visibility: num(p["VisibilityTimeout"]), Retain: num(p["MessageRetentionPeriod"]), SSE: p["SqsManagedSseEnabled"] == true}
+				Visibility: num(p["VisibilityTimeout"]), Retain: num(p["MessageRetentionPeriod"]), SSE: p["SqsManagedSseEnabled"] == true,
+				Retained: r["DeletionPolicy"] == "Retain" && r["UpdateReplacePolicy"] == "Retain"}
 			if a := get(p, "RedriveAllowPolicy"); a != nil {
 				q.RedriveAllowed = render(get(a, "redrivePermission")) + " " + strings.Join(strs(get(a, "sourceQueueArns")), ",")
 				// CDK joins the ARN, SAM writes it with !Sub: compare the rendered text.
@@ -201,13 +203,43 @@ func fnFromProps(res map[string]map[string]any, p map[string]any) *fnModel {
 	f := &fnModel{Runtime: render(p["Runtime"]), Handler: render(p["Handler"]), Architectures: strs(p["Architectures"]),
 		Memory: num(p["MemorySize"]), Timeout: num(p["Timeout"]), LogFormat: render(get(p, "LoggingConfig", "LogFormat")),
 		Env: map[string]string{}}
-	if p["ReservedConcurrentExecutions"] != nil {
-		f.Reserved = num(p["ReservedConcurrentExecutions"])
+	if r := p["ReservedConcurrentExecutions"]; r != nil && !conditional(r) {
+		f.Reserved = num(r)
 	}
 	for k, v := range get(p, "Environment", "Variables").(map[string]any) {
+		if conditional(v) {
+			continue // a variable set only with some parameters (the critic's model)
+		}
 		f.Env[k] = envRef(res, v)
 	}
 	return f
+}
+
+// conditional says whether v is !If [cond, x, !Ref AWS::NoValue]: absent
+// with the template's default parameters.
+func conditional(v any) bool {
+	l, ok := get(v, "Fn::If").([]any)
+	return ok && len(l) == 3 && get(l[2], "Ref") == "AWS::NoValue"
+}
+
+// withGlobals is a SAM function's properties with the template's
+// Globals.Function applied as SAM applies them: maps merged (the
+// function's keys win), anything else only where the function sets none.
+func withGlobals(globals, p map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range globals {
+		out[k] = v
+	}
+	for k, v := range p {
+		gm, gok := out[k].(map[string]any)
+		pm, pok := v.(map[string]any)
+		if gok && pok {
+			out[k] = withGlobals(gm, pm)
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func (f *fnModel) sqs(res map[string]map[string]any, p map[string]any) {
@@ -225,17 +257,16 @@ func (f *fnModel) sqs(res map[string]map[string]any, p map[string]any) {
 func samModel(t *testing.T, tmpl map[string]any) deployModel {
 	res := resourcesOf(tmpl)
 	m := common(res)
-	if g := get(tmpl, "Globals", "Function"); g != nil {
-		t.Fatalf("template.yaml: Globals are not modelled by this test; write properties per function")
-	}
+	globals, _ := get(tmpl, "Globals", "Function").(map[string]any)
 	for id, r := range res {
 		if r["Type"] != "AWS::Serverless::Function" {
 			continue
 		}
-		p := props(r)
+		p := withGlobals(globals, props(r))
 		f := fnFromProps(res, p)
 		f.Tracing = render(p["Tracing"])
-		for name, ev := range get(p, "Events").(map[string]any) {
+		events, _ := get(p, "Events").(map[string]any)
+		for name, ev := range events {
 			ep := get(ev, "Properties").(map[string]any)
 			switch get(ev, "Type") {
 			case "SQS":
@@ -255,6 +286,14 @@ func samModel(t *testing.T, tmpl map[string]any) deployModel {
 		}
 		sort.Strings(f.Routes)
 		m.Functions[id] = f
+	}
+	// SQS event sources are plain event source mappings (SAM's SQS event
+	// would attach a managed policy allowing every queue).
+	for _, r := range res {
+		if r["Type"] == "AWS::Lambda::EventSourceMapping" {
+			p := props(r)
+			m.Functions[refID(p["FunctionName"])].sqs(res, p)
+		}
 	}
 	return m
 }
@@ -317,10 +356,15 @@ func TestSAMTemplateAgreesWithCDK(t *testing.T) {
 	}
 	for _, id := range sortedKeys(want.Functions) {
 		diff(t, "function "+id, *got.Functions[id], *want.Functions[id])
+		// sam build runs the Makefile's build-<id> target from the
+		// repository root.
 		r := resourcesOf(sam)[id]
-		fn := strings.ToLower(strings.TrimSuffix(id, "Function"))
-		if cu := render(get(props(r), "CodeUri")); strings.TrimSuffix(cu, "/") != "build/"+fn {
-			t.Errorf("SAM %s: CodeUri %s, want build/%s/ (make build's output)", id, cu, fn)
+		globals, _ := get(sam, "Globals", "Function").(map[string]any)
+		if cu := render(get(withGlobals(globals, props(r)), "CodeUri")); cu != "." {
+			t.Errorf("SAM %s: CodeUri %s, want . (the repository root, whose Makefile builds it)", id, cu)
+		}
+		if bm := get(r, "Metadata", "BuildMethod"); bm != "makefile" {
+			t.Errorf("SAM %s: Metadata.BuildMethod %v, want makefile", id, bm)
 		}
 	}
 	if g, w := sortedKeys(got.Queues), sortedKeys(want.Queues); !reflect.DeepEqual(g, w) {
@@ -335,6 +379,15 @@ func TestSAMTemplateAgreesWithCDK(t *testing.T) {
 	for id, w := range want.Tables {
 		diff(t, "table "+id, got.Tables[id], w)
 	}
+	// The same outputs (the CLI and the README use them), but for the
+	// alarm topic: alarms are the CDK app's alone.
+	samOut, cdkOut := sortedKeys(sam["Outputs"].(map[string]any)), []string{}
+	for _, k := range sortedKeys(s.tmpl["Outputs"].(map[string]any)) {
+		if k != "AlarmTopicArn" {
+			cdkOut = append(cdkOut, k)
+		}
+	}
+	diff(t, "outputs", samOut, cdkOut)
 	diff(t, "SES event types", got.SESEvents, want.SESEvents)
 	diff(t, "feedback subscription", got.FeedbackSubscription, want.FeedbackSubscription)
 }
@@ -380,9 +433,13 @@ func TestSAMIntrinsics(t *testing.T) {
 }
 
 // TestSAMFeedbackSendsToNotifyQueueOnly: TestSAMTemplateAgreesWithCDK does
-// not model policies, so the feedback function's one queue grant is checked
+// not model policies, so the feedback function's queue grants are checked
 // in template.yaml itself: SQSSendMessagePolicy on the notify queue (the
-// transient-bounce resend), no other SQS policy or statement.
+// transient-bounce resend), consuming its own queue, no other SQS policy
+// or statement.
+var consumeActions = map[string]bool{"sqs:ReceiveMessage": true, "sqs:DeleteMessage": true,
+	"sqs:ChangeMessageVisibility": true, "sqs:GetQueueAttributes": true}
+
 func TestSAMFeedbackSendsToNotifyQueueOnly(t *testing.T) {
 	res := resourcesOf(loadSAM(t))
 	var sends []string
@@ -401,7 +458,8 @@ func TestSAMFeedbackSendsToNotifyQueueOnly(t *testing.T) {
 			case name == "Statement":
 				for _, st := range v.([]any) {
 					for _, a := range strs(get(st, "Action")) {
-						if strings.HasPrefix(a, "sqs:") {
+						if strings.HasPrefix(a, "sqs:") && (envRef(res, get(st, "Resource")) != QueueID(QFeedback) ||
+							!consumeActions[a]) {
 							t.Errorf("feedback: statement grants %s on %v", a, render(get(st, "Resource")))
 						}
 					}
@@ -411,5 +469,35 @@ func TestSAMFeedbackSendsToNotifyQueueOnly(t *testing.T) {
 	}
 	if !reflect.DeepEqual(sends, []string{QueueID(QNotify)}) {
 		t.Errorf("feedback may send to %v, want the notify queue only (%s)", sends, QueueID(QNotify))
+	}
+}
+
+// TestSAMBuildTargets: `sam build` runs the Makefile's build-<LogicalId>
+// target for each function (BuildMethod makefile), which must build that
+// function's bootstrap into ARTIFACTS_DIR for linux/arm64. make -n shows
+// the command without building.
+func TestSAMBuildTargets(t *testing.T) {
+	res := resourcesOf(loadSAM(t))
+	n := 0
+	for id, r := range res {
+		if r["Type"] != "AWS::Serverless::Function" {
+			continue
+		}
+		n++
+		fn := strings.ToLower(strings.TrimSuffix(id, "Function"))
+		out, err := exec.Command("make", "-s", "-n", "-C", "..", "build-"+id, "ARTIFACTS_DIR=/artifacts").CombinedOutput()
+		if err != nil {
+			t.Errorf("make build-%s: %v\n%s", id, err, out)
+			continue
+		}
+		cmd := string(out)
+		for _, want := range []string{"GOOS=linux", "GOARCH=arm64", "-o \"/artifacts/bootstrap\"", "./functions/" + fn} {
+			if !strings.Contains(cmd, want) {
+				t.Errorf("make build-%s: %q lacks %q", id, cmd, want)
+			}
+		}
+	}
+	if n != len(functionSpecs) {
+		t.Errorf("%d SAM functions, want %d", n, len(functionSpecs))
 	}
 }

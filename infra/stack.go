@@ -33,13 +33,12 @@ type fnSpec struct {
 	Name    string
 	Memory  float64 // MB
 	Timeout float64 // seconds
-	// Reserved concurrency; 0 means unreserved.
-	Reserved float64
 	// Queue is the queue it consumes (SQS event source), if any.
 	Queue string
-	// MaxConcurrency caps the event source mapping's pollers (>= 2); set
-	// with Reserved so the mapping never outruns the reservation, whose
-	// throttles would count as receives towards the redrive limit.
+	// MaxConcurrency caps the event source mapping's pollers (>= 2); a
+	// reservation, when configured, is never below it, so the mapping
+	// never outruns the reservation, whose throttles would count as
+	// receives towards the redrive limit.
 	MaxConcurrency float64
 	Description    string
 }
@@ -48,8 +47,11 @@ var functionSpecs = []fnSpec{
 	{Name: FnIntake, Memory: 256, Timeout: 10, Description: "HTTP API: webhook intake, job status, unsubscribe, admin"},
 	{Name: FnFetch, Memory: 256, Timeout: 60, Queue: QFetch, Description: "fetch stage: changelist diff into the payload bucket"},
 	{Name: FnLLM, Memory: 512, Timeout: 120, Queue: QLLM, Description: "llm stage: the critic reviews the diff"},
-	// notify's reserved concurrency is the SES sending-rate guard.
-	{Name: FnNotify, Memory: 256, Timeout: 60, Queue: QNotify, Reserved: 5, MaxConcurrency: 5, Description: "notify stage: the outbox sends the critique with SES v2"},
+	// notify's event source polls with at most 5 concurrent invocations
+	// (no account quota needed); a reservation of the same size is opt-in
+	// (context notifyReservedConcurrency), because reserving fails the
+	// deploy on accounts still at the default concurrency quota of 10.
+	{Name: FnNotify, Memory: 256, Timeout: 60, Queue: QNotify, MaxConcurrency: 5, Description: "notify stage: the outbox sends the critique with SES v2"},
 	// feedback's timeout sets its queue's visibility timeout (6×, +1 s):
 	// the evidence margin must exceed it, so that a batch whose invocation
 	// died before it registered its events is seen again before the
@@ -214,6 +216,9 @@ func (s *Stack) queues() {
 			Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 			EnforceSSL:      jsii.Bool(true),
 			RetentionPeriod: awscdk.Duration_Days(jsii.Number(DLQRetentionDays)),
+			// Deleting the stack keeps the queue and what it holds (work in
+			// flight, dead letters awaiting triage).
+			RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 			RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{
 				RedrivePermission: awssqs.RedrivePermission_BY_QUEUE,
 				SourceQueues:      &[]awssqs.IQueue{awssqs.Queue_FromQueueArn(s.Stack, jsii.String(DLQID(f.Queue)+"Source"), sourceARN)},
@@ -226,6 +231,9 @@ func (s *Stack) queues() {
 			EnforceSSL:        jsii.Bool(true),
 			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(VisibilityFactor*f.Timeout + BatchWindowSeconds)),
 			RetentionPeriod:   awscdk.Duration_Days(jsii.Number(QueueRetentionDays)),
+			// Deleting the stack keeps the queue and what it holds (work in
+			// flight, dead letters awaiting triage).
+			RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 			DeadLetterQueue:   &awssqs.DeadLetterQueue{MaxReceiveCount: jsii.Number(MaxReceiveCount), Queue: dlq},
 		})
 		overrideID(q, QueueID(f.Queue))
@@ -350,11 +358,12 @@ func (s *Stack) environment(fn string) map[string]*string {
 		set(EnvJobsTable, jobs, EnvPayloadBucket, bucket,
 			QueueEnv(QLLM), qURL(QLLM), DLQEnv(QLLM), dURL(QLLM), QueueEnv(QNotify), qURL(QNotify),
 			EnvSecretsARN, s.StageSecrets[IDCriticSecret].SecretArn())
+		set(EnvCritic, jsii.String(s.Config.Critic))
 		switch s.Config.Critic {
 		case "bedrock":
-			set(EnvCritic, jsii.String("bedrock"), EnvBedrockModelID, jsii.String(s.Config.CriticModel))
+			set(EnvBedrockModelID, jsii.String(s.Config.CriticModel))
 		case "openai":
-			set(EnvCritic, jsii.String("openai"), EnvOpenAIModel, jsii.String(s.Config.CriticModel))
+			set(EnvOpenAIModel, jsii.String(s.Config.CriticModel))
 			if s.Config.OpenAIBase != "" {
 				set(EnvOpenAIBaseURL, jsii.String(s.Config.OpenAIBase))
 			}
@@ -416,14 +425,13 @@ func (s *Stack) functions() {
 			Timeout:       awscdk.Duration_Seconds(jsii.Number(f.Timeout)),
 			LoggingFormat: awslambda.LoggingFormat_JSON,
 			LogGroup:      logs,
-			Tracing:       awslambda.Tracing_ACTIVE,
 			Environment:   &map[string]*string{},
 		}
 		for k, v := range s.environment(f.Name) {
 			(*props.Environment)[k] = v
 		}
-		if f.Reserved > 0 {
-			props.ReservedConcurrentExecutions = jsii.Number(f.Reserved)
+		if f.Name == FnNotify && s.Config.NotifyReserved > 0 {
+			props.ReservedConcurrentExecutions = jsii.Number(s.Config.NotifyReserved)
 		}
 		if f.Name == FnSweeper {
 			// Invoked asynchronously by the schedule: the next run is the retry.
@@ -489,13 +497,18 @@ func (s *Stack) permissions() {
 	s.DLQs[QLLM].GrantSendMessages(fn[FnLLM])
 	s.StageSecrets[IDCriticSecret].GrantRead(fn[FnLLM], nil)
 	if s.Config.Critic == "bedrock" {
-		// Converse on the chosen model or inference profile only.
+		// Converse on the chosen model or inference profile only
+		// (bedrock.go: what each kind of model id needs).
+		g := bedrockGrantFor(s.Stack, s.Config.CriticModel)
 		fn[FnLLM].AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions: jsii.Strings("bedrock:InvokeModel"),
-			Resources: jsii.Strings(
-				"arn:aws:bedrock:*::foundation-model/"+s.Config.CriticModel,
-				fmt.Sprintf("arn:aws:bedrock:%s:%s:inference-profile/%s", *s.Stack.Region(), *s.Stack.Account(), s.Config.CriticModel)),
+			Actions: jsii.Strings("bedrock:InvokeModel"), Resources: &g.Resources,
 		}))
+		if len(g.Conditioned) > 0 {
+			fn[FnLLM].AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions: jsii.Strings("bedrock:InvokeModel"), Resources: &g.Conditioned,
+				Conditions: &map[string]any{"StringEquals": map[string]any{"bedrock:InferenceProfileArn": g.ProfileARN}},
+			}))
+		}
 	}
 
 	// notify: the read half of GrantReadWriteData includes BatchGetItem,
@@ -628,6 +641,9 @@ func (s *Stack) outputs() {
 		}
 		out(title(f.Queue)+"QueueUrl", s.Queues[f.Queue].QueueUrl(), f.Queue+" queue")
 		out(title(f.Queue)+"DlqUrl", s.DLQs[f.Queue].QueueUrl(), f.Queue+" dead-letter queue")
+		// ARNs for aws sqs start-message-move-task (README, "Dead letters").
+		out(title(f.Queue)+"QueueArn", s.Queues[f.Queue].QueueArn(), f.Queue+" queue ARN")
+		out(title(f.Queue)+"DlqArn", s.DLQs[f.Queue].QueueArn(), f.Queue+" dead-letter queue ARN")
 	}
 }
 

@@ -40,7 +40,11 @@ func (c *cli) deliveriesHeld(ctx context.Context, args []string) error {
 	if _, _, err := parse("deliveries held", args, 0, func(*flag.FlagSet) {}); err != nil {
 		return err
 	}
-	held, err := c.ops.HeldDeliveries(ctx)
+	o, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	held, err := o.HeldDeliveries(ctx)
 	if err != nil {
 		return err
 	}
@@ -67,7 +71,11 @@ func (c *cli) deliveriesShow(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usageError{"deliveries show: give the delivery id"}
 	}
-	rep, err := c.ops.Delivery(ctx, pos[0])
+	o, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	rep, err := o.Delivery(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -86,7 +94,11 @@ func (c *cli) deliveriesSettle(ctx context.Context, verb string, v ops.Verdict, 
 	if strings.TrimSpace(note) == "" {
 		return usageError{"deliveries " + verb + ": " + ops.ErrNoNote.Error()}
 	}
-	row, err := c.ops.Settle(ctx, pos[0], v, note, operator())
+	o, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	row, err := o.Settle(ctx, pos[0], v, note, operator())
 	if err != nil {
 		return err
 	}
@@ -98,7 +110,11 @@ func (c *cli) evidenceShow(ctx context.Context, args []string) error {
 	if _, _, err := parse("evidence show", args, 0, func(*flag.FlagSet) {}); err != nil {
 		return err
 	}
-	v, err := c.ops.EvidencePath(ctx)
+	o, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	v, err := o.EvidencePath(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,6 @@
 // Command criticizer is the operator's tool: dead-letter triage, replay and
-// resolution (seed 001 §8.5), and job inspection. Run `criticizer help`.
+// resolution (R-STAGE-5), deliveries held for reconciliation (R-RECON-2),
+// and job inspection. Run `criticizer help`.
 package main
 
 import (
@@ -16,7 +17,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/criticizer/criticizer/internal/awsclient/profile"
@@ -58,14 +59,17 @@ then shows status dead_lettered. Work through an item like this:
   4. Or close  criticizer dlq resolve <id> --note "why no replay is needed"
   5. Verify    criticizer jobs show <job_id> | --changelist X [--source generic]
 
-Connection: the same environment variables as the functions
-(CRITICIZER_JOBS_TABLE, CRITICIZER_DELIVERIES_TABLE, CRITICIZER_<STAGE>_QUEUE_URL,
-CRITICIZER_<STAGE>_DLQ_URL, AWS_REGION, AWS_PROFILE...). Queue URLs that are not
-set are looked up by name: <prefix>-<stage> and <prefix>-<stage>-dlq, prefix
-from CRITICIZER_RESOURCE_PREFIX (default criticizer). --local talks to the
-stack of "make run".
+Finding the deployment: by default the names are read from the outputs of
+the CloudFormation stack "Criticizer" (the CDK app's default; --stack NAME or
+CRITICIZER_STACK for another), with the usual AWS credentials and region
+(AWS_PROFILE, AWS_REGION...). Variables set in the environment win over the
+stack's outputs: CRITICIZER_JOBS_TABLE, CRITICIZER_DELIVERIES_TABLE,
+CRITICIZER_SES_CONFIGURATION_SET, CRITICIZER_<STAGE>_QUEUE_URL and
+CRITICIZER_<STAGE>_DLQ_URL. --local talks to the stack of "make run".
 
-Global flags (before the command): --local  --json
+Global flags (before the command): --stack NAME  --local  --json
+Help for a command: criticizer help, or any command with -h or --help;
+neither needs AWS access.
 `
 
 func main() {
@@ -85,10 +89,48 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg + " (see criticizer help)" }
 
+// DefaultStack is the CDK app's default stack name (infra/main.go).
+const DefaultStack = "Criticizer"
+
 type cli struct {
-	ops  *ops.Ops
 	out  io.Writer
 	json bool
+	// connect reaches the deployment; called by a command once its
+	// arguments are valid, so help and argument errors need no AWS.
+	connect func(context.Context) (*ops.Ops, error)
+}
+
+// command is one verb of the CLI.
+type command struct {
+	group, verb string
+	run         func(c *cli, ctx context.Context, args []string) error
+}
+
+var commands = []command{
+	{"dlq", "list", (*cli).dlqList},
+	{"dlq", "show", (*cli).dlqShow},
+	{"dlq", "replay", (*cli).dlqReplay},
+	{"dlq", "resolve", (*cli).dlqResolve},
+	{"jobs", "show", (*cli).jobsShow},
+	{"deliveries", "held", (*cli).deliveriesHeld},
+	{"deliveries", "show", (*cli).deliveriesShow},
+	{"deliveries", "resolve", func(c *cli, ctx context.Context, args []string) error {
+		return c.deliveriesSettle(ctx, "resolve", ops.VerdictSent, args)
+	}},
+	{"deliveries", "requeue", func(c *cli, ctx context.Context, args []string) error {
+		return c.deliveriesSettle(ctx, "requeue", ops.VerdictRequeue, args)
+	}},
+	{"evidence", "show", (*cli).evidenceShow},
+}
+
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -96,48 +138,41 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.SetOutput(io.Discard)
 	local := fs.Bool("local", false, "")
 	asJSON := fs.Bool("json", false, "")
+	stack := fs.String("stack", "", "")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(out, help+helpDeliveries)
+			return nil
+		}
 		return usageError{err.Error()}
 	}
 	args = fs.Args()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || args[0] == "help" || wantsHelp(args) {
 		fmt.Fprint(out, help+helpDeliveries)
 		return nil
 	}
-	o, err := connect(ctx, *local)
-	if err != nil {
-		return err
+	name := *stack
+	if name == "" {
+		name = os.Getenv("CRITICIZER_STACK")
 	}
-	c := &cli{ops: o, out: out, json: *asJSON}
-	switch {
-	case len(args) >= 2 && args[0] == "dlq" && args[1] == "list":
-		return c.dlqList(ctx, args[2:])
-	case len(args) >= 2 && args[0] == "dlq" && args[1] == "show":
-		return c.dlqShow(ctx, args[2:])
-	case len(args) >= 2 && args[0] == "dlq" && args[1] == "replay":
-		return c.dlqReplay(ctx, args[2:])
-	case len(args) >= 2 && args[0] == "dlq" && args[1] == "resolve":
-		return c.dlqResolve(ctx, args[2:])
-	case len(args) >= 2 && args[0] == "jobs" && args[1] == "show":
-		return c.jobsShow(ctx, args[2:])
-	case len(args) >= 2 && args[0] == "deliveries" && args[1] == "held":
-		return c.deliveriesHeld(ctx, args[2:])
-	case len(args) >= 2 && args[0] == "deliveries" && args[1] == "show":
-		return c.deliveriesShow(ctx, args[2:])
-	case len(args) >= 2 && args[0] == "deliveries" && args[1] == "resolve":
-		return c.deliveriesSettle(ctx, "resolve", ops.VerdictSent, args[2:])
-	case len(args) >= 2 && args[0] == "deliveries" && args[1] == "requeue":
-		return c.deliveriesSettle(ctx, "requeue", ops.VerdictRequeue, args[2:])
-	case len(args) >= 2 && args[0] == "evidence" && args[1] == "show":
-		return c.evidenceShow(ctx, args[2:])
+	if name == "" {
+		name = DefaultStack
+	}
+	c := &cli{out: out, json: *asJSON, connect: func(ctx context.Context) (*ops.Ops, error) {
+		return connect(ctx, *local, name)
+	}}
+	for _, cmd := range commands {
+		if len(args) >= 2 && args[0] == cmd.group && args[1] == cmd.verb {
+			return cmd.run(c, ctx, args[2:])
+		}
 	}
 	return usageError{"unknown command " + strings.Join(args, " ")}
 }
 
-// connect builds Ops from the environment (or the local stack).
-func connect(ctx context.Context, local bool) (*ops.Ops, error) {
-	getenv := os.Getenv
-	cfg, err := config.FromEnv(getenv)
+// connect builds Ops: for the local stack of "make run", or for the
+// deployment the environment and the CloudFormation stack name.
+func connect(ctx context.Context, local bool, stack string) (*ops.Ops, error) {
+	cfg, err := config.FromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -148,34 +183,101 @@ func connect(ctx context.Context, local bool) (*ops.Ops, error) {
 	if err != nil {
 		return nil, err
 	}
-	clients := struct {
-		SQS      *sqs.Client
-		DynamoDB *dynamodb.Client
-	}{queue.NewSQS(awsCfg, cfg.Endpoints.SQS), store.NewDynamoDB(awsCfg, cfg.Endpoints.DynamoDB)}
-	prefix := getenv("CRITICIZER_RESOURCE_PREFIX")
-	if prefix == "" {
-		prefix = "criticizer"
+	sq, db := queue.NewSQS(awsCfg, cfg.Endpoints.SQS), store.NewDynamoDB(awsCfg, cfg.Endpoints.DynamoDB)
+	if local {
+		if err := localNames(ctx, sq, &cfg); err != nil {
+			return nil, err
+		}
+	} else if err := stackNames(ctx, cloudformation.NewFromConfig(awsCfg), stack, os.Getenv, &cfg); err != nil {
+		return nil, err
 	}
+	return &ops.Ops{SQS: sq, Queues: cfg.Queues, Now: time.Now,
+		Jobs:       store.NewJobs(db, cfg.JobsTable, nil),
+		Deliveries: store.NewDeliveries(db, cfg.DeliveriesTable, nil),
+		Evidence:   store.NewEvidence(db, cfg.JobsTable, nil), ConfigurationSet: cfg.ConfigurationSet,
+		Margin: cfg.EvidenceMargin}, nil
+}
+
+// localNames fills in the names of the local stack (make run provisions
+// with the prefix "criticizer").
+func localNames(ctx context.Context, sq *sqs.Client, cfg *config.Config) error {
 	for _, s := range job.Stages() {
 		for _, q := range []struct {
 			m    map[job.Stage]string
 			name string
-		}{{cfg.Queues.Queue, prefix + "-" + string(s)}, {cfg.Queues.DLQ, prefix + "-" + string(s) + "-dlq"}} {
+		}{{cfg.Queues.Queue, "criticizer-" + string(s)}, {cfg.Queues.DLQ, "criticizer-" + string(s) + "-dlq"}} {
 			if q.m[s] != "" {
 				continue
 			}
-			out, err := clients.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(q.name)})
+			out, err := sq.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(q.name)})
 			if err != nil {
-				return nil, fmt.Errorf("find queue %s (set %s or %s): %w", q.name, config.QueueEnv(s), config.DLQEnv(s), err)
+				return fmt.Errorf("find queue %s: is make run up? %w", q.name, err)
 			}
 			q.m[s] = aws.ToString(out.QueueUrl)
 		}
 	}
-	return &ops.Ops{SQS: clients.SQS, Queues: cfg.Queues, Now: time.Now,
-		Jobs:       store.NewJobs(clients.DynamoDB, cfg.JobsTable, nil),
-		Deliveries: store.NewDeliveries(clients.DynamoDB, cfg.DeliveriesTable, nil),
-		Evidence:   store.NewEvidence(clients.DynamoDB, cfg.JobsTable, nil), ConfigurationSet: cfg.ConfigurationSet,
-		Margin: cfg.EvidenceMargin}, nil
+	return nil
+}
+
+// StackDescriber is the part of the CloudFormation client stackNames uses.
+type StackDescriber interface {
+	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, opts ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
+}
+
+// stackNames fills in, from the stack's outputs, every name the
+// environment does not set. The output keys are the CDK app's
+// and the SAM template's, named in config (OutputJobsTable, OutputQueueURL…).
+func stackNames(ctx context.Context, cf StackDescriber, stack string, getenv func(string) string, cfg *config.Config) error {
+	need := getenv(config.EnvJobsTable) == "" || getenv(config.EnvDeliveriesTable) == ""
+	for _, s := range job.Stages() {
+		need = need || getenv(config.QueueEnv(s)) == "" || getenv(config.DLQEnv(s)) == ""
+	}
+	if !need {
+		return nil
+	}
+	out, err := cf.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
+	if err != nil {
+		return fmt.Errorf("read the outputs of stack %s (--stack NAME, or set %s, %s and the queue URLs): %w",
+			stack, config.EnvJobsTable, config.EnvDeliveriesTable, err)
+	}
+	if len(out.Stacks) == 0 {
+		return fmt.Errorf("stack %s not found", stack)
+	}
+	outputs := map[string]string{}
+	for _, o := range out.Stacks[0].Outputs {
+		outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+	}
+	set := func(dst *string, env, key string) error {
+		if getenv(env) != "" {
+			return nil
+		}
+		v, ok := outputs[key]
+		if !ok {
+			return fmt.Errorf("stack %s has no output %s: set %s", stack, key, env)
+		}
+		*dst = v
+		return nil
+	}
+	if err := set(&cfg.JobsTable, config.EnvJobsTable, config.OutputJobsTable); err != nil {
+		return err
+	}
+	if err := set(&cfg.DeliveriesTable, config.EnvDeliveriesTable, config.OutputDeliveriesTable); err != nil {
+		return err
+	}
+	if v, ok := outputs[config.OutputConfigurationSet]; ok && getenv(config.EnvConfigurationSet) == "" {
+		cfg.ConfigurationSet = v
+	}
+	for _, s := range job.Stages() {
+		q, d := cfg.Queues.Queue[s], cfg.Queues.DLQ[s]
+		if err := set(&q, config.QueueEnv(s), config.OutputQueueURL(s)); err != nil {
+			return err
+		}
+		if err := set(&d, config.DLQEnv(s), config.OutputDLQURL(s)); err != nil {
+			return err
+		}
+		cfg.Queues.Queue[s], cfg.Queues.DLQ[s] = q, d
+	}
+	return nil
 }
 
 func parse(name string, args []string, positional int, def func(*flag.FlagSet)) (*flag.FlagSet, []string, error) {
@@ -227,7 +329,11 @@ func (c *cli) dlqList(ctx context.Context, args []string) error {
 	if s != "" {
 		stages = []job.Stage{s}
 	}
-	items, err := c.ops.Scan(ctx, stages...)
+	o, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	items, err := o.Scan(ctx, stages...)
 	if err != nil {
 		return err
 	}
@@ -256,7 +362,11 @@ func (c *cli) dlqShow(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usageError{"dlq show: give the item id"}
 	}
-	items, err := c.ops.Scan(ctx)
+	o, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	items, err := o.Scan(ctx)
 	if err != nil {
 		return err
 	}
@@ -266,7 +376,7 @@ func (c *cli) dlqShow(ctx context.Context, args []string) error {
 		}
 		view := map[string]any{"envelope": it.Envelope, "redriven_without_envelope": it.Raw}
 		if it.Envelope.JobID != "" {
-			if rep, err := c.ops.Job(ctx, job.ID(it.Envelope.JobID)); err == nil {
+			if rep, err := o.Job(ctx, job.ID(it.Envelope.JobID)); err == nil {
 				view["job"], view["recipients"], view["deliveries"] = rep.Job, rep.Recipients, rep.Deliveries
 			} else {
 				view["job_error"] = err.Error()
@@ -303,7 +413,11 @@ func (c *cli) dlqReplay(ctx context.Context, args []string) error {
 	if strings.TrimSpace(r.Note) == "" {
 		return usageError{"dlq replay: " + ops.ErrNoNote.Error()}
 	}
-	results, err := c.ops.Replay(ctx, r)
+	o, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	results, err := o.Replay(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -334,7 +448,11 @@ func (c *cli) dlqResolve(ctx context.Context, args []string) error {
 	if strings.TrimSpace(note) == "" {
 		return usageError{"dlq resolve: " + ops.ErrNoNote.Error()}
 	}
-	it, err := c.ops.Resolve(ctx, pos[0], note)
+	o, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	it, err := o.Resolve(ctx, pos[0], note)
 	if err != nil {
 		return err
 	}
@@ -351,14 +469,18 @@ func (c *cli) jobsShow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var rep ops.JobReport
-	switch {
-	case len(pos) == 1 && changelist == "":
-		rep, err = c.ops.Job(ctx, job.ID(pos[0]))
-	case len(pos) == 0 && changelist != "":
-		rep, err = c.ops.ChangelistJob(ctx, source, changelist)
-	default:
+	if (len(pos) == 1) == (changelist != "") {
 		return usageError{"jobs show: give a job id or --changelist"}
+	}
+	o, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	var rep ops.JobReport
+	if len(pos) == 1 {
+		rep, err = o.Job(ctx, job.ID(pos[0]))
+	} else {
+		rep, err = o.ChangelistJob(ctx, source, changelist)
 	}
 	if err != nil {
 		return err

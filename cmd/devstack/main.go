@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,6 +51,8 @@ func main() {
 		err = run(ctx, os.Args[2:])
 	case "invoke":
 		err = invoke(ctx, os.Args[2:])
+	case "sam-env":
+		err = samEnv(ctx, os.Args[2:])
 	case "exec":
 		var code int
 		code, err = execCmd(ctx, os.Args[2:])
@@ -73,6 +76,9 @@ func usage() {
   devstack exec [-npm DIR] [-logs DIR] -- CMD  start the emulators on the test ports, run CMD, stop them
   devstack invoke FUNCTION EVENT.json          invoke a function's handler with a sample event against
                                                the running "make run" stack (what sam local invoke does)
+  devstack sam-env [-host H]                   print the --env-vars file for sam local invoke against the
+                                               running "make run" stack (H: its host seen from SAM's
+                                               container, default host.docker.internal)
 `)
 }
 
@@ -218,6 +224,37 @@ func invoke(ctx context.Context, args []string) error {
 	}
 	fmt.Println(string(out))
 	return nil
+}
+
+// samEnv prints the env-vars file of `sam local invoke` for the running
+// `make run` stack (make invoke-<fn> SAM=1).
+func samEnv(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("sam-env", flag.ContinueOnError)
+	host := fs.String("host", "host.docker.internal", "the local stack's host as SAM's container sees it")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	cfg.Endpoints = devstack.RunPorts.Endpoints()
+	clients, err := devstack.NewClients(ctx, cfg.Endpoints)
+	if err != nil {
+		return err
+	}
+	res, err := devstack.Provision(ctx, clients, "criticizer")
+	if err != nil {
+		return fmt.Errorf("is `make run` up? %w", err)
+	}
+	res.Apply(&cfg)
+	port := os.Getenv("PORT")
+	if port == "" {
+		port = "3000"
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(devstack.SAMEnv(cfg, *host, "http://127.0.0.1:"+port))
 }
 
 // execCmd starts the emulators on the test ports, runs the command with

@@ -556,3 +556,26 @@ func checkURL(name, v string) error {
 	}
 	return nil
 }
+
+// The outputs of the deployed stack (CDK app and SAM template alike) that
+// the operator CLI reads to find a deployment; infra names its outputs
+// with these so the two cannot drift.
+const (
+	OutputJobsTable        = "JobsTableName"
+	OutputDeliveriesTable  = "DeliveriesTableName"
+	OutputConfigurationSet = "ConfigurationSetName"
+)
+
+// OutputQueueURL is the stack output holding a stage's queue URL, e.g.
+// FetchQueueUrl; OutputDLQURL likewise for its dead-letter queue.
+func OutputQueueURL(s job.Stage) string { return outputStage(s) + "QueueUrl" }
+
+// OutputDLQURL is the stack output holding a stage's dead-letter queue URL.
+func OutputDLQURL(s job.Stage) string { return outputStage(s) + "DlqUrl" }
+
+func outputStage(s job.Stage) string {
+	if s == "" {
+		return ""
+	}
+	return strings.ToUpper(string(s)[:1]) + string(s)[1:]
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// cfnLint runs cfn-lint (on the machine image; CI has it) over a template.
+func cfnLint(t *testing.T, path string, args ...string) {
+	t.Helper()
+	bin, err := exec.LookPath("cfn-lint")
+	if err != nil {
+		t.Fatalf("cfn-lint is not installed (pip install cfn-lint, or the Debian package): %v", err)
+	}
+	out, err := exec.Command(bin, append(args, "--", path)...).CombinedOutput()
+	if err != nil {
+		t.Errorf("cfn-lint %s: %v\n%s", filepath.Base(path), err, out)
+	}
+}
+
+// Both templates a platform team may deploy lint clean: the SAM template
+// (cfn-lint applies the SAM transform first) and the CDK app's synthesized
+// template.
+func TestCfnLint_SAMTemplate(t *testing.T) { cfnLint(t, samTemplatePath) }
+
+func TestCfnLint_CDKTemplate(t *testing.T) {
+	s := synth(t)
+	b, err := json.Marshal(s.tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "Criticizer.template.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// W3005 (a DependsOn already implied by a GetAtt) is how CDK orders
+	// every function after its role: redundant, harmless, and not ours to
+	// change.
+	cfnLint(t, p, "--ignore-checks", "W3005")
+}
+
+// Deleting or replacing the stack keeps the queues and dead-letter queues
+// and what they hold (work in flight, dead letters awaiting triage), as it
+// keeps the tables.
+func TestQueuesRetained(t *testing.T) {
+	s := synth(t)
+	qs := s.resources("AWS::SQS::Queue")
+	if len(qs) != 8 {
+		t.Errorf("%d queues, want 8", len(qs))
+	}
+	for id, r := range qs {
+		if r["DeletionPolicy"] != "Retain" || r["UpdateReplacePolicy"] != "Retain" {
+			t.Errorf("%s: DeletionPolicy %v, UpdateReplacePolicy %v, want Retain", id, r["DeletionPolicy"], r["UpdateReplacePolicy"])
+		}
+	}
+}
