@@ -41,7 +41,7 @@ func TestREADME_NamesWhatADefaultDeployHas(t *testing.T) {
 	}
 	// Any case: SQS names are case-sensitive, and a lower-case
 	// "criticizer-notify-dlq" is not the default deploy's queue.
-	for _, m := range regexp.MustCompile(`(?i)\b` + StackName + `-(?:fetch|llm|notify|feedback)(?:-dlq)?\b`).FindAllString(readme, -1) {
+	for _, m := range regexp.MustCompile(`(?i)\b`+StackName+`-(?:fetch|llm|notify|feedback)(?:-dlq)?\b`).FindAllString(readme, -1) {
 		if !queues[m] {
 			t.Errorf("README names queue %s; a default deploy has %v", m, sortedKeys(queues))
 		}

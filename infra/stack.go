@@ -233,8 +233,8 @@ func (s *Stack) queues() {
 			RetentionPeriod:   awscdk.Duration_Days(jsii.Number(QueueRetentionDays)),
 			// Deleting the stack keeps the queue and what it holds (work in
 			// flight, dead letters awaiting triage).
-			RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
-			DeadLetterQueue:   &awssqs.DeadLetterQueue{MaxReceiveCount: jsii.Number(MaxReceiveCount), Queue: dlq},
+			RemovalPolicy:   awscdk.RemovalPolicy_RETAIN,
+			DeadLetterQueue: &awssqs.DeadLetterQueue{MaxReceiveCount: jsii.Number(MaxReceiveCount), Queue: dlq},
 		})
 		overrideID(q, QueueID(f.Queue))
 		s.Queues[f.Queue], s.DLQs[f.Queue] = q, dlq
