@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -499,5 +500,19 @@ func TestSAMBuildTargets(t *testing.T) {
 	}
 	if n != len(functionSpecs) {
 		t.Errorf("%d SAM functions, want %d", n, len(functionSpecs))
+	}
+	// And one for real, as sam build calls it: an arm64 Linux executable
+	// named bootstrap in ARTIFACTS_DIR.
+	art := t.TempDir()
+	if out, err := exec.Command("make", "-s", "-C", "..", "build-SweeperFunction", "ARTIFACTS_DIR="+art).CombinedOutput(); err != nil {
+		t.Fatalf("make build-SweeperFunction: %v\n%s", err, out)
+	}
+	f, err := elf.Open(filepath.Join(art, "bootstrap"))
+	if err != nil {
+		t.Fatalf("bootstrap: %v", err)
+	}
+	defer f.Close()
+	if f.Machine != elf.EM_AARCH64 || f.Type != elf.ET_EXEC {
+		t.Errorf("bootstrap: machine %v type %v, want an AArch64 executable", f.Machine, f.Type)
 	}
 }
