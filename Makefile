@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: rules run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/). `make invoke-<fn>` runs the function
 # against the local stack of `make run` in this process; with SAM=1 in SAM's
@@ -69,6 +69,11 @@ test: deps
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -count=1 -timeout 12m ./...
 	$(MAKE) fuzz-short
 	$(MAKE) infra-test
+
+# docs/rules.md's "Proved by" lists, from the tests that cite each rule
+# (TestRules_Citations fails when they are stale).
+rules:
+	$(GO) run ./cmd/rules
 
 # infra/ is its own Go module (the CDK app): the root `go test ./...` does not
 # reach it. Its one package is named `.`, not `./...`: after `make synth`,

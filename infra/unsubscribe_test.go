@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// List hygiene (issue 6): intake verifies signed unsubscribe tokens and
+// List hygiene (): intake verifies signed unsubscribe tokens and
 // records preferences, notify mints the links and reads preferences and
 // suppressions before sending, feedback records suppressions. These tests
 // pin what the deployment gives each of them, in the CDK stack and in

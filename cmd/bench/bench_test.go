@@ -100,8 +100,9 @@ func TestCounter_IntakeUniqueIsOneTransactionOfThreeItems(t *testing.T) {
 }
 
 // The whole pipeline makes exactly the design's minimum of AWS calls for a
-// job with two recipients (docs/benchmarks.md: 13 + 5R per job; seed 000
-// §6.1–6.5 for why each call is needed). A redundant read or write fails it.
+// job with two recipients (docs/benchmarks.md: 13 + 5R per job;
+// R-INTAKE-1, R-INTAKE-3, R-OUTBOX-1, R-OUTBOX-3 and R-OUTBOX-8 say why
+// each call is needed). A redundant read or write fails it.
 //
 // The send-rate limiter is off here: its one UpdateItem per send becomes two
 // when a window is full or DynamoDB Local answers a slot late (it then takes

@@ -16,11 +16,11 @@ import (
 )
 
 // Unsubscribe serves /unsubscribe/{token}: the link in every email's
-// List-Unsubscribe header and footer (RFC 8058, seed 004 Phase 8).
+// List-Unsubscribe header and footer (RFC 8058, R-UNSUB-1).
 //
 //   - POST from a mail client's one-click button (body
 //     "List-Unsubscribe=One-Click") unsubscribes from the token's scope and
-//     answers 200 with an empty body, as RFC 8058 and seed 004 require.
+//     answers 200 with an empty body, as RFC 8058 requires.
 //   - GET answers an HTML page that asks for confirmation with a button.
 //     A GET never unsubscribes: corporate mail scanners fetch every link in
 //     a message, and reviewers are exactly the people behind such scanners.

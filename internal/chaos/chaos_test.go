@@ -11,15 +11,15 @@ import (
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
-// Seed 000 §10.3: "Retries MUST be safe under process crash, network
-// timeout, and worker restart"; seed 001 §8.3–8.4: a job that cannot finish
+// R-OUTBOX-10: "Retries MUST be safe under process crash, network
+// timeout, and worker restart"; R-STAGE-3, R-STAGE-4: a job that cannot finish
 // is dead-lettered with a complete envelope that holds no secret or raw
 // PII. A short fixed-seed campaign: 20 jobs (a few with a malformed diff,
 // which must end dead-lettered), faults at every AWS call, workers
 // restarted, then every (changelist, recipient, version) must be emailed
 // exactly once or its job dead-lettered with a complete envelope; nothing
 // lost, stuck or leaked.
-func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered_000_10_3(t *testing.T) {
+func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	env := testenv.Stack(t)
 	var logs bytes.Buffer
 	rep, err := chaos.Run(context.Background(), chaos.Stack{Endpoints: env.Endpoints, SESURL: env.SESURL}, chaos.Config{

@@ -16,8 +16,8 @@ import (
 
 // The leak scan must catch what it exists to catch: a recipient's address
 // in any case, and every planted secret; and it must not cry wolf on the
-// pseudonyms redaction leaves (seed 001 §8.4).
-func TestLeakScanner_FindsAddressesAndSecrets_NotPseudonyms_001_8_4(t *testing.T) {
+// pseudonyms redaction leaves (R-STAGE-4).
+func TestLeakScanner_FindsAddressesAndSecrets_NotPseudonyms(t *testing.T) {
 	specs := generate(rand.New(rand.NewPCG(1, 2)), "xtest", 5, 0.3, 0, "tok")
 	p := plantedSecrets(1)
 	addr := specs[0].Recipients[0]
@@ -42,8 +42,8 @@ func TestLeakScanner_FindsAddressesAndSecrets_NotPseudonyms_001_8_4(t *testing.T
 	}
 }
 
-// An envelope missing any §8.4 field is reported incomplete.
-func TestComplete_NamesMissingEnvelopeFields_001_8_4(t *testing.T) {
+// An envelope missing any R-STAGE-4 field is reported incomplete.
+func TestComplete_NamesMissingEnvelopeFields(t *testing.T) {
 	now := time.Now()
 	env := deadletter.New(deadletter.Failure{Stage: "fetch", JobID: "j_1", Err: errors.New("ThrottlingException: Rate exceeded"), Attempts: 5,
 		FirstFailureAt: now, LastFailureAt: now, Context: map[string]string{"message_id": "m"},

@@ -123,7 +123,7 @@ func (c *checker) readDLQ(ctx context.Context, name, url string) ([]dlqMessage, 
 	return out, nil
 }
 
-// complete reports what a dead-letter envelope lacks (§8.4), if anything.
+// complete reports what a dead-letter envelope lacks (R-STAGE-4), if anything.
 func complete(e deadletter.Envelope, stage string) []string {
 	var miss []string
 	check := func(ok bool, what string) {

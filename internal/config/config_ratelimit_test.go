@@ -7,11 +7,12 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 )
 
-// Seed 004 Phase 11, critical test 5: the notifiers keep under a configured
+// : the notifiers keep under a configured
 // maximum send rate. CRITICIZER_MAX_SEND_RATE defaults to SES's 14/s for a
 // new production account; 0 turns the limiter off; anything else that is
 // not a whole number >= 0 is refused, naming the variable.
-func TestFromEnv_MaxSendRate_004_Phase11_5(t *testing.T) {
+// Rules: R-RATE-1.
+func TestFromEnv_MaxSendRate(t *testing.T) {
 	if config.EnvMaxSendRate != "CRITICIZER_MAX_SEND_RATE" {
 		t.Fatalf("env name %q", config.EnvMaxSendRate)
 	}

@@ -124,9 +124,9 @@ func TestEnvNames_AreStable(t *testing.T) {
 	}
 }
 
-// Seed 001 §8.3: each stage has its own queue and its own dead-letter queue,
+// R-STAGE-3: each stage has its own queue and its own dead-letter queue,
 // read from CRITICIZER_<STAGE>_QUEUE_URL and CRITICIZER_<STAGE>_DLQ_URL.
-func TestFromEnv_PerStageQueueAndDLQ_001_8_3(t *testing.T) {
+func TestFromEnv_PerStageQueueAndDLQ(t *testing.T) {
 	vars := map[string]string{
 		"CRITICIZER_FETCH_QUEUE_URL":  "https://sqs.example/fetch",
 		"CRITICIZER_FETCH_DLQ_URL":    "https://sqs.example/fetch-dlq",
@@ -182,6 +182,7 @@ func TestFromEnv_PerStageQueueAndDLQ_001_8_3(t *testing.T) {
 // A bad duration is a configuration error that names the variable, so the
 // operator knows what to fix; zero and negative durations are rejected too
 // (a zero lease would let two workers send the same row).
+// Rules: R-PRIVACY-2.
 func TestFromEnv_InvalidDurationNamesVariable(t *testing.T) {
 	vars := []string{config.EnvIdempotencyTTL, config.EnvDeliveryLease, config.EnvEvidenceMargin}
 	values := []string{"abc", "10", "0", "0s", "-5m", "-1ns", "1 h", "720hours", "1d", "PT2M"}

@@ -168,6 +168,7 @@ func TestApplySecrets(t *testing.T) {
 // Regression: a webhook secret of any length (one character) was
 // accepted. Every webhook secret or token is at least 16 bytes, refused at
 // start naming the variable and not the value.
+// Rules: R-PRIVACY-2.
 func TestFromEnv_ShortWebhookSecretsRefused(t *testing.T) {
 	for _, name := range []string{config.EnvWebhookSecret, config.EnvGitHubWebhookSecret, config.EnvGitLabWebhookToken, config.EnvGerritWebhookToken} {
 		_, err := config.FromEnv(env(map[string]string{name: "hunter2"}))

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Annotate appends an operator note (§8.5 "Annotate dead-letter item with
+// Annotate appends an operator note (R-STAGE-5 "Annotate dead-letter item with
 // resolution notes"). Notes are free text typed by people, so they are
 // redacted like everything else.
 func (e *Envelope) Annotate(action, text string, at time.Time) {
@@ -19,7 +19,7 @@ func (e *Envelope) Annotate(action, text string, at time.Time) {
 
 // Refail merges the envelope of a failed replay (next) into the item that was
 // replayed (prev). The item keeps its id, first failure time, original
-// payload reference and notes; the replay count goes up; and, per §8.5, if
+// payload reference and notes; the replay count goes up; and, per R-STAGE-5, if
 // the replay failed again with the same non-retryable error_class the item
 // is escalated for engineering review. Escalation is sticky.
 func Refail(prev, next Envelope, at time.Time) Envelope {

@@ -8,9 +8,9 @@ import (
 	"github.com/criticizer/criticizer/internal/retry"
 )
 
-// §8.5 step 5: "Annotate dead-letter item with resolution notes"; notes are
-// stored, so they are redacted like every other field (§8.4).
-func TestAnnotate_RedactsNotes_001_8_5(t *testing.T) {
+// R-STAGE-5: "Annotate dead-letter item with resolution notes"; notes are
+// stored, so they are redacted like every other field (R-STAGE-4).
+func TestAnnotate_RedactsNotes(t *testing.T) {
 	var env Envelope
 	env.Annotate("replay", "rotated key "+redacttest.PlantGHP+" for "+redacttest.PlantEmail, t1)
 	if len(env.Notes) != 1 || env.Notes[0].Action != "replay" || !env.Notes[0].At.Equal(t1) {
@@ -22,9 +22,9 @@ func TestAnnotate_RedactsNotes_001_8_5(t *testing.T) {
 	}
 }
 
-// §8.5: "If replay fails again with the same non-retryable error_class, item
+// R-STAGE-5: "If replay fails again with the same non-retryable error_class, item
 // MUST be re-queued to dead-letter and escalated for engineering review."
-func TestRefail_EscalatesSameNonRetryable_001_8_5(t *testing.T) {
+func TestRefail_EscalatesSameNonRetryable(t *testing.T) {
 	first := New(Failure{Stage: StageNotify, Err: retry.Permanent(retry.AuthDenied, nil), Attempts: 1,
 		FirstFailureAt: t0, LastFailureAt: t0, Message: Original{MessageID: "m-1", Body: `{"job_id":"j"}`}})
 	first.Annotate("remediate", "rotated SES credentials", t0)

@@ -7,7 +7,7 @@ import (
 )
 
 // sensitiveKeyParts are key-name fragments that mark a value as secret or as
-// content (§8.4 rule 1: no secrets, tokens, API keys, full prompts or raw
+// content (R-STAGE-4: no secrets, tokens, API keys, full prompts or raw
 // PII). Matching is by substring on the lower-cased key, so "api_key",
 // "prompt_text" and "recipient_email" all match. "key" is deliberately broad:
 // an idempotency key embeds the recipient.
@@ -23,7 +23,7 @@ var sensitiveKeyParts = []string{
 // name: a hex digest, optionally prefixed.
 var hashValue = regexp.MustCompile(`^(?:sha256:|email:)?[0-9a-fA-F]{8,128}$`)
 
-// SanitizeContext returns a copy of ctx safe for sanitized_context (§8.4):
+// SanitizeContext returns a copy of ctx safe for sanitized_context (R-STAGE-4):
 // entries whose key suggests a secret or content are dropped unless the key
 // names a hash and the value is one; remaining values are redacted and
 // truncated to 256 bytes; keys that are too long or that would themselves be

@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// §8.4: "sanitized_context: sanitized operational context (request IDs,
+// R-STAGE-4: "sanitized_context: sanitized operational context (request IDs,
 // stage, attempt counts, upstream response code, truncated payload
 // hashes/IDs)" and rule 1: it "MUST exclude secrets, access tokens, API keys,
 // full prompts containing sensitive data, and raw PII".
-func TestSanitizeContext_DropsRedactsTruncates_001_8_4(t *testing.T) {
+func TestSanitizeContext_DropsRedactsTruncates(t *testing.T) {
 	in := map[string]string{
 		"request_id":             "r-1",
 		"upstream_status":        "503",

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// §8.5 step 4: "Trigger replay from dead-letter queue using original payload
+// R-STAGE-5: "Trigger replay from dead-letter queue using original payload
 // reference and sanitized context": the envelope must survive a round trip.
-func TestDecode_RoundTrip_001_8_5(t *testing.T) {
+func TestDecode_RoundTrip(t *testing.T) {
 	env := New(plantedFailure())
 	env.Annotate("triage", "upstream recovered", t1)
 	b, err := json.Marshal(env)
@@ -27,7 +27,7 @@ func TestDecode_RoundTrip_001_8_5(t *testing.T) {
 
 // A raw stage message moved by the SQS redrive policy (crash loop) has no
 // schema_version: Decode reports ok=false so the caller wraps it.
-func TestDecode_RawRedrivenMessage_001_8_5(t *testing.T) {
+func TestDecode_RawRedrivenMessage(t *testing.T) {
 	for _, raw := range []string{`{"job_id":"job-1","stage":"llm"}`, `[1,2]`, `"text"`, `42`, `null`} {
 		env, ok, err := Decode([]byte(raw))
 		if err != nil || ok || !reflect.DeepEqual(env, Envelope{}) {
@@ -41,9 +41,9 @@ func TestDecode_RawRedrivenMessage_001_8_5(t *testing.T) {
 	}
 }
 
-// §8.4: "error_class: stable classification identifier" — a payload that
+// R-STAGE-4: "error_class: stable classification identifier" — a payload that
 // cannot be read as this schema is reported, never guessed at.
-func TestDecode_Errors_001_8_4(t *testing.T) {
+func TestDecode_Errors(t *testing.T) {
 	tests := []struct {
 		in   string
 		want error

@@ -10,15 +10,15 @@ import (
 // refuses any other version rather than guess at its meaning.
 const SchemaVersion = 1
 
-// Stage names (§8.3).
+// Stage names (R-STAGE-3).
 const (
 	StageFetch  = "fetch"
 	StageLLM    = "llm"
 	StageNotify = "notify"
 )
 
-// Envelope is the dead-letter payload (§8.4): enough to triage and replay a
-// failed stage (§8.5) and nothing that must not be stored.
+// Envelope is the dead-letter payload (R-STAGE-4): enough to triage and replay a
+// failed stage (R-STAGE-5) and nothing that must not be stored.
 type Envelope struct {
 	SchemaVersion    int               `json:"schema_version"`
 	ID               string            `json:"id"`                // EnvelopeID(stage, original message id, first_failure_at)
@@ -48,7 +48,7 @@ type Original struct {
 	Queue      string `json:"queue"`
 }
 
-// Note is an operator annotation (§8.5 "Annotate dead-letter item with
+// Note is an operator annotation (R-STAGE-5 "Annotate dead-letter item with
 // resolution notes").
 type Note struct {
 	At     time.Time `json:"at"`

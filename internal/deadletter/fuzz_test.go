@@ -41,7 +41,7 @@ func FuzzDecode(f *testing.F) {
 // FuzzEnvelopeRoundTrip is decode(encode(env)) == env for envelopes built
 // from arbitrary field values, both directly and through New (which redacts
 // and fills in the context): whatever a stage writes to a dead-letter queue,
-// the replay and triage tools read back unchanged (§8.4, §8.5). Strings are
+// the replay and triage tools read back unchanged (R-STAGE-4, R-STAGE-5). Strings are
 // made valid UTF-8 first: JSON cannot carry anything else, and New's
 // redaction keeps valid text valid (FuzzRedact). The arguments are few and
 // the seeds short on purpose: the fuzzer minimizes every new interesting

@@ -27,7 +27,7 @@ type Failure struct {
 
 // New builds the envelope for a failure. It is the only constructor and it
 // always redacts: the error chain, every context value, the original body and
-// every other free-text field go through Redact (§8.4 rules 1 and 2), so no
+// every other free-text field go through Redact (R-STAGE-4), so no
 // caller can forget. New never fails: a dead-letter path that can error has
 // nowhere to send its own failure.
 //

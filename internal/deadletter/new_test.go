@@ -101,12 +101,12 @@ func allStrings(v any) []string {
 	return nil
 }
 
-// §8.4 rule 1: "sanitized_context MUST exclude secrets, access tokens, API
+// R-STAGE-4: "sanitized_context MUST exclude secrets, access tokens, API
 // keys, full prompts containing sensitive data, and raw PII." and rule 2:
 // "Stack traces MUST be redacted if they contain sensitive literals."
 // Every kind of secret is planted in the error chain, the context and the
 // original body; none may appear anywhere in the encoded envelope.
-func TestNew_NoPlantedSecretSurvivesJSON_001_8_4(t *testing.T) {
+func TestNew_NoPlantedSecretSurvivesJSON(t *testing.T) {
 	env := New(plantedFailure())
 	env.Annotate("triage", "checked with "+redacttest.PlantEmail+" using password="+redacttest.PlantPassword, t1)
 	b, err := json.Marshal(env)
@@ -150,9 +150,9 @@ func TestNew_NoPlantedSecretSurvivesJSON_001_8_4(t *testing.T) {
 	}
 }
 
-// §8.4: error_class, last_stack, sanitized_context; rule 3: "Include
+// R-STAGE-4: error_class, last_stack, sanitized_context; rule 3: "Include
 // first_failure_at, last_failure_at, and stage to support replay triage."
-func TestNew_RequiredFields_001_8_4(t *testing.T) {
+func TestNew_RequiredFields(t *testing.T) {
 	env := New(Failure{
 		Stage: StageLLM, JobID: "job-1", Attempts: 5,
 		Err:            fmt.Errorf("llm: %w", &retry.HTTPStatusError{Status: 503, Op: "bedrock.Converse"}),
@@ -185,9 +185,9 @@ func TestNew_RequiredFields_001_8_4(t *testing.T) {
 	}
 }
 
-// §8.1 "Configuration/runtime bug ... Dead-letter and page operator": the
+// R-STAGE-1 "Configuration/runtime bug ... Dead-letter and page operator": the
 // panic stack is kept (redacted) in last_stack.
-func TestNew_PanicStackRedacted_001_8_4(t *testing.T) {
+func TestNew_PanicStackRedacted(t *testing.T) {
 	err := func() (err error) {
 		defer retry.Recover(&err)
 		panic("invariant violated for " + redacttest.PlantEmail + " token=" + redacttest.PlantToken)
@@ -205,9 +205,9 @@ func TestNew_PanicStackRedacted_001_8_4(t *testing.T) {
 	}
 }
 
-// §8.3: "If a stage exhausts budget, processing transitions to dead-letter
+// R-STAGE-3: "If a stage exhausts budget, processing transitions to dead-letter
 // with stage-specific metadata": a retryable class with a spent budget.
-func TestNew_BudgetExhaustedKeepsRetryableClass_001_8_3(t *testing.T) {
+func TestNew_BudgetExhaustedKeepsRetryableClass(t *testing.T) {
 	env := New(Failure{Stage: StageFetch, Err: errors.New("connection flapped"), Attempts: 5, FirstFailureAt: t0, LastFailureAt: t1})
 	if env.ErrorClass != "UNKNOWN" || !env.Retryable || env.Attempts != 5 || env.SanitizedContext["attempts"] != "5" {
 		t.Errorf("got class=%s retryable=%v attempts=%d", env.ErrorClass, env.Retryable, env.Attempts)
@@ -217,9 +217,9 @@ func TestNew_BudgetExhaustedKeepsRetryableClass_001_8_3(t *testing.T) {
 	}
 }
 
-// §8.4: "sanitized_context: ... truncated payload hashes/IDs" — every field
+// R-STAGE-4: "sanitized_context: ... truncated payload hashes/IDs" — every field
 // is bounded so the envelope always fits in an SQS message.
-func TestNew_BoundsSizes_001_8_4(t *testing.T) {
+func TestNew_BoundsSizes(t *testing.T) {
 	big := strings.Repeat("é", 100<<10)
 	env := New(Failure{Stage: StageLLM, Err: errors.New(big), Message: Original{Body: big}, Context: map[string]string{"note": big}})
 	if len(env.LastStack) > maxStack || len(env.Original.Body) > maxBody || len(env.SanitizedContext["note"]) > maxContextValue {

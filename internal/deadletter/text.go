@@ -9,7 +9,7 @@ import (
 // Size limits keep an envelope far below the 256 KiB SQS message limit even
 // with a full error chain and a panic stack.
 const (
-	maxContextValue = 256      // bytes per sanitized_context value (§8.4 "truncated")
+	maxContextValue = 256      // bytes per sanitized_context value (R-STAGE-4 "truncated")
 	maxContextKey   = 128      // longer keys are dropped, not truncated
 	maxStack        = 16 << 10 // last_stack
 	maxBody         = 64 << 10 // original.body

@@ -6,10 +6,10 @@ import "time"
 type Action int
 
 const (
-	// Skip: already sent or terminal; never send again (§6.3 "If a row already
+	// Skip: already sent or terminal; never send again (R-OUTBOX-1 "If a row already
 	// exists with notified_at populated, skip send").
 	Skip Action = iota
-	// Claim: safe to attempt a send (§6.4 "If notified_at is null and
+	// Claim: safe to attempt a send (R-OUTBOX-3 "If notified_at is null and
 	// notification_id is null, safe to attempt send"), and no provider
 	// evidence says an earlier send happened.
 	Claim
@@ -17,10 +17,10 @@ const (
 	Wait
 	// Reconcile: a send may have happened (provider evidence on the row, or
 	// a lease that expired mid-send); provider evidence decides before any
-	// resend (§6.4, §8.2). See Settle.
+	// resend (R-OUTBOX-3, R-OUTBOX-6). See Settle.
 	Reconcile
 	// Hold: the row is failed permanently or under reconciliation; it needs an
-	// operator and is never sent automatically (§8.1, §8.3).
+	// operator and is never sent automatically (R-OUTBOX-9, R-RECON-1).
 	Hold
 )
 
@@ -28,11 +28,11 @@ func (a Action) String() string {
 	return [...]string{"skip", "claim", "wait", "reconcile", "hold"}[a]
 }
 
-// Decide applies seed 000 §6.4's re-read rules to a freshly read row.
+// Decide applies R-OUTBOX-3's re-read rules to a freshly read row.
 func Decide(r Row, now time.Time) Action {
 	switch {
 	case r.Status == StatusReconciling:
-		// Marked sent without provider evidence (§8.3): an operator decides.
+		// Marked sent without provider evidence (R-RECON-1): an operator decides.
 		return Hold
 	case !r.NotifiedAt.IsZero() || r.Status.Done():
 		return Skip
@@ -67,7 +67,7 @@ type Settlement int
 
 const (
 	// Backfill: provider evidence names the row; mark it sent from the
-	// evidence, without resending (§8.2 row 1).
+	// evidence, without resending (R-OUTBOX-6).
 	Backfill Settlement = iota
 	// Await: no evidence yet, and the evidence path has not caught up past
 	// the send: the send may still show up. Hold the row, never resend.
@@ -120,7 +120,7 @@ func (r Row) Held(now time.Time, margin time.Duration) bool {
 		now.After(r.SentBy().Add(2*margin))
 }
 
-// Outcome summarises a job's rows for finalization (seed 000 §6.5).
+// Outcome summarises a job's rows for finalization (R-OUTBOX-8).
 type Outcome int
 
 const (

@@ -1,9 +1,9 @@
 // Package delivery holds the outbox row: one per (changelist, recipient,
 // review version), its deterministic id, its lifecycle, and the pure decisions
-// of the send-then-mark protocol (seed 000 §6.3–6.4, seed 004's lifecycle).
+// of the send-then-mark protocol (R-OUTBOX-1, R-OUTBOX-4, the delivery lifecycle).
 //
 // The decisions live here, apart from DynamoDB and SES, so every branch of
-// §6.4 is a plain unit test; the store and the notifier only carry them out.
+// R-UNSUB-1 is a plain unit test; the store and the notifier only carry them out.
 package delivery
 
 import (
@@ -66,7 +66,7 @@ func NormalizeRecipient(addr string) string {
 // It is the outbox key and the provider idempotency token: SES has no
 // idempotency key, so the id travels as a message tag and a header and the
 // feedback stream matches provider evidence back to the row by it
-// (seed 000 §6.4 step 1, §10.3).
+// (R-OUTBOX-3, R-OUTBOX-10).
 func ID(changelistKey, recipient string, reviewVersion int) string {
 	return "d_" + job.Digest("delivery", changelistKey, NormalizeRecipient(recipient), strconv.Itoa(reviewVersion))
 }

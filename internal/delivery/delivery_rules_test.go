@@ -10,12 +10,12 @@ import (
 
 var deliveryIDPattern = regexp.MustCompile(`^d_[a-z2-7]{32}$`)
 
-// Seed 000 §10.2: "Notification dedupe MUST be enforced by outbox/delivery-log
+// R-OUTBOX-1: "Notification dedupe MUST be enforced by outbox/delivery-log
 // uniqueness on (changelist_id, recipient, review_version). This key defines
 // the unique intent 'recipient has been notified for this changelist
-// version'." §10.3: "Provider idempotency keys SHOULD be deterministic and
+// version'." R-OUTBOX-10: "Provider idempotency keys SHOULD be deterministic and
 // derived from the same tuple."
-func TestID_DeterministicPerTuple_000_10_2(t *testing.T) {
+func TestID_DeterministicPerTuple(t *testing.T) {
 	a := delivery.ID("generic:billing-1042", "ann@example.com", 3)
 	b := delivery.ID("generic:billing-1042", "ann@example.com", 3)
 	if a != b {
@@ -28,10 +28,10 @@ func TestID_DeterministicPerTuple_000_10_2(t *testing.T) {
 
 // The delivery id is the outbox key and travels with the email as the
 // provider idempotency token; rows written by one release must be found by
-// the next, so the derivation is pinned (§10.2, §10.3). The expected value
+// the next, so the derivation is pinned (R-OUTBOX-1, R-OUTBOX-10). The expected value
 // was computed independently:
 // "d_" + lower(base32(sha256("8:delivery20:generic:billing-104215:ann@example.com1:3")[:20])).
-func TestID_StableAcrossReleases_000_10_3(t *testing.T) {
+func TestID_StableAcrossReleases(t *testing.T) {
 	const want = "d_cm34ripgxie7jmxfci4nkk4646izl2za"
 	if got := delivery.ID("generic:billing-1042", "Ann@Example.com", 3); got != want {
 		t.Errorf("ID = %s; want %s", got, want)
@@ -40,8 +40,8 @@ func TestID_StableAcrossReleases_000_10_3(t *testing.T) {
 
 // The same reviewer written differently is the same intent: case and
 // surrounding whitespace do not change the delivery id, so Ann@x and ann@x
-// get one email, not two (§10.2).
-func TestID_IndependentOfRecipientCaseAndSpaces_000_10_2(t *testing.T) {
+// get one email, not two (R-OUTBOX-1).
+func TestID_IndependentOfRecipientCaseAndSpaces(t *testing.T) {
 	want := delivery.ID("generic:cl-7", "ann.lee@example.com", 2)
 	for _, variant := range []string{
 		"Ann.Lee@Example.com",
@@ -57,9 +57,9 @@ func TestID_IndependentOfRecipientCaseAndSpaces_000_10_2(t *testing.T) {
 }
 
 // Each element of the tuple matters: a new review version creates "new
-// delivery intents under new keys" (§10.4), and different changelists or
-// recipients never share a row (§10.2).
-func TestID_DiffersByChangelistRecipientVersion_000_10_2(t *testing.T) {
+// delivery intents under new keys" (R-RERUN-1), and different changelists or
+// recipients never share a row (R-OUTBOX-1).
+func TestID_DiffersByChangelistRecipientVersion(t *testing.T) {
 	type in struct {
 		cl, rcpt string
 		v        int
@@ -68,7 +68,7 @@ func TestID_DiffersByChangelistRecipientVersion_000_10_2(t *testing.T) {
 		name string
 		a, b in
 	}{
-		{"review version (versioned rerun, §10.4)", in{"generic:cl-1", "a@example.com", 3}, in{"generic:cl-1", "a@example.com", 4}},
+		{"review version (versioned rerun, R-RERUN-1)", in{"generic:cl-1", "a@example.com", 3}, in{"generic:cl-1", "a@example.com", 4}},
 		{"changelist", in{"generic:cl-1", "a@example.com", 1}, in{"generic:cl-2", "a@example.com", 1}},
 		{"changelist source", in{"generic:7", "a@example.com", 1}, in{"github:7", "a@example.com", 1}},
 		{"recipient", in{"generic:cl-1", "a@example.com", 1}, in{"generic:cl-1", "b@example.com", 1}},
@@ -88,7 +88,7 @@ func TestID_DiffersByChangelistRecipientVersion_000_10_2(t *testing.T) {
 }
 
 // NormalizeRecipient is the outbox key's form of an address.
-func TestNormalizeRecipient_TrimsAndLowers_000_6_3(t *testing.T) {
+func TestNormalizeRecipient_TrimsAndLowers(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"ann@example.com", "ann@example.com"},
 		{"Ann@Example.COM", "ann@example.com"},
@@ -102,16 +102,16 @@ func TestNormalizeRecipient_TrimsAndLowers_000_6_3(t *testing.T) {
 	}
 }
 
-// Seed 000 §6.4: "Retries MUST re-read the outbox row first: If notified_at
+// R-OUTBOX-3: "Retries MUST re-read the outbox row first: If notified_at
 // is set, do not send again. If notified_at is null and notification_id is
 // null, safe to attempt send. If notification_id exists but notified_at is
 // null, treat as 'send may have happened' and recover via provider-id lookup
-// before deciding to resend." §8.1: permanent failures "require operator or
-// caller intervention"; §8.3: rows under reconciliation get no "further
+// before deciding to resend." R-OUTBOX-9: permanent failures "require operator or
+// caller intervention"; R-RECON-1: rows under reconciliation get no "further
 // sends". A sending row under another worker's live lease is waited for; one
-// whose lease expired may have sent, so it is reconciled (§8.2 "Never mark
+// whose lease expired may have sent, so it is reconciled (R-OUTBOX-6 "Never mark
 // failed permanently until reconciliation attempted").
-func TestDecide_ReReadRules_000_6_4(t *testing.T) {
+func TestDecide_ReReadRules(t *testing.T) {
 	now := time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC)
 	sentAt := now.Add(-time.Hour)
 	live := now.Add(30 * time.Second)
@@ -171,10 +171,10 @@ func TestDecide_ReReadRules_000_6_4(t *testing.T) {
 	}
 }
 
-// Seed 000 §10.3: "A retry worker MUST always check persisted delivery state
+// R-OUTBOX-10: "A retry worker MUST always check persisted delivery state
 // (notified_at, notification_id) before send." Claim — the only action that
 // leads to a send — is returned only when both are empty.
-func TestDecide_ClaimOnlyWhenNeitherNotifiedAtNorNotificationID_000_10_3(t *testing.T) {
+func TestDecide_ClaimOnlyWhenNeitherNotifiedAtNorNotificationID(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	statuses := []delivery.Status{
 		delivery.StatusPending, delivery.StatusSending, delivery.StatusSent, delivery.StatusDelivered,
@@ -191,7 +191,7 @@ func TestDecide_ClaimOnlyWhenNeitherNotifiedAtNorNotificationID_000_10_3(t *test
 					if got == delivery.Claim && (!notified.IsZero() || nid != "") {
 						t.Errorf("Decide(%+v) = claim; a send must not be attempted", r)
 					}
-					// A row under reconciliation (§8.3) is held for an
+					// A row under reconciliation (R-RECON-1) is held for an
 					// operator whether or not notified_at is set; either way
 					// it is never sent.
 					want := delivery.Skip
@@ -248,12 +248,12 @@ func TestStatus_ClaimableAndDone(t *testing.T) {
 	}
 }
 
-// Seed 000 §6.5: "Mark job succeeded only when all required recipients for
+// R-OUTBOX-8: "Mark job succeeded only when all required recipients for
 // the target review_version have delivery rows with notified_at set.
 // Otherwise keep job retryable_failed or in_progress depending on retry
-// policy." Rows held for an operator (failed_permanent, reconciling; §8.1,
-// §8.3) make the job Blocked once nothing else is in flight.
-func TestSummarize_JobFinalization_000_6_5(t *testing.T) {
+// policy." Rows held for an operator (failed_permanent, reconciling; R-OUTBOX-9,
+// R-RECON-1) make the job Blocked once nothing else is in flight.
+func TestSummarize_JobFinalization(t *testing.T) {
 	at := time.Date(2025, 3, 14, 12, 0, 0, 0, time.UTC)
 	sent := delivery.Row{Status: delivery.StatusSent, NotificationID: "ses-1", NotifiedAt: at}
 	delivered := delivery.Row{Status: delivery.StatusDelivered, NotificationID: "ses-2", NotifiedAt: at}
@@ -298,7 +298,7 @@ func TestSummarize_JobFinalization_000_6_5(t *testing.T) {
 }
 
 // Summarize's verdict does not depend on the order rows were read in.
-func TestSummarize_IndependentOfRowOrder_000_6_5(t *testing.T) {
+func TestSummarize_IndependentOfRowOrder(t *testing.T) {
 	at := time.Date(2025, 3, 14, 12, 0, 0, 0, time.UTC)
 	rows := []delivery.Row{
 		{Status: delivery.StatusSent, NotifiedAt: at},

@@ -11,6 +11,7 @@ import (
 // evidence path has processed events from after the send, plus a margin
 // (regression: missing evidence used to count as proof 5 minutes after
 // the lease, however far behind the SES event path was).
+// Rules: R-OUTBOX-6.
 func TestSettle_ResendOnlyWhenTheWatermarkPassedTheSend(t *testing.T) {
 	lease := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	const margin = 2 * time.Minute
@@ -48,6 +49,7 @@ func withSend(r delivery.Row) delivery.Row {
 
 // A row awaiting evidence for longer than a healthy path takes is held:
 // the job must not read succeeded, and the operator can see it.
+// Rules: R-OUTBOX-8.
 func TestHeld_AfterTwiceTheMargin(t *testing.T) {
 	lease := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	const margin = time.Minute

@@ -19,7 +19,7 @@ type Standing struct {
 // SkipAs reports the terminal status a row for repository takes instead of
 // a send, if any. Suppression wins over an unsubscribe: it is about the
 // address, not the reader's wishes, and operators triage it differently
-// (seed 004 lifecycle: "suppressed (from webhook)", "skipped_unsubscribed").
+// (the delivery lifecycle: "suppressed (from webhook)", "skipped_unsubscribed").
 func (s Standing) SkipAs(repository string) (Status, bool) {
 	if s.Suppressed {
 		return StatusSuppressed, true

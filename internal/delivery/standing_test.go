@@ -4,7 +4,8 @@ import "testing"
 
 // Seed 004 lifecycle: "suppressed (from webhook)", "skipped_unsubscribed".
 // Suppression wins; an unsubscribe is per repository unless it is from all.
-func TestStanding_SkipAs_004_Lifecycle(t *testing.T) {
+// Rules: R-UNSUB-2.
+func TestStanding_SkipAs(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		st   Standing

@@ -22,7 +22,7 @@ import (
 )
 
 // MaxReceiveCount is the redrive policy's limit. The stage runner
-// dead-letters on its own at attempt 5 (seed 001 §8.3) with a full envelope;
+// dead-letters on its own at attempt 5 (R-STAGE-3) with a full envelope;
 // the redrive policy is only the safety net for a handler that crashes
 // before it can, so it allows a few more receives.
 const MaxReceiveCount = 10

@@ -66,7 +66,7 @@ func versionsMailed(t *testing.T, s *stack, cl string) map[string]map[int]int {
 	return out
 }
 
-// Seed 000 §10.4: "Reprocessing a succeeded job with identical
+// R-RERUN-1: "Reprocessing a succeeded job with identical
 // review_version is not allowed as a new send operation; it should return
 // prior success. Reprocessing is allowed as a versioned rerun only with a
 // new review_version (e.g., v3 -> v4), which creates new delivery intents
@@ -76,7 +76,7 @@ func versionsMailed(t *testing.T, s *stack, cl string) map[string]map[int]int {
 // lists who would be mailed; a rerun is version +1 and mails each
 // recipient exactly once more, under new delivery ids; a second rerun is
 // +2; the original webhook repeated still sends nothing.
-func TestAdminRerun_DryRunThenVersionPlusOne_EachRecipientOnceMore_000_10_4(t *testing.T) {
+func TestAdminRerun_DryRunThenVersionPlusOne_EachRecipientOnceMore(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) { c.AdminAPIKey = adminKey })
 	ctx := context.Background()
@@ -175,8 +175,8 @@ func TestAdminRerun_DryRunThenVersionPlusOne_EachRecipientOnceMore_000_10_4(t *t
 // an address is mailed once more under the new version, the one without
 // stays skipped_no_email (and the dry run says so); GitHub's versions come
 // from a per-changelist counter, so a commit pushed after the rerun gets a
-// higher version than the rerun took, and is reviewed (seed 000 §10.4).
-func TestAdminRerun_GitHub_RefetchesSameCommit_NextPushStillReviewed_000_10_4(t *testing.T) {
+// higher version than the rerun took, and is reviewed (R-RERUN-1).
+func TestAdminRerun_GitHub_RefetchesSameCommit_NextPushStillReviewed(t *testing.T) {
 	t.Parallel()
 	domain := testenv.Prefix(t) + ".example.com"
 	octocat := "octocat@" + domain
@@ -238,7 +238,7 @@ func TestAdminRerun_GitHub_RefetchesSameCommit_NextPushStillReviewed_000_10_4(t 
 	}
 }
 
-// Issue 6 §5: "GET /admin/previews and GET /admin/previews/{template}
+// R-MAIL-1: "GET /admin/previews and GET /admin/previews/{template}
 // rendering each template with sample data", through the local API with
 // the real renderer; and a dry run reports the decision notify's gate will
 // take for an unsubscribed recipient.

@@ -61,6 +61,7 @@ func outageFor(t *testing.T) time.Duration {
 // why. When the path resumes, the first row is settled from its Send event
 // without a resend, and the second (its watermark passed by an evidence
 // probe) is sent once: exactly one email each, no duplicate.
+// Rules: R-EVIDENCE-3, R-RECON-3, R-OUTBOX-6.
 func TestEvidencePathStopped_AmbiguousSendsHeld_SettleWhenItResumes(t *testing.T) {
 	t.Parallel()
 	const stored, lost = "stored@example.com", "lost@example.com"
@@ -143,6 +144,7 @@ func TestEvidencePathStopped_AmbiguousSendsHeld_SettleWhenItResumes(t *testing.T
 // and the row is sent again: ResentWithoutEvidence fires at once, and if
 // the first message's events arrive after all, DuplicateSends fires and the
 // row records the duplicate.
+// Rules: R-OUTBOX-6, R-EVIDENCE-1.
 func TestRemainingWindow_EveryEventOfALostAnswerLost_ResentAndDetected(t *testing.T) {
 	t.Parallel()
 	const rcpt = "window@example.com"
@@ -199,7 +201,7 @@ func TestRemainingWindow_EveryEventOfALostAnswerLost_ResentAndDetected(t *testin
 // confirmed (its events lost) is moved to reconciling by the sweeper once
 // the path has caught up past it; its job reads needs_intervention. The
 // operator lists it with the CLI and clears it for a resend with a note
-// (seed 000 §8.2 row 2); the note is in the row's audit trail; the row is
+// (R-RECON-2); the note is in the row's audit trail; the row is
 // sent again once and the job succeeds. A note is required.
 func TestOperator_ReconcilingRowRequeuedWithANote(t *testing.T) {
 	t.Parallel()

@@ -107,12 +107,12 @@ func accept(t *testing.T, s *stack, key string, body []byte) job.ID {
 	return acc.JobID
 }
 
-// Seed 001 §8.2–8.3: a retryable failure is retried with backoff within the
+// R-STAGE-2, R-STAGE-3: a retryable failure is retried with backoff within the
 // stage's budget of 5 attempts ("inclusive of first attempt"); four failures
 // then a success is no dead letter and exactly one email. The faults are
 // SES throttling, injected at the HTTP client below the SDK (SES's client
 // does not retry, so each throttle reaches the stage).
-func TestNotify_ThrottledFourTimesThenSucceeds_NoDeadLetter_001_8_3(t *testing.T) {
+func TestNotify_ThrottledFourTimesThenSucceeds_NoDeadLetter(t *testing.T) {
 	t.Parallel()
 	inj := fault.New(fault.Rule{Service: "SESv2", Operation: "SendEmail", Kind: fault.Throttle, Times: 4})
 	s := startStack(t, devstack.FunctionOptions{Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}})
@@ -136,12 +136,12 @@ func TestNotify_ThrottledFourTimesThenSucceeds_NoDeadLetter_001_8_3(t *testing.T
 	}
 }
 
-// Seed 001 §8.3: "If a stage exhausts budget, processing transitions to
-// dead-letter with stage-specific metadata." §8.4: the envelope carries
+// R-STAGE-3: "If a stage exhausts budget, processing transitions to
+// dead-letter with stage-specific metadata." R-STAGE-4: the envelope carries
 // error_class, last_stack, sanitized_context, stage, first/last failure, and
-// "MUST exclude secrets, access tokens, API keys ... and raw PII". §8.5: the
+// "MUST exclude secrets, access tokens, API keys ... and raw PII". R-STAGE-5: the
 // operator's replay resumes at the failed stage and completes.
-func TestFetch_FailsFiveTimes_OneEnvelope_ReplayCompletes_001_8_4(t *testing.T) {
+func TestFetch_FailsFiveTimes_OneEnvelope_ReplayCompletes(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, devstack.FunctionOptions{})
 	diffSrv := newFlakyDiffServer(t, 5, http.StatusServiceUnavailable, sampleDiff(t))
@@ -205,10 +205,10 @@ func TestFetch_FailsFiveTimes_OneEnvelope_ReplayCompletes_001_8_4(t *testing.T) 
 	}
 }
 
-// Seed 001 §8.1: non-retryable failures "fail immediately to dead-letter
-// queue"; §8.5: "If replay fails again with the same non-retryable
+// R-STAGE-1: non-retryable failures "fail immediately to dead-letter
+// queue"; R-STAGE-5: "If replay fails again with the same non-retryable
 // error_class, item MUST be re-queued to dead-letter and escalated".
-func TestFetch_NotFound_DeadLetteredOnFirstAttempt_ReplayEscalates_001_8_5(t *testing.T) {
+func TestFetch_NotFound_DeadLetteredOnFirstAttempt_ReplayEscalates(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, devstack.FunctionOptions{})
 	diffSrv := newFlakyDiffServer(t, -1, http.StatusNotFound, sampleDiff(t))
@@ -270,7 +270,8 @@ func sampleDiff(t *testing.T) string {
 // A message the queue's redrive policy moved to the DLQ (a crash loop: no
 // envelope) is triaged and replayed like any other (issue: "messages it
 // moves (without an envelope) are handled too").
-func TestRedrivenRawMessage_ListedAndReplayed_001_8_5(t *testing.T) {
+// Rules: R-INTAKE-5.
+func TestRedrivenRawMessage_ListedAndReplayed(t *testing.T) {
 	t.Parallel()
 	// Every attempt the SDK makes (it retries SendMessage) is throttled.
 	inj := fault.New(fault.Rule{Service: "SQS", Operation: "SendMessage", Kind: fault.Throttle, Times: sdkAttempts})

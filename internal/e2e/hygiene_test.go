@@ -20,13 +20,13 @@ import (
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
-// Seed 004 §6 "List-Unsubscribe Headers (CAN-SPAM + One-Click)": "Add to
+// R-UNSUB-1 "List-Unsubscribe Headers (CAN-SPAM + One-Click)": "Add to
 // every email: List-Unsubscribe: <https://…/unsubscribe/{token}>,
 // List-Unsubscribe-Post: List-Unsubscribe=One-Click"; "POST → Empty body
-// with 200/202 (one-click from email client)"; Phase 11 test 7 "Unsubscribe
+// with 200/202 (one-click from email client)";  "Unsubscribe
 // flows: GET returns HTML, POST returns empty 200". The next version skips
 // the recipient as skipped_unsubscribed, without a send.
-func TestUnsubscribe_OneClickPostEmpty200_NextVersionSkips_004_6(t *testing.T) {
+func TestUnsubscribe_OneClickPostEmpty200_NextVersionSkips(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, devstack.FunctionOptions{})
 	cl := "octo/hygiene#" + strings.TrimPrefix(testenv.Prefix(t), "t")
@@ -119,13 +119,13 @@ func TestUnsubscribe_OneClickPostEmpty200_NextVersionSkips_004_6(t *testing.T) {
 	}
 }
 
-// Issue 6 §3 and seed 004 Phase 7: "email.bounced: isPermanentBounce ?
-// 'suppressed' : 'failed_transient'"; Phase 11 test 9 "Suppression
+// R-UNSUB-1 and R-EVIDENCE-5: "email.bounced: isPermanentBounce ?
+// 'suppressed' : 'failed_transient'";  "Suppression
 // handling: Suppressed delivery doesn't retry". A recorded permanent bounce,
 // published the way SES publishes it (SNS topic → feedback queue), makes the
 // row suppressed and the address is never mailed again; a transient bounce
 // suppresses nothing.
-func TestSuppression_PermanentBounceStopsLaterSends_004_Phase7(t *testing.T) {
+func TestSuppression_PermanentBounceStopsLaterSends(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, devstack.FunctionOptions{})
 	cl := testenv.Prefix(t)

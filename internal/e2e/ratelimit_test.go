@@ -22,7 +22,7 @@ import (
 // is what holds it back, and low enough to keep the test under a minute.
 const burstRate = 5
 
-// Seed 004 Phase 11, critical test 5: "Rate limiting: many jobs -> max N
+// : "Rate limiting: many jobs -> max N
 // calls/second". A burst of 200 deliveries (50 webhooks x 4 recipients)
 // through six concurrent notify pollers with CRITICIZER_MAX_SEND_RATE=5:
 // every recipient gets exactly one email, and the SES store's timestamps
@@ -31,7 +31,8 @@ const burstRate = 5
 // CRITICIZER_E2E_STRICT_RATE=1, no single second over 5 either). The
 // figures (peak per second, seconds over, deferrals, the series) are
 // logged.
-func TestRateLimit_BurstKeepsConfiguredRate_004_Phase11_5(t *testing.T) {
+// Rules: R-RATE-1.
+func TestRateLimit_BurstKeepsConfiguredRate(t *testing.T) {
 	t.Parallel()
 	const webhooks, perHook = 50, 4
 	s := startStack(t, devstack.FunctionOptions{Pollers: 6}, func(c *config.Config) {
@@ -165,14 +166,15 @@ func perSecondSeries(emails []devstack.StoredEmail) []int {
 	return out
 }
 
-// Seed 004 Phase 11, critical test 6: "429 handling: Worker backs off,
+// : "429 handling: Worker backs off,
 // doesn't exhaust attempts". SES answers SendEmail with throttling 12
 // times for a job with two recipients: six notify runs fail, more than the
-// stage's budget of 5 (seed 001 §8.3), yet the job succeeds, each
+// stage's budget of 5 (R-STAGE-3), yet the job succeeds, each
 // recipient gets exactly one email, the job shows every try, and nothing
 // is dead-lettered. The throttles are SES's own 429
 // TooManyRequestsException answers, injected below the SDK.
-func TestRateLimit_SESThrottlingDoesNotExhaustAttempts_004_Phase11_6(t *testing.T) {
+// Rules: R-STAGE-6.
+func TestRateLimit_SESThrottlingDoesNotExhaustAttempts(t *testing.T) {
 	t.Parallel()
 	const throttles = 12
 	inj := fault.New(

@@ -22,12 +22,12 @@ import (
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
-// Seed 000 §10.4: "Reprocessing a succeeded job with identical
+// R-RERUN-1: "Reprocessing a succeeded job with identical
 // review_version is not allowed as a new send operation; it should return
 // prior success. Reprocessing is allowed as a versioned rerun only with a new
 // review_version (e.g., v3 -> v4), which creates new delivery intents under
 // new keys." A lower version after a higher one is stale (409).
-func TestVersionedRerun_V3V4_RepeatSendsNothing_V2IsStale_000_10_4(t *testing.T) {
+func TestVersionedRerun_V3V4_RepeatSendsNothing_V2IsStale(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, devstack.FunctionOptions{})
 	cl := testenv.Prefix(t)
@@ -76,11 +76,11 @@ func TestVersionedRerun_V3V4_RepeatSendsNothing_V2IsStale_000_10_4(t *testing.T)
 	}
 }
 
-// Seed 000 §8.1: "Permanent failures (invalid recipient, policy rejection)
+// R-OUTBOX-9: "Permanent failures (invalid recipient, policy rejection)
 // SHOULD mark recipient delivery row failed and require operator or caller
-// intervention"; §6.5: the job is succeeded only when every required
+// intervention"; R-OUTBOX-8: the job is succeeded only when every required
 // recipient has notified_at. GET /jobs shows each recipient's state.
-func TestPermanentRejection_RowFailedPermanent_JobNeedsIntervention_000_6_5(t *testing.T) {
+func TestPermanentRejection_RowFailedPermanent_JobNeedsIntervention(t *testing.T) {
 	t.Parallel()
 	var s *stack
 	inj := fault.New()
@@ -102,8 +102,9 @@ func TestPermanentRejection_RowFailedPermanent_JobNeedsIntervention_000_6_5(t *t
 // a job accepted but never enqueued is enqueued and completes; a row marked
 // sent with no provider evidence after the window, once the evidence path
 // has caught up past it, moves to reconciling, is never sent again, and its
-// job needs intervention (seed 000 §8.3).
-func TestSweeper_RecoversUnenqueuedJob_FlagsSentWithoutEvidence_000_8_3(t *testing.T) {
+// job needs intervention (R-RECON-1).
+// Rules: R-STAGE-8.
+func TestSweeper_RecoversUnenqueuedJob_FlagsSentWithoutEvidence(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, devstack.FunctionOptions{NoEventBridge: true}, func(c *config.Config) {
 		c.SweepStuckAfter, c.EvidenceWindow = time.Millisecond, time.Millisecond

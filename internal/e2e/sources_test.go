@@ -194,7 +194,7 @@ func githubPayload(t *testing.T, file, sha string) []byte {
 }
 
 // TestGitHubPullRequest_OneEmailPerMappedReviewer_SkipsUnmapped_RedeliveryNothing_SynchronizeV2
-// is issue 5 end to end for GitHub: a signed pull_request.opened is
+// is end to end for GitHub: a signed pull_request.opened is
 // reviewed as version 1; the diff and the requested reviewers come from the
 // REST API; the reviewer the directory knows gets exactly one email, the
 // other gets a skipped_no_email row, and the job succeeds. A redelivery
@@ -348,6 +348,7 @@ func TestGitHubPullRequest_OneEmailPerMappedReviewer_SkipsUnmapped_RedeliveryNot
 
 // A GitHub webhook with a wrong (or missing) signature is refused with 401
 // and writes nothing: no job, no version, no source reference.
+// Rules: R-INTAKE-6.
 func TestGitHubWebhook_WrongSignature_401_NothingCreated(t *testing.T) {
 	t.Parallel()
 	gh := newFakeReviewAPI(t)
@@ -508,6 +509,7 @@ func TestSourceSampleEvents_AcceptedByIntake(t *testing.T) {
 // read once at init with GetSecretValue, signed with the app's credentials, and
 // fills in the settings the environment left unset; a key that is not a
 // secret setting is refused.
+// Rules: R-PRIVACY-2.
 func TestSecretsARN_FillsUnsetSettings(t *testing.T) {
 	env := testenv.Stack(t)
 	res := testenv.Provision(t, env)

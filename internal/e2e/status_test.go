@@ -19,6 +19,7 @@ import (
 // now answers only with the token of the link intake's answer carries (or
 // the admin API key), answers a job without it as one that does not exist,
 // and lists no delivery id and no unmasked address or login.
+// Rules: R-PRIVACY-1.
 func TestJobStatus_NeedsTheLinksToken_ShowsNothingTestable(t *testing.T) {
 	t.Parallel()
 	const adminKey = "status-admin-key-0123456789abcdef0123"

@@ -23,12 +23,12 @@ import (
 
 type inStageKey struct{}
 
-// Seed 001 §8.1–8.2: a throttled or failing dependency is retryable. The
+// R-STAGE-1, R-STAGE-2: a throttled or failing dependency is retryable. The
 // first read of the job by each stage (DynamoDB GetItem) is throttled once:
 // each stage must retry it within its budget, not dead-letter the job as
 // NOT_FOUND at attempt 1 (found by `make chaos`, seed 1: every throttled
 // job read became a permanent NOT_FOUND dead letter).
-func TestStages_ThrottledJobRead_IsRetriedNotDeadLettered_001_8_2(t *testing.T) {
+func TestStages_ThrottledJobRead_IsRetriedNotDeadLettered(t *testing.T) {
 	t.Parallel()
 	var fired [3]atomic.Int32
 	inj := fault.New()
@@ -71,8 +71,8 @@ func TestStages_ThrottledJobRead_IsRetriedNotDeadLettered_001_8_2(t *testing.T) 
 	}
 }
 
-// Seed 000 §10.3: "Retries MUST be safe under process crash, network
-// timeout, and worker restart"; §8.2: when the provider may have accepted a
+// R-OUTBOX-10: "Retries MUST be safe under process crash, network
+// timeout, and worker restart"; R-OUTBOX-6: when the provider may have accepted a
 // send, recover from provider evidence before any resend. The SES emulator
 // stores the message, and the answer never reaches the caller as a success:
 // the connection drops, a 500 comes back, or the answer is slower than the
@@ -82,7 +82,8 @@ func TestStages_ThrottledJobRead_IsRetriedNotDeadLettered_001_8_2(t *testing.T) 
 // the second message id: two emails, every row "delivered"). Exactly one
 // email; the row is backfilled as sent from the provider's Send event, with
 // that message's id; nothing is resent or dead-lettered.
-func TestNotify_SendAnswerLost_SettledFromEvidence_NotResent_000_10_3(t *testing.T) {
+// Rules: R-OUTBOX-5.
+func TestNotify_SendAnswerLost_SettledFromEvidence_NotResent(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		rule fault.Rule

@@ -13,14 +13,14 @@ import (
 	"github.com/criticizer/criticizer/internal/webhook"
 )
 
-// TestSignedWebhook_OneEmailPerRecipient_ReplaySendsNothing_000_10_1 is the
+// TestSignedWebhook_OneEmailPerRecipient_ReplaySendsNothing is the
 // walking skeleton end to end: a signed webhook becomes exactly one email per
 // recipient; posting it again returns the identical response and sends
 // nothing.
 //
-// Seed 000 §10.1: "Duplicate idempotency_key submissions MUST return the
+// R-INTAKE-1: "Duplicate idempotency_key submissions MUST return the
 // originally created job record and MUST NOT create a second job."
-func TestSignedWebhook_OneEmailPerRecipient_ReplaySendsNothing_000_10_1(t *testing.T) {
+func TestSignedWebhook_OneEmailPerRecipient_ReplaySendsNothing(t *testing.T) {
 	s := startStack(t, devstack.FunctionOptions{Pollers: 2})
 	cl := testenv.Prefix(t)
 	body := sample(t, cl, 1, "ann@example.com", "bo@example.org", "cy@example.net")
@@ -104,6 +104,7 @@ func TestSignedWebhook_OneEmailPerRecipient_ReplaySendsNothing_000_10_1(t *testi
 // TestIntake_BadInput_ClearErrorsAndNothingCreated: a bad signature is 401,
 // a reused key with another body 422, malformed JSON or an invalid field 400
 // naming the field; none creates a job or an email.
+// Rules: R-INTAKE-4.
 func TestIntake_BadInput_ClearErrorsAndNothingCreated(t *testing.T) {
 	s := startStack(t, devstack.FunctionOptions{})
 	cl := testenv.Prefix(t)

@@ -44,7 +44,7 @@ func sesSeeds(f *testing.F) [][]byte {
 // FuzzParseSESEvent: the feedback queue carries whatever SNS delivers, so
 // the parser must never panic; every rejection wraps ErrNotSESEvent (the
 // handler reports it as a batch item failure and the redrive policy keeps
-// it, seed 000 §8.2); every accepted event names its type and SES message
+// it, R-OUTBOX-6); every accepted event names its type and SES message
 // id; DeliveryID is the first delivery_id tag; At is one of the event's own
 // timestamps; and an event read from a raw body reads the same when SNS
 // wraps it in a Notification envelope (raw message delivery off).

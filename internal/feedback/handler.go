@@ -17,7 +17,7 @@ import (
 )
 
 // Handler is the feedback function: it records SES events on the delivery
-// rows they name, as provider evidence for reconciliation (seed 000 §8.2),
+// rows they name, as provider evidence for reconciliation (R-OUTBOX-6),
 // and keeps the evidence watermark the notifier settles lost answers by.
 type Handler struct {
 	Deliveries *store.Deliveries
@@ -213,9 +213,9 @@ func (h *Handler) unknown(ctx context.Context, id string, ev SESEvent) error {
 }
 
 // resend sends a delivery again after provider evidence that its send did
-// not reach the reader: a transient bounce (seed 004 Phase 7
+// not reach the reader: a transient bounce (R-EVIDENCE-5
 // "isPermanentBounce ? 'suppressed' : 'failed_transient'") or a Reject
-// (seed 000 §8.2 row 2: "if not delivered, clear sent markers and
+// (R-RECON-2: "if not delivered, clear sent markers and
 // requeue"). The row goes back to failed_transient (one conditional
 // write), the job back to notify, and a notify message is enqueued. A
 // redelivered event finds the row already requeued and repeats only the

@@ -103,6 +103,7 @@ func metricCount(logs string, name string) int {
 // A provider event naming a message other than the row's is proof of a
 // duplicate send: counted in DuplicateSends (once per message), logged as
 // an error, never stored as the row's evidence.
+// Rules: R-EVIDENCE-1.
 func TestFeedback_AnotherMessagesEvent_DuplicateSendsMetric(t *testing.T) {
 	f := newFixture(t)
 	f.sent(t, "d_1", "ses-1")
@@ -126,6 +127,7 @@ func TestFeedback_AnotherMessagesEvent_DuplicateSendsMetric(t *testing.T) {
 // Regression: a transient bounce for a delivery id with no row failed the
 // record, which SQS retried ten times into the feedback DLQ. It is now
 // logged, counted and dropped; the event still moves the watermark.
+// Rules: R-EVIDENCE-4.
 func TestFeedback_EventForUnknownRow_DroppedNotRetried(t *testing.T) {
 	f := newFixture(t)
 	at := time.Now().UTC()
@@ -146,6 +148,7 @@ func TestFeedback_EventForUnknownRow_DroppedNotRetried(t *testing.T) {
 // Regression: a transient bounce on a row still in `sending` (its send's
 // answer was lost) was taken as plain evidence and the row backfilled as
 // sent. It now returns the row to be sent again, and notify is enqueued.
+// Rules: R-EVIDENCE-5.
 func TestFeedback_TransientBounceOnSendingRow_SentAgain(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -173,6 +176,7 @@ func TestFeedback_TransientBounceOnSendingRow_SentAgain(t *testing.T) {
 
 // An event the function fails to record holds the watermark back until a
 // retry records it: it may be the only evidence that a send happened.
+// Rules: R-EVIDENCE-2.
 func TestFeedback_FailedEventHoldsTheWatermarkBack(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()

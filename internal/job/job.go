@@ -21,17 +21,17 @@ const (
 	// StatusInProgress: a stage has started work.
 	StatusInProgress Status = "in_progress"
 	// StatusRetryableFailed: the last attempt failed with a retryable error and
-	// the stage will be retried (seed 000 §6.5).
+	// the stage will be retried (R-OUTBOX-8).
 	StatusRetryableFailed Status = "retryable_failed"
 	// StatusSucceeded: every required recipient's delivery row has notified_at
-	// (seed 000 §6.5).
+	// (R-OUTBOX-8).
 	StatusSucceeded Status = "succeeded"
 	// StatusNeedsIntervention: at least one recipient failed permanently
-	// (invalid recipient, policy rejection; seed 000 §8.1); an operator or the
+	// (invalid recipient, policy rejection; R-OUTBOX-9); an operator or the
 	// caller must act.
 	StatusNeedsIntervention Status = "needs_intervention"
 	// StatusDeadLettered: a stage exhausted its budget or failed non-retryably;
-	// the envelope is in that stage's DLQ (seed 001 §8.3–8.4).
+	// the envelope is in that stage's DLQ (R-STAGE-3, R-STAGE-4).
 	StatusDeadLettered Status = "dead_lettered"
 )
 
@@ -46,7 +46,7 @@ func (s Status) Terminal() bool {
 }
 
 // Stage names one step of the pipeline. Each stage has its own queue, its own
-// dead-letter queue and its own attempt budget (seed 001 §8.3).
+// dead-letter queue and its own attempt budget (R-STAGE-3).
 type Stage string
 
 const (
@@ -96,7 +96,7 @@ func (s Stage) Before(t Stage) bool { return s.order() < t.order() }
 
 // ID is a job's identifier. It is derived from (source, changelist_id,
 // review_version), so the same review version can never have two jobs: the
-// uniqueness of (changelist_id, review_version) required by seed 000 §6.2 is the
+// uniqueness of (changelist_id, review_version) required by R-INTAKE-3 is the
 // uniqueness of the DynamoDB key.
 type ID string
 
@@ -156,7 +156,7 @@ type Job struct {
 }
 
 // Attempts counts the attempts each stage has made; budgets are per stage and
-// never shared (seed 001 §8.3).
+// never shared (R-STAGE-3).
 type Attempts map[Stage]int
 
 // Failure records the last failure of a stage, for GET /jobs and triage. It
@@ -171,7 +171,7 @@ type Failure struct {
 
 // Message is the body of every stage queue message. It carries ids only, never
 // content: the state lives in DynamoDB, so a message is safe to dead-letter and
-// to replay (seed 001 §8.4).
+// to replay (R-STAGE-4).
 type Message struct {
 	JobID ID    `json:"job_id"`
 	Stage Stage `json:"stage"`
@@ -196,7 +196,7 @@ type Deferral struct {
 }
 
 // BudgetAttempt is the 1-based attempt number that counts against the
-// stage's budget (seed 001 §8.3) for a message received receiveCount
+// stage's budget (R-STAGE-3) for a message received receiveCount
 // times: rate-limited attempts of earlier copies are not in it.
 func (m Message) BudgetAttempt(receiveCount int) int {
 	if m.Deferral == nil {

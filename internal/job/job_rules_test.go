@@ -12,10 +12,10 @@ import (
 var jobIDPattern = regexp.MustCompile(`^j_[a-z2-7]{32}$`)
 
 // The job id is derived from (source, changelist_id, review_version), so the
-// same review version can never have two jobs (seed 000 §6.1 "MUST NOT create
-// a second job", §6.2 "a new logical attempt tied to the same changelist_id
+// same review version can never have two jobs (R-INTAKE-1 "MUST NOT create
+// a second job", R-INTAKE-3 "a new logical attempt tied to the same changelist_id
 // but a new review_version").
-func TestNewID_DeterministicAndShaped_000_6_1(t *testing.T) {
+func TestNewID_DeterministicAndShaped(t *testing.T) {
 	inputs := []struct {
 		source, changelist string
 		version            int
@@ -42,20 +42,20 @@ func TestNewID_DeterministicAndShaped_000_6_1(t *testing.T) {
 // A known value pins the derivation: ids are stored in DynamoDB and in
 // queue messages, so changing the derivation would orphan existing jobs and
 // let a redelivered webhook create a second job for the same version (seed
-// 000 §10.1 "MUST NOT create a second job"). The expected value was computed
+// 000 R-INTAKE-1 "MUST NOT create a second job"). The expected value was computed
 // independently: "j_" + lower(base32(sha256("3:job7:generic12:billing-10421:1")[:20])).
-func TestNewID_StableAcrossReleases_000_10_1(t *testing.T) {
+func TestNewID_StableAcrossReleases(t *testing.T) {
 	const want = job.ID("j_z2gouxrwnmny4kqfprlb54aovpn5wnps")
 	if got := job.NewID("generic", "billing-1042", 1); got != want {
 		t.Errorf("NewID(generic, billing-1042, 1) = %s; want %s", got, want)
 	}
 }
 
-// Seed 000 §6.2: "A versioned rerun MUST create a new logical attempt tied to
+// R-INTAKE-3: "A versioned rerun MUST create a new logical attempt tied to
 // the same changelist_id but a new review_version." Different source,
 // changelist or version must give different ids, including inputs that
 // would collide under naive concatenation.
-func TestNewID_DiffersBySourceChangelistVersion_000_6_2(t *testing.T) {
+func TestNewID_DiffersBySourceChangelistVersion(t *testing.T) {
 	type in struct {
 		source, changelist string
 		version            int
@@ -85,8 +85,8 @@ func TestNewID_DiffersBySourceChangelistVersion_000_6_2(t *testing.T) {
 }
 
 // ChangelistKey scopes a changelist to its source, so GitHub PR 7 and a
-// generic changelist "7" are different outbox keys (seed 000 §10.2).
-func TestChangelistKey_ScopesBySource_000_10_2(t *testing.T) {
+// generic changelist "7" are different outbox keys (R-OUTBOX-1).
+func TestChangelistKey_ScopesBySource(t *testing.T) {
 	if job.ChangelistKey("github", "7") == job.ChangelistKey("generic", "7") {
 		t.Error("github 7 and generic 7 share a changelist key")
 	}
@@ -110,12 +110,12 @@ func TestDigest_LowerBase32AndUnambiguous(t *testing.T) {
 	}
 }
 
-// Seed 000 §6.2 / §10.4: after a version succeeded, reprocessing is
+// R-INTAKE-3 / R-RERUN-1: after a version succeeded, reprocessing is
 // "Blocked when the request uses the same review_version (no-op; return
 // existing result)" and "Allowed only when the caller explicitly requests a
 // versioned rerun with a strictly higher review_version". A lower version
 // after a higher one is stale.
-func TestDecide_VersionedRerunRules_000_6_2_and_10_4(t *testing.T) {
+func TestDecide_VersionedRerunRules(t *testing.T) {
 	tests := []struct {
 		name          string
 		latest, req   int
@@ -141,11 +141,11 @@ func TestDecide_VersionedRerunRules_000_6_2_and_10_4(t *testing.T) {
 	}
 }
 
-// Seed 000 §10.4: "Reprocessing a succeeded job with identical review_version
+// R-RERUN-1: "Reprocessing a succeeded job with identical review_version
 // is not allowed as a new send operation; it should return prior success."
 // Whatever the latest version, an existing job for the requested version is
 // never started again.
-func TestDecide_SameVersionAfterSuccessIsNoOp_000_10_4(t *testing.T) {
+func TestDecide_SameVersionAfterSuccessIsNoOp(t *testing.T) {
 	for latest := 0; latest <= 6; latest++ {
 		for req := 1; req <= 6; req++ {
 			if got := job.Decide(latest, req, true); got != job.Existing {
@@ -173,9 +173,9 @@ func TestStaleError_NamesBothVersions(t *testing.T) {
 	}
 }
 
-// Seed 001 §8.3: each stage has its own queue; the pipeline order is
+// R-STAGE-3: each stage has its own queue; the pipeline order is
 // fetch → llm → notify → done.
-func TestStage_NextFollowsPipelineOrder_001_8_3(t *testing.T) {
+func TestStage_NextFollowsPipelineOrder(t *testing.T) {
 	tests := []struct {
 		from, want job.Stage
 	}{
@@ -256,10 +256,10 @@ func TestStage_ValidOnlyForQueueBackedStages(t *testing.T) {
 	}
 }
 
-// Seed 000 §6.5: a job is "succeeded" only when finished; otherwise it stays
+// R-OUTBOX-8: a job is "succeeded" only when finished; otherwise it stays
 // "retryable_failed" or "in_progress". Terminal statuses are those no stage
 // touches again without an operator or a new review version.
-func TestStatus_Terminal_000_6_5(t *testing.T) {
+func TestStatus_Terminal(t *testing.T) {
 	tests := []struct {
 		s    job.Status
 		want bool
@@ -281,9 +281,9 @@ func TestStatus_Terminal_000_6_5(t *testing.T) {
 }
 
 // Status values are stored in DynamoDB and returned by GET /jobs/{id}: they
-// must never be renamed. Seed 000 §6.5 names succeeded, retryable_failed and
+// must never be renamed. R-OUTBOX-8 names succeeded, retryable_failed and
 // in_progress explicitly.
-func TestStatus_StoredValuesNeverChange_000_6_5(t *testing.T) {
+func TestStatus_StoredValuesNeverChange(t *testing.T) {
 	want := map[job.Status]string{
 		job.StatusAccepted:          "accepted",
 		job.StatusInProgress:        "in_progress",

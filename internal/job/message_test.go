@@ -8,11 +8,13 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 )
 
-// Seed 004 Phase 11 test 6 with seed 001 §8.3: a rate-limited attempt is
+//	with R-STAGE-3: a rate-limited attempt is
+//
 // not charged to the budget. Across deferred copies (each starting again at
 // SQS receive count 1), BudgetAttempt counts the charged attempts and Tries
 // every run of the stage.
-func TestMessage_DeferralAccounting_004_Phase11_6(t *testing.T) {
+// Rules: R-STAGE-6.
+func TestMessage_DeferralAccounting(t *testing.T) {
 	m := job.Message{JobID: "j_x", Stage: job.StageNotify}
 	if m.BudgetAttempt(3) != 3 || m.Tries(3) != 3 {
 		t.Fatalf("a message never deferred: budget %d tries %d, want the receive count", m.BudgetAttempt(3), m.Tries(3))

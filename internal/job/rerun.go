@@ -3,7 +3,7 @@ package job
 import "fmt"
 
 // Decision is what intake does with a webhook for a changelist it may have
-// seen before (seed 000 §6.2, §10.4).
+// seen before (R-INTAKE-3, R-RERUN-1).
 type Decision int
 
 const (
@@ -20,7 +20,7 @@ const (
 // accepted for the changelist (0 when none) and whether a job for the requested
 // version exists.
 //
-// Seed 000 §6.2: reprocessing is "Blocked when the request uses the same
+// R-INTAKE-3: reprocessing is "Blocked when the request uses the same
 // review_version" and "Allowed only ... with a strictly higher review_version".
 // A lower version after a higher one is stale: it must not mail reviewers an
 // outdated critique.

@@ -12,7 +12,7 @@ const DeliveryIDHeader = "X-Criticizer-Delivery-Id"
 
 // DeliveryIDTag is the SES message tag with the delivery id. SES has no
 // idempotency key; event publishing echoes tags, which is how the feedback
-// function matches provider evidence to the row (seed 000 §6.4, §8.2).
+// function matches provider evidence to the row (R-OUTBOX-3, R-OUTBOX-6).
 const DeliveryIDTag = "delivery_id"
 
 // TemplateTag is the SES message tag naming the template version the

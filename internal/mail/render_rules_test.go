@@ -55,8 +55,8 @@ func sampleData() mail.Data {
 
 // The subject tells the reviewer which changelist and which version the
 // email is about, so v3 and v4 mails are distinguishable in an inbox (seed
-// 000 §10.4: a versioned rerun is a new notification).
-func TestSubject_NamesChangelistAndVersion_000_10_4(t *testing.T) {
+// 000 R-RERUN-1: a versioned rerun is a new notification).
+func TestSubject_NamesChangelistAndVersion(t *testing.T) {
 	tests := []struct {
 		name  string
 		cl    string
@@ -315,11 +315,12 @@ func TestRender_NoFindingsAndTruncation(t *testing.T) {
 	}
 }
 
-// Seed 000 §6.4 step 1: "Call provider send API using deterministic message
+// R-OUTBOX-3: "Call provider send API using deterministic message
 // payload". Rendering the same input twice — in the same renderer, in a new
 // one, or after other renders — gives byte-identical output and the same
 // ContentSHA256, so a retry sends exactly what the first attempt sent.
-func TestRender_DeterministicPayload_000_6_4(t *testing.T) {
+// Rules: R-OUTBOX-2, R-MAIL-1.
+func TestRender_DeterministicPayload(t *testing.T) {
 	// Many files, so any dependence on map iteration order would show.
 	d := sampleData()
 	d.Critique.Findings = nil
@@ -360,7 +361,7 @@ func TestRender_DeterministicPayload_000_6_4(t *testing.T) {
 
 // The content hash identifies the content: any visible change gives a
 // different hash, so an operator can tell two payloads apart.
-func TestRender_ContentSHA256ChangesWithContent_000_6_4(t *testing.T) {
+func TestRender_ContentSHA256ChangesWithContent(t *testing.T) {
 	_, _, _, base := render(t, sampleData())
 	changes := map[string]func(*mail.Data){
 		"title":           func(d *mail.Data) { d.Title += "!" },

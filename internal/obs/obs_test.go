@@ -12,9 +12,9 @@ import (
 	"github.com/criticizer/criticizer/internal/redact/redacttest"
 )
 
-// Seed 001 §8.4: secrets and raw PII must not leave in error text; the
+// R-PRIVACY-1: secrets and raw PII must not leave in error text; the
 // logger redacts every error attribute, whoever logs it.
-func TestLogger_RedactsErrorAttributes_001_8_4(t *testing.T) {
+func TestLogger_RedactsErrorAttributes(t *testing.T) {
 	var buf bytes.Buffer
 	log := obs.NewLogger(&buf, "info")
 	token := "ghp_" + strings.Repeat("A1b2", 9)

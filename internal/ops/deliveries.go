@@ -161,7 +161,7 @@ const (
 	// reader); the row is marked sent and never sent again.
 	VerdictSent Verdict = "resolve_sent"
 	// VerdictRequeue: it did not; the sent markers are cleared and the row
-	// is sent again (seed 000 §8.2 row 2).
+	// is sent again (R-RECON-2).
 	VerdictRequeue Verdict = "requeue"
 )
 

@@ -1,4 +1,4 @@
-// Package ops is the operator's side of seed 001 §8.5: triage of the
+// Package ops is the operator's side of R-STAGE-5: triage of the
 // dead-letter queues, replay at the failed stage (or from the start),
 // resolution without replay, and job inspection. cmd/criticizer is its
 // command line.
@@ -152,7 +152,7 @@ type Group struct {
 	Samples    []string  `json:"sample_ids"`
 }
 
-// Triage groups items by stage and error class (§8.5 step 1: "Confirm
+// Triage groups items by stage and error class (R-STAGE-5: "Confirm
 // error_class, failing stage, and retry exhaustion details").
 func Triage(items []Item, stage job.Stage, class string) []Group {
 	byKey := map[string]*Group{}
@@ -191,7 +191,7 @@ func Triage(items []Item, stage job.Stage, class string) []Group {
 }
 
 // ErrNoNote is returned when a replay or resolution lacks remediation
-// evidence (§8.5 step 3: "Ensure remediation evidence is recorded").
+// evidence (R-STAGE-5: "Ensure remediation evidence is recorded").
 var ErrNoNote = errors.New("a --note with the remediation evidence is required")
 
 // ErrNotInDLQ is returned when no dead-letter item has the id.

@@ -34,7 +34,7 @@ type Result struct {
 
 // Replay sends each selected item back to its failed stage's queue (or to
 // fetch with FromStart) with the operator's note in the envelope, records
-// the note in the audit trail, and removes the item from the DLQ (§8.5 step
+// the note in the audit trail, and removes the item from the DLQ (R-STAGE-5 step
 // 4: "Replay starts at the failed stage ... unless operator explicitly
 // requests full restart"). Replays are paced by Rate.
 func (o *Ops) Replay(ctx context.Context, r ReplayRequest) ([]Result, error) {
@@ -92,7 +92,7 @@ func (o *Ops) replayOne(ctx context.Context, it Item, r ReplayRequest, res *Resu
 	return o.delete(ctx, it)
 }
 
-// Resolve closes an item without replay, recording why (§8.5 step 5).
+// Resolve closes an item without replay, recording why (R-STAGE-5).
 func (o *Ops) Resolve(ctx context.Context, id, note string) (Item, error) {
 	if strings.TrimSpace(note) == "" {
 		return Item{}, ErrNoNote

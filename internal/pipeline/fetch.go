@@ -165,7 +165,7 @@ func bareAddress(a string) bool {
 }
 
 // download GETs a diff_url with a size limit; HTTP failures carry their
-// status and Retry-After for classification (seed 001 §8.1).
+// status and Retry-After for classification (R-STAGE-1).
 func (f *Fetch) download(ctx context.Context, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -41,7 +41,7 @@ type Pacer interface {
 }
 
 // Notify is the notify stage: the outbox and the send-then-mark protocol of
-// seed 000 §6.3–6.5.
+// R-OUTBOX-1, R-OUTBOX-3, R-OUTBOX-8.
 type Notify struct {
 	Base
 	Deliveries *store.Deliveries
@@ -147,7 +147,7 @@ func (n *Notify) holdJob(ctx context.Context, j job.Job, rows []delivery.Row) {
 }
 
 // ensureRows creates one outbox row per recipient before any send, each with
-// its rendered message (seed 000 §6.3). Existing rows are returned as stored.
+// its rendered message (R-OUTBOX-1). Existing rows are returned as stored.
 //
 // A reviewer the fetch stage found no address for gets a row too, keyed by
 // its "<source>:<username>" identity, created terminal as skipped_no_email:
@@ -206,8 +206,7 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 
 // gate settles, without a send, the rows of recipients who unsubscribed
 // from this repository (or from everything) as skipped_unsubscribed, and of
-// suppressed addresses as suppressed: seed 004's "Suppressed delivery doesn't
-// retry" and "skipped_unsubscribed" lifecycle. It reads every recipient's
+// suppressed addresses as suppressed (R-UNSUB-2, R-EVIDENCE-6). It reads every recipient's
 // standing in one BatchGetItem, and touches only rows that were never sent;
 // a row in flight or sent keeps its course. rows is updated in place.
 func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row) error {
@@ -263,7 +262,7 @@ func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row) error
 	return nil
 }
 
-// deliver carries one row through seed 000 §6.4: decide from the row as
+// deliver carries one row through R-OUTBOX-3: decide from the row as
 // read, claim (the authoritative re-read), send, then mark in one write.
 func (n *Notify) deliver(ctx context.Context, r delivery.Row, ev *evidenceView) (delivery.Row, error) {
 	for range 3 {
@@ -364,15 +363,15 @@ func (n *Notify) sendFailed(ctx context.Context, claimed delivery.Row, token str
 	if sendMayHaveHappened(cls.Class) && !errors.As(sendErr, &notSent) {
 		// A timeout, a dropped connection or a 5xx: SES may have accepted
 		// the message. The row stays `sending` under our lease, and is
-		// settled from provider evidence before any resend (seed 000
-		// §8.2, §10.3): held, not released.
+		// settled from provider evidence before any resend
+		// (R-OUTBOX-6, R-OUTBOX-10): held, not released.
 		n.Log.WarnContext(ctx, "send may have reached the provider; held for provider evidence",
 			"delivery_id", claimed.ID, "error_class", cls.Class, "error", sendErr)
 		return claimed, awaitingEvidence(claimed.ID, time.Until(claimed.LeaseUntil), sendErr), false
 	}
 	status := delivery.StatusFailedTransient
 	if !cls.Retryable() {
-		// Seed 000 §8.1: permanent failures (invalid recipient, policy
+		// R-OUTBOX-9: permanent failures (invalid recipient, policy
 		// rejection) mark the row failed and need intervention. A failed
 		// send call is evidence nothing was sent.
 		status = delivery.StatusFailedPermanent
@@ -569,7 +568,7 @@ func (n *Notify) probe(ctx context.Context, need time.Time) {
 	n.Log.InfoContext(ctx, "evidence probe sent", "probe_id", id, "provider_message_id", msgID)
 }
 
-// finalize applies seed 000 §6.5: succeeded only when every required
+// finalize applies R-OUTBOX-8: succeeded only when every required
 // recipient's row has notified_at.
 func (n *Notify) finalize(ctx context.Context, j job.Job, attempt int, rows []delivery.Row) error {
 	switch delivery.Summarize(rows) {

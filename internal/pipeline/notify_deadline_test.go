@@ -78,6 +78,7 @@ func pendingRow(t *testing.T, d *store.Deliveries, id string) delivery.Row {
 // and went down the lost-answer path, which ended in a resend. The mark now
 // runs on a context that outlives the invocation's, and the message id is
 // written.
+// Rules: R-OUTBOX-7.
 func TestNotify_MarkSurvivesTheInvocationsDeadline(t *testing.T) {
 	d := outbox(t)
 	r := pendingRow(t, d, "d_deadline")
@@ -99,6 +100,7 @@ func TestNotify_MarkSurvivesTheInvocationsDeadline(t *testing.T) {
 // A send is not started when the invocation has no time left to mark it:
 // nothing is claimed, and the message is deferred (RATE_LIMITED, not
 // charged to the budget).
+// Rules: R-OUTBOX-7.
 func TestNotify_NoSendWithoutTimeToMark(t *testing.T) {
 	d := outbox(t)
 	r := pendingRow(t, d, "d_late")

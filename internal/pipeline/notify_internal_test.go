@@ -7,11 +7,11 @@ import (
 	"github.com/criticizer/criticizer/internal/retry"
 )
 
-// Seed 001 §8.3 (the per-stage budget) and seed 004 Phase 11 test 6 ("429
+// R-STAGE-3 (the per-stage budget) and  ("429
 // handling: worker backs off, doesn't exhaust attempts"): a notify run in
 // which one row was throttled and another failed otherwise reports the
 // failure that spends an attempt, whichever came last.
-func TestCharged_RateLimitedNeverHidesAChargedFailure_001_8_3(t *testing.T) {
+func TestCharged_RateLimitedNeverHidesAChargedFailure(t *testing.T) {
 	throttled := retry.Transient(retry.RateLimited, errors.New("throttled"))
 	upstream := retry.Transient(retry.Upstream5xx, errors.New("503"))
 	for _, c := range []struct {

@@ -76,7 +76,7 @@ func (c *Client) DeadLetter(ctx context.Context, stage job.Stage, body []byte) e
 }
 
 // Delay hides a received message for d, the backoff before its next attempt
-// (seed 001 §8.2, applied with ChangeMessageVisibility).
+// (R-STAGE-2, applied with ChangeMessageVisibility).
 func (c *Client) Delay(ctx context.Context, queueURL, receiptHandle string, d time.Duration) error {
 	secs := int32(d.Round(time.Second) / time.Second)
 	secs = max(0, min(secs, 43200)) // SQS's limit: 12 hours

@@ -10,10 +10,11 @@ import (
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
-// Requeue (the runner's rate-limit deferral, seed 004 Phase 11 test 6)
+// Requeue (the runner's rate-limit deferral, )
 // sends a new message that SQS holds back for the delay and then delivers
 // with a receive count of 1, on the local SQS emulator.
-func TestRequeue_DelayedFreshMessage_004_Phase11_6(t *testing.T) {
+// Rules: R-STAGE-6.
+func TestRequeue_DelayedFreshMessage(t *testing.T) {
 	env := testenv.Stack(t)
 	res := testenv.Provision(t, env)
 	c := queue.New(env.Clients.SQS, res.Queues)

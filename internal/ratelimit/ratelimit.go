@@ -1,5 +1,5 @@
 // Package ratelimit keeps every notifier, however many Lambdas run at once,
-// under the SES account's maximum send rate (seed 004 Phase 11, critical
+// under the SES account's maximum send rate (, critical
 // test 5: "many jobs -> max N calls/second").
 //
 // SES defines the rate as messages accepted per second, so the limiter is

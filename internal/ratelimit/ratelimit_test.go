@@ -57,10 +57,11 @@ func (c *fakeClock) limiter(counter ratelimit.Counter, rate int) *ratelimit.Limi
 
 var t0 = time.Unix(1_800_000_000, 100*int64(time.Millisecond)) // 100 ms into a second
 
-// Seed 004 Phase 11 test 5, "many jobs -> max N calls/second": with rate 3,
+// , "many jobs -> max N calls/second": with rate 3,
 // nine callers are spread over three consecutive seconds, three each; the
 // fourth caller of a second waits for the next one.
-func TestLimiter_AtMostRatePerSecond_004_Phase11_5(t *testing.T) {
+// Rules: R-RATE-1.
+func TestLimiter_AtMostRatePerSecond(t *testing.T) {
 	c := &memCounter{}
 	clk := &fakeClock{t: t0}
 	l := clk.limiter(c, 3)
@@ -92,10 +93,11 @@ func TestLimiter_GuardAtTheEndOfASecond(t *testing.T) {
 	}
 }
 
-// Seed 004 Phase 11 test 6: when no window has room within MaxWait the
+// : when no window has room within MaxWait the
 // caller gets a retryable RATE_LIMITED with Retry-After, so the stage
 // runner defers the message instead of spending an attempt.
-func TestLimiter_GivesUpWithRateLimited_004_Phase11_6(t *testing.T) {
+// Rules: R-STAGE-6.
+func TestLimiter_GivesUpWithRateLimited(t *testing.T) {
 	c := &memCounter{}
 	clk := &fakeClock{t: t0}
 	l := clk.limiter(c, 1)

@@ -18,9 +18,9 @@ func assertNoLiterals(t *testing.T, where, s string) {
 	}
 }
 
-// §8.4 rule 2: "Stack traces MUST be redacted if they contain sensitive
+// R-PRIVACY-1: "Stack traces MUST be redacted if they contain sensitive
 // literals."
-func TestRedact_EveryKind_001_8_4(t *testing.T) {
+func TestRedact_EveryKind(t *testing.T) {
 	out := Text(redacttest.Planted())
 	assertNoLiterals(t, "Redact", out)
 	for _, kind := range []string{
@@ -39,9 +39,9 @@ func TestRedact_EveryKind_001_8_4(t *testing.T) {
 	}
 }
 
-// §8.4 rule 2: "Stack traces MUST be redacted if they contain sensitive
+// R-PRIVACY-1: "Stack traces MUST be redacted if they contain sensitive
 // literals" — only the literal goes; its label stays for triage.
-func TestRedact_ExactOutputs_001_8_4(t *testing.T) {
+func TestRedact_ExactOutputs(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"password=hunter2&user=bob", "password=[REDACTED:password]&user=bob"},
 		{"Authorization: Bearer abc.def", "Authorization: [REDACTED:authorization]"},
@@ -59,9 +59,9 @@ func TestRedact_ExactOutputs_001_8_4(t *testing.T) {
 	}
 }
 
-// §8.4: "last_stack: most recent stack trace or error chain" — redaction
+// R-PRIVACY-1: "last_stack: most recent stack trace or error chain" — redaction
 // must not destroy what makes it useful (module versions, request ids, hashes).
-func TestRedact_KeepsTriageDetail_001_8_4(t *testing.T) {
+func TestRedact_KeepsTriageDetail(t *testing.T) {
 	keep := []string{
 		"github.com/aws/smithy-go@v1.28.8/transport/http/client.go:123 +0x1d",
 		"golang.org/x/net@v0.0.0-20240101120000-abcdef123456/http2/transport.go:9",
@@ -77,8 +77,8 @@ func TestRedact_KeepsTriageDetail_001_8_4(t *testing.T) {
 	}
 }
 
-// §8.4 rule 1: no raw PII; emails become a stable pseudonym.
-func TestHashEmail_StablePseudonym_001_8_4(t *testing.T) {
+// R-PRIVACY-1: no raw PII; emails become a stable pseudonym.
+func TestHashEmail_StablePseudonym(t *testing.T) {
 	h := Email(" Alice.Reviewer@Example.com ")
 	if h != Email("alice.reviewer@example.com") {
 		t.Error("HashEmail is not case- and space-insensitive")
@@ -94,9 +94,9 @@ func TestHashEmail_StablePseudonym_001_8_4(t *testing.T) {
 	}
 }
 
-// §8.4 rule 2: redacted stack traces stay redacted — Redact is a fixed point,
+// R-PRIVACY-1: redacted stack traces stay redacted — Redact is a fixed point,
 // so re-redacting a stored envelope changes nothing.
-func TestRedact_Idempotent_001_8_4(t *testing.T) {
+func TestRedact_Idempotent(t *testing.T) {
 	for _, s := range []string{redacttest.Planted(), "a@b.cc@d.ee", "x@v1.2.3_y@z.com", "token=token=abc", "https://a:b@c@d.com"} {
 		once := Text(s)
 		if twice := Text(once); twice != once {
@@ -105,10 +105,10 @@ func TestRedact_Idempotent_001_8_4(t *testing.T) {
 	}
 }
 
-// §8.4 rule 2: "Stack traces MUST be redacted if they contain sensitive
+// R-PRIVACY-1: "Stack traces MUST be redacted if they contain sensitive
 // literals" — also when the error message embeds JSON- or %q-encoded text,
 // sometimes twice: escaped quotes, "\n" as two characters, '&' as \u0026.
-func TestRedact_EncodedText_001_8_4(t *testing.T) {
+func TestRedact_EncodedText(t *testing.T) {
 	once := mustJSONString(redacttest.Planted())
 	twice := mustJSONString(once)
 	for name, s := range map[string]string{"json": once, "json twice": twice, "%q": fmt.Sprintf("%q", redacttest.Planted())} {

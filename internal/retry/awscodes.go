@@ -17,7 +17,7 @@ import "strings"
 //     SendingPausedException (the account or configuration set may not send)
 //     and MailFromDomainNotVerifiedException (the sending identity is not
 //     verified) are PolicyRejected: none changes on retry, all need an
-//     operator (§8.5 "Auth/config").
+//     operator (R-STAGE-5 "Auth/config").
 //   - BadRequestException is SchemaInvalid: SES v2 uses it for input that
 //     fails validation, which only a corrected payload fixes.
 var awsCodes = map[string]Class{

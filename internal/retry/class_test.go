@@ -2,9 +2,9 @@ package retry
 
 import "testing"
 
-// §8.1: "All failures MUST be classified as either retryable (automatic
+// R-STAGE-1: "All failures MUST be classified as either retryable (automatic
 // retries allowed) or non-retryable (fail immediately to dead-letter queue)."
-func TestClass_RetryableMatchesTable_001_8_1(t *testing.T) {
+func TestClass_RetryableMatchesTable(t *testing.T) {
 	tests := []struct {
 		class Class
 		want  bool
@@ -20,7 +20,7 @@ func TestClass_RetryableMatchesTable_001_8_1(t *testing.T) {
 		{NotFound, false},      // Not found / permanent resource state: Non-retryable
 		{PolicyRejected, false},
 		{RuntimeBug, false}, // Configuration/runtime bug: Non-retryable
-		{Unknown, true},     // bounded by the §8.3 budget; see Class.Retryable
+		{Unknown, true},     // bounded by the R-STAGE-3 budget; see Class.Retryable
 		{Class(""), true},
 		{Class("SOMETHING_NEW"), true},
 	}
@@ -31,9 +31,9 @@ func TestClass_RetryableMatchesTable_001_8_1(t *testing.T) {
 	}
 }
 
-// §8.4: error_class is a "stable classification identifier (for example
+// R-STAGE-4: error_class is a "stable classification identifier (for example
 // NETWORK_TIMEOUT, AUTH_DENIED, SCHEMA_INVALID)".
-func TestClass_StableIdentifiers_001_8_4(t *testing.T) {
+func TestClass_StableIdentifiers(t *testing.T) {
 	want := map[Class]string{
 		NetworkTimeout: "NETWORK_TIMEOUT", NetworkError: "NETWORK_ERROR",
 		RateLimited: "RATE_LIMITED", Upstream5xx: "UPSTREAM_5XX",

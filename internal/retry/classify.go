@@ -16,7 +16,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
-// Classify maps err to a failure class (§8.1). It returns nil for a nil err
+// Classify maps err to a failure class (R-STAGE-1). It returns nil for a nil err
 // and otherwise a non-nil *Error whose Err is err itself, so the original
 // chain is never lost. Retry-After HTTP-dates are resolved against the
 // current time; use ClassifyAt for a fixed clock.

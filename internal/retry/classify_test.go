@@ -100,9 +100,9 @@ func readTimeout(t *testing.T) error {
 	return err
 }
 
-// §8.1 row "Network transient | DNS timeout, socket timeout, TCP reset,
+// R-STAGE-1 row "Network transient | DNS timeout, socket timeout, TCP reset,
 // 502/503/504 from upstream | Retryable".
-func TestClassify_NetworkTransient_001_8_1(t *testing.T) {
+func TestClassify_NetworkTransient(t *testing.T) {
 	refused := refusedDial(t)
 	if _, ok := errors.AsType[*net.OpError](refused); !ok {
 		t.Fatalf("dial error %T is not *net.OpError", refused)
@@ -132,19 +132,19 @@ func TestClassify_NetworkTransient_001_8_1(t *testing.T) {
 	}
 }
 
-// §8.1 row "Network transient | ... socket timeout ... | Retryable":
+// R-STAGE-1 row "Network transient | ... socket timeout ... | Retryable":
 // context.Canceled is the Lambda runtime giving up on the invocation, not a
 // defect of the message, so it is retried as a timeout (see ClassifyAt).
-func TestClassify_ContextCanceledIsTimeout_001_8_1(t *testing.T) {
+func TestClassify_ContextCanceledIsTimeout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	check(t, ctx.Err(), NetworkTimeout)
 }
 
-// §8.1 row "Rate limiting / quota throttling | HTTP 429, provider
+// R-STAGE-1 row "Rate limiting / quota throttling | HTTP 429, provider
 // rate_limit_exceeded, temporary quota windows | Retryable | Honor upstream
 // Retry-After header when present".
-func TestClassify_RateLimiting_001_8_1(t *testing.T) {
+func TestClassify_RateLimiting(t *testing.T) {
 	c := check(t, &HTTPStatusError{Status: 429, RetryAfter: "7", Op: "openai.Chat"}, RateLimited)
 	if c.RetryAfter != 7*time.Second || c.Status != 429 || c.Op != "openai.Chat" {
 		t.Errorf("got RetryAfter=%v Status=%d Op=%q", c.RetryAfter, c.Status, c.Op)
@@ -170,9 +170,9 @@ func TestClassify_RateLimiting_001_8_1(t *testing.T) {
 	check(t, fmt.Errorf("failed to get rate limit token, %w", ratelimit.QuotaExceededError{Available: 0, Requested: 5}), RateLimited)
 }
 
-// §8.1 row "Upstream internal service errors | LLM internal_error, webhook
+// R-STAGE-1 row "Upstream internal service errors | LLM internal_error, webhook
 // provider 5xx | Retryable".
-func TestClassify_UpstreamInternal_001_8_1(t *testing.T) {
+func TestClassify_UpstreamInternal(t *testing.T) {
 	check(t, &HTTPStatusError{Status: 500, Op: "llm.Complete"}, Upstream5xx)
 	check(t, &HTTPStatusError{Status: 529, Op: "llm.Complete"}, Upstream5xx) // provider "overloaded"
 	check(t, awsResponseError(500, nil, &smithy.GenericAPIError{Code: "InternalServerError"}), Upstream5xx)
@@ -180,9 +180,9 @@ func TestClassify_UpstreamInternal_001_8_1(t *testing.T) {
 	check(t, &smithy.GenericAPIError{Code: "Brand new", Fault: smithy.FaultServer}, Upstream5xx)
 }
 
-// §8.1 row "Idempotency or optimistic-lock conflicts | Duplicate write race,
+// R-STAGE-1 row "Idempotency or optimistic-lock conflicts | Duplicate write race,
 // version conflict | Retryable | Safe only for idempotent operations".
-func TestClassify_Conflict_001_8_1(t *testing.T) {
+func TestClassify_Conflict(t *testing.T) {
 	for _, code := range []string{"ConditionalCheckFailedException", "TransactionConflictException", "TransactionCanceledException"} {
 		check(t, awsResponseError(400, nil, &smithy.GenericAPIError{Code: code}), Conflict)
 	}
@@ -197,9 +197,9 @@ func TestClassify_Conflict_001_8_1(t *testing.T) {
 	}
 }
 
-// §8.1 row "Validation and schema errors | Missing required fields, malformed
+// R-STAGE-1 row "Validation and schema errors | Missing required fields, malformed
 // JSON payload, schema mismatch | Non-retryable".
-func TestClassify_ValidationSchema_001_8_1(t *testing.T) {
+func TestClassify_ValidationSchema(t *testing.T) {
 	var v struct{ Attempt int }
 	syntaxErr := json.Unmarshal([]byte(`{"attempt":`), &v)
 	if _, ok := errors.AsType[*json.SyntaxError](syntaxErr); !ok {
@@ -221,9 +221,9 @@ func TestClassify_ValidationSchema_001_8_1(t *testing.T) {
 	check(t, awsResponseError(400, nil, &smithy.GenericAPIError{Code: "SomethingUnmapped"}), SchemaInvalid)
 }
 
-// §8.1 row "Authentication/authorization | Invalid API key, expired token
+// R-STAGE-1 row "Authentication/authorization | Invalid API key, expired token
 // without refresh path, permission denied (403) | Non-retryable".
-func TestClassify_AuthDenied_001_8_1(t *testing.T) {
+func TestClassify_AuthDenied(t *testing.T) {
 	for _, code := range []string{
 		"AccessDeniedException", "UnrecognizedClientException", "InvalidClientTokenId",
 		"ExpiredTokenException", "InvalidSignatureException", "MissingAuthenticationToken",
@@ -235,9 +235,9 @@ func TestClassify_AuthDenied_001_8_1(t *testing.T) {
 	check(t, &HTTPStatusError{Status: 403}, AuthDenied)
 }
 
-// §8.1 row "Not found / permanent resource state | 404 for immutable input
+// R-STAGE-1 row "Not found / permanent resource state | 404 for immutable input
 // artifact, deleted destination channel | Non-retryable".
-func TestClassify_NotFound_001_8_1(t *testing.T) {
+func TestClassify_NotFound(t *testing.T) {
 	for _, code := range []string{
 		"ResourceNotFoundException", "NotFoundException", "AWS.SimpleQueueService.NonExistentQueue",
 		"QueueDoesNotExist", "NoSuchKey", "NoSuchBucket", "com.amazonaws.sqs#QueueDoesNotExist",
@@ -249,9 +249,9 @@ func TestClassify_NotFound_001_8_1(t *testing.T) {
 	check(t, awsResponseError(404, nil, &smithy.GenericAPIError{Code: "Unmapped"}), NotFound)
 }
 
-// §8.1 row "Content policy / hard business-rule reject | Moderation block,
+// R-STAGE-1 row "Content policy / hard business-rule reject | Moderation block,
 // explicit deny policy | Non-retryable".
-func TestClassify_PolicyRejected_001_8_1(t *testing.T) {
+func TestClassify_PolicyRejected(t *testing.T) {
 	for _, code := range []string{"MessageRejected", "MailFromDomainNotVerifiedException", "AccountSuspendedException", "SendingPausedException"} {
 		check(t, awsResponseError(400, nil, &smithy.GenericAPIError{Code: code}), PolicyRejected)
 	}
@@ -259,9 +259,9 @@ func TestClassify_PolicyRejected_001_8_1(t *testing.T) {
 	check(t, Permanent(PolicyRejected, errors.New("moderation: blocked")), PolicyRejected)
 }
 
-// §8.1 row "Configuration/runtime bug | Null dereference, illegal state,
+// R-STAGE-1 row "Configuration/runtime bug | Null dereference, illegal state,
 // invariant violation, bad deploy config | Non-retryable".
-func TestClassify_RuntimeBug_001_8_1(t *testing.T) {
+func TestClassify_RuntimeBug(t *testing.T) {
 	err := func() (err error) {
 		defer Recover(&err)
 		var m map[string]int
@@ -285,9 +285,9 @@ func TestClassify_RuntimeBug_001_8_1(t *testing.T) {
 	check(t, json.Unmarshal([]byte(`{}`), notAPointer), RuntimeBug)
 }
 
-// §8.1: "All failures MUST be classified" — anything unrecognised is
-// UNKNOWN, retryable within the §8.3 budget (see Class.Retryable).
-func TestClassify_Unknown_001_8_1(t *testing.T) {
+// R-STAGE-1: "All failures MUST be classified" — anything unrecognised is
+// UNKNOWN, retryable within the R-STAGE-3 budget (see Class.Retryable).
+func TestClassify_Unknown(t *testing.T) {
 	check(t, errors.New("something odd"), Unknown)
 	// A file-system errno is a net.Error by method set but not a network failure.
 	check(t, &fs.PathError{Op: "open", Path: "/tmp/x", Err: syscall.ENOENT}, Unknown)
@@ -297,10 +297,10 @@ func TestClassify_Unknown_001_8_1(t *testing.T) {
 	}
 }
 
-// §8.2 rule 3: "Retries MUST stop immediately when a failure is reclassified
+// R-STAGE-2: "Retries MUST stop immediately when a failure is reclassified
 // to non-retryable" — so a caller's classification, anywhere in the chain,
 // takes precedence over what the wrapped error looks like.
-func TestClassify_ExistingErrorWins_001_8_2(t *testing.T) {
+func TestClassify_ExistingErrorWins(t *testing.T) {
 	inner := refusedDial(t)
 	err := fmt.Errorf("notify: %w", Permanent(PolicyRejected, inner))
 	c := check(t, err, PolicyRejected)

@@ -14,8 +14,8 @@ type Decision struct {
 }
 
 // Decide classifies err and decides whether the stage tries again. It
-// applies, in order: §8.2 rule 3 (a non-retryable failure stops retries at
-// once, whatever budget is left), §8.3 (the per-stage budget), then §8.2
+// applies, in order: R-STAGE-2 (a non-retryable failure stops retries at
+// once, whatever budget is left), R-STAGE-3 (the per-stage budget), then R-STAGE-2
 // (the delay, honouring Retry-After up to the ceiling).
 //
 // attempt is the 1-based number of the attempt that just failed. A nil err

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// §8.2 rule 3: "Retries MUST stop immediately when a failure is reclassified
+// R-STAGE-2: "Retries MUST stop immediately when a failure is reclassified
 // to non-retryable."
-func TestDecide_ReclassifiedNonRetryableStops_001_8_2(t *testing.T) {
+func TestDecide_ReclassifiedNonRetryableStops(t *testing.T) {
 	p := DefaultPolicy()
 	rnd := NewRand(11)
 	upstream := &HTTPStatusError{Status: 503, Op: "llm.Complete"}
@@ -33,16 +33,16 @@ func TestDecide_ReclassifiedNonRetryableStops_001_8_2(t *testing.T) {
 	}
 }
 
-// §8.1: non-retryable failures "fail immediately to dead-letter queue".
-func TestDecide_NonRetryableFailsImmediately_001_8_1(t *testing.T) {
+// R-STAGE-1: non-retryable failures "fail immediately to dead-letter queue".
+func TestDecide_NonRetryableFailsImmediately(t *testing.T) {
 	d := DefaultPolicy().Decide(1, &HTTPStatusError{Status: 401}, NewRand(1))
 	if d.Retry || d.Exhausted || d.Err.Class != AuthDenied {
 		t.Errorf("401 on attempt 1: %+v", d)
 	}
 }
 
-// §8.3: "If a stage exhausts budget, processing transitions to dead-letter".
-func TestDecide_BudgetExhausted_001_8_3(t *testing.T) {
+// R-STAGE-3: "If a stage exhausts budget, processing transitions to dead-letter".
+func TestDecide_BudgetExhausted(t *testing.T) {
 	p := DefaultPolicy()
 	rnd := NewRand(5)
 	err := errors.New("flaky")
@@ -61,8 +61,8 @@ func TestDecide_BudgetExhausted_001_8_3(t *testing.T) {
 	}
 }
 
-// §8.2: Retry-After larger than the backoff wins, up to the ceiling.
-func TestDecide_HonoursRetryAfter_001_8_2(t *testing.T) {
+// R-STAGE-2: Retry-After larger than the backoff wins, up to the ceiling.
+func TestDecide_HonoursRetryAfter(t *testing.T) {
 	d := DefaultPolicy().Decide(1, WithRetryAfter(&HTTPStatusError{Status: 429}, 45*time.Second), NewRand(2))
 	if !d.Retry || d.Delay != 45*time.Second {
 		t.Errorf("got %+v, want retry after 45s", d)

@@ -1,7 +1,7 @@
 // Package retry decides what happens after a stage attempt fails: which
-// failure class it belongs to (Criticizer Processing Specification §8.1), how
-// long to wait before the next attempt (§8.2), and when the per-stage attempt
-// budget is spent (§8.3).
+// failure class it belongs to (Criticizer Processing Specification R-STAGE-1), how
+// long to wait before the next attempt (R-STAGE-2), and when the per-stage attempt
+// budget is spent (R-STAGE-3).
 //
 // The package is pure: it reads error values and numbers and returns
 // decisions. It performs no I/O, keeps no global state and owns no random

@@ -36,23 +36,23 @@ const (
 )
 
 // Transient returns err classified as class and always retryable, whatever
-// §8.1 says about the class. It exists for the cases where the caller knows
+// R-STAGE-1 says about the class. It exists for the cases where the caller knows
 // more than the table, e.g. a 404 right after a write on an eventually
-// consistent store. The attempt budget (§8.3) still bounds the retries.
+// consistent store. The attempt budget (R-STAGE-3) still bounds the retries.
 func Transient(class Class, err error) error {
 	return &Error{Class: class, Err: err, override: forceRetry}
 }
 
-// Permanent returns err classified as class and never retryable. §8.2 rule 3:
+// Permanent returns err classified as class and never retryable. R-STAGE-2:
 // a failure reclassified as non-retryable stops retries immediately. Use it,
-// for example, for Conflict on an operation that is not idempotent (§8.1
+// for example, for Conflict on an operation that is not idempotent (R-STAGE-1
 // allows retrying conflicts only for idempotent operations).
 func Permanent(class Class, err error) error {
 	return &Error{Class: class, Err: err, override: forceStop}
 }
 
 // WithRetryAfter classifies err and records the upstream Retry-After hint,
-// which Policy.Delay honours (§8.2 rule 2). It returns nil for a nil err so
+// which Policy.Delay honours (R-STAGE-2). It returns nil for a nil err so
 // that it is safe on return paths.
 func WithRetryAfter(err error, d time.Duration) error {
 	if err == nil {
@@ -74,7 +74,7 @@ func WithOp(err error, op string) error {
 	return &c
 }
 
-// Retryable reports whether the failure may be retried (§8.1), honouring a
+// Retryable reports whether the failure may be retried (R-STAGE-1), honouring a
 // Transient or Permanent override. A nil *Error is not retryable: there is
 // nothing to retry.
 func (e *Error) Retryable() bool {

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// §8.4: "last_stack: most recent stack trace or error chain from the failing
+// R-STAGE-4: "last_stack: most recent stack trace or error chain from the failing
 // stage" — the classified error keeps the whole chain and names the
 // operation and upstream status.
-func TestError_FormatAndUnwrap_001_8_4(t *testing.T) {
+func TestError_FormatAndUnwrap(t *testing.T) {
 	cause := errors.New("connection reset")
 	err := WithOp(&HTTPStatusError{Status: 502}, "github.GetDiff")
 	c := Classify(err)
@@ -39,10 +39,10 @@ func TestError_FormatAndUnwrap_001_8_4(t *testing.T) {
 	}
 }
 
-// §8.1 "Not found": "Retry should not be attempted unless metadata
+// R-STAGE-1 "Not found": "Retry should not be attempted unless metadata
 // changes" — Transient is how a caller says it has (read-after-write 404);
-// the §8.3 budget still bounds the retries.
-func TestTransient_OverridesClass_001_8_1(t *testing.T) {
+// the R-STAGE-3 budget still bounds the retries.
+func TestTransient_OverridesClass(t *testing.T) {
 	c := Classify(Transient(NotFound, errors.New("object not visible yet")))
 	if c.Class != NotFound || !c.Retryable() {
 		t.Errorf("got %s retryable=%v", c.Class, c.Retryable())

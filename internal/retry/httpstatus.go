@@ -26,7 +26,7 @@ func (e *HTTPStatusError) Error() string {
 	return fmt.Sprintf("%s: HTTP %d %s", e.Op, e.Status, text)
 }
 
-// StatusClass maps an HTTP status to a failure class (§8.1):
+// StatusClass maps an HTTP status to a failure class (R-STAGE-1):
 //
 //   - 408 → NetworkTimeout; 429 → RateLimited; 5xx → Upstream5xx
 //   - 401, 403, 407 → AuthDenied

@@ -8,7 +8,7 @@ import (
 // PanicError is a recovered panic. Classify maps it to RuntimeBug, which is
 // never retried: a nil dereference or a violated invariant will panic again
 // on every attempt, so retrying only burns the budget and delays the page
-// (§8.1 "Configuration/runtime bug").
+// (R-STAGE-1 "Configuration/runtime bug").
 type PanicError struct {
 	Value any    // the value passed to panic
 	Stack []byte // goroutine stack captured during recovery

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Policy is the backoff and budget policy of one stage (§8.2, §8.3). It is a
+// Policy is the backoff and budget policy of one stage (R-STAGE-2, R-STAGE-3). It is a
 // plain value: every delay is computed from the attempt number when it is
-// needed, never from a precomputed schedule (§8.2 rule 1).
+// needed, never from a precomputed schedule (R-STAGE-2).
 type Policy struct {
 	Initial     time.Duration // delay bound for attempt 1
 	Max         time.Duration // upper bound of the exponential term; <= 0 means unbounded
@@ -17,7 +17,7 @@ type Policy struct {
 	MaxAttempts int           // attempts per stage including the first; values below 1 mean 1
 }
 
-// DefaultPolicy returns the §8.2/§8.3 parameters: 1s initial delay, ×2.0,
+// DefaultPolicy returns the R-STAGE-2/R-STAGE-3 parameters: 1s initial delay, ×2.0,
 // 60s max delay, 5 minute Retry-After ceiling, 5 attempts per stage.
 func DefaultPolicy() Policy {
 	return Policy{
@@ -54,7 +54,7 @@ func (p Policy) Cap(attempt int) time.Duration {
 }
 
 // Backoff returns the full-jitter delay for the given failed attempt:
-// uniform in [0, Cap(attempt)] (§8.2). Full jitter spreads the retries of
+// uniform in [0, Cap(attempt)] (R-STAGE-2). Full jitter spreads the retries of
 // many workers that failed together across the whole window, which is what
 // keeps a throttled upstream from being hit by synchronised waves.
 //
@@ -75,7 +75,7 @@ func (p Policy) Backoff(attempt int, rnd *rand.Rand) time.Duration {
 
 // Delay returns how long to wait before the next attempt: the jittered
 // backoff, or the upstream Retry-After when that is larger, capped at
-// Ceiling (§8.2 rule 2). A retryAfter <= 0 means none was given.
+// Ceiling (R-STAGE-2). A retryAfter <= 0 means none was given.
 func (p Policy) Delay(attempt int, retryAfter time.Duration, rnd *rand.Rand) time.Duration {
 	d := max(p.Backoff(attempt, rnd), retryAfter)
 	if p.Ceiling > 0 && d > p.Ceiling {
@@ -85,7 +85,7 @@ func (p Policy) Delay(attempt int, retryAfter time.Duration, rnd *rand.Rand) tim
 }
 
 // Exhausted reports whether the stage budget is spent after the given
-// attempt failed: attempt counts from 1 and includes the first try (§8.3),
+// attempt failed: attempt counts from 1 and includes the first try (R-STAGE-3),
 // so with MaxAttempts 5 the fifth failure is final.
 func (p Policy) Exhausted(attempt int) bool {
 	return attempt >= max(p.MaxAttempts, 1)

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// §8.2: initial_delay 1s, multiplier 2.0, max_delay 60s; §8.3:
-// max_attempts_per_stage 5; §8.2 rule 2: ceiling of 5 minutes.
-func TestDefaultPolicy_Parameters_001_8_2(t *testing.T) {
+// R-STAGE-2: initial_delay 1s, multiplier 2.0, max_delay 60s; R-STAGE-3:
+// max_attempts_per_stage 5; R-STAGE-2: ceiling of 5 minutes.
+func TestDefaultPolicy_Parameters(t *testing.T) {
 	p := DefaultPolicy()
 	want := Policy{Initial: time.Second, Max: time.Minute, Ceiling: 5 * time.Minute, Multiplier: 2.0, MaxAttempts: 5}
 	if p != want {
@@ -16,9 +16,9 @@ func TestDefaultPolicy_Parameters_001_8_2(t *testing.T) {
 	}
 }
 
-// §8.2: "actual_delay = random(0, min(max_delay, initial_delay *
+// R-STAGE-2: "actual_delay = random(0, min(max_delay, initial_delay *
 // multiplier^(attempt-1)))".
-func TestBackoff_CapSequence_001_8_2(t *testing.T) {
+func TestBackoff_CapSequence(t *testing.T) {
 	p := DefaultPolicy()
 	want := []time.Duration{1, 2, 4, 8, 16, 32, 60, 60, 60}
 	for i, w := range want {
@@ -33,11 +33,11 @@ func TestBackoff_CapSequence_001_8_2(t *testing.T) {
 	}
 }
 
-// §8.2: "jitter: full jitter (actual_delay = random(0, min(max_delay,
+// R-STAGE-2: "jitter: full jitter (actual_delay = random(0, min(max_delay,
 // initial_delay * multiplier^(attempt-1))))". Statistical check: every draw
 // lies in [0, cap], the mean is cap/2 and both halves of the range are hit
 // about equally.
-func TestBackoff_FullJitterBounds_001_8_2(t *testing.T) {
+func TestBackoff_FullJitterBounds(t *testing.T) {
 	const draws = 10000
 	p := DefaultPolicy()
 	rnd := NewRand(20250301)
@@ -69,10 +69,10 @@ func TestBackoff_FullJitterBounds_001_8_2(t *testing.T) {
 	}
 }
 
-// §8.2 rule 1: "Backoff timers MUST be recomputed per attempt (no
+// R-STAGE-2: "Backoff timers MUST be recomputed per attempt (no
 // precomputed static schedule)". The delay depends only on the policy in
 // force and the attempt number at the time of the call.
-func TestBackoff_RecomputedPerAttempt_001_8_2(t *testing.T) {
+func TestBackoff_RecomputedPerAttempt(t *testing.T) {
 	p := DefaultPolicy()
 	rnd := NewRand(1)
 	for range 100 {
@@ -97,10 +97,10 @@ func TestBackoff_RecomputedPerAttempt_001_8_2(t *testing.T) {
 	}
 }
 
-// §8.2: "actual_delay = random(0, min(max_delay, initial_delay *
+// R-STAGE-2: "actual_delay = random(0, min(max_delay, initial_delay *
 // multiplier^(attempt-1)))" — evaluated at absurd attempt numbers the min
 // must still hold: saturate, never overflow into negative delays.
-func TestBackoff_HugeAttemptNoOverflow_001_8_2(t *testing.T) {
+func TestBackoff_HugeAttemptNoOverflow(t *testing.T) {
 	p := DefaultPolicy()
 	rnd := NewRand(7)
 	for _, a := range []int{64, 1024, 1 << 40, math.MaxInt} {
@@ -127,9 +127,9 @@ func TestBackoff_HugeAttemptNoOverflow_001_8_2(t *testing.T) {
 	}
 }
 
-// §8.2: "random(0, min(max_delay, ...))" — without a random source the
+// R-STAGE-2: "random(0, min(max_delay, ...))" — without a random source the
 // delay is the upper bound of that range, never more.
-func TestBackoff_NilRandIsUpperBound_001_8_2(t *testing.T) {
+func TestBackoff_NilRandIsUpperBound(t *testing.T) {
 	p := DefaultPolicy()
 	for a := 1; a <= 8; a++ {
 		if got := p.Backoff(a, nil); got != p.Cap(a) {
@@ -138,10 +138,10 @@ func TestBackoff_NilRandIsUpperBound_001_8_2(t *testing.T) {
 	}
 }
 
-// §8.2: "unless an upstream Retry-After value is larger" and rule 2:
+// R-STAGE-2: "unless an upstream Retry-After value is larger" and rule 2:
 // "effective delay is max(calculated_backoff, retry_after), capped by an
 // operational ceiling of 5 minutes".
-func TestDelay_RetryAfterMaxAndCeiling_001_8_2(t *testing.T) {
+func TestDelay_RetryAfterMaxAndCeiling(t *testing.T) {
 	p := DefaultPolicy()
 	rnd := NewRand(3)
 	for attempt := 1; attempt <= 8; attempt++ {
@@ -164,8 +164,8 @@ func TestDelay_RetryAfterMaxAndCeiling_001_8_2(t *testing.T) {
 	}
 }
 
-// §8.3: "max_attempts_per_stage: 5 (inclusive of first attempt)".
-func TestExhausted_FiveAttemptsInclusive_001_8_3(t *testing.T) {
+// R-STAGE-3: "max_attempts_per_stage: 5 (inclusive of first attempt)".
+func TestExhausted_FiveAttemptsInclusive(t *testing.T) {
 	p := DefaultPolicy()
 	for attempt := 1; attempt <= 4; attempt++ {
 		if p.Exhausted(attempt) {

@@ -15,7 +15,7 @@ import (
 // It returns ok=false for an empty, negative or unparseable value, so that a
 // garbled header falls back to the backoff policy instead of stalling the
 // stage. A date in the past means "now": 0, true. The result is not capped
-// here; Policy.Delay applies the operational ceiling (§8.2 rule 2).
+// here; Policy.Delay applies the operational ceiling (R-STAGE-2).
 func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {

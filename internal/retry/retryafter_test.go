@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// §8.1 rate-limit row: "Honor upstream Retry-After header when present;
+// R-STAGE-1 rate-limit row: "Honor upstream Retry-After header when present;
 // otherwise use backoff policy". Both RFC 9110 §10.2.3 forms are accepted.
-func TestParseRetryAfter_Forms_001_8_1(t *testing.T) {
+func TestParseRetryAfter_Forms(t *testing.T) {
 	now := time.Date(1994, 11, 6, 8, 48, 37, 0, time.UTC)
 	tests := []struct {
 		in     string
@@ -40,8 +40,8 @@ func TestParseRetryAfter_Forms_001_8_1(t *testing.T) {
 	}
 }
 
-// §8.2 rule 2: a Retry-After date is honoured but capped at 5 minutes.
-func TestRetryAfter_DateCappedAtCeiling_001_8_2(t *testing.T) {
+// R-STAGE-2: a Retry-After date is honoured but capped at 5 minutes.
+func TestRetryAfter_DateCappedAtCeiling(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	header := now.Add(2 * time.Hour).Format(http.TimeFormat)
 	c := ClassifyAt(&HTTPStatusError{Status: 503, RetryAfter: header}, now)

@@ -136,7 +136,17 @@ type Sources struct {
 
 // outside are the forms a citation of a document outside the repository
 // takes (the specifications the rules were drawn from, issues, plans).
-var outside = regexp.MustCompile(`\bseeds?\s*0\d\d|§\s?\d|\b[Ii]ssue\s?#?\d+|\bPhase\s?\d+|design map|DESIGN\.md|critical test \d+|_00\d_\d`)
+// A section sign after an RFC's number ("RFC 8058 §3.1") cites a public
+// standard, not one of those documents.
+var (
+	outside    = regexp.MustCompile(`\bseeds?\s*0\d\d|§\s?\d|\b[Ii]ssue\s?#?\d+|\bPhase\s?\d+|design map|DESIGN\.md|critical test \d+|[A-Za-z]_00\d_`)
+	rfcSection = regexp.MustCompile(`RFC\s?\d+\s?§\s?\d`)
+)
+
+// outsideIn is the first citation of an outside document in line, if any.
+func outsideIn(line string) string {
+	return outside.FindString(rfcSection.ReplaceAllString(line, "RFC"))
+}
 
 // Scan reads every Go file under root, skipping vendored, generated and
 // node_modules trees.
@@ -181,7 +191,7 @@ func (s *Sources) file(root, path string) error {
 		for _, id := range IDPattern.FindAllString(line, -1) {
 			s.Cited = append(s.Cited, Citation{ID: id, File: rel, Line: n})
 		}
-		if m := outside.FindString(line); m != "" {
+		if m := outsideIn(line); m != "" && !strings.HasPrefix(filepath.ToSlash(rel), "internal/rules/") {
 			s.Outside = append(s.Outside, Citation{ID: m, File: rel, Line: n})
 		}
 	}

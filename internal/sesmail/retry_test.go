@@ -24,6 +24,7 @@ import (
 // attempt; the failure reaches the outbox, which settles it from provider
 // evidence. Faults are injected at the HTTP client, under the SDK's retry
 // loop, in front of the real SES emulator.
+// Rules: R-OUTBOX-5.
 func TestSender_LostAnswerIsNotResentByTheSDK(t *testing.T) {
 	env := testenv.Stack(t)
 	for _, k := range []fault.Rule{
@@ -69,6 +70,7 @@ func TestSender_LostAnswerIsNotResentByTheSDK(t *testing.T) {
 
 // A connection that was never made is a send that never happened: the
 // outbox releases the row at once instead of holding it for evidence.
+// Rules: R-OUTBOX-5, R-OUTBOX-9.
 func TestSender_RefusedConnectionIsNotSent(t *testing.T) {
 	ep := config.Endpoints{SES: "http://127.0.0.1:1"}
 	cfg, err := profile.Load(context.Background(), ep)

@@ -21,8 +21,8 @@ import (
 
 // Adapter test against the SES v2 emulator: the sender delivers the rendered
 // message with the delivery id header (the provider idempotency token of
-// seed 000 §6.4 step 1) and returns SES's message id.
-func TestSender_SendsRenderedMessageWithDeliveryIDHeader_000_6_4(t *testing.T) {
+// R-OUTBOX-3) and returns SES's message id.
+func TestSender_SendsRenderedMessageWithDeliveryIDHeader(t *testing.T) {
 	env := testenv.Stack(t)
 	r, err := mail.NewRenderer()
 	if err != nil {
@@ -78,7 +78,7 @@ func captureSendEmail(c *sesv2.Client) (*sesv2.Client, *[]*sesv2.SendEmailInput)
 // RFC 8058: a message with an unsubscribe URL carries
 // "List-Unsubscribe: <URL>" and "List-Unsubscribe-Post:
 // List-Unsubscribe=One-Click", so mailbox providers offer one-click
-// unsubscribe; the delivery id header stays (seed 000 §6.4), and the SES
+// unsubscribe; the delivery id header stays (R-OUTBOX-3), and the SES
 // tags (delivery id, template version) use only SES's tag charset.
 func TestSender_OneClickUnsubscribeHeaders_RFC8058(t *testing.T) {
 	env := testenv.Stack(t)

@@ -159,13 +159,14 @@ func repeat(n int, f func() error) []error {
 	return out
 }
 
-// Seed 004 Phase 11, critical test 6: "429 handling: Worker backs off,
+// : "429 handling: Worker backs off,
 // doesn't exhaust attempts". Twelve throttled tries (more than twice the
-// budget of 5, seed 001 §8.3) then a success: no dead letter, each
+// budget of 5, R-STAGE-3) then a success: no dead letter, each
 // throttle deferred as a fresh copy with a delay of at least a second,
 // the job's failure recorded as retryable_failed/RATE_LIMITED, and the
 // stage saw every try counted (1..13).
-func TestRateLimit_ThrottleDoesNotSpendBudget_004_Phase11_6(t *testing.T) {
+// Rules: R-STAGE-6.
+func TestRateLimit_ThrottleDoesNotSpendBudget(t *testing.T) {
 	const throttles = 12
 	fn, seen := script(repeat(throttles, throttled)...)
 	q, f, log := &sqsSim{}, &failures{}, &bytes.Buffer{}
@@ -201,10 +202,10 @@ func TestRateLimit_ThrottleDoesNotSpendBudget_004_Phase11_6(t *testing.T) {
 }
 
 // The budget counts only non-rate-limited failures, across deferred
-// copies (seed 001 §8.3 with 004 Phase 11 test 6): 5xx, throttle, 5xx,
+// copies (R-STAGE-3 with ): 5xx, throttle, 5xx,
 // throttle, throttle, 5xx, 5xx, 5xx is the fifth charged failure on the
 // eighth try, and dead-letters there, with the envelope saying both.
-func TestRateLimit_BudgetCountsOnlyOtherFailures_001_8_3(t *testing.T) {
+func TestRateLimit_BudgetCountsOnlyOtherFailures(t *testing.T) {
 	fn, seen := script(upstream5xx(), throttled(), upstream5xx(), throttled(), throttled(), upstream5xx(), upstream5xx(), upstream5xx(), nil)
 	q, f, log := &sqsSim{}, &failures{}, &bytes.Buffer{}
 	r := newRunner(fn, q, f, log)
@@ -277,10 +278,10 @@ func TestRateLimit_RequeueFailsFallsBackToBackoff(t *testing.T) {
 	}
 }
 
-// A replayed dead letter (seed 001 §8.5) that is throttled is deferred as
+// A replayed dead letter (R-STAGE-5) that is throttled is deferred as
 // the same envelope around the deferred message, so when it fails for good
 // it is still a failed replay of that envelope (same id, replays + 1).
-func TestRateLimit_ReplayDeferredKeepsEnvelope_001_8_5(t *testing.T) {
+func TestRateLimit_ReplayDeferredKeepsEnvelope(t *testing.T) {
 	prior := deadletter.New(deadletter.Failure{Stage: "notify", JobID: "j_5", Err: upstream5xx(), Attempts: 5,
 		LastFailureAt: time.Now(), Message: deadletter.Original{MessageID: "orig", Body: `{"job_id":"j_5","stage":"notify"}`}})
 	prior.ID = "env-5"

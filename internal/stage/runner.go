@@ -1,11 +1,11 @@
 // Package stage is the SQS batch runner every stage function shares. Lambda
 // hands it an events.SQSEvent; for each record it decodes the stage message,
-// runs the stage with panics recovered, and on failure applies seed 001 §8:
+// runs the stage with panics recovered, and on failure applies R-STAGE-1:
 // classify, back off with ChangeMessageVisibility and report a batch item
 // failure while the stage's budget lasts, else write the dead-letter
 // envelope to the stage's DLQ and let the message go.
 //
-// Rate limiting is the exception to the budget (seed 004 Phase 11, critical
+// Rate limiting is the exception to the budget (, critical
 // test 6: "429 handling: worker backs off, doesn't exhaust attempts"). A
 // RATE_LIMITED failure (SES or another upstream throttling us, or the send
 // limiter of internal/ratelimit finding no room) says nothing about the
@@ -57,7 +57,7 @@ import (
 )
 
 // Func is one stage's work for one message. attempt counts from 1 and is
-// this stage's own (seed 001 §8.3: "Failure in one stage MUST NOT consume
+// this stage's own (R-STAGE-3: "Failure in one stage MUST NOT consume
 // attempts from other stages").
 type Func func(ctx context.Context, m job.Message, attempt int) error
 
@@ -110,7 +110,7 @@ func WithRand(r *rand.Rand) Option { return func(x *Runner) { x.rnd = r } }
 // WithMaxDeferrals sets the cap on rate-limit deferrals per message.
 func WithMaxDeferrals(n int) Option { return func(x *Runner) { x.MaxDeferrals = n } }
 
-// New returns a runner with the §8 default policy.
+// New returns a runner with the R-STAGE-1 default policy.
 func New(stage job.Stage, queueURL string, fn Func, q Queue, jobs FailureRecorder, log *slog.Logger, opts ...Option) *Runner {
 	r := &Runner{Stage: stage, QueueURL: queueURL, Func: fn, Queue: q, Jobs: jobs, Policy: retry.DefaultPolicy(),
 		Log: log.With("stage", string(stage)), Now: time.Now, MaxDeferrals: DefaultMaxDeferrals}
@@ -157,7 +157,7 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 		err = r.run(ctx, m, attempt)
 	}
 	if prior != nil {
-		// A replay of a dead-letter envelope (seed 001 §8.5), counted once
+		// A replay of a dead-letter envelope (R-STAGE-5), counted once
 		// per attempt whatever its outcome.
 		obs.Metric(ctx, r.Log, map[string]string{"Stage": string(r.Stage)}, map[string]float64{"Replays": 1})
 		log = log.With("replay_of", prior.ID)
@@ -274,7 +274,7 @@ func deferredBody(m job.Message, prior *deadletter.Envelope) (string, error) {
 
 // withoutDeferral drops the runner's bookkeeping from a stage message kept
 // in a dead-letter envelope, so a replay starts with a fresh budget (seed
-// 001 §8.5). Bodies that are not stage messages are kept as they are.
+// 001 R-STAGE-5). Bodies that are not stage messages are kept as they are.
 func withoutDeferral(body string) string {
 	var m job.Message
 	dec := json.NewDecoder(strings.NewReader(body))
@@ -291,7 +291,7 @@ func withoutDeferral(body string) string {
 }
 
 // run calls the stage with panics turned into errors (RUNTIME_BUG,
-// non-retryable: seed 001 §8.1 "Configuration/runtime bug").
+// non-retryable: R-STAGE-1 "Configuration/runtime bug").
 func (r *Runner) run(ctx context.Context, m job.Message, attempt int) (err error) {
 	defer retry.Recover(&err)
 	return r.Func(ctx, m, attempt)
@@ -351,12 +351,12 @@ func sha(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// envelope builds the §8.4 dead-letter payload and records the dead letter
+// envelope builds the R-STAGE-4 dead-letter payload and records the dead letter
 // on the job. The envelope id is derived from the message (its id and first
 // receive), so a crash between writing the envelope and deleting the message
 // yields the same id on the next attempt; a failed replay keeps the id of
 // the envelope it replayed, with the replay count up, and is escalated when
-// the same non-retryable class recurs (§8.5).
+// the same non-retryable class recurs (R-STAGE-5).
 func (r *Runner) envelope(ctx context.Context, rec events.SQSMessage, m job.Message, prior *deadletter.Envelope, d retry.Decision, err error, attempt int) deadletter.Envelope {
 	now := r.Now().UTC()
 	id := deadletter.EnvelopeID(string(r.Stage), rec.MessageId, firstReceive(rec, now))

@@ -17,7 +17,7 @@ import (
 
 // DeadLetterRecord is the operator's audit trail of a dead-letter item in
 // the jobs table (pk DL#<envelope id>): what was done with it, when, and
-// the remediation evidence (seed 001 §8.5: "Ensure remediation evidence is
+// the remediation evidence (R-STAGE-5: "Ensure remediation evidence is
 // recorded", "Annotate dead-letter item with resolution notes").
 type DeadLetterRecord struct {
 	EnvelopeID string          `dynamodbav:"envelope_id" json:"envelope_id"`

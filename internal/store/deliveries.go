@@ -15,7 +15,7 @@ import (
 )
 
 // Deliveries is the outbox: one item per (changelist, recipient, review
-// version), keyed by the deterministic delivery id (seed 000 §6.3, §10.2).
+// version), keyed by the deterministic delivery id (R-OUTBOX-1, R-OUTBOX-1).
 type Deliveries struct {
 	db    *dynamodb.Client
 	table string
@@ -131,7 +131,7 @@ func noEvidence() expression.ConditionBuilder {
 // Claim takes a claimable row for sending in one conditional write: status
 // pending or failed_transient → sending, attempts incremented, a lease and a
 // claim token set; and only while neither notified_at nor notification_id is
-// set (seed 000 §6.4: "safe to attempt send" only then) and no provider
+// set (R-OUTBOX-3: "safe to attempt send" only then) and no provider
 // evidence names the row: an event recorded since the row was read (a send
 // thought lost that showed up after all) settles it instead. The returned
 // row is the state after the claim (ALL_NEW): the authoritative re-read
@@ -175,7 +175,7 @@ func (s *Deliveries) ours(ctx context.Context, id string, row delivery.Row, err 
 	return cur, err
 }
 
-// MarkSent is step 3 of seed 000 §6.4: after the provider accepted the send,
+// MarkSent is step 3 of R-OUTBOX-4: after the provider accepted the send,
 // one write sets notification_id, notified_at and status=sent, on condition
 // that this worker's claim still holds. A retried write whose first try
 // applied is recognised by the message id (see Claim).
@@ -209,7 +209,7 @@ func (s *Deliveries) Release(ctx context.Context, id, token string, status deliv
 }
 
 // Backfill marks a row sent from provider evidence, without a send: the
-// recovery of seed 000 §8.2 ("if found delivered, backfill notification_id
+// recovery of R-OUTBOX-6 ("if found delivered, backfill notification_id
 // and notified_at without resending"). It applies only while notified_at is
 // unset.
 func (s *Deliveries) Backfill(ctx context.Context, id, notificationID string, at time.Time) (delivery.Row, error) {
@@ -429,7 +429,7 @@ func (s *Deliveries) Skip(ctx context.Context, id string, status delivery.Status
 // ResendAfterNotDelivered returns a row to failed_transient after provider
 // evidence that its send did not reach the reader (Event.NotDelivered: a
 // transient bounce, a Reject), so the notifier sends it again: the delivery
-// protocol's "failed_transient ─► claim again", and seed 000 §8.2 row 2
+// protocol's "failed_transient ─► claim again", and R-RECON-2
 // ("if not delivered, clear sent markers and requeue"). It applies
 //
 //   - to a row sent, delivered or under reconciliation whose recorded
@@ -472,7 +472,7 @@ func (s *Deliveries) ResendAfterNotDelivered(ctx context.Context, id, providerMe
 
 // MarkReconciling moves a row that was marked sent but has no provider
 // evidence, once the evidence path has caught up past its send, into
-// reconciliation (seed 000 §8.3: "it MUST transition that row into a
+// reconciliation (R-RECON-1: "it MUST transition that row into a
 // reconciliation workflow before any further sends"). It applies only
 // while the row is still sent and still without evidence.
 func (s *Deliveries) MarkReconciling(ctx context.Context, id string) (delivery.Row, error) {
@@ -504,7 +504,7 @@ func (s *Deliveries) ResolveSent(ctx context.Context, id string) (delivery.Row, 
 
 // ClearAndRequeue is an operator's verdict on a held row: the message did
 // not go out. The sent markers (notified_at, notification_id) are cleared
-// and the row returns to failed_transient to be sent again — seed 000 §8.2
+// and the row returns to failed_transient to be sent again — R-OUTBOX-6
 // row 2. It applies only to a row under reconciliation, or held in
 // `sending` past its lease, and never when provider evidence names it
 // (that evidence settles the row instead).

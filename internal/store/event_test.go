@@ -2,7 +2,7 @@ package store
 
 import "testing"
 
-// Issue 6 §3: "Permanent bounces and complaints from SES events suppress
+// R-EVIDENCE-6: "Permanent bounces and complaints from SES events suppress
 // the address; transient bounces retry. SES's own suppression list
 // responses are handled the same way": SES answers a send to an address on
 // its account-level suppression list with a Permanent bounce of sub-type

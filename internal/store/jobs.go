@@ -92,7 +92,7 @@ const (
 	// KeyReused: the key was seen with a different request (HTTP 422).
 	KeyReused
 	// VersionExists: a job for this review version exists under another key;
-	// Job holds it (seed 000 §6.2: same version is a no-op).
+	// Job holds it (R-INTAKE-3: same version is a no-op).
 	VersionExists
 	// Stale: a higher version is already accepted; CurrentVersion says which.
 	Stale
@@ -114,7 +114,7 @@ type CreateResult struct {
 // second read.
 //
 // Why a transaction rather than one conditional put: two things must be
-// unique, the caller's key (seed 000 §6.1) and (changelist, version) (§6.2),
+// unique, the caller's key (R-INTAKE-1) and (changelist, version) (R-INTAKE-3),
 // and a DynamoDB condition covers one item. The transaction is one call.
 func (s *Jobs) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
 	j := req.Job
@@ -298,7 +298,7 @@ func (s *Jobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status jo
 // RecordFailure stores a stage failure: its class and attempt, and the
 // status it leaves the job in, and returns when the stage first failed
 // (kept across attempts for the dead-letter envelope's first_failure_at,
-// seed 001 §8.4). It never moves a succeeded job backwards.
+// R-STAGE-4). It never moves a succeeded job backwards.
 func (s *Jobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure, status job.Status) (time.Time, error) {
 	fav, err := marshal(f)
 	if err != nil {

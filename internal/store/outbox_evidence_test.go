@@ -15,6 +15,7 @@ import (
 // recorded after a row was released for a resend (or while the send-rate
 // limiter waited) did not stop the claim, and the row was sent again.
 // Evidence of any kind on the row now refuses the claim.
+// Rules: R-OUTBOX-3.
 func TestClaim_RefusesARowWithProviderEvidence(t *testing.T) {
 	now := time.Now()
 	d := newDeliveries(t, func() time.Time { return now })
@@ -54,6 +55,7 @@ func TestClaim_RefusesARowWithProviderEvidence(t *testing.T) {
 // The SDK retries conditional writes; when the first try applied and only
 // its answer was lost, the retry fails its condition on the write itself.
 // Claim, MarkSent and Release recognise their own write.
+// Rules: R-OUTBOX-7.
 func TestOutboxWrites_RecogniseTheirOwnAppliedWrite(t *testing.T) {
 	d := newDeliveries(t, nil)
 	ctx := context.Background()
@@ -85,6 +87,7 @@ func TestOutboxWrites_RecogniseTheirOwnAppliedWrite(t *testing.T) {
 // Regression: an event whose message id is not the row's (proof that the
 // row was sent twice) was stored as evidence silently. It is now never
 // evidence for the row, kept in duplicate_message_ids and reported once.
+// Rules: R-EVIDENCE-1.
 func TestRecordEvent_AnotherMessagesEventIsADuplicate(t *testing.T) {
 	d := newDeliveries(t, nil)
 	ctx := context.Background()
@@ -121,6 +124,7 @@ func TestRecordEvent_AnotherMessagesEventIsADuplicate(t *testing.T) {
 // answer was lost) was recorded as plain evidence, the row backfilled as
 // sent and the job succeeded, though the reader never got the email. The
 // bounce now returns the row to failed_transient, once its lease expired.
+// Rules: R-EVIDENCE-5.
 func TestResendAfterNotDelivered_ARowStillSending(t *testing.T) {
 	now := time.Now()
 	d := newDeliveries(t, func() time.Time { return now })
@@ -149,8 +153,8 @@ func TestResendAfterNotDelivered_ARowStillSending(t *testing.T) {
 }
 
 // A row marked sent that the evidence path never confirmed (reconciling)
-// is an operator's: resolved as sent, or cleared and requeued (seed 000
-// §8.2 row 2) — never while provider evidence names it.
+// is an operator's: resolved as sent, or cleared and requeued
+// (R-RECON-2) — never while provider evidence names it.
 func TestOperatorVerdicts_OnHeldRows(t *testing.T) {
 	now := time.Now()
 	d := newDeliveries(t, func() time.Time { return now })
@@ -200,6 +204,7 @@ func TestOperatorVerdicts_OnHeldRows(t *testing.T) {
 
 // The watermark moves forward only, and never past an event the feedback
 // function has received but not recorded.
+// Rules: R-EVIDENCE-2.
 func TestEvidence_WatermarkHeldBackByPendingEvents(t *testing.T) {
 	env := testenv.Stack(t)
 	res := testenv.Provision(t, env)

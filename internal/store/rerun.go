@@ -15,7 +15,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 )
 
-// A versioned rerun (seed 000 §10.4: "Reprocessing is allowed as a
+// A versioned rerun (R-RERUN-1: "Reprocessing is allowed as a
 // versioned rerun only with a new review_version (e.g., v3 -> v4), which
 // creates new delivery intents under new keys") is an operator's request to
 // review a changelist again and mail its recipients again. It is a new job

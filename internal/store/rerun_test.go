@@ -12,12 +12,12 @@ import (
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
-// Seed 000 §10.4: "Reprocessing is allowed as a versioned rerun only with a
+// R-RERUN-1: "Reprocessing is allowed as a versioned rerun only with a
 // new review_version (e.g., v3 -> v4), which creates new delivery intents
 // under new keys." A rerun of a generic changelist at v3 is a new job at v4
 // copying v3's title, url, author, recipients and stored diff, and the
 // changelist head moves to v4 (so a webhook for v2 is now stale).
-func TestRerun_CopiesLatestAsNextVersion_HeadMoves_000_10_4(t *testing.T) {
+func TestRerun_CopiesLatestAsNextVersion_HeadMoves(t *testing.T) {
 	s := newJobs(t)
 	ctx := context.Background()
 	cl := testenv.Prefix(t)
@@ -66,7 +66,7 @@ func TestRerun_CopiesLatestAsNextVersion_HeadMoves_000_10_4(t *testing.T) {
 // versions from one plan: of N reruns started from the same latest
 // version, exactly one creates v+1; the others are told a concurrent rerun
 // won.
-func TestRerun_ConcurrentFromOnePlan_ExactlyOneVersion_000_10_4(t *testing.T) {
+func TestRerun_ConcurrentFromOnePlan_ExactlyOneVersion(t *testing.T) {
 	s := newJobs(t)
 	ctx := context.Background()
 	cl := testenv.Prefix(t)
@@ -117,7 +117,7 @@ func TestRerun_ConcurrentFromOnePlan_ExactlyOneVersion_000_10_4(t *testing.T) {
 // same commit) and the reviewers without an address to the plan; a commit
 // pushed after the rerun gets a higher version than the rerun's, never the
 // same.
-func TestRerun_CounterSource_CopiesSourceRef_NextCommitHigher_000_10_4(t *testing.T) {
+func TestRerun_CounterSource_CopiesSourceRef_NextCommitHigher(t *testing.T) {
 	s := newJobs(t)
 	ctx := context.Background()
 	cl := "acme/api#" + testenv.Prefix(t)

@@ -40,10 +40,10 @@ func create(t *testing.T, s *store.Jobs, j job.Job, key, bodySHA string) store.C
 	return res
 }
 
-// Seed 000 §6.1: "If an insert violates that unique constraint, the service
+// R-INTAKE-1: "If an insert violates that unique constraint, the service
 // MUST treat it as a duplicate request and return the existing job instead
 // of creating a second job."
-func TestCreate_DuplicateKeyReturnsOriginalResponse_000_6_1(t *testing.T) {
+func TestCreate_DuplicateKeyReturnsOriginalResponse(t *testing.T) {
 	s := newJobs(t)
 	j := newJob("cl-1", 1)
 	if got := create(t, s, j, "k1", "b1"); got.Outcome != store.Created {
@@ -58,9 +58,10 @@ func TestCreate_DuplicateKeyReturnsOriginalResponse_000_6_1(t *testing.T) {
 	}
 }
 
-// Seed 000 §10.1: "idempotency_key MUST be unique for job creation
+// R-INTAKE-1: "idempotency_key MUST be unique for job creation
 // requests" — the same key with another request is refused (HTTP 422).
-func TestCreate_SameKeyDifferentRequestRefused_000_10_1(t *testing.T) {
+// Rules: R-INTAKE-2.
+func TestCreate_SameKeyDifferentRequestRefused(t *testing.T) {
 	s := newJobs(t)
 	create(t, s, newJob("cl-1", 1), "k1", "b1")
 	if got := create(t, s, newJob("cl-1", 2), "k1", "b2"); got.Outcome != store.KeyReused {
@@ -71,9 +72,9 @@ func TestCreate_SameKeyDifferentRequestRefused_000_10_1(t *testing.T) {
 	}
 }
 
-// Seed 000 §6.2: reprocessing is "Blocked when the request uses the same
+// R-INTAKE-3: reprocessing is "Blocked when the request uses the same
 // review_version (no-op; return existing result)".
-func TestCreate_SameVersionOtherKeyReturnsExistingJob_000_6_2(t *testing.T) {
+func TestCreate_SameVersionOtherKeyReturnsExistingJob(t *testing.T) {
 	s := newJobs(t)
 	j := newJob("cl-1", 3)
 	create(t, s, j, "k1", "b1")
@@ -83,9 +84,9 @@ func TestCreate_SameVersionOtherKeyReturnsExistingJob_000_6_2(t *testing.T) {
 	}
 }
 
-// Seed 000 §6.2 and §10.4: only a strictly higher review_version starts a
+// R-INTAKE-3 and R-RERUN-1: only a strictly higher review_version starts a
 // new logical attempt; a lower one after a higher one is stale.
-func TestCreate_HigherVersionStarts_LowerIsStale_000_10_4(t *testing.T) {
+func TestCreate_HigherVersionStarts_LowerIsStale(t *testing.T) {
 	s := newJobs(t)
 	create(t, s, newJob("cl-1", 3), "k3", "b3")
 	if got := create(t, s, newJob("cl-1", 4), "k4", "b4"); got.Outcome != store.Created {
@@ -103,7 +104,7 @@ func TestCreate_HigherVersionStarts_LowerIsStale_000_10_4(t *testing.T) {
 
 // Concurrent first requests, for the same key or for the same version under
 // different keys, create exactly one job; every other caller gets it back.
-func TestCreate_ConcurrentFirstRequests_ExactlyOneJob_000_6_1(t *testing.T) {
+func TestCreate_ConcurrentFirstRequests_ExactlyOneJob(t *testing.T) {
 	s := newJobs(t)
 	for _, sameKey := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sameKey=%v", sameKey), func(t *testing.T) {
@@ -159,10 +160,11 @@ func newRow(id string) delivery.Row {
 		CreatedAt: now, UpdatedAt: now}
 }
 
-// Seed 000 §6.3: "Persist an outbox/delivery-log row per recipient keyed by
+// R-OUTBOX-1: "Persist an outbox/delivery-log row per recipient keyed by
 // that tuple." A second Ensure returns the stored row unchanged, so the
 // rendered message is never replaced.
-func TestEnsure_ExistingRowReturnedUnchanged_000_6_3(t *testing.T) {
+// Rules: R-OUTBOX-2.
+func TestEnsure_ExistingRowReturnedUnchanged(t *testing.T) {
 	d := newDeliveries(t, nil)
 	ctx := context.Background()
 	r := newRow("d_1")
@@ -177,9 +179,9 @@ func TestEnsure_ExistingRowReturnedUnchanged_000_6_3(t *testing.T) {
 	}
 }
 
-// Seed 004's atomic claim: of many workers claiming one row at once, exactly
+// the atomic claim (R-OUTBOX-3): of many workers claiming one row at once, exactly
 // one wins; the claim increments attempts in the same write.
-func TestClaim_ExactlyOneConcurrentWorkerWins_000_6_4(t *testing.T) {
+func TestClaim_ExactlyOneConcurrentWorkerWins(t *testing.T) {
 	d := newDeliveries(t, nil)
 	ctx := context.Background()
 	if _, _, err := d.Ensure(ctx, newRow("d_2")); err != nil {
@@ -214,11 +216,11 @@ func TestClaim_ExactlyOneConcurrentWorkerWins_000_6_4(t *testing.T) {
 	}
 }
 
-// Seed 000 §6.4 step 3: "Persist DB update in a single write: set
+// R-OUTBOX-4: "Persist DB update in a single write: set
 // notification_id, set notified_at = now(), and mark delivery status sent" —
 // only under the worker's own claim; and a sent row can never be claimed
 // again ("If notified_at is set, do not send again").
-func TestMarkSent_OneWriteUnderOwnClaim_ThenNeverClaimable_000_6_4(t *testing.T) {
+func TestMarkSent_OneWriteUnderOwnClaim_ThenNeverClaimable(t *testing.T) {
 	d := newDeliveries(t, nil)
 	ctx := context.Background()
 	if _, _, err := d.Ensure(ctx, newRow("d_3")); err != nil {
@@ -245,10 +247,10 @@ func TestMarkSent_OneWriteUnderOwnClaim_ThenNeverClaimable_000_6_4(t *testing.T)
 	}
 }
 
-// Seed 000 §8.2: a row whose send may have happened is only returned to
+// R-OUTBOX-6: a row whose send may have happened is only returned to
 // sending after its lease expired; never while a worker holds it, and never
 // once notified_at is set.
-func TestRequeue_OnlyAfterLeaseExpired_000_8_2(t *testing.T) {
+func TestRequeue_OnlyAfterLeaseExpired(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { return now }
 	d := newDeliveries(t, clock)
@@ -275,13 +277,13 @@ func TestRequeue_OnlyAfterLeaseExpired_000_8_2(t *testing.T) {
 	}
 }
 
-// Seed 004 Phase 7: a transient bounce makes the row failed_transient again
+// R-EVIDENCE-5: a transient bounce makes the row failed_transient again
 // ("isPermanentBounce ? 'suppressed' : 'failed_transient'"). Only a bounce
 // of the row's latest send does so, at most max times; and a late Send or
 // Delivery event of the bounced message (SNS keeps no order) is not
 // evidence for the resend, which would otherwise be backfilled as sent
 // without a copy reaching the reader.
-func TestResendAfterNotDelivered_OnlyLatestSend_LateEventsOfBouncedMessageIgnored_004_Phase7(t *testing.T) {
+func TestResendAfterNotDelivered_OnlyLatestSend_LateEventsOfBouncedMessageIgnored(t *testing.T) {
 	d := newDeliveries(t, nil)
 	ctx := context.Background()
 	if _, _, err := d.Ensure(ctx, newRow("d_b1")); err != nil {

@@ -8,14 +8,14 @@
 //   - delivery rows stuck in `sending` past their lease that no notifier is
 //     looking at (a send whose answer was lost, then the notify message
 //     lost or dead-lettered): notify is enqueued for the job, and notify
-//     settles each row from provider evidence before any resend (seed 000
-//     §6.4, §8.2);
+//     settles each row from provider evidence before any resend
+//     (R-OUTBOX-3, R-OUTBOX-6);
 //   - rows marked sent with no provider evidence, once the evidence path
 //     has caught up past them (the watermark) and EvidenceWindow has
 //     passed: the ordering contract may have been violated; the row moves
 //     to `reconciling` (never sent again automatically), its job to
 //     needs_intervention, and the OrderingViolations metric alerts (seed
-//     000 §8.3). While the path is behind, silence proves nothing and the
+//     000 R-RECON-1). While the path is behind, silence proves nothing and the
 //     row is left alone.
 //
 // Each sweep also reports the gauges behind two alarms: HeldDeliveries
@@ -57,7 +57,7 @@ type Sweeper struct {
 	Log              *slog.Logger
 	Now              func() time.Time
 	// StuckAfter: a non-terminal job whose updated_at is older is re-enqueued.
-	// It must exceed the longest backoff (5 min, seed 001 §8.2).
+	// It must exceed the longest backoff (5 min, R-STAGE-2).
 	StuckAfter time.Duration
 	// EvidenceWindow: a sent row with no provider event after this long is
 	// an ordering-contract suspect (if the watermark passed it).

@@ -8,7 +8,7 @@ import (
 
 const testKey = "0123456789abcdef0123456789abcdef-test"
 
-// Issue 6 §2: "tokens are signed and unguessable". A token verifies under
+// R-UNSUB-1: "tokens are signed and unguessable". A token verifies under
 // its key only, and any change to it fails.
 func TestToken_SignedAndTamperEvident(t *testing.T) {
 	s, err := NewSigner(testKey)

@@ -151,10 +151,10 @@ func TestGenericParse_ShippedExampleIsAccepted(t *testing.T) {
 	}
 }
 
-// Seed 000 §6.1: "A new review-processing job MUST be created with a
+// R-INTAKE-1: "A new review-processing job MUST be created with a
 // caller-provided idempotency_key." The generic contract carries it in the
 // Idempotency-Key header: 1–128 printable ASCII characters.
-func TestGenericParse_IdempotencyKeyRequiredPrintableASCII_000_6_1(t *testing.T) {
+func TestGenericParse_IdempotencyKeyRequiredPrintableASCII(t *testing.T) {
 	tests := []struct {
 		name string
 		key  string
@@ -222,6 +222,7 @@ func TestSign_IsHexHMACSHA256OfRawBody(t *testing.T) {
 }
 
 // The signature is verified against the raw bytes; anything else is 401.
+// Rules: R-INTAKE-6.
 func TestGenericParse_SignatureVerifiedAgainstRawBody(t *testing.T) {
 	body := genJSON(t, genFields())
 	good := webhook.Sign(genSecret, body)
@@ -297,6 +298,7 @@ func mustJSON(t *testing.T, v any) string {
 
 // Without a configured secret nothing can be verified, so every request is
 // refused (fail closed), including one "signed" with the empty key.
+// Rules: R-INTAKE-6.
 func TestGenericParse_NoSecretConfiguredRejectsEverything(t *testing.T) {
 	body := genJSON(t, genFields())
 	r := genRequest(body, map[string]string{
@@ -348,9 +350,9 @@ func TestGenericParse_AuthErrorLeaksNeitherSecretNorExpectedSignature(t *testing
 }
 
 // review_version is a positive integer (32-bit): anything else is rejected
-// naming review_version. Seed 000 §6.2 compares versions numerically
+// naming review_version. R-INTAKE-3 compares versions numerically
 // ("strictly higher review_version"), so "3" or 1.5 cannot be accepted.
-func TestGenericParse_ReviewVersionMustBePositiveInteger_000_6_2(t *testing.T) {
+func TestGenericParse_ReviewVersionMustBePositiveInteger(t *testing.T) {
 	tests := []struct {
 		name string
 		raw  string // JSON text of the value; "" removes the field
@@ -504,11 +506,11 @@ func TestGenericParse_URLsMustBeHTTPOrHTTPS(t *testing.T) {
 	})
 }
 
-// Seed 000 §6.3: the outbox key is (changelist_id, recipient,
+// R-OUTBOX-1: the outbox key is (changelist_id, recipient,
 // review_version), so recipients must be bare addresses (a display name
 // would become part of the key) and duplicates after lower-casing are one
 // recipient ("a reviewer listed as Ann@x and ann@x must get one email").
-func TestGenericParse_RecipientsAreBareUniqueAddresses_000_6_3(t *testing.T) {
+func TestGenericParse_RecipientsAreBareUniqueAddresses(t *testing.T) {
 	many := func(n int) []any {
 		out := make([]any, n)
 		for i := range out {
@@ -679,6 +681,7 @@ func TestGenericParse_NonUTF8DiffIsRejected(t *testing.T) {
 
 // Unknown fields are rejected naming the field, so a typo such as
 // "reviewers" or "diffurl" is not silently ignored.
+// Rules: R-INTAKE-4.
 func TestGenericParse_UnknownFieldRejectedNamingIt(t *testing.T) {
 	for _, name := range []string{"reviewers", "diffurl", "review_versions", "priority", "x"} {
 		t.Run(name, func(t *testing.T) {

@@ -40,7 +40,7 @@ const (
 	plantSessionTok  = "FwoGZXIvYXdzEJr//////////wEaDOnSessionTokenValue"
 )
 
-// plantedText contains every kind of secret §8.4 forbids, in the shapes they
+// plantedText contains every kind of secret R-PRIVACY-1 forbids, in the shapes they
 // take in error messages, headers, URLs, JSON and stack traces.
 func plantedBase() string {
 	return strings.Join([]string{
