@@ -81,7 +81,10 @@ type access struct {
 	send, consume []string // queues
 	read, write   []string // tables
 	// update are tables it may only UpdateItem (no read, no other write).
-	update   []string
+	update []string
+	// items are tables it may only GetItem and UpdateItem, on its job's
+	// items (the dynamodb:LeadingKeys condition).
+	items    []string
 	s3       []string // object actions on diffs/*
 	secrets  []string // the secrets it may read, by logical id
 	sendMail bool
@@ -93,10 +96,12 @@ var wantAccess = map[string]access{
 	// writes.
 	FnIntake: {send: []string{QueueID(QFetch)}, read: []string{IDDeliveriesTable, IDJobsTable}, write: []string{IDJobsTable},
 		s3: []string{"s3:PutObject"}, secrets: []string{IDUnsubscribeSecret, IDWebhookSecret}},
-	FnFetch: {send: []string{DLQID(QFetch), QueueID(QFetch), QueueID(QLLM)}, consume: []string{QueueID(QFetch)}, read: []string{IDJobsTable},
-		write: []string{IDJobsTable}, s3: []string{"s3:GetObject", "s3:PutObject"}, secrets: []string{IDFetchSecret}},
-	FnLLM: {send: []string{DLQID(QLLM), QueueID(QLLM), QueueID(QNotify)}, consume: []string{QueueID(QLLM)}, read: []string{IDJobsTable},
-		write: []string{IDJobsTable}, s3: []string{"s3:GetObject"}, secrets: []string{IDCriticSecret}},
+	// fetch and llm: their job's items only; never a delete, never the
+	// unsubscribe, suppression or idempotency records.
+	FnFetch: {send: []string{DLQID(QFetch), QueueID(QFetch), QueueID(QLLM)}, consume: []string{QueueID(QFetch)}, items: []string{IDJobsTable},
+		s3: []string{"s3:GetObject", "s3:PutObject"}, secrets: []string{IDFetchSecret}},
+	FnLLM: {send: []string{DLQID(QLLM), QueueID(QLLM), QueueID(QNotify)}, consume: []string{QueueID(QLLM)}, items: []string{IDJobsTable},
+		s3: []string{"s3:GetObject"}, secrets: []string{IDCriticSecret}},
 	// notify reads recipients' PREF#/SUPP# items with BatchGetItem on the
 	// jobs table (already part of its read grant, checked below), and the
 	// unsubscribe key to sign the links it puts in each email.
@@ -133,7 +138,11 @@ func TestLeastPrivilege(t *testing.T) {
 				eq(a+" on", on(gs, a), arns("Arn", w.consume...))
 			}
 			for _, a := range []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"} {
-				eq(a+" on", ids(on(gs, a)), w.read)
+				want := slices.Clone(w.read)
+				if a == "dynamodb:GetItem" {
+					want = append(want, w.items...)
+				}
+				eq(a+" on", ids(on(gs, a)), want)
 			}
 			for _, a := range []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"} {
 				want := slices.Clone(w.write)
@@ -141,7 +150,7 @@ func TestLeastPrivilege(t *testing.T) {
 				case "dynamodb:ConditionCheckItem":
 					want = w.read // part of the read grant
 				case "dynamodb:UpdateItem":
-					for _, id := range w.update {
+					for _, id := range append(slices.Clone(w.update), w.items...) {
 						if !slices.Contains(want, id) {
 							want = append(want, id)
 						}
@@ -181,7 +190,7 @@ func TestLeastPrivilege(t *testing.T) {
 
 			// Nothing on "*", and no resource outside the expected set.
 			allowed := map[string]bool{logs: true, IDPayloadBucket: len(w.s3) > 0, IDConfigurationSet: w.sendMail}
-			for _, l := range [][]string{w.send, w.consume, w.read, w.write, w.update, w.secrets} {
+			for _, l := range [][]string{w.send, w.consume, w.read, w.write, w.update, w.items, w.secrets} {
 				for _, id := range l {
 					allowed[id] = true
 				}
@@ -246,6 +255,35 @@ func TestLeastPrivilegeSpotChecks(t *testing.T) {
 					t.Errorf("%s can %s on %s", fn, g.action, id)
 				}
 			}
+		}
+	}
+}
+
+// fetch and llm reach the jobs table only through their job's items: the
+// statement that grants them GetItem and UpdateItem there carries the
+// dynamodb:LeadingKeys condition naming the JOB# and SRC# prefixes.
+func TestJobItemsOnly_LeadingKeysCondition(t *testing.T) {
+	s := synth(t)
+	for _, fn := range []string{FnFetch, FnLLM} {
+		role := refID(props(s.resource(t, FunctionID(fn)))["Role"])
+		found := false
+		for _, p := range s.resources("AWS::IAM::Policy") {
+			if !slices.Contains(strs(props(p)["Roles"]), "${"+role+"}") {
+				continue
+			}
+			for _, st := range get(props(p), "PolicyDocument", "Statement").([]any) {
+				if !strings.Contains(render(get(st, "Resource")), IDJobsTable) {
+					continue
+				}
+				found = true
+				keys := strs(get(st, "Condition", "ForAllValues:StringLike", "dynamodb:LeadingKeys"))
+				if !slices.Equal(keys, []string{JobItemPrefix + "*", SourceRefPrefix + "*"}) {
+					t.Errorf("%s: jobs table statement %v: want LeadingKeys [JOB#* SRC#*]", fn, st)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no statement on the jobs table", fn)
 		}
 	}
 }

@@ -96,7 +96,7 @@ func applyNagSuppressions(s *Stack) {
 		switch {
 		case r.IAM:
 			continue
-		case r.Path == "/webhooks/{source}":
+		case strings.HasPrefix(r.Path, "/webhooks/"):
 			suppress(c, supWebhookRoute)
 		case r.Path == "/jobs/{id}":
 			suppress(c, supJobsRoute)

@@ -124,3 +124,10 @@ func title(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// Key prefixes of the jobs table items fetch and llm may touch (the
+// store's keys: JOB#<job id>, SRC#<job id>).
+const (
+	JobItemPrefix   = "JOB#"
+	SourceRefPrefix = "SRC#"
+)

@@ -78,10 +78,16 @@ const (
 	DLQRetentionDays   = 14
 	// Payload objects expire after this many days.
 	PayloadExpiryDays = 30
-	// HTTP API default-stage throttling.
+	// HTTP API default-stage throttling, which applies to each route on
+	// its own: every source's webhooks have their own route, so a flood of
+	// junk at one source cannot push another's deliveries into 429s.
 	ThrottleRate  = 50
 	ThrottleBurst = 100
 )
+
+// Sources are the webhook sources (api.KnownSources), one route each
+// (POST /webhooks/<source>).
+var Sources = []string{"generic", "github", "gitlab", "gerrit"}
 
 // Route is one HTTP API route, all served by intake.
 type Route struct {
@@ -96,8 +102,7 @@ type Route struct {
 // in intake's secret they answer 404. The rest authenticate inside the
 // function (webhook HMAC, signed unsubscribe tokens) or are public by
 // design (health, job status with masked recipients).
-var Routes = []Route{
-	{Method: "POST", Path: "/webhooks/{source}"},
+var Routes = append(webhookRoutes(), []Route{
 	{Method: "GET", Path: "/jobs/{id}"},
 	{Method: "GET", Path: "/healthz"},
 	{Method: "GET", Path: "/unsubscribe/{token}"},
@@ -105,6 +110,14 @@ var Routes = []Route{
 	{Method: "POST", Path: "/admin/rerun", IAM: true},
 	{Method: "GET", Path: "/admin/previews", IAM: true},
 	{Method: "GET", Path: "/admin/previews/{template+}", IAM: true}, // names hold "/"
+}...)
+
+func webhookRoutes() []Route {
+	var rs []Route
+	for _, src := range Sources {
+		rs = append(rs, Route{Method: "POST", Path: "/webhooks/" + src})
+	}
+	return rs
 }
 
 // Stack is the built stack with handles the monitoring and the tests use.
@@ -251,13 +264,6 @@ func (s *Stack) mail() {
 		EnableKeyRotation: jsii.Bool(true),
 		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
 	})
-	s.TopicKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("PublishersToEncryptedTopics"),
-		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("ses.amazonaws.com"), nil), awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
-		Actions:    jsii.Strings("kms:GenerateDataKey*", "kms:Decrypt"),
-		Resources:  jsii.Strings("*"),
-	}), jsii.Bool(false))
-
 	s.SESEvents = awssns.NewTopic(s.Stack, jsii.String(IDSESEventsTopic), &awssns.TopicProps{
 		DisplayName: jsii.String("Criticizer SES events"),
 		MasterKey:   s.TopicKey,
@@ -270,6 +276,32 @@ func (s *Stack) mail() {
 		SendingEnabled:    jsii.Bool(true),
 	})
 	overrideID(s.ConfigSet, IDConfigurationSet)
+	// The publishers to the encrypted topics may use the key only for this
+	// account's own configuration set and alarms (aws:SourceAccount and
+	// aws:SourceArn): no other account's SES or CloudWatch can make this
+	// key encrypt for it (a confused deputy).
+	s.TopicKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("SesPublishesThisConfigurationSetsEvents"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("ses.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("kms:GenerateDataKey*", "kms:Decrypt"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]any{
+			"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()},
+			"ArnLike": map[string]any{"aws:SourceArn": s.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ses"),
+				Resource: jsii.String("configuration-set"), ResourceName: s.ConfigSet.ConfigurationSetName()})},
+		},
+	}), jsii.Bool(false))
+	s.TopicKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchPublishesThisAccountsAlarms"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("kms:GenerateDataKey*", "kms:Decrypt"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]any{
+			"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()},
+			"ArnLike": map[string]any{"aws:SourceArn": s.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("cloudwatch"),
+				Resource: jsii.String("alarm"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})},
+		},
+	}), jsii.Bool(false))
 	s.ConfigSet.AddEventDestination(jsii.String("ToSns"), &awsses.ConfigurationSetEventDestinationOptions{
 		Destination: awsses.EventDestination_SnsTopic(s.SESEvents),
 		Events: &[]awsses.EmailSendingEvent{
@@ -473,6 +505,20 @@ func (s *Stack) permissions() {
 		}
 	}
 
+	// fetch and llm read and update their job (JOB#<id>) and read its
+	// source reference (SRC#<id>) in the jobs table, nothing else: not the
+	// unsubscribe and suppression records, the idempotency records or the
+	// version counters, and no delete (the condition limits the partition
+	// keys a call may name).
+	jobItems := func(f awslambda.Function) {
+		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:UpdateItem"),
+			Resources: &[]*string{s.Jobs.TableArn()},
+			Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{
+				"dynamodb:LeadingKeys": []string{JobItemPrefix + "*", SourceRefPrefix + "*"}}},
+		}))
+	}
+
 	// intake
 	s.Jobs.GrantReadWriteData(fn[FnIntake])
 	s.Deliveries.GrantReadData(fn[FnIntake])
@@ -482,7 +528,7 @@ func (s *Stack) permissions() {
 	s.UnsubscribeSecret.GrantRead(fn[FnIntake], nil)
 
 	// fetch
-	s.Jobs.GrantReadWriteData(fn[FnFetch])
+	jobItems(fn[FnFetch])
 	s3(fn[FnFetch], true, "s3:PutObject", "s3:GetObject")
 	s.Queues[QLLM].GrantSendMessages(fn[FnFetch])
 	s.Queues[QFetch].GrantSendMessages(fn[FnFetch])
@@ -490,7 +536,7 @@ func (s *Stack) permissions() {
 	s.StageSecrets[IDFetchSecret].GrantRead(fn[FnFetch], nil)
 
 	// llm
-	s.Jobs.GrantReadWriteData(fn[FnLLM])
+	jobItems(fn[FnLLM])
 	s3(fn[FnLLM], true, "s3:GetObject")
 	s.Queues[QNotify].GrantSendMessages(fn[FnLLM])
 	s.Queues[QLLM].GrantSendMessages(fn[FnLLM])
@@ -625,7 +671,7 @@ func (s *Stack) outputs() {
 	out := func(id string, v *string, desc string) {
 		awscdk.NewCfnOutput(s.Stack, jsii.String(id), &awscdk.CfnOutputProps{Value: v, Description: jsii.String(desc)})
 	}
-	out("ApiUrl", s.API.ApiEndpoint(), "HTTP API base URL (POST /webhooks/{source})")
+	out("ApiUrl", s.API.ApiEndpoint(), "HTTP API base URL (POST /webhooks/<generic|github|gitlab|gerrit>)")
 	out("WebhookSecretArn", s.Secret.SecretArn(), "intake's secrets (JSON): aws secretsmanager get-secret-value --secret-id <arn>")
 	out("UnsubscribeSecretArn", s.UnsubscribeSecret.SecretArn(), "the unsubscribe link signing key (intake and notify); changing it invalidates links in emails already sent")
 	out("FetchSecretArn", s.StageSecrets[IDFetchSecret].SecretArn(), "fetch's secrets (JSON): source API tokens, Gerrit credentials, the reviewer directory")

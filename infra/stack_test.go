@@ -321,7 +321,7 @@ func TestHTTPAPI(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("routes = %v\nwant     %v", got, want)
 	}
-	for _, k := range []string{"POST /webhooks/{source}", "GET /jobs/{id}", "GET /healthz", "GET /unsubscribe/{token}",
+	for _, k := range []string{"POST /webhooks/generic", "POST /webhooks/github", "POST /webhooks/gitlab", "POST /webhooks/gerrit", "GET /jobs/{id}", "GET /healthz", "GET /unsubscribe/{token}",
 		"POST /unsubscribe/{token}", "POST /admin/rerun", "GET /admin/previews", "GET /admin/previews/{template+}"} {
 		if _, ok := got[k]; !ok {
 			t.Errorf("route %s missing", k)
@@ -329,6 +329,11 @@ func TestHTTPAPI(t *testing.T) {
 		if strings.Contains(k, "/admin/") && got[k] != "AWS_IAM" {
 			t.Errorf("%s: authorization %s, want AWS_IAM", k, got[k])
 		}
+	}
+	// One route per source: HTTP API throttles each route on its own, so
+	// a flood at one source leaves the others their whole rate.
+	if _, shared := got["POST /webhooks/{source}"]; shared {
+		t.Error("one webhook route for every source: a flood at one source throttles all")
 	}
 	stages := s.resources("AWS::ApiGatewayV2::Stage")
 	if len(stages) != 1 {
