@@ -165,7 +165,7 @@ type RerunRequest struct {
 //
 // Recipients are masked as in GET /jobs/{id}, although the caller holds the
 // admin key: these answers end up in terminals, tickets and CI logs, and
-// the masked form (a***@example.com) is enough to check who is mailed.
+// the masked form (a***@e***.com) is enough to check who is mailed.
 // Operators who need full addresses read the rows with the criticizer CLI,
 // which runs with AWS credentials and leaves no copy in an HTTP log.
 type RerunAccepted struct {

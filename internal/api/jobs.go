@@ -132,12 +132,19 @@ func MaskIdentity(id string) string {
 	return src + ":" + string([]rune(user)[:1]) + "***"
 }
 
-// MaskEmail keeps the first character of the local part and the domain:
-// enough for a reviewer to recognise their row, not enough to harvest.
+// MaskEmail keeps the first character of the local part and of the
+// domain, and the domain's last label ("a***@e***.com"): enough for a
+// reviewer to recognise their row, not enough to read an address or to
+// test a guess (a company's domain narrows a guess too much to show).
+// Characters, not bytes: an address may be non-ASCII (R-PRIVACY-1).
 func MaskEmail(addr string) string {
 	local, domain, ok := strings.Cut(addr, "@")
-	if !ok || local == "" {
+	if !ok || local == "" || domain == "" {
 		return "***"
 	}
-	return local[:1] + "***@" + domain
+	masked := string([]rune(local)[:1]) + "***@" + string([]rune(domain)[:1]) + "***"
+	if i := strings.LastIndexByte(domain, '.'); i > 0 && i < len(domain)-1 {
+		masked += domain[i:]
+	}
+	return masked
 }

@@ -106,7 +106,7 @@ func TestAdminRerun_DryRunThenVersionPlusOne_EachRecipientOnceMore(t *testing.T)
 	if code != http.StatusOK || json.Unmarshal(b, &dry) != nil {
 		t.Fatalf("dry run: %d %s", code, b)
 	}
-	wantDry := []api.RecipientDecision{{Recipient: "a***@example.com", Decision: "send"}, {Recipient: "b***@example.com", Decision: "send"}}
+	wantDry := []api.RecipientDecision{{Recipient: api.MaskEmail("a@example.com"), Decision: "send"}, {Recipient: api.MaskEmail("b@example.com"), Decision: "send"}}
 	if !dry.DryRun || dry.LatestJobID != v1 || dry.LatestVersion != 1 || dry.LatestStatus != job.StatusSucceeded || dry.ReviewVersion != 2 || !slices.Equal(dry.Recipients, wantDry) {
 		t.Fatalf("dry run: %+v, want v1 -> v2 mailing %v", dry, wantDry)
 	}
@@ -129,7 +129,7 @@ func TestAdminRerun_DryRunThenVersionPlusOne_EachRecipientOnceMore(t *testing.T)
 			t.Fatalf("rerun: %d %s", code, b)
 		}
 		if acc.ReviewVersion != want || acc.JobID != job.NewID("generic", cl, want) || acc.Status != "accepted" ||
-			!slices.Equal(acc.Recipients, []string{"a***@example.com", "b***@example.com"}) || acc.Links.Self != s.jobLink(acc.JobID) {
+			!slices.Equal(acc.Recipients, []string{api.MaskEmail("a@example.com"), api.MaskEmail("b@example.com")}) || acc.Links.Self != s.jobLink(acc.JobID) {
 			t.Fatalf("rerun: %s, want version %d", b, want)
 		}
 		s.waitJob(acc.JobID, 30*time.Second, job.StatusSucceeded)
@@ -198,7 +198,7 @@ func TestAdminRerun_GitHub_RefetchesSameCommit_NextPushStillReviewed(t *testing.
 
 	code, b := s.admin(http.MethodPost, "/admin/rerun", adminKey, map[string]any{"source": "github", "changelist_id": ghChangelist, "dry_run": true})
 	var dry api.RerunPreview
-	want := []api.RecipientDecision{{Recipient: "o***@" + domain, Decision: "send"}, {Recipient: "github:h***", Decision: "skipped_no_email"}}
+	want := []api.RecipientDecision{{Recipient: api.MaskEmail("o@" + domain), Decision: "send"}, {Recipient: "github:h***", Decision: "skipped_no_email"}}
 	if code != http.StatusOK || json.Unmarshal(b, &dry) != nil || dry.ReviewVersion != 2 || !slices.Equal(dry.Recipients, want) {
 		t.Fatalf("dry run: %d %s, want version 2 and %v", code, b, want)
 	}

@@ -220,8 +220,13 @@ func TestGitHubPullRequest_OneEmailPerMappedReviewer_SkipsUnmapped_RedeliveryNot
 	if resp.StatusCode/100 != 2 || json.Unmarshal(b, &ign) != nil || ign.Status != "ignored" || ign.Reason != "ping" {
 		t.Fatalf("ping: %d %s, want 2xx ignored/ping", resp.StatusCode, b)
 	}
-	if n := len(s.scanAll(s.res.JobsTable)); n != 0 {
-		t.Fatalf("a ping wrote %d items to the jobs table", n)
+	// Only job-related items count: the evidence watermark (EVIDENCE#) is
+	// the feedback function's, written whenever any SES event is
+	// recorded, whatever this request did.
+	for _, it := range s.scanAll(s.res.JobsTable) {
+		if pk, _ := it["pk"].(*types.AttributeValueMemberS); pk == nil || !strings.HasPrefix(pk.Value, "EVIDENCE#") {
+			t.Fatalf("a ping wrote %v to the jobs table", it["pk"])
+		}
 	}
 	// A source without its secret is not routed.
 	if resp, b := s.postHook("/webhooks/gitlab", nil, []byte(`{}`)); resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), "source not configured") {
@@ -255,7 +260,7 @@ func TestGitHubPullRequest_OneEmailPerMappedReviewer_SkipsUnmapped_RedeliveryNot
 		statuses[d.Recipient] = d.Status
 	}
 	if len(view.Deliveries) != 2 || statuses["github:h***"] != delivery.StatusSkippedNoEmail ||
-		(statuses["o***@"+domain] != delivery.StatusSent && statuses["o***@"+domain] != delivery.StatusDelivered) {
+		(statuses[api.MaskEmail("o@"+domain)] != delivery.StatusSent && statuses[api.MaskEmail("o@"+domain)] != delivery.StatusDelivered) {
 		t.Errorf("GET /jobs deliveries: %+v", view.Deliveries)
 	}
 	e := emailsTo(t, s.env.SES, octocat)[0]
