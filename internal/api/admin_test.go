@@ -52,7 +52,7 @@ func TestAdmin_OffWithoutKey_Indistinguishable404(t *testing.T) {
 		for _, r := range []events.APIGatewayV2HTTPRequest{
 			adminReq(http.MethodPost, "/admin/rerun", bearer(testAdminKey), `{"source":"generic","changelist_id":"x","dry_run":true}`),
 			adminReq(http.MethodGet, "/admin/previews", nil, ""),
-			adminReq(http.MethodGet, "/admin/previews/critique/v2.html", map[string]string{"X-Api-Key": ""}, ""),
+			adminReq(http.MethodGet, "/admin/previews/critique/v3.html", map[string]string{"X-Api-Key": ""}, ""),
 		} {
 			got := do(t, h, r)
 			missing := do(t, h, adminReq(r.RequestContext.HTTP.Method, r.RawPath+"-nothing-here", nil, ""))
@@ -187,7 +187,7 @@ type fakePreviewer struct{ fail error }
 var errUnknownTemplate = errors.New("unknown template")
 
 func (fakePreviewer) PreviewNames() []string {
-	return []string{"critique/v2.html", "critique/v2.txt", "odd name.bin"}
+	return []string{"critique/v3.html", "critique/v3.txt", "odd name.bin"}
 }
 
 func (f fakePreviewer) Preview(name string) (string, []byte, error) {
@@ -195,9 +195,9 @@ func (f fakePreviewer) Preview(name string) (string, []byte, error) {
 		return "", nil, f.fail
 	}
 	switch name {
-	case "critique/v2.html":
+	case "critique/v3.html":
 		return "text/html; charset=utf-8", []byte("<p>Sample critique of billing-1042</p>"), nil
-	case "critique/v2.txt":
+	case "critique/v3.txt":
 		return "text/plain; charset=utf-8", []byte("Sample critique"), nil
 	case "odd name.bin":
 		return "application/octet-stream", []byte{0xff, 0x00, 0xfe}, nil
@@ -215,7 +215,7 @@ func TestAdminPreviews_ListAndRenderEachTemplate(t *testing.T) {
 	if resp.StatusCode != 200 || json.Unmarshal([]byte(resp.Body), &list) != nil || len(list.Templates) != 3 {
 		t.Fatalf("list: %d %s", resp.StatusCode, resp.Body)
 	}
-	want := map[string]string{"critique/v2.html": "/admin/previews/critique/v2.html", "critique/v2.txt": "/admin/previews/critique/v2.txt",
+	want := map[string]string{"critique/v3.html": "/admin/previews/critique/v3.html", "critique/v3.txt": "/admin/previews/critique/v3.txt",
 		"odd name.bin": "/admin/previews/odd%20name.bin"}
 	for _, l := range list.Templates {
 		if want[l.Name] != l.URL {
@@ -223,9 +223,9 @@ func TestAdminPreviews_ListAndRenderEachTemplate(t *testing.T) {
 		}
 	}
 	for path, c := range map[string]struct{ ct, body string }{
-		"/admin/previews/critique/v2.html":  {"text/html; charset=utf-8", "<p>Sample critique of billing-1042</p>"},
-		"/admin/previews/critique/v2.txt":   {"text/plain; charset=utf-8", "Sample critique"},
-		"/admin/previews/critique%2Fv2.txt": {"text/plain; charset=utf-8", "Sample critique"},
+		"/admin/previews/critique/v3.html":  {"text/html; charset=utf-8", "<p>Sample critique of billing-1042</p>"},
+		"/admin/previews/critique/v3.txt":   {"text/plain; charset=utf-8", "Sample critique"},
+		"/admin/previews/critique%2Fv3.txt": {"text/plain; charset=utf-8", "Sample critique"},
 	} {
 		resp := do(t, h, adminReq(http.MethodGet, path, map[string]string{"X-Api-Key": testAdminKey}, ""))
 		if resp.StatusCode != 200 || resp.Headers["Content-Type"] != c.ct || resp.Body != c.body || resp.IsBase64Encoded ||
@@ -256,11 +256,11 @@ func TestAdminPreviews_ListAndRenderEachTemplate(t *testing.T) {
 func TestAdminPreviews_RendererErrors(t *testing.T) {
 	h := adminHandler(testAdminKey, fakePreviewer{fail: errUnknownTemplate}, nil)
 	h.Admin.IsUnknownTemplate = func(err error) bool { return errors.Is(err, errUnknownTemplate) }
-	if resp := do(t, h, adminReq(http.MethodGet, "/admin/previews/critique/v2.html", bearer(testAdminKey), "")); resp.StatusCode != http.StatusNotFound {
+	if resp := do(t, h, adminReq(http.MethodGet, "/admin/previews/critique/v3.html", bearer(testAdminKey), "")); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown by the renderer: %d %s, want 404", resp.StatusCode, resp.Body)
 	}
 	h.Admin.Previewer = fakePreviewer{fail: errors.New("template: critique: executing \"x\" at <.Secret>: boom")}
-	resp := do(t, h, adminReq(http.MethodGet, "/admin/previews/critique/v2.html", bearer(testAdminKey), ""))
+	resp := do(t, h, adminReq(http.MethodGet, "/admin/previews/critique/v3.html", bearer(testAdminKey), ""))
 	if resp.StatusCode != http.StatusInternalServerError || strings.Contains(resp.Body, "boom") {
 		t.Errorf("render failure: %d %s, want 500 without the error text", resp.StatusCode, resp.Body)
 	}

@@ -10,6 +10,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/criticizer/criticizer/internal/job"
 )
@@ -108,6 +110,13 @@ type Config struct {
 	Critic         string
 	BedrockModelID string
 	OpenAI         OpenAIConfig
+	// LLMMaxFindings caps a model review's findings.
+	LLMMaxFindings int
+	// ReviewInstructions are the deployment's extra instructions to the
+	// model; ReviewInstructionsByRepo more per changelist id prefix
+	// ("acme/store" for "acme/store#42").
+	ReviewInstructions       string
+	ReviewInstructionsByRepo map[string]string
 
 	// The code review systems. A source whose webhook credential is unset
 	// is not routed.
@@ -222,6 +231,12 @@ const (
 	EnvOpenAIBaseURL  = "CRITICIZER_OPENAI_BASE_URL"
 	EnvOpenAIModel    = "CRITICIZER_OPENAI_MODEL"
 	EnvOpenAIAPIKey   = "CRITICIZER_OPENAI_API_KEY"
+	// The model review's settings (bedrock and openai critics).
+	EnvLLMMaxFindings           = "CRITICIZER_LLM_MAX_FINDINGS"
+	EnvReviewInstructions       = "CRITICIZER_REVIEW_INSTRUCTIONS"
+	EnvReviewInstructionsByRepo = "CRITICIZER_REVIEW_INSTRUCTIONS_BY_REPO"
+	DefaultLLMMaxFindings       = 5
+	MaxReviewInstructionsRunes  = 2000
 
 	EnvGitHubWebhookSecret = "CRITICIZER_GITHUB_WEBHOOK_SECRET"
 	EnvGitHubToken         = "CRITICIZER_GITHUB_TOKEN"
@@ -304,6 +319,28 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.SecretsARN = strings.TrimSpace(getenv(EnvSecretsARN))
 	c.Critic = strings.ToLower(strings.TrimSpace(or(getenv(EnvCritic), CriticOffline)))
 	c.BedrockModelID = strings.TrimSpace(getenv(EnvBedrockModelID))
+	c.LLMMaxFindings = DefaultLLMMaxFindings
+	if v := strings.TrimSpace(getenv(EnvLLMMaxFindings)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 50 {
+			return Config{}, fmt.Errorf("%s: want a whole number from 1 to 50", EnvLLMMaxFindings)
+		}
+		c.LLMMaxFindings = n
+	}
+	c.ReviewInstructions = strings.TrimSpace(getenv(EnvReviewInstructions))
+	if utf8.RuneCountInString(c.ReviewInstructions) > MaxReviewInstructionsRunes {
+		return Config{}, fmt.Errorf("%s: at most %d characters", EnvReviewInstructions, MaxReviewInstructionsRunes)
+	}
+	if v := strings.TrimSpace(getenv(EnvReviewInstructionsByRepo)); v != "" {
+		if err := json.Unmarshal([]byte(v), &c.ReviewInstructionsByRepo); err != nil {
+			return Config{}, fmt.Errorf("%s: want a JSON object of changelist id prefixes to instructions", EnvReviewInstructionsByRepo)
+		}
+		for k, ins := range c.ReviewInstructionsByRepo {
+			if utf8.RuneCountInString(ins) > MaxReviewInstructionsRunes {
+				return Config{}, fmt.Errorf("%s: the instructions for %q are over %d characters", EnvReviewInstructionsByRepo, k, MaxReviewInstructionsRunes)
+			}
+		}
+	}
 	c.OpenAI = OpenAIConfig{BaseURL: or(strings.TrimSpace(getenv(EnvOpenAIBaseURL)), DefaultOpenAIURL),
 		Model: strings.TrimSpace(getenv(EnvOpenAIModel)), APIKey: getenv(EnvOpenAIAPIKey)}
 	c.GitHub = GitHubConfig{WebhookSecret: getenv(EnvGitHubWebhookSecret), Token: getenv(EnvGitHubToken),

@@ -12,7 +12,10 @@ type Input struct {
 	Title         string
 	Author        string
 	URL           string
-	Diff          string // unified diff text
+	// Description is the pull request's (merge request's, change's)
+	// description: untrusted, sent to a model as data.
+	Description string
+	Diff        string // unified diff text
 }
 
 // Critique is a critic's verdict on one Input. Its JSON form is what is
@@ -24,17 +27,24 @@ type Critique struct {
 	Files     int       `json:"files"`     // files changed by the diff
 	Additions int       `json:"additions"` // lines added by the diff
 	Deletions int       `json:"deletions"` // lines removed by the diff
-	Truncated bool      `json:"truncated"` // findings were capped
+	Truncated bool      `json:"truncated"` // findings were capped, or not everything was reviewed
+	// Omitted are the files a model did not read, and why.
+	Omitted []Omitted `json:"omitted,omitempty"`
+	// Cut: the model's answer stopped at its length limit; the findings
+	// are those it completed.
+	Cut bool `json:"cut,omitempty"`
+	// Usage is the model tokens the review was billed for.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Critic reviews a change. Implementations must be safe for concurrent use,
 // because one Lambda instance may review several changes at once.
 //
-// The llm stage uses the critic named by CRITICIZER_CRITIC (internal/app):
-// Offline (offline, the default), Bedrock (bedrock, with
-// CRITICIZER_BEDROCK_MODEL_ID; its SDK client makes one attempt per call,
-// the stage runner retrying) or OpenAI (openai, with
-// CRITICIZER_OPENAI_BASE_URL, CRITICIZER_OPENAI_MODEL and
+// The llm stage uses the critic named by CRITICIZER_CRITIC (internal/wire/llm):
+// Offline (offline, the default), or LLM over a Model: critic/bedrock
+// (bedrock, with CRITICIZER_BEDROCK_MODEL_ID; its SDK client makes one
+// attempt per call, the stage runner retrying) or critic/openai (openai,
+// with CRITICIZER_OPENAI_BASE_URL, CRITICIZER_OPENAI_MODEL and
 // CRITICIZER_OPENAI_API_KEY).
 type Critic interface {
 	Review(ctx context.Context, in Input) (Critique, error)

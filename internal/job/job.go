@@ -131,17 +131,20 @@ func Digest(parts ...string) string { return digest(parts...) }
 
 // Job is the state of one review version of one changelist.
 type Job struct {
-	ID            ID       `dynamodbav:"job_id" json:"job_id"`
-	Source        string   `dynamodbav:"source" json:"source"`
-	ChangelistID  string   `dynamodbav:"changelist_id" json:"changelist_id"`
-	ReviewVersion int      `dynamodbav:"review_version" json:"review_version"`
-	Title         string   `dynamodbav:"title" json:"title"`
-	URL           string   `dynamodbav:"url" json:"url"`
-	Author        string   `dynamodbav:"author" json:"author"`
-	Recipients    []string `dynamodbav:"recipients" json:"-"`
-	DiffURL       string   `dynamodbav:"diff_url,omitempty" json:"-"`
-	DiffRef       string   `dynamodbav:"diff_ref,omitempty" json:"-"`
-	DiffSHA256    string   `dynamodbav:"diff_sha256,omitempty" json:"-"`
+	ID            ID     `dynamodbav:"job_id" json:"job_id"`
+	Source        string `dynamodbav:"source" json:"source"`
+	ChangelistID  string `dynamodbav:"changelist_id" json:"changelist_id"`
+	ReviewVersion int    `dynamodbav:"review_version" json:"review_version"`
+	Title         string `dynamodbav:"title" json:"title"`
+	// Description is the pull request's description (untrusted; given to
+	// the model as data), at most 4 KB.
+	Description string   `dynamodbav:"description,omitempty" json:"description,omitempty"`
+	URL         string   `dynamodbav:"url" json:"url"`
+	Author      string   `dynamodbav:"author" json:"author"`
+	Recipients  []string `dynamodbav:"recipients" json:"-"`
+	DiffURL     string   `dynamodbav:"diff_url,omitempty" json:"-"`
+	DiffRef     string   `dynamodbav:"diff_ref,omitempty" json:"-"`
+	DiffSHA256  string   `dynamodbav:"diff_sha256,omitempty" json:"-"`
 	// DiffTruncated: the source served more than the size limit and fetch
 	// kept a prefix cut at a file boundary; the critique says so.
 	DiffTruncated bool      `dynamodbav:"diff_truncated,omitempty" json:"diff_truncated,omitempty"`

@@ -16,7 +16,7 @@ const DeliveryIDHeader = "X-Criticizer-Delivery-Id"
 const DeliveryIDTag = "delivery_id"
 
 // TemplateTag is the SES message tag naming the template version the
-// message was rendered with (e.g. "critique_v2"), so sending events can be
+// message was rendered with (e.g. "critique_v3"), so sending events can be
 // told apart by layout.
 const TemplateTag = "template"
 
@@ -31,7 +31,7 @@ const (
 
 // TagValue makes s a valid SES message tag value: SES accepts only ASCII
 // letters, digits, '_' and '-', at most 256 characters; anything else
-// becomes '_' ("critique/v2" -> "critique_v2").
+// becomes '_' ("critique/v3" -> "critique_v3").
 func TagValue(s string) string {
 	b := []byte(s)
 	if len(b) > 256 {

@@ -17,8 +17,8 @@ func TestPreview_EveryListedTemplateRenders(t *testing.T) {
 	r := renderer(t)
 	names := r.PreviewNames()
 	want := map[string]string{
-		"critique/v2.html":     "text/html; charset=utf-8",
-		"critique/v2.txt":      "text/plain; charset=utf-8",
+		"critique/v3.html":     "text/html; charset=utf-8",
+		"critique/v3.txt":      "text/plain; charset=utf-8",
 		"unsubscribe/v1.html":  "text/html; charset=utf-8",
 		"unsubscribed/v1.html": "text/html; charset=utf-8",
 	}
@@ -58,7 +58,7 @@ func TestPreview_EveryListedTemplateRenders(t *testing.T) {
 // answer 404.
 func TestPreview_UnknownNameIsErrUnknownTemplate(t *testing.T) {
 	r := renderer(t)
-	for _, name := range []string{"", "critique/v1.html", "critique/v2", "../render.go", "critique/v2.HTML"} {
+	for _, name := range []string{"", "critique/v1.html", "critique/v3", "../render.go", "critique/v3.HTML"} {
 		if _, _, err := r.Preview(name); !errors.Is(err, mail.ErrUnknownTemplate) {
 			t.Errorf("Preview(%q) error %v; want ErrUnknownTemplate", name, err)
 		}

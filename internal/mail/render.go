@@ -4,7 +4,7 @@
 // is stored with the row, so a retry sends exactly the bytes the first attempt
 // would have sent.
 //
-// Templates are named and versioned ("critique/v2"): the version is stored
+// Templates are named and versioned ("critique/v3"): the version is stored
 // with every rendered message, so a layout change is a new version and an
 // operator can tell which layout a reviewer saw. Each template has an HTML
 // form (html/template, which escapes everything the change's author wrote)
@@ -31,7 +31,7 @@ import (
 
 // TemplateVersion names the critique template set; it is stored with every
 // rendered message so an operator can tell which layout a reviewer saw.
-const TemplateVersion = "critique/v2"
+const TemplateVersion = "critique/v3"
 
 // UnsubscribedVersion names the unsubscribe confirmation page.
 const UnsubscribedVersion = "unsubscribed/v1"
@@ -88,6 +88,9 @@ type view struct {
 	Files           []FileFindings
 	Counts          Counts
 	TemplateVersion string
+	// ByModel: the summary and findings were written by a model, and say
+	// so where they are shown.
+	ByModel bool
 }
 
 // Renderer holds the parsed templates. It is immutable after NewRenderer and
@@ -154,7 +157,18 @@ func severityRank(s critic.Severity) int {
 // sees what matters in a file before the remarks. The order is total, so the
 // output never depends on the input's order.
 func newView(d Data) view {
-	v := view{Data: d, TemplateVersion: TemplateVersion}
+	v := view{Data: d, TemplateVersion: TemplateVersion, ByModel: !strings.HasPrefix(d.Critique.Critic, "offline/")}
+	// Model text is data: no working link but to the changelist's host
+	// (R-MAIL-2).
+	host := changelistHost(d.URL)
+	d.Critique.Summary = defang(d.Critique.Summary, host)
+	fs := make([]critic.Finding, len(d.Critique.Findings))
+	for i, f := range d.Critique.Findings {
+		f.Message = defang(f.Message, host)
+		fs[i] = f
+	}
+	d.Critique.Findings = fs
+	v.Data = d
 	byFile := map[string][]FindingView{}
 	for _, f := range d.Critique.Findings {
 		byFile[f.File] = append(byFile[f.File], FindingView{Finding: f, URL: LineURL(d.Source, d.URL, d.ReviewVersion, f.File, f.Line)})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
 )
 
@@ -32,7 +33,7 @@ func (r *Review) Handle(ctx context.Context, m job.Message, attempt int) error {
 	}
 	c, err := r.Critic.Review(ctx, critic.Input{
 		ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
-		Title: j.Title, Author: j.Author, URL: j.URL, Diff: string(diff),
+		Title: j.Title, Author: j.Author, URL: j.URL, Description: j.Description, Diff: string(diff),
 	})
 	if errors.Is(err, critic.ErrInvalidDiff) {
 		return retry.Permanent(retry.SchemaInvalid, err)
@@ -48,5 +49,14 @@ func (r *Review) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil {
 		return retry.Permanent(retry.RuntimeBug, fmt.Errorf("encode critique: %w", err))
 	}
-	return r.finish(ctx, j, job.StageLLM, attempt, map[string]any{"critique": b})
+	if err := r.finish(ctx, j, job.StageLLM, attempt, map[string]any{"critique": b}); err != nil {
+		return err
+	}
+	// What the review cost (R-CRITIC-6); the critique on the job holds the
+	// same figures.
+	if c.Usage != nil {
+		obs.Metric(ctx, r.Log, map[string]string{"Critic": c.Critic}, map[string]float64{
+			"ModelInputTokens": float64(c.Usage.InputTokens), "ModelOutputTokens": float64(c.Usage.OutputTokens)})
+	}
+	return nil
 }

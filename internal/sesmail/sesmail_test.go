@@ -121,8 +121,8 @@ func TestSender_OneClickUnsubscribeHeaders_RFC8058(t *testing.T) {
 		}
 		tags[n] = v
 	}
-	if tags[mail.DeliveryIDTag] != "d_unsub1" || tags[mail.TemplateTag] != "critique_v2" {
-		t.Errorf("tags %v; want delivery_id=d_unsub1 and template=critique_v2", tags)
+	if tags[mail.DeliveryIDTag] != "d_unsub1" || tags[mail.TemplateTag] != "critique_v3" {
+		t.Errorf("tags %v; want delivery_id=d_unsub1 and template=critique_v3", tags)
 	}
 }
 
@@ -182,7 +182,7 @@ func TestSender_RejectsAnUnsafeUnsubscribeURL(t *testing.T) {
 // at most 256 characters.
 func TestTagValue_OnlySESCharset(t *testing.T) {
 	tests := map[string]string{
-		"critique/v2":            "critique_v2",
+		"critique/v3":            "critique_v3",
 		"d_abc-123":              "d_abc-123",
 		"a b.c/é":                "a_b_c___", // é is two bytes
 		"":                       "",

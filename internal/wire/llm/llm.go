@@ -13,6 +13,8 @@ import (
 	"github.com/criticizer/criticizer/internal/blob"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/critic/bedrock"
+	"github.com/criticizer/criticizer/internal/critic/openai"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/secrets"
@@ -45,6 +47,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 
 // Critic builds the critic CRITICIZER_CRITIC names.
 func Critic(cfg config.Config, awsCfg aws.Config) (critic.Critic, error) {
+	var m critic.Model
+	var err error
 	switch cfg.Critic {
 	case "", config.CriticOffline:
 		return critic.NewOffline(), nil
@@ -52,9 +56,15 @@ func Critic(cfg config.Config, awsCfg aws.Config) (critic.Critic, error) {
 		// The stage runner owns retries (backoff, attempt budget, dead
 		// letters); SDK retries would multiply them.
 		client := bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) { o.RetryMaxAttempts = 1 })
-		return critic.NewBedrock(client, cfg.BedrockModelID)
+		m, err = bedrock.New(client, cfg.BedrockModelID)
 	case config.CriticOpenAI:
-		return critic.NewOpenAI(critic.OpenAIConfig{BaseURL: cfg.OpenAI.BaseURL, APIKey: cfg.OpenAI.APIKey, Model: cfg.OpenAI.Model})
+		m, err = openai.New(openai.Config{BaseURL: cfg.OpenAI.BaseURL, APIKey: cfg.OpenAI.APIKey, Model: cfg.OpenAI.Model})
+	default:
+		return nil, fmt.Errorf("%s: unknown critic %q", config.EnvCritic, cfg.Critic)
 	}
-	return nil, fmt.Errorf("%s: unknown critic %q", config.EnvCritic, cfg.Critic)
+	if err != nil {
+		return nil, err
+	}
+	return critic.NewLLM(m, critic.WithLLMMaxFindings(cfg.LLMMaxFindings),
+		critic.WithInstructions(cfg.ReviewInstructions, cfg.ReviewInstructionsByRepo))
 }

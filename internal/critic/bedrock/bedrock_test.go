@@ -1,4 +1,4 @@
-package critic
+package bedrock
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/smithy-go"
 
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/critic/critictest"
 	"github.com/criticizer/criticizer/internal/retry"
 )
 
@@ -31,7 +33,7 @@ func brConverse(text, stopReason string) []byte {
 
 // brServer stands in for bedrock-runtime; the client is the real SDK client
 // pointed at it, with static credentials and no SDK retries.
-func brServer(t *testing.T, h http.HandlerFunc) (*Bedrock, *atomic.Int32) {
+func brServer(t *testing.T, h http.HandlerFunc) (*critic.LLM, *atomic.Int32) {
 	t.Helper()
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +48,11 @@ func brServer(t *testing.T, h http.HandlerFunc) (*Bedrock, *atomic.Int32) {
 		HTTPClient:       srv.Client(),
 		RetryMaxAttempts: 1,
 	})
-	b, err := NewBedrock(client, brModel)
+	m, err := New(client, brModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := critic.NewLLM(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +81,9 @@ func TestBedrockReview(t *testing.T) {
 			t.Errorf("request body is not JSON: %v\n%s", err, raw)
 		}
 		// Claude likes to fence its JSON.
-		brReply(200, brConverse("```json\n"+oaReview+"\n```", "end_turn"))(w, r)
+		brReply(200, brConverse("```json\n"+critictest.SampleReview+"\n```", "end_turn"))(w, r)
 	})
-	c, err := b.Review(context.Background(), llmTestInput())
+	c, err := b.Review(context.Background(), critictest.SampleInput())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,24 +94,23 @@ func TestBedrockReview(t *testing.T) {
 		t.Errorf("not SigV4-signed for bedrock: %q", auth)
 	}
 
-	// The request's JSON shape.
-	p, _ := buildPrompt(llmTestInput(), defaultLLMConfig())
-	want := map[string]any{
-		"inferenceConfig": map[string]any{"maxTokens": float64(DefaultMaxOutputTokens), "temperature": float64(0)},
-		"messages": []any{map[string]any{
-			"role":    "user",
-			"content": []any{map[string]any{"text": p.user}},
-		}},
-		"system": []any{map[string]any{"text": p.system}},
+	// The request's JSON shape: the prompt, the output limit sized to the
+	// findings cap, temperature 0.
+	ic, _ := body["inferenceConfig"].(map[string]any)
+	if ic["maxTokens"] != float64(400+200*critic.DefaultLLMMaxFindings) || ic["temperature"] != float64(0) {
+		t.Errorf("inferenceConfig %v", ic)
 	}
-	gotJSON, _ := json.Marshal(body)
-	wantJSON, _ := json.Marshal(want)
-	if string(gotJSON) != string(wantJSON) {
-		t.Errorf("request body:\n%s\nwant:\n%s", gotJSON, wantJSON)
+	msgs, _ := body["messages"].([]any)
+	sys, _ := body["system"].([]any)
+	if len(msgs) != 1 || len(sys) != 1 || !strings.Contains(render(msgs), "BEGIN UNTRUSTED DATA") || !strings.Contains(render(sys), "Report at most") {
+		t.Errorf("request body %v", body)
 	}
-
 	if c.Critic != "bedrock/"+brModel || len(c.Findings) != 2 || c.Findings[0].Rule != "sql-injection" || c.Files != 3 || c.Truncated {
 		t.Fatalf("critique %+v", c)
+	}
+	// The tokens of the response's usage are recorded.
+	if c.Usage == nil || c.Usage.InputTokens != 1364 || c.Usage.OutputTokens != 212 {
+		t.Errorf("usage %+v", c.Usage)
 	}
 }
 
@@ -142,13 +147,11 @@ func TestBedrockErrors(t *testing.T) {
 			retry.PolicyRejected, false, 0, ""},
 		{"malformed output", brReply(200, brConverse("This change looks reasonable overall; consider more tests.", "end_turn")),
 			retry.SchemaInvalid, true, 0, ""},
-		{"cut off at max tokens", brReply(200, brConverse(`{"summary": "The lookup`, "max_tokens")),
-			retry.SchemaInvalid, true, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b, calls := brServer(t, tt.handler)
-			_, err := b.Review(context.Background(), llmTestInput())
+			_, err := b.Review(context.Background(), critictest.SampleInput())
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -162,7 +165,7 @@ func TestBedrockErrors(t *testing.T) {
 			if calls.Load() != 1 {
 				t.Fatalf("%d calls: the SDK retried", calls.Load())
 			}
-			if tt.class == retry.SchemaInvalid && tt.retryable && !errors.Is(err, ErrMalformedReply) && tt.code == "" {
+			if tt.class == retry.SchemaInvalid && tt.retryable && !errors.Is(err, critic.ErrMalformedReply) && tt.code == "" {
 				t.Fatalf("not ErrMalformedReply: %v", err)
 			}
 			for _, leak := range []string{"wJalrXUtnFEMI", "SELECT", "reasonable overall", "The lookup"} {
@@ -175,14 +178,31 @@ func TestBedrockErrors(t *testing.T) {
 }
 
 func TestBedrockConfig(t *testing.T) {
-	if _, err := NewBedrock(nil, brModel); err == nil {
+	if _, err := New(nil, brModel); err == nil {
 		t.Error("nil client accepted")
 	}
-	if _, err := NewBedrock(&bedrockruntime.Client{}, " "); err == nil {
+	if _, err := New(&bedrockruntime.Client{}, " "); err == nil {
 		t.Error("empty model accepted")
 	}
-	b, calls := brServer(t, brReply(200, brConverse(oaReview, "end_turn")))
-	if c, err := b.Review(context.Background(), Input{}); err != nil || !strings.Contains(c.Summary, "empty") || calls.Load() != 0 {
+	b, calls := brServer(t, brReply(200, brConverse(critictest.SampleReview, "end_turn")))
+	if c, err := b.Review(context.Background(), critic.Input{}); err != nil || !strings.Contains(c.Summary, "empty") || calls.Load() != 0 {
 		t.Fatalf("empty diff: %+v %v (calls %d)", c, err, calls.Load())
 	}
 }
+
+// A stop at max_tokens is a cut answer, not a malformed one: the complete
+// findings are kept, in one attempt, and the critique says so (R-CRITIC-5).
+// Rules: R-CRITIC-5.
+func TestBedrockCutAtMaxTokens_KeepsCompleteFindings(t *testing.T) {
+	cut := `{"summary": "The lookup is unsafe.", "findings": [{"file": "internal/store/store.go", "line": 11, "severity": "error", "rule": "sql-injection", "message": "Pass id as a parameter."}, {"file": "internal/store/store.go", "li`
+	b, calls := brServer(t, brReply(200, brConverse(cut, "max_tokens")))
+	c, err := b.Review(context.Background(), critictest.SampleInput())
+	if err != nil || calls.Load() != 1 {
+		t.Fatalf("%v, %d calls", err, calls.Load())
+	}
+	if len(c.Findings) != 1 || c.Findings[0].Rule != "sql-injection" || !c.Cut || !strings.Contains(c.Summary, "cut at its length limit") {
+		t.Fatalf("critique %+v", c)
+	}
+}
+
+func render(v any) string { b, _ := json.Marshal(v); return string(b) }

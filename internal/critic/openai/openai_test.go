@@ -1,4 +1,4 @@
-package critic
+package openai
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/critic/critictest"
 	"github.com/criticizer/criticizer/internal/retry"
 )
 
@@ -50,11 +52,7 @@ func oaCompletion(content string) []byte {
 }`)
 }
 
-const oaReview = `{"summary": "The lookup is open to SQL injection and hides scan errors.",
- "findings": [
-  {"file": "internal/store/store.go", "line": 13, "severity": "warning", "rule": "ignored-error", "message": "The error returned by Scan is discarded."},
-  {"file": "internal/store/store.go", "line": 11, "severity": "error", "rule": "sql-injection", "message": "Pass id as a query parameter instead of concatenating it."}
- ]}`
+const oaReview = critictest.SampleReview
 
 // oaServer is a stand-in OpenAI endpoint answering with h; it counts calls.
 func oaServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int32) {
@@ -78,9 +76,18 @@ func oaReply(status int, body []byte, headers ...string) http.HandlerFunc {
 	}
 }
 
-func oaCritic(t *testing.T, srv *httptest.Server, opts ...LLMOption) *OpenAI {
+func oaCritic(t *testing.T, srv *httptest.Server, opts ...critic.LLMOption) *critic.LLM {
 	t.Helper()
-	o, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL + "/", APIKey: oaTestKey, Model: "gpt-4.1", HTTPClient: srv.Client()}, opts...)
+	return oaCriticModel(t, srv, "gpt-4.1", opts...)
+}
+
+func oaCriticModel(t *testing.T, srv *httptest.Server, model string, opts ...critic.LLMOption) *critic.LLM {
+	t.Helper()
+	m, err := New(Config{BaseURL: srv.URL + "/", APIKey: oaTestKey, Model: model, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := critic.NewLLM(m, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +108,7 @@ func TestOpenAIReview(t *testing.T) {
 		}
 		oaReply(200, oaCompletion(oaReview))(w, r)
 	})
-	c, err := oaCritic(t, srv).Review(context.Background(), llmTestInput())
+	c, err := oaCritic(t, srv).Review(context.Background(), critictest.SampleInput())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +116,7 @@ func TestOpenAIReview(t *testing.T) {
 		t.Fatalf("request %s %s, auth %q, content type %q", got.method, got.path, got.auth, got.contentType)
 	}
 	body := got.body
-	if body["model"] != "gpt-4.1" || body["max_tokens"] != float64(DefaultMaxOutputTokens) {
+	if body["model"] != "gpt-4.1" || body["max_tokens"] != float64(400+200*critic.DefaultLLMMaxFindings) || body["max_completion_tokens"] != nil {
 		t.Errorf("model/max_tokens: %v %v", body["model"], body["max_tokens"])
 	}
 	if _, ok := body["temperature"]; ok {
@@ -123,58 +130,29 @@ func TestOpenAIReview(t *testing.T) {
 		t.Fatalf("messages %v", msgs)
 	}
 	sys, user := msgs[0].(map[string]any), msgs[1].(map[string]any)
-	p, _ := buildPrompt(llmTestInput(), defaultLLMConfig())
-	if sys["role"] != "system" || sys["content"] != p.system || user["role"] != "user" || user["content"] != p.user {
-		t.Errorf("messages differ from the prompt: %v", msgs)
+	if sys["role"] != "system" || !strings.Contains(sys["content"].(string), "Report at most") || user["role"] != "user" ||
+		!strings.Contains(user["content"].(string), "BEGIN UNTRUSTED DATA") {
+		t.Errorf("messages are not the prompt: %v", msgs)
 	}
 
-	want := Critique{
+	want := critic.Critique{
 		Critic:  "openai/gpt-4.1",
 		Summary: "The lookup is open to SQL injection and hides scan errors.",
-		Findings: []Finding{
-			{File: "internal/store/store.go", Line: 11, Severity: SeverityError, Rule: "sql-injection", Message: "Pass id as a query parameter instead of concatenating it."},
-			{File: "internal/store/store.go", Line: 13, Severity: SeverityWarning, Rule: "ignored-error", Message: "The error returned by Scan is discarded."},
+		Findings: []critic.Finding{
+			{File: "internal/store/store.go", Line: 11, Severity: critic.SeverityError, Rule: "sql-injection", Message: "An id of ' OR '1'='1 returns every row; pass id as a query parameter."},
+			{File: "internal/store/store.go", Line: 13, Severity: critic.SeverityWarning, Rule: "ignored-error", Message: "The error returned by Scan is discarded, so a failed read returns an empty item; return it."},
 		},
-		Files: 3, Additions: 13, Deletions: 4,
+		Files: 3, Additions: 13, Deletions: 4, Usage: &critic.Usage{InputTokens: 1117, OutputTokens: 236},
 	}
 	if !critiquesEqual(c, want) {
 		t.Fatalf("critique:\n%+v\nwant:\n%+v", c, want)
 	}
 }
 
-func critiquesEqual(a, b Critique) bool {
+func critiquesEqual(a, b critic.Critique) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
-}
-
-func TestOpenAITruncatesTheDiff(t *testing.T) {
-	var userPrompt string
-	srv, _ := oaServer(t, func(w http.ResponseWriter, r *http.Request) {
-		var req openAIRequest
-		json.NewDecoder(r.Body).Decode(&req)
-		userPrompt = req.Messages[1].Content
-		oaReply(200, oaCompletion(`{"summary": "Fine.", "findings": []}`))(w, r)
-	})
-	// store.go (under 1 KiB), then a 3 KiB data file, then README.md.
-	in := llmTestInput()
-	first := llmTestDiff[:strings.Index(llmTestDiff, "diff --git a/internal/store/store_test.go")]
-	big := "diff --git a/testdata/big.txt b/testdata/big.txt\nnew file mode 100644\n--- /dev/null\n+++ b/testdata/big.txt\n@@ -0,0 +1,100 @@\n" +
-		strings.Repeat("+0123456789012345678901234567890\n", 100)
-	in.Diff = first + big + llmTestDiff[strings.Index(llmTestDiff, "diff --git a/README.md"):]
-	c, err := oaCritic(t, srv, WithDiffBudget(minDiffBudget)).Review(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(userPrompt, "big.txt") || strings.Contains(userPrompt, "ops@example.com") || !strings.Contains(userPrompt, "BEGIN DIFF\n"+first+"END DIFF") {
-		t.Fatalf("the prompt holds more than the budget:\n%s", userPrompt)
-	}
-	if !c.Truncated || !strings.Contains(c.Summary, "too long to review whole") || !strings.Contains(c.Summary, "(1 of 3 files)") {
-		t.Fatalf("critique does not say it is partial: %+v", c)
-	}
-	if c.Files != 3 {
-		t.Fatalf("stats must describe the whole change: %+v", c)
-	}
 }
 
 func TestOpenAIErrors(t *testing.T) {
@@ -203,8 +181,6 @@ func TestOpenAIErrors(t *testing.T) {
 		{"model not found", oaReply(404, []byte(`{"error":{"message":"The model 'gpt-4.1' does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`)),
 			retry.NotFound, false, 0, false},
 		{"prose instead of JSON", oaReply(200, oaCompletion("The change looks fine. internal/store/store.go has no issues.")), retry.SchemaInvalid, true, 0, true},
-		{"cut off by max_tokens", oaReply(200, []byte(strings.Replace(string(oaCompletion(`{"summary": "The lookup is`)), `"stop"`, `"length"`, 1))),
-			retry.SchemaInvalid, true, 0, true},
 		{"not a completion", oaReply(200, []byte(`<html>gateway</html>`)), retry.SchemaInvalid, true, 0, true},
 		{"refusal", oaReply(200, []byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I'm sorry, I can't help with that."},"finish_reason":"stop"}]}`)),
 			retry.PolicyRejected, false, 0, false},
@@ -214,7 +190,7 @@ func TestOpenAIErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, _ := oaServer(t, tt.handler)
-			_, err := oaCritic(t, srv).Review(context.Background(), llmTestInput())
+			_, err := oaCritic(t, srv).Review(context.Background(), critictest.SampleInput())
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -222,7 +198,7 @@ func TestOpenAIErrors(t *testing.T) {
 			if c.Class != tt.class || c.Retryable() != tt.retryable || c.RetryAfter != tt.after {
 				t.Fatalf("classified %s (retryable %v, after %v), want %s (%v, %v): %v", c.Class, c.Retryable(), c.RetryAfter, tt.class, tt.retryable, tt.after, err)
 			}
-			if errors.Is(err, ErrMalformedReply) != tt.malformed {
+			if errors.Is(err, critic.ErrMalformedReply) != tt.malformed {
 				t.Fatalf("errors.Is(ErrMalformedReply) = %v: %v", !tt.malformed, err)
 			}
 			for _, leak := range []string{oaTestKey, "sk-proj", "SELECT", "store.go", "Rate limit reached", "looks fine"} {
@@ -237,12 +213,12 @@ func TestOpenAIErrors(t *testing.T) {
 func TestOpenAISkipsTheModel(t *testing.T) {
 	srv, calls := oaServer(t, oaReply(200, oaCompletion(oaReview)))
 	o := oaCritic(t, srv)
-	c, err := o.Review(context.Background(), Input{Diff: ""})
+	c, err := o.Review(context.Background(), critic.Input{Diff: ""})
 	if err != nil || c.Critic != "openai/gpt-4.1" || c.Findings == nil || len(c.Findings) != 0 || !strings.Contains(c.Summary, "empty") {
 		t.Fatalf("empty diff: %+v, %v", c, err)
 	}
-	_, err = o.Review(context.Background(), Input{Diff: "--- a/x\n+++ b/x\n@@ -1,5 +1,5 @@\n-a\n"})
-	if !errors.Is(err, ErrInvalidDiff) {
+	_, err = o.Review(context.Background(), critic.Input{Diff: "--- a/x\n+++ b/x\n@@ -1,5 +1,5 @@\n-a\n"})
+	if !errors.Is(err, critic.ErrInvalidDiff) {
 		t.Fatalf("invalid diff: %v", err)
 	}
 	if c := retry.Classify(err); c.Class != retry.SchemaInvalid || c.Retryable() {
@@ -250,7 +226,7 @@ func TestOpenAISkipsTheModel(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := o.Review(ctx, llmTestInput()); !errors.Is(err, context.Canceled) {
+	if _, err := o.Review(ctx, critictest.SampleInput()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled: %v", err)
 	}
 	if calls.Load() != 0 {
@@ -262,27 +238,58 @@ func TestOpenAINetworkError(t *testing.T) {
 	srv, _ := oaServer(t, oaReply(200, nil))
 	o := oaCritic(t, srv)
 	srv.Close()
-	_, err := o.Review(context.Background(), llmTestInput())
+	_, err := o.Review(context.Background(), critictest.SampleInput())
 	if c := retry.Classify(err); !c.Retryable() || (c.Class != retry.NetworkError && c.Class != retry.NetworkTimeout) {
 		t.Fatalf("classified %s: %v", c.Class, err)
 	}
 }
 
 func TestOpenAIConfig(t *testing.T) {
-	if _, err := NewOpenAI(OpenAIConfig{}); err == nil {
+	if _, err := New(Config{}); err == nil {
 		t.Error("no model accepted")
 	}
-	if _, err := NewOpenAI(OpenAIConfig{Model: "m", BaseURL: "ftp://x"}); err == nil {
+	if _, err := New(Config{Model: "m", BaseURL: "ftp://x"}); err == nil {
 		t.Error("ftp base URL accepted")
 	}
-	o, err := NewOpenAI(OpenAIConfig{Model: "gpt-4.1"})
+	o, err := New(Config{Model: "gpt-4.1"})
 	if err != nil || o.endpoint != "https://api.openai.com/v1/chat/completions" {
 		t.Fatalf("%v %v", o, err)
 	}
-	temp := float32(0.2)
-	o, _ = NewOpenAI(OpenAIConfig{Model: "m"}, WithTemperature(temp), WithMaxOutputTokens(100), WithLLMMaxFindings(5), WithDiffBudget(10))
-	if *o.cfg.temperature != temp || o.cfg.maxOutputTokens != 100 || o.cfg.maxFindings != 5 || o.cfg.diffBudget != minDiffBudget {
-		t.Fatalf("%+v", o.cfg)
+}
+
+// The OpenAI models that refuse max_tokens (o-series, gpt-5) get
+// max_completion_tokens; every other model max_tokens.
+func TestOpenAIOutputLimitParameterPerModelFamily(t *testing.T) {
+	for model, param := range map[string]string{"gpt-4.1": "max_tokens", "gpt-5-mini": "max_completion_tokens",
+		"o3": "max_completion_tokens", "o4-mini": "max_completion_tokens", "llama3.1:70b": "max_tokens"} {
+		var body map[string]any
+		srv, _ := oaServer(t, func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(b, &body)
+			oaReply(200, oaCompletion(oaReview))(w, r)
+		})
+		if _, err := oaCriticModel(t, srv, model, critic.WithLLMMaxFindings(3)).Review(context.Background(), critictest.SampleInput()); err != nil {
+			t.Fatal(err)
+		}
+		other := map[string]string{"max_tokens": "max_completion_tokens", "max_completion_tokens": "max_tokens"}[param]
+		if body[param] != float64(400+200*3) || body[other] != nil {
+			t.Errorf("%s: %s=%v %s=%v, want %s only", model, param, body[param], other, body[other], param)
+		}
+	}
+}
+
+// finish_reason "length" is a cut answer: its complete findings are kept,
+// in one attempt, and noted (R-CRITIC-5).
+// Rules: R-CRITIC-5.
+func TestOpenAICutAtLength_KeepsCompleteFindingsOneAttempt(t *testing.T) {
+	cut := `{"summary": "Unsafe lookup.", "findings": [{"file": "internal/store/store.go", "line": 11, "severity": "error", "rule": "sql-injection", "message": "Pass id as a parameter."}, {"file": "internal/st`
+	srv, calls := oaServer(t, oaReply(200, critictest.Completion(cut, "length", 900, 1000)))
+	c, err := oaCritic(t, srv).Review(context.Background(), critictest.SampleInput())
+	if err != nil || calls.Load() != 1 {
+		t.Fatalf("%v, %d calls", err, calls.Load())
+	}
+	if len(c.Findings) != 1 || !c.Cut || !strings.Contains(c.Summary, "cut at its length limit") || c.Usage.OutputTokens != 1000 {
+		t.Fatalf("critique %+v", c)
 	}
 }
 
@@ -293,7 +300,7 @@ func TestOpenAIConcurrentReviews(t *testing.T) {
 	errs := make(chan error, 8)
 	for range 8 {
 		go func() {
-			_, err := o.Review(context.Background(), llmTestInput())
+			_, err := o.Review(context.Background(), critictest.SampleInput())
 			errs <- err
 		}()
 	}

@@ -1,4 +1,7 @@
-package critic
+// Package openai is the OpenAI-compatible chat completions adapter of
+// critic.Model (OpenAI, Azure OpenAI's v1 endpoint, vLLM, Ollama,
+// LiteLLM...).
+package openai
 
 import (
 	"bytes"
@@ -9,14 +12,16 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/retry"
 )
 
-// OpenAIConfig configures NewOpenAI.
-type OpenAIConfig struct {
+// Config configures New.
+type Config struct {
 	// BaseURL is the server root; requests go to BaseURL + "/v1/chat/completions".
 	// Empty means "https://api.openai.com". Any OpenAI-compatible server
 	// (Azure OpenAI's v1 endpoint, vLLM, Ollama, LiteLLM...) works.
@@ -29,32 +34,35 @@ type OpenAIConfig struct {
 	HTTPClient *http.Client
 }
 
-// OpenAI is a Critic backed by an OpenAI-compatible chat completions API,
-// asked for a JSON object (response_format json_object).
+// Model is a critic.Model backed by an OpenAI-compatible chat completions
+// API, asked for a JSON object (response_format json_object).
 //
 // Failures are classified for the stage runner: HTTP errors through
 // retry.HTTPStatusError (429 and 5xx retryable, honouring Retry-After or
 // OpenAI's x-ratelimit-reset-* headers; 400, 401, 403, 404 not), an
-// exhausted quota (insufficient_quota) and refusals as POLICY_REJECTED, a
-// reply that is not the JSON asked for as a retryable UPSTREAM_5XX wrapping
-// ErrMalformedReply. Nothing is logged; errors never quote the prompt or the
-// reply.
+// exhausted quota (insufficient_quota) and refusals as POLICY_REJECTED.
+// finish_reason "length" is a cut reply, not an error. Nothing is logged;
+// errors never quote the prompt or the reply.
 //
-// An OpenAI is immutable after NewOpenAI and safe for concurrent use.
-type OpenAI struct {
+// The output limit goes as max_completion_tokens to the OpenAI models that
+// require it (the o-series and gpt-5, which refuse max_tokens with a 400)
+// and as max_tokens to every other model, which is what most
+// OpenAI-compatible servers understand.
+//
+// A Model is immutable after New and safe for concurrent use.
+type Model struct {
 	endpoint string
 	apiKey   string
 	model    string
 	client   *http.Client
-	cfg      llmConfig
 }
 
-var _ Critic = (*OpenAI)(nil)
+var _ critic.Model = (*Model)(nil)
 
-// NewOpenAI returns an OpenAI critic.
-func NewOpenAI(c OpenAIConfig, opts ...LLMOption) (*OpenAI, error) {
+// New returns a Model.
+func New(c Config) (*Model, error) {
 	if strings.TrimSpace(c.Model) == "" {
-		return nil, errors.New("critic: openai: a model is required")
+		return nil, errors.New("critic/openai: a model is required")
 	}
 	base := strings.TrimRight(c.BaseURL, "/")
 	if base == "" {
@@ -62,28 +70,20 @@ func NewOpenAI(c OpenAIConfig, opts ...LLMOption) (*OpenAI, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, errors.New("critic: openai: base URL must be an absolute http(s) URL")
+		return nil, errors.New("critic/openai: base URL must be an absolute http(s) URL")
 	}
 	client := c.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: 2 * time.Minute}
 	}
-	return &OpenAI{
-		endpoint: base + "/v1/chat/completions",
-		apiKey:   c.APIKey,
-		model:    strings.TrimSpace(c.Model),
-		client:   client,
-		cfg:      newLLMConfig(opts),
-	}, nil
+	return &Model{endpoint: base + "/v1/chat/completions", apiKey: c.APIKey, model: strings.TrimSpace(c.Model), client: client}, nil
 }
 
-// Name is the critic's identity in Critique.Critic: "openai/<model>".
-func (o *OpenAI) Name() string { return "openai/" + o.model }
+// Name is "openai/<model>".
+func (o *Model) Name() string { return "openai/" + o.model }
 
-// Review implements Critic.
-func (o *OpenAI) Review(ctx context.Context, in Input) (Critique, error) {
-	return reviewWithLLM(ctx, o.Name(), o.cfg, in, o.complete)
-}
+// completionTokensModels need max_completion_tokens.
+var completionTokensModels = regexp.MustCompile(`^(o[0-9]|gpt-5)`)
 
 type openAIMessage struct {
 	Role    string `json:"role"`
@@ -96,8 +96,9 @@ type openAIRequest struct {
 	ResponseFormat struct {
 		Type string `json:"type"`
 	} `json:"response_format"`
-	MaxTokens   int      `json:"max_tokens,omitempty"`
-	Temperature *float32 `json:"temperature,omitempty"`
+	MaxTokens           int      `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int      `json:"max_completion_tokens,omitempty"`
+	Temperature         *float32 `json:"temperature,omitempty"`
 }
 
 type openAIResponse struct {
@@ -108,6 +109,10 @@ type openAIResponse struct {
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
 }
 
 type openAIErrorBody struct {
@@ -119,24 +124,29 @@ type openAIErrorBody struct {
 
 const openAIOp = "openai.ChatCompletions"
 
-func (o *OpenAI) complete(ctx context.Context, p llmPrompt) (string, error) {
+// Complete implements critic.Model.
+func (o *Model) Complete(ctx context.Context, p critic.Request) (critic.Reply, error) {
 	reqBody := openAIRequest{
 		Model: o.model,
 		Messages: []openAIMessage{
-			{Role: "system", Content: p.system},
-			{Role: "user", Content: p.user},
+			{Role: "system", Content: p.System},
+			{Role: "user", Content: p.User},
 		},
-		MaxTokens:   o.cfg.maxOutputTokens,
-		Temperature: o.cfg.temperature,
+		Temperature: p.Temperature,
+	}
+	if completionTokensModels.MatchString(strings.ToLower(o.model)) {
+		reqBody.MaxCompletionTokens = p.MaxOutputTokens
+	} else {
+		reqBody.MaxTokens = p.MaxOutputTokens
 	}
 	reqBody.ResponseFormat.Type = "json_object"
 	body, err := json.Marshal(reqBody)
 	if err != nil {
-		return "", retry.Permanent(retry.RuntimeBug, fmt.Errorf("%s: encoding the request: %w", openAIOp, err))
+		return critic.Reply{}, retry.Permanent(retry.RuntimeBug, fmt.Errorf("%s: encoding the request: %w", openAIOp, err))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return "", retry.Permanent(retry.RuntimeBug, fmt.Errorf("%s: building the request: %w", openAIOp, err))
+		return critic.Reply{}, retry.Permanent(retry.RuntimeBug, fmt.Errorf("%s: building the request: %w", openAIOp, err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -145,30 +155,34 @@ func (o *OpenAI) complete(ctx context.Context, p llmPrompt) (string, error) {
 	}
 	resp, err := o.client.Do(req)
 	if err != nil {
-		return "", retry.WithOp(redactURLError(err), openAIOp)
+		return critic.Reply{}, retry.WithOp(redactURLError(err), openAIOp)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes+1))
 	if err != nil {
-		return "", retry.WithOp(err, openAIOp)
+		return critic.Reply{}, retry.WithOp(err, openAIOp)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", openAIStatusError(resp, raw)
+		return critic.Reply{}, openAIStatusError(resp, raw)
 	}
-	var r openAIResponse
-	if err := json.Unmarshal(raw, &r); err != nil || len(r.Choices) == 0 {
-		return "", retry.Transient(retry.SchemaInvalid, fmt.Errorf("%s: %w: not a chat completion (%d bytes)", openAIOp, ErrMalformedReply, len(raw)))
+	var answer openAIResponse
+	if err := json.Unmarshal(raw, &answer); err != nil || len(answer.Choices) == 0 {
+		return critic.Reply{}, retry.Transient(retry.SchemaInvalid, fmt.Errorf("%s: %w: not a chat completion (%d bytes)", openAIOp, critic.ErrMalformedReply, len(raw)))
 	}
-	c := r.Choices[0]
+	c := answer.Choices[0]
 	switch {
 	case c.Message.Refusal != nil && *c.Message.Refusal != "":
-		return "", retry.Permanent(retry.PolicyRejected, fmt.Errorf("%s: the model refused to review the change", openAIOp))
+		return critic.Reply{}, retry.Permanent(retry.PolicyRejected, fmt.Errorf("%s: the model refused to review the change", openAIOp))
 	case c.FinishReason == "content_filter":
-		return "", retry.Permanent(retry.PolicyRejected, fmt.Errorf("%s: the reply was withheld by the content filter", openAIOp))
+		return critic.Reply{}, retry.Permanent(retry.PolicyRejected, fmt.Errorf("%s: the reply was withheld by the content filter", openAIOp))
 	case c.Message.Content == nil:
-		return "", retry.Transient(retry.SchemaInvalid, fmt.Errorf("%s: %w: no content (finish_reason %q)", openAIOp, ErrMalformedReply, safeWord(c.FinishReason)))
+		return critic.Reply{}, retry.Transient(retry.SchemaInvalid, fmt.Errorf("%s: %w: no content (finish_reason %q)", openAIOp, critic.ErrMalformedReply, safeWord(c.FinishReason)))
 	}
-	return *c.Message.Content, nil
+	r := critic.Reply{Text: *c.Message.Content, Cut: c.FinishReason == "length"}
+	if u := answer.Usage; u != nil {
+		r.InputTokens, r.OutputTokens = u.PromptTokens, u.CompletionTokens
+	}
+	return r, nil
 }
 
 // openAIStatusError classifies a non-2xx answer. The body is read only for
@@ -220,3 +234,6 @@ func safeWord(s string) string {
 	}
 	return s
 }
+
+// maxReplyBytes bounds what is read of an answer.
+const maxReplyBytes = 1 << 20

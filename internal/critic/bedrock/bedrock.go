@@ -1,0 +1,137 @@
+// Package bedrock is the Amazon Bedrock Converse adapter of critic.Model.
+// It is apart from package critic so that only the llm function links the
+// Bedrock SDK (R-WIRE-1).
+package bedrock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/retry"
+)
+
+// Converser is the part of *bedrockruntime.Client that Model uses.
+type Converser interface {
+	Converse(ctx context.Context, params *bedrockruntime.ConverseInput, optFns ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseOutput, error)
+}
+
+var _ Converser = (*bedrockruntime.Client)(nil)
+
+// Model sends a review to a Bedrock model (a model id, inference profile id
+// or ARN) through the Converse API.
+//
+// Failures are classified for the stage runner: throttling, ModelNotReady
+// and ServiceQuotaExceeded are RATE_LIMITED, ModelTimeout is
+// NETWORK_TIMEOUT, ServiceUnavailable, InternalServer and ModelError are
+// UPSTREAM_5XX (all retryable); ValidationException is SCHEMA_INVALID,
+// AccessDenied AUTH_DENIED, ResourceNotFound NOT_FOUND (not retryable); a
+// guardrail or content filter stopping the answer is POLICY_REJECTED. A
+// stop at max_tokens is a cut reply, not an error. Nothing is logged.
+//
+// The client's own retries add to the stage's; the wiring configures it
+// with one attempt (internal/awsclient), leaving retries to the runner.
+type Model struct {
+	client Converser
+	model  string
+}
+
+var _ critic.Model = (*Model)(nil)
+
+// New returns a Model that uses client and modelID.
+func New(client Converser, modelID string) (*Model, error) {
+	if client == nil {
+		return nil, errors.New("critic/bedrock: a client is required")
+	}
+	if strings.TrimSpace(modelID) == "" {
+		return nil, errors.New("critic/bedrock: a model id is required")
+	}
+	return &Model{client: client, model: strings.TrimSpace(modelID)}, nil
+}
+
+// Name is "bedrock/<model>".
+func (m *Model) Name() string { return "bedrock/" + m.model }
+
+const op = "bedrock.Converse"
+
+// Complete implements critic.Model.
+func (m *Model) Complete(ctx context.Context, req critic.Request) (critic.Reply, error) {
+	temperature := float32(0) // the most repeatable reviews
+	if req.Temperature != nil {
+		temperature = *req.Temperature
+	}
+	out, err := m.client.Converse(ctx, &bedrockruntime.ConverseInput{
+		ModelId: aws.String(m.model),
+		System:  []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: req.System}},
+		Messages: []types.Message{{
+			Role:    types.ConversationRoleUser,
+			Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: req.User}},
+		}},
+		InferenceConfig: &types.InferenceConfiguration{
+			MaxTokens:   aws.Int32(int32(min(max(req.MaxOutputTokens, 1), 1<<30))),
+			Temperature: aws.Float32(temperature),
+		},
+	})
+	if err != nil {
+		return critic.Reply{}, classify(err)
+	}
+	switch out.StopReason {
+	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered:
+		return critic.Reply{}, retry.Permanent(retry.PolicyRejected, fmt.Errorf("%s: the answer was stopped (%s)", op, out.StopReason))
+	case types.StopReasonModelContextWindowExceeded:
+		return critic.Reply{}, retry.Permanent(retry.SchemaInvalid, fmt.Errorf("%s: the prompt exceeds the model's context window; lower the diff budget", op))
+	}
+	msg, ok := out.Output.(*types.ConverseOutputMemberMessage)
+	if !ok {
+		return critic.Reply{}, retry.Transient(retry.SchemaInvalid, fmt.Errorf("%s: %w: no message in the output", op, critic.ErrMalformedReply))
+	}
+	var text strings.Builder
+	for _, block := range msg.Value.Content {
+		if t, ok := block.(*types.ContentBlockMemberText); ok {
+			text.WriteString(t.Value)
+		}
+	}
+	r := critic.Reply{Text: text.String(), Cut: out.StopReason == types.StopReasonMaxTokens}
+	if u := out.Usage; u != nil {
+		r.InputTokens, r.OutputTokens = int(aws.ToInt32(u.InputTokens)), int(aws.ToInt32(u.OutputTokens))
+	}
+	return r, nil
+}
+
+// classes maps Bedrock runtime error codes to failure classes where the
+// shared table (package retry) has no entry or a different view.
+var classes = map[string]retry.Class{
+	"ThrottlingException":           retry.RateLimited,
+	"ModelNotReadyException":        retry.RateLimited, // the model is being loaded: come back shortly
+	"ServiceQuotaExceededException": retry.RateLimited, // a token or request quota window
+	"ModelTimeoutException":         retry.NetworkTimeout,
+	"ServiceUnavailableException":   retry.Upstream5xx,
+	"InternalServerException":       retry.Upstream5xx,
+	"ModelErrorException":           retry.Upstream5xx, // the model failed to process the request
+	"ModelStreamErrorException":     retry.Upstream5xx,
+	"ValidationException":           retry.SchemaInvalid,
+	"AccessDeniedException":         retry.AuthDenied,
+	"ResourceNotFoundException":     retry.NotFound,
+}
+
+// classify classifies an SDK error, keeping what retry.Classify learnt from
+// the response (HTTP status, Retry-After, operation).
+func classify(err error) error {
+	c := *retry.Classify(err)
+	if api, ok := errors.AsType[smithy.APIError](err); ok {
+		if class, ok := classes[api.ErrorCode()]; ok {
+			c.Class = class
+		}
+	}
+	if c.Op == "" {
+		c.Op = op
+	}
+	return &c
+}

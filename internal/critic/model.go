@@ -1,0 +1,86 @@
+package critic
+
+import (
+	"context"
+	"errors"
+)
+
+// Model is a language model behind an API: one request, one reply. The
+// adapters live in their own packages (critic/bedrock, critic/openai) so
+// that only the function that calls a model links its SDK; the review
+// itself (what is sent, what is kept of the answer) is LLM's, the same for
+// every model.
+type Model interface {
+	// Name identifies the model in Critique.Critic, e.g. "bedrock/<id>".
+	Name() string
+	// Complete sends one request. Errors are classified for the stage
+	// runner (package retry); they never quote the prompt or the reply.
+	Complete(ctx context.Context, req Request) (Reply, error)
+}
+
+// Request is one prompt.
+type Request struct {
+	System, User string
+	// MaxOutputTokens bounds the answer.
+	MaxOutputTokens int
+	// Temperature is nil for the model's default.
+	Temperature *float32
+}
+
+// Reply is a model's answer.
+type Reply struct {
+	Text string
+	// Cut reports that the model stopped at MaxOutputTokens (OpenAI's
+	// finish_reason "length", Bedrock's stopReason "max_tokens"): the text
+	// is the beginning of an answer, not a malformed one.
+	Cut bool
+	// Tokens the call was billed for, when the API says (0 otherwise).
+	InputTokens, OutputTokens int
+}
+
+// Usage is what a review cost in model tokens.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// LLM is a Critic that asks a Model. What it sends and keeps (R-CRITIC-1
+// to R-CRITIC-5):
+//   - the parsed diff, each hunk with the new file's line numbers, removed
+//     lines apart, inside a boundary drawn at random for each request, so a
+//     diff cannot fake its end (the prompt says anything inside is data);
+//   - the files worth the budget: lock, generated, vendored and binary
+//     files left out and named, deleted files by name only, source before
+//     tests before the rest, a file that does not fit skipped while smaller
+//     ones still go; no model call when nothing reviewable is left;
+//   - of the answer, findings on an added or context line of a file that
+//     was sent (another line of such a file becomes its line 0; a file not
+//     sent, dropped), errors and warnings only, at most the cap;
+//   - an answer cut at the output limit keeps its complete findings and
+//     says so, instead of being retried as malformed;
+//   - the offline critic's high-confidence findings (credentials, merge
+//     conflict markers) are merged in.
+//
+// An LLM is immutable after NewLLM and safe for concurrent use.
+type LLM struct {
+	model Model
+	cfg   llmConfig
+}
+
+var _ Critic = (*LLM)(nil)
+
+// NewLLM returns a critic that asks m.
+func NewLLM(m Model, opts ...LLMOption) (*LLM, error) {
+	if m == nil {
+		return nil, errors.New("critic: a model is required")
+	}
+	return &LLM{model: m, cfg: newLLMConfig(opts)}, nil
+}
+
+// Name is the model's name.
+func (l *LLM) Name() string { return l.model.Name() }
+
+// Review implements Critic.
+func (l *LLM) Review(ctx context.Context, in Input) (Critique, error) {
+	return reviewWithLLM(ctx, l.model, l.cfg, in)
+}

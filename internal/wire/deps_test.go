@@ -1,0 +1,53 @@
+package wire_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// wantServices are the AWS service clients each function calls: it may
+// link those and no other (the Bedrock SDK only in llm, SES only in
+// notify, S3 only where diffs are written or read).
+var wantServices = map[string][]string{
+	"intake":   {"dynamodb", "s3", "secretsmanager", "sqs"},
+	"fetch":    {"dynamodb", "s3", "secretsmanager", "sqs"},
+	"llm":      {"bedrockruntime", "dynamodb", "s3", "secretsmanager", "sqs"},
+	"notify":   {"dynamodb", "secretsmanager", "sesv2", "sqs"},
+	"feedback": {"dynamodb", "sqs"},
+	"sweeper":  {"dynamodb", "sqs"},
+}
+
+var servicePkg = regexp.MustCompile(`^github\.com/aws/aws-sdk-go-v2/service/([a-z0-9]+)$`)
+
+// Each function links only the service packages it calls, and no local-
+// stack code (R-WIRE-1), read from `go list -deps` of its main package.
+// Rules: R-WIRE-1.
+func TestEachFunctionLinksOnlyWhatItCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("go list of six binaries")
+	}
+	for fn, want := range wantServices {
+		out, err := exec.Command("go", "list", "-deps", "./"+filepath.Join("..", "..", "functions", fn)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", fn, err, out)
+		}
+		var got []string
+		for _, p := range strings.Fields(string(out)) {
+			if m := servicePkg.FindStringSubmatch(p); m != nil {
+				got = append(got, m[1])
+			}
+			if strings.Contains(p, "/internal/devstack") || strings.Contains(p, "/internal/fault") || strings.Contains(p, "/internal/chaos") {
+				t.Errorf("%s links %s", fn, p)
+			}
+		}
+		sort.Strings(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s links services %v, want %v", fn, got, want)
+		}
+	}
+}
