@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: rules run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: eval rules run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/). `make invoke-<fn>` runs the function
 # against the local stack of `make run` in this process; with SAM=1 in SAM's
@@ -58,6 +58,7 @@ help:
 	@echo "make bench  print the benchmark table (intake vs Powertools, pipeline latency, AWS calls); BENCH_FLAGS='-requests 200' for a quick run"
 	@echo "make bench-micro  run the Go micro-benchmarks (go test -bench)"
 	@echo "make chaos [SEED=n JOBS=200 RATE=0.03]  randomized fault campaign on the local stack"
+	@echo "make eval [EVAL_CRITICS=offline,standin,bedrock,openai]  critics on changes with planted bugs (docs/eval.md)"
 	@echo "make deploy MAIL_FROM='Name <addr>'  deploy to AWS (CDK, infra/)"
 
 run: deps
@@ -69,6 +70,12 @@ test: deps
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -count=1 -timeout 12m ./...
 	$(MAKE) fuzz-short
 	$(MAKE) infra-test
+
+# Critics on changes with planted bugs (docs/eval.md): found, missed, false
+# findings and tokens. EVAL_CRITICS=offline,standin,bedrock,openai; bedrock
+# and openai read the llm function's variables from the environment.
+eval:
+	$(GO) run ./cmd/eval -critic $(or $(EVAL_CRITICS),offline,standin)
 
 # docs/rules.md's "Proved by" lists, from the tests that cite each rule
 # (TestRules_Citations fails when they are stale).

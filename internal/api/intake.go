@@ -175,7 +175,7 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 	}
 	j := job.Job{
 		ID: id, Source: c.Source, ChangelistID: c.ChangelistID, ReviewVersion: c.ReviewVersion,
-		Title: c.Title, URL: c.URL, Author: c.Author, Recipients: recipients, DiffURL: c.DiffURL,
+		Title: c.Title, Description: c.Description, URL: c.URL, Author: c.Author, Recipients: recipients, DiffURL: c.DiffURL,
 		Status: job.StatusAccepted, Stage: job.StageFetch, Attempts: job.Attempts{},
 		CreatedAt: now, UpdatedAt: now,
 	}

@@ -129,7 +129,7 @@ func (s *Jobs) Rerun(ctx context.Context, req RerunRequest) (job.Job, error) {
 	now := s.now().UTC()
 	j := job.Job{
 		ID: job.NewID(latest.Source, latest.ChangelistID, version), Source: latest.Source, ChangelistID: latest.ChangelistID,
-		ReviewVersion: version, Title: latest.Title, URL: latest.URL, Author: latest.Author,
+		ReviewVersion: version, Title: latest.Title, Description: latest.Description, URL: latest.URL, Author: latest.Author,
 		Recipients: append([]string{}, latest.Recipients...), DiffURL: latest.DiffURL,
 		Status: job.StatusAccepted, Stage: job.StageFetch, Attempts: job.Attempts{}, CreatedAt: now, UpdatedAt: now,
 	}

@@ -41,6 +41,7 @@ type genericBody struct {
 	ChangelistID  *string         `json:"changelist_id"`
 	ReviewVersion json.RawMessage `json:"review_version"`
 	Title         *string         `json:"title"`
+	Description   *string         `json:"description"`
 	URL           *string         `json:"url"`
 	Author        *string         `json:"author"`
 	Recipients    []string        `json:"recipients"`
@@ -87,6 +88,10 @@ func (g Generic) Parse(r Request) (Change, error) {
 	if c.Title, err = requiredText("title", b.Title, maxText); err != nil {
 		return Change{}, err
 	}
+	if b.Description != nil && len(*b.Description) > maxDescriptionIn {
+		return Change{}, &FieldError{Field: "description", Message: fmt.Sprintf("must be at most %d bytes", maxDescriptionIn)}
+	}
+	c.Description = description(b.Description)
 	if b.URL == nil {
 		return Change{}, &FieldError{Field: "url", Message: "is required"}
 	}
@@ -177,6 +182,28 @@ func jsonKind(k string) string {
 		return "an array"
 	}
 	return "a " + k
+}
+
+// MaxDescription bounds the description kept (runes): enough for the
+// model to know the author's intent, not a second diff.
+const MaxDescription = 4000
+
+// maxDescriptionIn refuses a generic request whose description is far over
+// what is kept: a caller's mistake, not a description.
+const maxDescriptionIn = 64 << 10
+
+// description is an optional free text, valid UTF-8, cut to
+// MaxDescription runes. The code hosts' descriptions are never refused: a
+// long one is cut.
+func description(v *string) string {
+	if v == nil {
+		return ""
+	}
+	s := strings.ToValidUTF8(strings.TrimSpace(*v), "\uFFFD")
+	if utf8.RuneCountInString(s) > MaxDescription {
+		s = string([]rune(s)[:MaxDescription])
+	}
+	return s
 }
 
 func requiredText(field string, v *string, max int) (string, error) {

@@ -43,10 +43,13 @@ type gerritEvent struct {
 		Number  json.RawMessage `json:"number"`
 		ID      *string         `json:"id"`
 		Subject *string         `json:"subject"`
-		URL     *string         `json:"url"`
-		Status  *string         `json:"status"`
-		WIP     *bool           `json:"wip"`
-		Owner   *gerritAccount  `json:"owner"`
+		// CommitMessage is the change's description (the subject line
+		// first).
+		CommitMessage *string        `json:"commitMessage"`
+		URL           *string        `json:"url"`
+		Status        *string        `json:"status"`
+		WIP           *bool          `json:"wip"`
+		Owner         *gerritAccount `json:"owner"`
 	} `json:"change"`
 	PatchSet *struct {
 		Number   json.RawMessage `json:"number"`
@@ -124,6 +127,7 @@ func (g Gerrit) ParseEvent(r Request) (Event, error) {
 		return Event{}, err
 	}
 	ev.Change.ChangelistID = ev.Repo + "~" + strconv.Itoa(ev.Number)
+	ev.Change.Description = description(c.CommitMessage)
 	if ev.Change.Title, err = requiredText("change.subject", c.Subject, maxText); err != nil {
 		return Event{}, err
 	}

@@ -70,6 +70,7 @@ func TestGerritPatchsetCreatedRealPayload(t *testing.T) {
 			ChangelistID:   "TestRepo1~2",
 			ReviewVersion:  2,
 			Title:          "update commit as per review",
+			Description:    "update commit as per review\n\nChange-Id: Ie10fd901201c53e9fe3b9766343060763ac81dc6",
 			URL:            "http://959be7129610/c/TestRepo1/+/2",
 			Author:         "admin",
 		},

@@ -109,6 +109,7 @@ type githubPullRequest struct {
 	State   *string         `json:"state"`
 	Draft   *bool           `json:"draft"`
 	Title   *string         `json:"title"`
+	Body    *string         `json:"body"`
 	HTMLURL *string         `json:"html_url"`
 	DiffURL *string         `json:"diff_url"`
 	User    *struct {
@@ -186,6 +187,7 @@ func (g GitHub) ParseEvent(r Request) (Event, error) {
 		return Event{}, err
 	}
 	ev.Change.ChangelistID = ev.Repo + "#" + strconv.Itoa(ev.Number)
+	ev.Change.Description = description(pr.Body)
 	if ev.Change.Title, err = requiredText("pull_request.title", pr.Title, maxText); err != nil {
 		return Event{}, err
 	}

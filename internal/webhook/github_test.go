@@ -74,6 +74,7 @@ func TestGitHubOpenedRealPayload(t *testing.T) {
 			ChangelistID:   "Codertocat/Hello-World#2",
 			ReviewVersion:  0, // assigned at intake per head SHA
 			Title:          "Update the README with new information.",
+			Description:    "This is a pretty simple change that we need to pull into master.",
 			URL:            "https://github.com/Codertocat/Hello-World/pull/2",
 			Author:         "Codertocat",
 			DiffURL:        "https://github.com/Codertocat/Hello-World/pull/2.diff",

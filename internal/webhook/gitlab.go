@@ -80,6 +80,7 @@ type gitlabHook struct {
 type gitlabMergeRequest struct {
 	IID            json.RawMessage `json:"iid"`
 	Title          *string         `json:"title"`
+	Description    *string         `json:"description"`
 	URL            *string         `json:"url"`
 	State          *string         `json:"state"`
 	Action         *string         `json:"action"`
@@ -190,6 +191,7 @@ func (g GitLab) ParseEvent(r Request) (Event, error) {
 		return Event{}, err
 	}
 	ev.Change.ChangelistID = ev.Repo + "!" + strconv.Itoa(ev.Number)
+	ev.Change.Description = description(mr.Description)
 	if ev.Change.Title, err = requiredText("object_attributes.title", mr.Title, maxText); err != nil {
 		return Event{}, err
 	}

@@ -17,11 +17,14 @@ type Change struct {
 	ChangelistID   string
 	ReviewVersion  int
 	Title          string
-	URL            string
-	Author         string
-	Recipients     []string // normalized, de-duplicated, in first-seen order
-	Diff           string   // inline unified diff, or empty when DiffURL is set
-	DiffURL        string
+	// Description is the pull request's (merge request's, change's)
+	// description, cut to MaxDescription: untrusted text for the model.
+	Description string
+	URL         string
+	Author      string
+	Recipients  []string // normalized, de-duplicated, in first-seen order
+	Diff        string   // inline unified diff, or empty when DiffURL is set
+	DiffURL     string
 }
 
 // Request is the transport-neutral view of an HTTP request.
