@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/mail"
 	"path/filepath"
@@ -43,6 +44,13 @@ const (
 	// MaximumConcurrency (5) when set; needs an account concurrency quota
 	// above the default 10, or the deploy fails.
 	CtxNotifyReserved = "notifyReservedConcurrency"
+	// CtxReviewInstructions and CtxReviewInstructionsByRepo are the model
+	// review's extra instructions (CRITICIZER_REVIEW_INSTRUCTIONS, and
+	// CRITICIZER_REVIEW_INSTRUCTIONS_BY_REPO as a JSON object);
+	// CtxLLMMaxFindings its findings cap (CRITICIZER_LLM_MAX_FINDINGS).
+	CtxReviewInstructions       = "reviewInstructions"
+	CtxReviewInstructionsByRepo = "reviewInstructionsByRepo"
+	CtxLLMMaxFindings           = "llmMaxFindings"
 )
 
 // DefaultMailFrom is config.go's default sender; deploying with it is
@@ -62,6 +70,8 @@ type Config struct {
 	MaxSendRate string
 	// NotifyReserved is notify's reserved concurrency; 0 reserves none.
 	NotifyReserved float64
+	// The model review's settings, passed to llm only when set.
+	ReviewInstructions, ReviewInstructionsByRepo, LLMMaxFindings string
 }
 
 // ConfigFromContext reads the app's context with defaults.
@@ -84,6 +94,12 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 	}
 	if n, err := strconv.Atoi(c.MaxSendRate); err != nil || n < 0 {
 		return Config{}, fmt.Errorf("context %s=%q: want a whole number of emails per second (0: no limit)", CtxMaxSendRate, c.MaxSendRate)
+	}
+	c.ReviewInstructions = get(CtxReviewInstructions, "")
+	c.ReviewInstructionsByRepo = get(CtxReviewInstructionsByRepo, "")
+	c.LLMMaxFindings = get(CtxLLMMaxFindings, "")
+	if c.ReviewInstructionsByRepo != "" && !json.Valid([]byte(c.ReviewInstructionsByRepo)) {
+		return Config{}, fmt.Errorf("context %s: want a JSON object of changelist id prefixes to instructions", CtxReviewInstructionsByRepo)
 	}
 	if r := get(CtxNotifyReserved, "0"); r != "0" {
 		n, err := strconv.Atoi(r)

@@ -47,7 +47,8 @@ func TestREADME_NamesWhatADefaultDeployHas(t *testing.T) {
 		}
 	}
 	ctx := map[string]bool{CtxAssetDir: true, CtxMailFrom: true, CtxSESIdentity: true, CtxLogLevel: true, CtxAlarmEmail: true,
-		CtxCritic: true, CtxCriticModel: true, CtxOpenAIBaseURL: true, CtxMaxSendRate: true, CtxNotifyReserved: true, "key": true}
+		CtxCritic: true, CtxCriticModel: true, CtxOpenAIBaseURL: true, CtxMaxSendRate: true, CtxNotifyReserved: true, "key": true,
+		CtxReviewInstructions: true, CtxReviewInstructionsByRepo: true, CtxLLMMaxFindings: true}
 	for _, m := range regexp.MustCompile("-c ([a-zA-Z]+)=").FindAllStringSubmatch(readme, -1) {
 		if !ctx[m[1]] {
 			t.Errorf("README passes -c %s=: not a context key the app reads", m[1])

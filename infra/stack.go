@@ -391,6 +391,12 @@ func (s *Stack) environment(fn string) map[string]*string {
 			QueueEnv(QLLM), qURL(QLLM), DLQEnv(QLLM), dURL(QLLM), QueueEnv(QNotify), qURL(QNotify),
 			EnvSecretsARN, s.StageSecrets[IDCriticSecret].SecretArn())
 		set(EnvCritic, jsii.String(s.Config.Critic))
+		for env, v := range map[string]string{"CRITICIZER_REVIEW_INSTRUCTIONS": s.Config.ReviewInstructions,
+			"CRITICIZER_REVIEW_INSTRUCTIONS_BY_REPO": s.Config.ReviewInstructionsByRepo, "CRITICIZER_LLM_MAX_FINDINGS": s.Config.LLMMaxFindings} {
+			if v != "" {
+				set(env, jsii.String(v))
+			}
+		}
 		switch s.Config.Critic {
 		case "bedrock":
 			set(EnvBedrockModelID, jsii.String(s.Config.CriticModel))
