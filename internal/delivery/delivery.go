@@ -7,6 +7,7 @@
 package delivery
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,9 +40,18 @@ const (
 	StatusSkippedNoEmail      Status = "skipped_no_email"
 )
 
+// ClaimableStatuses are the statuses a worker may take a row from to send
+// it; the store's claim condition is built from them.
+func ClaimableStatuses() []Status { return []Status{StatusPending, StatusFailedTransient} }
+
+// UnsettledStatuses are the statuses of a row that may need a hand from
+// outside its notifier: a send in flight or held, and a row an operator
+// must settle. The store's sweep and held-row queries are built from them.
+func UnsettledStatuses() []Status { return []Status{StatusSending, StatusReconciling} }
+
 // Claimable reports whether a worker may take the row to send it.
 func (s Status) Claimable() bool {
-	return s == StatusPending || s == StatusFailedTransient
+	return slices.Contains(ClaimableStatuses(), s)
 }
 
 // Done reports whether the row needs no further send: it was sent, or it is

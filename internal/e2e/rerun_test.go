@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/config"
@@ -155,8 +154,10 @@ func TestSweeper_RecoversUnenqueuedJob_FlagsSentWithoutEvidence(t *testing.T) {
 	// Regression: the job kept reading succeeded while its row was held.
 	s.waitJob(j.ID, 10*time.Second, job.StatusNeedsIntervention)
 	var rows []delivery.Row
-	_ = s.fns.Deliveries.Scan(ctx, expression.Name("job_id").Equal(expression.Value(string(j.ID))), func(r delivery.Row) error {
-		rows = append(rows, r)
+	_ = s.fns.Deliveries.Unsettled(ctx, time.Time{}, func(r delivery.Row) error {
+		if r.JobID == j.ID {
+			rows = append(rows, r)
+		}
 		return nil
 	})
 	if len(rows) != 1 || rows[0].Status != delivery.StatusReconciling || delivery.Decide(rows[0], time.Now()) != delivery.Hold {

@@ -35,6 +35,23 @@ const (
 	StatusDeadLettered Status = "dead_lettered"
 )
 
+// Statuses are every job status.
+func Statuses() []Status {
+	return []Status{StatusAccepted, StatusInProgress, StatusRetryableFailed, StatusSucceeded, StatusNeedsIntervention, StatusDeadLettered}
+}
+
+// Unfinished are the statuses a stage may still move: those not Terminal.
+// The store's stuck-job query is built from them.
+func Unfinished() []Status {
+	var out []Status
+	for _, s := range Statuses() {
+		if !s.Terminal() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Terminal reports whether no stage will touch the job again without an
 // operator (replay) or a new review version.
 func (s Status) Terminal() bool {

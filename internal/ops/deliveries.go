@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/queue"
@@ -100,10 +98,11 @@ func heldView(r delivery.Row, margin time.Duration, now time.Time) HeldDelivery 
 func (o *Ops) HeldDeliveries(ctx context.Context) ([]HeldDelivery, error) {
 	now := o.Now()
 	var out []HeldDelivery
-	filter := expression.Name("status").Equal(expression.Value(string(delivery.StatusReconciling))).
-		Or(expression.Name("status").Equal(expression.Value(string(delivery.StatusSending))).
-			And(expression.Name("lease_until").LessThan(expression.Value(store.Timestamp(now)))))
-	err := o.Deliveries.Scan(ctx, filter, func(r delivery.Row) error {
+	// Sent rows are not held; their sentBefore bound excludes them all.
+	err := o.Deliveries.Unsettled(ctx, time.Time{}, func(r delivery.Row) error {
+		if r.Status == delivery.StatusSending && !now.After(r.LeaseUntil) {
+			return nil // a send in flight
+		}
 		out = append(out, heldView(r, o.Margin, now))
 		return nil
 	})

@@ -35,7 +35,7 @@ func (s *Jobs) RecordDeadLetter(ctx context.Context, r DeadLetterRecord) error {
 		PK   string `dynamodbav:"pk"`
 		Kind string `dynamodbav:"kind"`
 		DeadLetterRecord
-	}{PK: "DL#" + r.EnvelopeID, Kind: "deadletter", DeadLetterRecord: r})
+	}{PK: PrefixDeadLetter + r.EnvelopeID, Kind: "deadletter", DeadLetterRecord: r})
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (s *Jobs) RecordDeadLetter(ctx context.Context, r DeadLetterRecord) error {
 // DeadLetter reads an item's audit record.
 func (s *Jobs) DeadLetter(ctx context.Context, envelopeID string) (DeadLetterRecord, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": str("DL#" + envelopeID)}})
+		Key: map[string]types.AttributeValue{"pk": str(PrefixDeadLetter + envelopeID)}})
 	if err != nil {
 		return DeadLetterRecord{}, fmt.Errorf("get dead letter %s: %w", envelopeID, err)
 	}
@@ -115,7 +115,7 @@ type DeliveryNote struct {
 }
 
 func deliveryAuditKey(deliveryID string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str("AUDIT#DELIVERY#" + deliveryID)}
+	return map[string]types.AttributeValue{"pk": str(PrefixAudit + deliveryID)}
 }
 
 // RecordDeliveryNote appends an operator action to a delivery row's audit

@@ -147,7 +147,7 @@ func (s *Deliveries) Claim(ctx context.Context, id, token string, lease time.Dur
 		Set(expression.Name("lease_until"), expression.Value(ts(now.Add(lease)))).
 		Set(expression.Name("claim_token"), expression.Value(token)).
 		Set(expression.Name("updated_at"), expression.Value(ts(now)))
-	cond := expression.Name("status").In(expression.Value(string(delivery.StatusPending)), expression.Value(string(delivery.StatusFailedTransient))).
+	cond := claimableStatus().
 		And(expression.AttributeNotExists(expression.Name("notified_at"))).
 		And(expression.AttributeNotExists(expression.Name("notification_id"))).
 		And(noEvidence())
@@ -525,7 +525,19 @@ func (s *Deliveries) ClearAndRequeue(ctx context.Context, id string) (delivery.R
 
 // Scan pages through every row matching filter (a sweeper's query; the
 // deliveries table is keyed by id only).
-func (s *Deliveries) Scan(ctx context.Context, filter expression.ConditionBuilder, fn func(delivery.Row) error) error {
+// Unsettled calls fn for every row that may need a hand from outside its
+// notifier: in delivery.UnsettledStatuses (a send in flight or held, a
+// row under reconciliation), or sent before sentBefore with no provider
+// event yet. A Scan: it reads the whole table (the sweeper's, once per
+// run; the operator's list of held rows).
+func (s *Deliveries) Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error {
+	return s.scan(ctx, statusIn(delivery.UnsettledStatuses()).
+		Or(expression.Name("status").Equal(expression.Value(string(delivery.StatusSent))).
+			And(expression.Name("notified_at").LessThan(expression.Value(ts(sentBefore)))).
+			And(noEvidence())), fn)
+}
+
+func (s *Deliveries) scan(ctx context.Context, filter expression.ConditionBuilder, fn func(delivery.Row) error) error {
 	return scan(ctx, s.db, s.table, filter, func(item map[string]types.AttributeValue) error {
 		var r delivery.Row
 		if err := unmarshal(item, &r); err != nil {

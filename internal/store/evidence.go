@@ -42,7 +42,7 @@ func evidenceKey(set string) map[string]types.AttributeValue {
 	if set == "" {
 		set = "-"
 	}
-	return map[string]types.AttributeValue{"pk": str("EVIDENCE#" + set)}
+	return map[string]types.AttributeValue{"pk": str(PrefixEvidence + set)}
 }
 
 // Advance moves the watermark of set forward to at; a watermark already at

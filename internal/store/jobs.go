@@ -40,7 +40,7 @@ func NewJobs(db *dynamodb.Client, table string, now Clock) *Jobs {
 }
 
 func jobKey(id job.ID) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str("JOB#" + string(id))}
+	return map[string]types.AttributeValue{"pk": str(PrefixJob + string(id))}
 }
 
 // jobItem is the stored form of a job.
@@ -119,7 +119,7 @@ type CreateResult struct {
 func (s *Jobs) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
 	j := req.Job
 	now := s.now().UTC()
-	jobAV, err := marshal(jobItem{PK: "JOB#" + string(j.ID), Kind: "job", Job: j, IdempotencyKeySHA: req.IdempotencyKeySHA})
+	jobAV, err := marshal(jobItem{PK: PrefixJob + string(j.ID), Kind: "job", Job: j, IdempotencyKeySHA: req.IdempotencyKeySHA})
 	if err != nil {
 		return CreateResult{}, err
 	}
@@ -147,7 +147,7 @@ func (s *Jobs) Create(ctx context.Context, req CreateRequest) (CreateResult, err
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 		{Put: &types.Put{TableName: &s.table, Item: idemAV, ConditionExpression: notExists,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-		{Update: &types.Update{TableName: &s.table, Key: map[string]types.AttributeValue{"pk": str("CL#" + job.ChangelistKey(j.Source, j.ChangelistID))},
+		{Update: &types.Update{TableName: &s.table, Key: map[string]types.AttributeValue{"pk": str(PrefixChangelist + job.ChangelistKey(j.Source, j.ChangelistID))},
 			UpdateExpression: headUpd.Update(), ConditionExpression: headUpd.Condition(),
 			ExpressionAttributeNames: headUpd.Names(), ExpressionAttributeValues: headUpd.Values(),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
@@ -182,7 +182,7 @@ func (s *Jobs) Create(ctx context.Context, req CreateRequest) (CreateResult, err
 	}
 }
 
-func idemPK(source, keySHA string) string { return "IDEM#" + source + "#" + keySHA }
+func idemPK(source, keySHA string) string { return PrefixIdempotency + source + "#" + keySHA }
 
 // decideCanceled reads the cancellation reasons: [job, idempotency, head].
 func (s *Jobs) decideCanceled(reasons []types.CancellationReason, req CreateRequest) (CreateResult, bool, error) {
@@ -250,7 +250,7 @@ func (s *Jobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
 // its job, or ErrNotFound.
 func (s *Jobs) LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": str("CL#" + job.ChangelistKey(source, changelistID))}})
+		Key: map[string]types.AttributeValue{"pk": str(PrefixChangelist + job.ChangelistKey(source, changelistID))}})
 	if err != nil {
 		return 0, "", fmt.Errorf("get changelist head: %w", err)
 	}
@@ -365,7 +365,13 @@ func Timestamp(t time.Time) string { return ts(t) }
 // produces (thousands of jobs a day, TTL-less but small items) one sweep
 // every few minutes costs little. A sparse index on non-terminal jobs is the
 // next step if it ever does not.
-func (s *Jobs) ScanJobs(ctx context.Context, filter expression.ConditionBuilder, fn func(job.Job) error) error {
+// StuckJobs calls fn for every job in job.Unfinished not updated since
+// before: its stage has not moved. A Scan of the jobs table.
+func (s *Jobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error {
+	return s.scanJobs(ctx, unfinishedJob().And(expression.Name("updated_at").LessThan(expression.Value(ts(before)))), fn)
+}
+
+func (s *Jobs) scanJobs(ctx context.Context, filter expression.ConditionBuilder, fn func(job.Job) error) error {
 	return scan(ctx, s.db, s.table, expression.Name("kind").Equal(expression.Value("job")).And(filter), func(item map[string]types.AttributeValue) error {
 		var it jobItem
 		if err := unmarshal(item, &it); err != nil {

@@ -39,11 +39,11 @@ func NewRecipients(db *dynamodb.Client, jobsTable string, now Clock) *Recipients
 }
 
 func prefKey(id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str("PREF#" + id)}
+	return map[string]types.AttributeValue{"pk": str(PrefixPreference + id)}
 }
 
 func suppKey(id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str("SUPP#" + id)}
+	return map[string]types.AttributeValue{"pk": str(PrefixSuppression + id)}
 }
 
 // Unsubscribe records that the recipient left scope: every email when all
@@ -141,11 +141,11 @@ func mergeStanding(out map[string]delivery.Standing, item map[string]types.Attri
 	if err := unmarshal(item, &it); err != nil {
 		return err
 	}
-	if id, ok := strings.CutPrefix(it.PK, "PREF#"); ok {
+	if id, ok := strings.CutPrefix(it.PK, PrefixPreference); ok {
 		s := out[id]
 		s.UnsubscribedAll, s.Repositories = it.UnsubscribedAll, it.Repositories
 		out[id] = s
-	} else if id, ok := strings.CutPrefix(it.PK, "SUPP#"); ok {
+	} else if id, ok := strings.CutPrefix(it.PK, PrefixSuppression); ok {
 		s := out[id]
 		s.Suppressed, s.Reason = true, it.Reason
 		out[id] = s

@@ -145,7 +145,7 @@ func (s *Jobs) Rerun(ctx context.Context, req RerunRequest) (job.Job, error) {
 			return job.Job{}, err
 		}
 	}
-	item, err := marshal(rerunJobItem{jobItem: jobItem{PK: "JOB#" + string(j.ID), Kind: "job", Job: j},
+	item, err := marshal(rerunJobItem{jobItem: jobItem{PK: PrefixJob + string(j.ID), Kind: "job", Job: j},
 		RerunOf: latest.ID, RerunReason: req.Reason})
 	if err != nil {
 		return job.Job{}, err
@@ -161,7 +161,7 @@ func (s *Jobs) Rerun(ctx context.Context, req RerunRequest) (job.Job, error) {
 	}
 	input := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: &s.table, Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
-		{Update: &types.Update{TableName: &s.table, Key: map[string]types.AttributeValue{"pk": str("CL#" + job.ChangelistKey(j.Source, j.ChangelistID))},
+		{Update: &types.Update{TableName: &s.table, Key: map[string]types.AttributeValue{"pk": str(PrefixChangelist + job.ChangelistKey(j.Source, j.ChangelistID))},
 			UpdateExpression: head.Update(), ConditionExpression: head.Condition(),
 			ExpressionAttributeNames: head.Names(), ExpressionAttributeValues: head.Values(),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},

@@ -50,11 +50,11 @@ type versionItem struct {
 }
 
 func versionPK(source, changelistID, headSHA string) string {
-	return "SHA#" + job.ChangelistKey(source, changelistID) + "#" + headSHA
+	return PrefixHeadSHA + job.ChangelistKey(source, changelistID) + "#" + headSHA
 }
 
 func counterPK(source, changelistID string) string {
-	return "VSEQ#" + job.ChangelistKey(source, changelistID)
+	return PrefixVersionSeq + job.ChangelistKey(source, changelistID)
 }
 
 // AssignVersion returns the review version of a changelist's head commit,
@@ -161,7 +161,7 @@ type sourceRefItem struct {
 }
 
 func sourceRefKey(id job.ID) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str("SRC#" + string(id))}
+	return map[string]types.AttributeValue{"pk": str(PrefixSourceRef + string(id))}
 }
 
 // PutSourceRef records a job's source reference unless it already has one:
@@ -171,7 +171,7 @@ func (s *Jobs) PutSourceRef(ctx context.Context, id job.ID, ref SourceRef) error
 	if ref.Reviewers == nil {
 		ref.Reviewers = []string{}
 	}
-	item, err := marshal(sourceRefItem{PK: "SRC#" + string(id), Kind: "source_ref", JobID: id, SourceRef: ref, CreatedAt: ts(s.now())})
+	item, err := marshal(sourceRefItem{PK: PrefixSourceRef + string(id), Kind: "source_ref", JobID: id, SourceRef: ref, CreatedAt: ts(s.now())})
 	if err != nil {
 		return err
 	}

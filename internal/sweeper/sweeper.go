@@ -32,8 +32,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
@@ -82,9 +80,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	var rep Report
 	now := s.Now().UTC()
 	requeued := map[job.ID]bool{}
-	err := s.Jobs.ScanJobs(ctx, expression.Name("status").In(
-		expression.Value(string(job.StatusAccepted)), expression.Value(string(job.StatusInProgress)), expression.Value(string(job.StatusRetryableFailed))).
-		And(expression.Name("updated_at").LessThan(expression.Value(store.Timestamp(now.Add(-s.StuckAfter))))),
+	err := s.Jobs.StuckJobs(ctx, now.Add(-s.StuckAfter),
 		func(j job.Job) error {
 			if j.Stage == job.StageDone || !j.Stage.Valid() {
 				return nil
@@ -104,13 +100,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		}
 	}
 	awaiting := false
-	sentBefore := store.Timestamp(now.Add(-s.EvidenceWindow))
-	filter := expression.Name("status").In(expression.Value(string(delivery.StatusSending)), expression.Value(string(delivery.StatusReconciling))).
-		Or(expression.Name("status").Equal(expression.Value(string(delivery.StatusSent))).
-			And(expression.Name("notified_at").LessThan(expression.Value(sentBefore))).
-			And(expression.AttributeNotExists(expression.Name("evidence_send_at"))).
-			And(expression.AttributeNotExists(expression.Name("evidence_delivery_at"))))
-	err = s.Deliveries.Scan(ctx, filter, func(r delivery.Row) error {
+	err = s.Deliveries.Unsettled(ctx, now.Add(-s.EvidenceWindow), func(r delivery.Row) error {
 		switch r.Status {
 		case delivery.StatusReconciling:
 			rep.HeldDeliveries++

@@ -1,0 +1,26 @@
+package store_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/criticizer/criticizer/internal/store"
+)
+
+// The deployment grants fetch and llm the jobs table's JOB# and SRC#
+// items only (infra/names.go, its own module): the prefixes it names are
+// the store's.
+func TestKeyPrefixes_MatchTheDeploymentsGrants(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "infra", "names.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"JobItemPrefix": store.PrefixJob, "SourceRefPrefix": store.PrefixSourceRef} {
+		m := regexp.MustCompile(name + `\s*=\s*"([^"]*)"`).FindSubmatch(b)
+		if m == nil || string(m[1]) != want {
+			t.Errorf("infra %s = %q, the store's prefix is %q", name, m, want)
+		}
+	}
+}
