@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
