@@ -199,21 +199,11 @@ func invoke(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.FromEnv(os.Getenv)
+	cfg, err := runningStack(ctx)
 	if err != nil {
 		return err
 	}
-	cfg.Endpoints = devstack.RunPorts.Endpoints()
 	localSecrets(&cfg)
-	clients, err := devstack.NewClients(ctx, cfg.Endpoints)
-	if err != nil {
-		return err
-	}
-	res, err := devstack.Provision(ctx, clients, "criticizer")
-	if err != nil {
-		return fmt.Errorf("is `make run` up? %w", err)
-	}
-	res.Apply(&cfg)
 	h, err := devstack.Handler(ctx, args[0], cfg, obs.NewLogger(os.Stderr, "info"), wire.Options{})
 	if err != nil {
 		return err
@@ -226,6 +216,26 @@ func invoke(ctx context.Context, args []string) error {
 	return nil
 }
 
+// runningStack is the configuration of the running `make run` stack: its
+// endpoints and the names it provisioned.
+func runningStack(ctx context.Context) (config.Config, error) {
+	cfg, err := config.FromEnv(os.Getenv)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Endpoints = devstack.RunPorts.Endpoints()
+	clients, err := devstack.NewClients(ctx, cfg.Endpoints)
+	if err != nil {
+		return cfg, err
+	}
+	res, err := devstack.Provision(ctx, clients, "criticizer")
+	if err != nil {
+		return cfg, fmt.Errorf("is `make run` up? %w", err)
+	}
+	res.Apply(&cfg)
+	return cfg, nil
+}
+
 // samEnv prints the env-vars file of `sam local invoke` for the running
 // `make run` stack (make invoke-<fn> SAM=1).
 func samEnv(ctx context.Context, args []string) error {
@@ -234,20 +244,10 @@ func samEnv(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := config.FromEnv(os.Getenv)
+	cfg, err := runningStack(ctx)
 	if err != nil {
 		return err
 	}
-	cfg.Endpoints = devstack.RunPorts.Endpoints()
-	clients, err := devstack.NewClients(ctx, cfg.Endpoints)
-	if err != nil {
-		return err
-	}
-	res, err := devstack.Provision(ctx, clients, "criticizer")
-	if err != nil {
-		return fmt.Errorf("is `make run` up? %w", err)
-	}
-	res.Apply(&cfg)
 	port := os.Getenv("PORT")
 	if port == "" {
 		port = "3000"
