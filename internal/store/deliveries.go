@@ -419,7 +419,7 @@ func (s *Deliveries) Skip(ctx context.Context, id string, status delivery.Status
 	upd := expression.Set(expression.Name("status"), expression.Value(string(status))).
 		Set(expression.Name("skip_reason"), expression.Value(reason)).
 		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
-	cond := expression.Name("status").In(expression.Value(string(delivery.StatusPending)), expression.Value(string(delivery.StatusFailedTransient))).
+	cond := claimableStatus().
 		And(expression.AttributeNotExists(expression.Name("notified_at"))).
 		And(expression.AttributeNotExists(expression.Name("notification_id"))).
 		And(noEvidence())
@@ -523,8 +523,6 @@ func (s *Deliveries) ClearAndRequeue(ctx context.Context, id string) (delivery.R
 	return s.updateReturn(ctx, id, upd, cond)
 }
 
-// Scan pages through every row matching filter (a sweeper's query; the
-// deliveries table is keyed by id only).
 // Unsettled calls fn for every row that may need a hand from outside its
 // notifier: in delivery.UnsettledStatuses (a send in flight or held, a
 // row under reconciliation), or sent before sentBefore with no provider
@@ -546,3 +544,29 @@ func (s *Deliveries) scan(ctx context.Context, filter expression.ConditionBuilde
 		return fn(r)
 	})
 }
+
+// Outbox is the outbox's contract: what notify, feedback, the sweeper and
+// the operator do with delivery rows. Deliveries keeps it on DynamoDB and
+// memstore.Deliveries in memory; storetest.Outbox proves them alike
+// (R-STORE-1).
+type Outbox interface {
+	Ensure(ctx context.Context, r delivery.Row) (delivery.Row, bool, error)
+	Get(ctx context.Context, id string) (delivery.Row, error)
+	GetMany(ctx context.Context, ids []string) ([]delivery.Row, error)
+	Claim(ctx context.Context, id, token string, lease time.Duration) (delivery.Row, error)
+	MarkSent(ctx context.Context, id, token, notificationID string) (delivery.Row, error)
+	Release(ctx context.Context, id, token string, status delivery.Status, errorClass string) (delivery.Row, error)
+	Backfill(ctx context.Context, id, notificationID string, at time.Time) (delivery.Row, error)
+	Requeue(ctx context.Context, id string, errorClass string) (delivery.Row, error)
+	Awaiting(ctx context.Context, id string) (delivery.Row, error)
+	RecordEvent(ctx context.Context, id string, e Event) (delivery.Row, EventOutcome, error)
+	RecordDuplicate(ctx context.Context, r delivery.Row, messageID string) (bool, error)
+	Skip(ctx context.Context, id string, status delivery.Status, reason string) (delivery.Row, error)
+	ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error)
+	MarkReconciling(ctx context.Context, id string) (delivery.Row, error)
+	ResolveSent(ctx context.Context, id string) (delivery.Row, error)
+	ClearAndRequeue(ctx context.Context, id string) (delivery.Row, error)
+	Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error
+}
+
+var _ Outbox = (*Deliveries)(nil)

@@ -1,0 +1,16 @@
+package memstore_test
+
+import (
+	"testing"
+
+	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/memstore"
+	"github.com/criticizer/criticizer/internal/store/storetest"
+)
+
+// The in-memory outbox keeps the contract DynamoDB keeps: the same
+// conformance suite, with no stack.
+// Rules: R-STORE-1.
+func TestOutbox_Memstore(t *testing.T) {
+	storetest.Outbox(t, func(_ *testing.T, now store.Clock) store.Outbox { return memstore.NewDeliveries(now) })
+}
