@@ -9,11 +9,6 @@ import (
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
-
-
-
-
-
 // The watermark moves forward only, and never past an event the feedback
 // function has received but not recorded.
 // Rules: R-EVIDENCE-2.

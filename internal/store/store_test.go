@@ -159,8 +159,3 @@ func newRow(id string) delivery.Row {
 		Status: delivery.StatusPending, Message: delivery.Message{Subject: "s", HTML: "<p>h</p>", Text: "t", TemplateVersion: "v", ContentSHA256: "c"},
 		CreatedAt: now, UpdatedAt: now}
 }
-
-
-
-
-
