@@ -205,3 +205,16 @@ func (e *Evidence) ForgetProbe(ctx context.Context, set string) error {
 	}
 	return nil
 }
+
+// EvidencePath is the evidence watermark's contract as feedback and the
+// sweeper use it; Evidence keeps it on DynamoDB, memstore.Evidence in
+// memory, storetest.EvidencePath proves them alike.
+type EvidencePath interface {
+	Advance(ctx context.Context, set string, at time.Time) error
+	HoldBack(ctx context.Context, set string, pending map[string]time.Time) error
+	Release(ctx context.Context, set string, ids []string) error
+	Watermark(ctx context.Context, set string) (time.Time, error)
+	ClaimProbe(ctx context.Context, set string, need time.Time, every time.Duration) (bool, error)
+}
+
+var _ EvidencePath = (*Evidence)(nil)

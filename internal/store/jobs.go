@@ -380,3 +380,18 @@ func (s *Jobs) scanJobs(ctx context.Context, filter expression.ConditionBuilder,
 		return fn(it.Job)
 	})
 }
+
+// JobStore is the jobs table's contract as intake, the sweeper and
+// feedback use it. Jobs keeps it on DynamoDB and memstore.Jobs in memory;
+// storetest.JobStore proves them alike (R-STORE-1).
+type JobStore interface {
+	Create(ctx context.Context, req CreateRequest) (CreateResult, error)
+	Get(ctx context.Context, id job.ID) (job.Job, error)
+	LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error)
+	PutSourceRef(ctx context.Context, id job.ID, ref SourceRef) error
+	Reopen(ctx context.Context, id job.ID) error
+	Intervene(ctx context.Context, id job.ID) error
+	StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error
+}
+
+var _ JobStore = (*Jobs)(nil)

@@ -18,3 +18,18 @@ func TestOutbox_DynamoDB(t *testing.T) {
 		return store.NewDeliveries(env.Clients.DynamoDB, res.DeliveriesTable, now)
 	})
 }
+
+// The jobs table's and the evidence path's contracts on DynamoDB Local.
+// Rules: R-STORE-1, R-INTAKE-1, R-INTAKE-2, R-INTAKE-3, R-EVIDENCE-2, R-EVIDENCE-3.
+func TestJobStore_DynamoDB(t *testing.T) {
+	storetest.JobStore(t, func(t *testing.T, now store.Clock) store.JobStore {
+		env := testenv.Stack(t)
+		res := testenv.Provision(t, env)
+		return store.NewJobs(env.Clients.DynamoDB, res.JobsTable, now)
+	})
+	storetest.EvidencePath(t, func(t *testing.T, now store.Clock) store.EvidencePath {
+		env := testenv.Stack(t)
+		res := testenv.Provision(t, env)
+		return store.NewEvidence(env.Clients.DynamoDB, res.JobsTable, now)
+	})
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/storetest"
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
@@ -21,10 +22,10 @@ func TestRerun_CopiesLatestAsNextVersion_HeadMoves(t *testing.T) {
 	s := newJobs(t)
 	ctx := context.Background()
 	cl := testenv.Prefix(t)
-	v3 := newJob(cl, 3)
+	v3 := storetest.NewJob(cl, 3)
 	v3.Recipients = []string{"ann@example.com", "bo@example.com"}
 	v3.DiffRef, v3.DiffSHA256 = "diffs/abc", "abc"
-	create(t, s, v3, "k3", "b3")
+	storetest.Create(t, s, v3, "k3", "b3")
 
 	plan, err := s.PlanRerun(ctx, "generic", cl)
 	if err != nil {
@@ -51,10 +52,10 @@ func TestRerun_CopiesLatestAsNextVersion_HeadMoves(t *testing.T) {
 	}
 	// The same version by webhook afterwards: the job exists (no second
 	// send operation); an older one is stale.
-	if res := create(t, s, newJob(cl, 4), "k4", "b4"); res.Outcome != store.VersionExists || res.Job.ID != j.ID {
+	if res := storetest.Create(t, s, storetest.NewJob(cl, 4), "k4", "b4"); res.Outcome != store.VersionExists || res.Job.ID != j.ID {
 		t.Fatalf("v4 by webhook after the rerun: outcome %v, want VersionExists", res.Outcome)
 	}
-	if res := create(t, s, newJob(cl, 2), "k2", "b2"); res.Outcome != store.Stale || res.CurrentVersion != 4 {
+	if res := storetest.Create(t, s, storetest.NewJob(cl, 2), "k2", "b2"); res.Outcome != store.Stale || res.CurrentVersion != 4 {
 		t.Fatalf("v2 by webhook after the rerun: %+v, want Stale at 4", res)
 	}
 	if _, err := s.PlanRerun(ctx, "generic", cl+"-unknown"); !errors.Is(err, store.ErrNotFound) {
@@ -70,7 +71,7 @@ func TestRerun_ConcurrentFromOnePlan_ExactlyOneVersion(t *testing.T) {
 	s := newJobs(t)
 	ctx := context.Background()
 	cl := testenv.Prefix(t)
-	create(t, s, newJob(cl, 1), "k1", "b1")
+	storetest.Create(t, s, storetest.NewJob(cl, 1), "k1", "b1")
 	plan, err := s.PlanRerun(ctx, "generic", cl)
 	if err != nil {
 		t.Fatal(err)
@@ -125,13 +126,13 @@ func TestRerun_CounterSource_CopiesSourceRef_NextCommitHigher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j1 := newJob(cl, v)
+	j1 := storetest.NewJob(cl, v)
 	j1.Source, j1.ID, j1.Recipients = "github", job.NewID("github", cl, v), []string{}
 	ref := store.SourceRef{Source: "github", Repo: "acme/api", Number: 7, HeadSHA: shaA, Reviewers: []string{"octocat"}}
 	if err := s.PutSourceRef(ctx, j1.ID, ref); err != nil {
 		t.Fatal(err)
 	}
-	create(t, s, j1, "g1", "g1")
+	storetest.Create(t, s, j1, "g1", "g1")
 	// What fetch records.
 	if err := s.Advance(ctx, j1.ID, job.StageFetch, 1, job.StatusInProgress, map[string]any{
 		store.AttrRecipients: []string{"octo@example.com"}, store.AttrNoEmailReviewers: []string{"github:hubot"}}); err != nil {

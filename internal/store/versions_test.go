@@ -10,6 +10,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/storetest"
 )
 
 const (
@@ -159,8 +160,8 @@ func TestSourceRef_FirstWriteKept(t *testing.T) {
 func TestNoEmailReviewers_WrittenByAdvance(t *testing.T) {
 	s := newJobs(t)
 	ctx := context.Background()
-	j := newJob("cl-ne", 1)
-	create(t, s, j, "k", "b")
+	j := storetest.NewJob("cl-ne", 1)
+	storetest.Create(t, s, j, "k", "b")
 	if got, err := s.NoEmailReviewers(ctx, j.ID); err != nil || len(got) != 0 {
 		t.Fatalf("before fetch: %v (%v), want none", got, err)
 	}

@@ -14,3 +14,10 @@ import (
 func TestOutbox_Memstore(t *testing.T) {
 	storetest.Outbox(t, func(_ *testing.T, now store.Clock) store.Outbox { return memstore.NewDeliveries(now) })
 }
+
+// The in-memory jobs table and evidence path keep their contracts too.
+// Rules: R-STORE-1.
+func TestJobStore_Memstore(t *testing.T) {
+	storetest.JobStore(t, func(_ *testing.T, now store.Clock) store.JobStore { return memstore.NewJobs(now) })
+	storetest.EvidencePath(t, func(_ *testing.T, now store.Clock) store.EvidencePath { return memstore.NewEvidence(now) })
+}

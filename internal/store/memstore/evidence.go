@@ -1,0 +1,119 @@
+package memstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/store"
+)
+
+// Evidence is the in-memory evidence watermark, with store.Evidence's
+// rules: the watermark only moves forward, and pending events hold it back.
+type Evidence struct {
+	mu   sync.Mutex
+	sets map[string]*store.EvidenceState
+	now  store.Clock
+}
+
+var _ store.EvidencePath = (*Evidence)(nil)
+
+// NewEvidence returns an evidence path on which no event was recorded,
+// with clock now (time.Now if nil).
+func NewEvidence(now store.Clock) *Evidence {
+	if now == nil {
+		now = time.Now
+	}
+	return &Evidence{sets: map[string]*store.EvidenceState{}, now: now}
+}
+
+// ClaimProbe implements store.EvidencePath.
+func (e *Evidence) ClaimProbe(_ context.Context, set string, need time.Time, every time.Duration) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.now().UTC()
+	st := e.state(set)
+	if !(st.Watermark.IsZero() || st.Watermark.Before(need)) {
+		return false, nil
+	}
+	if !(st.ProbeSentAt.IsZero() || st.ProbeSentAt.Before(need) || st.ProbeSentAt.Before(now.Add(-every))) {
+		return false, nil
+	}
+	st.ProbeSentAt = now
+	return true, nil
+}
+
+func (e *Evidence) state(set string) *store.EvidenceState {
+	st, ok := e.sets[set]
+	if !ok {
+		st = &store.EvidenceState{Pending: map[string]time.Time{}}
+		e.sets[set] = st
+	}
+	return st
+}
+
+// Advance implements store.EvidencePath.
+func (e *Evidence) Advance(_ context.Context, set string, at time.Time) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if st := e.state(set); st.Watermark.Before(at) {
+		st.Watermark = at.UTC()
+	}
+	return nil
+}
+
+// HoldBack implements store.EvidencePath.
+func (e *Evidence) HoldBack(_ context.Context, set string, pending map[string]time.Time) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.state(set)
+	for id, t := range pending {
+		st.Pending[id] = t.UTC()
+	}
+	return nil
+}
+
+// Release implements store.EvidencePath.
+func (e *Evidence) Release(_ context.Context, set string, ids []string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.state(set)
+	for _, id := range ids {
+		delete(st.Pending, id)
+	}
+	return nil
+}
+
+// Watermark implements store.EvidencePath.
+func (e *Evidence) Watermark(_ context.Context, set string) (time.Time, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.state(set).Effective(), nil
+}
+
+// Recipients keeps suppressions in memory.
+type Recipients struct {
+	mu         sync.Mutex
+	suppressed map[string]string // recipient id -> first reason
+}
+
+// NewRecipients returns a set with no suppression.
+func NewRecipients() *Recipients { return &Recipients{suppressed: map[string]string{}} }
+
+// Suppress records a suppression; the first reason is kept.
+func (r *Recipients) Suppress(_ context.Context, recipientID, reason string, _ time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.suppressed[recipientID]; !ok {
+		r.suppressed[recipientID] = reason
+	}
+	return nil
+}
+
+// Suppressed reports a recipient's suppression and its reason.
+func (r *Recipients) Suppressed(recipientID string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	reason, ok := r.suppressed[recipientID]
+	return reason, ok
+}

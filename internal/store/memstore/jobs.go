@@ -1,0 +1,163 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
+)
+
+// Jobs is the in-memory jobs table: jobs, idempotency records, changelist
+// heads and source references, with store.Jobs's conditions.
+type Jobs struct {
+	mu    sync.Mutex
+	jobs  map[job.ID]job.Job
+	idem  map[string]idemRecord
+	heads map[string]head
+	refs  map[job.ID]store.SourceRef
+	now   store.Clock
+}
+
+type head struct {
+	version int
+	jobID   job.ID
+}
+
+type idemRecord struct {
+	jobID          job.ID
+	requestSHA256  string
+	responseStatus int
+	responseBody   []byte
+}
+
+var _ store.JobStore = (*Jobs)(nil)
+
+// NewJobs returns an empty jobs table with clock now (time.Now if nil).
+func NewJobs(now store.Clock) *Jobs {
+	if now == nil {
+		now = time.Now
+	}
+	return &Jobs{jobs: map[job.ID]job.Job{}, idem: map[string]idemRecord{}, heads: map[string]head{},
+		refs: map[job.ID]store.SourceRef{}, now: now}
+}
+
+// Create implements store.JobStore: the job, its idempotency record and
+// the changelist head in one step, each with its condition; the first
+// failing one decides, in store.Jobs's order.
+func (s *Jobs) Create(_ context.Context, req store.CreateRequest) (store.CreateResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := req.Job
+	idemKey := j.Source + "#" + req.IdempotencyKeySHA
+	headKey := job.ChangelistKey(j.Source, j.ChangelistID)
+	old, jobExists := s.jobs[j.ID]
+	rec, idemExists := s.idem[idemKey]
+	h, headExists := s.heads[headKey]
+	switch {
+	case idemExists && rec.requestSHA256 != req.RequestSHA256:
+		return store.CreateResult{Outcome: store.KeyReused}, nil
+	case idemExists:
+		res := store.CreateResult{Outcome: store.Replayed, ResponseStatus: rec.responseStatus, ResponseBody: append([]byte(nil), rec.responseBody...)}
+		if jobExists {
+			res.Job = old
+		}
+		return res, nil
+	case jobExists:
+		return store.CreateResult{Outcome: store.VersionExists, Job: old}, nil
+	case headExists && h.version >= j.ReviewVersion:
+		return store.CreateResult{Outcome: store.Stale, CurrentVersion: h.version}, nil
+	}
+	s.jobs[j.ID] = j
+	s.idem[idemKey] = idemRecord{jobID: j.ID, requestSHA256: req.RequestSHA256, responseStatus: req.ResponseStatus,
+		responseBody: append([]byte(nil), req.ResponseBody...)}
+	s.heads[headKey] = head{j.ReviewVersion, j.ID}
+	return store.CreateResult{Outcome: store.Created, Job: j, ResponseStatus: req.ResponseStatus, ResponseBody: req.ResponseBody}, nil
+}
+
+// Get implements store.JobStore.
+func (s *Jobs) Get(_ context.Context, id job.ID) (job.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok {
+		return job.Job{}, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
+	}
+	return j, nil
+}
+
+// LatestVersion implements store.JobStore: the changelist's head, or
+// ErrNotFound.
+func (s *Jobs) LatestVersion(_ context.Context, source, changelistID string) (int, job.ID, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.heads[job.ChangelistKey(source, changelistID)]
+	if !ok {
+		return 0, "", fmt.Errorf("changelist %s: %w", changelistID, store.ErrNotFound)
+	}
+	return h.version, h.jobID, nil
+}
+
+// Put stores a job as is (tests set up a job in a given state).
+func (s *Jobs) Put(j job.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs[j.ID] = j
+}
+
+// PutSourceRef implements store.JobStore: the first write is kept.
+func (s *Jobs) PutSourceRef(_ context.Context, id job.ID, ref store.SourceRef) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.refs[id]; !ok {
+		s.refs[id] = ref
+	}
+	return nil
+}
+
+func (s *Jobs) update(id job.ID, cond func(job.Job) bool, f func(*job.Job)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok || !cond(j) {
+		return fmt.Errorf("update job %s: %w", id, store.ErrConflict)
+	}
+	f(&j)
+	j.UpdatedAt = s.now().UTC()
+	s.jobs[id] = j
+	return nil
+}
+
+// Reopen implements store.JobStore.
+func (s *Jobs) Reopen(_ context.Context, id job.ID) error {
+	return s.update(id, func(j job.Job) bool {
+		return (j.Status == job.StatusSucceeded || j.Status == job.StatusNeedsIntervention) && j.Stage == job.StageDone
+	}, func(j *job.Job) { j.Stage, j.Status = job.StageNotify, job.StatusInProgress })
+}
+
+// Intervene implements store.JobStore.
+func (s *Jobs) Intervene(_ context.Context, id job.ID) error {
+	return s.update(id, func(j job.Job) bool {
+		return (j.Stage == job.StageNotify || j.Stage == job.StageDone) && j.Status != job.StatusDeadLettered
+	}, func(j *job.Job) { j.Status = job.StatusNeedsIntervention })
+}
+
+// StuckJobs implements store.JobStore.
+func (s *Jobs) StuckJobs(_ context.Context, before time.Time, fn func(job.Job) error) error {
+	s.mu.Lock()
+	var out []job.Job
+	for _, j := range s.jobs {
+		if !j.Status.Terminal() && j.UpdatedAt.Before(before) {
+			out = append(out, j)
+		}
+	}
+	s.mu.Unlock()
+	for _, j := range out {
+		if err := fn(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}

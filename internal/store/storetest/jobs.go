@@ -1,0 +1,244 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
+)
+
+// NewJob is a job accepted at fetch.
+func NewJob(cl string, version int) job.Job {
+	now := time.Now().UTC()
+	return job.Job{ID: job.NewID("generic", cl, version), Source: "generic", ChangelistID: cl, ReviewVersion: version,
+		Title: "t", URL: "https://x.example/1", Author: "a", Recipients: []string{"r@example.com"},
+		Status: job.StatusAccepted, Stage: job.StageFetch, Attempts: job.Attempts{}, CreatedAt: now, UpdatedAt: now}
+}
+
+// Create creates j, failing the test on an error.
+func Create(t *testing.T, s store.JobStore, j job.Job, key, bodySHA string) store.CreateResult {
+	t.Helper()
+	res, err := s.Create(context.Background(), store.CreateRequest{Job: j, IdempotencyKeySHA: key, RequestSHA256: bodySHA,
+		ResponseStatus: 202, ResponseBody: []byte(`{"job_id":"` + string(j.ID) + `"}`), TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// JobStoreOpener opens an empty jobs table for one test.
+type JobStoreOpener func(t *testing.T, now store.Clock) store.JobStore
+
+// JobStore runs the jobs table's suite against the stores open returns.
+func JobStore(t *testing.T, open JobStoreOpener) {
+	// R-INTAKE-1: "If an insert violates that unique constraint, the service
+	// MUST treat it as a duplicate request and return the existing job instead
+	// of creating a second job."
+	t.Run("Create_DuplicateKeyReturnsOriginalResponse", func(t *testing.T) {
+		s := open(t, nil)
+		j := NewJob("cl-1", 1)
+		if got := Create(t, s, j, "k1", "b1"); got.Outcome != store.Created {
+			t.Fatalf("first create: outcome %v", got.Outcome)
+		}
+		got := Create(t, s, j, "k1", "b1")
+		if got.Outcome != store.Replayed || got.ResponseStatus != 202 || string(got.ResponseBody) != `{"job_id":"`+string(j.ID)+`"}` {
+			t.Fatalf("duplicate: %+v", got)
+		}
+		if got.Job.ID != j.ID || got.Job.Status != job.StatusAccepted {
+			t.Fatalf("duplicate did not return the original job: %+v", got.Job)
+		}
+	})
+
+	// R-INTAKE-1: "idempotency_key MUST be unique for job creation
+	// requests" — the same key with another request is refused (HTTP 422).
+	// Rules: R-INTAKE-2.
+	t.Run("Create_SameKeyDifferentRequestRefused", func(t *testing.T) {
+		s := open(t, nil)
+		Create(t, s, NewJob("cl-1", 1), "k1", "b1")
+		if got := Create(t, s, NewJob("cl-1", 2), "k1", "b2"); got.Outcome != store.KeyReused {
+			t.Fatalf("outcome %v, want KeyReused", got.Outcome)
+		}
+		if _, err := s.Get(context.Background(), job.NewID("generic", "cl-1", 2)); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a refused request created a job: %v", err)
+		}
+	})
+
+	// R-INTAKE-3: reprocessing is "Blocked when the request uses the same
+	// review_version (no-op; return existing result)".
+	t.Run("Create_SameVersionOtherKeyReturnsExistingJob", func(t *testing.T) {
+		s := open(t, nil)
+		j := NewJob("cl-1", 3)
+		Create(t, s, j, "k1", "b1")
+		got := Create(t, s, j, "k2", "b2")
+		if got.Outcome != store.VersionExists || got.Job.ID != j.ID {
+			t.Fatalf("outcome %v job %s, want VersionExists %s", got.Outcome, got.Job.ID, j.ID)
+		}
+	})
+
+	// R-INTAKE-3 and R-RERUN-1: only a strictly higher review_version starts a
+	// new logical attempt; a lower one after a higher one is stale.
+	t.Run("Create_HigherVersionStarts_LowerIsStale", func(t *testing.T) {
+		s := open(t, nil)
+		Create(t, s, NewJob("cl-1", 3), "k3", "b3")
+		if got := Create(t, s, NewJob("cl-1", 4), "k4", "b4"); got.Outcome != store.Created {
+			t.Fatalf("v4 after v3: outcome %v, want Created", got.Outcome)
+		}
+		got := Create(t, s, NewJob("cl-1", 2), "k2", "b2")
+		if got.Outcome != store.Stale || got.CurrentVersion != 4 {
+			t.Fatalf("v2 after v4: %+v, want Stale with current 4", got)
+		}
+		v, id, err := s.LatestVersion(context.Background(), "generic", "cl-1")
+		if err != nil || v != 4 || id != job.NewID("generic", "cl-1", 4) {
+			t.Fatalf("head: %d %s %v", v, id, err)
+		}
+	})
+
+	// Concurrent first requests, for the same key or for the same version under
+	// different keys, create exactly one job; every other caller gets it back.
+	t.Run("Create_ConcurrentFirstRequests_ExactlyOneJob", func(t *testing.T) {
+		s := open(t, nil)
+		for _, sameKey := range []bool{true, false} {
+			t.Run(fmt.Sprintf("sameKey=%v", sameKey), func(t *testing.T) {
+				j := NewJob(fmt.Sprintf("race-%v", sameKey), 1)
+				const n = 16
+				outcomes := make([]store.Outcome, n)
+				var wg sync.WaitGroup
+				for i := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						key := "k"
+						if !sameKey {
+							key = fmt.Sprintf("k%d", i)
+						}
+						res, err := s.Create(context.Background(), store.CreateRequest{Job: j, IdempotencyKeySHA: key, RequestSHA256: "b",
+							ResponseStatus: 202, ResponseBody: []byte("{}"), TTL: time.Hour})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						outcomes[i] = res.Outcome
+					}()
+				}
+				wg.Wait()
+				created := 0
+				for _, o := range outcomes {
+					switch o {
+					case store.Created:
+						created++
+					case store.Replayed, store.VersionExists:
+					default:
+						t.Errorf("unexpected outcome %v", o)
+					}
+				}
+				if created != 1 {
+					t.Fatalf("%d creates succeeded, want exactly 1 (outcomes %v)", created, outcomes)
+				}
+			})
+		}
+	})
+
+	// Reopen takes a finished job back to notify; Intervene marks a job at
+	// notify or done needs_intervention, never a dead-lettered one;
+	// StuckJobs yields unfinished jobs not updated since the bound.
+	t.Run("Reopen_Intervene_StuckJobs", func(t *testing.T) {
+		now := time.Now().UTC()
+		s := open(t, func() time.Time { return now })
+		ctx := context.Background()
+		cl := fmt.Sprintf("cl-%d", now.UnixNano())
+		fresh := NewJob(cl, 1)
+		Create(t, s, fresh, "k1-"+cl, "b1")
+		if err := s.Reopen(ctx, fresh.ID); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("reopen of a job at fetch: %v, want ErrConflict", err)
+		}
+		if err := s.Intervene(ctx, fresh.ID); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("intervene on a job at fetch: %v, want ErrConflict", err)
+		}
+		found := false
+		if err := s.StuckJobs(ctx, now.Add(time.Minute), func(j job.Job) error {
+			found = found || j.ID == fresh.ID
+			return nil
+		}); err != nil || !found {
+			t.Errorf("stuck jobs: %v, found %v", err, found)
+		}
+		found = false
+		_ = s.StuckJobs(ctx, now.Add(-time.Minute), func(j job.Job) error {
+			found = found || j.ID == fresh.ID
+			return nil
+		})
+		if found {
+			t.Error("a job updated after the bound is not stuck")
+		}
+		if err := s.Reopen(ctx, "j_missing"); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("reopen of no job: %v, want ErrConflict", err)
+		}
+	})
+}
+
+// EvidenceOpener opens an empty evidence path for one test.
+type EvidenceOpener func(t *testing.T, now store.Clock) store.EvidencePath
+
+// EvidencePath runs the evidence watermark's suite.
+func EvidencePath(t *testing.T, open EvidenceOpener) {
+	// The watermark moves forward only, and never past an event the feedback
+	// function has received but not recorded.
+	// Rules: R-EVIDENCE-2.
+	t.Run("Evidence_WatermarkHeldBackByPendingEvents", func(t *testing.T) {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		e := open(t, func() time.Time { return now })
+		ctx := context.Background()
+		if wm, err := e.Watermark(ctx, "set"); err != nil || !wm.IsZero() {
+			t.Fatalf("no event yet: %v %v", wm, err)
+		}
+		t1, t2 := now.Add(-time.Minute), now.Add(-30*time.Second)
+		if err := e.Advance(ctx, "set", t2); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Advance(ctx, "set", t1); err != nil { // an older event, later
+			t.Fatal(err)
+		}
+		if wm, _ := e.Watermark(ctx, "set"); !wm.Equal(t2) {
+			t.Fatalf("watermark %v, want %v (forward only)", wm, t2)
+		}
+		if err := e.HoldBack(ctx, "set", map[string]time.Time{"m-1": t1, "m-2": t2}); err != nil {
+			t.Fatal(err)
+		}
+		if wm, _ := e.Watermark(ctx, "set"); !wm.Before(t1) {
+			t.Fatalf("watermark %v with an event of %v pending; want before it", wm, t1)
+		}
+		if err := e.Release(ctx, "set", []string{"m-1", "m-2"}); err != nil {
+			t.Fatal(err)
+		}
+		if wm, _ := e.Watermark(ctx, "set"); !wm.Equal(t2) {
+			t.Fatalf("watermark %v after the release, want %v", wm, t2)
+		}
+		if wm, _ := e.Watermark(ctx, "other-set"); !wm.IsZero() {
+			t.Fatal("configuration sets share a watermark")
+		}
+		// One probe per need (a notifier probes once now is past need);
+		// another once the last is older than every.
+		need := now.Add(-time.Second)
+		if ok, err := e.ClaimProbe(ctx, "set", need, time.Minute); err != nil || !ok {
+			t.Fatalf("first probe: %v %v", ok, err)
+		}
+		if ok, _ := e.ClaimProbe(ctx, "set", need, time.Minute); ok {
+			t.Fatal("a second probe for the same need")
+		}
+		now = now.Add(2 * time.Minute)
+		if ok, _ := e.ClaimProbe(ctx, "set", need, time.Minute); !ok {
+			t.Fatal("no new probe after the last one's events never came")
+		}
+		if err := e.Advance(ctx, "set", need); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(2 * time.Minute)
+		if ok, _ := e.ClaimProbe(ctx, "set", need, time.Minute); ok {
+			t.Fatal("a probe although the watermark is past need")
+		}
+	})
+}
