@@ -13,7 +13,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/criticizer/criticizer/internal/blob"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/webhook"
@@ -27,8 +26,8 @@ type Enqueuer interface {
 // Intake turns a verified webhook into a job, exactly once per idempotency
 // key and per review version.
 type Intake struct {
-	Jobs  *store.Jobs
-	Blobs *blob.Store
+	Jobs  JobCreator
+	Blobs Blobs
 	Queue Enqueuer
 	Log   *slog.Logger
 	Now   func() time.Time
@@ -39,6 +38,17 @@ type Intake struct {
 	Versions VersionAssigner
 	// Status mints the job status links the answers carry.
 	Status *StatusLinks
+}
+
+// JobCreator is what intake does with the jobs table (store.JobStore).
+type JobCreator interface {
+	Create(ctx context.Context, req store.CreateRequest) (store.CreateResult, error)
+	PutSourceRef(ctx context.Context, id job.ID, ref store.SourceRef) error
+}
+
+// Blobs keeps inline diffs (blob.Store).
+type Blobs interface {
+	Put(ctx context.Context, prefix string, b []byte) (ref, sha string, err error)
 }
 
 // Accepted is the 202 body, stored and replayed byte for byte.

@@ -20,25 +20,49 @@ import (
 // rows they name, as provider evidence for reconciliation (R-OUTBOX-6),
 // and keeps the evidence watermark the notifier settles lost answers by.
 type Handler struct {
-	Deliveries *store.Deliveries
+	Deliveries Outbox
 	// Evidence keeps the watermark: how far, per configuration set, the
 	// events have been recorded. Nil: not kept (the notifier then never
 	// resends a send whose answer was lost).
-	Evidence *store.Evidence
+	Evidence Evidence
 	// Recipients receives suppressions: a permanent bounce or a complaint
 	// stops every later send to the address. Nil: not recorded.
-	Recipients *store.Recipients
+	Recipients Suppressor
 	// Jobs and Queue send a row again after provider evidence that it was
 	// not delivered (a transient bounce, a Reject): the job is reopened at
 	// notify and a notify message enqueued. Nil: such events are only
 	// recorded.
-	Jobs  *store.Jobs
+	Jobs  Reopener
 	Queue Enqueuer
 	// MaxBounceResends bounds the resends of one delivery after evidence
 	// that it was not delivered (default 2): a mailbox that stays full is
 	// not mailed forever.
 	MaxBounceResends int
 	Log              *slog.Logger
+}
+
+// Outbox is what feedback does with delivery rows (store.Outbox).
+type Outbox interface {
+	Get(ctx context.Context, id string) (delivery.Row, error)
+	RecordEvent(ctx context.Context, id string, e store.Event) (delivery.Row, store.EventOutcome, error)
+	ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error)
+}
+
+// Evidence keeps the watermark (store.EvidencePath).
+type Evidence interface {
+	Advance(ctx context.Context, set string, at time.Time) error
+	HoldBack(ctx context.Context, set string, pending map[string]time.Time) error
+	Release(ctx context.Context, set string, ids []string) error
+}
+
+// Suppressor records suppressions (store.Recipients).
+type Suppressor interface {
+	Suppress(ctx context.Context, recipientID, reason string, at time.Time) error
+}
+
+// Reopener puts a finished job back at notify (store.JobStore).
+type Reopener interface {
+	Reopen(ctx context.Context, id job.ID) error
 }
 
 // Enqueuer sends a stage message.

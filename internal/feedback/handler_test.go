@@ -17,10 +17,13 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
-// These run the feedback function against DynamoDB Local (make test).
+// These run the feedback function on the in-memory store, and again
+// against DynamoDB Local when the stack is up (make test): the same
+// protocol on both (R-STORE-1).
 
 type queue struct {
 	mu   sync.Mutex
@@ -36,22 +39,30 @@ func (q *queue) Enqueue(_ context.Context, m job.Message) error {
 
 type fixture struct {
 	h    *feedback.Handler
-	d    *store.Deliveries
-	ev   *store.Evidence
+	d    store.Outbox
+	ev   store.EvidencePath
 	q    *queue
 	logs *bytes.Buffer
 }
 
-func newFixture(t *testing.T) *fixture {
-	env := testenv.Stack(t)
-	res := testenv.Provision(t, env)
-	var logs bytes.Buffer
-	f := &fixture{q: &queue{}, logs: &logs,
-		d:  store.NewDeliveries(env.Clients.DynamoDB, res.DeliveriesTable, nil),
-		ev: store.NewEvidence(env.Clients.DynamoDB, res.JobsTable, nil)}
-	f.h = &feedback.Handler{Deliveries: f.d, Evidence: f.ev, Jobs: store.NewJobs(env.Clients.DynamoDB, res.JobsTable, nil),
-		Queue: f.q, Log: obs.NewLogger(&logs, "info")}
-	return f
+// forEachStore runs test on a fixture over the in-memory store and, when
+// the stack is up, over DynamoDB Local.
+func forEachStore(t *testing.T, test func(t *testing.T, f *fixture)) {
+	newFixture := func(d store.Outbox, ev store.EvidencePath, jobs feedback.Reopener) *fixture {
+		var logs bytes.Buffer
+		f := &fixture{q: &queue{}, logs: &logs, d: d, ev: ev}
+		f.h = &feedback.Handler{Deliveries: d, Evidence: ev, Jobs: jobs, Queue: f.q, Log: obs.NewLogger(&logs, "info")}
+		return f
+	}
+	t.Run("memstore", func(t *testing.T) {
+		test(t, newFixture(memstore.NewDeliveries(nil), memstore.NewEvidence(nil), memstore.NewJobs(nil)))
+	})
+	t.Run("dynamodb", func(t *testing.T) {
+		env := testenv.Stack(t)
+		res := testenv.Provision(t, env)
+		test(t, newFixture(store.NewDeliveries(env.Clients.DynamoDB, res.DeliveriesTable, nil),
+			store.NewEvidence(env.Clients.DynamoDB, res.JobsTable, nil), store.NewJobs(env.Clients.DynamoDB, res.JobsTable, nil)))
+	})
 }
 
 // sent makes a row sent with the message id.
@@ -105,23 +116,24 @@ func metricCount(logs string, name string) int {
 // an error, never stored as the row's evidence.
 // Rules: R-EVIDENCE-1.
 func TestFeedback_AnotherMessagesEvent_DuplicateSendsMetric(t *testing.T) {
-	f := newFixture(t)
-	f.sent(t, "d_1", "ses-1")
-	at := time.Now().UTC()
-	resp, err := f.h.Handle(context.Background(), batch(
-		sesEvent("Send", "ses-1", "d_1", at, ""),
-		sesEvent("Send", "ses-2", "d_1", at, ""),
-		sesEvent("Delivery", "ses-2", "d_1", at, `,"delivery":{"timestamp":"`+at.Format(time.RFC3339Nano)+`"}`)))
-	if err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("Handle: %v %+v", err, resp)
-	}
-	if n := metricCount(f.logs.String(), "DuplicateSends"); n != 1 {
-		t.Fatalf("DuplicateSends emitted %d times, want 1\n%s", n, f.logs)
-	}
-	r, _ := f.d.Get(context.Background(), "d_1")
-	if r.Status != delivery.StatusSent || r.ProviderMessageID != "ses-1" {
-		t.Fatalf("row %s provider %q: the duplicate's events were taken as the row's", r.Status, r.ProviderMessageID)
-	}
+	forEachStore(t, func(t *testing.T, f *fixture) {
+		f.sent(t, "d_1", "ses-1")
+		at := time.Now().UTC()
+		resp, err := f.h.Handle(context.Background(), batch(
+			sesEvent("Send", "ses-1", "d_1", at, ""),
+			sesEvent("Send", "ses-2", "d_1", at, ""),
+			sesEvent("Delivery", "ses-2", "d_1", at, `,"delivery":{"timestamp":"`+at.Format(time.RFC3339Nano)+`"}`)))
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("Handle: %v %+v", err, resp)
+		}
+		if n := metricCount(f.logs.String(), "DuplicateSends"); n != 1 {
+			t.Fatalf("DuplicateSends emitted %d times, want 1\n%s", n, f.logs)
+		}
+		r, _ := f.d.Get(context.Background(), "d_1")
+		if r.Status != delivery.StatusSent || r.ProviderMessageID != "ses-1" {
+			t.Fatalf("row %s provider %q: the duplicate's events were taken as the row's", r.Status, r.ProviderMessageID)
+		}
+	})
 }
 
 // Regression: a transient bounce for a delivery id with no row failed the
@@ -129,20 +141,21 @@ func TestFeedback_AnotherMessagesEvent_DuplicateSendsMetric(t *testing.T) {
 // logged, counted and dropped; the event still moves the watermark.
 // Rules: R-EVIDENCE-4.
 func TestFeedback_EventForUnknownRow_DroppedNotRetried(t *testing.T) {
-	f := newFixture(t)
-	at := time.Now().UTC()
-	resp, err := f.h.Handle(context.Background(), batch(
-		sesEvent("Bounce", "ses-9", "d_nobody", at, `,"bounce":{"bounceType":"Transient","bounceSubType":"MailboxFull","timestamp":"`+at.Format(time.RFC3339Nano)+`"}`),
-		sesEvent("Send", "ses-8", "d_nobody_either", at, "")))
-	if err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("Handle: %v, failures %+v; want none (dropped, not retried)", err, resp.BatchItemFailures)
-	}
-	if n := metricCount(f.logs.String(), "UnknownDeliveryEvents"); n != 2 {
-		t.Fatalf("UnknownDeliveryEvents emitted %d times, want 2", n)
-	}
-	if wm, _ := f.ev.Watermark(context.Background(), ""); !wm.Equal(at.Truncate(time.Nanosecond)) {
-		t.Fatalf("watermark %v, want %v", wm, at)
-	}
+	forEachStore(t, func(t *testing.T, f *fixture) {
+		at := time.Now().UTC()
+		resp, err := f.h.Handle(context.Background(), batch(
+			sesEvent("Bounce", "ses-9", "d_nobody", at, `,"bounce":{"bounceType":"Transient","bounceSubType":"MailboxFull","timestamp":"`+at.Format(time.RFC3339Nano)+`"}`),
+			sesEvent("Send", "ses-8", "d_nobody_either", at, "")))
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("Handle: %v, failures %+v; want none (dropped, not retried)", err, resp.BatchItemFailures)
+		}
+		if n := metricCount(f.logs.String(), "UnknownDeliveryEvents"); n != 2 {
+			t.Fatalf("UnknownDeliveryEvents emitted %d times, want 2", n)
+		}
+		if wm, _ := f.ev.Watermark(context.Background(), ""); !wm.Equal(at.Truncate(time.Nanosecond)) {
+			t.Fatalf("watermark %v, want %v", wm, at)
+		}
+	})
 }
 
 // Regression: a transient bounce on a row still in `sending` (its send's
@@ -150,50 +163,52 @@ func TestFeedback_EventForUnknownRow_DroppedNotRetried(t *testing.T) {
 // sent. It now returns the row to be sent again, and notify is enqueued.
 // Rules: R-EVIDENCE-5.
 func TestFeedback_TransientBounceOnSendingRow_SentAgain(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	now := time.Now().UTC()
-	if _, _, err := f.d.Ensure(ctx, delivery.Row{ID: "d_2", JobID: "j_fb", Recipient: "r@example.com", Status: delivery.StatusPending,
-		CreatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.d.Claim(ctx, "d_2", "tok", -time.Second); err != nil { // lease already over
-		t.Fatal(err)
-	}
-	resp, err := f.h.Handle(ctx, batch(sesEvent("Bounce", "ses-1", "d_2", now,
-		`,"bounce":{"bounceType":"Transient","bounceSubType":"MailboxFull","timestamp":"`+now.Format(time.RFC3339Nano)+`"}`)))
-	if err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("Handle: %v %+v", err, resp)
-	}
-	r, _ := f.d.Get(ctx, "d_2")
-	if r.Status != delivery.StatusFailedTransient || !r.NotifiedAt.IsZero() || r.HasEvidence() || delivery.Decide(r, time.Now()) != delivery.Claim {
-		t.Fatalf("row after the bounce: %s notified %v evidence %v; want failed_transient and claimable", r.Status, r.NotifiedAt, r.HasEvidence())
-	}
-	if len(f.q.msgs) != 1 || f.q.msgs[0].Stage != job.StageNotify {
-		t.Fatalf("enqueued %+v, want one notify message", f.q.msgs)
-	}
+	forEachStore(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		if _, _, err := f.d.Ensure(ctx, delivery.Row{ID: "d_2", JobID: "j_fb", Recipient: "r@example.com", Status: delivery.StatusPending,
+			CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.d.Claim(ctx, "d_2", "tok", -time.Second); err != nil { // lease already over
+			t.Fatal(err)
+		}
+		resp, err := f.h.Handle(ctx, batch(sesEvent("Bounce", "ses-1", "d_2", now,
+			`,"bounce":{"bounceType":"Transient","bounceSubType":"MailboxFull","timestamp":"`+now.Format(time.RFC3339Nano)+`"}`)))
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("Handle: %v %+v", err, resp)
+		}
+		r, _ := f.d.Get(ctx, "d_2")
+		if r.Status != delivery.StatusFailedTransient || !r.NotifiedAt.IsZero() || r.HasEvidence() || delivery.Decide(r, time.Now()) != delivery.Claim {
+			t.Fatalf("row after the bounce: %s notified %v evidence %v; want failed_transient and claimable", r.Status, r.NotifiedAt, r.HasEvidence())
+		}
+		if len(f.q.msgs) != 1 || f.q.msgs[0].Stage != job.StageNotify {
+			t.Fatalf("enqueued %+v, want one notify message", f.q.msgs)
+		}
+	})
 }
 
 // An event the function fails to record holds the watermark back until a
 // retry records it: it may be the only evidence that a send happened.
 // Rules: R-EVIDENCE-2.
 func TestFeedback_FailedEventHoldsTheWatermarkBack(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	old, newer := time.Now().UTC().Add(-time.Minute), time.Now().UTC()
-	// A Bounce for a row in flight fails (retryable); a later event is fine.
-	f.sent(t, "d_3", "")
-	resp, _ := f.h.Handle(ctx, batch(
-		sesEvent("Bounce", "ses-3", "d_3", old, `,"bounce":{"bounceType":"Transient","timestamp":"`+old.Format(time.RFC3339Nano)+`"}`),
-		sesEvent("Send", "ses-x", "", newer, "")))
-	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "sqs-0" {
-		t.Fatalf("failures %+v, want the bounce of the row in flight", resp.BatchItemFailures)
-	}
-	if wm, _ := f.ev.Watermark(ctx, ""); !wm.Before(old) {
-		t.Fatalf("watermark %v passed the failed event of %v", wm, old)
-	}
-	st, _ := f.ev.State(ctx, "")
-	if !st.Watermark.Equal(newer) || len(st.Pending) != 1 {
-		t.Fatalf("state %+v, want watermark %v and one pending event", st, newer)
-	}
+	forEachStore(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		old, newer := time.Now().UTC().Add(-time.Minute), time.Now().UTC()
+		// A Bounce for a row in flight fails (retryable); a later event is fine.
+		f.sent(t, "d_3", "")
+		resp, _ := f.h.Handle(ctx, batch(
+			sesEvent("Bounce", "ses-3", "d_3", old, `,"bounce":{"bounceType":"Transient","timestamp":"`+old.Format(time.RFC3339Nano)+`"}`),
+			sesEvent("Send", "ses-x", "", newer, "")))
+		if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "sqs-0" {
+			t.Fatalf("failures %+v, want the bounce of the row in flight", resp.BatchItemFailures)
+		}
+		if wm, _ := f.ev.Watermark(ctx, ""); !wm.Before(old) {
+			t.Fatalf("watermark %v passed the failed event of %v", wm, old)
+		}
+		st, _ := f.ev.State(ctx, "")
+		if !st.Watermark.Equal(newer) || len(st.Pending) != 1 {
+			t.Fatalf("state %+v, want watermark %v and one pending event", st, newer)
+		}
+	})
 }

@@ -215,6 +215,7 @@ type EvidencePath interface {
 	Release(ctx context.Context, set string, ids []string) error
 	Watermark(ctx context.Context, set string) (time.Time, error)
 	ClaimProbe(ctx context.Context, set string, need time.Time, every time.Duration) (bool, error)
+	State(ctx context.Context, set string) (EvidenceState, error)
 }
 
 var _ EvidencePath = (*Evidence)(nil)

@@ -14,9 +14,9 @@
 //     has caught up past them (the watermark) and EvidenceWindow has
 //     passed: the ordering contract may have been violated; the row moves
 //     to `reconciling` (never sent again automatically), its job to
-//     needs_intervention, and the OrderingViolations metric alerts (seed
-//     000 R-RECON-1). While the path is behind, silence proves nothing and the
-//     row is left alone.
+//     needs_intervention, and the OrderingViolations metric alerts
+//     (R-RECON-1). While the path is behind, silence proves nothing and
+//     the row is left alone.
 //
 // Each sweep also reports the gauges behind two alarms: HeldDeliveries
 // (rows held for provider evidence past twice the margin, or under
@@ -45,11 +45,11 @@ type Enqueuer interface {
 
 // Sweeper holds the thresholds and adapters.
 type Sweeper struct {
-	Jobs       *store.Jobs
-	Deliveries *store.Deliveries
+	Jobs       Jobs
+	Deliveries Outbox
 	// Evidence is the feedback function's watermark of ConfigurationSet;
 	// nil: no sent row is ever taken for an ordering violation.
-	Evidence         *store.Evidence
+	Evidence         Watermark
 	ConfigurationSet string
 	Queue            Enqueuer
 	Log              *slog.Logger
@@ -62,6 +62,23 @@ type Sweeper struct {
 	EvidenceWindow time.Duration
 	// Margin is the notifier's evidence margin (delivery.Settle).
 	Margin time.Duration
+}
+
+// Jobs is what the sweeper does with jobs (store.JobStore).
+type Jobs interface {
+	StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error
+	Intervene(ctx context.Context, id job.ID) error
+}
+
+// Outbox is what the sweeper does with delivery rows (store.Outbox).
+type Outbox interface {
+	Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error
+	MarkReconciling(ctx context.Context, id string) (delivery.Row, error)
+}
+
+// Watermark reads the evidence watermark (store.EvidencePath).
+type Watermark interface {
+	Watermark(ctx context.Context, set string) (time.Time, error)
 }
 
 // Report counts what a sweep did.

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -82,6 +83,15 @@ func (e *Evidence) Release(_ context.Context, set string, ids []string) error {
 		delete(st.Pending, id)
 	}
 	return nil
+}
+
+// State implements store.EvidencePath.
+func (e *Evidence) State(_ context.Context, set string) (store.EvidenceState, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := *e.state(set)
+	st.Pending = maps.Clone(st.Pending)
+	return st, nil
 }
 
 // Watermark implements store.EvidencePath.

@@ -1,0 +1,135 @@
+package sweeper_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/memstore"
+	"github.com/criticizer/criticizer/internal/store/storetest"
+	"github.com/criticizer/criticizer/internal/sweeper"
+)
+
+type queue struct {
+	mu   sync.Mutex
+	msgs []job.Message
+}
+
+func (q *queue) Enqueue(_ context.Context, m job.Message) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.msgs = append(q.msgs, m)
+	return nil
+}
+
+// One sweep on the in-memory store (the contract DynamoDB keeps, by the
+// conformance suite): a job whose stage has not moved is enqueued again
+// at its stage; a row stuck in sending that no notifier watches hands its
+// job to notify; a row marked sent that the evidence path passed without
+// an event moves to reconciling and its job to needs_intervention; a
+// finished job and a sent row with evidence are left alone.
+// Rules: R-STAGE-8, R-RECON-1, R-RECON-3.
+func TestSweep_StuckJobsStuckSendsAndSentWithoutEvidence(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	clock := func() time.Time { return now }
+	jobs, outbox, ev, q := memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), &queue{}
+
+	stuck := storetest.NewJob("cl-stuck", 1)
+	stuck.Stage, stuck.Status, stuck.UpdatedAt = job.StageLLM, job.StatusInProgress, now.Add(-time.Hour)
+	done := storetest.NewJob("cl-done", 1)
+	done.Stage, done.Status, done.UpdatedAt = job.StageDone, job.StatusSucceeded, now.Add(-time.Hour)
+	sentJob := storetest.NewJob("cl-sent", 1)
+	sentJob.Stage, sentJob.Status, sentJob.UpdatedAt = job.StageDone, job.StatusSucceeded, now.Add(-time.Hour)
+	sendJob := storetest.NewJob("cl-sending", 1)
+	sendJob.Stage, sendJob.Status, sendJob.UpdatedAt = job.StageNotify, job.StatusInProgress, now
+	for _, j := range []job.Job{stuck, done, sentJob, sendJob} {
+		jobs.Put(j)
+	}
+	row := func(id string, j job.ID) {
+		r := storetest.NewRow(id)
+		r.JobID = j
+		if _, _, err := outbox.Ensure(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Sent an hour ago, never confirmed; another sent and confirmed.
+	row("d_unconfirmed", sentJob.ID)
+	row("d_confirmed", sentJob.ID)
+	now = now.Add(-time.Hour)
+	for _, id := range []string{"d_unconfirmed", "d_confirmed"} {
+		if _, err := outbox.Claim(ctx, id, "t", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := outbox.MarkSent(ctx, id, "t", "ses-"+id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := outbox.RecordEvent(ctx, "d_confirmed", storetestEvent("ses-d_confirmed", now)); err != nil {
+		t.Fatal(err)
+	}
+	// A send whose answer was lost, its lease long over, nobody watching.
+	row("d_sending", sendJob.ID)
+	if _, err := outbox.Claim(ctx, "d_sending", "t", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Hour)
+	// The evidence path has processed events up to a minute ago.
+	if err := ev.Advance(ctx, "set", now.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+
+	s := &sweeper.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: q,
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock,
+		StuckAfter: 10 * time.Minute, EvidenceWindow: 15 * time.Minute, Margin: 2 * time.Minute}
+	rep, err := s.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.JobsRequeued != 1 || rep.StuckSending != 1 || rep.OrderingViolations != 1 {
+		t.Errorf("report %+v, want 1 requeued, 1 stuck send, 1 ordering violation", rep)
+	}
+	want := map[job.Message]bool{{JobID: stuck.ID, Stage: job.StageLLM}: true, {JobID: sendJob.ID, Stage: job.StageNotify}: true}
+	if len(q.msgs) != 2 || !want[q.msgs[0]] || !want[q.msgs[1]] {
+		t.Errorf("enqueued %v, want %v", q.msgs, want)
+	}
+	if r, _ := outbox.Get(ctx, "d_unconfirmed"); r.Status != delivery.StatusReconciling {
+		t.Errorf("unconfirmed row %s, want reconciling", r.Status)
+	}
+	if r, _ := outbox.Get(ctx, "d_confirmed"); r.Status != delivery.StatusSent {
+		t.Errorf("confirmed row %s, want sent", r.Status)
+	}
+	if j, _ := jobs.Get(ctx, sentJob.ID); j.Status != job.StatusNeedsIntervention {
+		t.Errorf("job of the unconfirmed row %s, want needs_intervention", j.Status)
+	}
+	if j, _ := jobs.Get(ctx, done.ID); j.Status != job.StatusSucceeded {
+		t.Errorf("finished job %s, want it left alone", j.Status)
+	}
+
+	// While the evidence path is behind the send, silence proves nothing.
+	now2 := now
+	ev2 := memstore.NewEvidence(clock)
+	_ = ev2.Advance(ctx, "set", now2.Add(-2*time.Hour))
+	outbox2 := memstore.NewDeliveries(clock)
+	r := storetest.NewRow("d_x")
+	r.JobID = sentJob.ID
+	_, _, _ = outbox2.Ensure(ctx, r)
+	now = now2.Add(-time.Hour)
+	_, _ = outbox2.Claim(ctx, "d_x", "t", time.Minute)
+	_, _ = outbox2.MarkSent(ctx, "d_x", "t", "ses-x")
+	now = now2
+	s.Deliveries, s.Evidence = outbox2, ev2
+	if rep, err := s.Run(ctx); err != nil || rep.OrderingViolations != 0 {
+		t.Errorf("behind the send: %+v %v, want no violation", rep, err)
+	}
+}
+
+func storetestEvent(msgID string, at time.Time) store.Event {
+	return store.Event{Type: "Send", MessageID: msgID, At: at}
+}
