@@ -44,7 +44,7 @@ type Pacer interface {
 // R-OUTBOX-1, R-OUTBOX-3, R-OUTBOX-8.
 type Notify struct {
 	Base
-	Deliveries *store.Deliveries
+	Deliveries store.Outbox
 	Renderer   *mail.Renderer
 	Sender     Sender
 	// Pacer, if set, is waited on before each claim, so a row is claimed
@@ -55,7 +55,7 @@ type Notify struct {
 	// Evidence is the feedback function's watermark for ConfigurationSet.
 	// Nil: a send whose answer was lost is held until evidence names it or
 	// an operator settles it, never resent automatically.
-	Evidence         *store.Evidence
+	Evidence         Evidence
 	ConfigurationSet string
 	// Prober, if set, sends an evidence probe when a held row needs the
 	// watermark to move and no other mail moves it; ProbeEvery bounds
@@ -78,11 +78,25 @@ type Notify struct {
 	SendTimeout time.Duration
 	// Recipients holds unsubscribes and suppressions, checked once per job
 	// before any send. Nil: every recipient is mailed.
-	Recipients *store.Recipients
+	Recipients Standings
 	// Signer and PublicURL make each recipient's unsubscribe link (footer
 	// and List-Unsubscribe header). Either unset: no link.
 	Signer    *unsubscribe.Signer
 	PublicURL string
+}
+
+// Evidence is what notify reads and claims of the evidence path
+// (store.Evidence).
+type Evidence interface {
+	Watermark(ctx context.Context, set string) (time.Time, error)
+	ClaimProbe(ctx context.Context, set string, need time.Time, every time.Duration) (bool, error)
+	ForgetProbe(ctx context.Context, set string) error
+}
+
+// Standings reads recipients' unsubscribes and suppressions
+// (store.Recipients).
+type Standings interface {
+	Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error)
 }
 
 // Handle runs the notify stage for one message.

@@ -31,11 +31,21 @@ type Blobs interface {
 
 // Base is what every stage needs. The notify stage has no Blobs.
 type Base struct {
-	Jobs  *store.Jobs
+	Jobs  Jobs
 	Blobs Blobs
 	Queue Enqueuer
 	Log   *slog.Logger
 	Now   func() time.Time
+}
+
+// Jobs is what the stages do with jobs (store.Jobs; memstore.Jobs in the
+// protocols' unit tests).
+type Jobs interface {
+	Get(ctx context.Context, id job.ID) (job.Job, error)
+	Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, set map[string]any) error
+	SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error
+	NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error)
+	GetSourceRef(ctx context.Context, id job.ID) (store.SourceRef, error)
 }
 
 // MaxDiffBytes bounds what a stage reads back from the blob store.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/store"
 )
 
@@ -85,6 +86,14 @@ func (e *Evidence) Release(_ context.Context, set string, ids []string) error {
 	return nil
 }
 
+// ForgetProbe clears the record of the last probe.
+func (e *Evidence) ForgetProbe(_ context.Context, set string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.state(set).ProbeSentAt = time.Time{}
+	return nil
+}
+
 // State implements store.EvidencePath.
 func (e *Evidence) State(_ context.Context, set string) (store.EvidenceState, error) {
 	e.mu.Lock()
@@ -118,6 +127,19 @@ func (r *Recipients) Suppress(_ context.Context, recipientID, reason string, _ t
 		r.suppressed[recipientID] = reason
 	}
 	return nil
+}
+
+// Standings is every recipient's standing (suppressions only: the
+// in-memory store records no unsubscribes).
+func (r *Recipients) Standings(_ context.Context, ids []string) (map[string]delivery.Standing, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]delivery.Standing, len(ids))
+	for _, id := range ids {
+		reason, ok := r.suppressed[id]
+		out[id] = delivery.Standing{Suppressed: ok, Reason: reason}
+	}
+	return out, nil
 }
 
 // Suppressed reports a recipient's suppression and its reason.

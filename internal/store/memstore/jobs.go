@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
 )
@@ -18,6 +20,7 @@ type Jobs struct {
 	idem  map[string]idemRecord
 	heads map[string]head
 	refs  map[job.ID]store.SourceRef
+	extra map[job.ID]map[string]any
 	now   store.Clock
 }
 
@@ -41,7 +44,7 @@ func NewJobs(now store.Clock) *Jobs {
 		now = time.Now
 	}
 	return &Jobs{jobs: map[job.ID]job.Job{}, idem: map[string]idemRecord{}, heads: map[string]head{},
-		refs: map[job.ID]store.SourceRef{}, now: now}
+		refs: map[job.ID]store.SourceRef{}, extra: map[job.ID]map[string]any{}, now: now}
 }
 
 // Create implements store.JobStore: the job, its idempotency record and
@@ -128,6 +131,86 @@ func (s *Jobs) update(id job.ID, cond func(job.Job) bool, f func(*job.Job)) erro
 	j.UpdatedAt = s.now().UTC()
 	s.jobs[id] = j
 	return nil
+}
+
+// apply sets attributes on a job the way DynamoDB sets them on its item:
+// through the job's dynamodbav encoding. Attributes the Job type does not
+// hold (no_email_reviewers) are kept beside it.
+func (s *Jobs) apply(j *job.Job, set map[string]any) error {
+	if len(set) == 0 {
+		return nil
+	}
+	item, err := attributevalue.MarshalMap(*j)
+	if err != nil {
+		return err
+	}
+	for k, v := range set {
+		av, err := attributevalue.Marshal(v)
+		if err != nil {
+			return err
+		}
+		item[k] = av
+		if s.extra[j.ID] == nil {
+			s.extra[j.ID] = map[string]any{}
+		}
+		s.extra[j.ID][k] = v
+	}
+	var out job.Job
+	if err := attributevalue.UnmarshalMap(item, &out); err != nil {
+		return err
+	}
+	*j = out
+	return nil
+}
+
+// Advance implements pipeline.Jobs: the next stage, on condition that the
+// job is still at from.
+func (s *Jobs) Advance(_ context.Context, id job.ID, from job.Stage, attempt int, status job.Status, set map[string]any) error {
+	var aerr error
+	err := s.update(id, func(j job.Job) bool { return j.Stage == from }, func(j *job.Job) {
+		j.Stage, j.Status, j.LastError = from.Next(), status, nil
+		if j.Attempts == nil {
+			j.Attempts = job.Attempts{}
+		}
+		j.Attempts[from] = attempt
+		aerr = s.apply(j, set)
+	})
+	if err != nil {
+		return err
+	}
+	return aerr
+}
+
+// SetStatus implements pipeline.Jobs: on condition that the job is at at.
+func (s *Jobs) SetStatus(_ context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error {
+	var aerr error
+	err := s.update(id, func(j job.Job) bool { return j.Stage == at }, func(j *job.Job) {
+		j.Status = status
+		aerr = s.apply(j, set)
+	})
+	if err != nil {
+		return err
+	}
+	return aerr
+}
+
+// NoEmailReviewers implements pipeline.Jobs.
+func (s *Jobs) NoEmailReviewers(_ context.Context, id job.ID) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, _ := s.extra[id][store.AttrNoEmailReviewers].([]string)
+	return append([]string(nil), v...), nil
+}
+
+// GetSourceRef implements pipeline.Jobs.
+func (s *Jobs) GetSourceRef(_ context.Context, id job.ID) (store.SourceRef, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ref, ok := s.refs[id]
+	if !ok {
+		return store.SourceRef{}, fmt.Errorf("source reference of %s: %w", id, store.ErrNotFound)
+	}
+	return ref, nil
 }
 
 // Reopen implements store.JobStore.
