@@ -1,7 +1,6 @@
 package mail
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 
@@ -26,17 +25,9 @@ func (r *Renderer) PreviewNames() []string {
 func (r *Renderer) Preview(name string) (contentType string, body []byte, err error) {
 	switch name {
 	case TemplateVersion + ".html":
-		var b bytes.Buffer
-		if err := r.html.Execute(&b, newView(SampleData())); err != nil {
-			return "", nil, fmt.Errorf("preview %s: %w", name, err)
-		}
-		return ContentTypeHTML, b.Bytes(), nil
+		return ContentTypeHTML, []byte(critiqueHTML(newView(SampleData()))), nil
 	case TemplateVersion + ".txt":
-		var b bytes.Buffer
-		if err := r.text.Execute(&b, newView(SampleData())); err != nil {
-			return "", nil, fmt.Errorf("preview %s: %w", name, err)
-		}
-		return ContentTypeText, b.Bytes(), nil
+		return ContentTypeText, []byte(critiqueText(newView(SampleData()))), nil
 	case UnsubscribeVersion + ".html":
 		b, err := r.UnsubscribePage("/unsubscribe/sample-token")
 		if err != nil {

@@ -7,22 +7,18 @@
 // Templates are named and versioned ("critique/v3"): the version is stored
 // with every rendered message, so a layout change is a new version and an
 // operator can tell which layout a reviewer saw. Each template has an HTML
-// form (html/template, which escapes everything the change's author wrote)
-// and a plain-text form (text/template).
+// form, in which everything the change's author or a model wrote is
+// escaped as html/template escapes it, and a plain-text form (write.go).
 package mail
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	htmltemplate "html/template"
 	"slices"
 	"strings"
-	texttemplate "text/template"
 	"unicode/utf8"
 
 	"github.com/criticizer/criticizer/internal/critic"
@@ -38,9 +34,6 @@ const UnsubscribedVersion = "unsubscribed/v1"
 
 // UnsubscribeVersion names the unsubscribe endpoint's confirmation form.
 const UnsubscribeVersion = "unsubscribe/v1"
-
-//go:embed templates
-var templateFS embed.FS
 
 // ErrUnknownTemplate is returned by Preview for a name PreviewNames does not
 // list.
@@ -93,35 +86,14 @@ type view struct {
 	ByModel bool
 }
 
-// Renderer holds the parsed templates. It is immutable after NewRenderer and
-// safe for concurrent use.
-type Renderer struct {
-	html         *htmltemplate.Template
-	text         *texttemplate.Template
-	unsubscribed *htmltemplate.Template
-	unsubscribe  *htmltemplate.Template
-}
+// Renderer renders the critique email and the unsubscribe pages
+// (write.go: written by hand, byte for byte what the versioned templates
+// under testdata rendered). It holds no state; it is safe for concurrent
+// use.
+type Renderer struct{}
 
-// NewRenderer parses the embedded templates.
-func NewRenderer() (*Renderer, error) {
-	h, err := htmltemplate.ParseFS(templateFS, "templates/"+TemplateVersion+".html.tmpl")
-	if err != nil {
-		return nil, fmt.Errorf("parse %s html template: %w", TemplateVersion, err)
-	}
-	t, err := texttemplate.ParseFS(templateFS, "templates/"+TemplateVersion+".txt.tmpl")
-	if err != nil {
-		return nil, fmt.Errorf("parse %s text template: %w", TemplateVersion, err)
-	}
-	u, err := htmltemplate.ParseFS(templateFS, "templates/"+UnsubscribedVersion+".html.tmpl")
-	if err != nil {
-		return nil, fmt.Errorf("parse %s template: %w", UnsubscribedVersion, err)
-	}
-	c, err := htmltemplate.ParseFS(templateFS, "templates/"+UnsubscribeVersion+".html.tmpl")
-	if err != nil {
-		return nil, fmt.Errorf("parse %s template: %w", UnsubscribeVersion, err)
-	}
-	return &Renderer{html: h, text: t, unsubscribed: u, unsubscribe: c}, nil
-}
+// NewRenderer returns a renderer.
+func NewRenderer() (*Renderer, error) { return &Renderer{}, nil }
 
 // Subject names the changelist and the review version.
 func Subject(d Data) string {
@@ -203,17 +175,10 @@ func newView(d Data) view {
 // unsubscribe URL, so the hash covers it too).
 func (r *Renderer) Render(d Data) (delivery.Message, error) {
 	v := newView(d)
-	var hb, tb bytes.Buffer
-	if err := r.html.Execute(&hb, v); err != nil {
-		return delivery.Message{}, fmt.Errorf("render html: %w", err)
-	}
-	if err := r.text.Execute(&tb, v); err != nil {
-		return delivery.Message{}, fmt.Errorf("render text: %w", err)
-	}
 	m := delivery.Message{
 		Subject:         Subject(d),
-		HTML:            hb.String(),
-		Text:            tb.String(),
+		HTML:            critiqueHTML(v),
+		Text:            critiqueText(v),
 		TemplateVersion: TemplateVersion,
 		UnsubscribeURL:  d.UnsubscribeURL,
 	}
@@ -226,11 +191,7 @@ func (r *Renderer) Render(d Data) (delivery.Message, error) {
 // form whose buttons POST to action (the link itself) to confirm. Apart from
 // that action it is the same page for a valid or an invalid token.
 func (r *Renderer) UnsubscribePage(action string) ([]byte, error) {
-	var b bytes.Buffer
-	if err := r.unsubscribe.Execute(&b, struct{ Action string }{action}); err != nil {
-		return nil, fmt.Errorf("render %s: %w", UnsubscribeVersion, err)
-	}
-	return b.Bytes(), nil
+	return []byte(unsubscribePage(action)), nil
 }
 
 // UnsubscribedPage is the page the unsubscribe endpoint answers once the
@@ -238,9 +199,5 @@ func (r *Renderer) UnsubscribePage(action string) ([]byte, error) {
 // Criticizer email. It is the same page for a valid or an invalid token, so
 // the endpoint cannot be used to learn which tokens exist.
 func (r *Renderer) UnsubscribedPage(all bool) ([]byte, error) {
-	var b bytes.Buffer
-	if err := r.unsubscribed.Execute(&b, struct{ All bool }{all}); err != nil {
-		return nil, fmt.Errorf("render %s: %w", UnsubscribedVersion, err)
-	}
-	return b.Bytes(), nil
+	return []byte(unsubscribedPage(all)), nil
 }

@@ -41,7 +41,10 @@ func TestEachFunctionLinksOnlyWhatItCalls(t *testing.T) {
 			if m := servicePkg.FindStringSubmatch(p); m != nil {
 				got = append(got, m[1])
 			}
-			if strings.Contains(p, "/internal/devstack") || strings.Contains(p, "/internal/fault") || strings.Contains(p, "/internal/chaos") {
+			// text/template (under html/template) calls methods by name
+			// through reflection, which keeps every method of every
+			// reachable type in the binary: megabytes of SDK operations.
+			if p == "text/template" || strings.Contains(p, "/internal/devstack") || strings.Contains(p, "/internal/fault") || strings.Contains(p, "/internal/chaos") {
 				t.Errorf("%s links %s", fn, p)
 			}
 		}
