@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/criticizer/criticizer/internal/redact"
 )
 
 // rawFinding is one finding as the model writes it. Fields are raw where
@@ -201,24 +203,9 @@ func sanitizeModelText(s string, maxRunes int) string {
 	return truncateRunes(s, maxRunes)
 }
 
-// redactText masks e-mail addresses and credential-shaped strings.
-func redactText(s string) string {
-	if strings.IndexByte(s, '@') >= 0 {
-		s = emailPattern.ReplaceAllStringFunc(s, func(m string) string {
-			if retinaSuffix.MatchString(m) {
-				return m
-			}
-			return redacted
-		})
-	}
-	for i := range secretPatterns {
-		sp := &secretPatterns[i]
-		if sp.mayMatch(s) {
-			s = sp.re.ReplaceAllString(s, redacted)
-		}
-	}
-	return s
-}
+// redactText masks e-mail addresses and credentials the way every log
+// line and dead letter is masked: one redaction package (R-PRIVACY-1).
+func redactText(s string) string { return redact.Text(s) }
 
 func truncateRunes(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
