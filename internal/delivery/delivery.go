@@ -49,6 +49,12 @@ func ClaimableStatuses() []Status { return []Status{StatusPending, StatusFailedT
 // must settle. The store's sweep and held-row queries are built from them.
 func UnsettledStatuses() []Status { return []Status{StatusSending, StatusReconciling} }
 
+// Operators' verdicts on a held row (Row.Resolution).
+const (
+	ResolvedSent     = "operator: sent"
+	ResolvedRequeued = "operator: requeued"
+)
+
 // Claimable reports whether a worker may take the row to send it.
 func (s Status) Claimable() bool {
 	return slices.Contains(ClaimableStatuses(), s)
@@ -128,9 +134,13 @@ type Row struct {
 	EvidenceCheckedAt time.Time `dynamodbav:"evidence_checked_at,omitempty"`
 	// ResentWithoutEvidence counts resends made because the evidence path
 	// caught up past an ambiguous send and no event named it.
-	ResentWithoutEvidence int       `dynamodbav:"resent_without_evidence,omitempty"`
-	CreatedAt             time.Time `dynamodbav:"created_at"`
-	UpdatedAt             time.Time `dynamodbav:"updated_at"`
+	ResentWithoutEvidence int `dynamodbav:"resent_without_evidence,omitempty"`
+	// Resolution is an operator's verdict on a held row ("operator: sent",
+	// "operator: requeued"); a row resolved as sent is never reconciled
+	// again.
+	Resolution string    `dynamodbav:"resolution,omitempty"`
+	CreatedAt  time.Time `dynamodbav:"created_at"`
+	UpdatedAt  time.Time `dynamodbav:"updated_at"`
 }
 
 // Message is the rendered email, persisted with the row when the row is

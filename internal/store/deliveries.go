@@ -474,13 +474,15 @@ func (s *Deliveries) ResendAfterNotDelivered(ctx context.Context, id, providerMe
 // evidence, once the evidence path has caught up past its send, into
 // reconciliation (R-RECON-1: "it MUST transition that row into a
 // reconciliation workflow before any further sends"). It applies only
-// while the row is still sent and still without evidence.
+// while the row is still sent, still without evidence, and not resolved as
+// sent by an operator.
 func (s *Deliveries) MarkReconciling(ctx context.Context, id string) (delivery.Row, error) {
 	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusReconciling))).
 		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
 	cond := expression.Name("status").Equal(expression.Value(string(delivery.StatusSent))).
 		And(expression.AttributeNotExists(expression.Name("evidence_send_at"))).
-		And(expression.AttributeNotExists(expression.Name("evidence_delivery_at")))
+		And(expression.AttributeNotExists(expression.Name("evidence_delivery_at"))).
+		And(notResolvedSent())
 	return s.updateReturn(ctx, id, upd, cond)
 }
 
@@ -493,7 +495,7 @@ func (s *Deliveries) ResolveSent(ctx context.Context, id string) (delivery.Row, 
 	now := ts(s.now())
 	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusSent))).
 		Set(expression.Name("notified_at"), expression.IfNotExists(expression.Name("notified_at"), expression.Value(now))).
-		Set(expression.Name("resolution"), expression.Value("operator: sent")).
+		Set(expression.Name("resolution"), expression.Value(delivery.ResolvedSent)).
 		Set(expression.Name("updated_at"), expression.Value(now)).
 		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("last_error_class"))
 	cond := expression.Name("status").In(expression.Value(string(delivery.StatusReconciling)), expression.Value(string(delivery.StatusSending))).
@@ -512,7 +514,7 @@ func (s *Deliveries) ClearAndRequeue(ctx context.Context, id string) (delivery.R
 	now := ts(s.now())
 	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusFailedTransient))).
 		Set(expression.Name("last_error_class"), expression.Value("OPERATOR_REQUEUE")).
-		Set(expression.Name("resolution"), expression.Value("operator: requeued")).
+		Set(expression.Name("resolution"), expression.Value(delivery.ResolvedRequeued)).
 		Set(expression.Name("updated_at"), expression.Value(now)).
 		Remove(expression.Name("notified_at")).Remove(expression.Name("notification_id")).
 		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("evidence_checked_at"))
@@ -532,7 +534,14 @@ func (s *Deliveries) Unsettled(ctx context.Context, sentBefore time.Time, fn fun
 	return s.scan(ctx, statusIn(delivery.UnsettledStatuses()).
 		Or(expression.Name("status").Equal(expression.Value(string(delivery.StatusSent))).
 			And(expression.Name("notified_at").LessThan(expression.Value(ts(sentBefore)))).
-			And(noEvidence())), fn)
+			And(noEvidence()).And(notResolvedSent())), fn)
+}
+
+// notResolvedSent: no operator resolved the row as sent. Such a row has
+// no provider event and never will; the operator's verdict stands.
+func notResolvedSent() expression.ConditionBuilder {
+	return expression.Or(expression.AttributeNotExists(expression.Name("resolution")),
+		expression.Name("resolution").NotEqual(expression.Value(delivery.ResolvedSent)))
 }
 
 func (s *Deliveries) scan(ctx context.Context, filter expression.ConditionBuilder, fn func(delivery.Row) error) error {

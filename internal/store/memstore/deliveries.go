@@ -284,7 +284,7 @@ func (s *Deliveries) ResendAfterNotDelivered(_ context.Context, id, providerMess
 func (s *Deliveries) MarkReconciling(_ context.Context, id string) (delivery.Row, error) {
 	now := s.clock()
 	return s.update(id, func(r delivery.Row) bool {
-		return r.Status == delivery.StatusSent && r.SendEventAt.IsZero() && r.DeliveredAt.IsZero()
+		return r.Status == delivery.StatusSent && r.SendEventAt.IsZero() && r.DeliveredAt.IsZero() && r.Resolution != delivery.ResolvedSent
 	}, func(r *delivery.Row) { r.Status, r.UpdatedAt = delivery.StatusReconciling, now })
 }
 
@@ -298,7 +298,7 @@ func heldForOperator(now time.Time) func(delivery.Row) bool {
 func (s *Deliveries) ResolveSent(_ context.Context, id string) (delivery.Row, error) {
 	now := s.clock()
 	return s.update(id, heldForOperator(now), func(r *delivery.Row) {
-		r.Status, r.UpdatedAt = delivery.StatusSent, now
+		r.Status, r.UpdatedAt, r.Resolution = delivery.StatusSent, now, delivery.ResolvedSent
 		if r.NotifiedAt.IsZero() {
 			r.NotifiedAt = now
 		}
@@ -311,7 +311,7 @@ func (s *Deliveries) ClearAndRequeue(_ context.Context, id string) (delivery.Row
 	now := s.clock()
 	held := heldForOperator(now)
 	return s.update(id, func(r delivery.Row) bool { return held(r) && noEvidence(r) }, func(r *delivery.Row) {
-		r.Status, r.LastErrorClass, r.UpdatedAt = delivery.StatusFailedTransient, "OPERATOR_REQUEUE", now
+		r.Status, r.LastErrorClass, r.UpdatedAt, r.Resolution = delivery.StatusFailedTransient, "OPERATOR_REQUEUE", now, delivery.ResolvedRequeued
 		r.NotifiedAt, r.NotificationID, r.LeaseUntil, r.ClaimToken, r.EvidenceCheckedAt = time.Time{}, "", time.Time{}, "", time.Time{}
 	})
 }
@@ -322,7 +322,7 @@ func (s *Deliveries) Unsettled(_ context.Context, sentBefore time.Time, fn func(
 	var rows []delivery.Row
 	for _, r := range s.rows {
 		if slices.Contains(delivery.UnsettledStatuses(), r.Status) ||
-			(r.Status == delivery.StatusSent && r.NotifiedAt.Before(sentBefore) && noEvidence(r)) {
+			(r.Status == delivery.StatusSent && r.NotifiedAt.Before(sentBefore) && noEvidence(r) && r.Resolution != delivery.ResolvedSent) {
 			rows = append(rows, clone(r))
 		}
 	}

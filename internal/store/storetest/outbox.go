@@ -503,4 +503,41 @@ func Outbox(t *testing.T, open Opener) {
 			t.Errorf("unsettled %v, want u_sending and u_sent_old", got)
 		}
 	})
+
+	// Regression: a row an operator resolved as sent (no provider event
+	// will ever name it) went back to reconciling at the next sweep, held
+	// again. An operator's verdict stands: the row is never reconciled
+	// again.
+	t.Run("ResolvedAsSent_NeverReconciledAgain", func(t *testing.T) {
+		now := time.Now().UTC()
+		d := open(t, func() time.Time { return now })
+		ctx := context.Background()
+		if _, _, err := d.Ensure(ctx, NewRow("d_resolved")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Claim(ctx, "d_resolved", "t", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.MarkSent(ctx, "d_resolved", "t", "ses-q"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.MarkReconciling(ctx, "d_resolved"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := d.ResolveSent(ctx, "d_resolved")
+		if err != nil || r.Status != delivery.StatusSent || r.Resolution == "" {
+			t.Fatalf("resolve: %+v %v", r, err)
+		}
+		if _, err := d.MarkReconciling(ctx, "d_resolved"); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("reconciling a row an operator resolved: %v, want ErrConflict", err)
+		}
+		seen := false
+		_ = d.Unsettled(ctx, now.Add(time.Hour), func(r delivery.Row) error {
+			seen = seen || r.ID == "d_resolved"
+			return nil
+		})
+		if seen {
+			t.Error("a resolved row is still listed as unsettled")
+		}
+	})
 }
