@@ -2,7 +2,7 @@ package delivery
 
 import "testing"
 
-// Seed 004 lifecycle: "suppressed (from webhook)", "skipped_unsubscribed".
+// The standings that settle a row without a send: suppressed, skipped_unsubscribed.
 // Suppression wins; an unsubscribe is per repository unless it is from all.
 // Rules: R-UNSUB-2.
 func TestStanding_SkipAs(t *testing.T) {

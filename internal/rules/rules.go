@@ -139,7 +139,7 @@ type Sources struct {
 // A section sign after an RFC's number ("RFC 8058 §3.1") cites a public
 // standard, not one of those documents.
 var (
-	outside    = regexp.MustCompile(`\bseeds?\s*0\d\d|§\s?\d|\b[Ii]ssue\s?#?\d+|\bPhase\s?\d+|design map|DESIGN\.md|critical test \d+|[A-Za-z]_00\d_`)
+	outside    = regexp.MustCompile(`\b[Ss]eeds?\s*0\d\d|§\s?\d|\b[Ii]ssue\s?#?\d+|\bPhase\s?\d+|design map|DESIGN\.md|critical test \d+|[A-Za-z]_00\d_`)
 	rfcSection = regexp.MustCompile(`RFC\s?\d+\s?§\s?\d`)
 )
 
