@@ -28,6 +28,11 @@ var (
 	supDiffs = Suppression{Rule: "AwsSolutions-IAM5", AppliesTo: []string{"Resource::<" + IDPayloadBucket + ".Arn>/diffs/*"},
 		Reason: "Object keys are content addressed (diffs/<sha256>, internal/blob), unknown until written; access is limited to " +
 			"the diffs/ prefix of the stack's own payload bucket and to the object actions the function needs."}
+	supTableIndexes = Suppression{Rule: "AwsSolutions-IAM5", AppliesTo: []string{
+		"Resource::<" + IDJobsTable + ".Arn>/index/*", "Resource::<" + IDDeliveriesTable + ".Arn>/index/*"},
+		Reason: "The table grants cover the table's own sparse indexes (LiveJobs, LiveDeliveries) that the sweeper queries; " +
+			"an index ARN is the table's ARN plus /index/<name>, on this stack's two tables only, and the indexes hold " +
+			"nothing the table does not."}
 	supWebhookRoute = Suppression{Rule: "AwsSolutions-APIG4",
 		Reason: "Code review systems cannot sign SigV4 or fetch tokens: intake authenticates every webhook with its " +
 			"source's scheme (HMAC signature over the body, or the shared token GitLab and Gerrit send) against the " +
@@ -63,7 +68,7 @@ var supUnsubscribeKeyRotation = Suppression{Rule: "AwsSolutions-SMG4",
 		"old key as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS while old emails matter, as infra/README.md describes."}
 
 // Suppressions lists every suppression the stack applies, for reporting.
-var Suppressions = []Suppression{supDiffs, supWebhookRoute, supJobsRoute, supHealthRoute, supUnsubscribeRoute,
+var Suppressions = []Suppression{supDiffs, supTableIndexes, supWebhookRoute, supJobsRoute, supHealthRoute, supUnsubscribeRoute,
 	supBucketLogs, supSecretRotation, supStageSecretRotation, supUnsubscribeKeyRotation}
 
 func (x Suppression) nag() *[]*cdknag.NagPackSuppression {
@@ -90,6 +95,10 @@ func applyNagSuppressions(s *Stack) {
 		switch f.Name {
 		case FnIntake, FnFetch, FnLLM:
 			suppress(role, supDiffs)
+		}
+		switch f.Name {
+		case FnIntake, FnNotify, FnFeedback, FnSweeper:
+			suppress(role, supTableIndexes)
 		}
 	}
 	for r, c := range s.RouteConstructs {

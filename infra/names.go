@@ -131,3 +131,11 @@ const (
 	JobItemPrefix   = "JOB#"
 	SourceRefPrefix = "SRC#"
 )
+
+// The sparse indexes the sweeps read (internal/store/index.go; a store
+// test checks these names against the store's).
+const (
+	IndexLiveJobs       = "LiveJobs"
+	IndexLiveDeliveries = "LiveDeliveries"
+	AttrSweep           = "sweep"
+)

@@ -138,9 +138,12 @@ type Row struct {
 	// Resolution is an operator's verdict on a held row ("operator: sent",
 	// "operator: requeued"); a row resolved as sent is never reconciled
 	// again.
-	Resolution string    `dynamodbav:"resolution,omitempty"`
-	CreatedAt  time.Time `dynamodbav:"created_at"`
-	UpdatedAt  time.Time `dynamodbav:"updated_at"`
+	Resolution string `dynamodbav:"resolution,omitempty"`
+	// Sweep is the store's bookkeeping: set while the row is in the live
+	// index the sweeps read (internal/store/index.go).
+	Sweep     string    `dynamodbav:"sweep,omitempty"`
+	CreatedAt time.Time `dynamodbav:"created_at"`
+	UpdatedAt time.Time `dynamodbav:"updated_at"`
 }
 
 // Message is the rendered email, persisted with the row when the row is

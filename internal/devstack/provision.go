@@ -19,6 +19,7 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/queue"
+	"github.com/criticizer/criticizer/internal/store"
 )
 
 // MaxReceiveCount is the redrive policy's limit. The stage runner
@@ -44,10 +45,12 @@ func Provision(ctx context.Context, c *Clients, prefix string) (Resources, error
 		JobsTable: prefix + "-jobs", DeliveriesTable: prefix + "-deliveries", PayloadBucket: prefix + "-payloads",
 		Queues: queue.URLs{Queue: map[job.Stage]string{}, DLQ: map[job.Stage]string{}}, QueueARNs: map[job.Stage]string{},
 	}
-	if err := createTable(ctx, c.DynamoDB, r.JobsTable, "pk", "expires_at"); err != nil {
+	jobsAttrs, jobsIndex := store.JobsIndex()
+	if err := createTable(ctx, c.DynamoDB, r.JobsTable, "pk", "expires_at", jobsAttrs, jobsIndex); err != nil {
 		return r, err
 	}
-	if err := createTable(ctx, c.DynamoDB, r.DeliveriesTable, "delivery_id", ""); err != nil {
+	rowAttrs, rowIndex := store.DeliveriesIndex()
+	if err := createTable(ctx, c.DynamoDB, r.DeliveriesTable, "delivery_id", "", rowAttrs, rowIndex); err != nil {
 		return r, err
 	}
 	for _, s := range job.Stages() {
@@ -95,12 +98,14 @@ func (r Resources) Apply(cfg *config.Config) {
 	cfg.JobsTable, cfg.DeliveriesTable, cfg.PayloadBucket, cfg.Queues = r.JobsTable, r.DeliveriesTable, r.PayloadBucket, r.Queues
 }
 
-func createTable(ctx context.Context, db *dynamodb.Client, name, key, ttlAttr string) error {
+func createTable(ctx context.Context, db *dynamodb.Client, name, key, ttlAttr string, indexAttrs []ddbtypes.AttributeDefinition, index ddbtypes.GlobalSecondaryIndex) error {
 	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(name),
-		BillingMode:          ddbtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String(key), AttributeType: ddbtypes.ScalarAttributeTypeS}},
-		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String(key), KeyType: ddbtypes.KeyTypeHash}},
+		TableName:   aws.String(name),
+		BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: append([]ddbtypes.AttributeDefinition{{AttributeName: aws.String(key), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+			indexAttrs...),
+		KeySchema:              []ddbtypes.KeySchemaElement{{AttributeName: aws.String(key), KeyType: ddbtypes.KeyTypeHash}},
+		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{index},
 	})
 	var inUse *ddbtypes.ResourceInUseException
 	if errors.As(err, &inUse) {

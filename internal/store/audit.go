@@ -65,9 +65,9 @@ func (s *Jobs) DeadLetter(ctx context.Context, envelopeID string) (DeadLetterRec
 // job that finished (succeeded, or needs_intervention); a job still at
 // notify needs nothing: its stage is in flight.
 func (s *Jobs) Reopen(ctx context.Context, id job.ID) error {
-	upd := expression.Set(expression.Name("stage"), expression.Value(string(job.StageNotify))).
+	upd := sweepJobFor(expression.Set(expression.Name("stage"), expression.Value(string(job.StageNotify))).
 		Set(expression.Name("status"), expression.Value(string(job.StatusInProgress))).
-		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))), job.StatusInProgress)
 	cond := expression.Name("status").In(expression.Value(string(job.StatusSucceeded)), expression.Value(string(job.StatusNeedsIntervention))).
 		And(expression.Name("stage").Equal(expression.Value(string(job.StageDone))))
 	return s.update(ctx, id, upd, &cond)
@@ -78,8 +78,8 @@ func (s *Jobs) Reopen(ctx context.Context, id job.ID) error {
 // confirmed): a job that succeeded must not keep reading succeeded. It
 // applies to a job at notify or done that is not dead-lettered.
 func (s *Jobs) Intervene(ctx context.Context, id job.ID) error {
-	upd := expression.Set(expression.Name("status"), expression.Value(string(job.StatusNeedsIntervention))).
-		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
+	upd := sweepJobFor(expression.Set(expression.Name("status"), expression.Value(string(job.StatusNeedsIntervention))).
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))), job.StatusNeedsIntervention)
 	cond := expression.Name("stage").In(expression.Value(string(job.StageNotify)), expression.Value(string(job.StageDone))).
 		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusDeadLettered))))
 	return s.update(ctx, id, upd, &cond)
@@ -90,9 +90,9 @@ func (s *Jobs) Intervene(ctx context.Context, id job.ID) error {
 // the fetched diff of a diff_url job so it is fetched again). It applies
 // only to a job that is dead-lettered.
 func (s *Jobs) Restart(ctx context.Context, id job.ID, at job.Stage, refetch bool) error {
-	upd := expression.Set(expression.Name("stage"), expression.Value(string(at))).
+	upd := sweepJobFor(expression.Set(expression.Name("stage"), expression.Value(string(at))).
 		Set(expression.Name("status"), expression.Value(string(job.StatusInProgress))).
-		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))), job.StatusInProgress)
 	if at == job.StageFetch {
 		upd = upd.Remove(expression.Name("critique"))
 		if refetch {

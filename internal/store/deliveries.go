@@ -142,7 +142,7 @@ func noEvidence() expression.ConditionBuilder {
 // therefore read back, and a row that holds our token is ours.
 func (s *Deliveries) Claim(ctx context.Context, id, token string, lease time.Duration) (delivery.Row, error) {
 	now := s.now().UTC()
-	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusSending))).
+	upd := sweepRowIn(expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusSending)))).
 		Add(expression.Name("attempts"), expression.Value(1)).
 		Set(expression.Name("lease_until"), expression.Value(ts(now.Add(lease)))).
 		Set(expression.Name("claim_token"), expression.Value(token)).
@@ -196,10 +196,10 @@ func (s *Deliveries) MarkSent(ctx context.Context, id, token, notificationID str
 // (claim again later) or failed_permanent (operator), with the error class.
 func (s *Deliveries) Release(ctx context.Context, id, token string, status delivery.Status, errorClass string) (delivery.Row, error) {
 	now := ts(s.now())
-	upd := expression.Set(expression.Name("status"), expression.Value(string(status))).
+	upd := sweepRowOut(expression.Set(expression.Name("status"), expression.Value(string(status))).
 		Set(expression.Name("last_error_class"), expression.Value(errorClass)).
 		Set(expression.Name("updated_at"), expression.Value(now)).
-		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token"))
+		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")))
 	cond := expression.Name("status").Equal(expression.Value(string(delivery.StatusSending))).
 		And(expression.Name("claim_token").Equal(expression.Value(token)))
 	row, err := s.updateReturn(ctx, id, upd, cond)
@@ -218,7 +218,8 @@ func (s *Deliveries) Backfill(ctx context.Context, id, notificationID string, at
 		Set(expression.Name("notification_id"), expression.Value(notificationID)).
 		Set(expression.Name("notified_at"), expression.Value(at.UTC().Format(time.RFC3339Nano))).
 		Set(expression.Name("updated_at"), expression.Value(now)).
-		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("last_error_class"))
+		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("last_error_class")).
+		Remove(expression.Name(attrSweep))
 	cond := expression.AttributeNotExists(expression.Name("notified_at")).
 		And(expression.AttributeExists(expression.Name("delivery_id")))
 	return s.updateReturn(ctx, id, upd, cond)
@@ -236,7 +237,8 @@ func (s *Deliveries) Requeue(ctx context.Context, id string, errorClass string) 
 		Set(expression.Name("last_error_class"), expression.Value(errorClass)).
 		Set(expression.Name("updated_at"), expression.Value(ts(now))).
 		Add(expression.Name("resent_without_evidence"), expression.Value(1)).
-		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("evidence_checked_at"))
+		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("evidence_checked_at")).
+		Remove(expression.Name(attrSweep))
 	cond := expression.Name("status").Equal(expression.Value(string(delivery.StatusSending))).
 		And(expression.Name("lease_until").LessThan(expression.Value(ts(now)))).
 		And(expression.AttributeNotExists(expression.Name("notified_at"))).
@@ -369,9 +371,20 @@ func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (deliv
 		next = delivery.StatusSuppressed
 	}
 	if next == row.Status {
+		if row.Sweep != "" && !live(next) {
+			// Confirmed by its provider event: no sweep needs it.
+			if _, err := s.updateReturn(ctx, id, sweepRowOut(expression.Set(expression.Name("updated_at"), expression.Value(ts(s.now())))),
+				expression.AttributeExists(expression.Name("delivery_id"))); err != nil {
+				return row, EventRecorded, err
+			}
+			row.Sweep = ""
+		}
 		return row, EventRecorded, nil
 	}
 	upd2 := expression.Set(expression.Name("status"), expression.Value(string(next)))
+	if !live(next) {
+		upd2 = sweepRowOut(upd2)
+	}
 	cond2 := expression.Name("status").Equal(expression.Value(string(row.Status)))
 	updated, err := s.updateReturn(ctx, id, upd2, cond2)
 	if errors.Is(err, ErrConflict) {
@@ -453,7 +466,7 @@ func (s *Deliveries) ResendAfterNotDelivered(ctx context.Context, id, providerMe
 		Set(expression.Name("updated_at"), expression.Value(ts(now))).
 		Add(expression.Name("bounce_resends"), expression.Value(1)).
 		Add(expression.Name("bounced_message_ids"), expression.Value(&types.AttributeValueMemberSS{Value: []string{providerMessageID}}))
-	for _, a := range append([]string{"notified_at", "notification_id", "bounce_type", "lease_until", "claim_token", "evidence_checked_at"}, evidenceAttrs...) {
+	for _, a := range append([]string{"notified_at", "notification_id", "bounce_type", "lease_until", "claim_token", "evidence_checked_at", attrSweep}, evidenceAttrs...) {
 		upd = upd.Remove(expression.Name(a))
 	}
 	wasSent := expression.Name("status").In(expression.Value(string(delivery.StatusSent)), expression.Value(string(delivery.StatusDelivered)),
@@ -477,8 +490,8 @@ func (s *Deliveries) ResendAfterNotDelivered(ctx context.Context, id, providerMe
 // while the row is still sent, still without evidence, and not resolved as
 // sent by an operator.
 func (s *Deliveries) MarkReconciling(ctx context.Context, id string) (delivery.Row, error) {
-	upd := expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusReconciling))).
-		Set(expression.Name("updated_at"), expression.Value(ts(s.now())))
+	upd := sweepRowIn(expression.Set(expression.Name("status"), expression.Value(string(delivery.StatusReconciling))).
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))))
 	cond := expression.Name("status").Equal(expression.Value(string(delivery.StatusSent))).
 		And(expression.AttributeNotExists(expression.Name("evidence_send_at"))).
 		And(expression.AttributeNotExists(expression.Name("evidence_delivery_at"))).
@@ -497,7 +510,8 @@ func (s *Deliveries) ResolveSent(ctx context.Context, id string) (delivery.Row, 
 		Set(expression.Name("notified_at"), expression.IfNotExists(expression.Name("notified_at"), expression.Value(now))).
 		Set(expression.Name("resolution"), expression.Value(delivery.ResolvedSent)).
 		Set(expression.Name("updated_at"), expression.Value(now)).
-		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("last_error_class"))
+		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("last_error_class")).
+		Remove(expression.Name(attrSweep))
 	cond := expression.Name("status").In(expression.Value(string(delivery.StatusReconciling)), expression.Value(string(delivery.StatusSending))).
 		And(expression.Or(expression.Name("status").Equal(expression.Value(string(delivery.StatusReconciling))),
 			expression.Name("lease_until").LessThan(expression.Value(now))))
@@ -517,7 +531,8 @@ func (s *Deliveries) ClearAndRequeue(ctx context.Context, id string) (delivery.R
 		Set(expression.Name("resolution"), expression.Value(delivery.ResolvedRequeued)).
 		Set(expression.Name("updated_at"), expression.Value(now)).
 		Remove(expression.Name("notified_at")).Remove(expression.Name("notification_id")).
-		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("evidence_checked_at"))
+		Remove(expression.Name("lease_until")).Remove(expression.Name("claim_token")).Remove(expression.Name("evidence_checked_at")).
+		Remove(expression.Name(attrSweep))
 	cond := expression.Name("status").In(expression.Value(string(delivery.StatusReconciling)), expression.Value(string(delivery.StatusSending))).
 		And(expression.Or(expression.Name("status").Equal(expression.Value(string(delivery.StatusReconciling))),
 			expression.Name("lease_until").LessThan(expression.Value(now)))).
@@ -528,13 +543,36 @@ func (s *Deliveries) ClearAndRequeue(ctx context.Context, id string) (delivery.R
 // Unsettled calls fn for every row that may need a hand from outside its
 // notifier: in delivery.UnsettledStatuses (a send in flight or held, a
 // row under reconciliation), or sent before sentBefore with no provider
-// event yet. A Scan: it reads the whole table (the sweeper's, once per
-// run; the operator's list of held rows).
+// event yet and not resolved by an operator. It reads the live index
+// (index.go), not the table's history.
 func (s *Deliveries) Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error {
-	return s.scan(ctx, statusIn(delivery.UnsettledStatuses()).
-		Or(expression.Name("status").Equal(expression.Value(string(delivery.StatusSent))).
-			And(expression.Name("notified_at").LessThan(expression.Value(ts(sentBefore)))).
-			And(noEvidence()).And(notResolvedSent())), fn)
+	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(attrSweep).Equal(expression.Value(sweepRow))).
+		WithFilter(statusIn(delivery.UnsettledStatuses()).
+			Or(expression.Name("status").Equal(expression.Value(string(delivery.StatusSent))).
+				And(expression.Name("notified_at").LessThan(expression.Value(ts(sentBefore)))).
+				And(noEvidence()).And(notResolvedSent()))).Build()
+	if err != nil {
+		return fmt.Errorf("build unsettled query: %w", err)
+	}
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.table, IndexName: aws.String(IndexLiveDeliveries),
+		KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("query unsettled deliveries: %w", err)
+		}
+		for _, item := range out.Items {
+			var r delivery.Row
+			if err := unmarshal(item, &r); err != nil {
+				return err
+			}
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // notResolvedSent: no operator resolved the row as sent. Such a row has
@@ -542,16 +580,6 @@ func (s *Deliveries) Unsettled(ctx context.Context, sentBefore time.Time, fn fun
 func notResolvedSent() expression.ConditionBuilder {
 	return expression.Or(expression.AttributeNotExists(expression.Name("resolution")),
 		expression.Name("resolution").NotEqual(expression.Value(delivery.ResolvedSent)))
-}
-
-func (s *Deliveries) scan(ctx context.Context, filter expression.ConditionBuilder, fn func(delivery.Row) error) error {
-	return scan(ctx, s.db, s.table, filter, func(item map[string]types.AttributeValue) error {
-		var r delivery.Row
-		if err := unmarshal(item, &r); err != nil {
-			return err
-		}
-		return fn(r)
-	})
 }
 
 // Outbox is the outbox's contract: what notify, feedback, the sweeper and

@@ -49,6 +49,17 @@ type jobItem struct {
 	Kind string `dynamodbav:"kind"`
 	job.Job
 	IdempotencyKeySHA string `dynamodbav:"idempotency_key_sha256"`
+	// Sweep puts an unfinished job in the live index (index.go).
+	Sweep string `dynamodbav:"sweep,omitempty"`
+}
+
+// newJobItem is a job as stored, in the live index while unfinished.
+func newJobItem(j job.Job, keySHA string) jobItem {
+	it := jobItem{PK: PrefixJob + string(j.ID), Kind: "job", Job: j, IdempotencyKeySHA: keySHA}
+	if !j.Status.Terminal() {
+		it.Sweep = sweepJob
+	}
+	return it
 }
 
 // idemItem is the stored idempotency record.
@@ -119,7 +130,7 @@ type CreateResult struct {
 func (s *Jobs) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
 	j := req.Job
 	now := s.now().UTC()
-	jobAV, err := marshal(jobItem{PK: PrefixJob + string(j.ID), Kind: "job", Job: j, IdempotencyKeySHA: req.IdempotencyKeySHA})
+	jobAV, err := marshal(newJobItem(j, req.IdempotencyKeySHA))
 	if err != nil {
 		return CreateResult{}, err
 	}
@@ -275,6 +286,7 @@ func (s *Jobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt i
 		Set(expression.Name("updated_at"), expression.Value(now)).
 		Set(expression.Name("status"), expression.Value(string(status))).
 		Remove(expression.Name("last_error"))
+	upd = sweepJobFor(upd, status)
 	for k, v := range set {
 		upd = upd.Set(expression.Name(k), expression.Value(v))
 	}
@@ -286,8 +298,8 @@ func (s *Jobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt i
 // `at` and not already in a terminal status other than the target.
 func (s *Jobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error {
 	now := ts(s.now())
-	upd := expression.Set(expression.Name("status"), expression.Value(string(status))).
-		Set(expression.Name("updated_at"), expression.Value(now))
+	upd := sweepJobFor(expression.Set(expression.Name("status"), expression.Value(string(status))).
+		Set(expression.Name("updated_at"), expression.Value(now)), status)
 	for k, v := range set {
 		upd = upd.Set(expression.Name(k), expression.Value(v))
 	}
@@ -316,7 +328,7 @@ func (s *Jobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure, stat
 			upd = upd.Set(expression.Name("dead_letter"), expression.Value(&types.AttributeValueMemberM{Value: fav}))
 		}
 		if withStatus {
-			upd = upd.Set(expression.Name("status"), expression.Value(string(status)))
+			upd = sweepJobFor(upd.Set(expression.Name("status"), expression.Value(string(status))), status)
 		}
 		return upd
 	}
@@ -366,19 +378,36 @@ func Timestamp(t time.Time) string { return ts(t) }
 // every few minutes costs little. A sparse index on non-terminal jobs is the
 // next step if it ever does not.
 // StuckJobs calls fn for every job in job.Unfinished not updated since
-// before: its stage has not moved. A Scan of the jobs table.
+// before: its stage has not moved. It reads the live index (index.go): the
+// unfinished jobs updated before the bound, not the table's history. The
+// index is eventually consistent; a sweep that misses a job by a moment
+// finds it at the next run.
 func (s *Jobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error {
-	return s.scanJobs(ctx, unfinishedJob().And(expression.Name("updated_at").LessThan(expression.Value(ts(before)))), fn)
-}
-
-func (s *Jobs) scanJobs(ctx context.Context, filter expression.ConditionBuilder, fn func(job.Job) error) error {
-	return scan(ctx, s.db, s.table, expression.Name("kind").Equal(expression.Value("job")).And(filter), func(item map[string]types.AttributeValue) error {
-		var it jobItem
-		if err := unmarshal(item, &it); err != nil {
-			return err
+	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(attrSweep).Equal(expression.Value(sweepJob)).
+		And(expression.Key("updated_at").LessThan(expression.Value(ts(before))))).
+		WithFilter(unfinishedJob()).Build()
+	if err != nil {
+		return fmt.Errorf("build stuck-jobs query: %w", err)
+	}
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.table, IndexName: aws.String(IndexLiveJobs),
+		KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("query stuck jobs: %w", err)
 		}
-		return fn(it.Job)
-	})
+		for _, item := range out.Items {
+			var it jobItem
+			if err := unmarshal(item, &it); err != nil {
+				return err
+			}
+			if err := fn(it.Job); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // JobStore is the jobs table's contract as intake, the sweeper and

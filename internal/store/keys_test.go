@@ -24,3 +24,18 @@ func TestKeyPrefixes_MatchTheDeploymentsGrants(t *testing.T) {
 		}
 	}
 }
+
+// The deployment declares the sparse indexes the store queries (infra,
+// its own module, names them in names.go).
+func TestIndexNames_MatchTheDeployment(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "infra", "names.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"IndexLiveJobs": store.IndexLiveJobs, "IndexLiveDeliveries": store.IndexLiveDeliveries} {
+		m := regexp.MustCompile(name + `\s*=\s*"([^"]*)"`).FindSubmatch(b)
+		if m == nil || string(m[1]) != want {
+			t.Errorf("infra %s = %q, the store's index is %q", name, m, want)
+		}
+	}
+}

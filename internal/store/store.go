@@ -98,25 +98,3 @@ func conditionalUpdate(ctx context.Context, db *dynamodb.Client, table string, k
 	}
 	return out.Attributes, nil
 }
-
-// scan pages through a table's items matching filter.
-func scan(ctx context.Context, db *dynamodb.Client, table string, filter expression.ConditionBuilder, fn func(map[string]types.AttributeValue) error) error {
-	e, err := expression.NewBuilder().WithFilter(filter).Build()
-	if err != nil {
-		return fmt.Errorf("build scan: %w", err)
-	}
-	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: &table, FilterExpression: e.Filter(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("scan %s: %w", table, err)
-		}
-		for _, item := range page.Items {
-			if err := fn(item); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}

@@ -18,6 +18,9 @@
 //     (R-RECON-1). While the path is behind, silence proves nothing and
 //     the row is left alone.
 //
+// It reads the store's sparse indexes of live work (StuckJobs, Unsettled;
+// R-COST-1), never the tables' history.
+//
 // Each sweep also reports the gauges behind two alarms: HeldDeliveries
 // (rows held for provider evidence past twice the margin, or under
 // reconciliation: each needs the evidence path or an operator) and

@@ -1,0 +1,85 @@
+package store
+
+import (
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
+)
+
+// Sparse indexes for the sweeps (R-COST-1). An item carries the attribute
+// "sweep" only while a sweep may need to look at it: a job while it is
+// unfinished, a delivery row while it is in flight, held, under
+// reconciliation, or sent and not yet confirmed by a provider event. The
+// index holds those items only, so a sweep reads about as many items as
+// there is live work, whatever the history; every write that moves an item
+// in or out of that set sets or removes the attribute in the same write.
+const (
+	// IndexLiveJobs is the jobs table's index: sweep (= "job") and
+	// updated_at, so stuck jobs are a key range.
+	IndexLiveJobs = "LiveJobs"
+	// IndexLiveDeliveries is the deliveries table's index: sweep (= "row").
+	IndexLiveDeliveries = "LiveDeliveries"
+
+	attrSweep = "sweep"
+	sweepJob  = "job"
+	sweepRow  = "row"
+)
+
+// JobsIndex is the jobs table's index and the attributes it needs, as
+// CreateTable takes them (the local stack provisions with it; the CDK app
+// and the SAM template declare the same, tested).
+func JobsIndex() ([]types.AttributeDefinition, types.GlobalSecondaryIndex) {
+	return []types.AttributeDefinition{
+			{AttributeName: aws.String(attrSweep), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("updated_at"), AttributeType: types.ScalarAttributeTypeS},
+		}, types.GlobalSecondaryIndex{
+			IndexName: aws.String(IndexLiveJobs),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrSweep), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("updated_at"), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}
+}
+
+// DeliveriesIndex is the deliveries table's index (see JobsIndex).
+func DeliveriesIndex() ([]types.AttributeDefinition, types.GlobalSecondaryIndex) {
+	return []types.AttributeDefinition{
+			{AttributeName: aws.String(attrSweep), AttributeType: types.ScalarAttributeTypeS},
+		}, types.GlobalSecondaryIndex{
+			IndexName:  aws.String(IndexLiveDeliveries),
+			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String(attrSweep), KeyType: types.KeyTypeHash}},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}
+}
+
+// sweepJobFor keeps a job in the live index while status is unfinished.
+func sweepJobFor(upd expression.UpdateBuilder, status job.Status) expression.UpdateBuilder {
+	if status.Terminal() {
+		return upd.Remove(expression.Name(attrSweep))
+	}
+	return upd.Set(expression.Name(attrSweep), expression.Value(sweepJob))
+}
+
+// sweepRowIn puts a row in the live index; sweepRowOut takes it out.
+func sweepRowIn(upd expression.UpdateBuilder) expression.UpdateBuilder {
+	return upd.Set(expression.Name(attrSweep), expression.Value(sweepRow))
+}
+
+func sweepRowOut(upd expression.UpdateBuilder) expression.UpdateBuilder {
+	return upd.Remove(expression.Name(attrSweep))
+}
+
+// live reports whether a row stays in the live index after an event: in
+// flight, held or under reconciliation (a sent row with evidence is done).
+func live(s delivery.Status) bool {
+	for _, u := range delivery.UnsettledStatuses() {
+		if s == u {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,117 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/storetest"
+	"github.com/criticizer/criticizer/internal/testenv"
+)
+
+// readCounter sums the items DynamoDB read to answer (ScannedCount of
+// every Scan and Query answer): what a read is billed by.
+type readCounter struct {
+	next    http.RoundTripper
+	scanned atomic.Int64
+}
+
+func (c *readCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var out struct{ ScannedCount int64 }
+	if json.Unmarshal(b, &out) == nil {
+		c.scanned.Add(out.ScannedCount)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
+}
+
+// A sweep's queries read the live work, not the history: with 120 finished
+// jobs and 120 confirmed rows beside 2 stuck jobs and 2 unsettled rows,
+// StuckJobs and Unsettled read (and bill) about the 4 live items.
+// Rules: R-COST-1.
+func TestSweepQueries_ReadLiveWorkNotHistory(t *testing.T) {
+	env := testenv.Stack(t)
+	res := testenv.Provision(t, env)
+	counter := &readCounter{next: http.DefaultTransport}
+	cfg := env.Clients.Config.Copy()
+	cfg.HTTPClient = &http.Client{Transport: counter}
+	db := store.NewDynamoDB(cfg, env.Endpoints.DynamoDB)
+	now := time.Now().UTC()
+	clock := func() time.Time { return now }
+	jobs := store.NewJobs(db, res.JobsTable, clock)
+	rows := store.NewDeliveries(db, res.DeliveriesTable, clock)
+	ctx := context.Background()
+	const history, live = 120, 2
+	for i := range history + live {
+		j := storetest.NewJob(fmt.Sprintf("cl-%d", i), 1)
+		storetest.Create(t, jobs, j, fmt.Sprintf("k-%d", i), "b")
+		if i < history {
+			if err := jobs.Advance(ctx, j.ID, job.StageFetch, 1, job.StatusSucceeded, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := fmt.Sprintf("d_%d", i)
+		if _, _, err := rows.Ensure(ctx, storetest.NewRow(id)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rows.Claim(ctx, id, "t", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if i < history {
+			if _, err := rows.MarkSent(ctx, id, "t", "ses-"+id); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := rows.RecordEvent(ctx, id, store.Event{Type: "Delivery", MessageID: "ses-" + id, At: now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	counter.scanned.Store(0)
+	stuck, unsettled := 0, 0
+	if err := jobs.StuckJobs(ctx, now.Add(time.Hour), func(job.Job) error { stuck++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := rows.Unsettled(ctx, now.Add(time.Hour), func(delivery.Row) error { unsettled++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	read := counter.scanned.Load()
+	t.Logf("sweep read %d items for %d live (table history: %d jobs, %d rows)", read, stuck+unsettled, history+live, history+live)
+	if stuck != live || unsettled != live {
+		t.Fatalf("found %d stuck jobs, %d unsettled rows; want %d each", stuck, unsettled, live)
+	}
+	if read > 2*live+2 {
+		t.Errorf("the sweep read %d items for %d live ones: it reads the history", read, 2*live)
+	}
+	// What a sweep by Scan, as before the index, reads: every item.
+	counter.scanned.Store(0)
+	for _, table := range []string{res.JobsTable, res.DeliveriesTable} {
+		p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table)})
+		for p.HasMorePages() {
+			if _, err := p.NextPage(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("a Scan of both tables reads %d items", counter.scanned.Load())
+}
