@@ -189,8 +189,9 @@ func (s *Stack) data() {
 	overrideID(s.Jobs, IDJobsTable)
 
 	s.Deliveries = awsdynamodb.NewTable(s.Stack, jsii.String(IDDeliveriesTable), &awsdynamodb.TableProps{
-		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("delivery_id"), Type: awsdynamodb.AttributeType_STRING},
-		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("delivery_id"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String("expires_at"),
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true)},
 		DeletionProtection: jsii.Bool(true),

@@ -216,6 +216,13 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 		return problem(http.StatusUnprocessableEntity, "Idempotency-Key", "this Idempotency-Key was already used with a different request body")
 	case store.Stale:
 		log.InfoContext(ctx, "stale review version", "current_version", res.CurrentVersion)
+		if res.CurrentVersion == c.ReviewVersion {
+			// The version was reviewed; its job record expired (retention)
+			// while the changelist's head, which never expires, remains.
+			// Nothing is reviewed or sent again.
+			return problem(http.StatusConflict, "review_version", fmt.Sprintf(
+				"review version %d was already reviewed; its record has expired, so nothing is done again", c.ReviewVersion))
+		}
 		return problem(http.StatusConflict, "review_version",
 			(&job.StaleError{Requested: c.ReviewVersion, Current: res.CurrentVersion}).Error())
 	case store.VersionExists:

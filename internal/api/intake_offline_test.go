@@ -76,9 +76,10 @@ func post(in *api.Intake, key string, body []byte) (int, string, http.Header) {
 // enqueued once; the same key and body replays the first answer byte for
 // byte and starts nothing; the key with another body is refused; another
 // key for the same version answers the existing job; a higher version
-// starts a new job, a lower one is stale; a request whose enqueue failed
-// is finished by its retry.
-// Rules: R-INTAKE-1, R-INTAKE-2, R-INTAKE-3, R-INTAKE-5, R-STORE-1.
+// starts a new job, a lower one is stale; a version whose records expired
+// is refused as already reviewed; a request whose enqueue failed is
+// finished by its retry.
+// Rules: R-INTAKE-1, R-INTAKE-2, R-INTAKE-3, R-INTAKE-5, R-STORE-1, R-COST-2.
 func TestIntake_Idempotency_Offline(t *testing.T) {
 	q := &memQueue{}
 	in := &api.Intake{Jobs: memstore.NewJobs(nil), Blobs: &memBlobs{objs: map[string][]byte{}}, Queue: q,
@@ -116,6 +117,13 @@ func TestIntake_Idempotency_Offline(t *testing.T) {
 	}
 	if code, _, _ := post(in, "k7", genericBody(1, "v1")); code != http.StatusOK {
 		t.Errorf("a version that has its job, behind the head: %d, want 200", code)
+	}
+
+	// A version whose records expired (retention): refused, nothing
+	// reviewed or sent again, and the answer says why.
+	jobs.Expire(job.NewID("generic", "acme-7", 5))
+	if code, body, _ := post(in, "k9", genericBody(5, "v5 again")); code != http.StatusConflict || !strings.Contains(body, "expired") {
+		t.Errorf("an expired version again: %d %s, want 409 saying it expired", code, body)
 	}
 
 	// The job is recorded, the enqueue fails: 503; the retry with the same

@@ -70,7 +70,11 @@ type Config struct {
 	MailFrom         string
 	ConfigurationSet string
 	IdempotencyTTL   time.Duration
-	DeliveryLease    time.Duration
+	// Retention is how long jobs, delivery rows and audit items are kept
+	// (DynamoDB TTL); zero: forever. Changelist heads, preferences and
+	// suppressions never expire.
+	Retention     time.Duration
+	DeliveryLease time.Duration
 	// EvidenceMargin is how far the SES evidence watermark must pass a
 	// send whose answer was lost before silence proves it did not happen.
 	EvidenceMargin time.Duration
@@ -210,6 +214,7 @@ const (
 	EnvMailFrom          = "CRITICIZER_MAIL_FROM"
 	EnvConfigurationSet  = "CRITICIZER_SES_CONFIGURATION_SET"
 	EnvIdempotencyTTL    = "CRITICIZER_IDEMPOTENCY_TTL"
+	EnvRetention         = "CRITICIZER_RETENTION"
 	EnvDeliveryLease     = "CRITICIZER_DELIVERY_LEASE"
 	EnvEvidenceMargin    = "CRITICIZER_EVIDENCE_MARGIN"
 	EnvProbeAddress      = "CRITICIZER_EVIDENCE_PROBE_ADDRESS"
@@ -236,6 +241,7 @@ const (
 	EnvReviewInstructions       = "CRITICIZER_REVIEW_INSTRUCTIONS"
 	EnvReviewInstructionsByRepo = "CRITICIZER_REVIEW_INSTRUCTIONS_BY_REPO"
 	DefaultLLMMaxFindings       = 5
+	DefaultRetention            = 90 * 24 * time.Hour
 	MaxReviewInstructionsRunes  = 2000
 
 	EnvGitHubWebhookSecret = "CRITICIZER_GITHUB_WEBHOOK_SECRET"
@@ -360,6 +366,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	if c.IdempotencyTTL, err = duration(getenv, EnvIdempotencyTTL, 30*24*time.Hour); err != nil {
+		return Config{}, err
+	}
+	// Retention: "0" keeps everything; the default is 90 days.
+	c.Retention = DefaultRetention
+	if v := strings.TrimSpace(getenv(EnvRetention)); v == "0" {
+		c.Retention = 0
+	} else if c.Retention, err = duration(getenv, EnvRetention, DefaultRetention); err != nil {
 		return Config{}, err
 	}
 	if c.DeliveryLease, err = duration(getenv, EnvDeliveryLease, 2*time.Minute); err != nil {

@@ -50,7 +50,7 @@ func Provision(ctx context.Context, c *Clients, prefix string) (Resources, error
 		return r, err
 	}
 	rowAttrs, rowIndex := store.DeliveriesIndex()
-	if err := createTable(ctx, c.DynamoDB, r.DeliveriesTable, "delivery_id", "", rowAttrs, rowIndex); err != nil {
+	if err := createTable(ctx, c.DynamoDB, r.DeliveriesTable, "delivery_id", "expires_at", rowAttrs, rowIndex); err != nil {
 		return r, err
 	}
 	for _, s := range job.Stages() {

@@ -35,7 +35,8 @@ func (s *Jobs) RecordDeadLetter(ctx context.Context, r DeadLetterRecord) error {
 		PK   string `dynamodbav:"pk"`
 		Kind string `dynamodbav:"kind"`
 		DeadLetterRecord
-	}{PK: PrefixDeadLetter + r.EnvelopeID, Kind: "deadletter", DeadLetterRecord: r})
+		ExpiresAt int64 `dynamodbav:"expires_at,omitempty"`
+	}{PK: PrefixDeadLetter + r.EnvelopeID, Kind: "deadletter", DeadLetterRecord: r, ExpiresAt: expiresAt(s.now(), s.Retention)})
 	if err != nil {
 		return err
 	}
@@ -134,6 +135,9 @@ func (s *Jobs) RecordDeliveryNote(ctx context.Context, deliveryID string, jobID 
 		Set(expression.Name("delivery_id"), expression.Value(deliveryID)).
 		Set(expression.Name("job_id"), expression.Value(string(jobID))).
 		Add(expression.Name("note_ids"), expression.Value(&types.AttributeValueMemberSS{Value: []string{noteID}}))
+	if exp := expiresAt(s.now(), s.Retention); exp != 0 {
+		upd = upd.Set(expression.Name("expires_at"), expression.Value(exp))
+	}
 	cond := expression.AttributeNotExists(expression.Name("note_ids")).
 		Or(expression.Not(expression.Contains(expression.Name("note_ids"), noteID)))
 	_, err = conditionalUpdate(ctx, s.db, s.table, deliveryAuditKey(deliveryID), upd, cond, types.ReturnValueNone)

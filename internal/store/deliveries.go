@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,6 +21,9 @@ type Deliveries struct {
 	db    *dynamodb.Client
 	table string
 	now   Clock
+	// Retention is how long a row is kept after it is created (DynamoDB
+	// TTL on expires_at, R-COST-2); zero keeps rows forever.
+	Retention time.Duration
 }
 
 // NewDeliveries returns the outbox repository for table.
@@ -42,6 +46,9 @@ func (s *Deliveries) Ensure(ctx context.Context, r delivery.Row) (delivery.Row, 
 	item, err := marshal(r)
 	if err != nil {
 		return delivery.Row{}, false, err
+	}
+	if exp := expiresAt(s.now(), s.Retention); exp != 0 {
+		item["expires_at"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(exp, 10)}
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &s.table, Item: item,

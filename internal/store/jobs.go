@@ -29,6 +29,19 @@ type Jobs struct {
 	db    *dynamodb.Client
 	table string
 	now   Clock
+	// Retention is how long a job and the audit items written here are
+	// kept (DynamoDB TTL on expires_at, R-COST-2); zero keeps them forever.
+	// Changelist heads, version counters, preferences and suppressions
+	// never expire.
+	Retention time.Duration
+}
+
+// expiresAt is the TTL of an item written now: epoch seconds, or 0 (none).
+func expiresAt(now time.Time, retention time.Duration) int64 {
+	if retention <= 0 {
+		return 0
+	}
+	return now.Add(retention).Unix()
 }
 
 // NewJobs returns the jobs repository for table.
@@ -51,11 +64,13 @@ type jobItem struct {
 	IdempotencyKeySHA string `dynamodbav:"idempotency_key_sha256"`
 	// Sweep puts an unfinished job in the live index (index.go).
 	Sweep string `dynamodbav:"sweep,omitempty"`
+	// ExpiresAt is the job's TTL (Jobs.Retention), epoch seconds.
+	ExpiresAt int64 `dynamodbav:"expires_at,omitempty"`
 }
 
 // newJobItem is a job as stored, in the live index while unfinished.
-func newJobItem(j job.Job, keySHA string) jobItem {
-	it := jobItem{PK: PrefixJob + string(j.ID), Kind: "job", Job: j, IdempotencyKeySHA: keySHA}
+func newJobItem(j job.Job, keySHA string, expires int64) jobItem {
+	it := jobItem{PK: PrefixJob + string(j.ID), Kind: "job", Job: j, IdempotencyKeySHA: keySHA, ExpiresAt: expires}
 	if !j.Status.Terminal() {
 		it.Sweep = sweepJob
 	}
@@ -130,7 +145,7 @@ type CreateResult struct {
 func (s *Jobs) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
 	j := req.Job
 	now := s.now().UTC()
-	jobAV, err := marshal(newJobItem(j, req.IdempotencyKeySHA))
+	jobAV, err := marshal(newJobItem(j, req.IdempotencyKeySHA, expiresAt(now, s.Retention)))
 	if err != nil {
 		return CreateResult{}, err
 	}

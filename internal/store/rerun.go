@@ -145,7 +145,7 @@ func (s *Jobs) Rerun(ctx context.Context, req RerunRequest) (job.Job, error) {
 			return job.Job{}, err
 		}
 	}
-	item, err := marshal(rerunJobItem{jobItem: newJobItem(j, ""),
+	item, err := marshal(rerunJobItem{jobItem: newJobItem(j, "", expiresAt(s.now(), s.Retention)),
 		RerunOf: latest.ID, RerunReason: req.Reason})
 	if err != nil {
 		return job.Job{}, err

@@ -92,9 +92,11 @@ func NewBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Options
 	now := o.Clock()
 	db := store.NewDynamoDB(awsCfg, cfg.Endpoints.DynamoDB)
 	sq := queue.NewSQS(awsCfg, cfg.Endpoints.SQS)
+	jobs, rows := store.NewJobs(db, cfg.JobsTable, now), store.NewDeliveries(db, cfg.DeliveriesTable, now)
+	jobs.Retention, rows.Retention = cfg.Retention, cfg.Retention
 	return &Base{Config: cfg, AWS: awsCfg, DynamoDB: db, SQS: sq, Log: log, Now: now,
-		Jobs:       store.NewJobs(db, cfg.JobsTable, now),
-		Deliveries: store.NewDeliveries(db, cfg.DeliveriesTable, now),
+		Jobs:       jobs,
+		Deliveries: rows,
 		Evidence:   store.NewEvidence(db, cfg.JobsTable, now),
 		Recipients: store.NewRecipients(db, cfg.JobsTable, now),
 		Queue:      queue.New(sq, cfg.Queues),

@@ -103,6 +103,21 @@ func (s *Jobs) LatestVersion(_ context.Context, source, changelistID string) (in
 	return h.version, h.jobID, nil
 }
 
+// Expire drops a job and its idempotency records, as DynamoDB's TTL does
+// when the retention has passed; the changelist head stays.
+func (s *Jobs) Expire(id job.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.jobs, id)
+	delete(s.refs, id)
+	delete(s.extra, id)
+	for k, r := range s.idem {
+		if r.jobID == id {
+			delete(s.idem, k)
+		}
+	}
+}
+
 // Put stores a job as is (tests set up a job in a given state).
 func (s *Jobs) Put(j job.Job) {
 	s.mu.Lock()

@@ -1,0 +1,88 @@
+package store_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/storetest"
+	"github.com/criticizer/criticizer/internal/testenv"
+)
+
+// Jobs, delivery rows and audit items carry a TTL of the retention from
+// when they are written; the changelist head (which keeps a repeat of an
+// expired version from being reviewed again), preferences and suppressions
+// carry none. A version whose job expired is refused as already reviewed
+// (store outcome Stale at that very version).
+// Rules: R-COST-2.
+func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
+	env := testenv.Stack(t)
+	res := testenv.Provision(t, env)
+	now := time.Now().UTC()
+	clock := func() time.Time { return now }
+	db := env.Clients.DynamoDB
+	jobs, rows := store.NewJobs(db, res.JobsTable, clock), store.NewDeliveries(db, res.DeliveriesTable, clock)
+	jobs.Retention, rows.Retention = 90*24*time.Hour, 90*24*time.Hour
+	ctx := context.Background()
+	j := storetest.NewJob("cl-retention", 1)
+	storetest.Create(t, jobs, j, "k-ret", "b")
+	if _, _, err := rows.Ensure(ctx, storetest.NewRow("d_ret")); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.RecordDeliveryNote(ctx, "d_ret", j.ID, "n1", store.DeliveryNote{Action: "resolve_sent", Note: "checked", By: "op", At: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.NewRecipients(db, res.JobsTable, clock).Suppress(ctx, "rid-1", "bounce", now); err != nil {
+		t.Fatal(err)
+	}
+	want := now.Add(90 * 24 * time.Hour).Unix()
+	ttl := func(table, keyName, key string) int64 {
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{keyName: &types.AttributeValueMemberS{Value: key}}})
+		if err != nil || len(out.Item) == 0 {
+			t.Fatalf("%s %s: %v", table, key, err)
+		}
+		n, ok := out.Item["expires_at"].(*types.AttributeValueMemberN)
+		if !ok {
+			return 0
+		}
+		v, _ := strconv.ParseInt(n.Value, 10, 64)
+		return v
+	}
+	for what, got := range map[string]int64{
+		"job":          ttl(res.JobsTable, "pk", store.PrefixJob+string(j.ID)),
+		"delivery row": ttl(res.DeliveriesTable, "delivery_id", "d_ret"),
+		"audit item":   ttl(res.JobsTable, "pk", store.PrefixAudit+"d_ret"),
+	} {
+		if got != want {
+			t.Errorf("%s expires at %d, want %d (now + 90 days)", what, got, want)
+		}
+	}
+	for what, got := range map[string]int64{
+		"changelist head": ttl(res.JobsTable, "pk", store.PrefixChangelist+job.ChangelistKey("generic", "cl-retention")),
+		"suppression":     ttl(res.JobsTable, "pk", store.PrefixSuppression+"rid-1"),
+	} {
+		if got != 0 {
+			t.Errorf("%s expires (%d): it must stay", what, got)
+		}
+	}
+	// DynamoDB's TTL deletes the job and its idempotency record; the
+	// head stays: the same version again is refused, not reviewed again.
+	for _, pk := range []string{store.PrefixJob + string(j.ID)} {
+		if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(res.JobsTable),
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := storetest.Create(t, jobs, j, "k-ret-2", "b2")
+	if r.Outcome != store.Stale || r.CurrentVersion != 1 {
+		t.Errorf("the expired version again: %+v, want Stale at version 1", r)
+	}
+}
