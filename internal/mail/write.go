@@ -268,16 +268,16 @@ func critiqueText(v view) string {
 	return b.String()
 }
 
-// unsubscribePage is unsubscribe/v1: the form a GET of an unsubscribe link
-// answers, posting to action.
-func unsubscribePage(action string) string {
+// page is the unsubscribe endpoint's page chrome around a title, a heading
+// and a body (static text and escaped values only).
+func page(title, heading, body string) string {
 	return `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>Unsubscribe from Criticizer</title>
+<title>` + title + `</title>
 </head>
 <body style="margin:0;padding:0;background:#f4f5f7;font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;color:#1f2328;">
 <table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="background:#f4f5f7;">
@@ -285,13 +285,8 @@ func unsubscribePage(action string) string {
 <table role="presentation" width="600" cellpadding="0" cellspacing="0" border="0" style="width:100%;max-width:600px;background:#ffffff;border:1px solid #d0d7de;border-radius:6px;border-collapse:separate;">
 <tr><td style="padding:28px 28px 24px;">
   <div style="font-size:12px;line-height:1.4;color:#57606a;text-transform:uppercase;letter-spacing:.04em;">Criticizer</div>
-  <h1 style="margin:8px 0 0;font-size:22px;line-height:1.3;font-weight:600;">Unsubscribe from Criticizer</h1>
-  <p style="margin:14px 0 0;font-size:15px;line-height:1.55;">Stop receiving Criticizer's review critiques for this repository, or stop all of them.</p>
-  <form method="post" action="` + escURL(action) + `" style="margin:18px 0 0;">
-    <input type="hidden" name="confirm" value="1">
-    <button type="submit" name="scope" value="repository" style="font:inherit;font-size:14px;padding:8px 16px;margin:4px 8px 4px 0;border:1px solid #1f6feb;border-radius:6px;background:#1f6feb;color:#ffffff;cursor:pointer;">Unsubscribe from this repository</button>
-    <button type="submit" name="scope" value="all" style="font:inherit;font-size:14px;padding:8px 16px;margin:4px 8px 4px 0;border:1px solid #d0d7de;border-radius:6px;background:#f6f8fa;color:#1f2328;cursor:pointer;">Unsubscribe from all Criticizer emails</button>
-  </form>
+  <h1 style="margin:8px 0 0;font-size:22px;line-height:1.3;font-weight:600;">` + heading + `</h1>
+` + body + `
 </td></tr>
 </table>
 </td></tr>
@@ -301,31 +296,22 @@ func unsubscribePage(action string) string {
 `
 }
 
+// unsubscribePage is unsubscribe/v1: the form a GET of an unsubscribe link
+// answers, posting to action.
+func unsubscribePage(action string) string {
+	return page("Unsubscribe from Criticizer", "Unsubscribe from Criticizer", `  <p style="margin:14px 0 0;font-size:15px;line-height:1.55;">Stop receiving Criticizer's review critiques for this repository, or stop all of them.</p>
+  <form method="post" action="`+escURL(action)+`" style="margin:18px 0 0;">
+    <input type="hidden" name="confirm" value="1">
+    <button type="submit" name="scope" value="repository" style="font:inherit;font-size:14px;padding:8px 16px;margin:4px 8px 4px 0;border:1px solid #1f6feb;border-radius:6px;background:#1f6feb;color:#ffffff;cursor:pointer;">Unsubscribe from this repository</button>
+    <button type="submit" name="scope" value="all" style="font:inherit;font-size:14px;padding:8px 16px;margin:4px 8px 4px 0;border:1px solid #d0d7de;border-radius:6px;background:#f6f8fa;color:#1f2328;cursor:pointer;">Unsubscribe from all Criticizer emails</button>
+  </form>`)
+}
+
 // unsubscribedPage is unsubscribed/v1: the page a confirmed unsubscribe
 // answers.
 func unsubscribedPage(all bool) string {
-	return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>Criticizer: unsubscribed</title>
-</head>
-<body style="margin:0;padding:0;background:#f4f5f7;font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;color:#1f2328;">
-<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="background:#f4f5f7;">
-<tr><td align="center" style="padding:48px 8px;">
-<table role="presentation" width="600" cellpadding="0" cellspacing="0" border="0" style="width:100%;max-width:600px;background:#ffffff;border:1px solid #d0d7de;border-radius:6px;border-collapse:separate;">
-<tr><td style="padding:28px 28px 24px;">
-  <div style="font-size:12px;line-height:1.4;color:#57606a;text-transform:uppercase;letter-spacing:.04em;">Criticizer</div>
-  <h1 style="margin:8px 0 0;font-size:22px;line-height:1.3;font-weight:600;">You are unsubscribed</h1>
-  <p style="margin:14px 0 0;font-size:15px;line-height:1.55;">` + pick(all, `You will not receive Criticizer emails any more.`, `You will not receive Criticizer emails for this repository any more.`) + ` Emails already on their way may still arrive.</p>
-  <p style="margin:12px 0 0;font-size:14px;line-height:1.55;color:#57606a;">Nothing else is needed; you can close this page. To receive reviews again, ask your Criticizer operator.</p>
-</td></tr>
-</table>
-</td></tr>
-</table>
-</body>
-</html>
-`
+	return page("Criticizer: unsubscribed", "You are unsubscribed", `  <p style="margin:14px 0 0;font-size:15px;line-height:1.55;">`+
+		pick(all, `You will not receive Criticizer emails any more.`, `You will not receive Criticizer emails for this repository any more.`)+
+		` Emails already on their way may still arrive.</p>
+  <p style="margin:12px 0 0;font-size:14px;line-height:1.55;color:#57606a;">Nothing else is needed; you can close this page. To receive reviews again, ask your Criticizer operator.</p>`)
 }
