@@ -84,7 +84,10 @@ type access struct {
 	update []string
 	// items are tables it may only GetItem and UpdateItem, on its job's
 	// items (the dynamodb:LeadingKeys condition).
-	items    []string
+	items []string
+	// batch are tables it may BatchGetItem on keyed items only (fetch:
+	// the directory's DIR# entries).
+	batch    []string
 	s3       []string // object actions on diffs/*
 	secrets  []string // the secrets it may read, by logical id
 	sendMail bool
@@ -99,7 +102,8 @@ var wantAccess = map[string]access{
 	// fetch and llm: their job's items only; never a delete, never the
 	// unsubscribe, suppression or idempotency records.
 	FnFetch: {send: []string{DLQID(QFetch), QueueID(QFetch), QueueID(QLLM)}, consume: []string{QueueID(QFetch)}, items: []string{IDJobsTable},
-		s3: []string{"s3:GetObject", "s3:PutObject"}, secrets: []string{IDFetchSecret}},
+		batch: []string{IDJobsTable},
+		s3:    []string{"s3:GetObject", "s3:PutObject"}, secrets: []string{IDFetchSecret}},
 	FnLLM: {send: []string{DLQID(QLLM), QueueID(QLLM), QueueID(QNotify)}, consume: []string{QueueID(QLLM)}, items: []string{IDJobsTable},
 		s3: []string{"s3:GetObject"}, secrets: []string{IDCriticSecret}},
 	// notify reads recipients' PREF#/SUPP# items with BatchGetItem on the
@@ -141,6 +145,9 @@ func TestLeastPrivilege(t *testing.T) {
 				want := slices.Clone(w.read)
 				if a == "dynamodb:GetItem" {
 					want = append(want, w.items...)
+				}
+				if a == "dynamodb:BatchGetItem" {
+					want = append(want, w.batch...)
 				}
 				eq(a+" on", ids(on(gs, a)), want)
 			}
@@ -259,14 +266,24 @@ func TestLeastPrivilegeSpotChecks(t *testing.T) {
 	}
 }
 
-// fetch and llm reach the jobs table only through their job's items: the
-// statement that grants them GetItem and UpdateItem there carries the
-// dynamodb:LeadingKeys condition naming the JOB# and SRC# prefixes.
+// fetch and llm reach the jobs table only through keyed items: every
+// statement on it carries a dynamodb:LeadingKeys condition, and each grants
+// exactly its actions on its prefixes: GetItem and UpdateItem on their
+// job's JOB# and SRC# items; for fetch also GetItem on ROSTER# (who reviews
+// a changelist), BatchGetItem on DIR# (the directory's entries) and
+// UpdateItem on UNKNOWN# (its list of unknown reviewers).
+// Rules: R-REVIEWERS-4.
 func TestJobItemsOnly_LeadingKeysCondition(t *testing.T) {
 	s := synth(t)
-	for _, fn := range []string{FnFetch, FnLLM} {
+	jobItems := "dynamodb:GetItem,dynamodb:UpdateItem on " + JobItemPrefix + "*," + SourceRefPrefix + "*"
+	want := map[string][]string{
+		FnLLM: {jobItems},
+		FnFetch: {jobItems, "dynamodb:GetItem on " + RosterPrefix + "*", "dynamodb:BatchGetItem on " + DirectoryPrefix + "*",
+			"dynamodb:UpdateItem on " + UnknownPrefix + "*"},
+	}
+	for fn, wantStatements := range want {
 		role := refID(props(s.resource(t, FunctionID(fn)))["Role"])
-		found := false
+		var got []string
 		for _, p := range s.resources("AWS::IAM::Policy") {
 			if !slices.Contains(strs(props(p)["Roles"]), "${"+role+"}") {
 				continue
@@ -275,15 +292,16 @@ func TestJobItemsOnly_LeadingKeysCondition(t *testing.T) {
 				if !strings.Contains(render(get(st, "Resource")), IDJobsTable) {
 					continue
 				}
-				found = true
 				keys := strs(get(st, "Condition", "ForAllValues:StringLike", "dynamodb:LeadingKeys"))
-				if !slices.Equal(keys, []string{JobItemPrefix + "*", SourceRefPrefix + "*"}) {
-					t.Errorf("%s: jobs table statement %v: want LeadingKeys [JOB#* SRC#*]", fn, st)
-				}
+				actions := strs(get(st, "Action"))
+				sort.Strings(actions)
+				got = append(got, strings.Join(actions, ",")+" on "+strings.Join(keys, ","))
 			}
 		}
-		if !found {
-			t.Errorf("%s: no statement on the jobs table", fn)
+		sort.Strings(got)
+		sort.Strings(wantStatements)
+		if !slices.Equal(got, wantStatements) {
+			t.Errorf("%s: jobs table statements %q, want %q", fn, got, wantStatements)
 		}
 	}
 }

@@ -126,10 +126,14 @@ func title(s string) string {
 }
 
 // Key prefixes of the jobs table items fetch and llm may touch (the
-// store's keys: JOB#<job id>, SRC#<job id>).
+// store's keys: JOB#<job id>, SRC#<job id>; and for fetch, deciding who
+// reviews, ROSTER#<changelist>, DIR#<source>#<username>, UNKNOWN#<source>).
 const (
 	JobItemPrefix   = "JOB#"
 	SourceRefPrefix = "SRC#"
+	RosterPrefix    = "ROSTER#"
+	DirectoryPrefix = "DIR#"
+	UnknownPrefix   = "UNKNOWN#"
 )
 
 // The sparse indexes the sweeps read (internal/store/index.go; a store
@@ -138,4 +142,9 @@ const (
 	IndexLiveJobs       = "LiveJobs"
 	IndexLiveDeliveries = "LiveDeliveries"
 	AttrSweep           = "sweep"
+	// IndexDirectory lists the reviewer directory's entries (sparse: only
+	// entries carry its keys), for the admin API and the CLI.
+	IndexDirectory    = "Directory"
+	AttrDirectory     = "directory"
+	AttrDirectoryUser = "directory_user"
 )

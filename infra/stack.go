@@ -186,6 +186,12 @@ func (s *Stack) data() {
 		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(AttrSweep), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:        &awsdynamodb.Attribute{Name: jsii.String("updated_at"), Type: awsdynamodb.AttributeType_STRING},
 		ProjectionType: awsdynamodb.ProjectionType_ALL})
+	// The reviewer directory's entries, by source (the store's
+	// directory.go), which the admin API and the CLI list.
+	s.Jobs.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{IndexName: jsii.String(IndexDirectory),
+		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(AttrDirectory), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(AttrDirectoryUser), Type: awsdynamodb.AttributeType_STRING},
+		ProjectionType: awsdynamodb.ProjectionType_ALL})
 	overrideID(s.Jobs, IDJobsTable)
 
 	s.Deliveries = awsdynamodb.NewTable(s.Stack, jsii.String(IDDeliveriesTable), &awsdynamodb.TableProps{
@@ -542,6 +548,20 @@ func (s *Stack) permissions() {
 
 	// fetch
 	jobItems(fn[FnFetch])
+	// Deciding who reviews a version: the changelist's roster (GetItem),
+	// the directory's entries (BatchGetItem), and the directory's list of
+	// unknown reviewers (UpdateItem ADD); each on its own items only.
+	keyed := func(f awslambda.Function, action, prefix string) {
+		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings(action),
+			Resources: &[]*string{s.Jobs.TableArn()},
+			Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{
+				"dynamodb:LeadingKeys": []string{prefix + "*"}}},
+		}))
+	}
+	keyed(fn[FnFetch], "dynamodb:GetItem", RosterPrefix)
+	keyed(fn[FnFetch], "dynamodb:BatchGetItem", DirectoryPrefix)
+	keyed(fn[FnFetch], "dynamodb:UpdateItem", UnknownPrefix)
 	s3(fn[FnFetch], true, "s3:PutObject", "s3:GetObject")
 	s.Queues[QLLM].GrantSendMessages(fn[FnFetch])
 	s.Queues[QFetch].GrantSendMessages(fn[FnFetch])

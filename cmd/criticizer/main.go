@@ -1,6 +1,7 @@
 // Command criticizer is the operator's tool: dead-letter triage, replay and
 // resolution (R-STAGE-5), deliveries held for reconciliation (R-RECON-2),
-// and job inspection. Run `criticizer help`.
+// job inspection, and the reviewer directory (R-REVIEWERS-4). Run
+// `criticizer help`.
 package main
 
 import (
@@ -121,6 +122,10 @@ var commands = []command{
 		return c.deliveriesSettle(ctx, "requeue", ops.VerdictRequeue, args)
 	}},
 	{"evidence", "show", (*cli).evidenceShow},
+	{"directory", "list", (*cli).directoryList},
+	{"directory", "set", (*cli).directorySet},
+	{"directory", "remove", (*cli).directoryRemove},
+	{"directory", "import", (*cli).directoryImport},
 }
 
 func wantsHelp(args []string) bool {
@@ -141,14 +146,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	stack := fs.String("stack", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(out, help+helpDeliveries)
+			fmt.Fprint(out, help+helpDeliveries+helpDirectory)
 			return nil
 		}
 		return usageError{err.Error()}
 	}
 	args = fs.Args()
 	if len(args) == 0 || args[0] == "help" || wantsHelp(args) {
-		fmt.Fprint(out, help+helpDeliveries)
+		fmt.Fprint(out, help+helpDeliveries+helpDirectory)
 		return nil
 	}
 	name := *stack
@@ -195,7 +200,8 @@ func connect(ctx context.Context, local bool, stack string) (*ops.Ops, error) {
 		Jobs:       store.NewJobs(db, cfg.JobsTable, nil),
 		Deliveries: store.NewDeliveries(db, cfg.DeliveriesTable, nil),
 		Evidence:   store.NewEvidence(db, cfg.JobsTable, nil), ConfigurationSet: cfg.ConfigurationSet,
-		Margin: cfg.EvidenceMargin}, nil
+		Directory: store.NewDirectory(db, cfg.JobsTable, nil),
+		Margin:    cfg.EvidenceMargin}, nil
 }
 
 // localNames fills in the names of the local stack (make run provisions

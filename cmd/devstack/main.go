@@ -269,7 +269,12 @@ func execCmd(ctx context.Context, args []string) (int, error) {
 		return 0, errors.New("exec: no command given")
 	}
 	ports := devstack.TestPorts
-	if !ports.Free() {
+	lock, owned, err := devstack.LockPorts(ports)
+	if err != nil {
+		return 0, err
+	}
+	defer lock.Unlock()
+	if !owned || !ports.Free() {
 		// Another test run holds the usual ports: take free ones.
 		if ports, err = devstack.FreePorts(); err != nil {
 			return 0, err

@@ -23,8 +23,8 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 )
 
-// Admin serves the admin API under /admin/: versioned reruns and template
-// previews. It is for operators, authenticated by one API key
+// Admin serves the admin API under /admin/: versioned reruns, template
+// previews and the reviewer directory. It is for operators, authenticated by one API key
 // (CRITICIZER_ADMIN_API_KEY) sent as `Authorization: Bearer <key>` or
 // `X-Api-Key: <key>`. Behind API Gateway the admin routes also require
 // IAM (SigV4), whose signature travels in the Authorization header, so
@@ -52,6 +52,9 @@ type Admin struct {
 	// Previewer.PreviewNames lists are previewed, so an unknown one is a 404
 	// before Preview is called.
 	IsUnknownTemplate func(error) bool
+	// Directory is the reviewer directory /admin/directory manages; nil:
+	// no such route.
+	Directory DirectoryAdmin
 }
 
 // Audience decides whether a recipient of a changelist would be mailed:
@@ -110,6 +113,8 @@ func (a *Admin) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest, 
 			return methodNotAllowed(http.MethodGet)
 		}
 		return a.previews()
+	case path == "/admin/directory" || strings.HasPrefix(path, "/admin/directory/"):
+		return a.directory(ctx, req, method, path)
 	case strings.HasPrefix(path, "/admin/previews/"):
 		if method != http.MethodGet {
 			return methodNotAllowed(http.MethodGet)
@@ -260,8 +265,8 @@ func (a *Admin) rerun(ctx context.Context, req events.APIGatewayV2HTTPRequest) e
 func (a *Admin) dryRun(ctx context.Context, r RerunRequest, plan store.RerunPlan) events.APIGatewayV2HTTPResponse {
 	out := RerunPreview{DryRun: true, Source: r.Source, ChangelistID: r.ChangelistID, LatestJobID: plan.Latest.ID,
 		LatestVersion: plan.Latest.ReviewVersion, LatestStatus: plan.Latest.Status, ReviewVersion: plan.NextVersion,
-		Recipients: make([]RecipientDecision, 0, len(plan.Latest.Recipients)+len(plan.NoEmailReviewers))}
-	for _, rcpt := range plan.Latest.Recipients {
+		Recipients: make([]RecipientDecision, 0, len(plan.Latest.AllRecipients())+len(plan.NoEmailReviewers))}
+	for _, rcpt := range plan.Latest.AllRecipients() {
 		d := DecisionSend
 		if a.Audience != nil {
 			var err error

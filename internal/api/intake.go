@@ -38,12 +38,17 @@ type Intake struct {
 	Versions VersionAssigner
 	// Status mints the job status links the answers carry.
 	Status *StatusLinks
+	// Rosters records reviewer webhooks (R-REVIEWERS-2); nil records
+	// nothing.
+	Rosters Rosters
 }
 
 // JobCreator is what intake does with the jobs table (store.JobStore).
 type JobCreator interface {
 	Create(ctx context.Context, req store.CreateRequest) (store.CreateResult, error)
 	PutSourceRef(ctx context.Context, id job.ID, ref store.SourceRef) error
+	Get(ctx context.Context, id job.ID) (job.Job, error)
+	LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error)
 }
 
 // Blobs keeps inline diffs (blob.Store).
@@ -114,6 +119,13 @@ func (in *Intake) handleEvent(ctx context.Context, p EventParser, r webhook.Requ
 	if ev.Skip != "" {
 		return in.ignore(ctx, c.Source, ev.Skip)
 	}
+	if err := in.recordRoster(ctx, ev); err != nil {
+		in.Log.ErrorContext(ctx, "record reviewers failed", "source", c.Source, "error", err)
+		return unavailable("could not record the reviewers; retry the delivery")
+	}
+	if ev.ReviewersOnly {
+		return in.reviewersChanged(ctx, ev, r.Body)
+	}
 	if c.ReviewVersion == 0 {
 		if in.Versions == nil {
 			in.Log.ErrorContext(ctx, "no version assigner configured", "source", c.Source)
@@ -126,6 +138,13 @@ func (in *Intake) handleEvent(ctx context.Context, p EventParser, r webhook.Requ
 		}
 		c.ReviewVersion = v
 	}
+	return in.startReview(ctx, ev, c, r.Body)
+}
+
+// startReview creates the job of a code review system's version c (its
+// version assigned) and starts it: the source reference first, then the
+// job (accept).
+func (in *Intake) startReview(ctx context.Context, ev webhook.Event, c webhook.Change, body []byte) events.APIGatewayV2HTTPResponse {
 	id := job.NewID(c.Source, c.ChangelistID, c.ReviewVersion)
 	ref := store.SourceRef{Source: c.Source, Repo: ev.Repo, Number: ev.Number, HeadSHA: ev.HeadSHA, Patchset: ev.Patchset,
 		Reviewers: ev.Reviewers}
@@ -133,7 +152,7 @@ func (in *Intake) handleEvent(ctx context.Context, p EventParser, r webhook.Requ
 		in.Log.ErrorContext(ctx, "record source reference failed", "job_id", id, "error", err)
 		return unavailable("could not record the change; retry the delivery")
 	}
-	reqSHA := sha256Hex(r.Body)
+	reqSHA := sha256Hex(body)
 	if c.Source == "gerrit" {
 		// Gerrit's idempotency key is derived from the event (change,
 		// patch set, event type), not a delivery id: a re-sent event may

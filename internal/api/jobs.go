@@ -33,8 +33,15 @@ type JobView struct {
 	LastError     *job.Failure   `json:"last_error,omitempty"`
 	DeadLetter    *job.Failure   `json:"dead_letter,omitempty"`
 	Deliveries    []DeliveryView `json:"deliveries"`
-	CreatedAt     time.Time      `json:"created_at"`
-	UpdatedAt     time.Time      `json:"updated_at"`
+	// UnknownReviewers are the reviewers no directory entry resolved
+	// ("<source>:<username>", R-REVIEWERS-3): masked like every identity
+	// here, but shown whole to the admin API key, whose holder adds them
+	// (PUT /admin/directory/…, criticizer directory set).
+	UnknownReviewers []string `json:"unknown_reviewers,omitempty"`
+	// UnexpandedTeams are requested teams whose members could not be read.
+	UnexpandedTeams []string  `json:"unexpanded_teams,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
 
 // DeliveryView is one recipient's delivery state.
@@ -52,7 +59,8 @@ func (h *Handler) getJob(ctx context.Context, id string, req events.APIGatewayV2
 	}
 	// A job that exists without the right token answers as one that does
 	// not: no existence leak.
-	if !h.Status.Valid(job.ID(id), req.QueryStringParameters["token"]) && !(h.Admin != nil && h.Admin.authorized(headerFunc(req.Headers))) {
+	admin := h.Admin != nil && h.Admin.on() && h.Admin.authorized(headerFunc(req.Headers))
+	if !h.Status.Valid(job.ID(id), req.QueryStringParameters["token"]) && !admin {
 		return problem(http.StatusNotFound, "job_id", "no job "+quote(id))
 	}
 	j, err := h.Jobs.Get(ctx, job.ID(id))
@@ -63,7 +71,7 @@ func (h *Handler) getJob(ctx context.Context, id string, req events.APIGatewayV2
 		h.Log.ErrorContext(ctx, "get job failed", "job_id", id, "error", err)
 		return unavailable("could not read the job")
 	}
-	v, err := h.view(ctx, j)
+	v, err := h.view(ctx, j, admin)
 	if err != nil {
 		h.Log.ErrorContext(ctx, "get deliveries failed", "job_id", id, "error", err)
 		return unavailable("could not read the job's deliveries")
@@ -74,17 +82,18 @@ func (h *Handler) getJob(ctx context.Context, id string, req events.APIGatewayV2
 // view builds the job view. Delivery ids are derived, not indexed: the job
 // knows its recipients (and, for code review systems, the reviewers it
 // found no address for), so one BatchGetItem finds every row.
-func (h *Handler) view(ctx context.Context, j job.Job) (JobView, error) {
+func (h *Handler) view(ctx context.Context, j job.Job, admin bool) (JobView, error) {
 	v := JobView{JobID: j.ID, Status: j.Status, Stage: j.Stage, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
 		Attempts: j.Attempts, LastError: j.LastError, DeadLetter: j.DeadLetter, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
-		Deliveries: []DeliveryView{}}
+		Deliveries: []DeliveryView{}, UnexpandedTeams: j.UnexpandedTeams}
 	if v.Attempts == nil {
 		v.Attempts = job.Attempts{}
 	}
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
 	type entry struct{ id, shown string }
-	entries := make([]entry, 0, len(j.Recipients))
-	for _, r := range j.Recipients {
+	recipients := j.AllRecipients()
+	entries := make([]entry, 0, len(recipients))
+	for _, r := range recipients {
 		entries = append(entries, entry{delivery.ID(clKey, r, j.ReviewVersion), MaskEmail(r)})
 	}
 	if j.Source != "generic" {
@@ -94,6 +103,11 @@ func (h *Handler) view(ctx context.Context, j job.Job) (JobView, error) {
 		}
 		for _, who := range identities {
 			entries = append(entries, entry{delivery.ID(clKey, who, j.ReviewVersion), MaskIdentity(who)})
+			if admin {
+				v.UnknownReviewers = append(v.UnknownReviewers, who)
+			} else {
+				v.UnknownReviewers = append(v.UnknownReviewers, MaskIdentity(who))
+			}
 		}
 	}
 	ids := make([]string, len(entries))

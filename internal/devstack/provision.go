@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -46,7 +47,8 @@ func Provision(ctx context.Context, c *Clients, prefix string) (Resources, error
 		Queues: queue.URLs{Queue: map[job.Stage]string{}, DLQ: map[job.Stage]string{}}, QueueARNs: map[job.Stage]string{},
 	}
 	jobsAttrs, jobsIndex := store.JobsIndex()
-	if err := createTable(ctx, c.DynamoDB, r.JobsTable, "pk", "expires_at", jobsAttrs, jobsIndex); err != nil {
+	dirAttrs, dirIndex := store.DirectoryIndex()
+	if err := createTable(ctx, c.DynamoDB, r.JobsTable, "pk", "expires_at", slices.Concat(jobsAttrs, dirAttrs), jobsIndex, dirIndex); err != nil {
 		return r, err
 	}
 	rowAttrs, rowIndex := store.DeliveriesIndex()
@@ -98,14 +100,14 @@ func (r Resources) Apply(cfg *config.Config) {
 	cfg.JobsTable, cfg.DeliveriesTable, cfg.PayloadBucket, cfg.Queues = r.JobsTable, r.DeliveriesTable, r.PayloadBucket, r.Queues
 }
 
-func createTable(ctx context.Context, db *dynamodb.Client, name, key, ttlAttr string, indexAttrs []ddbtypes.AttributeDefinition, index ddbtypes.GlobalSecondaryIndex) error {
+func createTable(ctx context.Context, db *dynamodb.Client, name, key, ttlAttr string, indexAttrs []ddbtypes.AttributeDefinition, indexes ...ddbtypes.GlobalSecondaryIndex) error {
 	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
 		BillingMode: ddbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: append([]ddbtypes.AttributeDefinition{{AttributeName: aws.String(key), AttributeType: ddbtypes.ScalarAttributeTypeS}},
 			indexAttrs...),
 		KeySchema:              []ddbtypes.KeySchemaElement{{AttributeName: aws.String(key), KeyType: ddbtypes.KeyTypeHash}},
-		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{index},
+		GlobalSecondaryIndexes: indexes,
 	})
 	var inUse *ddbtypes.ResourceInUseException
 	if errors.As(err, &inUse) {

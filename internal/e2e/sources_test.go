@@ -96,6 +96,26 @@ func (f *fakeReviewAPI) on(route, contentType string, body []byte) {
 	}
 }
 
+// githubReviewsAndTeams serves the pull request's reviews (reviews, a JSON
+// list) and answers the requested team's member list with teamStatus (200:
+// two members, octocat and wonderwoman; 403 or 404: hidden from the token).
+func (f *fakeReviewAPI) githubReviewsAndTeams(t *testing.T, reviews string, teamStatus int) {
+	t.Helper()
+	f.on("GET /repos/Codertocat/Hello-World/pulls/2/reviews", "application/json; charset=utf-8", []byte(reviews))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	members := readFile(t, sourceData+"github/team_members.json")
+	f.routes["GET /orgs/Codertocat/teams/justice-league/members"] = func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		if teamStatus != http.StatusOK {
+			w.WriteHeader(teamStatus)
+			w.Write([]byte(`{"message":"Not Found","documentation_url":"https://docs.github.com/rest"}`))
+			return
+		}
+		w.Write(members)
+	}
+}
+
 func (f *fakeReviewAPI) requests() []*http.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -209,6 +229,7 @@ func TestGitHubPullRequest_OneEmailPerMappedReviewer_SkipsUnmapped_RedeliveryNot
 	gh.on("GET /repos/Codertocat/Hello-World/pulls/2", "text/plain; charset=utf-8", readFile(t, sourceData+"github/pull.diff"))
 	gh.on("GET /repos/Codertocat/Hello-World/pulls/2/requested_reviewers", "application/json; charset=utf-8",
 		readFile(t, sourceData+"github/requested_reviewers.json")) // octocat and hubot, and a team
+	gh.githubReviewsAndTeams(t, "[]", 404) // nobody reviewed yet; the team hidden from the token
 	s := startStack(t, devstack.FunctionOptions{Pollers: 2}, func(c *config.Config) {
 		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
 		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `"}}`
@@ -441,6 +462,7 @@ func TestGitLabMergeRequest_MappedReviewerMailed_UnmappedSkipped(t *testing.T) {
 	mr := "/api/v4/projects/gitlabhq%2Fgitlab-test/merge_requests/1"
 	gl.on("GET "+mr+"/diffs", "application/json", readFile(t, sourceData+"gitlab/diffs.page1.json"))
 	gl.on("GET "+mr+"/reviewers", "application/json", readFile(t, sourceData+"gitlab/reviewers.json"))
+	gl.on("GET "+mr, "application/json", readFile(t, sourceData+"gitlab/merge_request.json"))
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
 		c.GitLab = config.GitLabConfig{WebhookToken: glToken, Token: "e2e-gitlab-api-token", APIURL: gl.srv.URL + "/api/v4"}
 		c.ReviewerDirectory = `{"gitlab": {"user1": "user1@` + domain + `"}}`

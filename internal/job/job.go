@@ -6,6 +6,7 @@ package job
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -159,9 +160,24 @@ type Job struct {
 	URL         string   `dynamodbav:"url" json:"url"`
 	Author      string   `dynamodbav:"author" json:"author"`
 	Recipients  []string `dynamodbav:"recipients" json:"-"`
-	DiffURL     string   `dynamodbav:"diff_url,omitempty" json:"-"`
-	DiffRef     string   `dynamodbav:"diff_ref,omitempty" json:"-"`
-	DiffSHA256  string   `dynamodbav:"diff_sha256,omitempty" json:"-"`
+	// AddedRecipients are the addresses of reviewers added to this version
+	// after its reviewers were fetched (R-REVIEWERS-1): a set the fetch
+	// stage's reviewer refresh adds to, so additions commute with each
+	// other and with the fetch that set Recipients.
+	AddedRecipients []string `dynamodbav:"added_recipients,stringset,omitempty" json:"-"`
+	// AddedRev counts the refreshes that added someone; AddedSeen is the
+	// count notify last finalized with. Notify finalizes only the
+	// revision it read, so a reviewer added while it ran is not lost, and
+	// a refresh that finds AddedRev ahead of AddedSeen makes sure notify
+	// runs again.
+	AddedRev  int `dynamodbav:"added_rev,omitempty" json:"-"`
+	AddedSeen int `dynamodbav:"added_seen,omitempty" json:"-"`
+	// UnexpandedTeams are requested teams (GitHub) whose members the
+	// fetch stage's token could not read: nobody in them was mailed.
+	UnexpandedTeams []string `dynamodbav:"unexpanded_teams,omitempty" json:"unexpanded_teams,omitempty"`
+	DiffURL         string   `dynamodbav:"diff_url,omitempty" json:"-"`
+	DiffRef         string   `dynamodbav:"diff_ref,omitempty" json:"-"`
+	DiffSHA256      string   `dynamodbav:"diff_sha256,omitempty" json:"-"`
 	// DiffTruncated: the source served more than the size limit and fetch
 	// kept a prefix cut at a file boundary; the critique says so.
 	DiffTruncated bool      `dynamodbav:"diff_truncated,omitempty" json:"diff_truncated,omitempty"`
@@ -173,6 +189,28 @@ type Job struct {
 	Critique      []byte    `dynamodbav:"critique,omitempty" json:"-"`
 	CreatedAt     time.Time `dynamodbav:"created_at" json:"created_at"`
 	UpdatedAt     time.Time `dynamodbav:"updated_at" json:"updated_at"`
+}
+
+// AllRecipients are the version's recipients: those its fetch found, then
+// those added since (sorted), each once.
+func (j Job) AllRecipients() []string {
+	out := append([]string(nil), j.Recipients...)
+	seen := make(map[string]bool, len(out))
+	for _, r := range out {
+		seen[r] = true
+	}
+	added := append([]string(nil), j.AddedRecipients...)
+	slices.Sort(added)
+	for _, r := range added {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
 }
 
 // Attempts counts the attempts each stage has made; budgets are per stage and
@@ -197,11 +235,21 @@ type Message struct {
 	Stage Stage `json:"stage"`
 	// ReplayOf names the dead-letter envelope this message replays, if any.
 	ReplayOf string `json:"replay_of,omitempty"`
+	// Task, when set, asks the stage for a side task on the job rather
+	// than the job's own stage work: TaskReviewers. A task's failures are
+	// not the job's (the job's status and attempts are left alone); they
+	// are retried, and dead-lettered, like any message.
+	Task string `json:"task,omitempty"`
 	// Deferral is set on a copy the stage runner re-sent after a
 	// rate-limited attempt (see internal/stage). Absent on every message
 	// any other component sends.
 	Deferral *Deferral `json:"deferral,omitempty"`
 }
+
+// TaskReviewers asks the fetch stage to look again at who reviews the
+// job's version and to add anyone new (R-REVIEWERS-1): a reviewer was
+// requested after the version's reviewers were fetched.
+const TaskReviewers = "reviewers"
 
 // Deferral is the bookkeeping a rate-limited message carries to its
 // re-sent copy. SQS counts receives per message, so a fresh copy starts at

@@ -36,7 +36,9 @@ type Ops struct {
 	Evidence         *store.Evidence
 	ConfigurationSet string
 	Margin           time.Duration
-	Now              func() time.Time
+	// Directory is the reviewer directory (criticizer directory).
+	Directory *store.Directory
+	Now       func() time.Time
 	// Sleep waits between replays (rate limiting); tests may shorten it.
 	Sleep func(context.Context, time.Duration)
 }

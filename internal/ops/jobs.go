@@ -12,9 +12,12 @@ import (
 // JobReport is a job with its delivery rows, as an operator sees it
 // (addresses unmasked: the operator has the table's read permission anyway).
 type JobReport struct {
-	Job        job.Job        `json:"job"`
-	Recipients []string       `json:"recipients"`
-	Deliveries []DeliveryView `json:"deliveries"`
+	Job        job.Job  `json:"job"`
+	Recipients []string `json:"recipients"`
+	// UnknownReviewers are the reviewers no directory entry resolved, as
+	// "<source>:<username>": whom to add (criticizer directory set).
+	UnknownReviewers []string       `json:"unknown_reviewers"`
+	Deliveries       []DeliveryView `json:"deliveries"`
 }
 
 // DeliveryView is a delivery row without its message body.
@@ -52,15 +55,22 @@ func (o *Ops) Job(ctx context.Context, id job.ID) (JobReport, error) {
 		return JobReport{}, err
 	}
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
-	ids := make([]string, len(j.Recipients))
-	for i, r := range j.Recipients {
-		ids[i] = delivery.ID(clKey, r, j.ReviewVersion)
+	recipients := j.AllRecipients()
+	unknown := []string{}
+	if j.Source != "generic" {
+		if unknown, err = o.Jobs.NoEmailReviewers(ctx, j.ID); err != nil {
+			return JobReport{}, err
+		}
+	}
+	ids := make([]string, 0, len(recipients)+len(unknown))
+	for _, r := range append(append([]string(nil), recipients...), unknown...) {
+		ids = append(ids, delivery.ID(clKey, r, j.ReviewVersion))
 	}
 	rows, err := o.Deliveries.GetMany(ctx, ids)
 	if err != nil {
 		return JobReport{}, err
 	}
-	rep := JobReport{Job: j, Recipients: j.Recipients, Deliveries: make([]DeliveryView, 0, len(rows))}
+	rep := JobReport{Job: j, Recipients: recipients, UnknownReviewers: unknown, Deliveries: make([]DeliveryView, 0, len(rows))}
 	for _, r := range rows {
 		rep.Deliveries = append(rep.Deliveries, viewRow(r))
 	}

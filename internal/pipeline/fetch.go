@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/mail"
+	"slices"
 	"strings"
 
-	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/reviewers"
 	"github.com/criticizer/criticizer/internal/safehttp"
 	"github.com/criticizer/criticizer/internal/source"
 	"github.com/criticizer/criticizer/internal/store"
@@ -21,12 +22,16 @@ import (
 // blob store and records where.
 //
 // For a job from a code review system (GitHub, GitLab, Gerrit) it also
-// finds the recipients: it asks the system (Source) for the diff and the
-// requested reviewers, adds the reviewers the webhook named, resolves each
+// decides who reviews the version (reviewers.Select, R-REVIEWERS-2): it
+// asks the system for the diff, who is asked to review and who reviewed,
+// merges what the changelist's roster says (removals), resolves each
 // reviewer's address with the Directory, and records the addresses
 // (recipients) and the reviewers left without one (no_email_reviewers) in
 // the same write that advances the job, so a retried or duplicated fetch
 // can never change who is mailed once the job has moved on.
+//
+// A message with job.TaskReviewers instead adds reviewers asked after
+// that (R-REVIEWERS-1): see Fetch.refresh.
 type Fetch struct {
 	Base
 	HTTP *http.Client
@@ -34,7 +39,22 @@ type Fetch struct {
 	// source.Router); nil when none is configured.
 	Source source.Fetcher
 	// Directory resolves usernames to addresses; nil resolves none.
-	Directory source.Directory
+	Directory reviewers.Directory
+	// Rosters holds what reviewer webhooks said; nil: none.
+	Rosters RosterReader
+	// Unknown, if set, records the usernames no directory entry resolved,
+	// for an operator to add (store.Directory.NoteUnknown).
+	Unknown UnknownNoter
+}
+
+// RosterReader reads a changelist's roster (store.Rosters).
+type RosterReader interface {
+	Get(ctx context.Context, source, changelistID string) (reviewers.Roster, error)
+}
+
+// UnknownNoter records reviewers without an address (store.Directory).
+type UnknownNoter interface {
+	NoteUnknown(ctx context.Context, source string, usernames []string) error
 }
 
 // reviewSystems are the sources whose jobs carry a store.SourceRef rather
@@ -43,6 +63,12 @@ var reviewSystems = map[string]bool{"github": true, "gitlab": true, "gerrit": tr
 
 // Handle runs the fetch stage for one message.
 func (f *Fetch) Handle(ctx context.Context, m job.Message, attempt int) error {
+	if m.Task == job.TaskReviewers {
+		return f.refresh(ctx, m)
+	}
+	if m.Task != "" {
+		return retry.Permanent(retry.SchemaInvalid, fmt.Errorf("fetch: unknown task %q", m.Task))
+	}
 	j, ok, err := f.begin(ctx, m, job.StageFetch)
 	if err != nil || !ok {
 		return err
@@ -72,96 +98,176 @@ func (f *Fetch) Handle(ctx context.Context, m job.Message, attempt int) error {
 	return f.finish(ctx, j, job.StageFetch, attempt, set)
 }
 
-// fromSource fetches a code review system's changelist: the diff into the
-// blob store, the reviewers resolved to addresses. It returns the job
-// attributes to set.
-func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, error) {
+// sourceRef reads where a job's changelist lives.
+func (f *Fetch) sourceRef(ctx context.Context, j job.Job) (source.Ref, error) {
 	ref, err := f.Jobs.GetSourceRef(ctx, j.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, retry.Permanent(retry.NotFound, err)
+		return source.Ref{}, retry.Permanent(retry.NotFound, err)
 	}
 	if err != nil {
-		return nil, err
+		return source.Ref{}, err
 	}
 	if f.Source == nil {
-		return nil, retry.Permanent(retry.RuntimeBug, fmt.Errorf("job %s: no fetcher is configured for source %q", j.ID, j.Source))
+		return source.Ref{}, retry.Permanent(retry.RuntimeBug, fmt.Errorf("job %s: no fetcher is configured for source %q", j.ID, j.Source))
 	}
-	cl, err := f.Source.Fetch(ctx, source.Ref{Source: ref.Source, Repo: ref.Repo, Number: ref.Number, HeadSHA: ref.HeadSHA, Patchset: ref.Patchset})
+	return source.Ref{Source: ref.Source, Repo: ref.Repo, Number: ref.Number, HeadSHA: ref.HeadSHA, Patchset: ref.Patchset}, nil
+}
+
+// fromSource fetches a code review system's changelist: the diff into the
+// blob store, the version's reviewers decided and resolved to addresses.
+// It returns the job attributes to set.
+func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, error) {
+	ref, err := f.sourceRef(ctx, j)
 	if err != nil {
 		return nil, err
 	}
-	// The system's current reviewers first, then any the webhook named
-	// that it no longer lists (GitHub forgets a requested reviewer once
-	// they have reviewed).
-	reviewers := append([]source.Reviewer(nil), cl.Reviewers...)
-	known := map[string]bool{}
-	for _, r := range reviewers {
-		known[strings.ToLower(r.Username)] = true
-	}
-	for _, u := range ref.Reviewers {
-		if u != "" && !known[strings.ToLower(u)] {
-			known[strings.ToLower(u)] = true
-			reviewers = append(reviewers, source.Reviewer{Username: u})
-		}
-	}
-	resolved, err := source.ResolveReviewers(ctx, f.Directory, j.Source, reviewers)
+	cl, err := f.Source.Fetch(ctx, ref)
 	if err != nil {
-		return nil, retry.Transient(retry.Upstream5xx, err)
+		return nil, err
 	}
-	recipients, noEmail := splitReviewers(j.Source, resolved)
+	recipients, noEmail, err := f.decide(ctx, j, cl.Reviewers)
+	if err != nil {
+		return nil, err
+	}
 	if cl.Truncated {
 		f.Log.InfoContext(ctx, "diff truncated at the size limit", "job_id", j.ID)
 	}
 	if len(recipients) == 0 {
-		f.Log.WarnContext(ctx, "no reviewer of the change has an address; nobody will be mailed", "job_id", j.ID, "reviewers", len(resolved))
+		f.Log.WarnContext(ctx, "no reviewer of the change has an address; nobody will be mailed", "job_id", j.ID, "reviewers", len(noEmail))
 	}
 	diffRef, diffSHA, err := f.Blobs.Put(ctx, "diffs", []byte(cl.Diff))
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{
+	set := map[string]any{
 		"diff_ref": diffRef, "diff_sha256": diffSHA, store.AttrDiffTruncated: cl.Truncated,
 		store.AttrRecipients: recipients, store.AttrNoEmailReviewers: noEmail,
-	}, nil
+	}
+	if len(cl.Reviewers.UnexpandedTeams) > 0 {
+		set[store.AttrUnexpandedTeams] = cl.Reviewers.UnexpandedTeams
+	}
+	return set, nil
 }
 
-// splitReviewers separates the reviewers with a usable address (the
-// recipients, normalized and de-duplicated) from those without one, who are
-// named by a stable "<source>:<username>" identity: the key of their
-// skipped_no_email delivery row. An address the source disclosed that is
-// not a bare address is treated as none: never guessed at or repaired.
-func splitReviewers(src string, rs []source.Reviewer) (recipients, noEmail []string) {
-	recipients, noEmail = []string{}, []string{}
-	seen := map[string]bool{}
-	for _, r := range rs {
-		if addr := delivery.NormalizeRecipient(r.Email); addr != "" && bareAddress(addr) {
-			if !seen[addr] {
-				seen[addr] = true
-				recipients = append(recipients, addr)
+// decide selects a version's reviewers from what the system says and the
+// changelist's roster (reviewers.Select), and resolves their addresses:
+// the recipients, and the identities of those without an address, who are
+// counted (UnknownReviewers) and noted for an operator.
+func (f *Fetch) decide(ctx context.Context, j job.Job, asked source.Reviewers) (recipients, noEmail []string, err error) {
+	roster := reviewers.Roster{}
+	if f.Rosters != nil {
+		if roster, err = f.Rosters.Get(ctx, j.Source, j.ChangelistID); err != nil {
+			return nil, nil, err
+		}
+	}
+	chosen := reviewers.Select(asked.Asked(j.Author), roster)
+	resolved, err := reviewers.Resolve(ctx, f.Directory, j.Source, chosen)
+	if err != nil {
+		return nil, nil, retry.Transient(retry.Upstream5xx, err)
+	}
+	recipients, noEmail = reviewers.Split(j.Source, resolved)
+	if len(asked.UnexpandedTeams) > 0 {
+		f.Log.WarnContext(ctx, "requested teams could not be expanded to their members; give the token the organization's members: read",
+			"job_id", j.ID, "teams", len(asked.UnexpandedTeams))
+	}
+	if len(noEmail) > 0 {
+		obs.Metric(ctx, f.Log, map[string]string{"Source": j.Source}, map[string]float64{"UnknownReviewers": float64(len(noEmail))})
+		if f.Unknown != nil {
+			names := make([]string, len(noEmail))
+			for i, id := range noEmail {
+				_, names[i], _ = strings.Cut(id, ":")
 			}
-			continue
-		}
-		if strings.TrimSpace(r.Username) == "" {
-			continue // no address and no name: nobody to record
-		}
-		id := src + ":" + strings.TrimSpace(r.Username)
-		if k := delivery.NormalizeRecipient(id); !seen[k] {
-			seen[k] = true
-			noEmail = append(noEmail, id)
+			if err := f.Unknown.NoteUnknown(ctx, j.Source, names); err != nil {
+				// The job's own list has them; the directory's list is a
+				// convenience for the operator.
+				f.Log.WarnContext(ctx, "could not note reviewers without an address", "job_id", j.ID, "error", err)
+			}
 		}
 	}
-	return recipients, noEmail
+	return recipients, noEmail, nil
 }
 
-// bareAddress reports whether a is a plain address such as
-// reviewer@example.com (no display name, a dotted domain).
-func bareAddress(a string) bool {
-	p, err := mail.ParseAddress(a)
-	if err != nil || p.Name != "" || p.Address != a {
-		return false
+// refresh is the reviewer refresh (job.TaskReviewers, R-REVIEWERS-1): a
+// reviewer was asked after the version's reviewers were fetched. It
+// decides the version's reviewers again and adds those who are not yet
+// among them — never removes anyone: removals count from the next version
+// — then makes sure notify mails them:
+//
+//   - the job has not reached notify: notify will read the additions;
+//   - at notify: notify is enqueued (it finalizes only the revision of
+//     additions it read, store.Jobs.FinishNotify, so one already running
+//     does not close the job over the newcomer);
+//   - done (succeeded or needs_intervention): reopened at notify, then
+//     enqueued; rows that exist are never sent again (R-OUTBOX-1), so only
+//     the newcomer is mailed, with the version's critique, without a new
+//     review;
+//   - dead-lettered: left for the operator's replay, which mails them.
+//
+// Every step is idempotent: a retry after a crash adds nothing twice, and
+// it finds the additions notify has not finalized (AddedRev ahead of
+// AddedSeen) and enqueues notify again.
+func (f *Fetch) refresh(ctx context.Context, m job.Message) error {
+	j, err := f.Jobs.Get(ctx, m.JobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return retry.Permanent(retry.NotFound, err)
 	}
-	at := strings.LastIndexByte(a, '@')
-	return at > 0 && strings.Contains(a[at+1:], ".")
+	if err != nil {
+		return err
+	}
+	if !reviewSystems[j.Source] {
+		return nil
+	}
+	ref, err := f.sourceRef(ctx, j)
+	if err != nil {
+		return err
+	}
+	asked, err := f.Source.Reviewers(ctx, ref)
+	if err != nil {
+		return err
+	}
+	recipients, noEmail, err := f.decide(ctx, j, asked)
+	if err != nil {
+		return err
+	}
+	known, err := f.Jobs.NoEmailReviewers(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	addrs := missing(recipients, j.AllRecipients())
+	ids := missing(noEmail, known)
+	if len(addrs)+len(ids) > 0 {
+		if j, err = f.Jobs.AddReviewers(ctx, j.ID, addrs, ids); err != nil {
+			return err
+		}
+		f.Log.InfoContext(ctx, "reviewers added to the version", "job_id", j.ID, "review_version", j.ReviewVersion,
+			"added", len(addrs), "added_without_address", len(ids))
+	}
+	if j.AddedRev == j.AddedSeen {
+		return nil // nobody new, or notify has mailed them
+	}
+	switch {
+	case j.Stage == job.StageDone && (j.Status == job.StatusSucceeded || j.Status == job.StatusNeedsIntervention):
+		if err := f.Jobs.Reopen(ctx, j.ID); err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		// ErrConflict: reopened by someone else (a feedback resend, a
+		// concurrent refresh), or moved on; notify sorts it out.
+		return f.enqueue(ctx, j.ID, job.StageNotify)
+	case j.Stage == job.StageNotify && j.Status != job.StatusDeadLettered:
+		return f.enqueue(ctx, j.ID, job.StageNotify)
+	}
+	return nil
+}
+
+// missing are the members of want not in have.
+func missing(want, have []string) []string {
+	var out []string
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // download GETs a diff_url with a size limit; HTTP failures carry their

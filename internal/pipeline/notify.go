@@ -105,6 +105,33 @@ func (n *Notify) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil || !ok {
 		return err
 	}
+	// A reviewer added to the version while this run mails the others
+	// (R-REVIEWERS-1) makes the verdict fail its condition: the run goes
+	// again with the job as it is now, so the newcomer is mailed before
+	// the job is closed.
+	for round := 1; ; round++ {
+		err = n.run(ctx, j, attempt)
+		if !errors.Is(err, errReviewersAdded) {
+			return err
+		}
+		if round == 3 {
+			return retry.Transient(retry.InFlight, fmt.Errorf("job %s: reviewers keep being added", j.ID))
+		}
+		if j, err = n.Jobs.Get(ctx, j.ID); err != nil {
+			return err
+		}
+		if j.Stage != job.StageNotify {
+			return nil
+		}
+	}
+}
+
+// errReviewersAdded: the job's verdict was not written because reviewers
+// were added since the run read the job.
+var errReviewersAdded = errors.New("reviewers were added to the version")
+
+// run mails the version's recipients and closes the job.
+func (n *Notify) run(ctx context.Context, j job.Job, attempt int) error {
 	var c critic.Critique
 	if err := json.Unmarshal(j.Critique, &c); err != nil {
 		return retry.Permanent(retry.SchemaInvalid, fmt.Errorf("job %s critique: %w", j.ID, err))
@@ -179,8 +206,9 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 		}
 	}
 	now := n.Now().UTC()
-	rows := make([]delivery.Row, 0, len(j.Recipients)+len(noEmail))
-	for _, rcpt := range j.Recipients {
+	recipients := j.AllRecipients()
+	rows := make([]delivery.Row, 0, len(recipients)+len(noEmail))
+	for _, rcpt := range recipients {
 		// Rendered per recipient: the footer carries the recipient's own
 		// unsubscribe link. A row that exists keeps the bytes it was created
 		// with (Ensure does not overwrite).
@@ -583,23 +611,30 @@ func (n *Notify) probe(ctx context.Context, need time.Time) {
 }
 
 // finalize applies R-OUTBOX-8: succeeded only when every required
-// recipient's row has notified_at.
+// recipient's row has notified_at; and R-REVIEWERS-1: the verdict holds
+// only for the reviewers the run read (errReviewersAdded otherwise).
 func (n *Notify) finalize(ctx context.Context, j job.Job, attempt int, rows []delivery.Row) error {
+	var status job.Status
 	switch delivery.Summarize(rows) {
 	case delivery.Complete:
-		err := n.Jobs.Advance(ctx, j.ID, job.StageNotify, attempt, job.StatusSucceeded, nil)
-		if errors.Is(err, store.ErrConflict) {
-			return nil // a concurrent worker finalized it
-		}
-		return err
+		status = job.StatusSucceeded
 	case delivery.Blocked:
-		err := n.Jobs.SetStatus(ctx, j.ID, job.StageNotify, job.StatusNeedsIntervention, nil)
-		if errors.Is(err, store.ErrConflict) {
-			return nil
-		}
+		status = job.StatusNeedsIntervention
+	default:
+		return retry.Transient(retry.InFlight, fmt.Errorf("job %s: deliveries still in flight", j.ID))
+	}
+	err := n.Jobs.FinishNotify(ctx, j.ID, attempt, status, j.AddedRev)
+	if !errors.Is(err, store.ErrConflict) {
 		return err
 	}
-	return retry.Transient(retry.InFlight, fmt.Errorf("job %s: deliveries still in flight", j.ID))
+	now, gerr := n.Jobs.Get(ctx, j.ID)
+	if gerr != nil {
+		return gerr
+	}
+	if now.Stage == job.StageNotify && now.AddedRev != j.AddedRev {
+		return errReviewersAdded
+	}
+	return nil // a concurrent worker finalized it
 }
 
 // charged picks, of two retryable failures of one notify run, the one the

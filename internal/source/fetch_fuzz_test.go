@@ -37,6 +37,10 @@ func (u *fuzzUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasSuffix(p, "/requested_reviewers"), strings.HasSuffix(p, "/reviewers"), strings.HasSuffix(p, "/reviewers/"):
 		w.Write(revs)
+	case strings.HasSuffix(p, "/reviews"), strings.HasSuffix(p, "/members"):
+		w.Write([]byte("[]"))
+	case strings.HasSuffix(p, "/merge_requests/2"):
+		w.Write([]byte(`{"author":{"username":"author"}}`))
 	case strings.HasSuffix(p, "/pulls/2"):
 		if noDiff {
 			http.Error(w, `{"message":"Sorry, the diff exceeded the maximum number of files (300)."}`, http.StatusNotAcceptable)
@@ -121,11 +125,11 @@ func FuzzFetch(f *testing.F) {
 		if len(cl.Diff) > max {
 			t.Fatalf("diff of %d bytes, limit %d", len(cl.Diff), max)
 		}
-		if cl.Reviewers == nil {
+		if cl.Reviewers.Requested == nil {
 			t.Fatal("nil reviewers")
 		}
 		seen := map[string]bool{}
-		for _, r := range cl.Reviewers {
+		for _, r := range cl.Reviewers.Requested {
 			k := strings.ToLower(r.Email) + "\x00" + strings.ToLower(r.Username)
 			if (r.Username == "" && r.Email == "") || seen[k] {
 				t.Fatalf("reviewer %+v empty or repeated in %+v", r, cl.Reviewers)

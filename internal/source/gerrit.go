@@ -57,15 +57,22 @@ func (g *Gerrit) api() api {
 	})
 }
 
-// Fetch implements Fetcher.
-func (g *Gerrit) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
+func (g *Gerrit) change(ref Ref) (string, error) {
 	if err := checkRef("gerrit", ref); err != nil {
-		return Changelist{}, err
+		return "", err
 	}
 	if g.BaseURL == "" {
-		return Changelist{}, retry.Permanent(retry.RuntimeBug, fmt.Errorf("source: gerrit base URL is not configured"))
+		return "", retry.Permanent(retry.RuntimeBug, fmt.Errorf("source: gerrit base URL is not configured"))
 	}
-	change := strings.TrimRight(g.BaseURL, "/") + "/a/changes/" + url.PathEscape(ref.Repo) + "~" + strconv.Itoa(ref.Number)
+	return strings.TrimRight(g.BaseURL, "/") + "/a/changes/" + url.PathEscape(ref.Repo) + "~" + strconv.Itoa(ref.Number), nil
+}
+
+// Fetch implements Fetcher.
+func (g *Gerrit) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
+	change, err := g.change(ref)
+	if err != nil {
+		return Changelist{}, err
+	}
 	rev := "current"
 	switch {
 	case ref.Patchset > 0:
@@ -75,7 +82,6 @@ func (g *Gerrit) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
 	}
 	a := g.api()
 	var cl Changelist
-	var err error
 	if cl.Diff, cl.Truncated, err = g.patch(ctx, a, change+"/revisions/"+rev+"/patch"); err != nil {
 		return Changelist{}, err
 	}
@@ -83,6 +89,16 @@ func (g *Gerrit) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
 		return Changelist{}, err
 	}
 	return cl, nil
+}
+
+// Reviewers implements Fetcher. Gerrit keeps a reviewer who voted among
+// the change's reviewers, and reviewer-deleted takes one off.
+func (g *Gerrit) Reviewers(ctx context.Context, ref Ref) (Reviewers, error) {
+	change, err := g.change(ref)
+	if err != nil {
+		return Reviewers{}, err
+	}
+	return g.reviewers(ctx, g.api(), change+"/reviewers/")
 }
 
 func (g *Gerrit) patch(ctx context.Context, a api, u string) (string, bool, error) {
@@ -152,16 +168,16 @@ func stripFormatPatchSignature(d string, more bool) string {
 	return d[:i+1]
 }
 
-func (g *Gerrit) reviewers(ctx context.Context, a api, u string) ([]Reviewer, error) {
+func (g *Gerrit) reviewers(ctx context.Context, a api, u string) (Reviewers, error) {
 	const op = "gerrit.ListReviewers"
 	resp, err := a.get(ctx, op, u, "application/json")
 	if err != nil {
-		return nil, err
+		return Reviewers{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return nil, retry.WithOp(err, op)
+		return Reviewers{}, retry.WithOp(err, op)
 	}
 	var body []struct {
 		AccountID int    `json:"_account_id"`
@@ -170,7 +186,7 @@ func (g *Gerrit) reviewers(ctx context.Context, a api, u string) ([]Reviewer, er
 		Username  string `json:"username"`
 	}
 	if err := json.Unmarshal(stripXSSI(b), &body); err != nil {
-		return nil, malformed(op, err)
+		return Reviewers{}, malformed(op, err)
 	}
 	out := []Reviewer{}
 	seen := map[string]bool{}
@@ -185,7 +201,7 @@ func (g *Gerrit) reviewers(ctx context.Context, a api, u string) ([]Reviewer, er
 		seen[k] = true
 		out = append(out, Reviewer{Username: r.Username, Email: strings.TrimSpace(r.Email)})
 	}
-	return out, nil
+	return Reviewers{Requested: out, Reviewed: []Reviewer{}}, nil
 }
 
 // stripXSSI removes the ")]}'" line Gerrit puts before every JSON response

@@ -54,7 +54,7 @@ func TestGerritFetch(t *testing.T) {
 		t.Fatalf("files %v", paths)
 	}
 	wantRevs := []Reviewer{{Username: "jdoe", Email: "john.doe@example.com"}, {Email: "jane.roe@example.com"}}
-	if !reflect.DeepEqual(cl.Reviewers, wantRevs) {
+	if !reflect.DeepEqual(cl.Reviewers.Requested, wantRevs) {
 		t.Fatalf("reviewers %+v", cl.Reviewers)
 	}
 	for _, r := range f.requests() {
@@ -101,7 +101,7 @@ func TestGerritFetchLineWrappedBase64AndNoXSSIPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(mustParseDiff(t, cl.Diff)) != 2 || len(cl.Reviewers) != 1 {
+	if len(mustParseDiff(t, cl.Diff)) != 2 || len(cl.Reviewers.Requested) != 1 {
 		t.Fatalf("%+v", cl)
 	}
 }

@@ -24,12 +24,17 @@ const GitHubAPIVersion = "2022-11-28"
 //     diff that large (406), the per-file patches of
 //     GET /repos/{owner}/{repo}/pulls/{number}/files are assembled instead,
 //     and files GitHub serves without a patch make the result Truncated;
-//   - the reviewers: GET /repos/{owner}/{repo}/pulls/{number}/requested_reviewers,
-//     the users only (teams are not expanded), logins without e-mail
-//     addresses (GitHub does not disclose them; see Directory).
+//   - the reviewers asked now: GET /repos/{owner}/{repo}/pulls/{number}/requested_reviewers,
+//     users, and requested teams expanded to their members with
+//     GET /orgs/{owner}/teams/{slug}/members (a team the token cannot read
+//     is reported in Reviewers.UnexpandedTeams, never guessed at);
+//   - who reviewed: GET /repos/{owner}/{repo}/pulls/{number}/reviews, each
+//     user with the time of their latest submitted review. GitHub forgets
+//     a requested reviewer once they submit a review, so the reviews are
+//     how a reviewer who already reviewed still gets later versions.
 //
-// Note that GitHub forgets a requested reviewer once they have submitted a
-// review: a later review version is sent to those still requested.
+// Logins come without e-mail addresses (GitHub does not disclose them; see
+// reviewers.Directory).
 type GitHub struct {
 	// BaseURL is the API root: "https://api.github.com" when empty, or
 	// "https://HOST/api/v3" for GitHub Enterprise Server.
@@ -68,27 +73,43 @@ func (g *GitHub) base() string {
 	return strings.TrimRight(g.BaseURL, "/")
 }
 
-// Fetch implements Fetcher.
-func (g *GitHub) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
+// pull is the pull request's API URL.
+func (g *GitHub) pull(ref Ref) (string, string, error) {
 	if err := checkRef("github", ref); err != nil {
-		return Changelist{}, err
+		return "", "", err
 	}
 	owner, repo, ok := strings.Cut(ref.Repo, "/")
 	if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
-		return Changelist{}, retry.Permanent(retry.SchemaInvalid, fmt.Errorf("source: github repository must be owner/repo"))
+		return "", "", retry.Permanent(retry.SchemaInvalid, fmt.Errorf("source: github repository must be owner/repo"))
 	}
-	pull := g.base() + "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(repo) + "/pulls/" + strconv.Itoa(ref.Number)
+	return g.base() + "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(repo) + "/pulls/" + strconv.Itoa(ref.Number), owner, nil
+}
+
+// Fetch implements Fetcher.
+func (g *GitHub) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
+	pull, owner, err := g.pull(ref)
+	if err != nil {
+		return Changelist{}, err
+	}
 	a := g.api()
 	var cl Changelist
-	var err error
 	cl.Diff, cl.Truncated, err = g.diff(ctx, a, pull)
 	if err != nil {
 		return Changelist{}, err
 	}
-	if cl.Reviewers, err = g.reviewers(ctx, a, pull); err != nil {
+	if cl.Reviewers, err = g.reviewers(ctx, a, pull, owner); err != nil {
 		return Changelist{}, err
 	}
 	return cl, nil
+}
+
+// Reviewers implements Fetcher.
+func (g *GitHub) Reviewers(ctx context.Context, ref Ref) (Reviewers, error) {
+	pull, owner, err := g.pull(ref)
+	if err != nil {
+		return Reviewers{}, err
+	}
+	return g.reviewers(ctx, g.api(), pull, owner)
 }
 
 func (g *GitHub) diff(ctx context.Context, a api, pull string) (string, bool, error) {
@@ -170,30 +191,137 @@ func (g *GitHub) filesDiff(ctx context.Context, a api, pull string, limit int) (
 	return d, truncated || cut, nil
 }
 
-func (g *GitHub) reviewers(ctx context.Context, a api, pull string) ([]Reviewer, error) {
+// maxGitHubReviewPages bounds the reviews and team member lists (100 a
+// page).
+const maxGitHubReviewPages = 10
+
+func (g *GitHub) reviewers(ctx context.Context, a api, pull, owner string) (Reviewers, error) {
 	const op = "github.ListRequestedReviewers"
 	resp, err := a.get(ctx, op, pull+"/requested_reviewers", "application/vnd.github+json")
 	if err != nil {
-		return nil, err
+		return Reviewers{}, err
 	}
-	defer resp.Body.Close()
 	var body struct {
 		Users []struct {
 			Login string `json:"login"`
 		} `json:"users"`
+		Teams []struct {
+			Slug string `json:"slug"`
+		} `json:"teams"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, malformed(op, err)
+	err = json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if err != nil {
+		return Reviewers{}, malformed(op, err)
 	}
-	out := []Reviewer{}
+	out := Reviewers{Requested: []Reviewer{}, Reviewed: []Reviewer{}}
 	seen := map[string]bool{}
-	for _, u := range body.Users {
-		k := strings.ToLower(u.Login)
-		if u.Login == "" || seen[k] {
-			continue
+	add := func(login, team string) {
+		k := strings.ToLower(login)
+		if login == "" || seen[k] {
+			return
 		}
 		seen[k] = true
-		out = append(out, Reviewer{Username: u.Login})
+		out.Requested = append(out.Requested, Reviewer{Username: login, Team: team})
+	}
+	for _, u := range body.Users {
+		add(u.Login, "")
+	}
+	for _, t := range body.Teams {
+		if t.Slug == "" {
+			continue
+		}
+		members, ok, err := g.teamMembers(ctx, a, owner, t.Slug)
+		if err != nil {
+			return Reviewers{}, err
+		}
+		if !ok {
+			out.UnexpandedTeams = append(out.UnexpandedTeams, owner+"/"+t.Slug)
+			continue
+		}
+		for _, m := range members {
+			add(m, t.Slug)
+		}
+	}
+	if out.Reviewed, err = g.reviews(ctx, a, pull); err != nil {
+		return Reviewers{}, err
+	}
+	return out, nil
+}
+
+// teamMembers lists a team's logins. ok is false when the token may not
+// read them (403, or 404: GitHub hides a team from a token that may not see
+// it): the team is reported unexpanded, not failed.
+func (g *GitHub) teamMembers(ctx context.Context, a api, org, slug string) ([]string, bool, error) {
+	const op = "github.ListTeamMembers"
+	var out []string
+	for page := 1; page <= maxGitHubReviewPages; page++ {
+		resp, err := a.get(ctx, op, g.base()+"/orgs/"+url.PathEscape(org)+"/teams/"+url.PathEscape(slug)+"/members?per_page=100&page="+strconv.Itoa(page),
+			"application/vnd.github+json")
+		if re, ok := errors.AsType[*retry.Error](err); ok && (re.Class == retry.AuthDenied || re.Class == retry.NotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		var users []struct {
+			Login string `json:"login"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&users)
+		resp.Body.Close()
+		if err != nil {
+			return nil, false, malformed(op, err)
+		}
+		for _, u := range users {
+			out = append(out, u.Login)
+		}
+		if len(users) < 100 {
+			break
+		}
+	}
+	return out, true, nil
+}
+
+// reviews lists who submitted a review, each once, with the time of their
+// latest. A pending review (not submitted) does not count.
+func (g *GitHub) reviews(ctx context.Context, a api, pull string) ([]Reviewer, error) {
+	const op = "github.ListReviews"
+	out := []Reviewer{}
+	at := map[string]int{}
+	for page := 1; page <= maxGitHubReviewPages; page++ {
+		resp, err := a.get(ctx, op, pull+"/reviews?per_page=100&page="+strconv.Itoa(page), "application/vnd.github+json")
+		if err != nil {
+			return nil, err
+		}
+		var reviews []struct {
+			User *struct {
+				Login string `json:"login"`
+			} `json:"user"`
+			State       string    `json:"state"`
+			SubmittedAt time.Time `json:"submitted_at"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&reviews)
+		resp.Body.Close()
+		if err != nil {
+			return nil, malformed(op, err)
+		}
+		for _, r := range reviews {
+			if r.User == nil || r.User.Login == "" || r.State == "PENDING" || r.SubmittedAt.IsZero() {
+				continue // a deleted account ("ghost"), or a review not submitted
+			}
+			k := strings.ToLower(r.User.Login)
+			if i, ok := at[k]; ok {
+				if r.SubmittedAt.After(out[i].Reviewed) {
+					out[i].Reviewed = r.SubmittedAt.UTC()
+				}
+				continue
+			}
+			at[k] = len(out)
+			out = append(out, Reviewer{Username: r.User.Login, Reviewed: r.SubmittedAt.UTC()})
+		}
+		if len(reviews) < 100 {
+			break
+		}
 	}
 	return out, nil
 }

@@ -17,6 +17,8 @@ const (
 	ghPull  = "GET /api/v3/repos/Codertocat/Hello-World/pulls/2"
 	ghRevs  = "GET /api/v3/repos/Codertocat/Hello-World/pulls/2/requested_reviewers"
 	ghFiles = "GET /api/v3/repos/Codertocat/Hello-World/pulls/2/files?per_page=100&page=1"
+	ghRevws = "GET /api/v3/repos/Codertocat/Hello-World/pulls/2/reviews?per_page=100&page=1"
+	ghTeam  = "GET /api/v3/orgs/Codertocat/teams/justice-league/members?per_page=100&page=1"
 )
 
 var ghRef = Ref{Source: "github", Repo: "Codertocat/Hello-World", Number: 2, HeadSHA: "ec26c3e57ca3a959ca5aad62de7213c562f8c821"}
@@ -27,6 +29,8 @@ func ghServer(t *testing.T) (*fakeAPI, *GitHub) {
 	f := newFakeAPI(t)
 	f.on(ghPull, reply(200, fixture(t, "github/pull.diff"), "Content-Type", "text/plain; charset=utf-8"))
 	f.on(ghRevs, reply(200, fixture(t, "github/requested_reviewers.json"), "Content-Type", "application/json; charset=utf-8"))
+	f.on(ghTeam, reply(200, fixture(t, "github/team_members.json"), "Content-Type", "application/json; charset=utf-8"))
+	f.on(ghRevws, reply(200, fixture(t, "github/reviews.json"), "Content-Type", "application/json; charset=utf-8"))
 	return f, &GitHub{BaseURL: f.srv.URL + "/api/v3/", Token: ghToken, Now: testClock}
 }
 
@@ -42,12 +46,21 @@ func TestGitHubFetch(t *testing.T) {
 	if paths := mustParseDiff(t, cl.Diff); !reflect.DeepEqual(paths, []string{"README.md", "docs/usage.md", "hello.go"}) {
 		t.Fatalf("files %v", paths)
 	}
-	want := []Reviewer{{Username: "octocat"}, {Username: "hubot"}} // the team is not a person
-	if !reflect.DeepEqual(cl.Reviewers, want) {
-		t.Fatalf("reviewers %+v", cl.Reviewers)
+	// The users, then the team's members (octocat once).
+	want := []Reviewer{{Username: "octocat"}, {Username: "hubot"}, {Username: "wonderwoman", Team: "justice-league"}}
+	if !reflect.DeepEqual(cl.Reviewers.Requested, want) {
+		t.Fatalf("requested %+v", cl.Reviewers.Requested)
+	}
+	// Submitted reviews, with their times; the pending one does not count.
+	wantReviewed := []Reviewer{
+		{Username: "monalisa", Reviewed: time.Date(2019, 11, 17, 17, 43, 43, 0, time.UTC)},
+		{Username: "Codertocat", Reviewed: time.Date(2019, 11, 17, 18, 1, 2, 0, time.UTC)},
+	}
+	if !reflect.DeepEqual(cl.Reviewers.Reviewed, wantReviewed) || len(cl.Reviewers.UnexpandedTeams) != 0 {
+		t.Fatalf("reviewed %+v, unexpanded %v", cl.Reviewers.Reviewed, cl.Reviewers.UnexpandedTeams)
 	}
 	reqs := f.requests()
-	if len(reqs) != 2 {
+	if len(reqs) != 4 {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	for _, r := range reqs {
@@ -129,7 +142,7 @@ func TestGitHubFetchFallsBackToFiles(t *testing.T) {
 	if paths := mustParseDiff(t, cl.Diff); !reflect.DeepEqual(paths, []string{"README.md", "docs/usage.md", "cmd/hello/main.go"}) {
 		t.Fatalf("files %v", paths)
 	}
-	if len(cl.Reviewers) != 2 {
+	if len(cl.Reviewers.Requested) != 3 {
 		t.Fatalf("reviewers %+v", cl.Reviewers)
 	}
 }
@@ -197,5 +210,36 @@ func TestGitHubFetchBadRefs(t *testing.T) {
 		if c := retry.Classify(err); c == nil || c.Retryable() {
 			t.Errorf("%+v: err %v, want a permanent error", ref, err)
 		}
+	}
+}
+
+// A requested team whose members the token may not read (403, or the 404
+// GitHub answers for a team it hides) is reported as unexpanded, and the
+// other reviewers still come; a failing reviews list fails the fetch (the
+// stage retries), because leaving out who reviewed would drop them from
+// the version.
+// Rules: R-REVIEWERS-2.
+func TestGitHubReviewers_UnreadableTeamReportedReviewsFailureFails(t *testing.T) {
+	for _, status := range []int{403, 404} {
+		f, gh := ghServer(t)
+		f.on(ghTeam, reply(status, fixture(t, "github/not_found.json"), "Content-Type", "application/json; charset=utf-8"))
+		got, err := gh.Reviewers(context.Background(), ghRef)
+		if err != nil {
+			t.Fatalf("%d on the team: %v", status, err)
+		}
+		if !reflect.DeepEqual(got.UnexpandedTeams, []string{"Codertocat/justice-league"}) || len(got.Requested) != 2 || len(got.Reviewed) != 2 {
+			t.Fatalf("%d on the team: %+v", status, got)
+		}
+		for _, r := range f.requests() {
+			if strings.HasSuffix(r.URL.Path, "/pulls/2") {
+				t.Fatal("Reviewers fetched the diff")
+			}
+		}
+	}
+	f, gh := ghServer(t)
+	f.on(ghRevws, reply(502, fixture(t, "github/server_error.html"), "Content-Type", "text/html"))
+	_, err := gh.Reviewers(context.Background(), ghRef)
+	if c := retry.Classify(err); c == nil || c.Class != retry.Upstream5xx || !c.Retryable() {
+		t.Fatalf("reviews 502: %v", err)
 	}
 }

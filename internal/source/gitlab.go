@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,7 +18,12 @@ import (
 //     file's hunks reassembled into a git diff; files GitLab withholds
 //     (too_large, collapsed) make the result Truncated;
 //   - the reviewers: GET /projects/:id/merge_requests/:iid/reviewers,
-//     usernames (plus public_email when the API discloses one).
+//     usernames (plus public_email when the API discloses one). GitLab
+//     keeps a reviewer listed after they review, so the list is both who
+//     is asked and who reviewed; a reviewer taken off the merge request is
+//     off it;
+//   - the author: GET /projects/:id/merge_requests/:iid (a hook's user is
+//     whoever triggered it, not always the author).
 //
 // :id is Ref.Repo URL-encoded, so a path_with_namespace works as well as a
 // numeric id.
@@ -55,15 +61,21 @@ func (g *GitLab) base() string {
 	return strings.TrimRight(g.BaseURL, "/")
 }
 
+func (g *GitLab) mr(ref Ref) (string, error) {
+	if err := checkRef("gitlab", ref); err != nil {
+		return "", err
+	}
+	return g.base() + "/projects/" + url.PathEscape(ref.Repo) + "/merge_requests/" + strconv.Itoa(ref.Number), nil
+}
+
 // Fetch implements Fetcher.
 func (g *GitLab) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
-	if err := checkRef("gitlab", ref); err != nil {
+	mr, err := g.mr(ref)
+	if err != nil {
 		return Changelist{}, err
 	}
-	mr := g.base() + "/projects/" + url.PathEscape(ref.Repo) + "/merge_requests/" + strconv.Itoa(ref.Number)
 	a := g.api()
 	var cl Changelist
-	var err error
 	if cl.Diff, cl.Truncated, err = g.diff(ctx, a, mr); err != nil {
 		return Changelist{}, err
 	}
@@ -71,6 +83,15 @@ func (g *GitLab) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
 		return Changelist{}, err
 	}
 	return cl, nil
+}
+
+// Reviewers implements Fetcher.
+func (g *GitLab) Reviewers(ctx context.Context, ref Ref) (Reviewers, error) {
+	mr, err := g.mr(ref)
+	if err != nil {
+		return Reviewers{}, err
+	}
+	return g.reviewers(ctx, g.api(), mr)
 }
 
 type gitlabDiff struct {
@@ -128,11 +149,15 @@ func (g *GitLab) diff(ctx context.Context, a api, mr string) (string, bool, erro
 	return d, truncated || cut, nil
 }
 
-func (g *GitLab) reviewers(ctx context.Context, a api, mr string) ([]Reviewer, error) {
+func (g *GitLab) reviewers(ctx context.Context, a api, mr string) (Reviewers, error) {
+	author, err := g.author(ctx, a, mr)
+	if err != nil {
+		return Reviewers{}, err
+	}
 	const op = "gitlab.ListMergeRequestReviewers"
 	resp, err := a.get(ctx, op, mr+"/reviewers?per_page=100", "application/json")
 	if err != nil {
-		return nil, err
+		return Reviewers{}, err
 	}
 	defer resp.Body.Close()
 	var body []struct {
@@ -142,20 +167,42 @@ func (g *GitLab) reviewers(ctx context.Context, a api, mr string) ([]Reviewer, e
 		} `json:"user"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, malformed(op, err)
+		return Reviewers{}, malformed(op, err)
 	}
-	out := []Reviewer{}
+	out := Reviewers{Requested: []Reviewer{}, Reviewed: []Reviewer{}, Author: author}
 	seen := map[string]bool{}
 	for i, r := range body {
 		if r.User == nil || r.User.Username == "" {
-			return nil, malformed(op, fmt.Errorf("reviewer %d has no username", i))
+			return Reviewers{}, malformed(op, fmt.Errorf("reviewer %d has no username", i))
 		}
 		k := strings.ToLower(r.User.Username)
 		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		out = append(out, Reviewer{Username: r.User.Username, Email: strings.TrimSpace(r.User.PublicEmail)})
+		out.Requested = append(out.Requested, Reviewer{Username: r.User.Username, Email: strings.TrimSpace(r.User.PublicEmail)})
 	}
 	return out, nil
+}
+
+// author reads the merge request's author's username.
+func (g *GitLab) author(ctx context.Context, a api, mr string) (string, error) {
+	const op = "gitlab.GetMergeRequest"
+	resp, err := a.get(ctx, op, mr, "application/json")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Author *struct {
+			Username string `json:"username"`
+		} `json:"author"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&body); err != nil {
+		return "", malformed(op, err)
+	}
+	if body.Author == nil {
+		return "", nil
+	}
+	return body.Author.Username, nil
 }

@@ -16,6 +16,7 @@ const (
 	glDiffs1 = "GET /api/v4/projects/gitlabhq%2Fgitlab-test/merge_requests/1/diffs?per_page=100&page=1"
 	glDiffs2 = "GET /api/v4/projects/gitlabhq%2Fgitlab-test/merge_requests/1/diffs?per_page=100&page=2"
 	glRevs   = "GET /api/v4/projects/gitlabhq%2Fgitlab-test/merge_requests/1/reviewers?per_page=100"
+	glMR     = "GET /api/v4/projects/gitlabhq%2Fgitlab-test/merge_requests/1"
 )
 
 var glRef = Ref{Source: "gitlab", Repo: "gitlabhq/gitlab-test", Number: 1, HeadSHA: "da1560886d4f094c3e6c9ef40349f7d38b5d27d7"}
@@ -29,6 +30,7 @@ func glServer(t *testing.T) (*fakeAPI, *GitLab) {
 		"X-Page", "2", "X-Per-Page", "100", "X-Prev-Page", "1", "X-Total", "5", "X-Total-Pages", "2"))
 	f.on(glRevs, reply(200, fixture(t, "gitlab/reviewers.json"), "Content-Type", "application/json",
 		"X-Page", "1", "X-Total", "2"))
+	f.on(glMR, reply(200, fixture(t, "gitlab/merge_request.json"), "Content-Type", "application/json"))
 	return f, &GitLab{BaseURL: f.srv.URL + "/api/v4", Token: glToken, Now: testClock}
 }
 
@@ -60,11 +62,11 @@ func TestGitLabFetch(t *testing.T) {
 	if paths := mustParseDiff(t, cl.Diff); !reflect.DeepEqual(paths, []string{"VERSION", "app/models/user.rb", "lib/viewport.js", "doc/viewport.md"}) {
 		t.Fatalf("files %v", paths)
 	}
-	if want := []Reviewer{{Username: "user1"}, {Username: "user2"}}; !reflect.DeepEqual(cl.Reviewers, want) {
+	if want := []Reviewer{{Username: "user1"}, {Username: "user2"}}; !reflect.DeepEqual(cl.Reviewers.Requested, want) || cl.Reviewers.Author != "root" {
 		t.Fatalf("reviewers %+v", cl.Reviewers)
 	}
 	reqs := f.requests()
-	if len(reqs) != 3 {
+	if len(reqs) != 4 {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	for _, r := range reqs {
@@ -81,12 +83,13 @@ func TestGitLabFetchNumericProjectID(t *testing.T) {
 	f := newFakeAPI(t)
 	f.on("GET /api/v4/projects/14/merge_requests/1/diffs?per_page=100&page=1", reply(200, fixture(t, "gitlab/diffs.page1.json")))
 	f.on("GET /api/v4/projects/14/merge_requests/1/reviewers?per_page=100", reply(200, []byte(`[]`)))
+	f.on("GET /api/v4/projects/14/merge_requests/1", reply(200, []byte(`{"author":{"username":"root"}}`)))
 	gl := &GitLab{BaseURL: f.srv.URL + "/api/v4", Token: glToken}
 	cl, err := gl.Fetch(context.Background(), Ref{Source: "gitlab", Repo: "14", Number: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cl.Truncated || len(mustParseDiff(t, cl.Diff)) != 2 || cl.Reviewers == nil || len(cl.Reviewers) != 0 {
+	if cl.Truncated || len(mustParseDiff(t, cl.Diff)) != 2 || cl.Reviewers.Requested == nil || len(cl.Reviewers.Requested) != 0 {
 		t.Fatalf("%+v", cl)
 	}
 }

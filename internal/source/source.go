@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/reviewers"
 )
 
 // DefaultMaxDiffBytes is the diff size limit when a fetcher's MaxDiffBytes
@@ -58,21 +59,48 @@ func (r Ref) String() string {
 
 // Changelist is what a fetcher returns.
 type Changelist struct {
-	Diff      string     // unified diff (git format), at most the fetcher's limit
-	Truncated bool       // Diff is incomplete: cut at the limit, or files the API would not serve
-	Reviewers []Reviewer // requested reviewers, in the source's order, de-duplicated
+	Diff      string // unified diff (git format), at most the fetcher's limit
+	Truncated bool   // Diff is incomplete: cut at the limit, or files the API would not serve
+	Reviewers Reviewers
 }
 
 // Reviewer is a person asked to review. Email is empty when the source does
-// not disclose it (GitHub, GitLab): a Directory resolves it.
-type Reviewer struct {
-	Username string
-	Email    string
+// not disclose it (GitHub, GitLab): a reviewers.Directory resolves it.
+type Reviewer = reviewers.Person
+
+// Reviewers is what a code review system says of a changelist's reviewers
+// now (reviewers.Asked, with what could not be expanded).
+type Reviewers struct {
+	// Requested are the people asked to review, in the source's order,
+	// de-duplicated: requested users (GitHub), then the members of
+	// requested teams (Reviewer.Team says which); GitLab's reviewers;
+	// Gerrit's reviewers and CCs, with their addresses.
+	Requested []Reviewer
+	// Reviewed are the people who submitted a review, with the time of
+	// their latest (GitHub: the pull request's reviews; GitLab and Gerrit
+	// keep a reviewer in Requested after they review).
+	Reviewed []Reviewer
+	// Author is the change's author as the system says it (GitLab: the
+	// merge request's author); empty when the webhook already said it.
+	Author string
+	// UnexpandedTeams are requested teams whose members the token could
+	// not read (GitHub: the token needs the organization's members: read).
+	UnexpandedTeams []string
 }
 
-// Fetcher fetches a changelist from one source.
+// Asked is the reviewers' part reviewers.Select takes.
+func (r Reviewers) Asked(author string) reviewers.Asked {
+	if r.Author != "" {
+		author = r.Author
+	}
+	return reviewers.Asked{Requested: r.Requested, Reviewed: r.Reviewed, Author: author}
+}
+
+// Fetcher fetches a changelist from one source: its diff and reviewers,
+// or its reviewers alone (a reviewer added to a version already fetched).
 type Fetcher interface {
 	Fetch(ctx context.Context, ref Ref) (Changelist, error)
+	Reviewers(ctx context.Context, ref Ref) (Reviewers, error)
 }
 
 // Router dispatches on Ref.Source to the fetcher registered for it.
@@ -85,6 +113,15 @@ func (r Router) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
 		return Changelist{}, retry.Permanent(retry.RuntimeBug, fmt.Errorf("source: no fetcher configured for source %q", ref.Source))
 	}
 	return f.Fetch(ctx, ref)
+}
+
+// Reviewers implements Fetcher.
+func (r Router) Reviewers(ctx context.Context, ref Ref) (Reviewers, error) {
+	f, ok := r[ref.Source]
+	if !ok || f == nil {
+		return Reviewers{}, retry.Permanent(retry.RuntimeBug, fmt.Errorf("source: no fetcher configured for source %q", ref.Source))
+	}
+	return f.Reviewers(ctx, ref)
 }
 
 // TruncateDiff cuts d to at most max bytes at a file boundary (a line

@@ -178,7 +178,7 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 	class := string(d.Err.Class)
 	log = log.With("error_class", class, "retryable", d.Err.Retryable())
 	if d.Retry {
-		r.recordFailure(ctx, m.JobID, class, attempt, job.StatusRetryableFailed, "")
+		r.recordFailure(ctx, m, class, attempt, job.StatusRetryableFailed, "")
 		obs.Metric(ctx, r.Log, map[string]string{"Stage": string(r.Stage), "ErrorClass": class}, map[string]float64{"Retries": 1})
 		// The error text may hold addresses or tokens from an upstream
 		// answer; logs get it redacted.
@@ -244,7 +244,7 @@ func (r *Runner) deferCopy(ctx context.Context, rec events.SQSMessage, m job.Mes
 		return false
 	}
 	class := string(c.Class)
-	r.recordFailure(ctx, m.JobID, class, attempt, job.StatusRetryableFailed, "")
+	r.recordFailure(ctx, m, class, attempt, job.StatusRetryableFailed, "")
 	if qerr := r.Queue.Requeue(ctx, r.QueueURL, body, delay); qerr != nil {
 		log.WarnContext(ctx, "could not defer the rate-limited message; charging the attempt", "error", qerr)
 		return false
@@ -327,8 +327,13 @@ func (r *Runner) decode(body string) (job.Message, *deadletter.Envelope, error) 
 	return m, prior, nil
 }
 
-func (r *Runner) recordFailure(ctx context.Context, id job.ID, class string, attempt int, status job.Status, envelopeID string) time.Time {
-	if id == "" || r.Jobs == nil {
+// recordFailure stores a failure of m on its job. A task's failure
+// (job.Message.Task) is not the job's: the job's status and attempts say
+// how its own stages went, so they are left alone (the task is retried
+// and dead-lettered all the same, and its envelope names the job).
+func (r *Runner) recordFailure(ctx context.Context, m job.Message, class string, attempt int, status job.Status, envelopeID string) time.Time {
+	id := m.JobID
+	if id == "" || r.Jobs == nil || m.Task != "" {
 		return time.Time{}
 	}
 	first, err := r.Jobs.RecordFailure(ctx, id, job.Failure{Stage: r.Stage, ErrorClass: class, Attempt: attempt, At: r.Now().UTC(), EnvelopeID: envelopeID}, status)
@@ -363,7 +368,7 @@ func (r *Runner) envelope(ctx context.Context, rec events.SQSMessage, m job.Mess
 	if prior != nil {
 		id = prior.ID
 	}
-	first := r.recordFailure(ctx, m.JobID, string(d.Err.Class), attempt, job.StatusDeadLettered, id)
+	first := r.recordFailure(ctx, m, string(d.Err.Class), attempt, job.StatusDeadLettered, id)
 	if first.IsZero() || first.After(now) {
 		first = now
 	}

@@ -22,6 +22,10 @@ const (
 	IndexLiveJobs = "LiveJobs"
 	// IndexLiveDeliveries is the deliveries table's index: sweep (= "row").
 	IndexLiveDeliveries = "LiveDeliveries"
+	// IndexDirectory is the jobs table's index of reviewer directory
+	// entries (directory.go): directory (= source) and directory_user (the
+	// username's key). Only entries carry those attributes.
+	IndexDirectory = "Directory"
 
 	attrSweep = "sweep"
 	sweepJob  = "job"
@@ -40,6 +44,21 @@ func JobsIndex() ([]types.AttributeDefinition, types.GlobalSecondaryIndex) {
 			KeySchema: []types.KeySchemaElement{
 				{AttributeName: aws.String(attrSweep), KeyType: types.KeyTypeHash},
 				{AttributeName: aws.String("updated_at"), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}
+}
+
+// DirectoryIndex is the jobs table's directory index (see JobsIndex).
+func DirectoryIndex() ([]types.AttributeDefinition, types.GlobalSecondaryIndex) {
+	return []types.AttributeDefinition{
+			{AttributeName: aws.String("directory"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("directory_user"), AttributeType: types.ScalarAttributeTypeS},
+		}, types.GlobalSecondaryIndex{
+			IndexName: aws.String(IndexDirectory),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String("directory"), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("directory_user"), KeyType: types.KeyTypeRange},
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
 		}

@@ -17,6 +17,9 @@ const (
 	PrefixHeadSHA     = "SHA#"            // a head commit's version: SHA#<changelist key>#<sha>
 	PrefixVersionSeq  = "VSEQ#"           // a changelist's version counter: VSEQ#<changelist key>
 	PrefixSourceRef   = "SRC#"            // a job's source reference: SRC#<job id>
+	PrefixRoster      = "ROSTER#"         // a changelist's reviewer roster: ROSTER#<changelist key>
+	PrefixDirectory   = "DIR#"            // a reviewer directory entry: DIR#<source>#<lower-case username>
+	PrefixUnknown     = "UNKNOWN#"        // reviewers without an address: UNKNOWN#<source>
 	// The send-rate windows (RATE#<name>#<second>) are the rate limiter's
 	// (internal/ratelimit), in the same table.
 )

@@ -10,14 +10,16 @@ import (
 )
 
 // The deployment grants fetch and llm the jobs table's JOB# and SRC#
-// items only (infra/names.go, its own module): the prefixes it names are
-// the store's.
+// items only, and fetch also the ROSTER#, DIR# and UNKNOWN# items it
+// decides reviewers with (infra/names.go, its own module): the prefixes it
+// names are the store's.
 func TestKeyPrefixes_MatchTheDeploymentsGrants(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "infra", "names.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"JobItemPrefix": store.PrefixJob, "SourceRefPrefix": store.PrefixSourceRef} {
+	for name, want := range map[string]string{"JobItemPrefix": store.PrefixJob, "SourceRefPrefix": store.PrefixSourceRef,
+		"RosterPrefix": store.PrefixRoster, "DirectoryPrefix": store.PrefixDirectory, "UnknownPrefix": store.PrefixUnknown} {
 		m := regexp.MustCompile(name + `\s*=\s*"([^"]*)"`).FindSubmatch(b)
 		if m == nil || string(m[1]) != want {
 			t.Errorf("infra %s = %q, the store's prefix is %q", name, m, want)
@@ -32,7 +34,8 @@ func TestIndexNames_MatchTheDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"IndexLiveJobs": store.IndexLiveJobs, "IndexLiveDeliveries": store.IndexLiveDeliveries} {
+	for name, want := range map[string]string{"IndexLiveJobs": store.IndexLiveJobs, "IndexLiveDeliveries": store.IndexLiveDeliveries,
+		"IndexDirectory": store.IndexDirectory} {
 		m := regexp.MustCompile(name + `\s*=\s*"([^"]*)"`).FindSubmatch(b)
 		if m == nil || string(m[1]) != want {
 			t.Errorf("infra %s = %q, the store's index is %q", name, m, want)

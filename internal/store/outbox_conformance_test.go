@@ -33,3 +33,18 @@ func TestJobStore_DynamoDB(t *testing.T) {
 		return store.NewEvidence(env.Clients.DynamoDB, res.JobsTable, now)
 	})
 }
+
+// The reviewer stores on DynamoDB Local: rosters, the directory (its
+// sparse index) and reviewers added to jobs.
+// Rules: R-STORE-1, R-REVIEWERS-1, R-REVIEWERS-2, R-REVIEWERS-4.
+func TestReviewerStores_DynamoDB(t *testing.T) {
+	storetest.Reviewers(t, func(t *testing.T) storetest.ReviewerStores {
+		env := testenv.Stack(t)
+		res := testenv.Provision(t, env)
+		return storetest.ReviewerStores{
+			Rosters:   store.NewRosters(env.Clients.DynamoDB, res.JobsTable, nil),
+			Directory: store.NewDirectory(env.Clients.DynamoDB, res.JobsTable, nil),
+			Jobs:      store.NewJobs(env.Clients.DynamoDB, res.JobsTable, nil),
+		}
+	})
+}

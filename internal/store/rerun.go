@@ -130,7 +130,7 @@ func (s *Jobs) Rerun(ctx context.Context, req RerunRequest) (job.Job, error) {
 	j := job.Job{
 		ID: job.NewID(latest.Source, latest.ChangelistID, version), Source: latest.Source, ChangelistID: latest.ChangelistID,
 		ReviewVersion: version, Title: latest.Title, Description: latest.Description, URL: latest.URL, Author: latest.Author,
-		Recipients: append([]string{}, latest.Recipients...), DiffURL: latest.DiffURL,
+		Recipients: latest.AllRecipients(), DiffURL: latest.DiffURL,
 		Status: job.StatusAccepted, Stage: job.StageFetch, Attempts: job.Attempts{}, CreatedAt: now, UpdatedAt: now,
 	}
 	if p.SourceRef == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -203,21 +204,43 @@ func (s *Jobs) GetSourceRef(ctx context.Context, id job.ID) (SourceRef, error) {
 	return it.SourceRef, nil
 }
 
-// NoEmailReviewers reads a job's AttrNoEmailReviewers: the "<source>:<username>"
-// identities of reviewers without an address. A job without the attribute
-// (every generic job, any job before fetch) has none.
+// NoEmailReviewers reads a job's reviewers without an address, as
+// "<source>:<username>" identities: those its fetch found
+// (AttrNoEmailReviewers), then those added since (AttrAddedNoEmail,
+// sorted), each once. A job without either (every generic job, any job
+// before fetch) has none.
 func (s *Jobs) NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: jobKey(id), ConsistentRead: aws.Bool(true),
-		ProjectionExpression:     aws.String("#n"),
-		ExpressionAttributeNames: map[string]string{"#n": AttrNoEmailReviewers}})
+		ProjectionExpression:     aws.String("#n, #a"),
+		ExpressionAttributeNames: map[string]string{"#n": AttrNoEmailReviewers, "#a": AttrAddedNoEmail}})
 	if err != nil {
 		return nil, fmt.Errorf("get reviewers without an address of %s: %w", id, err)
 	}
 	var it struct {
 		Identities []string `dynamodbav:"no_email_reviewers"`
+		Added      []string `dynamodbav:"added_no_email,stringset"`
 	}
 	if err := unmarshal(out.Item, &it); err != nil {
 		return nil, err
 	}
-	return it.Identities, nil
+	return UnionSorted(it.Identities, it.Added), nil
+}
+
+// UnionSorted is first, then the members of added not in it, sorted: how
+// a version's fetched and added reviewers are listed.
+func UnionSorted(first, added []string) []string {
+	out := append([]string(nil), first...)
+	seen := make(map[string]bool, len(out))
+	for _, v := range out {
+		seen[v] = true
+	}
+	rest := append([]string(nil), added...)
+	slices.Sort(rest)
+	for _, v := range rest {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
 }

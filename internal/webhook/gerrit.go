@@ -56,11 +56,15 @@ type gerritEvent struct {
 		Revision *string         `json:"revision"`
 		Kind     *string         `json:"kind"`
 	} `json:"patchSet"`
+	// reviewer-added and reviewer-deleted.
+	Reviewer       *gerritAccount  `json:"reviewer"`
+	EventCreatedOn json.RawMessage `json:"eventCreatedOn"`
 }
 
 type gerritAccount struct {
 	Name     *string `json:"name"`
 	Username *string `json:"username"`
+	Email    *string `json:"email"`
 }
 
 // Parse verifies and validates a Gerrit webhook. A request that needs no
@@ -87,7 +91,8 @@ func (g Gerrit) ParseEvent(r Request) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	if kind != "patchset-created" {
+	reviewerEvent := kind == "reviewer-added" || kind == "reviewer-deleted"
+	if kind != "patchset-created" && !reviewerEvent {
 		return skipEvent("gerrit", "event not reviewed: "+safeToken(kind)), nil
 	}
 	c, ps := e.Change, e.PatchSet
@@ -103,7 +108,8 @@ func (g Gerrit) ParseEvent(r Request) (Event, error) {
 	if c.WIP != nil && *c.WIP {
 		return skipEvent("gerrit", "work in progress"), nil
 	}
-	if ps.Kind != nil && (*ps.Kind == "NO_CODE_CHANGE" || *ps.Kind == "NO_CHANGE") {
+	noCodeChange := ps.Kind != nil && (*ps.Kind == "NO_CODE_CHANGE" || *ps.Kind == "NO_CHANGE")
+	if noCodeChange && !reviewerEvent {
 		return skipEvent("gerrit", "patch set without code change"), nil
 	}
 
@@ -155,7 +161,39 @@ func (g Gerrit) ParseEvent(r Request) (Event, error) {
 		return Event{}, err
 	}
 	ev.Reviewers = []string{}
+	if reviewerEvent {
+		if ev.Roster, err = gerritReviewer(e, kind); err != nil {
+			return Event{}, err
+		}
+		ev.ReviewersOnly, ev.NoCodeChange = true, noCodeChange
+		ev.Change.IdempotencyKey += "~" + strconv.FormatInt(ev.Roster.At.Unix(), 10)
+	}
 	return ev, nil
+}
+
+// gerritReviewer reads reviewer-added and reviewer-deleted. Gerrit names
+// an account by username, or only by address: such a reviewer is not in
+// the roster (keyed by username), but an addition still has the fetch
+// stage ask the REST API again, which lists them with their address.
+func gerritReviewer(e gerritEvent, kind string) (*RosterChange, error) {
+	if e.Reviewer == nil {
+		return nil, &FieldError{Field: "reviewer", Message: "is required"}
+	}
+	c := &RosterChange{At: unixSeconds(e.EventCreatedOn)}
+	var names []string
+	if e.Reviewer.Username != nil {
+		u, err := username("reviewer.username", e.Reviewer.Username)
+		if err != nil {
+			return nil, err
+		}
+		names = []string{u}
+	}
+	if kind == "reviewer-added" {
+		c.Requested, c.AddedUnnamed = names, len(names) == 0
+	} else {
+		c.Removed = names
+	}
+	return c, nil
 }
 
 func (g Gerrit) authenticate(header func(string) string) error {

@@ -11,6 +11,7 @@ import (
 	"mime"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -45,6 +46,17 @@ type Event struct {
 	Reviewers []string
 	// Skip, when non-empty, says why no review is needed.
 	Skip string
+	// Roster, when set, is what the event says about who reviews the
+	// changelist. With ReviewersOnly the event changes reviewers and no
+	// code (a reviewer requested or removed, a review submitted): intake
+	// records it and adds a newly requested reviewer to the version being
+	// reviewed, rather than starting a review.
+	Roster        *RosterChange
+	ReviewersOnly bool
+	// NoCodeChange: the event's version has the code of the version
+	// before it (a Gerrit patch set that changed only the commit message):
+	// a reviewer added there is added to the latest reviewed version.
+	NoCodeChange bool
 }
 
 // SkipError is what an adapter's Parse returns for an authentic request that
@@ -74,7 +86,10 @@ const (
 
 // GitHub is the adapter for GitHub (and GitHub Enterprise Server) webhooks.
 // It reviews pull_request events whose action is opened, synchronize,
-// reopened or ready_for_review, on open, non-draft pull requests.
+// reopened or ready_for_review, on open, non-draft pull requests. On those
+// pull requests it also reads who reviews (Event.Roster, ReviewersOnly):
+// pull_request review_requested and review_request_removed (a user, or a
+// team), and pull_request_review submitted.
 //
 // The request is authenticated by X-Hub-Signature-256, an HMAC-SHA256 of the
 // raw body under Secret, compared in constant time before anything else is
@@ -102,6 +117,20 @@ type githubHook struct {
 	Repository  *struct {
 		FullName *string `json:"full_name"`
 	} `json:"repository"`
+	// review_requested and review_request_removed name a user or a team.
+	RequestedReviewer *struct {
+		Login *string `json:"login"`
+	} `json:"requested_reviewer"`
+	RequestedTeam *struct {
+		Slug *string `json:"slug"`
+	} `json:"requested_team"`
+	// pull_request_review.
+	Review *struct {
+		User *struct {
+			Login *string `json:"login"`
+		} `json:"user"`
+		SubmittedAt *string `json:"submitted_at"`
+	} `json:"review"`
 }
 
 type githubPullRequest struct {
@@ -118,6 +147,7 @@ type githubPullRequest struct {
 	Head *struct {
 		SHA *string `json:"sha"`
 	} `json:"head"`
+	UpdatedAt *string `json:"updated_at"`
 	// Users have a login; teams (which may also be requested) have a slug
 	// and no login, and are not individual recipients.
 	RequestedReviewers []struct {
@@ -144,7 +174,7 @@ func (g GitHub) ParseEvent(r Request) (Event, error) {
 		return Event{}, &FieldError{Field: GitHubEventHeader, Message: "header is required"}
 	case kind == "ping":
 		return skipEvent("github", "ping"), nil
-	case kind != "pull_request":
+	case kind != "pull_request" && kind != "pull_request_review":
 		return skipEvent("github", "event not reviewed: "+safeToken(kind)), nil
 	}
 	if err := requireJSON(header("Content-Type")); err != nil {
@@ -158,7 +188,11 @@ func (g GitHub) ParseEvent(r Request) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	if !githubActions[action] {
+	if kind == "pull_request_review" {
+		return githubReview(h, action)
+	}
+	roster := action == "review_requested" || action == "review_request_removed"
+	if !githubActions[action] && !roster {
 		return skipEvent("github", "action not reviewed: "+safeToken(action)), nil
 	}
 	pr := h.PullRequest
@@ -218,6 +252,80 @@ func (g GitHub) ParseEvent(r Request) (Event, error) {
 	if ev.Reviewers, err = usernames("pull_request.requested_reviewers", logins); err != nil {
 		return Event{}, err
 	}
+	if roster {
+		if ev.Roster, err = githubRequest(h, action, eventTime(pr.UpdatedAt)); err != nil {
+			return Event{}, err
+		}
+		ev.ReviewersOnly = true
+	}
+	return ev, nil
+}
+
+// githubRequest reads review_requested and review_request_removed: a user
+// (requested_reviewer) or a team (requested_team).
+func githubRequest(h githubHook, action string, at time.Time) (*RosterChange, error) {
+	c := &RosterChange{At: at}
+	switch {
+	case h.RequestedReviewer != nil:
+		u, err := username("requested_reviewer.login", h.RequestedReviewer.Login)
+		if err != nil {
+			return nil, err
+		}
+		if action == "review_requested" {
+			c.Requested = []string{u}
+		} else {
+			c.Removed = []string{u}
+		}
+	case h.RequestedTeam != nil:
+		slug, err := username("requested_team.slug", h.RequestedTeam.Slug)
+		if err != nil {
+			return nil, err
+		}
+		if action == "review_requested" {
+			c.Teams = []string{slug}
+		}
+		// A team taken off: GitHub no longer lists it, and its members
+		// drop out of the next version unless they reviewed.
+	default:
+		return nil, &FieldError{Field: "requested_reviewer", Message: "is required (or requested_team)"}
+	}
+	return c, nil
+}
+
+// githubReview reads pull_request_review: a submitted review makes its
+// author one who reviewed. It changes no code and mails nobody now; the
+// reviewer gets the next versions (R-REVIEWERS-2).
+func githubReview(h githubHook, action string) (Event, error) {
+	if action != "submitted" {
+		return skipEvent("github", "review action not used: "+safeToken(action)), nil
+	}
+	pr := h.PullRequest
+	if pr == nil {
+		return Event{}, &FieldError{Field: "pull_request", Message: "is required"}
+	}
+	if pr.State != nil && *pr.State != "open" {
+		return skipEvent("github", "pull request not open"), nil
+	}
+	ev := Event{Change: Change{Source: "github"}, ReviewersOnly: true}
+	var err error
+	if h.Repository == nil {
+		return Event{}, &FieldError{Field: "repository", Message: "is required"}
+	}
+	if ev.Repo, err = repoPath("repository.full_name", h.Repository.FullName); err != nil {
+		return Event{}, err
+	}
+	if ev.Number, err = positiveInt("pull_request.number", pr.Number); err != nil {
+		return Event{}, err
+	}
+	ev.Change.ChangelistID = ev.Repo + "#" + strconv.Itoa(ev.Number)
+	if h.Review == nil || h.Review.User == nil {
+		return Event{}, &FieldError{Field: "review.user", Message: "is required"}
+	}
+	who, err := username("review.user.login", h.Review.User.Login)
+	if err != nil {
+		return Event{}, err
+	}
+	ev.Roster = &RosterChange{Reviewed: []string{who}, At: eventTime(h.Review.SubmittedAt)}
 	return ev, nil
 }
 

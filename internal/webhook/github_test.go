@@ -322,6 +322,16 @@ func checkFuzzedEvent(t *testing.T, source string, ev Event, err error) {
 	if ev.Skip != "" {
 		return
 	}
+	if ev.ReviewersOnly && ev.Roster == nil {
+		t.Fatalf("a reviewers-only event without its roster change: %+v", ev)
+	}
+	if ev.ReviewersOnly && !ev.Roster.Added() {
+		// A removal or a review: recorded, never a job.
+		if ev.Change.ChangelistID == "" || ev.Repo == "" || ev.Number < 1 {
+			t.Fatalf("incomplete roster event %+v", ev)
+		}
+		return
+	}
 	c := ev.Change
 	if c.IdempotencyKey == "" || c.ChangelistID == "" || c.Title == "" || c.URL == "" || c.Author == "" ||
 		ev.Repo == "" || ev.Number < 1 || (len(ev.HeadSHA) != 40 && len(ev.HeadSHA) != 64) || ev.Reviewers == nil {

@@ -72,9 +72,17 @@ type gitlabHook struct {
 		PathWithNamespace *string `json:"path_with_namespace"`
 	} `json:"project"`
 	ObjectAttributes *gitlabMergeRequest `json:"object_attributes"`
-	Reviewers        []struct {
-		Username *string `json:"username"`
-	} `json:"reviewers"`
+	Reviewers        []gitlabUser        `json:"reviewers"`
+	Changes          *struct {
+		Reviewers *struct {
+			Previous []gitlabUser `json:"previous"`
+			Current  []gitlabUser `json:"current"`
+		} `json:"reviewers"`
+	} `json:"changes"`
+}
+
+type gitlabUser struct {
+	Username *string `json:"username"`
 }
 
 type gitlabMergeRequest struct {
@@ -87,6 +95,7 @@ type gitlabMergeRequest struct {
 	Draft          *bool           `json:"draft"`
 	WorkInProgress *bool           `json:"work_in_progress"`
 	OldRev         *string         `json:"oldrev"`
+	UpdatedAt      *string         `json:"updated_at"`
 	LastCommit     *struct {
 		ID *string `json:"id"`
 	} `json:"last_commit"`
@@ -144,12 +153,16 @@ func (g GitLab) ParseEvent(r Request) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
+	newCommits := mr.OldRev != nil && strings.TrimSpace(*mr.OldRev) != ""
+	reviewersChanged := h.Changes != nil && h.Changes.Reviewers != nil
+	reviewersOnly := false
 	switch action {
 	case "open", "reopen":
 	case "update":
-		if mr.OldRev == nil || strings.TrimSpace(*mr.OldRev) == "" {
+		if !newCommits && !reviewersChanged {
 			return skipEvent("gitlab", "update without new commits"), nil
 		}
+		reviewersOnly = !newCommits
 	default:
 		return skipEvent("gitlab", "action not reviewed: "+safeToken(action)), nil
 	}
@@ -220,7 +233,54 @@ func (g GitLab) ParseEvent(r Request) (Event, error) {
 	if ev.Reviewers, err = usernames("reviewers", names); err != nil {
 		return Event{}, err
 	}
+	if reviewersChanged && action == "update" {
+		if ev.Roster, err = gitlabReviewerChange(h, eventTime(mr.UpdatedAt)); err != nil {
+			return Event{}, err
+		}
+		ev.ReviewersOnly = reviewersOnly
+	}
 	return ev, nil
+}
+
+// gitlabReviewerChange reads changes.reviewers of an update: who is in
+// current and not in previous was added, and the other way round removed.
+func gitlabReviewerChange(h gitlabHook, at time.Time) (*RosterChange, error) {
+	names := func(field string, us []gitlabUser) ([]string, error) {
+		ps := make([]*string, len(us))
+		for i := range us {
+			if ps[i] = us[i].Username; ps[i] == nil {
+				return nil, &FieldError{Field: field + "[" + strconv.Itoa(i) + "].username", Message: "is required"}
+			}
+		}
+		return usernames(field, ps)
+	}
+	prev, err := names("changes.reviewers.previous", h.Changes.Reviewers.Previous)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := names("changes.reviewers.current", h.Changes.Reviewers.Current)
+	if err != nil {
+		return nil, err
+	}
+	c := &RosterChange{At: at}
+	c.Requested = without(cur, prev)
+	c.Removed = without(prev, cur)
+	return c, nil
+}
+
+// without is the members of a not in b, case-insensitively.
+func without(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		found := false
+		for _, y := range b {
+			found = found || strings.EqualFold(x, y)
+		}
+		if !found {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // authenticate applies the configured checks; see GitLab.

@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -209,12 +210,59 @@ func (s *Jobs) SetStatus(_ context.Context, id job.ID, at job.Stage, status job.
 	return aerr
 }
 
-// NoEmailReviewers implements pipeline.Jobs.
+// NoEmailReviewers implements pipeline.Jobs: the fetched identities, then
+// the added ones.
 func (s *Jobs) NoEmailReviewers(_ context.Context, id job.ID) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, _ := s.extra[id][store.AttrNoEmailReviewers].([]string)
-	return append([]string(nil), v...), nil
+	added, _ := s.extra[id][store.AttrAddedNoEmail].([]string)
+	return store.UnionSorted(v, added), nil
+}
+
+// AddReviewers implements store.Jobs.AddReviewers: set unions, added_rev+1.
+func (s *Jobs) AddReviewers(_ context.Context, id job.ID, addrs, identities []string) (job.Job, error) {
+	var out job.Job
+	err := s.update(id, func(job.Job) bool { return true }, func(j *job.Job) {
+		j.AddedRecipients = union(j.AddedRecipients, addrs)
+		if s.extra[id] == nil {
+			s.extra[id] = map[string]any{}
+		}
+		old, _ := s.extra[id][store.AttrAddedNoEmail].([]string)
+		s.extra[id][store.AttrAddedNoEmail] = union(old, identities)
+		j.AddedRev++
+		out = *j
+	})
+	if err != nil {
+		return job.Job{}, fmt.Errorf("add reviewers to job %s: %w", id, err)
+	}
+	out.UpdatedAt = s.jobs[id].UpdatedAt
+	return out, nil
+}
+
+// union is a set union, as DynamoDB's ADD of a string set.
+func union(a, b []string) []string {
+	out := append([]string(nil), a...)
+	for _, v := range b {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// FinishNotify implements store.Jobs.FinishNotify.
+func (s *Jobs) FinishNotify(_ context.Context, id job.ID, attempt int, status job.Status, addedRev int) error {
+	return s.update(id, func(j job.Job) bool { return j.Stage == job.StageNotify && j.AddedRev == addedRev }, func(j *job.Job) {
+		j.Status, j.AddedSeen = status, addedRev
+		if status == job.StatusSucceeded {
+			j.Stage, j.LastError = job.StageDone, nil
+			if j.Attempts == nil {
+				j.Attempts = job.Attempts{}
+			}
+			j.Attempts[job.StageNotify] = attempt
+		}
+	})
 }
 
 // GetSourceRef implements pipeline.Jobs.

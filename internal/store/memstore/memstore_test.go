@@ -21,3 +21,11 @@ func TestJobStore_Memstore(t *testing.T) {
 	storetest.JobStore(t, func(_ *testing.T, now store.Clock) store.JobStore { return memstore.NewJobs(now) })
 	storetest.EvidencePath(t, func(_ *testing.T, now store.Clock) store.EvidencePath { return memstore.NewEvidence(now) })
 }
+
+// The in-memory reviewer stores keep the contract DynamoDB keeps.
+// Rules: R-STORE-1.
+func TestReviewerStores_Memstore(t *testing.T) {
+	storetest.Reviewers(t, func(_ *testing.T) storetest.ReviewerStores {
+		return storetest.ReviewerStores{Rosters: memstore.NewRosters(), Directory: memstore.NewDirectory(nil), Jobs: memstore.NewJobs(nil)}
+	})
+}

@@ -20,8 +20,13 @@ func NewJob(cl string, version int) job.Job {
 		Status: job.StatusAccepted, Stage: job.StageFetch, Attempts: job.Attempts{}, CreatedAt: now, UpdatedAt: now}
 }
 
+// Creator is the part of a jobs table that creates jobs.
+type Creator interface {
+	Create(ctx context.Context, req store.CreateRequest) (store.CreateResult, error)
+}
+
 // Create creates j, failing the test on an error.
-func Create(t *testing.T, s store.JobStore, j job.Job, key, bodySHA string) store.CreateResult {
+func Create(t *testing.T, s Creator, j job.Job, key, bodySHA string) store.CreateResult {
 	t.Helper()
 	res, err := s.Create(context.Background(), store.CreateRequest{Job: j, IdempotencyKeySHA: key, RequestSHA256: bodySHA,
 		ResponseStatus: 202, ResponseBody: []byte(`{"job_id":"` + string(j.ID) + `"}`), TTL: time.Hour})

@@ -14,10 +14,12 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/reviewers"
 	"github.com/criticizer/criticizer/internal/safehttp"
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/source"
 	"github.com/criticizer/criticizer/internal/stage"
+	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
@@ -36,23 +38,29 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		HTTP:   safehttp.NewClient(safehttp.Policy{AllowPrivate: cfg.AllowPrivateDiffs, Ports: cfg.DiffURLPorts}, 20*time.Second),
 		Source: Sources(cfg, b.Now),
 	}
-	dir, err := Directory(cfg)
+	seed, err := Directory(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if dir != nil {
-		f.Directory = dir
-	}
+	// The table people keep (admin API, criticizer directory), over the
+	// variable's entries as a read-only seed.
+	table := store.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)
+	f.Directory = reviewers.Overlay{Table: table, Seed: seed}
+	f.Unknown = table
+	rosters := store.NewRosters(b.DynamoDB, cfg.JobsTable, b.Now)
+	rosters.Retention = cfg.Retention
+	f.Rosters = rosters
 	return b.Runner(job.StageFetch, f.Handle, o)
 }
 
-// Directory parses the reviewer directory (CRITICIZER_REVIEWER_DIRECTORY);
-// nil when none is configured. An error names the variable, never a value.
-func Directory(cfg config.Config) (*source.StaticDirectory, error) {
+// Directory parses the reviewer directory's seed
+// (CRITICIZER_REVIEWER_DIRECTORY); nil when none is configured. An error
+// names the variable, never a value.
+func Directory(cfg config.Config) (*reviewers.Static, error) {
 	if cfg.ReviewerDirectory == "" {
 		return nil, nil
 	}
-	d, err := source.ParseStaticDirectory([]byte(cfg.ReviewerDirectory))
+	d, err := reviewers.ParseStatic([]byte(cfg.ReviewerDirectory))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", config.EnvReviewerDirectory, err)
 	}
@@ -83,4 +91,8 @@ type unconfigured struct{ why string }
 
 func (u unconfigured) Fetch(context.Context, source.Ref) (source.Changelist, error) {
 	return source.Changelist{}, retry.Permanent(retry.RuntimeBug, errors.New(u.why))
+}
+
+func (u unconfigured) Reviewers(context.Context, source.Ref) (source.Reviewers, error) {
+	return source.Reviewers{}, retry.Permanent(retry.RuntimeBug, errors.New(u.why))
 }

@@ -21,8 +21,8 @@ func TestDirectory_InvalidNamesTheVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if addr, ok, _ := d.Lookup(t.Context(), "github", "OctoCat"); !ok || addr != "octo@example.com" {
-		t.Errorf("lookup: %q %v", addr, ok)
+	if got, _ := d.Lookup(t.Context(), "github", []string{"OctoCat"}); got["octocat"] != "octo@example.com" {
+		t.Errorf("lookup: %v", got)
 	}
 	if d, err := fetch.Directory(config.Config{}); d != nil || err != nil {
 		t.Errorf("none configured: %v %v", d, err)

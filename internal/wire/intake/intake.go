@@ -55,10 +55,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if cfg.UnsubscribeKey != "" {
 		status = api.NewStatusLinks(cfg.UnsubscribeKey)
 	}
+	rosters := store.NewRosters(b.DynamoDB, cfg.JobsTable, b.Now)
+	rosters.Retention = cfg.Retention
 	h := &api.Handler{
 		Sources: parsers,
 		Intake: &api.Intake{Jobs: b.Jobs, Blobs: blobs, Queue: b.Queue, Log: log, Now: b.Now, TTL: cfg.IdempotencyTTL,
-			Versions: b.Jobs, Status: status},
+			Versions: b.Jobs, Status: status, Rosters: rosters},
 		Status: status,
 		Jobs:   b.Jobs, Deliveries: b.Deliveries, Log: log,
 		Unsubscribe: &api.Unsubscribe{Signer: signer, Recipients: b.Recipients, Pages: pages, Log: log},
@@ -73,7 +75,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		// the mail templates notify uses.
 		h.Admin = &api.Admin{APIKey: cfg.AdminAPIKey, Status: status, Jobs: b.Jobs, Queue: b.Queue, Log: log,
 			Audience: audience{b.Recipients}, Previewer: pages,
-			IsUnknownTemplate: func(err error) bool { return errors.Is(err, mail.ErrUnknownTemplate) }}
+			IsUnknownTemplate: func(err error) bool { return errors.Is(err, mail.ErrUnknownTemplate) },
+			Directory:         store.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)}
 	}
 	return h, nil
 }
