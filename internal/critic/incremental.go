@@ -186,9 +186,16 @@ func (ic *Incremental) partial(ctx context.Context, in Input, d *diff.Diff, part
 	return c, nil
 }
 
+// maxLedgerBytes bounds a ledger's files as stored (about 1,000 files of
+// usual names): the critique lives on the job item, which DynamoDB caps at
+// 400 KB and bills by size. The files of a larger change past the bound
+// are not recorded, so the next version reviews them again.
+const maxLedgerBytes = 64 << 10
+
 // newLedger records the files whose review is complete: those carried
 // over, and those reviewed now unless left out for the budget or sent in
-// an answer that was cut.
+// an answer that was cut; as many as fit maxLedgerBytes, in the diff's
+// order.
 func newLedger(fp string, parts []filePart, c Critique, carried map[string]bool) *Ledger {
 	skipped := map[string]bool{}
 	for _, o := range c.Omitted {
@@ -197,9 +204,14 @@ func newLedger(fp string, parts []filePart, c Critique, carried map[string]bool)
 		}
 	}
 	l := &Ledger{Fingerprint: fp, Files: []LedgerFile{}}
+	size := 0
 	for _, p := range parts {
 		if !p.unique || (!carried[p.path] && (skipped[p.path] || c.Cut)) {
 			continue
+		}
+		// An entry's JSON: {"path":"…","sha256":"…"}, and a comma.
+		if size += len(p.path) + len(p.sha) + 24; size > maxLedgerBytes {
+			break
 		}
 		l.Files = append(l.Files, LedgerFile{Path: p.path, SHA256: p.sha})
 	}

@@ -2,6 +2,7 @@ package critic
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -384,5 +385,23 @@ func TestIncremental_InvalidDiff(t *testing.T) {
 	_, err := NewIncremental(NewOffline()).Review(context.Background(), Input{Diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n+only\n+two\n"})
 	if !errors.Is(err, ErrInvalidDiff) {
 		t.Errorf("err %v; want ErrInvalidDiff", err)
+	}
+}
+
+// A change of thousands of files records the first ones that fit the
+// ledger's bound, so the critique stays far below DynamoDB's item limit;
+// the rest are reviewed again next time.
+func TestIncremental_LedgerIsBounded(t *testing.T) {
+	files := map[string][]string{}
+	for i := range 3000 {
+		files[fmt.Sprintf("generated/module%04d/handler_with_a_long_name.go", i)] = []string{"x"}
+	}
+	c := rerun(t, NewIncremental(&bugCritic{fp: "fp"}), 1, change(files), nil, 0)
+	b, err := json.Marshal(c.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > maxLedgerBytes || len(c.Ledger.Files) < 500 || len(c.Ledger.Files) == 3000 {
+		t.Errorf("ledger of %d bytes, %d files; want at most %d bytes, several hundred files, not all 3000", len(b), len(c.Ledger.Files), maxLedgerBytes)
 	}
 }
