@@ -93,12 +93,13 @@ func (ic *Incremental) Review(ctx context.Context, in Input) (Critique, error) {
 	if fp == "" {
 		return c, nil
 	}
-	c.Ledger = newLedger(fp, parts, c, carried)
+	done := complete(parts, c, carried)
+	c.Ledger = newLedger(fp, done)
 	switch {
 	case same:
 		covered := map[string]bool{}
-		for _, f := range c.Ledger.Files {
-			covered[f.Path] = true
+		for _, p := range done {
+			covered[p.path] = true
 		}
 		inDiff := map[string]bool{}
 		for _, p := range parts {
@@ -192,23 +193,31 @@ func (ic *Incremental) partial(ctx context.Context, in Input, d *diff.Diff, part
 // are not recorded, so the next version reviews them again.
 const maxLedgerBytes = 64 << 10
 
-// newLedger records the files whose review is complete: those carried
-// over, and those reviewed now unless left out for the budget or sent in
-// an answer that was cut; as many as fit maxLedgerBytes, in the diff's
-// order.
-func newLedger(fp string, parts []filePart, c Critique, carried map[string]bool) *Ledger {
+// complete lists the files whose review is complete: those carried over,
+// and those reviewed now unless left out for the budget or sent in an
+// answer that was cut (their findings may be missing).
+func complete(parts []filePart, c Critique, carried map[string]bool) []filePart {
 	skipped := map[string]bool{}
 	for _, o := range c.Omitted {
 		if o.Reason == OmitOverBudget {
 			skipped[o.Path] = true
 		}
 	}
+	var out []filePart
+	for _, p := range parts {
+		if p.unique && (carried[p.path] || !(skipped[p.path] || c.Cut)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// newLedger records the complete files, as many as fit maxLedgerBytes, in
+// the diff's order.
+func newLedger(fp string, done []filePart) *Ledger {
 	l := &Ledger{Fingerprint: fp, Files: []LedgerFile{}}
 	size := 0
-	for _, p := range parts {
-		if !p.unique || (!carried[p.path] && (skipped[p.path] || c.Cut)) {
-			continue
-		}
+	for _, p := range done {
 		// An entry's JSON: {"path":"…","sha256":"…"}, and a comma.
 		if size += len(p.path) + len(p.sha) + 24; size > maxLedgerBytes {
 			break
