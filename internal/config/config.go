@@ -121,6 +121,11 @@ type Config struct {
 	// ("acme/store" for "acme/store#42").
 	ReviewInstructions       string
 	ReviewInstructionsByRepo map[string]string
+	// IncrementalReview: a rerun sends the critic only the files changed
+	// since the last reviewed version and its email says what changed
+	// (critic.Incremental); off, every version is reviewed whole and
+	// mailed as a first review.
+	IncrementalReview bool
 
 	// The code review systems. A source whose webhook credential is unset
 	// is not routed.
@@ -240,6 +245,7 @@ const (
 	EnvLLMMaxFindings           = "CRITICIZER_LLM_MAX_FINDINGS"
 	EnvReviewInstructions       = "CRITICIZER_REVIEW_INSTRUCTIONS"
 	EnvReviewInstructionsByRepo = "CRITICIZER_REVIEW_INSTRUCTIONS_BY_REPO"
+	EnvIncrementalReview        = "CRITICIZER_INCREMENTAL_REVIEW"
 	DefaultLLMMaxFindings       = 5
 	DefaultRetention            = 90 * 24 * time.Hour
 	MaxReviewInstructionsRunes  = 2000
@@ -332,6 +338,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s: want a whole number from 1 to 50", EnvLLMMaxFindings)
 		}
 		c.LLMMaxFindings = n
+	}
+	c.IncrementalReview = true
+	if v := strings.TrimSpace(getenv(EnvIncrementalReview)); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: want true or false", EnvIncrementalReview)
+		}
+		c.IncrementalReview = on
 	}
 	c.ReviewInstructions = strings.TrimSpace(getenv(EnvReviewInstructions))
 	if utf8.RuneCountInString(c.ReviewInstructions) > MaxReviewInstructionsRunes {

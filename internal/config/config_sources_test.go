@@ -32,6 +32,7 @@ func TestEnvNames_SourcesCriticsSecretsAreStable(t *testing.T) {
 		config.EnvGerritPassword:      "CRITICIZER_GERRIT_PASSWORD",
 		config.EnvReviewerDirectory:   "CRITICIZER_REVIEWER_DIRECTORY",
 		config.EnvSecretsARN:          "CRITICIZER_SECRETS_ARN",
+		config.EnvIncrementalReview:   "CRITICIZER_INCREMENTAL_REVIEW",
 	}
 	for got, want := range names {
 		if got != want {
@@ -58,6 +59,12 @@ func TestFromEnv_SourceAndCriticDefaults(t *testing.T) {
 	}
 	if c.ReviewerDirectory != "" || c.SecretsARN != "" {
 		t.Errorf("directory %q, secrets %q", c.ReviewerDirectory, c.SecretsARN)
+	}
+	if !c.IncrementalReview {
+		t.Error("incremental review is off by default")
+	}
+	if c, err := config.FromEnv(env(map[string]string{config.EnvIncrementalReview: "false"})); err != nil || c.IncrementalReview {
+		t.Errorf("%s=false: on %v, %v", config.EnvIncrementalReview, c.IncrementalReview, err)
 	}
 }
 
@@ -120,6 +127,7 @@ func TestFromEnv_InvalidSourceOrCriticSettingsNameTheVariable(t *testing.T) {
 		{"github API URL with credentials", map[string]string{config.EnvGitHubWebhookSecret: "s", config.EnvGitHubAPIURL: "https://u:hunter2@x"}, config.EnvGitHubAPIURL},
 		{"gerrit bad server URL", map[string]string{config.EnvGerritAPIURL: "review.example.com"}, config.EnvGerritAPIURL},
 		{"gitlab bad API URL without a webhook", map[string]string{config.EnvGitLabAPIURL: "gitlab.example.com"}, config.EnvGitLabAPIURL},
+		{"incremental review not a boolean", map[string]string{config.EnvIncrementalReview: "sometimes"}, config.EnvIncrementalReview},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

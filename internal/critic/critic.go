@@ -16,6 +16,26 @@ type Input struct {
 	// description: untrusted, sent to a model as data.
 	Description string
 	Diff        string // unified diff text
+
+	// Previous is the review of an earlier version of the changelist that
+	// this one may build on; nil for a first review. Only Incremental
+	// reads it: other critics review Diff whole whatever it says.
+	Previous *Previous
+	// Fresh asks Incremental to review every file again and carry no
+	// finding over (an operator's rerun); the comparison with Previous is
+	// still made.
+	Fresh bool
+	// Partial reports that Diff was cut at a file boundary (the fetch
+	// stage's size limit): a file of Previous that is missing from Diff
+	// may lie past the cut, so its findings are not called resolved.
+	Partial bool
+}
+
+// Previous is an earlier version's review: its version number and its
+// critique as stored on its job.
+type Previous struct {
+	Version  int
+	Critique Critique
 }
 
 // Critique is a critic's verdict on one Input. Its JSON form is what is
@@ -33,8 +53,20 @@ type Critique struct {
 	// Cut: the model's answer stopped at its length limit; the findings
 	// are those it completed.
 	Cut bool `json:"cut,omitempty"`
-	// Usage is the model tokens the review was billed for.
+	// Usage is the model tokens the review was billed for: in a review
+	// that carried findings over (Changes.Carried), only those of the
+	// files sent.
 	Usage *Usage `json:"usage,omitempty"`
+	// Ledger records which files this review covers and under which
+	// critic and instructions, so that the next version's review can
+	// carry their findings over (Incremental); nil from a critic that is
+	// not wrapped by Incremental.
+	Ledger *Ledger `json:"ledger,omitempty"`
+	// Changes compares the findings with those of the previous reviewed
+	// version; nil when there is none to compare with (a first review, or
+	// the previous one was made by another critic or under other
+	// instructions), and the email then says nothing about changes.
+	Changes *Changes `json:"changes,omitempty"`
 }
 
 // Critic reviews a change. Implementations must be safe for concurrent use,

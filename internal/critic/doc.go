@@ -12,6 +12,11 @@
 // input always gives byte-identical JSON), so its output can be cached,
 // diffed between runs, and asserted on in tests.
 //
+// Incremental wraps any critic so that a rerun builds on the review of the
+// last reviewed version: only the files whose change differs are reviewed
+// again, the others keep their findings, and the critique says what is
+// new, unchanged and resolved since that version.
+//
 // Findings are e-mailed to people, so they must never carry sensitive text
 // from the diff: messages are written from fixed templates and numbers only,
 // never quoting the code, and file names are shown with e-mail addresses and

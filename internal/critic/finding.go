@@ -40,6 +40,13 @@ type Finding struct {
 	Severity Severity `json:"severity"`
 	Rule     string   `json:"rule"` // stable id, e.g. "todo-added"
 	Message  string   `json:"message"`
+	// Anchor identifies the flagged line across versions: a hash of its
+	// text with the white space collapsed (empty for a whole-file
+	// finding). Set by Incremental; see sameFinding.
+	Anchor string `json:"anchor,omitempty"`
+	// New: not reported by the previous reviewed version. Meaningful only
+	// in a critique with Changes.
+	New bool `json:"new,omitempty"`
 }
 
 // compareFindings is the presentation order: by file, line and rule, with

@@ -337,3 +337,36 @@ func TestReply_MalformedUnlessCut(t *testing.T) {
 		}
 	}
 }
+
+// The part of the system prompt a model may cache is the same in every
+// request of a deployment: not the boundary drawn per request, not a
+// repository's instructions; the rest of the prompt follows it unchanged.
+// Rules: R-COST-4.
+func TestPrompt_StableSystemPrefixSharedByEveryRequest(t *testing.T) {
+	m := &fakeModel{reply: Reply{Text: `{"summary":"ok","findings":[]}`}}
+	l, err := NewLLM(m, WithInstructions("amounts are int64 cents", map[string]string{"acme/store": "use the store's clock"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"acme/store#42", "acme/web#1"} {
+		in := llmInput(goEdit)
+		in.ChangelistID = id
+		if _, err := l.Review(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := m.reqs[0], m.reqs[1]
+	if a.StableSystem < 1000 || a.StableSystem != b.StableSystem || a.System[:a.StableSystem] != b.System[:b.StableSystem] {
+		t.Fatalf("stable prefixes of %d and %d bytes differ or are empty", a.StableSystem, b.StableSystem)
+	}
+	if a.System == b.System {
+		t.Fatal("the two system prompts are the same: the test proves nothing")
+	}
+	stable := a.System[:a.StableSystem]
+	if strings.Contains(stable, "UNTRUSTED DATA") || strings.Contains(stable, "store's clock") || !strings.HasSuffix(stable, "\n\n") {
+		t.Errorf("stable prefix holds per-request text or does not end a paragraph:\n%q", stable[len(stable)-80:])
+	}
+	if !strings.HasPrefix(a.System[a.StableSystem:], "Everything between the line") {
+		t.Errorf("after the stable prefix: %q", a.System[a.StableSystem:][:40])
+	}
+}

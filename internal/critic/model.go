@@ -2,7 +2,10 @@ package critic
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
+	"strconv"
 )
 
 // Model is a language model behind an API: one request, one reply. The
@@ -25,6 +28,11 @@ type Request struct {
 	MaxOutputTokens int
 	// Temperature is nil for the model's default.
 	Temperature *float32
+	// StableSystem is how many leading bytes of System are the same in
+	// every request of this deployment (no per-request boundary, no
+	// repository's instructions): an adapter whose model caches prompt
+	// prefixes may mark the end of that part as a cache point.
+	StableSystem int
 }
 
 // Reply is a model's answer.
@@ -36,12 +44,20 @@ type Reply struct {
 	Cut bool
 	// Tokens the call was billed for, when the API says (0 otherwise).
 	InputTokens, OutputTokens int
+	// CacheReadTokens and CacheWriteTokens are the input tokens read from
+	// and written to the model's prompt cache, when the API says. Bedrock
+	// counts them apart from InputTokens; OpenAI's cached tokens are part
+	// of its prompt tokens.
+	CacheReadTokens, CacheWriteTokens int
 }
 
-// Usage is what a review cost in model tokens.
+// Usage is what a review cost in model tokens, as the API reported them
+// (Reply).
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+	CacheReadTokens  int `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 }
 
 // LLM is a Critic that asks a Model. What it sends and keeps (R-CRITIC-1
@@ -80,7 +96,25 @@ func NewLLM(m Model, opts ...LLMOption) (*LLM, error) {
 // Name is the model's name.
 func (l *LLM) Name() string { return l.model.Name() }
 
+// Fingerprint implements Fingerprinter: the model's name, the prompt (its
+// version and its rules), the findings cap and the instructions that apply
+// to in's changelist, the deployment's and its repository's.
+func (l *LLM) Fingerprint(in Input) string {
+	return fingerprint(l.model.Name(), PromptVersion, systemPrompt, strconv.Itoa(l.cfg.maxFindings),
+		l.cfg.instructions, l.cfg.repositoryInstructions(in.ChangelistID))
+}
+
 // Review implements Critic.
 func (l *LLM) Review(ctx context.Context, in Input) (Critique, error) {
 	return reviewWithLLM(ctx, l.model, l.cfg, in)
+}
+
+// fingerprint is a short, unambiguous hash of parts (each length-prefixed):
+// 128 bits, unpadded base64url.
+func fingerprint(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(strconv.Itoa(len(p)) + ":" + p))
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
 }

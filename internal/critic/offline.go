@@ -81,3 +81,35 @@ func (o *Offline) Review(ctx context.Context, in Input) (Critique, error) {
 		Truncated: truncated,
 	}, nil
 }
+
+// Fingerprint implements Fingerprinter: the rules' version and the
+// thresholds. The offline critic reads nothing else of the Input.
+func (o *Offline) Fingerprint(Input) string {
+	return fingerprint(OfflineName, fmt.Sprintf("%+v", o.cfg))
+}
+
+// WholeChangeRules implements WholeChange: the rules in changeRules.
+func (o *Offline) WholeChangeRules() []string { return []string{RuleMissingTests} }
+
+// ReviewWholeChange implements WholeChange: the change rules on the whole
+// diff.
+func (o *Offline) ReviewWholeChange(ctx context.Context, d *diff.Diff) ([]Finding, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("critic: offline review: %w", err)
+	}
+	files := make([]*changedFile, len(d.Files))
+	for i := range d.Files {
+		files[i] = classify(&d.Files[i])
+	}
+	var c collector
+	for _, rule := range changeRules {
+		rule(&o.cfg, files, &c)
+	}
+	return c.findings, nil
+}
+
+// Summarize implements Summarizer: the summary Review writes, from the
+// diff's counts and the findings.
+func (o *Offline) Summarize(d *diff.Diff, findings []Finding, truncated bool) string {
+	return summarize(d.Stats(), countSeverities(findings), len(findings), truncated)
+}

@@ -40,11 +40,12 @@ func reviewWithLLM(ctx context.Context, m Model, cfg llmConfig, in Input) (Criti
 		return c, nil
 	}
 	p := buildPrompt(in, sel, cfg, cfg.boundary())
-	rep, err := m.Complete(ctx, Request{System: p.system, User: p.user, MaxOutputTokens: cfg.outputTokens(), Temperature: cfg.temperature})
+	rep, err := m.Complete(ctx, Request{System: p.system, User: p.user, MaxOutputTokens: cfg.outputTokens(), Temperature: cfg.temperature, StableSystem: p.stable})
 	if err != nil {
 		return Critique{}, err
 	}
-	c.Usage = &Usage{InputTokens: rep.InputTokens, OutputTokens: rep.OutputTokens}
+	c.Usage = &Usage{InputTokens: rep.InputTokens, OutputTokens: rep.OutputTokens,
+		CacheReadTokens: rep.CacheReadTokens, CacheWriteTokens: rep.CacheWriteTokens}
 	if len(rep.Text) > maxReplyBytes {
 		return Critique{}, retry.Transient(retry.SchemaInvalid, fmt.Errorf("critic: %s: %w: reply of %d bytes", name, ErrMalformedReply, len(rep.Text)))
 	}

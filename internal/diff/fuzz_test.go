@@ -10,8 +10,9 @@ import (
 )
 
 // FuzzParse checks that no input makes the parser panic, that the streaming
-// and in-memory parsers agree, and that every successful parse is internally
-// consistent (line numbers, hunk counts, and Stats all agree).
+// and in-memory parsers agree, that every successful parse is internally
+// consistent (line numbers, hunk counts, and Stats all agree), and that
+// Format writes what Parse reads back to the same files.
 func FuzzParse(f *testing.F) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.diff"))
 	if err != nil {
@@ -52,5 +53,6 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("Parse and ParseString disagree")
 		}
 		checkInvariants(t, d)
+		checkRoundTrip(t, d.Files)
 	})
 }

@@ -189,6 +189,11 @@ type Job struct {
 	Critique      []byte    `dynamodbav:"critique,omitempty" json:"-"`
 	CreatedAt     time.Time `dynamodbav:"created_at" json:"created_at"`
 	UpdatedAt     time.Time `dynamodbav:"updated_at" json:"updated_at"`
+	// RerunOf names the job an operator's rerun copied (POST
+	// /admin/rerun; the store writes it with the job); empty for a job a
+	// webhook started. The llm stage reviews such a job afresh rather than
+	// building on the last review.
+	RerunOf ID `dynamodbav:"rerun_of,omitempty" json:"-"`
 }
 
 // AllRecipients are the version's recipients: those its fetch found, then

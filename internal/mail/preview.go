@@ -14,9 +14,10 @@ const (
 )
 
 // PreviewNames lists every template that can be previewed: the critique's
-// HTML and text forms and the unsubscribe endpoint's two pages.
+// HTML and text forms, a rerun's, and the unsubscribe endpoint's two pages.
 func (r *Renderer) PreviewNames() []string {
-	return []string{TemplateVersion + ".html", TemplateVersion + ".txt", UnsubscribeVersion + ".html", UnsubscribedVersion + ".html"}
+	return []string{TemplateVersion + ".html", TemplateVersion + ".txt", RerunTemplateVersion + ".html", RerunTemplateVersion + ".txt",
+		UnsubscribeVersion + ".html", UnsubscribedVersion + ".html"}
 }
 
 // Preview renders a template with built-in sample data (SampleData), so an
@@ -28,6 +29,10 @@ func (r *Renderer) Preview(name string) (contentType string, body []byte, err er
 		return ContentTypeHTML, []byte(critiqueHTML(newView(SampleData()))), nil
 	case TemplateVersion + ".txt":
 		return ContentTypeText, []byte(critiqueText(newView(SampleData()))), nil
+	case RerunTemplateVersion + ".html":
+		return ContentTypeHTML, []byte(critiqueHTML(newView(SampleRerunData()))), nil
+	case RerunTemplateVersion + ".txt":
+		return ContentTypeText, []byte(critiqueText(newView(SampleRerunData()))), nil
 	case UnsubscribeVersion + ".html":
 		b, err := r.UnsubscribePage("/unsubscribe/sample-token")
 		if err != nil {
@@ -86,4 +91,30 @@ func SampleData() Data {
 			},
 		},
 	}
+}
+
+// SampleRerunData is SampleData's next version, compared with it: two files
+// changed and reviewed again, three carried over; one finding new, the
+// others unchanged (one on a line an edit above moved), two resolved, one
+// of them in a file that left the change.
+func SampleRerunData() Data {
+	d := SampleData()
+	d.ReviewVersion = 4
+	c := &d.Critique
+	c.Summary = "This change touches 5 files, adding 221 lines and removing 40 lines. " +
+		"Found 8 issues: 3 errors, 3 warnings and 2 informational notes."
+	c.Additions, c.Deletions, c.Truncated = 221, 40, false
+	fs := append([]critic.Finding(nil), c.Findings...)
+	fs[2].Line = 22 // moved by an edit above it
+	fs = append(fs[:4], fs[5:]...)
+	fs = append(fs, critic.Finding{File: "internal/billing/refund.go", Line: 57, Severity: critic.SeverityError, Rule: "ignored-error",
+		Message: "The error of tx.Commit is dropped, so a refund that failed to commit is reported as done.", New: true})
+	c.Findings = fs
+	c.Changes = &critic.Changes{Since: 3, Reviewed: 2, Carried: 3, New: 1, Unchanged: 7, ResolvedCount: 2, Resolved: []critic.Finding{
+		{File: "internal/billing/invoice.go", Line: 131, Severity: critic.SeverityWarning, Rule: "long-line",
+			Message: "Line is 212 characters long: " + strings.Repeat("refundAmountInMinorUnits", 4) + "."},
+		{File: "internal/billing/legacy_refunds.go", Line: 0, Severity: critic.SeverityWarning, Rule: "no-tests",
+			Message: "Old code without tests."},
+	}}
+	return d
 }

@@ -19,6 +19,8 @@ func TestPreview_EveryListedTemplateRenders(t *testing.T) {
 	want := map[string]string{
 		"critique/v3.html":     "text/html; charset=utf-8",
 		"critique/v3.txt":      "text/plain; charset=utf-8",
+		"critique/v4.html":     "text/html; charset=utf-8",
+		"critique/v4.txt":      "text/plain; charset=utf-8",
 		"unsubscribe/v1.html":  "text/html; charset=utf-8",
 		"unsubscribed/v1.html": "text/html; charset=utf-8",
 	}
@@ -26,6 +28,10 @@ func TestPreview_EveryListedTemplateRenders(t *testing.T) {
 		t.Errorf("PreviewNames() = %v; want %d names", names, len(want))
 	}
 	m, err := r.Render(mail.SampleData())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rerun, err := r.Render(mail.SampleRerunData())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +55,14 @@ func TestPreview_EveryListedTemplateRenders(t *testing.T) {
 		case mail.TemplateVersion + ".txt":
 			if string(body) != m.Text {
 				t.Errorf("text preview differs from Render(SampleData()).Text")
+			}
+		case mail.RerunTemplateVersion + ".html":
+			if string(body) != rerun.HTML || rerun.TemplateVersion != mail.RerunTemplateVersion {
+				t.Errorf("rerun HTML preview differs from Render(SampleRerunData()).HTML, or not %s", mail.RerunTemplateVersion)
+			}
+		case mail.RerunTemplateVersion + ".txt":
+			if string(body) != rerun.Text {
+				t.Errorf("rerun text preview differs from Render(SampleRerunData()).Text")
 			}
 		}
 	}

@@ -27,7 +27,15 @@ import (
 
 // TemplateVersion names the critique template set; it is stored with every
 // rendered message so an operator can tell which layout a reviewer saw.
+// It is the layout of a critique with nothing to compare with (a first
+// review).
 const TemplateVersion = "critique/v3"
+
+// RerunTemplateVersion is the layout of a critique compared with the
+// previous reviewed version (critic.Changes): critique/v3 with what is new,
+// unchanged and resolved since that version in sections of their own
+// (R-MAIL-3).
+const RerunTemplateVersion = "critique/v4"
 
 // UnsubscribedVersion names the unsubscribe confirmation page.
 const UnsubscribedVersion = "unsubscribed/v1"
@@ -84,6 +92,16 @@ type view struct {
 	// ByModel: the summary and findings were written by a model, and say
 	// so where they are shown.
 	ByModel bool
+
+	// A rerun's comparison (critique/v4): Changes, and the findings of
+	// Files split into those new and those unchanged since Changes.Since,
+	// grouped the same way, with their counts; the resolved ones, grouped
+	// without links (their lines are the earlier version's), and how many
+	// were not listed.
+	Changes                  *critic.Changes
+	New, Unchanged, Resolved []FileFindings
+	NewCount, UnchangedCount int
+	ResolvedMore             int
 }
 
 // Renderer renders the critique email and the unsubscribe pages
@@ -141,9 +159,7 @@ func newView(d Data) view {
 	}
 	d.Critique.Findings = fs
 	v.Data = d
-	byFile := map[string][]FindingView{}
 	for _, f := range d.Critique.Findings {
-		byFile[f.File] = append(byFile[f.File], FindingView{Finding: f, URL: LineURL(d.Source, d.URL, d.ReviewVersion, f.File, f.Line)})
 		switch f.Severity {
 		case critic.SeverityError:
 			v.Counts.Errors++
@@ -154,6 +170,45 @@ func newView(d Data) view {
 		}
 		v.Counts.Total++
 	}
+	v.Files = v.group(d.Critique.Findings, true)
+	if ch := d.Critique.Changes; ch != nil {
+		v.TemplateVersion, v.Changes = RerunTemplateVersion, ch
+		var added, same []critic.Finding
+		for _, f := range d.Critique.Findings {
+			if f.New {
+				added = append(added, f)
+			} else {
+				same = append(same, f)
+			}
+		}
+		resolved := make([]critic.Finding, len(ch.Resolved))
+		for i, f := range ch.Resolved {
+			f.Message = defang(f.Message, host)
+			resolved[i] = f
+		}
+		v.New, v.Unchanged, v.Resolved = v.group(added, true), v.group(same, true), v.group(resolved, false)
+		v.NewCount, v.UnchangedCount = len(added), len(same)
+		v.ResolvedMore = max(ch.ResolvedCount-len(resolved), 0)
+	}
+	return v
+}
+
+// group groups findings by file for the templates, with links into the
+// review tool's diff view unless link is false (findings of another
+// version, whose lines are not this version's).
+func (v view) group(fs []critic.Finding, link bool) []FileFindings {
+	d := v.Data
+	url := func(file string, line int) string {
+		if !link {
+			return ""
+		}
+		return LineURL(d.Source, d.URL, d.ReviewVersion, file, line)
+	}
+	byFile := map[string][]FindingView{}
+	for _, f := range fs {
+		byFile[f.File] = append(byFile[f.File], FindingView{Finding: f, URL: url(f.File, f.Line)})
+	}
+	var out []FileFindings
 	for file, fs := range byFile {
 		slices.SortFunc(fs, func(a, b FindingView) int {
 			return cmp.Or(
@@ -164,22 +219,24 @@ func newView(d Data) view {
 				cmp.Compare(a.Message, b.Message),
 			)
 		})
-		v.Files = append(v.Files, FileFindings{File: file, URL: LineURL(d.Source, d.URL, d.ReviewVersion, file, 0), Findings: fs})
+		out = append(out, FileFindings{File: file, URL: url(file, 0), Findings: fs})
 	}
-	slices.SortFunc(v.Files, func(a, b FileFindings) int { return cmp.Compare(a.File, b.File) })
-	return v
+	slices.SortFunc(out, func(a, b FileFindings) int { return cmp.Compare(a.File, b.File) })
+	return out
 }
 
 // Render produces the message: subject, HTML, text, the unsubscribe URL and
 // a content hash over subject, HTML and text (the footer shows the
-// unsubscribe URL, so the hash covers it too).
+// unsubscribe URL, so the hash covers it too). A critique compared with an
+// earlier version is rendered with RerunTemplateVersion, any other with
+// TemplateVersion.
 func (r *Renderer) Render(d Data) (delivery.Message, error) {
 	v := newView(d)
 	m := delivery.Message{
 		Subject:         Subject(d),
 		HTML:            critiqueHTML(v),
 		Text:            critiqueText(v),
-		TemplateVersion: TemplateVersion,
+		TemplateVersion: v.TemplateVersion,
 		UnsubscribeURL:  d.UnsubscribeURL,
 	}
 	sum := sha256.Sum256([]byte(m.Subject + "\x00" + m.HTML + "\x00" + m.Text))

@@ -3,6 +3,7 @@ package mail
 import (
 	"bytes"
 	htmltemplate "html/template"
+	"strings"
 	"testing"
 	texttemplate "text/template"
 
@@ -13,7 +14,10 @@ import (
 // alike: offline and model critiques, with and without findings, cut,
 // with and without an unsubscribe link, hostile text in every field, a
 // URL with a scheme html/template refuses, non-ASCII.
-func writerCases() []Data {
+func writerCases() []Data { return append(firstCases(), rerunCases()...) }
+
+// firstCases are critiques with nothing to compare with (critique/v3).
+func firstCases() []Data {
 	base := func() Data {
 		return Data{ChangelistID: "billing-1042", ReviewVersion: 3, Title: "Add refunds to invoices", URL: "https://review.example.com/c/billing/+/1042",
 			Author: "ana", Source: "gerrit", UnsubscribeURL: "https://api.example.com/unsubscribe/tok+en?x=1&y='2'",
@@ -48,29 +52,93 @@ func writerCases() []Data {
 	d = base()
 	d.Source = "generic"
 	d.Critique.Findings = []critic.Finding{{File: "a b/ü.go", Line: 3, Severity: critic.SeverityWarning, Rule: "x", Message: "y"}}
+	return append(out, d)
+}
+
+// rerunCases are critiques compared with an earlier version (critique/v4):
+// new, unchanged and resolved findings, more resolved than listed, nothing
+// new, nothing carried over, nothing changed, hostile model text in a
+// resolved finding, and a partial review.
+func rerunCases() []Data {
+	base := func() Data {
+		d := firstCases()[0]
+		d.ReviewVersion = 5
+		d.Critique.Findings[0].New = true
+		d.Critique.Changes = &critic.Changes{Since: 4, Reviewed: 2, Carried: 18, New: 1, Unchanged: 2, ResolvedCount: 2, Resolved: []critic.Finding{
+			{File: "internal/billing/invoice.go", Line: 12, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "fmt.Printf left in."},
+			{File: "internal/billing/old.go", Line: 0, Severity: critic.SeverityError, Rule: "no-tests", Message: "Old code without tests."},
+		}}
+		return d
+	}
+	var out []Data
+	out = append(out, base())
+	d := base()
+	d.Critique.Changes.ResolvedCount = 25
+	d.Critique.Findings[0].New = false
+	out = append(out, d)
+	d = base()
+	d.Critique.Changes.Carried, d.Critique.Changes.Reviewed = 0, 20
+	d.Critique.Changes.Resolved, d.Critique.Changes.ResolvedCount = nil, 0
+	d.Critique.Truncated, d.UnsubscribeURL = true, ""
+	out = append(out, d)
+	d = base()
+	d.Critique.Changes.Reviewed, d.Critique.Changes.Carried = 0, 20
+	d.Critique.Findings = nil
+	d.Critique.Changes.ResolvedCount = 26
+	out = append(out, d)
+	d = base()
+	d.Critique.Critic, d.Source = "openai/gpt-4.1", "github"
+	d.Critique.Changes.Resolved[0].Message = "Visit https://evil.example/x?a=1&b=<2> + 'q' \"dq\""
+	d.Critique.Changes.Resolved[1].File = `dir/<file>&"x".go`
+	d.Critique.Changes.ResolvedCount = 3
 	out = append(out, d)
 	return out
 }
 
-// The hand-written email is byte for byte what critique/v3's templates
-// rendered (html/template's escaping included), for every case.
-// Rules: R-MAIL-1, R-WIRE-1.
+// The hand-written email is byte for byte what critique/v3's and
+// critique/v4's templates render (html/template's escaping included), for
+// every case.
+// Rules: R-MAIL-1, R-MAIL-3, R-WIRE-1.
 func TestWriter_SameBytesAsTheTemplates(t *testing.T) {
-	html, err := htmltemplate.ParseFiles("testdata/critique-v3.html.tmpl")
-	if err != nil {
-		t.Fatal(err)
+	// Helpers critique/v4's templates call; they compute nothing the
+	// writer shows differently.
+	funcs := map[string]any{
+		"add": func(a, b int) int { return a + b },
+		"heading": func(title string, since, n int) any {
+			return struct {
+				Title    string
+				Since, N int
+			}{title, since, n}
+		},
+		"files": func(fs []FileFindings, url string) any {
+			return struct {
+				Files []FileFindings
+				URL   string
+			}{fs, url}
+		},
 	}
-	text, err := texttemplate.ParseFiles("testdata/critique-v3.txt.tmpl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, d := range writerCases() {
-		v := newView(d)
-		var hb, tb bytes.Buffer
-		if err := html.Execute(&hb, v); err != nil {
+	htmls, texts := map[string]*htmltemplate.Template{}, map[string]*texttemplate.Template{}
+	for _, version := range []string{TemplateVersion, RerunTemplateVersion} {
+		base := strings.ReplaceAll(version, "/", "-")
+		html, err := htmltemplate.New(base + ".html.tmpl").Funcs(funcs).ParseFiles("testdata/" + base + ".html.tmpl")
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := text.Execute(&tb, v); err != nil {
+		text, err := texttemplate.New(base + ".txt.tmpl").Funcs(funcs).ParseFiles("testdata/" + base + ".txt.tmpl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		htmls[version], texts[version] = html, text
+	}
+	seen := map[string]int{}
+	for i, d := range writerCases() {
+		v := newView(d)
+		seen[v.TemplateVersion]++
+		var hb, tb bytes.Buffer
+		if err := htmls[v.TemplateVersion].Execute(&hb, v); err != nil {
+			t.Fatal(err)
+		}
+		if err := texts[v.TemplateVersion].Execute(&tb, v); err != nil {
 			t.Fatal(err)
 		}
 		if got := critiqueHTML(v); got != hb.String() {
@@ -79,6 +147,9 @@ func TestWriter_SameBytesAsTheTemplates(t *testing.T) {
 		if got := critiqueText(v); got != tb.String() {
 			t.Errorf("case %d: text differs at byte %d:\n got  %q\n want %q", i, diffAt(got, tb.String()), around(got, diffAt(got, tb.String())), around(tb.String(), diffAt(got, tb.String())))
 		}
+	}
+	if seen[TemplateVersion] < 5 || seen[RerunTemplateVersion] < 5 {
+		t.Errorf("cases per template %v; want several of each", seen)
 	}
 	for _, tc := range []struct {
 		file string

@@ -10,13 +10,22 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/store"
 )
+
+// DefaultLookBack is how many earlier versions the llm stage walks back to
+// find the review a rerun builds on.
+const DefaultLookBack = 20
 
 // Review is the llm stage: it has the critic review the diff and persists
 // the critique on the job.
 type Review struct {
 	Base
 	Critic critic.Critic
+	// LookBack is how many earlier versions Handle walks back to find the
+	// review a rerun builds on (Input.Previous, which critic.Incremental
+	// reads); 0 looks for none, and every version is reviewed whole.
+	LookBack int
 }
 
 // Handle runs the llm stage for one message.
@@ -31,9 +40,16 @@ func (r *Review) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil {
 		return err
 	}
+	prev, err := r.previous(ctx, j)
+	if err != nil {
+		return err
+	}
 	c, err := r.Critic.Review(ctx, critic.Input{
 		ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
 		Title: j.Title, Author: j.Author, URL: j.URL, Description: j.Description, Diff: string(diff),
+		// An operator reruns a version because something was wrong with
+		// its review: every file is reviewed again (R-COST-3).
+		Previous: prev, Fresh: j.RerunOf != "", Partial: j.DiffTruncated,
 	})
 	if errors.Is(err, critic.ErrInvalidDiff) {
 		return retry.Permanent(retry.SchemaInvalid, err)
@@ -52,11 +68,68 @@ func (r *Review) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err := r.finish(ctx, j, job.StageLLM, attempt, map[string]any{"critique": b}); err != nil {
 		return err
 	}
-	// What the review cost (R-CRITIC-6); the critique on the job holds the
-	// same figures.
-	if c.Usage != nil {
-		obs.Metric(ctx, r.Log, map[string]string{"Critic": c.Critic}, map[string]float64{
-			"ModelInputTokens": float64(c.Usage.InputTokens), "ModelOutputTokens": float64(c.Usage.OutputTokens)})
+	if ch := c.Changes; ch != nil {
+		r.Log.InfoContext(ctx, "reviewed on top of an earlier version", "job_id", j.ID, "since_version", ch.Since,
+			"files_reviewed", ch.Reviewed, "files_carried", ch.Carried, "new", ch.New, "unchanged", ch.Unchanged, "resolved", ch.ResolvedCount)
 	}
+	r.metrics(ctx, c)
 	return nil
+}
+
+// metrics emits what the review cost (R-CRITIC-6), the critique on the job
+// holding the same figures: the model's tokens, those its prompt cache
+// served or took (R-COST-4), and for a rerun how many files were sent to
+// the critic and how many kept their findings without it (R-COST-3).
+func (r *Review) metrics(ctx context.Context, c critic.Critique) {
+	counts := map[string]float64{}
+	if u := c.Usage; u != nil {
+		counts["ModelInputTokens"], counts["ModelOutputTokens"] = float64(u.InputTokens), float64(u.OutputTokens)
+		if u.CacheReadTokens > 0 || u.CacheWriteTokens > 0 {
+			counts["ModelCacheReadTokens"], counts["ModelCacheWriteTokens"] = float64(u.CacheReadTokens), float64(u.CacheWriteTokens)
+		}
+	}
+	if ch := c.Changes; ch != nil {
+		counts["FilesReviewed"], counts["FilesCarried"] = float64(ch.Reviewed), float64(ch.Carried)
+	}
+	if len(counts) > 0 {
+		obs.Metric(ctx, r.Log, map[string]string{"Critic": c.Critic}, counts)
+	}
+}
+
+// previous finds the review j builds on: walking back from the version
+// before j's over the deterministic job ids, at most LookBack versions, the
+// first job whose critique has a ledger. Versions have gaps — a generic
+// caller chooses its numbers, a GitHub or GitLab version can be skipped
+// under a race, Gerrit skips patch sets without a code change — so a
+// missing job is passed over, and so is a job not reviewed yet and one
+// dead-lettered (its email may never have gone out, so "new since" it would
+// mislead). With none, the critic reviews the whole diff and the email
+// says nothing about changes.
+//
+// It reads with GetItem on JOB# items only: the llm function may read
+// nothing else. A failed read fails the attempt (retried); a critique that
+// does not decode is passed over.
+func (r *Review) previous(ctx context.Context, j job.Job) (*critic.Previous, error) {
+	for v := j.ReviewVersion - 1; v >= 1 && v >= j.ReviewVersion-r.LookBack; v-- {
+		p, err := r.Jobs.Get(ctx, job.NewID(j.Source, j.ChangelistID, v))
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("previous review of %s (version %d): %w", j.ID, v, err)
+		}
+		if p.Status == job.StatusDeadLettered || len(p.Critique) == 0 {
+			continue
+		}
+		var c critic.Critique
+		if err := json.Unmarshal(p.Critique, &c); err != nil {
+			r.Log.WarnContext(ctx, "previous critique does not decode; passed over", "job_id", j.ID, "version", v, "error", err)
+			continue
+		}
+		if c.Ledger == nil {
+			continue
+		}
+		return &critic.Previous{Version: v, Critique: c}, nil
+	}
+	return nil, nil
 }

@@ -69,7 +69,7 @@ func (m *Model) Complete(ctx context.Context, req critic.Request) (critic.Reply,
 	}
 	out, err := m.client.Converse(ctx, &bedrockruntime.ConverseInput{
 		ModelId: aws.String(m.model),
-		System:  []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: req.System}},
+		System:  m.system(req),
 		Messages: []types.Message{{
 			Role:    types.ConversationRoleUser,
 			Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: req.User}},
@@ -101,8 +101,63 @@ func (m *Model) Complete(ctx context.Context, req critic.Request) (critic.Reply,
 	r := critic.Reply{Text: text.String(), Cut: out.StopReason == types.StopReasonMaxTokens}
 	if u := out.Usage; u != nil {
 		r.InputTokens, r.OutputTokens = int(aws.ToInt32(u.InputTokens)), int(aws.ToInt32(u.OutputTokens))
+		r.CacheReadTokens, r.CacheWriteTokens = int(aws.ToInt32(u.CacheReadInputTokens)), int(aws.ToInt32(u.CacheWriteInputTokens))
 	}
 	return r, nil
+}
+
+// system is the request's system prompt: for a model that caches prompt
+// prefixes, its stable part, a cache point, then the rest (R-COST-4).
+//
+// Bedrock caches a prefix only from a model's minimum up (1,024 tokens
+// for Claude Sonnet 3.7, 4 and 4.5 and Opus 4 and 4.1, 2,048 for Claude
+// 3.5 Haiku, 4,096 for Claude Opus 4.5 and Haiku 4.5, about 1,000 for
+// Nova); under it the request succeeds and nothing is cached. A model
+// that does not support caching would refuse the cache point, so it gets
+// none.
+func (m *Model) system(req critic.Request) []types.SystemContentBlock {
+	n := req.StableSystem
+	if n <= 0 || n > len(req.System) || !CachesPrompts(m.model) {
+		return []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: req.System}}
+	}
+	blocks := []types.SystemContentBlock{
+		&types.SystemContentBlockMemberText{Value: req.System[:n]},
+		&types.SystemContentBlockMemberCachePoint{Value: types.CachePointBlock{Type: types.CachePointTypeDefault}},
+	}
+	if n < len(req.System) {
+		blocks = append(blocks, &types.SystemContentBlockMemberText{Value: req.System[n:]})
+	}
+	return blocks
+}
+
+// cachingFamilies are the models Bedrock's prompt caching supports
+// generally (Claude 3.5 Sonnet v2 only for those admitted to its preview,
+// so not here), as the model id spells them.
+var cachingFamilies = []string{
+	"anthropic.claude-3-7-sonnet",
+	"anthropic.claude-3-5-haiku",
+	"anthropic.claude-sonnet-4", // Sonnet 4 and 4.5
+	"anthropic.claude-opus-4",   // Opus 4, 4.1 and 4.5
+	"anthropic.claude-haiku-4",  // Haiku 4.5
+	"amazon.nova-micro",
+	"amazon.nova-lite",
+	"amazon.nova-pro",
+	"amazon.nova-premier",
+}
+
+// CachesPrompts reports whether the model a model id, inference profile id
+// or ARN names supports prompt caching. An application inference
+// profile's ARN does not name its model: no.
+func CachesPrompts(modelID string) bool {
+	id := modelID[strings.LastIndexByte(modelID, '/')+1:]
+	for _, f := range cachingFamilies {
+		// A cross-region profile prefixes the model id: us., eu., apac.,
+		// global. …
+		if strings.HasPrefix(id, f) || strings.Contains(id, "."+f) {
+			return true
+		}
+	}
+	return false
 }
 
 // classes maps Bedrock runtime error codes to failure classes where the

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,6 +36,12 @@ func brConverse(text, stopReason string) []byte {
 // pointed at it, with static credentials and no SDK retries.
 func brServer(t *testing.T, h http.HandlerFunc) (*critic.LLM, *atomic.Int32) {
 	t.Helper()
+	return brServerFor(t, brModel, h)
+}
+
+// brServerFor is brServer for another model id.
+func brServerFor(t *testing.T, model string, h http.HandlerFunc) (*critic.LLM, *atomic.Int32) {
+	t.Helper()
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -48,7 +55,7 @@ func brServer(t *testing.T, h http.HandlerFunc) (*critic.LLM, *atomic.Int32) {
 		HTTPClient:       srv.Client(),
 		RetryMaxAttempts: 1,
 	})
-	m, err := New(client, brModel)
+	m, err := New(client, model)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,3 +213,89 @@ func TestBedrockCutAtMaxTokens_KeepsCompleteFindings(t *testing.T) {
 }
 
 func render(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// For a model that caches prompt prefixes, the system prompt goes as its
+// fixed rules, a cache point, then the per-request rest; the cache tokens
+// Bedrock reports are stored with the critique. A model without prompt
+// caching gets one block (TestBedrockReview), since it would refuse the
+// cache point.
+// Rules: R-COST-4.
+func TestBedrockPromptCaching_CachePointAfterTheFixedRules(t *testing.T) {
+	var bodies []map[string]any
+	var mu sync.Mutex
+	usage := []string{`"cacheReadInputTokens":0,"cacheWriteInputTokens":1210`, `"cacheReadInputTokens":1210,"cacheWriteInputTokens":0`}
+	b, calls := brServerFor(t, "us.anthropic.claude-sonnet-4-20250514-v1:0", func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		if err := json.Unmarshal(raw, &body); err != nil {
+			t.Errorf("request body is not JSON: %v", err)
+		}
+		mu.Lock()
+		bodies = append(bodies, body)
+		u := usage[len(bodies)-1]
+		mu.Unlock()
+		text, _ := json.Marshal(critictest.SampleReview)
+		brReply(200, []byte(`{"output":{"message":{"content":[{"text":`+string(text)+`}],"role":"assistant"}},"stopReason":"end_turn","usage":{"inputTokens":900,"outputTokens":212,"totalTokens":2322,`+u+`}}`))(w, r)
+	})
+	var got []critic.Critique
+	for range 2 {
+		c, err := b.Review(context.Background(), critictest.SampleInput())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c)
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("%d calls", calls.Load())
+	}
+	var fixed []string
+	for _, body := range bodies {
+		sys, _ := body["system"].([]any)
+		if len(sys) != 3 {
+			t.Fatalf("system %v; want text, cache point, text", sys)
+		}
+		first, _ := sys[0].(map[string]any)["text"].(string)
+		point, _ := sys[1].(map[string]any)["cachePoint"].(map[string]any)
+		rest, _ := sys[2].(map[string]any)["text"].(string)
+		if point["type"] != "default" || !strings.Contains(first, "Report at most") || strings.Contains(first, "UNTRUSTED") || !strings.Contains(rest, "BEGIN UNTRUSTED DATA") {
+			t.Fatalf("system blocks: %q | %v | %q", first[len(first)-60:], point, rest[:60])
+		}
+		fixed = append(fixed, first)
+	}
+	if fixed[0] != fixed[1] {
+		t.Error("the cached part differs between two requests: it would never be read from the cache")
+	}
+	if u := got[0].Usage; u == nil || u.CacheWriteTokens != 1210 || u.CacheReadTokens != 0 || u.InputTokens != 900 {
+		t.Errorf("first usage %+v; want 1210 written to the cache", u)
+	}
+	if u := got[1].Usage; u == nil || u.CacheReadTokens != 1210 || u.CacheWriteTokens != 0 {
+		t.Errorf("second usage %+v; want 1210 read from the cache", u)
+	}
+}
+
+// Which model ids get a cache point: the families Bedrock caches for,
+// whether named by id, cross-region profile or ARN; not others, and not an
+// application inference profile, whose ARN does not name its model.
+func TestCachesPrompts(t *testing.T) {
+	for id, want := range map[string]bool{
+		"anthropic.claude-3-7-sonnet-20250219-v1:0":                                                         true,
+		"us.anthropic.claude-sonnet-4-20250514-v1:0":                                                        true,
+		"global.anthropic.claude-sonnet-4-5-20250929-v1:0":                                                  true,
+		"eu.anthropic.claude-opus-4-1-20250805-v1:0":                                                        true,
+		"apac.anthropic.claude-haiku-4-5-20251001-v1:0":                                                     true,
+		"anthropic.claude-3-5-haiku-20241022-v1:0":                                                          true,
+		"amazon.nova-pro-v1:0":                                                                              true,
+		"us.amazon.nova-lite-v1:0":                                                                          true,
+		"arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-micro-v1:0":                                true,
+		"arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-opus-4-20250514-v1:0": true,
+		"anthropic.claude-3-5-sonnet-20240620-v1:0":                                                         false,
+		"anthropic.claude-3-5-sonnet-20241022-v2:0":                                                         false,
+		"anthropic.claude-3-haiku-20240307-v1:0":                                                            false,
+		"meta.llama3-70b-instruct-v1:0":                                                                     false,
+		"arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6":                 false,
+	} {
+		if got := CachesPrompts(id); got != want {
+			t.Errorf("CachesPrompts(%q) = %v; want %v", id, got, want)
+		}
+	}
+}

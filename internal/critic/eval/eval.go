@@ -175,7 +175,7 @@ func StandIn(cases []Case) *critictest.StandIn {
 		for _, c := range cases {
 			if strings.Contains(r.User, "Changelist: eval/"+c.Name+"\n") {
 				// Tokens as a model would bill them: about 4 bytes each.
-				return http.StatusOK, critictest.Completion(c.StandIn, "stop", (len(r.System)+len(r.User))/4, len(c.StandIn)/4)
+				return http.StatusOK, critictest.Completion(c.StandIn, "stop", critictest.Tokens(r), len(c.StandIn)/4)
 			}
 		}
 		return http.StatusNotFound, []byte(`{"error":{"message":"no such case","type":"invalid_request_error"}}`)

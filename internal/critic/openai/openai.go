@@ -110,8 +110,13 @@ type openAIResponse struct {
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			// CachedTokens are the prompt tokens OpenAI's automatic
+			// prompt caching served (part of PromptTokens).
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 }
 
@@ -181,6 +186,9 @@ func (o *Model) Complete(ctx context.Context, p critic.Request) (critic.Reply, e
 	r := critic.Reply{Text: *c.Message.Content, Cut: c.FinishReason == "length"}
 	if u := answer.Usage; u != nil {
 		r.InputTokens, r.OutputTokens = u.PromptTokens, u.CompletionTokens
+		if u.PromptTokensDetails != nil {
+			r.CacheReadTokens = u.PromptTokensDetails.CachedTokens
+		}
 	}
 	return r, nil
 }

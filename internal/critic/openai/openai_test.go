@@ -313,3 +313,18 @@ func TestOpenAIConcurrentReviews(t *testing.T) {
 		t.Fatalf("%d calls", calls.Load())
 	}
 }
+
+// The prompt tokens OpenAI's automatic caching served are recorded as
+// cache reads.
+// Rules: R-COST-4.
+func TestOpenAICachedTokensRecorded(t *testing.T) {
+	body := strings.Replace(string(oaCompletion(oaReview)), `"cached_tokens": 0`, `"cached_tokens": 1024`, 1)
+	srv, _ := oaServer(t, oaReply(200, []byte(body)))
+	c, err := oaCritic(t, srv).Review(context.Background(), critictest.SampleInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Usage == nil || c.Usage.CacheReadTokens != 1024 || c.Usage.InputTokens != 1117 {
+		t.Errorf("usage %+v; want 1024 of the 1117 prompt tokens read from the cache", c.Usage)
+	}
+}

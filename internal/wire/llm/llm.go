@@ -23,7 +23,8 @@ import (
 )
 
 // New builds the llm stage's SQS handler. c, if not nil, replaces the
-// configured critic (tests).
+// configured critic (tests); either is wrapped by critic.Incremental
+// unless CRITICIZER_INCREMENTAL_REVIEW is false.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, c critic.Critic) (*stage.Runner, error) {
 	b, err := wire.NewBase(ctx, cfg, log, o)
 	if err != nil {
@@ -41,6 +42,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		Base: pipeline.Base{Jobs: b.Jobs, Blobs: blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket),
 			Queue: b.Queue, Log: log, Now: b.Now},
 		Critic: c,
+	}
+	if cfg.IncrementalReview {
+		// A rerun builds on the last reviewed version (R-COST-3, R-MAIL-3).
+		r.Critic, r.LookBack = critic.NewIncremental(c), pipeline.DefaultLookBack
 	}
 	return b.Runner(job.StageLLM, r.Handle, o)
 }
