@@ -11,15 +11,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/reviewers"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/storetest"
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
-// Jobs, delivery rows and audit items carry a TTL of the retention from
-// when they are written; the changelist head (which keeps a repeat of an
-// expired version from being reviewed again), preferences and suppressions
-// carry none. A version whose job expired is refused as already reviewed
+// Jobs, delivery rows, audit items and reviewer rosters carry a TTL of
+// the retention from when they are written; the changelist head (which
+// keeps a repeat of an expired version from being reviewed again),
+// preferences, suppressions and reviewer directory entries carry none. A version whose job expired is refused as already reviewed
 // (store outcome Stale at that very version).
 // Rules: R-COST-2.
 func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
@@ -42,6 +43,14 @@ func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
 	if err := store.NewRecipients(db, res.JobsTable, clock).Suppress(ctx, "rid-1", "bounce", now); err != nil {
 		t.Fatal(err)
 	}
+	rosters := store.NewRosters(db, res.JobsTable, clock)
+	rosters.Retention = 90 * 24 * time.Hour
+	if _, err := rosters.Apply(ctx, "github", "o/r#1", []reviewers.Event{{Username: "octocat", Kind: reviewers.Requested, At: now}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.NewDirectory(db, res.JobsTable, clock).Set(ctx, "github", "octocat", "octo@example.com", "op"); err != nil {
+		t.Fatal(err)
+	}
 	want := now.Add(90 * 24 * time.Hour).Unix()
 	ttl := func(table, keyName, key string) int64 {
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
@@ -60,6 +69,7 @@ func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
 		"job":          ttl(res.JobsTable, "pk", store.PrefixJob+string(j.ID)),
 		"delivery row": ttl(res.DeliveriesTable, "delivery_id", "d_ret"),
 		"audit item":   ttl(res.JobsTable, "pk", store.PrefixAudit+"d_ret"),
+		"roster":       ttl(res.JobsTable, "pk", store.PrefixRoster+job.ChangelistKey("github", "o/r#1")),
 	} {
 		if got != want {
 			t.Errorf("%s expires at %d, want %d (now + 90 days)", what, got, want)
@@ -68,6 +78,7 @@ func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
 	for what, got := range map[string]int64{
 		"changelist head": ttl(res.JobsTable, "pk", store.PrefixChangelist+job.ChangelistKey("generic", "cl-retention")),
 		"suppression":     ttl(res.JobsTable, "pk", store.PrefixSuppression+"rid-1"),
+		"directory entry": ttl(res.JobsTable, "pk", store.PrefixDirectory+"github#octocat"),
 	} {
 		if got != 0 {
 			t.Errorf("%s expires (%d): it must stay", what, got)
