@@ -86,31 +86,23 @@ func (s *Deliveries) Get(ctx context.Context, id string) (delivery.Row, error) {
 // order given; missing rows are omitted.
 func (s *Deliveries) GetMany(ctx context.Context, ids []string) ([]delivery.Row, error) {
 	byID := make(map[string]delivery.Row, len(ids))
-	for start := 0; start < len(ids); start += 100 {
-		end := min(start+100, len(ids))
-		keys := make([]map[string]types.AttributeValue, 0, end-start)
-		seen := map[string]bool{}
-		for _, id := range ids[start:end] {
-			if !seen[id] {
-				seen[id] = true
-				keys = append(keys, deliveryKey(id))
-			}
+	var keys []map[string]types.AttributeValue
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			keys = append(keys, deliveryKey(id))
 		}
-		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-		for len(req) > 0 {
-			out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
-			if err != nil {
-				return nil, fmt.Errorf("batch get deliveries: %w", err)
-			}
-			for _, item := range out.Responses[s.table] {
-				var r delivery.Row
-				if err := unmarshal(item, &r); err != nil {
-					return nil, err
-				}
-				byID[r.ID] = r
-			}
-			req = out.UnprocessedKeys
+	}
+	if err := batchGet(ctx, s.db, s.table, keys, func(item map[string]types.AttributeValue) error {
+		var r delivery.Row
+		if err := unmarshal(item, &r); err != nil {
+			return err
 		}
+		byID[r.ID] = r
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("get deliveries: %w", err)
 	}
 	rows := make([]delivery.Row, 0, len(byID))
 	for _, id := range ids {

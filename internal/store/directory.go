@@ -139,26 +139,19 @@ func (d *Directory) Entries(ctx context.Context, source string, usernames []stri
 			keys = append(keys, k)
 		}
 	}
-	for start := 0; start < len(keys); start += 100 {
-		batch := make([]map[string]types.AttributeValue, 0, 100)
-		for _, k := range keys[start:min(start+100, len(keys))] {
-			batch = append(batch, directoryKey(source, k))
+	batch := make([]map[string]types.AttributeValue, len(keys))
+	for i, k := range keys {
+		batch[i] = directoryKey(source, k)
+	}
+	if err := batchGet(ctx, d.db, d.table, batch, func(item map[string]types.AttributeValue) error {
+		var it directoryItem
+		if err := unmarshal(item, &it); err != nil {
+			return err
 		}
-		req := map[string]types.KeysAndAttributes{d.table: {Keys: batch, ConsistentRead: aws.Bool(true)}}
-		for len(req) > 0 {
-			res, err := d.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
-			if err != nil {
-				return nil, fmt.Errorf("directory: look up entries: %w", err)
-			}
-			for _, item := range res.Responses[d.table] {
-				var it directoryItem
-				if err := unmarshal(item, &it); err != nil {
-					return nil, err
-				}
-				out[it.IndexUser] = it.entry()
-			}
-			req = res.UnprocessedKeys
-		}
+		out[it.IndexUser] = it.entry()
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("directory: look up entries: %w", err)
 	}
 	return out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -83,10 +82,6 @@ func (r *Recipients) update(ctx context.Context, key map[string]types.AttributeV
 	return nil
 }
 
-// batchGetMax is DynamoDB's BatchGetItem limit: 100 keys per call, so 50
-// recipients (two items each) per call.
-const batchGetMax = 100
-
 // Standings reads the standing of every recipient id, with one BatchGetItem
 // per 50 recipients (one call for any realistic reviewer list). Recipients
 // with no items have the zero Standing: send.
@@ -100,33 +95,10 @@ func (r *Recipients) Standings(ctx context.Context, ids []string) (map[string]de
 		out[id] = delivery.Standing{}
 		keys = append(keys, prefKey(id), suppKey(id))
 	}
-	for len(keys) > 0 {
-		n := min(len(keys), batchGetMax)
-		pending := map[string]types.KeysAndAttributes{r.table: {Keys: keys[:n], ConsistentRead: aws.Bool(true)}}
-		keys = keys[n:]
-		for tries := 0; len(pending) > 0; tries++ {
-			if tries > 0 {
-				// Unprocessed keys: DynamoDB asks to come back with backoff.
-				select {
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				case <-time.After(time.Duration(tries*tries) * 20 * time.Millisecond):
-				}
-				if tries > 8 {
-					return nil, fmt.Errorf("batch get %s: unprocessed keys after %d tries", r.table, tries)
-				}
-			}
-			res, err := r.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: pending})
-			if err != nil {
-				return nil, fmt.Errorf("batch get %s: %w", r.table, err)
-			}
-			for _, item := range res.Responses[r.table] {
-				if err := mergeStanding(out, item); err != nil {
-					return nil, err
-				}
-			}
-			pending = res.UnprocessedKeys
-		}
+	if err := batchGet(ctx, r.db, r.table, keys, func(item map[string]types.AttributeValue) error {
+		return mergeStanding(out, item)
+	}); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

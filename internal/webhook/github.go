@@ -210,17 +210,11 @@ func (g GitHub) ParseEvent(r Request) (Event, error) {
 	if err := checkKeyHeader(GitHubDeliveryHeader, key); err != nil {
 		return Event{}, err
 	}
-	ev := Event{Change: Change{Source: "github", IdempotencyKey: key}}
-	if h.Repository == nil {
-		return Event{}, &FieldError{Field: "repository", Message: "is required"}
-	}
-	if ev.Repo, err = repoPath("repository.full_name", h.Repository.FullName); err != nil {
+	ev, err := githubChangelist(h)
+	if err != nil {
 		return Event{}, err
 	}
-	if ev.Number, err = positiveInt("pull_request.number", pr.Number); err != nil {
-		return Event{}, err
-	}
-	ev.Change.ChangelistID = ev.Repo + "#" + strconv.Itoa(ev.Number)
+	ev.Change.IdempotencyKey = key
 	ev.Change.Description = description(pr.Body)
 	if ev.Change.Title, err = requiredText("pull_request.title", pr.Title, maxText); err != nil {
 		return Event{}, err
@@ -258,6 +252,24 @@ func (g GitHub) ParseEvent(r Request) (Event, error) {
 		}
 		ev.ReviewersOnly = true
 	}
+	return ev, nil
+}
+
+// githubChangelist reads which pull request an event is about: its
+// repository and number, and the changelist id they make.
+func githubChangelist(h githubHook) (Event, error) {
+	ev := Event{Change: Change{Source: "github"}}
+	var err error
+	if h.Repository == nil {
+		return Event{}, &FieldError{Field: "repository", Message: "is required"}
+	}
+	if ev.Repo, err = repoPath("repository.full_name", h.Repository.FullName); err != nil {
+		return Event{}, err
+	}
+	if ev.Number, err = positiveInt("pull_request.number", h.PullRequest.Number); err != nil {
+		return Event{}, err
+	}
+	ev.Change.ChangelistID = ev.Repo + "#" + strconv.Itoa(ev.Number)
 	return ev, nil
 }
 
@@ -306,18 +318,11 @@ func githubReview(h githubHook, action string) (Event, error) {
 	if pr.State != nil && *pr.State != "open" {
 		return skipEvent("github", "pull request not open"), nil
 	}
-	ev := Event{Change: Change{Source: "github"}, ReviewersOnly: true}
-	var err error
-	if h.Repository == nil {
-		return Event{}, &FieldError{Field: "repository", Message: "is required"}
-	}
-	if ev.Repo, err = repoPath("repository.full_name", h.Repository.FullName); err != nil {
+	ev, err := githubChangelist(h)
+	if err != nil {
 		return Event{}, err
 	}
-	if ev.Number, err = positiveInt("pull_request.number", pr.Number); err != nil {
-		return Event{}, err
-	}
-	ev.Change.ChangelistID = ev.Repo + "#" + strconv.Itoa(ev.Number)
+	ev.ReviewersOnly = true
 	if h.Review == nil || h.Review.User == nil {
 		return Event{}, &FieldError{Field: "review.user", Message: "is required"}
 	}
