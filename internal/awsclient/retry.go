@@ -20,6 +20,13 @@ package awsclient
 //	  rate window (ratelimit.Dynamo)         limiter moves  RetryMaxAttempts 1 on that call
 //	                                         to the next
 //	                                         window)
+//	DynamoDB UpdateItem ADD of reviewers     the SDK        string sets: a repeated ADD adds nothing; the
+//	  added to a version, and of the                        added_rev counter counted twice only has notify
+//	  directory's unknown list                              look at the job once more (store.Jobs.AddReviewers)
+//	DynamoDB PutItem of a reviewer roster    the SDK        conditional on the roster's rev: a repeat fails and
+//	  (rev), of a directory entry                           the store merges again, events are order-free
+//	                                                        (store.Rosters.Apply); a directory entry is a plain
+//	                                                        overwrite with the same item
 //	DynamoDB GetItem, BatchGetItem, Query,   the SDK        reads
 //	  Scan
 //	SQS SendMessage (next stage, deferral)   the SDK        a repeat is a duplicate message; every stage is
