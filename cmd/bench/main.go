@@ -23,6 +23,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/cost"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/wire"
@@ -198,9 +199,13 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		rep.pipeline = &p
 	}
 	if !o.skipCalls {
+		if rep.dep, err = readDeployment("."); err != nil {
+			return err
+		}
+		rep.prices = cost.USEast1()
 		for _, r := range o.recipients {
 			progress("calls: %d jobs with %d recipient(s)", o.callJobs, r)
-			c, err := runCalls(ctx, cfg, runID, o.callJobs, r, o.pollers, o.timeout, log)
+			c, err := runCalls(ctx, cfg, runID, o.callJobs, r, o.pollers, o.timeout)
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/criticizer/criticizer/internal/cost"
 )
 
 type intakeRow struct {
@@ -20,6 +22,8 @@ type report struct {
 	intake   []intakeRow
 	pipeline *pipelineResult
 	calls    []callsResult
+	dep      deployment
+	prices   cost.Prices
 }
 
 // perKind sums, over runs, the calls of one request kind per request of
@@ -184,6 +188,7 @@ func (r report) print(w io.Writer) {
 
 	if len(r.calls) > 0 {
 		r.printCalls(w)
+		printCost(w, r.calls, r.dep, r.prices)
 	}
 }
 
@@ -230,6 +235,10 @@ func (r report) printCalls(w io.Writer) {
 			op := k.Service + "." + k.Op
 			n := float64(v.Calls) / float64(c.Notifications)
 			switch {
+			case k.Tag == "feedback" || k.Tag == "ses":
+				// The evidence path: priced in section 6, not a call of
+				// the delivery path this section counts.
+				continue
 			case k.Tag == "" && k.Op == "ReceiveMessage":
 				rcv += n
 			case k.Tag == "" && (k.Op == "DeleteMessageBatch" || k.Op == "DeleteMessage" || k.Op == "ChangeMessageVisibility"):
