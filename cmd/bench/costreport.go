@@ -293,3 +293,56 @@ func met(ok bool) string {
 	}
 	return "NOT met"
 }
+
+// printStepFunctions prints section 7a: the review on a Step Functions
+// standard workflow (cost.ReviewMachine), its transitions per review, and
+// what they cost beside the queues they would replace.
+func printStepFunctions(w io.Writer, rcs []reviewCost, p cost.Prices) error {
+	m := cost.ReviewMachine()
+	fmt.Fprintf(w, "\n7a. The same review on a Step Functions standard workflow (internal/cost.ReviewMachine: Fetch, Critique, PrepareDeliveries,\n")
+	fmt.Fprintf(w, "    a Map of one Send per recipient, Finalize, Done; every state entered counts, retries not): transitions against the queues' requests\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	line := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
+	line("recipients", "transitions", "USD/1000 transitions", "SQS req (measured)", "USD/1000 SQS", "transitions / SQS", "")
+	for _, rc := range rcs {
+		n, err := m.Transitions(rc.Recipients)
+		if err != nil {
+			return err
+		}
+		sf := p.StepFunctionsTransition.Of(float64(n))
+		u := rc.total()
+		sqs := p.SQSRequest.Of(u.SQSRequests)
+		line(fmt.Sprint(rc.Recipients), fmt.Sprint(n), fmt.Sprintf("%.4f", 1000*sf), fmt.Sprintf("%.1f", u.SQSRequests), fmt.Sprintf("%.4f", 1000*sqs),
+			fmt.Sprintf("%.1f", sf/sqs), "")
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "   the workflow would keep Lambda, DynamoDB, SES and the evidence path (SNS, the feedback queue); its transitions alone cost more than SES's email\n")
+	return nil
+}
+
+// printIntakeCapacity prints section 7b: intake's DynamoDB capacity per
+// request, measured through the capacity proxy, against the peer's.
+func printIntakeCapacity(w io.Writer, crit intakeCapacity, peer *intakeCapacity, p cost.Prices) {
+	fmt.Fprintf(w, "\n7b. Intake's DynamoDB capacity per request, Criticizer against the Powertools peer (%d unique generic webhooks, then each again;\n", crit.Requests)
+	fmt.Fprintf(w, "    both through a proxy in front of DynamoDB Local that adds ReturnConsumedCapacity INDEXES to every request and reads the answers)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	line := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
+	line("", "WRU unique", "RRU unique", "WRU dup", "failed writes dup", "USD/1000 unique", "USD/1000 dup", "")
+	row := func(name string, c intakeCapacity) {
+		u := p.DynamoDBWrite.Of(c.UniqueWrite) + p.DynamoDBRead.Of(c.UniqueRead)
+		// A write that failed its condition reports no capacity: priced
+		// at its lower bound, one write unit.
+		d := p.DynamoDBWrite.Of(c.DupWrite+c.DupFailed) + p.DynamoDBRead.Of(c.DupRead)
+		line(name, fmt.Sprintf("%.2f", c.UniqueWrite), fmt.Sprintf("%.2f", c.UniqueRead), fmt.Sprintf("%.2f", c.DupWrite),
+			fmt.Sprintf("%.2f", c.DupFailed), fmt.Sprintf("%.5f", 1000*u), fmt.Sprintf("%.5f", 1000*d), "")
+	}
+	row("Criticizer", crit)
+	if peer != nil {
+		row("Powertools", *peer)
+	}
+	tw.Flush()
+	if peer != nil && peer.UniqueWrite > 0 {
+		fmt.Fprintf(w, "   Criticizer/Powertools write units per unique request: %.2f (calls: 0.33, section 2); a duplicate's failed write bills at least 1 WRU (not reported)\n",
+			crit.UniqueWrite/peer.UniqueWrite)
+	}
+}

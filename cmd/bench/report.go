@@ -24,6 +24,11 @@ type report struct {
 	calls    []callsResult
 	dep      deployment
 	prices   cost.Prices
+	// Section 7: intake capacity against the peer, model tokens.
+	capCrit *intakeCapacity
+	capPeer *intakeCapacity
+	tokens  []tokenCount
+	sweep   *sweepResult
 }
 
 // perKind sums, over runs, the calls of one request kind per request of
@@ -188,7 +193,19 @@ func (r report) print(w io.Writer) {
 
 	if len(r.calls) > 0 {
 		r.printCalls(w)
-		printCost(w, r.calls, r.dep, r.prices)
+		rcs := printCost(w, r.calls, r.dep, r.prices)
+		if err := printStepFunctions(w, rcs, r.prices); err != nil {
+			fmt.Fprintf(w, "   step functions: %v\n", err)
+		}
+	}
+	if r.capCrit != nil {
+		printIntakeCapacity(w, *r.capCrit, r.capPeer, cost.USEast1())
+	}
+	if len(r.tokens) > 0 {
+		printTokens(w, r.tokens)
+	}
+	if r.sweep != nil {
+		printSweep(w, *r.sweep)
 	}
 }
 
