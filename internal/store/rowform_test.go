@@ -31,6 +31,7 @@ type capacityCounter struct {
 	next  http.RoundTripper
 	mu    sync.Mutex
 	units map[string]float64
+	calls map[string]int
 }
 
 func (c *capacityCounter) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -63,18 +64,25 @@ func (c *capacityCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	if json.Unmarshal(b, &out) == nil {
 		c.mu.Lock()
 		c.units[op] += out.ConsumedCapacity.CapacityUnits
+		c.calls[op]++
 		c.mu.Unlock()
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return resp, nil
 }
 
+// take returns the write units and calls of op since the last take.
 func (c *capacityCounter) take(op string) float64 {
+	v, _ := c.takeCalls(op)
+	return v
+}
+
+func (c *capacityCounter) takeCalls(op string) (float64, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v := c.units["DynamoDB_20120810."+op]
-	c.units = map[string]float64{}
-	return v
+	v, n := c.units["DynamoDB_20120810."+op], c.calls["DynamoDB_20120810."+op]
+	c.units, c.calls = map[string]float64{}, map[string]int{}
+	return v, n
 }
 
 // A critique email as notify renders it: five findings in two files.
@@ -97,14 +105,14 @@ func renderedMessage(t *testing.T) delivery.Message {
 // A delivery row's writes bill for its state, not its message: the
 // rendered email (here 9 KB and more) is stored gzipped, so the claim,
 // the mark and each provider event bill a few write units where the row
-// with its message as a map billed one per KB of email. The message
-// reads back byte for byte, and a row written in the old form still
-// reads.
+// with its message as a map billed one per KB of email; a sent row's
+// Send and Delivery events are one write each. The message reads back
+// byte for byte, and a row written in the old form still reads.
 // Rules: R-COST-3, R-OUTBOX-2.
 func TestDeliveryRow_StoredCompactMessageIdentical(t *testing.T) {
 	env := testenv.Stack(t)
 	res := testenv.Provision(t, env)
-	counter := &capacityCounter{next: http.DefaultTransport, units: map[string]float64{}}
+	counter := &capacityCounter{next: http.DefaultTransport, units: map[string]float64{}, calls: map[string]int{}}
 	cfg := env.Clients.Config.Copy()
 	cfg.HTTPClient = &http.Client{Transport: counter}
 	db := store.NewDynamoDB(cfg, env.Endpoints.DynamoDB)
@@ -143,6 +151,19 @@ func TestDeliveryRow_StoredCompactMessageIdentical(t *testing.T) {
 	}
 	if claimed.Message != msg {
 		t.Error("the claim's row does not carry the message as rendered")
+	}
+	// A sent row's Send event, then its Delivery event: each one write,
+	// the row out of the live index after the first, delivered after the
+	// second.
+	at := time.Now().UTC()
+	sent, out, err := rows.RecordEvent(ctx, r.ID, store.Event{Type: "Send", MessageID: "ses-1", At: at})
+	if units, calls := counter.takeCalls("UpdateItem"); err != nil || out != store.EventRecorded || calls != 1 || sent.Sweep != "" || sent.SendEventAt.IsZero() {
+		t.Errorf("Send event: %v, outcome %v, %d writes (%.0f WRU), live %q, evidence %v; want recorded in one write, out of the index",
+			err, out, calls, units, sent.Sweep, sent.SendEventAt)
+	}
+	done, out, err := rows.RecordEvent(ctx, r.ID, store.Event{Type: "Delivery", MessageID: "ses-1", At: at})
+	if units, calls := counter.takeCalls("UpdateItem"); err != nil || out != store.EventRecorded || calls != 1 || done.Status != delivery.StatusDelivered || done.DeliveredAt.IsZero() {
+		t.Errorf("Delivery event: %v, outcome %v, %d writes (%.0f WRU), status %s; want delivered in one write", err, out, calls, units, done.Status)
 	}
 	got, err := rows.Get(ctx, r.ID)
 	if err != nil {
