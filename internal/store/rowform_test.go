@@ -157,12 +157,16 @@ func TestDeliveryRow_StoredCompactMessageIdentical(t *testing.T) {
 	// second.
 	at := time.Now().UTC()
 	sent, out, err := rows.RecordEvent(ctx, r.ID, store.Event{Type: "Send", MessageID: "ses-1", At: at})
-	if units, calls := counter.takeCalls("UpdateItem"); err != nil || out != store.EventRecorded || calls != 1 || sent.Sweep != "" || sent.SendEventAt.IsZero() {
+	units, calls := counter.takeCalls("UpdateItem")
+	t.Logf("Send event: %d write(s), %.0f WRU", calls, units)
+	if err != nil || out != store.EventRecorded || calls != 1 || sent.Sweep != "" || sent.SendEventAt.IsZero() {
 		t.Errorf("Send event: %v, outcome %v, %d writes (%.0f WRU), live %q, evidence %v; want recorded in one write, out of the index",
 			err, out, calls, units, sent.Sweep, sent.SendEventAt)
 	}
 	done, out, err := rows.RecordEvent(ctx, r.ID, store.Event{Type: "Delivery", MessageID: "ses-1", At: at})
-	if units, calls := counter.takeCalls("UpdateItem"); err != nil || out != store.EventRecorded || calls != 1 || done.Status != delivery.StatusDelivered || done.DeliveredAt.IsZero() {
+	units, calls = counter.takeCalls("UpdateItem")
+	t.Logf("Delivery event: %d write(s), %.0f WRU", calls, units)
+	if err != nil || out != store.EventRecorded || calls != 1 || done.Status != delivery.StatusDelivered || done.DeliveredAt.IsZero() {
 		t.Errorf("Delivery event: %v, outcome %v, %d writes (%.0f WRU), status %s; want delivered in one write", err, out, calls, units, done.Status)
 	}
 	got, err := rows.Get(ctx, r.ID)
