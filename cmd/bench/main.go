@@ -239,13 +239,19 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	}
 	if !o.sweep.skip {
 		progress("sweep: %d terminal jobs, %d terminal rows, %d live items", o.sweep.jobs, o.sweep.rows, o.sweep.live)
+		// Last and the longest: a failure here is printed in its section,
+		// not allowed to lose the table measured before it.
 		s, err := runSweep(ctx, cfg, runID, o.sweep, progress)
 		if err != nil {
-			return err
+			rep.sweepErr = err
+		} else {
+			rep.sweep = &s
 		}
-		rep.sweep = &s
 	}
 	rep.print(w)
+	if rep.sweepErr != nil {
+		return fmt.Errorf("sweep: %w", rep.sweepErr)
+	}
 	return nil
 }
 

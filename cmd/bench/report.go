@@ -25,10 +25,11 @@ type report struct {
 	dep      deployment
 	prices   cost.Prices
 	// Section 7: intake capacity against the peer, model tokens.
-	capCrit *intakeCapacity
-	capPeer *intakeCapacity
-	tokens  []tokenCount
-	sweep   *sweepResult
+	capCrit  *intakeCapacity
+	capPeer  *intakeCapacity
+	tokens   []tokenCount
+	sweep    *sweepResult
+	sweepErr error
 }
 
 // perKind sums, over runs, the calls of one request kind per request of
@@ -206,6 +207,9 @@ func (r report) print(w io.Writer) {
 	}
 	if r.sweep != nil {
 		printSweep(w, *r.sweep)
+	}
+	if r.sweepErr != nil {
+		fmt.Fprintf(w, "\n8. One sweep's reads: failed: %v\n", r.sweepErr)
 	}
 }
 
