@@ -267,7 +267,11 @@ func printConsumption(w io.Writer, rc reviewCost, p cost.Prices) {
 	per := 1 / float64(rc.Jobs)
 	for _, k := range keys {
 		wc := rc.Writes[k]
-		parts = append(parts, fmt.Sprintf("%s %.2f calls %.1f WRU (%.1f index)", k, float64(wc.Calls)*per, wc.WriteUnits*per, wc.IndexWriteUnits*per))
+		failed := ""
+		if wc.FailedWrites > 0 {
+			failed = fmt.Sprintf(", %.2f failed", float64(wc.FailedWrites)*per)
+		}
+		parts = append(parts, fmt.Sprintf("%s %.2f calls %.1f WRU (%.1f index%s)", k, float64(wc.Calls)*per, wc.WriteUnits*per, wc.IndexWriteUnits*per, failed))
 	}
 	fmt.Fprintf(w, "   DynamoDB writes per review: %s\n", strings.Join(parts, "; "))
 	kinds := make([]string, 0, len(rc.Stored.ByKind))
