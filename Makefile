@@ -55,7 +55,7 @@ help:
 	@echo "make run    start the local stack and serve on 127.0.0.1:\$${PORT:-3000}"
 	@echo "make test   run every test against a local stack it starts and stops"
 	@echo "make build  build one bootstrap per function into build/<fn>/bootstrap"
-	@echo "make bench  print the benchmark table (intake vs Powertools, pipeline latency, AWS calls); BENCH_FLAGS='-requests 200' for a quick run"
+	@echo "make bench  print the benchmark table (intake vs Powertools, pipeline latency, AWS calls, cost per 1,000 reviews, sweep reads); BENCH_FLAGS='-requests 200' for a quick run"
 	@echo "make bench-micro  run the Go micro-benchmarks (go test -bench)"
 	@echo "make chaos [SEED=n JOBS=200 RATE=0.03]  randomized fault campaign on the local stack"
 	@echo "make eval [EVAL_CRITICS=offline,standin,bedrock,openai]  critics on changes with planted bugs (docs/eval.md)"

@@ -2,14 +2,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/criticizer/criticizer/internal/cost"
 )
 
 // callKey names one kind of AWS call made under a tag (the function or
@@ -20,16 +29,49 @@ type callKey struct {
 
 // callCount is what was counted for one key: operation calls (one per
 // client call, whatever the SDK retried underneath) and, for DynamoDB
-// writes, the items a successful call wrote.
+// writes, the items a successful call wrote; then what the calls are
+// billed by, as measured on each call.
 type callCount struct {
 	Calls, Items int64
 	// MS is the time spent in the calls, in milliseconds.
 	MS float64
+	// ReadUnits and WriteUnits are the capacity DynamoDB reported
+	// (ReturnConsumedCapacity INDEXES): table and global secondary
+	// indexes; IndexWriteUnits is the indexes' share of WriteUnits.
+	ReadUnits, WriteUnits, IndexWriteUnits float64
+	// FailedWrites are conditional writes and transactions that failed:
+	// DynamoDB bills them but reports no capacity in an error.
+	FailedWrites int64
+	// Requests are SQS and SNS request units (one per started 64 KB of a
+	// payload); Empty counts SQS receives that returned no message.
+	Requests float64
+	Empty    int64
+	// Bytes: an SES message's content, an S3 object put.
+	Bytes int64
+	// Recipients an SES send was addressed to (SES bills each).
+	Recipients int64
+}
+
+func (c *callCount) add(m callCount) {
+	c.Calls += m.Calls
+	c.Items += m.Items
+	c.MS += m.MS
+	c.ReadUnits += m.ReadUnits
+	c.WriteUnits += m.WriteUnits
+	c.IndexWriteUnits += m.IndexWriteUnits
+	c.FailedWrites += m.FailedWrites
+	c.Requests += m.Requests
+	c.Empty += m.Empty
+	c.Bytes += m.Bytes
+	c.Recipients += m.Recipients
 }
 
 // Counter counts AWS SDK calls by tag, service and operation, as SDK
 // middleware, the way internal/fault injects faults: every client built
-// from the config it is installed on is counted.
+// from the config it is installed on is counted. It also asks DynamoDB for
+// the capacity each request consumed (ReturnConsumedCapacity INDEXES, so
+// writes to the sparse indexes are counted: AWS bills them) and reads it
+// from the answer.
 type Counter struct {
 	mu     sync.Mutex
 	counts map[callKey]*callCount
@@ -58,14 +100,15 @@ func (c *Counter) Option() func(*aws.Config) {
 		cfg.APIOptions = append(cfg.APIOptions, func(stack *middleware.Stack) error {
 			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("criticizer-bench-count",
 				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					in.Parameters = withConsumedCapacity(in.Parameters)
 					t0 := time.Now()
 					out, md, err := next.HandleInitialize(ctx, in)
-					d := time.Since(t0)
-					items := int64(0)
+					m := measure(in.Parameters, out.Result, err)
+					m.Calls, m.MS = 1, float64(time.Since(t0).Microseconds())/1000
 					if err == nil {
-						items = itemsWritten(in.Parameters)
+						m.Items = itemsWritten(in.Parameters)
 					}
-					c.add(callKey{Tag: tagOf(ctx), Service: awsmiddleware.GetServiceID(ctx), Op: awsmiddleware.GetOperationName(ctx)}, items, d)
+					c.add(callKey{Tag: tagOf(ctx), Service: awsmiddleware.GetServiceID(ctx), Op: awsmiddleware.GetOperationName(ctx)}, m)
 					return out, md, err
 				}), middleware.Before)
 		})
@@ -75,6 +118,184 @@ func (c *Counter) Option() func(*aws.Config) {
 // quiet drops the SDK's own log lines (S3 notes every response from the
 // emulator that carries no checksum), which would bury the table.
 func quiet(cfg *aws.Config) { cfg.Logger = logging.Nop{} }
+
+// withConsumedCapacity returns a copy of a DynamoDB input that asks for
+// the consumed capacity, table and indexes; other inputs as they are. A
+// copy, so the caller's input (a paginator's, say) is left alone.
+func withConsumedCapacity(p any) any {
+	const rcc = ddbtypes.ReturnConsumedCapacityIndexes
+	switch in := p.(type) {
+	case *dynamodb.GetItemInput:
+		c := *in
+		c.ReturnConsumedCapacity = rcc
+		return &c
+	case *dynamodb.PutItemInput:
+		c := *in
+		c.ReturnConsumedCapacity = rcc
+		return &c
+	case *dynamodb.UpdateItemInput:
+		c := *in
+		c.ReturnConsumedCapacity = rcc
+		return &c
+	case *dynamodb.DeleteItemInput:
+		c := *in
+		c.ReturnConsumedCapacity = rcc
+		return &c
+	case *dynamodb.QueryInput:
+		c := *in
+		c.ReturnConsumedCapacity = rcc
+		return &c
+	case *dynamodb.ScanInput:
+		c := *in
+		c.ReturnConsumedCapacity = rcc
+		return &c
+	case *dynamodb.BatchGetItemInput:
+		c := *in
+		c.ReturnConsumedCapacity = rcc
+		return &c
+	case *dynamodb.BatchWriteItemInput:
+		c := *in
+		c.ReturnConsumedCapacity = rcc
+		return &c
+	case *dynamodb.TransactWriteItemsInput:
+		c := *in
+		c.ReturnConsumedCapacity = rcc
+		return &c
+	case *dynamodb.TransactGetItemsInput:
+		c := *in
+		c.ReturnConsumedCapacity = rcc
+		return &c
+	}
+	return p
+}
+
+// consumedOf is the capacity an answer reports.
+func consumedOf(result any) []ddbtypes.ConsumedCapacity {
+	one := func(c *ddbtypes.ConsumedCapacity) []ddbtypes.ConsumedCapacity {
+		if c == nil {
+			return nil
+		}
+		return []ddbtypes.ConsumedCapacity{*c}
+	}
+	switch out := result.(type) {
+	case *dynamodb.GetItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.PutItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.UpdateItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.DeleteItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.QueryOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.ScanOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.BatchGetItemOutput:
+		return out.ConsumedCapacity
+	case *dynamodb.BatchWriteItemOutput:
+		return out.ConsumedCapacity
+	case *dynamodb.TransactWriteItemsOutput:
+		return out.ConsumedCapacity
+	case *dynamodb.TransactGetItemsOutput:
+		return out.ConsumedCapacity
+	}
+	return nil
+}
+
+// measure reads what one call is billed by from its input and answer.
+func measure(input, result any, err error) callCount {
+	var m callCount
+	switch in := input.(type) {
+	case *dynamodb.GetItemInput, *dynamodb.QueryInput, *dynamodb.ScanInput, *dynamodb.BatchGetItemInput, *dynamodb.TransactGetItemsInput:
+		for _, c := range consumedOf(result) {
+			m.ReadUnits += aws.ToFloat64(c.CapacityUnits)
+		}
+	case *dynamodb.PutItemInput, *dynamodb.UpdateItemInput, *dynamodb.DeleteItemInput, *dynamodb.BatchWriteItemInput, *dynamodb.TransactWriteItemsInput:
+		var ccf *ddbtypes.ConditionalCheckFailedException
+		var tce *ddbtypes.TransactionCanceledException
+		if errors.As(err, &ccf) || errors.As(err, &tce) {
+			m.FailedWrites = 1
+		}
+		for _, c := range consumedOf(result) {
+			m.WriteUnits += aws.ToFloat64(c.CapacityUnits)
+			for _, gsi := range c.GlobalSecondaryIndexes {
+				m.IndexWriteUnits += aws.ToFloat64(gsi.CapacityUnits)
+			}
+		}
+	case *sqs.SendMessageInput:
+		m.Requests = cost.Chunks64K(len(aws.ToString(in.MessageBody)) + sqsAttrSize(in.MessageAttributes))
+	case *sqs.SendMessageBatchInput:
+		n := 0
+		for _, e := range in.Entries {
+			n += len(aws.ToString(e.MessageBody)) + sqsAttrSize(e.MessageAttributes)
+		}
+		m.Requests = cost.Chunks64K(n)
+	case *sqs.ReceiveMessageInput:
+		out, _ := result.(*sqs.ReceiveMessageOutput)
+		if out == nil || len(out.Messages) == 0 {
+			m.Empty = 1 // an idle poll: the event source mapping's fixed cost
+			break
+		}
+		n := 0
+		for _, msg := range out.Messages {
+			n += len(aws.ToString(msg.Body)) + sqsAttrSize(msg.MessageAttributes)
+		}
+		m.Requests = cost.Chunks64K(n)
+	case *sns.PublishInput:
+		m.Requests = cost.Chunks64K(len(aws.ToString(in.Message)))
+	case *s3.PutObjectInput:
+		m.Bytes = aws.ToInt64(in.ContentLength)
+	case *sesv2.SendEmailInput:
+		if d := in.Destination; d != nil {
+			m.Recipients = int64(len(d.ToAddresses) + len(d.CcAddresses) + len(d.BccAddresses))
+		}
+		m.Bytes = int64(emailSize(in))
+	case *sqs.DeleteMessageInput, *sqs.DeleteMessageBatchInput, *sqs.ChangeMessageVisibilityInput, *sqs.ChangeMessageVisibilityBatchInput:
+		m.Requests = 1
+	}
+	return m
+}
+
+func sqsAttrSize(attrs map[string]sqstypes.MessageAttributeValue) int {
+	n := 0
+	for k, v := range attrs {
+		n += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
+	}
+	return n
+}
+
+// emailSize is the content of an SES send: subject, bodies, headers (a
+// raw message's bytes as they are). The message SES builds adds its own
+// headers and encodes the bodies (quoted-printable), so this is the floor
+// of what leaves AWS.
+func emailSize(in *sesv2.SendEmailInput) int {
+	if in.Content == nil {
+		return 0
+	}
+	if r := in.Content.Raw; r != nil {
+		return len(r.Data)
+	}
+	s := in.Content.Simple
+	if s == nil {
+		return 0
+	}
+	n := 0
+	if s.Subject != nil {
+		n += len(aws.ToString(s.Subject.Data))
+	}
+	if b := s.Body; b != nil {
+		if b.Html != nil {
+			n += len(aws.ToString(b.Html.Data))
+		}
+		if b.Text != nil {
+			n += len(aws.ToString(b.Text.Data))
+		}
+	}
+	for _, h := range s.Headers {
+		n += len(aws.ToString(h.Name)) + len(aws.ToString(h.Value)) + 4
+	}
+	return n
+}
 
 // itemsWritten is how many items a successful DynamoDB write call wrote.
 func itemsWritten(input any) int64 {
@@ -99,7 +320,7 @@ func itemsWritten(input any) int64 {
 	return 0
 }
 
-func (c *Counter) add(k callKey, items int64, d time.Duration) {
+func (c *Counter) add(k callKey, m callCount) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cc := c.counts[k]
@@ -107,9 +328,7 @@ func (c *Counter) add(k callKey, items int64, d time.Duration) {
 		cc = &callCount{}
 		c.counts[k] = cc
 	}
-	cc.Calls++
-	cc.Items += items
-	cc.MS += float64(d.Microseconds()) / 1000
+	cc.add(m)
 }
 
 // Snapshot returns the counts so far.

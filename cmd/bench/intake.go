@@ -115,6 +115,9 @@ func drive(ctx context.Context, h *api.Handler, reqs []request, conc int, done f
 // peerResources are the peer's own tables and queue on the same emulators.
 type peerResources struct {
 	IdempotencyTable, JobsTable, QueueURL string
+	// DynamoDBEndpoint, if set, is where the peer sends its DynamoDB
+	// requests (the capacity proxy) instead of DynamoDB Local itself.
+	DynamoDBEndpoint string
 }
 
 func provisionPeer(ctx context.Context, c *devstack.Clients, prefix string) (peerResources, error) {
@@ -163,6 +166,9 @@ func runPeer(ctx context.Context, peerDir string, res peerResources, secret stri
 		"--warm", wf, "--requests", rf, "--concurrency", fmt.Sprint(conc))
 	cmd.Env = append(os.Environ(), "PEER_IDEMPOTENCY_TABLE="+res.IdempotencyTable, "PEER_JOBS_TABLE="+res.JobsTable,
 		"PEER_QUEUE_URL="+res.QueueURL, "PEER_WEBHOOK_SECRET="+secret)
+	if res.DynamoDBEndpoint != "" {
+		cmd.Env = append(cmd.Env, "AWS_ENDPOINT_URL_DYNAMODB="+res.DynamoDBEndpoint)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

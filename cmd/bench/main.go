@@ -23,6 +23,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/cost"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/wire"
@@ -42,6 +43,9 @@ type options struct {
 	pollers, callJobs               int
 	timeout                         time.Duration
 	skipIntake, skipPipe, skipCalls bool
+	capRequests                     int
+	skipTokens                      bool
+	sweep                           sweepOptions
 }
 
 func main() {
@@ -62,7 +66,10 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for a run's emails")
 	flag.BoolVar(&o.skipIntake, "skip-intake", false, "skip the intake figures")
 	flag.BoolVar(&o.skipPipe, "skip-pipeline", false, "skip the webhook-to-email latency")
-	flag.BoolVar(&o.skipCalls, "skip-calls", false, "skip the AWS calls per notification")
+	flag.BoolVar(&o.skipCalls, "skip-calls", false, "skip the AWS calls per notification and the cost table (sections 4, 6, 7a)")
+	flag.IntVar(&o.capRequests, "capacity-requests", 100, "unique webhooks (then each again) for intake's consumed capacity against the peer (section 7b; 0 skips it)")
+	flag.BoolVar(&o.skipTokens, "skip-tokens", false, "skip the model tokens per review (section 7c)")
+	o.sweep.flags()
 	flag.Parse()
 	var err error
 	if o.levels, err = ints(levels); err == nil {
@@ -198,16 +205,53 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		rep.pipeline = &p
 	}
 	if !o.skipCalls {
+		if rep.dep, err = readDeployment("."); err != nil {
+			return err
+		}
+		rep.prices = cost.USEast1()
 		for _, r := range o.recipients {
 			progress("calls: %d jobs with %d recipient(s)", o.callJobs, r)
-			c, err := runCalls(ctx, cfg, runID, o.callJobs, r, o.pollers, o.timeout, log)
+			c, err := runCalls(ctx, cfg, runID, o.callJobs, r, o.pollers, o.timeout)
 			if err != nil {
 				return err
 			}
 			rep.calls = append(rep.calls, c)
 		}
 	}
+	if o.capRequests > 0 {
+		progress("capacity: intake, %d unique webhooks then each again, Criticizer and the peer", o.capRequests)
+		tmp, err := os.MkdirTemp("", "criticizer-bench-cap-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		crit, peer, err := runIntakeCapacity(ctx, cfg, runID, o.peerDir, o.capRequests, o.noPeer, tmp, log)
+		if err != nil {
+			return err
+		}
+		rep.capCrit, rep.capPeer = &crit, peer
+	}
+	if !o.skipTokens {
+		progress("tokens: the LLM critic on the sample change and the eval cases")
+		if rep.tokens, err = runTokens(ctx); err != nil {
+			return err
+		}
+	}
+	if !o.sweep.skip {
+		progress("sweep: %d terminal jobs, %d terminal rows, %d live items", o.sweep.jobs, o.sweep.rows, o.sweep.live)
+		// Last and the longest: a failure here is printed in its section,
+		// not allowed to lose the table measured before it.
+		s, err := runSweep(ctx, cfg, runID, o.sweep, progress)
+		if err != nil {
+			rep.sweepErr = err
+		} else {
+			rep.sweep = &s
+		}
+	}
 	rep.print(w)
+	if rep.sweepErr != nil {
+		return fmt.Errorf("sweep: %w", rep.sweepErr)
+	}
 	return nil
 }
 

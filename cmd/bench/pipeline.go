@@ -54,12 +54,18 @@ func (s *timedSender) count() int {
 // localStack is a running set of functions on fresh resources.
 type localStack struct {
 	cfg    config.Config
+	res    devstack.Resources
 	fns    *devstack.Functions
 	sender *timedSender
-	jobs   *store.Jobs // uncounted: for the bench's own polling
+	// Uncounted: for the bench's own polling.
+	plain *devstack.Clients
+	jobs  *store.Jobs
+	rows  *store.Deliveries
+	// meter, if set, times every invocation (intake's too).
+	meter *meter
 }
 
-func startLocal(ctx context.Context, base config.Config, prefix string, counter *Counter, pollers int, log *slog.Logger) (*localStack, error) {
+func startLocal(ctx context.Context, base config.Config, prefix string, counter *Counter, pollers int, log *slog.Logger, m *meter) (*localStack, error) {
 	plain, err := devstack.NewClients(ctx, base.Endpoints, quiet)
 	if err != nil {
 		return nil, err
@@ -75,7 +81,7 @@ func startLocal(ctx context.Context, base config.Config, prefix string, counter 
 		return nil, err
 	}
 	s := &timedSender{inner: sesmail.NewSender(counted.SES, cfg.MailFrom, cfg.ConfigurationSet), sent: map[string]time.Time{}}
-	fns, err := devstack.StartFunctions(ctx, cfg, res, log, devstack.FunctionOptions{
+	opts := devstack.FunctionOptions{
 		Pollers: pollers, Sender: s, NoEventBridge: true,
 		Wire: wire.Options{AWS: []awsclient.Option{counter.Option(), quiet},
 			Wrap: func(st job.Stage, fn stage.Func) stage.Func {
@@ -83,11 +89,19 @@ func startLocal(ctx context.Context, base config.Config, prefix string, counter 
 					return fn(WithTag(ctx, string(st)), m, attempt)
 				}
 			}},
-	})
+	}
+	if m != nil {
+		// devstack's hooks around each function's SQS handler: the
+		// meter times each invocation and tags everything it does.
+		opts.Crash = m.stage
+		opts.Feedback = func(h devstack.SQSHandler) devstack.SQSHandler { return m.sqs("feedback", h) }
+	}
+	fns, err := devstack.StartFunctions(ctx, cfg, res, log, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &localStack{cfg: cfg, fns: fns, sender: s, jobs: store.NewJobs(plain.DynamoDB, cfg.JobsTable, nil)}, nil
+	return &localStack{cfg: cfg, res: res, fns: fns, sender: s, plain: plain, meter: m,
+		jobs: store.NewJobs(plain.DynamoDB, cfg.JobsTable, nil), rows: store.NewDeliveries(plain.DynamoDB, cfg.DeliveriesTable, nil)}, nil
 }
 
 // sampleWebhook is events/generic-webhook.json (inline diff: intake stores
@@ -116,7 +130,6 @@ func recipientsN(n int) []string {
 // postAll sends n webhooks to the intake handler, rate per second (0: as
 // fast as one client can), and returns when each was answered, by delivery id.
 func postAll(ctx context.Context, ls *localStack, prefix string, n, rcpts int, rate float64, secret []byte) (map[string]time.Time, []job.ID, error) {
-	h := ls.fns.Intake
 	posted := map[string]time.Time{}
 	var ids []job.ID
 	var tick <-chan time.Time
@@ -129,24 +142,41 @@ func postAll(ctx context.Context, ls *localStack, prefix string, n, rcpts int, r
 		if tick != nil {
 			<-tick
 		}
-		cl := fmt.Sprintf("%s-%d", prefix, i)
-		rs := recipientsN(rcpts)
-		body, err := sampleWebhook(cl, rs)
+		t0 := time.Now()
+		deliveries, id, err := postOne(ctx, ls, fmt.Sprintf("%s-%d", prefix, i), rcpts, secret)
 		if err != nil {
 			return nil, nil, err
 		}
-		t0 := time.Now()
-		resp, err := h.Handle(WithTag(ctx, "intake"), apiEvent(request{Key: "delivery-" + cl, Body: string(body), Sig: webhook.Sign(secret, body)}))
-		if err != nil || resp.StatusCode != 202 {
-			return nil, nil, fmt.Errorf("webhook %s: HTTP %d %s %v", cl, resp.StatusCode, resp.Body, err)
+		for _, d := range deliveries {
+			posted[d] = t0
 		}
-		ck := job.ChangelistKey("generic", cl)
-		for _, r := range rs {
-			posted[delivery.ID(ck, delivery.NormalizeRecipient(r), 1)] = t0
-		}
-		ids = append(ids, job.NewID("generic", cl, 1))
+		ids = append(ids, id)
 	}
 	return posted, ids, nil
+}
+
+// postOne posts one signed webhook for changelist cl with rcpts
+// recipients and returns its delivery ids and job id.
+func postOne(ctx context.Context, ls *localStack, cl string, rcpts int, secret []byte) ([]string, job.ID, error) {
+	rs := recipientsN(rcpts)
+	body, err := sampleWebhook(cl, rs)
+	if err != nil {
+		return nil, "", err
+	}
+	t0 := time.Now()
+	resp, err := ls.fns.Intake.Handle(WithTag(ctx, "intake"), apiEvent(request{Key: "delivery-" + cl, Body: string(body), Sig: webhook.Sign(secret, body)}))
+	if ls.meter != nil {
+		ls.meter.record("intake", 1, time.Since(t0))
+	}
+	if err != nil || resp.StatusCode != 202 {
+		return nil, "", fmt.Errorf("webhook %s: HTTP %d %s %v", cl, resp.StatusCode, resp.Body, err)
+	}
+	ck := job.ChangelistKey("generic", cl)
+	var deliveries []string
+	for _, r := range rs {
+		deliveries = append(deliveries, delivery.ID(ck, delivery.NormalizeRecipient(r), 1))
+	}
+	return deliveries, job.NewID("generic", cl, 1), nil
 }
 
 // waitSent waits until want sends returned.
@@ -193,7 +223,7 @@ type pipelineResult struct {
 // functions and measures, per email, the time from the webhook reaching
 // intake to the SES send returning.
 func runPipeline(ctx context.Context, base config.Config, runID string, n, rcpts int, rate float64, pollers int, timeout time.Duration, log *slog.Logger) (pipelineResult, error) {
-	ls, err := startLocal(ctx, base, "bench-"+runID+"-pipe", NewCounter(), pollers, log)
+	ls, err := startLocal(ctx, base, "bench-"+runID+"-pipe", NewCounter(), pollers, log, nil)
 	if err != nil {
 		return pipelineResult{}, err
 	}
@@ -232,42 +262,4 @@ func runPipeline(ctx context.Context, base config.Config, runID string, n, rcpts
 		return res, fmt.Errorf("the SES store holds %d emails for this run, want %d", res.InStore, len(posted))
 	}
 	return res, nil
-}
-
-// callsResult is what one recipient count cost, per delivered notification.
-type callsResult struct {
-	Recipients, Jobs, Notifications int
-	Snap                            map[callKey]callCount
-}
-
-// runCalls posts jobs webhooks with rcpts recipients each, waits for every
-// job to finish, and counts every AWS call the functions made.
-func runCalls(ctx context.Context, base config.Config, runID string, jobs, rcpts, pollers int, timeout time.Duration, log *slog.Logger) (callsResult, error) {
-	counter := NewCounter()
-	ls, err := startLocal(ctx, base, fmt.Sprintf("bench-%s-calls%d", runID, rcpts), counter, pollers, log)
-	if err != nil {
-		return callsResult{}, err
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			ls.fns.Stop()
-		}
-	}()
-	posted, ids, err := postAll(ctx, ls, fmt.Sprintf("calls%d-%s", rcpts, runID), jobs, rcpts, 0, []byte(base.WebhookSecret))
-	if err != nil {
-		return callsResult{}, err
-	}
-	if err := waitSent(ctx, ls, len(posted), timeout); err != nil {
-		return callsResult{}, err
-	}
-	if err := waitDone(ctx, ls, ids, timeout); err != nil {
-		return callsResult{}, err
-	}
-	// Let the pollers delete the last batches (the event source mapping's
-	// DeleteMessageBatch) before stopping them.
-	time.Sleep(1500 * time.Millisecond)
-	ls.fns.Stop()
-	stopped = true
-	return callsResult{Recipients: rcpts, Jobs: jobs, Notifications: ls.sender.count(), Snap: counter.Snapshot()}, nil
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/criticizer/criticizer/internal/cost"
 )
 
 type intakeRow struct {
@@ -20,6 +22,14 @@ type report struct {
 	intake   []intakeRow
 	pipeline *pipelineResult
 	calls    []callsResult
+	dep      deployment
+	prices   cost.Prices
+	// Section 7: intake capacity against the peer, model tokens.
+	capCrit  *intakeCapacity
+	capPeer  *intakeCapacity
+	tokens   []tokenCount
+	sweep    *sweepResult
+	sweepErr error
 }
 
 // perKind sums, over runs, the calls of one request kind per request of
@@ -184,6 +194,22 @@ func (r report) print(w io.Writer) {
 
 	if len(r.calls) > 0 {
 		r.printCalls(w)
+		rcs := printCost(w, r.calls, r.dep, r.prices)
+		if err := printStepFunctions(w, rcs, r.prices); err != nil {
+			fmt.Fprintf(w, "   step functions: %v\n", err)
+		}
+	}
+	if r.capCrit != nil {
+		printIntakeCapacity(w, *r.capCrit, r.capPeer, cost.USEast1())
+	}
+	if len(r.tokens) > 0 {
+		printTokens(w, r.tokens)
+	}
+	if r.sweep != nil {
+		printSweep(w, *r.sweep)
+	}
+	if r.sweepErr != nil {
+		fmt.Fprintf(w, "\n8. One sweep's reads: failed: %v\n", r.sweepErr)
 	}
 }
 
@@ -230,6 +256,10 @@ func (r report) printCalls(w io.Writer) {
 			op := k.Service + "." + k.Op
 			n := float64(v.Calls) / float64(c.Notifications)
 			switch {
+			case k.Tag == "feedback" || k.Tag == "ses":
+				// The evidence path: priced in section 6, not a call of
+				// the delivery path this section counts.
+				continue
 			case k.Tag == "" && k.Op == "ReceiveMessage":
 				rcv += n
 			case k.Tag == "" && (k.Op == "DeleteMessageBatch" || k.Op == "DeleteMessage" || k.Op == "ChangeMessageVisibility"):

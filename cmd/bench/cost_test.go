@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/testenv"
+	"github.com/criticizer/criticizer/internal/wire"
+	"github.com/criticizer/criticizer/internal/wire/intake"
+)
+
+// The bench prices Lambda at the memory sizes the CDK app deploys, read
+// from its source: every function under functions/ has one, and the
+// access log line the app configures is filled in completely.
+func TestReadDeployment_EveryFunctionHasItsMemorySize(t *testing.T) {
+	d, err := readDeployment("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := os.ReadDir("../../functions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range dirs {
+		if mb := d.MemoryMB[e.Name()]; mb < 128 || mb > 10240 {
+			t.Errorf("function %s: deployed memory %d MB (want Lambda's 128–10240)", e.Name(), mb)
+		}
+	}
+	if len(d.MemoryMB) != len(dirs) {
+		t.Errorf("the CDK app sizes %d functions, functions/ holds %d", len(d.MemoryMB), len(dirs))
+	}
+	if d.PayloadExpiryDays <= 0 {
+		t.Errorf("payload expiry %d days", d.PayloadExpiryDays)
+	}
+	if l := accessLogLine(d.AccessLogFormat); strings.Contains(l, "$context") || !strings.HasPrefix(l, `{"requestId":"`) {
+		t.Errorf("access log line not filled in: %s", l)
+	}
+}
+
+// itemSize counts an item as DynamoDB bills it: a PutItem of an item of
+// that size consumes one write unit per started KB.
+func TestItemSize_MatchesConsumedCapacity(t *testing.T) {
+	env := testenv.Stack(t)
+	ctx := context.Background()
+	table := testenv.Prefix(t) + "-size"
+	db := env.Clients.DynamoDB
+	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(table), BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("k"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("k"), KeyType: ddbtypes.KeyTypeHash}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{10, 900, 1000, 1030, 2500, 5000, 9000} {
+		item := map[string]ddbtypes.AttributeValue{
+			"k":   &ddbtypes.AttributeValueMemberS{Value: "key"},
+			"s":   &ddbtypes.AttributeValueMemberS{Value: strings.Repeat("x", n)},
+			"n":   &ddbtypes.AttributeValueMemberN{Value: "1234567"},
+			"b":   &ddbtypes.AttributeValueMemberB{Value: []byte{1, 2, 3}},
+			"m":   &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{"a": &ddbtypes.AttributeValueMemberS{Value: "bc"}}},
+			"l":   &ddbtypes.AttributeValueMemberL{Value: []ddbtypes.AttributeValue{&ddbtypes.AttributeValueMemberBOOL{Value: true}}},
+			"set": &ddbtypes.AttributeValueMemberSS{Value: []string{"one", "two"}},
+		}
+		out, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item, ReturnConsumedCapacity: ddbtypes.ReturnConsumedCapacityTotal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := math.Ceil(float64(itemSize(item)) / 1024)
+		if got := aws.ToFloat64(out.ConsumedCapacity.CapacityUnits); got != want {
+			t.Errorf("a %d-byte string: DynamoDB billed %v WRU, itemSize %d bytes says %v", n, got, itemSize(item), want)
+		}
+	}
+}
+
+// The counter (SDK middleware) and the capacity proxy (in front of
+// DynamoDB Local, used for the Node peer) measure the same capacity for
+// the same intake request: 12 write units for a generic webhook's
+// transaction of three items and its live-index write.
+func TestCapacity_MiddlewareAndProxyAgree(t *testing.T) {
+	env := testenv.Stack(t)
+	ctx := context.Background()
+	log := obs.NewLogger(io.Discard, "warn")
+	measureVia := func(proxied bool) float64 {
+		res := testenv.Provision(t, env)
+		cfg := benchConfig(t, env)
+		res.Apply(&cfg)
+		counter := NewCounter()
+		var proxy *capacityProxy
+		if proxied {
+			var err error
+			if proxy, err = startCapacityProxy(cfg.Endpoints.DynamoDB); err != nil {
+				t.Fatal(err)
+			}
+			defer proxy.close()
+			cfg.Endpoints.DynamoDB = proxy.URL
+		}
+		h, err := intake.New(ctx, cfg, log, wire.Options{AWS: []awsclient.Option{counter.Option(), quiet}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := workload(testenv.Prefix(t), 1, 0, 1, []byte(benchSecret), 1)
+		if got := runCriticizerIntake(ctx, h, counter, nil, reqs, 1); got.Errors != 0 {
+			t.Fatalf("%d non-2xx answers", got.Errors)
+		}
+		if proxied {
+			_, w, _ := proxy.take()
+			return w
+		}
+		return counter.Snapshot()[callKey{Tag: "unique", Service: "DynamoDB", Op: "TransactWriteItems"}].WriteUnits
+	}
+	mw, px := measureVia(false), measureVia(true)
+	if mw != px || mw < 6 {
+		t.Fatalf("intake's transaction: middleware %v WRU, proxy %v WRU; want equal, and at least 6 (3 items, 2 units each)", mw, px)
+	}
+	t.Logf("a unique generic webhook's transaction consumed %v WRU (both ways)", mw)
+}
+
+// The sweep benchmark's two ways of sweeping find the same live items;
+// the Scan reads the whole history, the indexes the live items only.
+func TestSweep_IndexesAndScanFindTheSameLiveItems(t *testing.T) {
+	env := testenv.Stack(t)
+	cfg := benchConfig(t, env)
+	o := sweepOptions{jobs: 120, rows: 300, live: 10, loader: 4, repeat: 1}
+	s, err := runSweep(context.Background(), cfg, testenv.Prefix(t)[:9], o, func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Index.Scanned > int64(2*o.live+2) {
+		t.Errorf("the indexes read %d items for %d live ones", s.Index.Scanned, o.live)
+	}
+	if s.Scan.Scanned < int64(o.jobs+o.rows) {
+		t.Errorf("the Scan read %d items, fewer than the %d of the history", s.Scan.Scanned, o.jobs+o.rows)
+	}
+}
