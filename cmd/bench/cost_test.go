@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/critic/critictest"
+	"github.com/criticizer/criticizer/internal/critic/openai"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -139,4 +143,37 @@ func TestSweep_IndexesAndScanFindTheSameLiveItems(t *testing.T) {
 	if s.Scan.Scanned < int64(o.jobs+o.rows) {
 		t.Errorf("the Scan read %d items, fewer than the %d of the history", s.Scan.Scanned, o.jobs+o.rows)
 	}
+}
+
+// The bench's rerun figure is what the llm stage does: of a 20-file
+// change pushed 5 times, 2 files changed per push, each rerun sends the
+// model the 2 changed files, for fewer tokens than a full re-review.
+// Rules: R-COST-3.
+func TestRerunSequence_SendsOnlyTheChangedFiles(t *testing.T) {
+	enc, err := o200k()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stand := critictest.NewStandIn()
+	defer stand.Close()
+	answer := `{"summary":"No problem found.","findings":[]}`
+	stand.Reply = func(r critictest.Request) (int, []byte) {
+		return http.StatusOK, critictest.Completion(answer, "stop", chatTokens(enc, r.System, r.User), 10)
+	}
+	model, err := openai.New(openai.Config{BaseURL: stand.URL, Model: "gpt-4.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm, err := critic.NewLLM(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runRerunSequence(t.Context(), llm, stand, 20, 5, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt.FilesSent != 2 || rt.RerunInput <= 0 || rt.RerunInput >= rt.FullInput || rt.FirstInput < int(rt.FullInput*9/10) {
+		t.Fatalf("%+v: want 2 files sent per rerun, for fewer tokens than a full re-review", rt)
+	}
+	t.Logf("rerun / full re-review input tokens: %.0f / %.0f = %.2f", rt.RerunInput, rt.FullInput, rt.RerunInput/rt.FullInput)
 }

@@ -232,8 +232,8 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		rep.capCrit, rep.capPeer = &crit, peer
 	}
 	if !o.skipTokens {
-		progress("tokens: the LLM critic on the sample change and the eval cases")
-		if rep.tokens, err = runTokens(ctx); err != nil {
+		progress("tokens: the LLM critic on the sample change, the eval cases and a rerun sequence")
+		if rep.tokens, rep.reruns, err = runTokens(ctx); err != nil {
 			return err
 		}
 	}

@@ -28,6 +28,7 @@ type report struct {
 	capCrit  *intakeCapacity
 	capPeer  *intakeCapacity
 	tokens   []tokenCount
+	reruns   rerunTokens
 	sweep    *sweepResult
 	sweepErr error
 }
@@ -203,7 +204,7 @@ func (r report) print(w io.Writer) {
 		printIntakeCapacity(w, *r.capCrit, r.capPeer, cost.USEast1())
 	}
 	if len(r.tokens) > 0 {
-		printTokens(w, r.tokens)
+		printTokens(w, r.tokens, r.reruns)
 	}
 	if r.sweep != nil {
 		printSweep(w, *r.sweep)

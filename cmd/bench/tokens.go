@@ -22,20 +22,109 @@ import (
 
 // tokenCount is one review's model tokens.
 type tokenCount struct {
-	Change            string
-	Input, Output     int // as the critic recorded them (Critique.Usage)
-	OutputCap         int // the output limit the critic asked for
-	RerunInput, Rerun int // a rerun of the same change (rerunInput)
+	Change        string
+	Input, Output int // as the critic recorded them (Critique.Usage)
+	OutputCap     int // the output limit the critic asked for
 }
 
-// rerunInput is what the llm stage sends a model when a changelist is
-// reviewed again at a new version, given the previous version's input.
-// Today every rerun is a full re-review, so it is the new input whole.
-//
-// HOOK (incremental reruns): when the llm stage reviews only what changed
-// since the previous version, build that input here, the way the stage
-// does, and the "per rerun" figures of section 7 follow.
-func rerunInput(prev, next critic.Input) critic.Input { return next }
+// rerunTokens is the rerun sequence of issue 16: a 20-file change pushed
+// 5 times, 2 files changed per push, reviewed by the llm stage's critic
+// (critic.Incremental around the LLM critic) and, for comparison, each
+// version's diff reviewed in full.
+type rerunTokens struct {
+	Versions                int
+	Files, ChangedPerPush   int
+	FirstInput, FirstOutput int // version 1, a full review
+	// Per rerun (versions 2..n), the mean: the incremental review's tokens
+	// and the files it sent, and a full re-review's input tokens.
+	RerunInput, RerunOutput float64
+	FullInput               float64
+	FilesSent               float64
+}
+
+// benchFile is one file of the rerun sequence's change: a handler, edited
+// by a push (rev).
+func benchFile(n, rev int) string {
+	id := fmt.Sprintf("%02d", n)
+	lines := []string{"package svc", "", "import (", "\t\"context\"", "\t\"fmt\"", ")", "",
+		"// Handler" + id + " prices an order of kind " + id + ".",
+		"func Handler" + id + "(ctx context.Context, in Order" + id + ") (Price" + id + ", error) {",
+		"\tif err := in.Validate(); err != nil {",
+		"\t\treturn Price" + id + "{}, fmt.Errorf(\"handler" + id + ": %w\", err)",
+		"\t}",
+		"\trate, err := rates.Lookup(ctx, in.Currency)",
+		"\tif err != nil {",
+		"\t\treturn Price" + id + "{}, fmt.Errorf(\"handler" + id + ": rate: %w\", err)",
+		"\t}",
+		"\ttotal := in.Cents * int64(in.Quantity)",
+		fmt.Sprintf("\t// revision %d", rev),
+		"\treturn Price" + id + "{Cents: total * rate.Num / rate.Den, Currency: in.Currency}, nil",
+		"}"}
+	path := fmt.Sprintf("svc/handler%02d.go", n)
+	var b strings.Builder
+	fmt.Fprintf(&b, "diff --git a/%s b/%s\nnew file mode 100644\n--- /dev/null\n+++ b/%s\n@@ -0,0 +1,%d @@\n", path, path, path, len(lines))
+	for _, l := range lines {
+		b.WriteString("+" + l + "\n")
+	}
+	return b.String()
+}
+
+// runRerunSequence pushes the change versions times, changed files per
+// push, through the incremental critic, and reviews each version's diff in
+// full too, counting the tokens the stand-in bills.
+func runRerunSequence(ctx context.Context, llm critic.Critic, stand *critictest.StandIn, files, versions, changed int) (rerunTokens, error) {
+	rt := rerunTokens{Versions: versions, Files: files, ChangedPerPush: changed}
+	inc := critic.NewIncremental(llm)
+	rev := make([]int, files)
+	var prev *critic.Previous
+	sent := func() int {
+		reqs := stand.Requests()
+		if len(reqs) == 0 {
+			return 0
+		}
+		return strings.Count(reqs[len(reqs)-1].User, "\nFile: ")
+	}
+	for v := 1; v <= versions; v++ {
+		if v > 1 {
+			for k := 0; k < changed; k++ {
+				rev[((v-2)*changed+k)%files]++
+			}
+		}
+		var d strings.Builder
+		for n := range files {
+			d.WriteString(benchFile(n+1, rev[n]))
+		}
+		in := critic.Input{ChangelistID: "bench/reruns", ReviewVersion: v, Title: "Price orders", Author: "bench", Diff: d.String(), Previous: prev}
+		before := len(stand.Requests())
+		c, err := inc.Review(ctx, in)
+		if err != nil {
+			return rt, fmt.Errorf("version %d: %w", v, err)
+		}
+		if c.Usage == nil {
+			return rt, fmt.Errorf("version %d: no token usage", v)
+		}
+		if v == 1 {
+			rt.FirstInput, rt.FirstOutput = c.Usage.InputTokens, c.Usage.OutputTokens
+		} else {
+			rt.RerunInput += float64(c.Usage.InputTokens)
+			rt.RerunOutput += float64(c.Usage.OutputTokens)
+			if len(stand.Requests()) > before {
+				rt.FilesSent += float64(sent())
+			}
+			full := in
+			full.Previous = nil
+			fc, err := llm.Review(ctx, full)
+			if err != nil {
+				return rt, fmt.Errorf("version %d, full: %w", v, err)
+			}
+			rt.FullInput += float64(fc.Usage.InputTokens)
+		}
+		prev = &critic.Previous{Version: v, Critique: c}
+	}
+	n := float64(versions - 1)
+	rt.RerunInput, rt.RerunOutput, rt.FullInput, rt.FilesSent = rt.RerunInput/n, rt.RerunOutput/n, rt.FullInput/n, rt.FilesSent/n
+	return rt, nil
+}
 
 // o200k is the tokenizer of OpenAI's current models (gpt-4o, gpt-4.1,
 // gpt-5), loaded from the pinned module, offline.
@@ -54,14 +143,14 @@ func chatTokens(enc *tiktoken.Tiktoken, system, user string) int {
 // LLM critic against the recording stand-in, which answers each request
 // with its case's recorded answer and bills the tokens it counts; the
 // critic keeps them with the critique, as the llm stage stores them.
-func runTokens(ctx context.Context) ([]tokenCount, error) {
+func runTokens(ctx context.Context) ([]tokenCount, rerunTokens, error) {
 	enc, err := o200k()
 	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
+		return nil, rerunTokens{}, fmt.Errorf("tokenizer: %w", err)
 	}
 	cases, err := eval.Cases()
 	if err != nil {
-		return nil, err
+		return nil, rerunTokens{}, err
 	}
 	type change struct {
 		name   string
@@ -71,13 +160,13 @@ func runTokens(ctx context.Context) ([]tokenCount, error) {
 	var changes []change
 	b, err := os.ReadFile("events/generic-webhook.json")
 	if err != nil {
-		return nil, fmt.Errorf("run from the repository root: %w", err)
+		return nil, rerunTokens{}, fmt.Errorf("run from the repository root: %w", err)
 	}
 	var sample struct {
 		ChangelistID, Title, Author, URL, Diff string
 	}
 	if err := json.Unmarshal(b, &sample); err != nil {
-		return nil, err
+		return nil, rerunTokens{}, err
 	}
 	changes = append(changes, change{"bench sample (events/generic-webhook.json)", critic.Input{ChangelistID: "bench/sample", ReviewVersion: 1,
 		Title: sample.Title, Author: sample.Author, URL: sample.URL, Diff: sample.Diff}, critictest.SampleReview})
@@ -94,11 +183,11 @@ func runTokens(ctx context.Context) ([]tokenCount, error) {
 	}
 	model, err := openai.New(openai.Config{BaseURL: stand.URL, Model: "gpt-4.1"})
 	if err != nil {
-		return nil, err
+		return nil, rerunTokens{}, err
 	}
 	llm, err := critic.NewLLM(model)
 	if err != nil {
-		return nil, err
+		return nil, rerunTokens{}, err
 	}
 	review := func(in critic.Input) (critic.Usage, int, error) {
 		crit, err := llm.Review(ctx, in)
@@ -124,51 +213,56 @@ func runTokens(ctx context.Context) ([]tokenCount, error) {
 		answer = c.answer
 		u, limit, err := review(c.in)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.name, err)
+			return nil, rerunTokens{}, fmt.Errorf("%s: %w", c.name, err)
 		}
-		next := c.in
-		next.ReviewVersion++
-		ru, _, err := review(rerunInput(c.in, next))
-		if err != nil {
-			return nil, fmt.Errorf("%s rerun: %w", c.name, err)
-		}
-		out = append(out, tokenCount{Change: c.name, Input: u.InputTokens, Output: u.OutputTokens, OutputCap: limit,
-			RerunInput: ru.InputTokens, Rerun: ru.OutputTokens})
+		out = append(out, tokenCount{Change: c.name, Input: u.InputTokens, Output: u.OutputTokens, OutputCap: limit})
 	}
-	return out, nil
+	answer = `{"summary":"No problem found in the handlers.","findings":[]}`
+	rt, err := runRerunSequence(ctx, llm, stand, 20, 5, 2)
+	if err != nil {
+		return nil, rerunTokens{}, fmt.Errorf("rerun sequence: %w", err)
+	}
+	return out, rt, nil
 }
 
 // printTokens prints section 7c: tokens per review and per rerun, and
 // what they cost at each model's list price.
-func printTokens(w io.Writer, tcs []tokenCount) {
+func printTokens(w io.Writer, tcs []tokenCount, rt rerunTokens) {
 	fmt.Fprintf(w, "\n7c. Model tokens per review and per rerun, LLM critic (prompt counted with o200k_base, the tokenizer of gpt-4o/4.1/5, through the recording\n")
-	fmt.Fprintf(w, "    stand-in; output: the stand-in's recorded answer, and the cap the critic asks for; reruns are full re-reviews today: rerunInput)\n")
+	fmt.Fprintf(w, "    stand-in; output: the stand-in's recorded answer, and the cap the critic asks for)\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	line := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
-	line("change", "input", "output", "output cap", "rerun input", "rerun output", "")
-	var in, outT, capT, rin, rout float64
+	line("change", "input", "output", "output cap", "")
+	var in, outT, capT float64
 	for _, t := range tcs {
-		line(t.Change, fmt.Sprint(t.Input), fmt.Sprint(t.Output), fmt.Sprint(t.OutputCap), fmt.Sprint(t.RerunInput), fmt.Sprint(t.Rerun), "")
+		line(t.Change, fmt.Sprint(t.Input), fmt.Sprint(t.Output), fmt.Sprint(t.OutputCap), "")
 		in += float64(t.Input)
 		outT += float64(t.Output)
 		capT += float64(t.OutputCap)
-		rin += float64(t.RerunInput)
-		rout += float64(t.Rerun)
 	}
 	n := float64(len(tcs))
-	in, outT, capT, rin, rout = in/n, outT/n, capT/n, rin/n, rout/n
-	line("mean", fmt.Sprintf("%.0f", in), fmt.Sprintf("%.0f", outT), fmt.Sprintf("%.0f", capT), fmt.Sprintf("%.0f", rin), fmt.Sprintf("%.0f", rout), "")
+	in, outT, capT = in/n, outT/n, capT/n
+	line("mean", fmt.Sprintf("%.0f", in), fmt.Sprintf("%.0f", outT), fmt.Sprintf("%.0f", capT), "")
 	tw.Flush()
-	fmt.Fprintf(w, "   USD per 1,000 reviews at the mean (output as answered / at the cap), per 1,000 reruns; list prices read %s:\n", cost.Models()[0].Input.Taken)
+	ratio := 0.0
+	if rt.FullInput > 0 {
+		ratio = rt.RerunInput / rt.FullInput
+	}
+	fmt.Fprintf(w, "   Reruns (critic.Incremental, R-COST-3): a %d-file change pushed %d times, %d files changed per push. Version 1: %d input tokens.\n",
+		rt.Files, rt.Versions, rt.ChangedPerPush, rt.FirstInput)
+	fmt.Fprintf(w, "   Per rerun: %.1f files sent, %.0f input tokens; a full re-review of the same diff: %.0f. Rerun / full = %.2f (goal <= 0.30)\n",
+		rt.FilesSent, rt.RerunInput, rt.FullInput, ratio)
+	fmt.Fprintf(w, "   USD per 1,000 reviews at the mean (output as answered / at the cap), per 1,000 reruns of the sequence; list prices read %s:\n", cost.Models()[0].Input.Taken)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	line = func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
-	line("model", "$/M in", "$/M out", "review", "review at cap", "rerun", "")
+	line("model", "$/M in", "$/M out", "review", "review at cap", "rerun", "full re-review", "")
 	for _, m := range cost.Models() {
 		review := m.Input.Of(in) + m.Output.Of(outT)
 		atCap := m.Input.Of(in) + m.Output.Of(capT)
-		rerun := m.Input.Of(rin) + m.Output.Of(rout)
+		rerun := m.Input.Of(rt.RerunInput) + m.Output.Of(rt.RerunOutput)
+		full := m.Input.Of(rt.FullInput) + m.Output.Of(rt.RerunOutput)
 		line(m.Name, fmt.Sprintf("%.2f", m.Input.USD), fmt.Sprintf("%.2f", m.Output.USD), fmt.Sprintf("%.3f", 1000*review),
-			fmt.Sprintf("%.3f", 1000*atCap), fmt.Sprintf("%.3f", 1000*rerun), "")
+			fmt.Sprintf("%.3f", 1000*atCap), fmt.Sprintf("%.3f", 1000*rerun), fmt.Sprintf("%.3f", 1000*full), "")
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "   Claude counts tokens with its own tokenizer (not public offline): its figures here use the o200k count\n")
