@@ -181,11 +181,12 @@ func (s *Stack) data() {
 		RemovalPolicy:      awscdk.RemovalPolicy_RETAIN,
 	})
 	// The sparse indexes the sweeps read (the store's index.go): unfinished
-	// jobs by updated_at, and rows that may need a hand.
+	// jobs by updated_at, and rows that may need a hand; keys only, so a
+	// live item's writes are not billed again for a copy of it.
 	s.Jobs.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{IndexName: jsii.String(IndexLiveJobs),
 		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(AttrSweep), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:        &awsdynamodb.Attribute{Name: jsii.String("updated_at"), Type: awsdynamodb.AttributeType_STRING},
-		ProjectionType: awsdynamodb.ProjectionType_ALL})
+		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY})
 	// The reviewer directory's entries, by source (the store's
 	// directory.go), which the admin API and the CLI list.
 	s.Jobs.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{IndexName: jsii.String(IndexDirectory),
@@ -205,7 +206,7 @@ func (s *Stack) data() {
 	})
 	s.Deliveries.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{IndexName: jsii.String(IndexLiveDeliveries),
 		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(AttrSweep), Type: awsdynamodb.AttributeType_STRING},
-		ProjectionType: awsdynamodb.ProjectionType_ALL})
+		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY})
 	overrideID(s.Deliveries, IDDeliveriesTable)
 
 	s.Bucket = awss3.NewBucket(s.Stack, jsii.String(IDPayloadBucket), &awss3.BucketProps{

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -264,6 +265,20 @@ func TestTables(t *testing.T) {
 	ttl := get(props(tables[IDJobsTable]), "TimeToLiveSpecification")
 	if get(ttl, "AttributeName") != "expires_at" || get(ttl, "Enabled") != true {
 		t.Errorf("jobs TTL = %v, want expires_at enabled", ttl)
+	}
+	// The indexes: the sweeps' live indexes project keys only (a live
+	// item's writes are not billed again for a copy of it; the sweeper
+	// reads the few live items whole), the directory's whole entries (it
+	// lists them).
+	want := map[string]string{IndexLiveJobs: "KEYS_ONLY", IndexDirectory: "ALL", IndexLiveDeliveries: "KEYS_ONLY"}
+	got := map[string]string{}
+	for _, id := range []string{IDJobsTable, IDDeliveriesTable} {
+		for _, gsi := range get(props(tables[id]), "GlobalSecondaryIndexes").([]any) {
+			got[render(get(gsi, "IndexName"))] = render(get(gsi, "Projection", "ProjectionType"))
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("indexes and their projections %v, want %v", got, want)
 	}
 }
 

@@ -37,7 +37,7 @@ type capacityProxy struct {
 	write   float64
 	failed  int // writes answered with an error (no capacity reported)
 	calls   map[string]int
-	scanned int64 // ScannedCount of Query and Scan answers
+	scanned int64 // items read: ScannedCount of Query and Scan answers, items of GetItem and BatchGetItem answers
 	reads   int   // read calls
 }
 
@@ -103,11 +103,19 @@ func (p *capacityProxy) answer(resp *http.Response) error {
 	var one struct {
 		ConsumedCapacity json.RawMessage
 		ScannedCount     int64
+		Item             json.RawMessage
+		Responses        map[string][]json.RawMessage
 	}
 	if json.Unmarshal(b, &one) != nil {
 		return nil
 	}
 	p.scanned += one.ScannedCount
+	if len(one.Item) > 0 {
+		p.scanned++
+	}
+	for _, items := range one.Responses {
+		p.scanned += int64(len(items))
+	}
 	if !write {
 		p.reads++
 	}

@@ -27,7 +27,7 @@ type tokenCount struct {
 	OutputCap     int // the output limit the critic asked for
 }
 
-// rerunTokens is the rerun sequence of issue 16: a 20-file change pushed
+// rerunTokens is the rerun sequence of R-COST-3: a 20-file change pushed
 // 5 times, 2 files changed per push, reviewed by the llm stage's critic
 // (critic.Incremental around the LLM critic) and, for comparison, each
 // version's diff reviewed in full.

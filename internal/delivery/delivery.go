@@ -55,6 +55,19 @@ const (
 	ResolvedRequeued = "operator: requeued"
 )
 
+// Unsettled reports whether a row may need a hand from outside its
+// notifier, what the sweeper looks for: in UnsettledStatuses (a send in
+// flight or held, a row under reconciliation), or sent before sentBefore
+// with no provider event naming it yet and not resolved as sent by an
+// operator (a sent row whose confirmation never came).
+func (r Row) Unsettled(sentBefore time.Time) bool {
+	if slices.Contains(UnsettledStatuses(), r.Status) {
+		return true
+	}
+	return r.Status == StatusSent && r.NotifiedAt.Before(sentBefore) && r.ProviderMessageID == "" && !r.HasEvidence() &&
+		r.Resolution != ResolvedSent
+}
+
 // Claimable reports whether a worker may take the row to send it.
 func (s Status) Claimable() bool {
 	return slices.Contains(ClaimableStatuses(), s)

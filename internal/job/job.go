@@ -42,7 +42,6 @@ func Statuses() []Status {
 }
 
 // Unfinished are the statuses a stage may still move: those not Terminal.
-// The store's stuck-job query is built from them.
 func Unfinished() []Status {
 	var out []Status
 	for _, s := range Statuses() {

@@ -4,7 +4,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/criticizer/criticizer/internal/delivery"
-	"github.com/criticizer/criticizer/internal/job"
 )
 
 // statusIn is "status IN (…)" for a set the domain exports, so a status set
@@ -23,6 +22,3 @@ func statusIn[S ~string](set []S) expression.ConditionBuilder {
 
 // claimableStatus is the claim's status condition.
 func claimableStatus() expression.ConditionBuilder { return statusIn(delivery.ClaimableStatuses()) }
-
-// unfinishedJob is the stuck-job query's status condition.
-func unfinishedJob() expression.ConditionBuilder { return statusIn(job.Unfinished()) }

@@ -663,32 +663,41 @@ func (s *Deliveries) ClearAndRequeue(ctx context.Context, id string) (delivery.R
 }
 
 // Unsettled calls fn for every row that may need a hand from outside its
-// notifier: in delivery.UnsettledStatuses (a send in flight or held, a
-// row under reconciliation), or sent before sentBefore with no provider
-// event yet and not resolved by an operator. It reads the live index
-// (index.go), not the table's history.
+// notifier (delivery.Row.Unsettled). It reads the live index (index.go),
+// not the table's history: the index holds the live rows' keys only, so
+// the rows are then read whole, strongly consistent (batchGet), and each
+// checked as it is now. A sweep reads about twice the live rows, whatever
+// the table holds (R-COST-1).
 func (s *Deliveries) Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error {
-	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(attrSweep).Equal(expression.Value(sweepRow))).
-		WithFilter(statusIn(delivery.UnsettledStatuses()).
-			Or(expression.Name("status").Equal(expression.Value(string(delivery.StatusSent))).
-				And(expression.Name("notified_at").LessThan(expression.Value(ts(sentBefore)))).
-				And(noEvidence()).And(notResolvedSent()))).Build()
+	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(attrSweep).Equal(expression.Value(sweepRow))).Build()
 	if err != nil {
 		return fmt.Errorf("build unsettled query: %w", err)
 	}
 	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.table, IndexName: aws.String(IndexLiveDeliveries),
-		KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
+		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
 			return fmt.Errorf("query unsettled deliveries: %w", err)
 		}
+		keys := make([]map[string]types.AttributeValue, 0, len(out.Items))
 		for _, item := range out.Items {
+			keys = append(keys, map[string]types.AttributeValue{"delivery_id": item["delivery_id"]})
+		}
+		var rows []delivery.Row
+		if err := batchGet(ctx, s.db, s.table, keys, func(item map[string]types.AttributeValue) error {
 			var r delivery.Row
 			if err := unmarshalRow(item, &r); err != nil {
 				return err
 			}
+			if r.Unsettled(sentBefore) {
+				rows = append(rows, r)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read unsettled deliveries: %w", err)
+		}
+		for _, r := range rows {
 			if err := fn(r); err != nil {
 				return err
 			}

@@ -16,6 +16,14 @@ import (
 // index holds those items only, so a sweep reads about as many items as
 // there is live work, whatever the history; every write that moves an item
 // in or out of that set sets or removes the attribute in the same write.
+//
+// The indexes project keys only. DynamoDB bills a write to an item in an
+// index again for the index's copy, by the copy's size: with every
+// attribute projected, each claim, mark and event of a live row and each
+// status write of a job billed the whole item twice (20 of a 1-recipient
+// review's 55 write units). A keys-only copy is written only when an item
+// enters or leaves the index (and, for a job, when its updated_at moves),
+// for one unit; the sweeps read the few live items whole afterwards.
 const (
 	// IndexLiveJobs is the jobs table's index: sweep (= "job") and
 	// updated_at, so stuck jobs are a key range.
@@ -45,7 +53,7 @@ func JobsIndex() ([]types.AttributeDefinition, types.GlobalSecondaryIndex) {
 				{AttributeName: aws.String(attrSweep), KeyType: types.KeyTypeHash},
 				{AttributeName: aws.String("updated_at"), KeyType: types.KeyTypeRange},
 			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}
 }
 
@@ -71,7 +79,7 @@ func DeliveriesIndex() ([]types.AttributeDefinition, types.GlobalSecondaryIndex)
 		}, types.GlobalSecondaryIndex{
 			IndexName:  aws.String(IndexLiveDeliveries),
 			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String(attrSweep), KeyType: types.KeyTypeHash}},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}
 }
 

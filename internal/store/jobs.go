@@ -387,37 +387,45 @@ func (s *Jobs) update(ctx context.Context, id job.ID, upd expression.UpdateBuild
 // Timestamp formats t as stored, for comparisons in filter expressions.
 func Timestamp(t time.Time) string { return ts(t) }
 
-// ScanJobs pages through the job items matching filter (the sweeper's
-// query). A scan reads the whole table; at the volumes a review system
-// produces (thousands of jobs a day, TTL-less but small items) one sweep
-// every few minutes costs little. A sparse index on non-terminal jobs is the
-// next step if it ever does not.
 // StuckJobs calls fn for every job in job.Unfinished not updated since
 // before: its stage has not moved. It reads the live index (index.go): the
-// unfinished jobs updated before the bound, not the table's history. The
-// index is eventually consistent; a sweep that misses a job by a moment
-// finds it at the next run.
+// keys of the unfinished jobs updated before the bound, not the table's
+// history; then those jobs whole, strongly consistent (batchGet), each
+// checked as it is now (a job that moved on since the index saw it is left
+// alone). The index is eventually consistent; a sweep that misses a job by
+// a moment finds it at the next run.
 func (s *Jobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error {
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(attrSweep).Equal(expression.Value(sweepJob)).
-		And(expression.Key("updated_at").LessThan(expression.Value(ts(before))))).
-		WithFilter(unfinishedJob()).Build()
+		And(expression.Key("updated_at").LessThan(expression.Value(ts(before))))).Build()
 	if err != nil {
 		return fmt.Errorf("build stuck-jobs query: %w", err)
 	}
 	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.table, IndexName: aws.String(IndexLiveJobs),
-		KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
+		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
 			return fmt.Errorf("query stuck jobs: %w", err)
 		}
+		keys := make([]map[string]types.AttributeValue, 0, len(out.Items))
 		for _, item := range out.Items {
+			keys = append(keys, map[string]types.AttributeValue{"pk": item["pk"]})
+		}
+		var stuck []job.Job
+		if err := batchGet(ctx, s.db, s.table, keys, func(item map[string]types.AttributeValue) error {
 			var it jobItem
 			if err := unmarshal(item, &it); err != nil {
 				return err
 			}
-			if err := fn(it.Job); err != nil {
+			if !it.Status.Terminal() && it.UpdatedAt.Before(before) {
+				stuck = append(stuck, it.Job)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read stuck jobs: %w", err)
+		}
+		for _, j := range stuck {
+			if err := fn(j); err != nil {
 				return err
 			}
 		}

@@ -321,8 +321,7 @@ func (s *Deliveries) Unsettled(_ context.Context, sentBefore time.Time, fn func(
 	s.mu.Lock()
 	var rows []delivery.Row
 	for _, r := range s.rows {
-		if slices.Contains(delivery.UnsettledStatuses(), r.Status) ||
-			(r.Status == delivery.StatusSent && r.NotifiedAt.Before(sentBefore) && noEvidence(r) && r.Resolution != delivery.ResolvedSent) {
+		if r.Unsettled(sentBefore) {
 			rows = append(rows, clone(r))
 		}
 	}
