@@ -87,6 +87,10 @@ func (in *Intake) reviewersChanged(ctx context.Context, ev webhook.Event, body [
 	}
 	v := c.ReviewVersion
 	if v == 0 {
+		if in.Versions == nil {
+			in.Log.ErrorContext(ctx, "no version assigner configured", "source", c.Source)
+			return problem(http.StatusInternalServerError, "", "intake is not configured for this source")
+		}
 		var err error
 		if v, err = in.Versions.AssignVersion(ctx, c.Source, c.ChangelistID, ev.HeadSHA); err != nil {
 			in.Log.ErrorContext(ctx, "assign review version failed", "source", c.Source, "error", err)

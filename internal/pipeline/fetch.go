@@ -209,7 +209,10 @@ func (f *Fetch) decide(ctx context.Context, j job.Job, asked source.Reviewers) (
 func (f *Fetch) refresh(ctx context.Context, m job.Message) error {
 	j, err := f.Jobs.Get(ctx, m.JobID)
 	if errors.Is(err, store.ErrNotFound) {
-		return retry.Permanent(retry.NotFound, err)
+		// The version's records expired (R-COST-2): nobody is mailed a
+		// version that old again; the next version asks its reviewers.
+		f.Log.InfoContext(ctx, "reviewer refresh for a job that no longer exists; nothing to do", "job_id", m.JobID)
+		return nil
 	}
 	if err != nil {
 		return err

@@ -166,4 +166,11 @@ func TestFetchRefresh_AddsOnlyWhoIsNew_ReopensAFinishedJob(t *testing.T) {
 	if got.Stage != job.StageNotify || got.Status != job.StatusInProgress || len(q.msgs) != 1 || q.msgs[0].Stage != job.StageNotify || q.msgs[0].Task != "" {
 		t.Fatalf("after an addition to a finished job: %s %s, enqueued %v; want reopened at notify and notify enqueued", got.Stage, got.Status, q.msgs)
 	}
+
+	// The job's records expired (retention): a refresh does nothing, and
+	// is not a failure to retry or dead-letter.
+	jobs.Expire(j.ID)
+	if err := f.Handle(ctx, job.Message{JobID: j.ID, Stage: job.StageFetch, Task: job.TaskReviewers}, 1); err != nil || len(q.msgs) != 1 {
+		t.Fatalf("a refresh of an expired job: %v, enqueued %v", err, q.msgs)
+	}
 }
