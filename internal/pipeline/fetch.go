@@ -129,6 +129,7 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
+	f.unknown(ctx, j, noEmail)
 	if cl.Truncated {
 		f.Log.InfoContext(ctx, "diff truncated at the size limit", "job_id", j.ID)
 	}
@@ -151,8 +152,7 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 
 // decide selects a version's reviewers from what the system says and the
 // changelist's roster (reviewers.Select), and resolves their addresses:
-// the recipients, and the identities of those without an address, who are
-// counted (UnknownReviewers) and noted for an operator.
+// the recipients, and the identities of those without an address.
 func (f *Fetch) decide(ctx context.Context, j job.Job, asked source.Reviewers) (recipients, noEmail []string, err error) {
 	roster := reviewers.Roster{}
 	if f.Rosters != nil {
@@ -163,28 +163,36 @@ func (f *Fetch) decide(ctx context.Context, j job.Job, asked source.Reviewers) (
 	chosen := reviewers.Select(asked.Asked(j.Author), roster)
 	resolved, err := reviewers.Resolve(ctx, f.Directory, j.Source, chosen)
 	if err != nil {
-		return nil, nil, retry.Transient(retry.Upstream5xx, err)
+		return nil, nil, fmt.Errorf("job %s: %w", j.ID, err) // the store's error keeps its class
 	}
 	recipients, noEmail = reviewers.Split(j.Source, resolved)
 	if len(asked.UnexpandedTeams) > 0 {
 		f.Log.WarnContext(ctx, "requested teams could not be expanded to their members; give the token the organization's members: read",
 			"job_id", j.ID, "teams", len(asked.UnexpandedTeams))
 	}
-	if len(noEmail) > 0 {
-		obs.Metric(ctx, f.Log, map[string]string{"Source": j.Source}, map[string]float64{"UnknownReviewers": float64(len(noEmail))})
-		if f.Unknown != nil {
-			names := make([]string, len(noEmail))
-			for i, id := range noEmail {
-				_, names[i], _ = strings.Cut(id, ":")
-			}
-			if err := f.Unknown.NoteUnknown(ctx, j.Source, names); err != nil {
-				// The job's own list has them; the directory's list is a
-				// convenience for the operator.
-				f.Log.WarnContext(ctx, "could not note reviewers without an address", "job_id", j.ID, "error", err)
-			}
-		}
-	}
 	return recipients, noEmail, nil
+}
+
+// unknown counts reviewers a version gains without an address
+// (UnknownReviewers, R-REVIEWERS-3) and notes them on the directory's
+// unknown list, for an operator to add.
+func (f *Fetch) unknown(ctx context.Context, j job.Job, identities []string) {
+	if len(identities) == 0 {
+		return
+	}
+	obs.Metric(ctx, f.Log, map[string]string{"Source": j.Source}, map[string]float64{"UnknownReviewers": float64(len(identities))})
+	if f.Unknown == nil {
+		return
+	}
+	names := make([]string, len(identities))
+	for i, id := range identities {
+		_, names[i], _ = strings.Cut(id, ":")
+	}
+	if err := f.Unknown.NoteUnknown(ctx, j.Source, names); err != nil {
+		// The job's own list has them; the directory's list is a
+		// convenience for the operator.
+		f.Log.WarnContext(ctx, "could not note reviewers without an address", "job_id", j.ID, "error", err)
+	}
 }
 
 // refresh is the reviewer refresh (job.TaskReviewers, R-REVIEWERS-1): a
@@ -244,6 +252,7 @@ func (f *Fetch) refresh(ctx context.Context, m job.Message) error {
 		}
 		f.Log.InfoContext(ctx, "reviewers added to the version", "job_id", j.ID, "review_version", j.ReviewVersion,
 			"added", len(addrs), "added_without_address", len(ids))
+		f.unknown(ctx, j, ids)
 	}
 	if j.AddedRev == j.AddedSeen {
 		return nil // nobody new, or notify has mailed them
