@@ -50,13 +50,9 @@ func (c *capacityCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
 	}
 	resp, err := c.next.RoundTrip(r)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return resp, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
+	b, perr := peekAnswer(resp, err)
+	if b == nil {
+		return resp, perr
 	}
 	var out struct {
 		ConsumedCapacity struct{ CapacityUnits float64 }
@@ -67,7 +63,6 @@ func (c *capacityCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 		c.calls[op]++
 		c.mu.Unlock()
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return resp, nil
 }
 

@@ -29,15 +29,26 @@ type readCounter struct {
 	scanned atomic.Int64
 }
 
-func (c *readCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := c.next.RoundTrip(r)
+// peekAnswer reads a successful answer's body for a test transport and
+// puts it back for the SDK: nil for a failed call or an error answer.
+func peekAnswer(resp *http.Response, err error) ([]byte, error) {
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return resp, err
+		return nil, err
 	}
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
 		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return b, nil
+}
+
+func (c *readCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	b, perr := peekAnswer(resp, err)
+	if b == nil {
+		return resp, perr
 	}
 	var out struct {
 		ScannedCount int64
@@ -53,7 +64,6 @@ func (c *readCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 			c.scanned.Add(int64(len(items)))
 		}
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return resp, nil
 }
 
