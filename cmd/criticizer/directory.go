@@ -10,7 +10,6 @@ import (
 	"slices"
 	"text/tabwriter"
 
-	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/reviewers"
 	"github.com/criticizer/criticizer/internal/store"
 )
@@ -39,7 +38,7 @@ func (c *cli) directoryList(ctx context.Context, args []string) error {
 	if _, _, err := parse("directory list", args, 0, func(fs *flag.FlagSet) { fs.StringVar(&src, "source", "", "") }); err != nil {
 		return err
 	}
-	sources := api.DirectorySources
+	sources := reviewers.Sources
 	if src != "" {
 		if !slices.Contains(sources, src) {
 			return usageError{"directory list: --source must be github, gitlab or gerrit"}
@@ -201,10 +200,10 @@ func (c *cli) directoryImport(ctx context.Context, args []string) error {
 
 // directoryName checks a source and a username given on the command line.
 func directoryName(cmd, src, user string) (string, string, error) {
-	if !slices.Contains(api.DirectorySources, src) {
+	if !slices.Contains(reviewers.Sources, src) {
 		return "", "", usageError{cmd + ": the source must be github, gitlab or gerrit"}
 	}
-	if msg := api.CheckUsername(user); msg != "" {
+	if msg := reviewers.CheckUsername(user); msg != "" {
 		return "", "", usageError{cmd + ": the username " + msg}
 	}
 	return src, user, nil

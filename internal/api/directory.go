@@ -11,8 +11,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -28,37 +26,23 @@ type DirectoryAdmin interface {
 	Unknown(ctx context.Context, source string) ([]string, error)
 }
 
-// DirectorySources are the sources whose reviewers are usernames a
-// directory maps to addresses.
-var DirectorySources = []string{"github", "gitlab", "gerrit"}
-
-// DirectoryEntry is one entry as the admin API shows it: the address
-// masked like every address the admin API answers with (these answers end
-// up in terminals and tickets); `criticizer directory list` shows it whole.
-type DirectoryEntry struct {
-	Source    string    `json:"source"`
-	Username  string    `json:"username"`
-	Email     string    `json:"email,omitempty"`
-	Removed   bool      `json:"removed,omitempty"`
-	UpdatedAt time.Time `json:"updated_at"`
-	UpdatedBy string    `json:"updated_by,omitempty"`
-}
-
 // DirectoryList is the body of GET /admin/directory?source=S.
 type DirectoryList struct {
-	Source  string           `json:"source"`
-	Entries []DirectoryEntry `json:"entries"`
+	Source  string            `json:"source"`
+	Entries []reviewers.Entry `json:"entries"`
 	// Unknown are usernames reviewers were asked by that no entry
 	// resolved: whom to add.
 	Unknown []string `json:"unknown"`
 }
 
-func shownEntry(e reviewers.Entry) DirectoryEntry {
-	d := DirectoryEntry{Source: e.Source, Username: e.Username, Removed: e.Removed, UpdatedAt: e.UpdatedAt, UpdatedBy: e.UpdatedBy}
+// shownEntry is an entry as the admin API shows it: the address masked
+// like every address the admin API answers with (these answers end up in
+// terminals and tickets); `criticizer directory list` shows it whole.
+func shownEntry(e reviewers.Entry) reviewers.Entry {
 	if e.Email != "" {
-		d.Email = MaskEmail(e.Email)
+		e.Email = MaskEmail(e.Email)
 	}
-	return d
+	return e
 }
 
 // directory serves /admin/directory (R-REVIEWERS-4):
@@ -91,7 +75,7 @@ func (a *Admin) directory(ctx context.Context, req events.APIGatewayV2HTTPReques
 			a.Log.ErrorContext(ctx, "read the unknown reviewers failed", "source", src, "error", err)
 			return unavailable("could not read the directory; retry")
 		}
-		out := DirectoryList{Source: src, Entries: make([]DirectoryEntry, 0, len(entries)), Unknown: unknown}
+		out := DirectoryList{Source: src, Entries: make([]reviewers.Entry, 0, len(entries)), Unknown: unknown}
 		for _, e := range entries {
 			out.Entries = append(out.Entries, shownEntry(e))
 		}
@@ -107,7 +91,7 @@ func (a *Admin) directory(ctx context.Context, req events.APIGatewayV2HTTPReques
 	if field, msg := checkDirectorySource(src); field != "" {
 		return problem(http.StatusBadRequest, field, msg)
 	}
-	if msg := CheckUsername(user); msg != "" {
+	if msg := reviewers.CheckUsername(user); msg != "" {
 		return problem(http.StatusBadRequest, "username", msg)
 	}
 	switch method {
@@ -143,26 +127,11 @@ func (a *Admin) directory(ctx context.Context, req events.APIGatewayV2HTTPReques
 func checkDirectorySource(src string) (field, msg string) {
 	switch {
 	case src == "":
-		return "source", "is required: one of " + strings.Join(DirectorySources, ", ")
-	case !slices.Contains(DirectorySources, src):
-		return "source", "must be one of " + strings.Join(DirectorySources, ", ")
+		return "source", "is required: one of " + strings.Join(reviewers.Sources, ", ")
+	case !slices.Contains(reviewers.Sources, src):
+		return "source", "must be one of " + strings.Join(reviewers.Sources, ", ")
 	}
 	return "", ""
-}
-
-// CheckUsername validates a username a directory entry is for: 1–256
-// printable characters, no spaces, no "@" (an address is never a
-// username). It returns why not, or "".
-func CheckUsername(u string) string {
-	switch {
-	case strings.TrimSpace(u) == "":
-		return "is required"
-	case len(u) > maxChangelistLen:
-		return fmt.Sprintf("must be at most %d bytes", maxChangelistLen)
-	case !utf8.ValidString(u) || strings.ContainsAny(u, " \t\r\n@,<>\"/"):
-		return "is not a valid username (no spaces, no @)"
-	}
-	return ""
 }
 
 // decodeDirectoryPut reads {"email": "…"} strictly.

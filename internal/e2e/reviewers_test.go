@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -78,16 +77,7 @@ func (s *stack) settled(id job.ID, rows ...string) {
 // request sends an HTTP request to the stack's API.
 func (s *stack) request(method, path string, headers map[string]string, body []byte) (int, []byte) {
 	s.t.Helper()
-	req, _ := http.NewRequest(method, s.srv.URL+path, bytes.NewReader(body))
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := s.send(method, path, headers, body)
 	return resp.StatusCode, b
 }
 

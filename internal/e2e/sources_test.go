@@ -125,8 +125,17 @@ func (f *fakeReviewAPI) requests() []*http.Request {
 // postHook posts a webhook with the given headers to path.
 func (s *stack) postHook(path string, headers map[string]string, body []byte) (*http.Response, []byte) {
 	s.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, s.srv.URL+path, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	h := map[string]string{"Content-Type": "application/json"}
+	for k, v := range headers {
+		h[k] = v
+	}
+	return s.send(http.MethodPost, path, h, body)
+}
+
+// send makes one request to the stack's API and reads the answer.
+func (s *stack) send(method, path string, headers map[string]string, body []byte) (*http.Response, []byte) {
+	s.t.Helper()
+	req, _ := http.NewRequest(method, s.srv.URL+path, bytes.NewReader(body))
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}

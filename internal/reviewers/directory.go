@@ -8,6 +8,7 @@ import (
 	"net/mail"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/criticizer/criticizer/internal/delivery"
 )
@@ -29,6 +30,25 @@ type Person struct {
 // lower-cased. GitHub's, GitLab's and Gerrit's usernames are
 // case-insensitive.
 func Key(username string) string { return strings.ToLower(strings.TrimSpace(username)) }
+
+// Sources are the code review systems whose reviewers are usernames a
+// directory maps to addresses.
+var Sources = []string{"github", "gitlab", "gerrit"}
+
+// CheckUsername validates a username a directory entry is for: 1–256
+// bytes, printable, no spaces, no "@" (an address is never a username), no
+// "/" (it is a path segment of the admin API). It returns why not, or "".
+func CheckUsername(u string) string {
+	switch {
+	case strings.TrimSpace(u) == "":
+		return "is required"
+	case len(u) > 256:
+		return "must be at most 256 bytes"
+	case !utf8.ValidString(u) || strings.ContainsAny(u, " \t\r\n@,<>\"/"):
+		return "is not a valid username (no spaces, no @)"
+	}
+	return ""
+}
 
 // Identity is the "<source>:<username>" form that names a reviewer without
 // an address: the key of their skipped_no_email delivery row, and how a

@@ -68,45 +68,50 @@ func (it directoryItem) entry() reviewers.Entry {
 // reviewers.CheckAddress), replacing any entry or removal, and takes the
 // username off the source's unknown list.
 func (d *Directory) Set(ctx context.Context, source, username, email, by string) (reviewers.Entry, error) {
-	return d.put(ctx, directoryItem{Username: username, IndexSource: source, Email: email, UpdatedBy: by})
+	e, _, err := d.put(ctx, directoryItem{Username: username, IndexSource: source, Email: email, UpdatedBy: by})
+	return e, err
 }
 
 // Remove records that a username has no address: a removal, which also
 // hides an entry of the static seed. It reports whether an entry with an
-// address was there.
+// address was there (the item the write replaced).
 func (d *Directory) Remove(ctx context.Context, source, username, by string) (bool, error) {
-	old, err := d.Get(ctx, source, username)
-	if err != nil && !isNotFound(err) {
-		return false, err
-	}
-	if _, err := d.put(ctx, directoryItem{Username: username, IndexSource: source, Removed: true, UpdatedBy: by}); err != nil {
-		return false, err
-	}
-	return err == nil && !old.Removed && old.Email != "", nil
+	_, old, err := d.put(ctx, directoryItem{Username: username, IndexSource: source, Removed: true, UpdatedBy: by})
+	return err == nil && old != nil && !old.Removed && old.Email != "", err
 }
 
-func (d *Directory) put(ctx context.Context, it directoryItem) (reviewers.Entry, error) {
+// put writes an entry (or a removal) in one PutItem and returns it, with
+// the item it replaced (ALL_OLD; nil when there was none).
+func (d *Directory) put(ctx context.Context, it directoryItem) (reviewers.Entry, *reviewers.Entry, error) {
 	key := reviewers.Key(it.Username)
 	if it.IndexSource == "" || key == "" {
-		return reviewers.Entry{}, fmt.Errorf("directory: source and username are required")
+		return reviewers.Entry{}, nil, fmt.Errorf("directory: source and username are required")
 	}
 	it.PK, it.Kind, it.IndexUser, it.UpdatedAt = PrefixDirectory+it.IndexSource+"#"+key, "directory", key, d.now().UTC()
 	item, err := marshal(it)
 	if err != nil {
-		return reviewers.Entry{}, err
+		return reviewers.Entry{}, nil, err
 	}
-	if _, err := d.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &d.table, Item: item}); err != nil {
-		return reviewers.Entry{}, fmt.Errorf("directory: write entry: %w", err)
+	out, err := d.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &d.table, Item: item, ReturnValues: types.ReturnValueAllOld})
+	if err != nil {
+		return reviewers.Entry{}, nil, fmt.Errorf("directory: write entry: %w", err)
+	}
+	var old *reviewers.Entry
+	if len(out.Attributes) > 0 {
+		var was directoryItem
+		if err := unmarshal(out.Attributes, &was); err != nil {
+			return reviewers.Entry{}, nil, err
+		}
+		e := was.entry()
+		old = &e
 	}
 	if !it.Removed {
 		if err := d.forgetUnknown(ctx, it.IndexSource, key); err != nil {
-			return reviewers.Entry{}, err
+			return reviewers.Entry{}, nil, err
 		}
 	}
-	return it.entry(), nil
+	return it.entry(), old, nil
 }
-
-func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 func isConditionFailed(err error) bool {
 	var ccf *types.ConditionalCheckFailedException
