@@ -180,7 +180,7 @@ func TestEnvNamesMatchRootConfig(t *testing.T) {
 			t.Errorf("config.SecretEnv %v does not allow %s, a generated secret's key", secretEnv, key)
 		}
 	}
-	// The rotation in README.md puts the old key beside the new one in the
+	// The rotation in docs/operations.md puts the old key beside the new one in the
 	// unsubscribe secret: config must accept it there.
 	if !slices.Contains(secretEnv, "EnvUnsubscribeKeyPrevious") || names["EnvUnsubscribeKeyPrevious"] != EnvUnsubscribeKeyPrevious {
 		t.Errorf("config.SecretEnv %v does not allow %s, which the key rotation puts in the unsubscribe secret", secretEnv, EnvUnsubscribeKeyPrevious)

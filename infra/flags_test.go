@@ -44,7 +44,7 @@ func recommendedFlags(t *testing.T) map[string]any {
 // cdk.json sets every feature flag the pinned CDK recommends, at its
 // recommended value, so synth warns of no unconfigured flag and the
 // template does not change under a CDK upgrade's defaults. Upgrading
-// aws-cdk-go fails this test until cdk.json is regenerated (README, infra).
+// aws-cdk-go fails this test until cdk.json is regenerated (docs/deploy.md).
 func TestFeatureFlags_AllRecommendedConfigured(t *testing.T) {
 	if _, err := os.Stat("cdk.json"); err != nil {
 		t.Fatal(err)

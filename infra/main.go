@@ -1,5 +1,5 @@
 // Command infra is Criticizer's AWS CDK app: `cdk synth` / `cdk deploy`
-// from this directory (cdk.json runs `go run .`). See README.md here.
+// from this directory (cdk.json runs `go run .`). See docs/deploy.md.
 package main
 
 import (

@@ -97,7 +97,7 @@ func (s *Stack) monitoring() {
 		{"DeadLetters", "a stage dead-lettered a message (Criticizer/DeadLetters, any Stage/ErrorClass)"},
 		{"Escalations", "a replayed message failed again with the same class and was re-dead-lettered escalated"},
 		{"OrderingViolations", "a delivery marked sent was never confirmed by SES once the evidence path caught up past it: it is held for an operator (criticizer deliveries held)"},
-		{"DuplicateSends", "an SES event names a message other than its delivery's: the delivery was sent twice (criticizer deliveries show <id>; README, The remaining window)"},
+		{"DuplicateSends", "an SES event names a message other than its delivery's: the delivery was sent twice (criticizer deliveries show <id>; docs/architecture.md, The remaining window)"},
 		{"ResentWithoutEvidence", "a delivery whose send's answer was lost was sent again because the SES evidence path caught up past it with no event naming it"},
 	} {
 		alarm(m.metric, m.desc, awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{

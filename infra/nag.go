@@ -52,20 +52,20 @@ var (
 			"can be enabled account-wide if auditing is required, without a second bucket to manage."}
 	supSecretRotation = Suppression{Rule: "AwsSolutions-SMG4",
 		Reason: "The webhook signing secret is shared with external code review systems, which cannot be updated by a " +
-			"rotation Lambda; it is rotated by hand (new value here, then at each sender) as infra/README.md describes."}
+			"rotation Lambda; it is rotated by hand (new value here, then at each sender) as docs/operations.md describes."}
 )
 
 // supStageSecretRotation covers the fetch and llm secrets.
 var supStageSecretRotation = Suppression{Rule: "AwsSolutions-SMG4",
 	Reason: "Holds credentials issued by other systems (GitHub, GitLab, Gerrit tokens; an LLM provider's API key) that no " +
-		"rotation Lambda here can mint; they are rotated at their issuer and then put here, as infra/README.md describes."}
+		"rotation Lambda here can mint; they are rotated at their issuer and then put here, as docs/operations.md describes."}
 
 // supUnsubscribeKeyRotation covers the unsubscribe token signing key.
 var supUnsubscribeKeyRotation = Suppression{Rule: "AwsSolutions-SMG4",
 	Reason: "The unsubscribe key signs the List-Unsubscribe links of emails already delivered, and tokens verify against " +
 		"the current key and at most one previous key kept beside it: a scheduled rotation would silently break every " +
 		"outstanding unsubscribe link once a key is dropped. It is rotated by hand on suspicion of compromise, keeping the " +
-		"old key as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS while old emails matter, as infra/README.md describes."}
+		"old key as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS while old emails matter, as docs/operations.md describes."}
 
 // Suppressions lists every suppression the stack applies, for reporting.
 var Suppressions = []Suppression{supDiffs, supTableIndexes, supWebhookRoute, supJobsRoute, supHealthRoute, supUnsubscribeRoute,

@@ -31,7 +31,7 @@ const (
 	// generated unsubscribe secret holds (intake verifies, notify mints).
 	EnvUnsubscribeKey = "CRITICIZER_UNSUBSCRIBE_KEY"
 	// EnvUnsubscribeKeyPrevious is the key being rotated out, which an
-	// operator adds to the same secret during a rotation (README.md,
+	// operator adds to the same secret during a rotation (docs/operations.md,
 	// "Rotating the unsubscribe key"): tokens it signed still verify.
 	EnvUnsubscribeKeyPrevious = "CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS"
 	// EnvPublicURL is the API's public base URL, under which notify builds

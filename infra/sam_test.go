@@ -380,7 +380,7 @@ func TestSAMTemplateAgreesWithCDK(t *testing.T) {
 	for id, w := range want.Tables {
 		diff(t, "table "+id, got.Tables[id], w)
 	}
-	// The same outputs (the CLI and the README use them), but for the
+	// The same outputs (the CLI and docs/deploy.md use them), but for the
 	// alarm topic: alarms are the CDK app's alone.
 	samOut, cdkOut := sortedKeys(sam["Outputs"].(map[string]any)), []string{}
 	for _, k := range sortedKeys(s.tmpl["Outputs"].(map[string]any)) {

@@ -55,7 +55,7 @@ var functionSpecs = []fnSpec{
 	// feedback's timeout sets its queue's visibility timeout (6×, +1 s):
 	// the evidence margin must exceed it, so that a batch whose invocation
 	// died before it registered its events is seen again before the
-	// watermark can pass them (README, "The remaining window";
+	// watermark can pass them (docs/architecture.md, "The remaining window";
 	// TestEvidenceMarginExceedsFeedbackVisibility).
 	{Name: FnFeedback, Memory: 128, Timeout: 10, Queue: QFeedback, Description: "SES event publishing (SNS to SQS) into delivery rows"},
 	{Name: FnSweeper, Memory: 256, Timeout: 120, Description: "every 5 minutes: stuck jobs, stuck sends, sends without evidence"},
@@ -721,7 +721,7 @@ func (s *Stack) outputs() {
 		}
 		out(title(f.Queue)+"QueueUrl", s.Queues[f.Queue].QueueUrl(), f.Queue+" queue")
 		out(title(f.Queue)+"DlqUrl", s.DLQs[f.Queue].QueueUrl(), f.Queue+" dead-letter queue")
-		// ARNs for aws sqs start-message-move-task (README, "Dead letters").
+		// ARNs for aws sqs start-message-move-task (docs/operations.md, "Dead letters").
 		out(title(f.Queue)+"QueueArn", s.Queues[f.Queue].QueueArn(), f.Queue+" queue ARN")
 		out(title(f.Queue)+"DlqArn", s.DLQs[f.Queue].QueueArn(), f.Queue+" dead-letter queue ARN")
 	}

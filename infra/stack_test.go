@@ -50,7 +50,7 @@ func TestFunctions(t *testing.T) {
 		check("MemorySize", num(p["MemorySize"]), f.Memory)
 		check("Timeout", num(p["Timeout"]), f.Timeout)
 		// Tracing is off: nothing in the code is instrumented, so an
-		// active trace would stop at each Lambda (README, "Tracing").
+		// active trace would stop at each Lambda (docs/deploy.md, "Tracing").
 		check("TracingConfig", p["TracingConfig"], nil)
 		check("LoggingConfig.LogFormat", get(p, "LoggingConfig", "LogFormat"), "JSON")
 		if refID(get(p, "LoggingConfig", "LogGroup")) == "" {

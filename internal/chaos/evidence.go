@@ -27,7 +27,7 @@ import (
 //     at-least-once), the copy up to a second later;
 //   - event_drop: one of a message's two events (Send, Delivery) is lost;
 //     the other still arrives. Losing every event of a message is the
-//     window the design cannot close (README, "The remaining window"); it
+//     window the design cannot close (docs/architecture.md, "The remaining window"); it
 //     is shown by its own test, not injected here;
 //   - feedback_fail: the feedback function fails a record, before or after
 //     recording it, and SQS delivers it again.

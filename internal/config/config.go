@@ -1,6 +1,7 @@
 // Package config reads every function's settings from environment
-// variables, the way Lambda passes them. The README's configuration table
-// lists each variable; keep the two in step.
+// variables, the way Lambda passes them. docs/configuration.md's table
+// lists each variable (TestConfiguration_EveryVariableHasARow in
+// internal/docs keeps the two in step).
 //
 // It is a leaf of plain values: it checks what can be checked from the
 // values alone (formats, durations, lengths) and imports no adapter. What

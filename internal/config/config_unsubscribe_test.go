@@ -36,7 +36,7 @@ func TestUnsubscribeKeyPrevious_OptionalFromEnvOrSecret(t *testing.T) {
 	if err != nil || c.UnsubscribeKey != currentKey || c.UnsubscribeKeyPrevious != previousKey {
 		t.Fatalf("from env: %v", err)
 	}
-	// Both keys in the one secret JSON, as infra/README.md's rotation says.
+	// Both keys in the one secret JSON, as docs/operations.md's rotation says.
 	c, err = config.FromEnv(env(map[string]string{config.EnvSecretsARN: "arn:aws:secretsmanager:eu-west-1:1:secret:u"}))
 	if err != nil {
 		t.Fatal(err)
