@@ -139,6 +139,14 @@ func wantsHelp(args []string) bool {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
+	return dispatch(ctx, args, out, connect)
+}
+
+// dispatch is run with the way to reach the deployment given, so a test
+// can run a command up to the point where it would reach AWS (the docs'
+// commands, TestDocs_EveryCommandParses).
+func dispatch(ctx context.Context, args []string, out io.Writer,
+	reach func(ctx context.Context, local bool, stack string) (*ops.Ops, error)) error {
 	fs := flag.NewFlagSet("criticizer", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	local := fs.Bool("local", false, "")
@@ -164,7 +172,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		name = DefaultStack
 	}
 	c := &cli{out: out, json: *asJSON, connect: func(ctx context.Context) (*ops.Ops, error) {
-		return connect(ctx, *local, name)
+		return reach(ctx, *local, name)
 	}}
 	for _, cmd := range commands {
 		if len(args) >= 2 && args[0] == cmd.group && args[1] == cmd.verb {
