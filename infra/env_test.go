@@ -113,7 +113,7 @@ func TestNoSecretInEnvironment(t *testing.T) {
 					}
 				}
 			}
-			if name == EnvUnsubscribeKey || name == EnvUnsubscribeKeyPrevious || name == EnvWebhookSecret {
+			if slices.Contains(SecretEnv, name) {
 				t.Errorf("%s: %s is in the environment; it belongs in a secret", f.Name, name)
 			}
 			if len(refs(r)) == 0 && !literals[r] {
@@ -173,17 +173,17 @@ func TestEnvNamesMatchRootConfig(t *testing.T) {
 			known[QueueEnv(v)], known[DLQEnv(v)] = true, true
 		}
 	}
-	// The generated secrets' keys must be settings a secret may hold.
-	secretEnv := identList(t, filepath.Join(root, "config", "config.go"), "SecretEnv")
-	for ident, key := range map[string]string{"EnvWebhookSecret": EnvWebhookSecret, "EnvUnsubscribeKey": EnvUnsubscribeKey} {
-		if !slices.Contains(secretEnv, ident) || names[ident] != key {
-			t.Errorf("config.SecretEnv %v does not allow %s, a generated secret's key", secretEnv, key)
-		}
+	// config's list of the settings a secret may hold is infra's, name
+	// for name; the generated secrets' keys are among them, and so is the
+	// key the rotation in README.md puts beside the new one.
+	secretEnv := secretSettingNames(t, filepath.Join(root, "config", "secrets.go"), names)
+	if !slices.Equal(secretEnv, SecretEnv) {
+		t.Errorf("config.SecretEnv()\n %v\nis not infra's SecretEnv\n %v", secretEnv, SecretEnv)
 	}
-	// The rotation in README.md puts the old key beside the new one in the
-	// unsubscribe secret: config must accept it there.
-	if !slices.Contains(secretEnv, "EnvUnsubscribeKeyPrevious") || names["EnvUnsubscribeKeyPrevious"] != EnvUnsubscribeKeyPrevious {
-		t.Errorf("config.SecretEnv %v does not allow %s, which the key rotation puts in the unsubscribe secret", secretEnv, EnvUnsubscribeKeyPrevious)
+	for _, key := range []string{EnvWebhookSecret, EnvUnsubscribeKey, EnvUnsubscribeKeyPrevious} {
+		if !slices.Contains(secretEnv, key) {
+			t.Errorf("config.SecretEnv() %v does not allow %s, a key the stack's secrets hold", secretEnv, key)
+		}
 	}
 	if len(known) < 10 {
 		t.Fatalf("parsed only %d names from config.go: %v", len(known), known)
@@ -224,29 +224,39 @@ func TestEnvNamesMatchRootConfig(t *testing.T) {
 	}
 }
 
-// identList returns the identifiers listed in a package-level slice
-// literal (var name = []T{A, B}), or nil if there is none.
-func identList(t *testing.T, path, name string) []string {
+// secretSettingNames returns, in order, the values of the Env constants
+// config's secretSettings lists (each entry {EnvName, &c.Field, read}),
+// resolved through consts (config.go's string constants).
+func secretSettingNames(t *testing.T, path string, consts map[string]string) []string {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
 		t.Skipf("root source not available (%v)", err)
 	}
 	var out []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != name || len(vs.Values) != 1 {
-			return true
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Name.Name != "secretSettings" {
+			continue
 		}
-		if cl, ok := vs.Values[0].(*ast.CompositeLit); ok {
-			for _, e := range cl.Elts {
-				if id, ok := e.(*ast.Ident); ok {
-					out = append(out, id.Name)
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			cl, ok := n.(*ast.CompositeLit)
+			if !ok || cl.Type != nil || len(cl.Elts) == 0 {
+				return true
+			}
+			if id, ok := cl.Elts[0].(*ast.Ident); ok {
+				if v, ok := consts[id.Name]; ok {
+					out = append(out, v)
+				} else {
+					t.Errorf("%s: secretSettings names %s, not a string constant of config.go", path, id.Name)
 				}
 			}
-		}
-		return false
-	})
+			return false
+		})
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no secretSettings list found: update secretSettingNames", path)
+	}
 	return out
 }
 
