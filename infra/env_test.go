@@ -176,7 +176,7 @@ func TestEnvNamesMatchRootConfig(t *testing.T) {
 	// config's list of the settings a secret may hold is infra's, name
 	// for name; the generated secrets' keys are among them, and so is the
 	// key the rotation in README.md puts beside the new one.
-	secretEnv := secretSettingNames(t, filepath.Join(root, "config", "secrets.go"), names)
+	secretEnv := returnedList(t, filepath.Join(root, "config", "secrets.go"), "secretSettings", names)
 	if !slices.Equal(secretEnv, SecretEnv) {
 		t.Errorf("config.SecretEnv()\n %v\nis not infra's SecretEnv\n %v", secretEnv, SecretEnv)
 	}
@@ -224,38 +224,56 @@ func TestEnvNamesMatchRootConfig(t *testing.T) {
 	}
 }
 
-// secretSettingNames returns, in order, the values of the Env constants
-// config's secretSettings lists (each entry {EnvName, &c.Field, read}),
-// resolved through consts (config.go's string constants).
-func secretSettingNames(t *testing.T, path string, consts map[string]string) []string {
+// returnedList returns, in order, the strings the slice literal returned
+// by the function fn of a Go file lists: each element a string constant
+// of consts (by name) or a literal, or a composite literal whose first
+// field is one ({EnvName, &c.Field, read}).
+func returnedList(t *testing.T, path, fn string, consts map[string]string) []string {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
 		t.Skipf("root source not available (%v)", err)
 	}
+	value := func(e ast.Expr) (string, bool) {
+		switch e := e.(type) {
+		case *ast.Ident:
+			v, ok := consts[e.Name]
+			return v, ok
+		case *ast.BasicLit:
+			v, err := strconv.Unquote(e.Value)
+			return v, err == nil
+		}
+		return "", false
+	}
 	var out []string
 	for _, d := range f.Decls {
 		fd, ok := d.(*ast.FuncDecl)
-		if !ok || fd.Name.Name != "secretSettings" {
+		if !ok || fd.Name.Name != fn {
 			continue
 		}
-		ast.Inspect(fd.Body, func(n ast.Node) bool {
-			cl, ok := n.(*ast.CompositeLit)
-			if !ok || cl.Type != nil || len(cl.Elts) == 0 {
-				return true
+		for _, st := range fd.Body.List {
+			ret, ok := st.(*ast.ReturnStmt)
+			if !ok || len(ret.Results) != 1 {
+				continue
 			}
-			if id, ok := cl.Elts[0].(*ast.Ident); ok {
-				if v, ok := consts[id.Name]; ok {
-					out = append(out, v)
-				} else {
-					t.Errorf("%s: secretSettings names %s, not a string constant of config.go", path, id.Name)
+			list, ok := ret.Results[0].(*ast.CompositeLit)
+			if !ok {
+				continue
+			}
+			for _, e := range list.Elts {
+				if cl, ok := e.(*ast.CompositeLit); ok && len(cl.Elts) > 0 {
+					e = cl.Elts[0]
 				}
+				v, ok := value(e)
+				if !ok {
+					t.Errorf("%s: %s lists a %T, not a string constant or literal", path, fn, e)
+				}
+				out = append(out, v)
 			}
-			return false
-		})
+		}
 	}
 	if len(out) == 0 {
-		t.Fatalf("%s: no secretSettings list found: update secretSettingNames", path)
+		t.Fatalf("%s: no list returned by %s found: update returnedList", path, fn)
 	}
 	return out
 }

@@ -85,7 +85,8 @@ const (
 	ThrottleBurst = 100
 )
 
-// Sources are the webhook sources (api.KnownSources), one route each
+// Sources are the webhook sources (job.Sources in internal/job/source.go;
+// TestSourcesMatchRoot checks the two are equal), one route each
 // (POST /webhooks/<source>).
 var Sources = []string{"generic", "github", "gitlab", "gerrit"}
 
