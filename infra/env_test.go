@@ -113,7 +113,7 @@ func TestNoSecretInEnvironment(t *testing.T) {
 					}
 				}
 			}
-			if name == EnvUnsubscribeKey || name == EnvUnsubscribeKeyPrevious || name == EnvWebhookSecret {
+			if slices.Contains(SecretEnv, name) {
 				t.Errorf("%s: %s is in the environment; it belongs in a secret", f.Name, name)
 			}
 			if len(refs(r)) == 0 && !literals[r] {
@@ -173,17 +173,17 @@ func TestEnvNamesMatchRootConfig(t *testing.T) {
 			known[QueueEnv(v)], known[DLQEnv(v)] = true, true
 		}
 	}
-	// The generated secrets' keys must be settings a secret may hold.
-	secretEnv := identList(t, filepath.Join(root, "config", "config.go"), "SecretEnv")
-	for ident, key := range map[string]string{"EnvWebhookSecret": EnvWebhookSecret, "EnvUnsubscribeKey": EnvUnsubscribeKey} {
-		if !slices.Contains(secretEnv, ident) || names[ident] != key {
-			t.Errorf("config.SecretEnv %v does not allow %s, a generated secret's key", secretEnv, key)
-		}
+	// config's list of the settings a secret may hold is infra's, name
+	// for name; the generated secrets' keys are among them, and so is the
+	// key the rotation in docs/operations.md puts beside the new one.
+	secretEnv := returnedList(t, filepath.Join(root, "config", "secrets.go"), "secretSettings", names)
+	if !slices.Equal(secretEnv, SecretEnv) {
+		t.Errorf("config.SecretEnv()\n %v\nis not infra's SecretEnv\n %v", secretEnv, SecretEnv)
 	}
-	// The rotation in docs/operations.md puts the old key beside the new one in the
-	// unsubscribe secret: config must accept it there.
-	if !slices.Contains(secretEnv, "EnvUnsubscribeKeyPrevious") || names["EnvUnsubscribeKeyPrevious"] != EnvUnsubscribeKeyPrevious {
-		t.Errorf("config.SecretEnv %v does not allow %s, which the key rotation puts in the unsubscribe secret", secretEnv, EnvUnsubscribeKeyPrevious)
+	for _, key := range []string{EnvWebhookSecret, EnvUnsubscribeKey, EnvUnsubscribeKeyPrevious} {
+		if !slices.Contains(secretEnv, key) {
+			t.Errorf("config.SecretEnv() %v does not allow %s, a key the stack's secrets hold", secretEnv, key)
+		}
 	}
 	if len(known) < 10 {
 		t.Fatalf("parsed only %d names from config.go: %v", len(known), known)
@@ -224,29 +224,57 @@ func TestEnvNamesMatchRootConfig(t *testing.T) {
 	}
 }
 
-// identList returns the identifiers listed in a package-level slice
-// literal (var name = []T{A, B}), or nil if there is none.
-func identList(t *testing.T, path, name string) []string {
+// returnedList returns, in order, the strings the slice literal returned
+// by the function fn of a Go file lists: each element a string constant
+// of consts (by name) or a literal, or a composite literal whose first
+// field is one ({EnvName, &c.Field, read}).
+func returnedList(t *testing.T, path, fn string, consts map[string]string) []string {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
 		t.Skipf("root source not available (%v)", err)
 	}
-	var out []string
-	ast.Inspect(f, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != name || len(vs.Values) != 1 {
-			return true
+	value := func(e ast.Expr) (string, bool) {
+		switch e := e.(type) {
+		case *ast.Ident:
+			v, ok := consts[e.Name]
+			return v, ok
+		case *ast.BasicLit:
+			v, err := strconv.Unquote(e.Value)
+			return v, err == nil
 		}
-		if cl, ok := vs.Values[0].(*ast.CompositeLit); ok {
-			for _, e := range cl.Elts {
-				if id, ok := e.(*ast.Ident); ok {
-					out = append(out, id.Name)
+		return "", false
+	}
+	var out []string
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Name.Name != fn {
+			continue
+		}
+		for _, st := range fd.Body.List {
+			ret, ok := st.(*ast.ReturnStmt)
+			if !ok || len(ret.Results) != 1 {
+				continue
+			}
+			list, ok := ret.Results[0].(*ast.CompositeLit)
+			if !ok {
+				continue
+			}
+			for _, e := range list.Elts {
+				if cl, ok := e.(*ast.CompositeLit); ok && len(cl.Elts) > 0 {
+					e = cl.Elts[0]
 				}
+				v, ok := value(e)
+				if !ok {
+					t.Errorf("%s: %s lists a %T, not a string constant or literal", path, fn, e)
+				}
+				out = append(out, v)
 			}
 		}
-		return false
-	})
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no list returned by %s found: update returnedList", path, fn)
+	}
 	return out
 }
 

@@ -20,7 +20,7 @@ const (
 	// every notifier (internal/ratelimit).
 	EnvMaxSendRate = "CRITICIZER_MAX_SEND_RATE"
 	// EnvSecretsARN names a Secrets Manager secret, a JSON object of
-	// setting names to values (config.SecretEnv: CRITICIZER_WEBHOOK_SECRET
+	// setting names to values (SecretEnv: CRITICIZER_WEBHOOK_SECRET
 	// and the other sources' credentials), read by the function at start.
 	// Never a value in the environment.
 	EnvSecretsARN = "CRITICIZER_SECRETS_ARN"
@@ -43,6 +43,20 @@ const (
 	EnvOpenAIBaseURL  = "CRITICIZER_OPENAI_BASE_URL"
 	EnvOpenAIModel    = "CRITICIZER_OPENAI_MODEL"
 )
+
+// SecretEnv is config.SecretEnv(): the settings a CRITICIZER_SECRETS_ARN
+// secret may hold (a test parses config's list and checks the two are
+// equal). None of them may be in a function's environment.
+var SecretEnv = []string{
+	EnvWebhookSecret,
+	"CRITICIZER_OPENAI_API_KEY",
+	"CRITICIZER_GITHUB_WEBHOOK_SECRET", "CRITICIZER_GITHUB_TOKEN",
+	"CRITICIZER_GITLAB_WEBHOOK_TOKEN", "CRITICIZER_GITLAB_SIGNING_SECRET", "CRITICIZER_GITLAB_TOKEN",
+	"CRITICIZER_GERRIT_WEBHOOK_TOKEN", "CRITICIZER_GERRIT_USERNAME", "CRITICIZER_GERRIT_PASSWORD",
+	"CRITICIZER_REVIEWER_DIRECTORY",
+	EnvUnsubscribeKey, EnvUnsubscribeKeyPrevious,
+	"CRITICIZER_ADMIN_API_KEY",
+}
 
 // Durations passed to the functions: config.go's defaults, written out so a
 // deployment shows what it runs with.

@@ -85,7 +85,8 @@ const (
 	ThrottleBurst = 100
 )
 
-// Sources are the webhook sources (api.KnownSources), one route each
+// Sources are the webhook sources (job.Sources in internal/job/source.go;
+// TestSourcesMatchRoot checks the two are equal), one route each
 // (POST /webhooks/<source>).
 var Sources = []string{"generic", "github", "gitlab", "gerrit"}
 
@@ -504,138 +505,6 @@ func (s *Stack) functions() {
 		}
 		s.Functions[f.Name] = fn
 	}
-}
-
-// permissions: least privilege per function. The SQS event sources already
-// grant each consumer Receive/Delete/ChangeMessageVisibility/GetQueueAttributes
-// on its own queue (the runner's backoff is ChangeMessageVisibility). Each
-// stage may also send to its own queue: the runner defers a rate-limited
-// message as a delayed copy of itself (internal/stage).
-func (s *Stack) permissions() {
-	fn := s.Functions
-	objects := s.Bucket.ArnForObjects(jsii.String("diffs/*"))
-	s3 := func(f awslambda.Function, withList bool, actions ...string) {
-		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions: jsii.Strings(actions...), Resources: &[]*string{objects}}))
-		if withList {
-			// Without ListBucket a missing key is AccessDenied, not NoSuchKey
-			// (internal/blob maps NoSuchKey to ErrNotFound).
-			f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Actions: jsii.Strings("s3:ListBucket"), Resources: &[]*string{s.Bucket.BucketArn()}}))
-		}
-	}
-
-	// fetch and llm read and update their job (JOB#<id>) and read its
-	// source reference (SRC#<id>) in the jobs table, nothing else: not the
-	// unsubscribe and suppression records, the idempotency records or the
-	// version counters, and no delete (the condition limits the partition
-	// keys a call may name).
-	jobItems := func(f awslambda.Function) {
-		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:UpdateItem"),
-			Resources: &[]*string{s.Jobs.TableArn()},
-			Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{
-				"dynamodb:LeadingKeys": []string{JobItemPrefix + "*", SourceRefPrefix + "*"}}},
-		}))
-	}
-
-	// intake
-	s.Jobs.GrantReadWriteData(fn[FnIntake])
-	s.Deliveries.GrantReadData(fn[FnIntake])
-	s3(fn[FnIntake], false, "s3:PutObject")
-	s.Queues[QFetch].GrantSendMessages(fn[FnIntake])
-	s.Secret.GrantRead(fn[FnIntake], nil)
-	s.UnsubscribeSecret.GrantRead(fn[FnIntake], nil)
-
-	// fetch
-	jobItems(fn[FnFetch])
-	// Deciding who reviews a version: the changelist's roster (GetItem),
-	// the directory's entries (BatchGetItem), and the directory's list of
-	// unknown reviewers (UpdateItem ADD); each on its own items only.
-	keyed := func(f awslambda.Function, action, prefix string) {
-		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions:   jsii.Strings(action),
-			Resources: &[]*string{s.Jobs.TableArn()},
-			Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{
-				"dynamodb:LeadingKeys": []string{prefix + "*"}}},
-		}))
-	}
-	keyed(fn[FnFetch], "dynamodb:GetItem", RosterPrefix)
-	keyed(fn[FnFetch], "dynamodb:BatchGetItem", DirectoryPrefix)
-	keyed(fn[FnFetch], "dynamodb:UpdateItem", UnknownPrefix)
-	s3(fn[FnFetch], true, "s3:PutObject", "s3:GetObject")
-	s.Queues[QLLM].GrantSendMessages(fn[FnFetch])
-	s.Queues[QFetch].GrantSendMessages(fn[FnFetch])
-	s.DLQs[QFetch].GrantSendMessages(fn[FnFetch])
-	s.StageSecrets[IDFetchSecret].GrantRead(fn[FnFetch], nil)
-
-	// llm
-	jobItems(fn[FnLLM])
-	s3(fn[FnLLM], true, "s3:GetObject")
-	s.Queues[QNotify].GrantSendMessages(fn[FnLLM])
-	s.Queues[QLLM].GrantSendMessages(fn[FnLLM])
-	s.DLQs[QLLM].GrantSendMessages(fn[FnLLM])
-	s.StageSecrets[IDCriticSecret].GrantRead(fn[FnLLM], nil)
-	if s.Config.Critic == "bedrock" {
-		// Converse on the chosen model or inference profile only
-		// (bedrock.go: what each kind of model id needs).
-		g := bedrockGrantFor(s.Stack, s.Config.CriticModel)
-		fn[FnLLM].AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions: jsii.Strings("bedrock:InvokeModel"), Resources: &g.Resources,
-		}))
-		if len(g.Conditioned) > 0 {
-			fn[FnLLM].AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Actions: jsii.Strings("bedrock:InvokeModel"), Resources: &g.Conditioned,
-				Conditions: &map[string]any{"StringEquals": map[string]any{"bedrock:InferenceProfileArn": g.ProfileARN}},
-			}))
-		}
-	}
-
-	// notify: the read half of GrantReadWriteData includes BatchGetItem,
-	// with which it reads recipients' PREF#/SUPP# items before sending.
-	s.Jobs.GrantReadWriteData(fn[FnNotify])
-	s.UnsubscribeSecret.GrantRead(fn[FnNotify], nil)
-	s.Deliveries.GrantReadWriteData(fn[FnNotify])
-	s.Queues[QNotify].GrantSendMessages(fn[FnNotify])
-	s.DLQs[QNotify].GrantSendMessages(fn[FnNotify])
-	fn[FnNotify].AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("SendAsTheSenderThroughTheConfigurationSet"),
-		Actions:   jsii.Strings("ses:SendEmail"),
-		Resources: s.sesResources(),
-	}))
-
-	// feedback: consumes its own queue (the event source grants that) and
-	// sends to the notify queue only: a transient bounce enqueues the
-	// delivery's job at notify again. On the jobs table only UpdateItem:
-	// suppressions are idempotent UpdateItem upserts of SUPP#<id> items
-	// (store.Recipients.Suppress) and the resend's reopen is a conditional
-	// UpdateItem (store.Jobs.Reopen); it reads nothing there.
-	s.Deliveries.GrantReadWriteData(fn[FnFeedback])
-	s.Jobs.Grant(fn[FnFeedback], jsii.String("dynamodb:UpdateItem"))
-	s.Queues[QNotify].GrantSendMessages(fn[FnFeedback])
-
-	// sweeper: scans both tables, re-enqueues at any stage.
-	s.Jobs.GrantReadWriteData(fn[FnSweeper])
-	s.Deliveries.GrantReadWriteData(fn[FnSweeper])
-	for _, q := range []string{QFetch, QLLM, QNotify} {
-		s.Queues[q].GrantSendMessages(fn[FnSweeper])
-	}
-}
-
-// sesResources are the ARNs SES v2 authorizes SendEmail against: the
-// sending identity (the configured one and, when different, the address
-// itself, whichever is verified) and the configuration set.
-func (s *Stack) sesResources() *[]*string {
-	arn := func(resource, name string) *string {
-		return s.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ses"), Resource: jsii.String(resource), ResourceName: jsii.String(name)})
-	}
-	out := []*string{arn("identity", s.Config.SESIdentity)}
-	if addr := s.Config.senderAddress(); addr != s.Config.SESIdentity {
-		out = append(out, arn("identity", addr))
-	}
-	out = append(out, s.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ses"), Resource: jsii.String("configuration-set"),
-		ResourceName: s.ConfigSet.ConfigurationSetName()}))
-	return &out
 }
 
 // accessLog implements awsapigatewayv2.IAccessLogSettings.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
+	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/reviewers"
 	"github.com/criticizer/criticizer/internal/store"
 )
@@ -38,7 +39,7 @@ func (c *cli) directoryList(ctx context.Context, args []string) error {
 	if _, _, err := parse("directory list", args, 0, func(fs *flag.FlagSet) { fs.StringVar(&src, "source", "", "") }); err != nil {
 		return err
 	}
-	sources := reviewers.Sources
+	sources := job.ReviewSystems()
 	if src != "" {
 		if !slices.Contains(sources, src) {
 			return usageError{"directory list: --source must be github, gitlab or gerrit"}
@@ -200,7 +201,7 @@ func (c *cli) directoryImport(ctx context.Context, args []string) error {
 
 // directoryName checks a source and a username given on the command line.
 func directoryName(cmd, src, user string) (string, string, error) {
-	if !slices.Contains(reviewers.Sources, src) {
+	if !slices.Contains(job.ReviewSystems(), src) {
 		return "", "", usageError{cmd + ": the source must be github, gitlab or gerrit"}
 	}
 	if msg := reviewers.CheckUsername(user); msg != "" {

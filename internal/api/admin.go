@@ -302,8 +302,8 @@ func decodeRerun(body []byte) (RerunRequest, string, string) {
 	switch {
 	case r.Source == "":
 		return r, "source", "is required"
-	case !slices.Contains(KnownSources, r.Source):
-		return r, "source", "must be one of " + strings.Join(KnownSources, ", ")
+	case !slices.Contains(job.Sources(), r.Source):
+		return r, "source", "must be one of " + strings.Join(job.Sources(), ", ")
 	case strings.TrimSpace(r.ChangelistID) == "":
 		return r, "changelist_id", "is required"
 	case len(r.ChangelistID) > maxChangelistLen:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
@@ -31,11 +32,6 @@ type Parser interface {
 type EventParser interface {
 	ParseEvent(r webhook.Request) (webhook.Event, error)
 }
-
-// KnownSources are the webhook sources Criticizer has adapters for. One
-// missing from Handler.Sources is not configured (no webhook secret): its
-// route answers 404 "source not configured".
-var KnownSources = []string{"generic", "github", "gitlab", "gerrit"}
 
 // Handler serves every route.
 type Handler struct {
@@ -74,7 +70,9 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		source := strings.TrimPrefix(path, "/webhooks/")
 		p, ok := h.Sources[source]
 		if !ok {
-			for _, k := range KnownSources {
+			// A known source (job.Sources) missing from h.Sources is not
+			// configured (no webhook secret).
+			for _, k := range job.Sources() {
 				if k == source {
 					return problem(http.StatusNotFound, "source", "source not configured: "+quote(source)), nil
 				}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/reviewers"
 )
 
@@ -127,9 +128,9 @@ func (a *Admin) directory(ctx context.Context, req events.APIGatewayV2HTTPReques
 func checkDirectorySource(src string) (field, msg string) {
 	switch {
 	case src == "":
-		return "source", "is required: one of " + strings.Join(reviewers.Sources, ", ")
-	case !slices.Contains(reviewers.Sources, src):
-		return "source", "must be one of " + strings.Join(reviewers.Sources, ", ")
+		return "source", "is required: one of " + strings.Join(job.ReviewSystems(), ", ")
+	case !slices.Contains(job.ReviewSystems(), src):
+		return "source", "must be one of " + strings.Join(job.ReviewSystems(), ", ")
 	}
 	return "", ""
 }

@@ -11,15 +11,10 @@
 package config
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/criticizer/criticizer/internal/job"
 )
@@ -150,45 +145,6 @@ type Config struct {
 	SecretsARN string
 }
 
-// OpenAIConfig is an OpenAI-compatible chat completions server.
-type OpenAIConfig struct {
-	BaseURL string
-	Model   string
-	APIKey  string
-}
-
-// GitHubConfig configures the GitHub source.
-type GitHubConfig struct {
-	WebhookSecret string // X-Hub-Signature-256 HMAC secret; unset: not routed
-	Token         string // REST API token (pull requests: read)
-	APIURL        string // REST API root
-}
-
-// Configured reports whether GitHub webhooks are accepted.
-func (g GitHubConfig) Configured() bool { return g.WebhookSecret != "" }
-
-// GitLabConfig configures the GitLab source.
-type GitLabConfig struct {
-	WebhookToken  string // X-Gitlab-Token shared secret
-	SigningSecret string // Standard Webhooks signing token, "whsec_<base64>"
-	Token         string // REST API token (read_api)
-	APIURL        string // REST API root (…/api/v4)
-}
-
-// Configured reports whether GitLab webhooks are accepted.
-func (g GitLabConfig) Configured() bool { return g.WebhookToken != "" || g.SigningSecret != "" }
-
-// GerritConfig configures the Gerrit source.
-type GerritConfig struct {
-	WebhookToken string // shared secret: X-Criticizer-Token header or ?token=
-	APIURL       string // server root, e.g. https://review.example.com
-	Username     string // HTTP credentials of the REST API account
-	Password     string
-}
-
-// Configured reports whether Gerrit webhooks are accepted.
-func (g GerritConfig) Configured() bool { return g.WebhookToken != "" }
-
 // Critics.
 const (
 	CriticOffline = "offline"
@@ -286,19 +242,6 @@ const MinWebhookSecretBytes = 16
 // fails at start with the variable's name).
 const MinUnsubscribeKeyBytes = 32
 
-// SecretEnv are the variables a CRITICIZER_SECRETS_ARN secret may set: the
-// credentials, and the settings that travel with them.
-var SecretEnv = []string{
-	EnvWebhookSecret,
-	EnvOpenAIAPIKey,
-	EnvGitHubWebhookSecret, EnvGitHubToken,
-	EnvGitLabWebhookToken, EnvGitLabSigningSecret, EnvGitLabToken,
-	EnvGerritWebhookToken, EnvGerritUsername, EnvGerritPassword,
-	EnvReviewerDirectory,
-	EnvUnsubscribeKey, EnvUnsubscribeKeyPrevious,
-	EnvAdminAPIKey,
-}
-
 // QueueEnv is the variable holding a stage's queue URL, e.g.
 // CRITICIZER_FETCH_QUEUE_URL; DLQEnv likewise for its dead-letter queue.
 func QueueEnv(s job.Stage) string { return "CRITICIZER_" + strings.ToUpper(string(s)) + "_QUEUE_URL" }
@@ -306,7 +249,9 @@ func QueueEnv(s job.Stage) string { return "CRITICIZER_" + strings.ToUpper(strin
 // DLQEnv is the variable holding a stage's dead-letter queue URL.
 func DLQEnv(s job.Stage) string { return "CRITICIZER_" + strings.ToUpper(string(s)) + "_DLQ_URL" }
 
-// FromEnv reads the configuration with defaults for what may be omitted.
+// FromEnv reads the configuration with defaults for what may be omitted:
+// the tables, queues and mail settings every function shares, then each
+// area's settings in turn. The first bad value is the error.
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		Endpoints:        EndpointsFromEnv(getenv),
@@ -330,48 +275,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.Queues.DLQ[s] = getenv(DLQEnv(s))
 	}
 	c.SecretsARN = strings.TrimSpace(getenv(EnvSecretsARN))
-	c.Critic = strings.ToLower(strings.TrimSpace(or(getenv(EnvCritic), CriticOffline)))
-	c.BedrockModelID = strings.TrimSpace(getenv(EnvBedrockModelID))
-	c.LLMMaxFindings = DefaultLLMMaxFindings
-	if v := strings.TrimSpace(getenv(EnvLLMMaxFindings)); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 50 {
-			return Config{}, fmt.Errorf("%s: want a whole number from 1 to 50", EnvLLMMaxFindings)
-		}
-		c.LLMMaxFindings = n
+	if err := c.readCritic(getenv); err != nil {
+		return Config{}, err
 	}
-	c.IncrementalReview = true
-	if v := strings.TrimSpace(getenv(EnvIncrementalReview)); v != "" {
-		on, err := strconv.ParseBool(v)
-		if err != nil {
-			return Config{}, fmt.Errorf("%s: want true or false", EnvIncrementalReview)
-		}
-		c.IncrementalReview = on
-	}
-	c.ReviewInstructions = strings.TrimSpace(getenv(EnvReviewInstructions))
-	if utf8.RuneCountInString(c.ReviewInstructions) > MaxReviewInstructionsRunes {
-		return Config{}, fmt.Errorf("%s: at most %d characters", EnvReviewInstructions, MaxReviewInstructionsRunes)
-	}
-	if v := strings.TrimSpace(getenv(EnvReviewInstructionsByRepo)); v != "" {
-		if err := json.Unmarshal([]byte(v), &c.ReviewInstructionsByRepo); err != nil {
-			return Config{}, fmt.Errorf("%s: want a JSON object of changelist id prefixes to instructions", EnvReviewInstructionsByRepo)
-		}
-		for k, ins := range c.ReviewInstructionsByRepo {
-			if utf8.RuneCountInString(ins) > MaxReviewInstructionsRunes {
-				return Config{}, fmt.Errorf("%s: the instructions for %q are over %d characters", EnvReviewInstructionsByRepo, k, MaxReviewInstructionsRunes)
-			}
-		}
-	}
-	c.OpenAI = OpenAIConfig{BaseURL: or(strings.TrimSpace(getenv(EnvOpenAIBaseURL)), DefaultOpenAIURL),
-		Model: strings.TrimSpace(getenv(EnvOpenAIModel)), APIKey: getenv(EnvOpenAIAPIKey)}
-	c.GitHub = GitHubConfig{WebhookSecret: getenv(EnvGitHubWebhookSecret), Token: getenv(EnvGitHubToken),
-		APIURL: or(strings.TrimSpace(getenv(EnvGitHubAPIURL)), DefaultGitHubAPIURL)}
-	c.GitLab = GitLabConfig{WebhookToken: getenv(EnvGitLabWebhookToken), SigningSecret: getenv(EnvGitLabSigningSecret),
-		Token: getenv(EnvGitLabToken), APIURL: or(strings.TrimSpace(getenv(EnvGitLabAPIURL)), DefaultGitLabAPIURL)}
-	c.Gerrit = GerritConfig{WebhookToken: getenv(EnvGerritWebhookToken), APIURL: strings.TrimSpace(getenv(EnvGerritAPIURL)),
-		Username: getenv(EnvGerritUsername), Password: getenv(EnvGerritPassword)}
-	var err error
-	if c.ReviewerDirectory, err = readDirectory(getenv(EnvReviewerDirectory)); err != nil {
+	if err := c.readSources(getenv); err != nil {
 		return Config{}, err
 	}
 	if c.SecretsARN == "" {
@@ -380,74 +287,16 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return Config{}, err
 		}
 	}
-	if c.IdempotencyTTL, err = duration(getenv, EnvIdempotencyTTL, 30*24*time.Hour); err != nil {
+	if err := c.readRetention(getenv); err != nil {
 		return Config{}, err
 	}
-	// Retention: "0" keeps everything; the default is 90 days.
-	c.Retention = DefaultRetention
-	if v := strings.TrimSpace(getenv(EnvRetention)); v == "0" {
-		c.Retention = 0
-	} else if c.Retention, err = duration(getenv, EnvRetention, DefaultRetention); err != nil {
+	if err := c.readDelivery(getenv); err != nil {
 		return Config{}, err
 	}
-	if c.DeliveryLease, err = duration(getenv, EnvDeliveryLease, 2*time.Minute); err != nil {
+	if err := c.readDiffs(getenv); err != nil {
 		return Config{}, err
-	}
-	if c.EvidenceMargin, err = duration(getenv, EnvEvidenceMargin, 2*time.Minute); err != nil {
-		return Config{}, err
-	}
-	switch v := strings.TrimSpace(getenv(EnvProbeAddress)); v {
-	case "":
-		c.ProbeAddress = DefaultProbeAddress
-	case "off":
-	default:
-		if !strings.Contains(v, "@") || strings.ContainsAny(v, " <>,") {
-			return Config{}, fmt.Errorf("%s: want a bare email address, or off", EnvProbeAddress)
-		}
-		c.ProbeAddress = v
-	}
-	if c.SweepStuckAfter, err = duration(getenv, EnvSweepStuckAfter, 10*time.Minute); err != nil {
-		return Config{}, err
-	}
-	if c.EvidenceWindow, err = duration(getenv, EnvEvidenceWindow, 15*time.Minute); err != nil {
-		return Config{}, err
-	}
-	c.MaxSendRate = DefaultMaxSendRate
-	if v := strings.TrimSpace(getenv(EnvMaxSendRate)); v != "" {
-		if c.MaxSendRate, err = strconv.Atoi(v); err != nil || c.MaxSendRate < 0 {
-			return Config{}, fmt.Errorf("%s: want a whole number of emails per second (0 turns the limit off), got %q", EnvMaxSendRate, v)
-		}
-	}
-	if c.DiffURLPorts, err = ports(getenv(EnvDiffURLPorts)); err != nil {
-		return Config{}, err
-	}
-	if v := getenv(EnvAllowPrivateDiffs); v != "" {
-		if c.AllowPrivateDiffs, err = strconv.ParseBool(v); err != nil {
-			return Config{}, fmt.Errorf("%s: %w", EnvAllowPrivateDiffs, err)
-		}
 	}
 	return c, nil
-}
-
-// ports reads CRITICIZER_DIFF_URL_PORTS: a comma-separated list of port
-// numbers, or "*" for any; empty: nil (80 and 443).
-func ports(v string) ([]int, error) {
-	v = strings.TrimSpace(v)
-	switch v {
-	case "":
-		return nil, nil
-	case "*":
-		return []int{0}, nil
-	}
-	var out []int
-	for _, f := range strings.Split(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("%s: want port numbers separated by commas, or *, got %q", EnvDiffURLPorts, v)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 func duration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
@@ -467,24 +316,6 @@ func or(v, def string) string {
 		return def
 	}
 	return v
-}
-
-// readDirectory returns the reviewer directory's JSON: v itself, or the
-// content of the file v names as "@/path.json".
-func readDirectory(v string) (string, error) {
-	v = strings.TrimSpace(v)
-	path, isFile := strings.CutPrefix(v, "@")
-	if !isFile {
-		return v, nil
-	}
-	if path == "" {
-		return "", fmt.Errorf("%s: \"@\" must be followed by a file path", EnvReviewerDirectory)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", EnvReviewerDirectory, err)
-	}
-	return string(b), nil
 }
 
 // Validate checks the settings that do not depend on one another's
@@ -550,65 +381,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%s: want at least %d characters (e.g. openssl rand -hex 32)", EnvAdminAPIKey, MinAdminAPIKeyBytes)
 	}
 	return nil
-}
-
-// ApplySecrets fills in, from a CRITICIZER_SECRETS_ARN secret's values
-// (variable name to value), every SecretEnv setting the environment left
-// unset, then validates the result. A key that is not in SecretEnv is an
-// error (a typo would otherwise silently leave a source unconfigured); the
-// error names keys, never values.
-func (c Config) ApplySecrets(values map[string]string) (Config, error) {
-	allowed := map[string]bool{}
-	for _, k := range SecretEnv {
-		allowed[k] = true
-	}
-	var unknown []string
-	for k := range values {
-		if !allowed[k] {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return Config{}, fmt.Errorf("%s: the secret has keys that are not settings it may hold: %s", EnvSecretsARN, strings.Join(quoteAll(unknown), ", "))
-	}
-	fill := func(dst *string, name string) {
-		if *dst == "" {
-			*dst = values[name]
-		}
-	}
-	fill(&c.WebhookSecret, EnvWebhookSecret)
-	fill(&c.OpenAI.APIKey, EnvOpenAIAPIKey)
-	fill(&c.GitHub.WebhookSecret, EnvGitHubWebhookSecret)
-	fill(&c.GitHub.Token, EnvGitHubToken)
-	fill(&c.GitLab.WebhookToken, EnvGitLabWebhookToken)
-	fill(&c.GitLab.SigningSecret, EnvGitLabSigningSecret)
-	fill(&c.GitLab.Token, EnvGitLabToken)
-	fill(&c.Gerrit.WebhookToken, EnvGerritWebhookToken)
-	fill(&c.Gerrit.Username, EnvGerritUsername)
-	fill(&c.Gerrit.Password, EnvGerritPassword)
-	fill(&c.UnsubscribeKey, EnvUnsubscribeKey)
-	fill(&c.UnsubscribeKeyPrevious, EnvUnsubscribeKeyPrevious)
-	fill(&c.AdminAPIKey, EnvAdminAPIKey)
-	if c.ReviewerDirectory == "" {
-		d, err := readDirectory(values[EnvReviewerDirectory])
-		if err != nil {
-			return Config{}, err
-		}
-		c.ReviewerDirectory = d
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
-
-func quoteAll(s []string) []string {
-	out := make([]string, len(s))
-	for i, v := range s {
-		out[i] = strconv.Quote(v)
-	}
-	return out
 }
 
 func checkURL(name, v string) error {

@@ -15,8 +15,8 @@ func TestAdminAPIKey_OffByDefault_FromEnvOrSecret(t *testing.T) {
 	if config.EnvAdminAPIKey != "CRITICIZER_ADMIN_API_KEY" {
 		t.Fatalf("env name %q", config.EnvAdminAPIKey)
 	}
-	if !slices.Contains(config.SecretEnv, config.EnvAdminAPIKey) {
-		t.Fatalf("config.SecretEnv %v does not allow %s", config.SecretEnv, config.EnvAdminAPIKey)
+	if !slices.Contains(config.SecretEnv(), config.EnvAdminAPIKey) {
+		t.Fatalf("config.SecretEnv() %v does not allow %s", config.SecretEnv(), config.EnvAdminAPIKey)
 	}
 	c, err := config.FromEnv(func(string) string { return "" })
 	if err != nil || c.AdminAPIKey != "" {

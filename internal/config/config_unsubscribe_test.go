@@ -21,8 +21,8 @@ func TestUnsubscribeKeyPrevious_OptionalFromEnvOrSecret(t *testing.T) {
 		t.Fatalf("env name %q", config.EnvUnsubscribeKeyPrevious)
 	}
 	for _, name := range []string{config.EnvUnsubscribeKey, config.EnvUnsubscribeKeyPrevious} {
-		if !slices.Contains(config.SecretEnv, name) {
-			t.Fatalf("config.SecretEnv %v does not allow %s", config.SecretEnv, name)
+		if !slices.Contains(config.SecretEnv(), name) {
+			t.Fatalf("config.SecretEnv() %v does not allow %s", config.SecretEnv(), name)
 		}
 	}
 	if config.MinUnsubscribeKeyBytes != unsubscribe.MinKeyLen {

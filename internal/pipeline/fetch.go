@@ -57,10 +57,6 @@ type UnknownNoter interface {
 	NoteUnknown(ctx context.Context, source string, usernames []string) error
 }
 
-// reviewSystems are the sources whose jobs carry a store.SourceRef rather
-// than a diff and recipients.
-var reviewSystems = map[string]bool{"github": true, "gitlab": true, "gerrit": true}
-
 // Handle runs the fetch stage for one message.
 func (f *Fetch) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if m.Task == job.TaskReviewers {
@@ -73,7 +69,7 @@ func (f *Fetch) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil || !ok {
 		return err
 	}
-	if reviewSystems[j.Source] {
+	if job.IsReviewSystem(j.Source) { // a store.SourceRef, not a diff and recipients
 		set, err := f.fromSource(ctx, j)
 		if err != nil {
 			return err
@@ -225,7 +221,7 @@ func (f *Fetch) refresh(ctx context.Context, m job.Message) error {
 	if err != nil {
 		return err
 	}
-	if !reviewSystems[j.Source] {
+	if !job.IsReviewSystem(j.Source) {
 		return nil
 	}
 	ref, err := f.sourceRef(ctx, j)

@@ -31,10 +31,6 @@ type Person struct {
 // case-insensitive.
 func Key(username string) string { return strings.ToLower(strings.TrimSpace(username)) }
 
-// Sources are the code review systems whose reviewers are usernames a
-// directory maps to addresses.
-var Sources = []string{"github", "gitlab", "gerrit"}
-
 // CheckUsername validates a username a directory entry is for: 1–256
 // bytes, printable, no spaces, no "@" (an address is never a username), no
 // "/" (it is a path segment of the admin API). It returns why not, or "".

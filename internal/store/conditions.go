@@ -17,7 +17,7 @@ func statusIn[S ~string](set []S) expression.ConditionBuilder {
 	for i, s := range set {
 		vals[i] = expression.Value(string(s))
 	}
-	return expression.Name("status").In(vals[0], vals[1:]...)
+	return expression.Name(attrStatus).In(vals[0], vals[1:]...)
 }
 
 // claimableStatus is the claim's status condition.

@@ -42,6 +42,12 @@ func (s *Deliveries) clock() time.Time { return s.now().UTC() }
 
 func noEvidence(r delivery.Row) bool { return r.ProviderMessageID == "" && !r.HasEvidence() }
 
+// neverSent is store's "never sent" guard: no notified_at, no
+// notification_id, no provider evidence.
+func neverSent(r delivery.Row) bool {
+	return r.NotifiedAt.IsZero() && r.NotificationID == "" && noEvidence(r)
+}
+
 func clone(r delivery.Row) delivery.Row {
 	r.BouncedMessageIDs = slices.Clone(r.BouncedMessageIDs)
 	r.DuplicateMessageIDs = slices.Clone(r.DuplicateMessageIDs)
@@ -122,13 +128,15 @@ func (s *Deliveries) GetMany(ctx context.Context, ids []string) ([]delivery.Row,
 func (s *Deliveries) Claim(ctx context.Context, id, token string, lease time.Duration) (delivery.Row, error) {
 	now := s.clock()
 	row, err := s.update(id, func(r delivery.Row) bool {
-		return r.Status.Claimable() && r.NotifiedAt.IsZero() && r.NotificationID == "" && noEvidence(r)
+		return r.Status.Claimable() && neverSent(r)
 	}, func(r *delivery.Row) {
 		r.Status, r.Attempts, r.LeaseUntil, r.ClaimToken, r.UpdatedAt = delivery.StatusSending, r.Attempts+1, now.Add(lease), token, now
 	})
-	return s.ours(ctx, id, row, err, func(r delivery.Row) bool { return r.Status == delivery.StatusSending && r.ClaimToken == token })
+	return s.ours(ctx, id, row, err, sendingUnder(token))
 }
 
+// sendingUnder is store's claim-token guard: the row is in `sending` under
+// this claim.
 func sendingUnder(token string) func(delivery.Row) bool {
 	return func(r delivery.Row) bool { return r.Status == delivery.StatusSending && r.ClaimToken == token }
 }
@@ -167,7 +175,7 @@ func (s *Deliveries) Backfill(_ context.Context, id, notificationID string, at t
 func (s *Deliveries) Requeue(_ context.Context, id string, errorClass string) (delivery.Row, error) {
 	now := s.clock()
 	return s.update(id, func(r delivery.Row) bool {
-		return r.Status == delivery.StatusSending && r.LeaseUntil.Before(now) && r.NotifiedAt.IsZero() && r.NotificationID == "" && noEvidence(r)
+		return r.Status == delivery.StatusSending && r.LeaseUntil.Before(now) && neverSent(r)
 	}, func(r *delivery.Row) {
 		r.Status, r.LastErrorClass, r.UpdatedAt, r.ResentWithoutEvidence = delivery.StatusFailedTransient, errorClass, now, r.ResentWithoutEvidence+1
 		r.LeaseUntil, r.ClaimToken, r.EvidenceCheckedAt = time.Time{}, "", time.Time{}
@@ -256,7 +264,7 @@ func (s *Deliveries) RecordDuplicate(_ context.Context, r delivery.Row, messageI
 func (s *Deliveries) Skip(_ context.Context, id string, status delivery.Status, reason string) (delivery.Row, error) {
 	now := s.clock()
 	return s.update(id, func(r delivery.Row) bool {
-		return r.Status.Claimable() && r.NotifiedAt.IsZero() && r.NotificationID == "" && noEvidence(r)
+		return r.Status.Claimable() && neverSent(r)
 	}, func(r *delivery.Row) { r.Status, r.SkipReason, r.UpdatedAt = status, reason, now })
 }
 

@@ -38,7 +38,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 			return nil, err
 		}
 	}
-	r := &pipeline.Review{
+	r := &pipeline.LLM{
 		Base: pipeline.Base{Jobs: b.Jobs, Blobs: blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket),
 			Queue: b.Queue, Log: log, Now: b.Now},
 		Critic: c,

@@ -51,7 +51,7 @@ func TestReview_FindsThePreviousReview_GapsDeadLetteredBound(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	crit := &recordingCritic{}
-	r := &pipeline.Review{Base: pipeline.Base{Jobs: jobs, Blobs: oneBlob("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"), Queue: nopQueue{},
+	r := &pipeline.LLM{Base: pipeline.Base{Jobs: jobs, Blobs: oneBlob("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"), Queue: nopQueue{},
 		Log: slog.New(slog.NewJSONHandler(&logs, nil)), Now: time.Now}, Critic: crit, LookBack: pipeline.DefaultLookBack}
 	review := func(j job.Job) *critic.Previous {
 		t.Helper()

@@ -17,9 +17,9 @@ import (
 // find the review a rerun builds on.
 const DefaultLookBack = 20
 
-// Review is the llm stage: it has the critic review the diff and persists
+// LLM is the llm stage: it has the critic review the diff and persists
 // the critique on the job.
-type Review struct {
+type LLM struct {
 	Base
 	Critic critic.Critic
 	// LookBack is how many earlier versions Handle walks back to find the
@@ -29,22 +29,22 @@ type Review struct {
 }
 
 // Handle runs the llm stage for one message.
-func (r *Review) Handle(ctx context.Context, m job.Message, attempt int) error {
-	j, ok, err := r.begin(ctx, m, job.StageLLM)
+func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
+	j, ok, err := l.begin(ctx, m, job.StageLLM)
 	if err != nil || !ok {
 		return err
 	}
 	// A diff whose object is gone comes back classified NOT_FOUND
 	// (permanent) by the blob store.
-	diff, err := r.Blobs.Get(ctx, j.DiffRef, MaxDiffBytes)
+	diff, err := l.Blobs.Get(ctx, j.DiffRef, MaxDiffBytes)
 	if err != nil {
 		return err
 	}
-	prev, err := r.previous(ctx, j)
+	prev, err := l.previous(ctx, j)
 	if err != nil {
 		return err
 	}
-	c, err := r.Critic.Review(ctx, critic.Input{
+	c, err := l.Critic.Review(ctx, critic.Input{
 		ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
 		Title: j.Title, Author: j.Author, URL: j.URL, Description: j.Description, Diff: string(diff),
 		// An operator reruns a version because something was wrong with
@@ -65,14 +65,14 @@ func (r *Review) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil {
 		return retry.Permanent(retry.RuntimeBug, fmt.Errorf("encode critique: %w", err))
 	}
-	if err := r.finish(ctx, j, job.StageLLM, attempt, map[string]any{"critique": b}); err != nil {
+	if err := l.finish(ctx, j, job.StageLLM, attempt, map[string]any{"critique": b}); err != nil {
 		return err
 	}
 	if ch := c.Changes; ch != nil {
-		r.Log.InfoContext(ctx, "reviewed on top of an earlier version", "job_id", j.ID, "since_version", ch.Since,
+		l.Log.InfoContext(ctx, "reviewed on top of an earlier version", "job_id", j.ID, "since_version", ch.Since,
 			"files_reviewed", ch.Reviewed, "files_carried", ch.Carried, "new", ch.New, "unchanged", ch.Unchanged, "resolved", ch.ResolvedCount)
 	}
-	r.metrics(ctx, c)
+	l.metrics(ctx, c)
 	return nil
 }
 
@@ -80,7 +80,7 @@ func (r *Review) Handle(ctx context.Context, m job.Message, attempt int) error {
 // holding the same figures: the model's tokens, those its prompt cache
 // served or took (R-COST-4), and for a rerun how many files were sent to
 // the critic and how many kept their findings without it (R-COST-3).
-func (r *Review) metrics(ctx context.Context, c critic.Critique) {
+func (l *LLM) metrics(ctx context.Context, c critic.Critique) {
 	counts := map[string]float64{}
 	if u := c.Usage; u != nil {
 		counts["ModelInputTokens"], counts["ModelOutputTokens"] = float64(u.InputTokens), float64(u.OutputTokens)
@@ -92,7 +92,7 @@ func (r *Review) metrics(ctx context.Context, c critic.Critique) {
 		counts["FilesReviewed"], counts["FilesCarried"] = float64(ch.Reviewed), float64(ch.Carried)
 	}
 	if len(counts) > 0 {
-		obs.Metric(ctx, r.Log, map[string]string{"Critic": c.Critic}, counts)
+		obs.Metric(ctx, l.Log, map[string]string{"Critic": c.Critic}, counts)
 	}
 }
 
@@ -109,9 +109,9 @@ func (r *Review) metrics(ctx context.Context, c critic.Critique) {
 // It reads with GetItem on JOB# items only: the llm function may read
 // nothing else. A failed read fails the attempt (retried); a critique that
 // does not decode is passed over.
-func (r *Review) previous(ctx context.Context, j job.Job) (*critic.Previous, error) {
-	for v := j.ReviewVersion - 1; v >= 1 && v >= j.ReviewVersion-r.LookBack; v-- {
-		p, err := r.Jobs.Get(ctx, job.NewID(j.Source, j.ChangelistID, v))
+func (l *LLM) previous(ctx context.Context, j job.Job) (*critic.Previous, error) {
+	for v := j.ReviewVersion - 1; v >= 1 && v >= j.ReviewVersion-l.LookBack; v-- {
+		p, err := l.Jobs.Get(ctx, job.NewID(j.Source, j.ChangelistID, v))
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -123,7 +123,7 @@ func (r *Review) previous(ctx context.Context, j job.Job) (*critic.Previous, err
 		}
 		var c critic.Critique
 		if err := json.Unmarshal(p.Critique, &c); err != nil {
-			r.Log.WarnContext(ctx, "previous critique does not decode; passed over", "job_id", j.ID, "version", v, "error", err)
+			l.Log.WarnContext(ctx, "previous critique does not decode; passed over", "job_id", j.ID, "version", v, "error", err)
 			continue
 		}
 		if c.Ledger == nil {

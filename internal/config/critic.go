@@ -1,0 +1,56 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// OpenAIConfig is an OpenAI-compatible chat completions server.
+type OpenAIConfig struct {
+	BaseURL string
+	Model   string
+	APIKey  string
+}
+
+// readCritic reads the llm stage's settings: which critic, the model's,
+// and the review's (findings cap, instructions, incremental reruns).
+func (c *Config) readCritic(getenv func(string) string) error {
+	c.Critic = strings.ToLower(strings.TrimSpace(or(getenv(EnvCritic), CriticOffline)))
+	c.BedrockModelID = strings.TrimSpace(getenv(EnvBedrockModelID))
+	c.LLMMaxFindings = DefaultLLMMaxFindings
+	if v := strings.TrimSpace(getenv(EnvLLMMaxFindings)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 50 {
+			return fmt.Errorf("%s: want a whole number from 1 to 50", EnvLLMMaxFindings)
+		}
+		c.LLMMaxFindings = n
+	}
+	c.IncrementalReview = true
+	if v := strings.TrimSpace(getenv(EnvIncrementalReview)); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%s: want true or false", EnvIncrementalReview)
+		}
+		c.IncrementalReview = on
+	}
+	c.ReviewInstructions = strings.TrimSpace(getenv(EnvReviewInstructions))
+	if utf8.RuneCountInString(c.ReviewInstructions) > MaxReviewInstructionsRunes {
+		return fmt.Errorf("%s: at most %d characters", EnvReviewInstructions, MaxReviewInstructionsRunes)
+	}
+	if v := strings.TrimSpace(getenv(EnvReviewInstructionsByRepo)); v != "" {
+		if err := json.Unmarshal([]byte(v), &c.ReviewInstructionsByRepo); err != nil {
+			return fmt.Errorf("%s: want a JSON object of changelist id prefixes to instructions", EnvReviewInstructionsByRepo)
+		}
+		for k, ins := range c.ReviewInstructionsByRepo {
+			if utf8.RuneCountInString(ins) > MaxReviewInstructionsRunes {
+				return fmt.Errorf("%s: the instructions for %q are over %d characters", EnvReviewInstructionsByRepo, k, MaxReviewInstructionsRunes)
+			}
+		}
+	}
+	c.OpenAI = OpenAIConfig{BaseURL: or(strings.TrimSpace(getenv(EnvOpenAIBaseURL)), DefaultOpenAIURL),
+		Model: strings.TrimSpace(getenv(EnvOpenAIModel)), APIKey: getenv(EnvOpenAIAPIKey)}
+	return nil
+}

@@ -1,0 +1,127 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/unsubscribe"
+)
+
+// ensureRows creates one outbox row per recipient before any send, each with
+// its rendered message (R-OUTBOX-1). Existing rows are returned as stored.
+//
+// A reviewer the fetch stage found no address for gets a row too, keyed by
+// its "<source>:<username>" identity, created terminal as skipped_no_email:
+// it is never sent (no address is ever guessed), and it counts as settled
+// when the job is finalized.
+func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) ([]delivery.Row, error) {
+	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
+	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
+	data := mail.Data{Source: j.Source, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion, Title: j.Title, URL: j.URL, Author: j.Author, Critique: c}
+	var noEmail []string
+	var err error
+	if j.Source != "generic" {
+		if noEmail, err = n.Jobs.NoEmailReviewers(ctx, j.ID); err != nil {
+			return nil, err
+		}
+	}
+	now := n.Now().UTC()
+	recipients := j.AllRecipients()
+	rows := make([]delivery.Row, 0, len(recipients)+len(noEmail))
+	for _, rcpt := range recipients {
+		// Rendered per recipient: the footer carries the recipient's own
+		// unsubscribe link. A row that exists keeps the bytes it was created
+		// with (Ensure does not overwrite).
+		data.UnsubscribeURL = n.Signer.URL(n.PublicURL, unsubscribe.RecipientID(rcpt), repo)
+		msg, err := n.Renderer.Render(data)
+		if err != nil {
+			return nil, retry.Permanent(retry.RuntimeBug, err)
+		}
+		r := delivery.Row{
+			ID: delivery.ID(clKey, rcpt, j.ReviewVersion), JobID: j.ID, ChangelistKey: clKey,
+			Recipient: delivery.NormalizeRecipient(rcpt), ReviewVersion: j.ReviewVersion,
+			Status: delivery.StatusPending, Message: msg, CreatedAt: now, UpdatedAt: now,
+		}
+		got, _, err := n.Deliveries.Ensure(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, got)
+	}
+	for _, who := range noEmail {
+		r := delivery.Row{
+			ID: delivery.ID(clKey, who, j.ReviewVersion), JobID: j.ID, ChangelistKey: clKey,
+			Recipient: delivery.NormalizeRecipient(who), ReviewVersion: j.ReviewVersion,
+			Status: delivery.StatusSkippedNoEmail, CreatedAt: now, UpdatedAt: now,
+		}
+		got, created, err := n.Deliveries.Ensure(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			n.Log.InfoContext(ctx, "reviewer has no known address; delivery skipped", "delivery_id", r.ID, "job_id", j.ID)
+		}
+		rows = append(rows, got)
+	}
+	return rows, nil
+}
+
+// gate settles, without a send, the rows of recipients who unsubscribed
+// from this repository (or from everything) as skipped_unsubscribed, and of
+// suppressed addresses as suppressed (R-UNSUB-2, R-EVIDENCE-6). It reads every recipient's
+// standing in one BatchGetItem, and touches only rows that were never sent;
+// a row in flight or sent keeps its course. rows is updated in place.
+func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row) error {
+	if n.Recipients == nil {
+		return nil
+	}
+	unsent := func(r delivery.Row) bool {
+		return r.Status.Claimable() && r.NotificationID == "" && r.NotifiedAt.IsZero() && !r.HasEvidence()
+	}
+	var ids []string
+	for _, r := range rows {
+		if unsent(r) {
+			ids = append(ids, unsubscribe.RecipientID(r.Recipient))
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	standings, err := n.Recipients.Standings(ctx, ids)
+	if err != nil {
+		return err
+	}
+	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
+	for i, r := range rows {
+		if !unsent(r) {
+			continue
+		}
+		st := standings[unsubscribe.RecipientID(r.Recipient)]
+		status, skip := st.SkipAs(repo)
+		if !skip {
+			continue
+		}
+		reason := st.Reason
+		if status == delivery.StatusSkippedUnsubscribed {
+			reason = "repository"
+			if st.UnsubscribedAll {
+				reason = "all"
+			}
+		}
+		got, err := n.Deliveries.Skip(ctx, r.ID, status, reason)
+		// Claimed or settled since we read it: take it as it is now.
+		got, _, err = n.current(ctx, r.ID, got, err)
+		if err != nil {
+			return err
+		}
+		rows[i] = got
+		if got.Status == status {
+			n.Log.InfoContext(ctx, "delivery skipped", "delivery_id", r.ID, "job_id", j.ID, "status", status, "reason", reason)
+		}
+	}
+	return nil
+}
