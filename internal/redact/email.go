@@ -23,12 +23,16 @@ func Email(addr string) string {
 // stack traces (smithy-go@v1.28.8) and content digests (image@sha256).
 var notAHost = regexp.MustCompile(`^(?:v[0-9]+\.[0-9]+\.[0-9]+(?:[-+.][0-9A-Za-z.+\-]*)?|sha(?:1|256|512))$`)
 
-// Scans stop after these many bytes (an address's local part is at most 64
-// octets and a domain 255; a little more for encodings): every at sign
-// costs a bounded scan, so a line of a million at signs stays linear.
+// A local part's scan stops after maxLocal bytes (an address's local part
+// is at most 64 octets; a little more for encodings): "%40" is both an at
+// sign and local-part text, so scans back from at signs could overlap, and
+// the bound keeps a line of a million of them linear. A domain's scan
+// needs no bound: no at sign is domain text, so the forward scans of two
+// at signs never overlap.
 const (
-	maxLocal  = 256
-	maxDomain = 512
+	maxLocal   = 256
+	maxQuoted  = 64 // bytes between the quotes of a quoted local part
+	maxLiteral = 64 // bytes between the brackets of an address literal
 )
 
 // atSigns are the ways an at sign is written in text that reaches us: the
@@ -89,9 +93,9 @@ func atAt(s string, i int) int {
 func localStart(s string, i int) int {
 	if i > 0 && s[i-1] == '"' {
 		// A quoted local part: back to the opening quote (escaped too: the
-		// text may be JSON- or %q-encoded), within the 64 bytes a local
-		// part may have, with its escaping backslashes.
-		for j := i - 2; j >= 0 && i-j <= 70; j-- {
+		// text may be JSON- or %q-encoded), at most maxQuoted bytes
+		// between the quotes.
+		for j := i - 2; j >= 0 && i-2-j <= maxQuoted; j-- {
 			if s[j] == '"' {
 				for j > 0 && s[j-1] == '\\' {
 					j--
@@ -109,9 +113,14 @@ func localStart(s string, i int) int {
 		}
 		j -= size
 	}
-	// A leading dot is punctuation, not part of the address.
-	for j < i && s[j] == '.' {
-		j++
+	// A leading dot is punctuation, not part of the address, unless the
+	// local part is nothing else: ".@x.org" is an address (R-PRIVACY-3).
+	k := j
+	for k < i && s[k] == '.' {
+		k++
+	}
+	if k < i {
+		return k
 	}
 	return j
 }
@@ -121,13 +130,15 @@ func localStart(s string, i int) int {
 // Trailing dots (the end of a sentence) are not part of it.
 func domainEnd(s string, k int) int {
 	if k < len(s) && s[k] == '[' {
-		if e := strings.IndexByte(s[k:], ']'); e > 0 && e <= 48 {
+		// An address literal: RFC 5321 allows 64 characters of it (a
+		// full IPv6 form is 50).
+		if e := strings.IndexByte(s[k:], ']'); e > 0 && e-1 <= maxLiteral {
 			return k + e + 1
 		}
 		return k
 	}
 	j := k
-	for j < len(s) && j-k < maxDomain {
+	for j < len(s) {
 		r, size := utf8.DecodeRuneInString(s[j:])
 		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == '-' || r == '.') {
 			break
