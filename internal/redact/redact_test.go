@@ -156,3 +156,27 @@ func TestRedact_AddressContract(t *testing.T) {
 		}
 	}
 }
+
+// R-PRIVACY-3: at signs chained to an address are redacted with it, in
+// one pass: replacing the address alone left "x@email:…" (a pseudonym
+// starts like a domain), a new address each pass redacted one link of,
+// so a chain longer than the passes survived.
+func TestRedact_ChainedAtSigns(t *testing.T) {
+	for in, want := range map[string]string{
+		"x@1@b.com":          Email("x@1@b.com"),
+		"a@b.cc@d.ee":        Email("a@b.cc@d.ee"),
+		`"a"@"b"@c.org`:      Email(`"a"@"b"@c.org`),
+		"cc @x@b.com":        "cc @" + Email("x@b.com"),
+		"a%40b%40c%40d.org":  Email("a@b%40c%40d.org"),
+		"pkg@v1.2.3 x@b.com": "pkg@v1.2.3 " + Email("x@b.com"),
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, in := range []string{strings.Repeat("a%40", 20) + "b.com", "x@" + strings.Repeat("1@", 10) + "b.com", strings.Repeat(`"a"@`, 10) + "b.com"} {
+		if got := Text(in); strings.ContainsAny(got, "@%") {
+			t.Errorf("Text(%q) = %q: part of the chain survived", in, got)
+		}
+	}
+}
