@@ -43,7 +43,9 @@ var (
 		"webhook secret":    regexp.MustCompile(`whsec_[A-Za-z0-9/+]{8}`),
 		"Google API key":    regexp.MustCompile(`AIza[0-9A-Za-z_-]{35}`),
 		"JWT":               regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.`),
-		"HTTP credentials":  regexp.MustCompile(`(?i)` + bound + `(?:bearer|basic)\s+[A-Za-z0-9._~+/-]`),
+		// On the same line: the redactor reads lines (a credential is one
+		// header's value); "Bearer" ending a line is a word, not a scheme.
+		"HTTP credentials": regexp.MustCompile(`(?i)` + bound + `(?:bearer|basic)[\t\f\r ]+[A-Za-z0-9._~+/-]`),
 	}
 )
 
