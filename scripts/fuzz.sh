@@ -104,6 +104,8 @@ echo "fuzzing ${#selected[@]} targets, $FUZZTIME each"
 
 failed=()
 found=()
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for t in "${selected[@]}"; do
 	read -r mod pkg name <<<"$t"
 	corpus="$root/$mod/$pkg/testdata/fuzz/$name"
@@ -112,8 +114,11 @@ for t in "${selected[@]}"; do
 	before=$(ls "$corpus" 2>/dev/null | sort)
 	echo "== $name ($where, $FUZZTIME)"
 	(cd "$root/$mod" && $GO test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime="$FUZZMINIMIZETIME" "$pkg") 2>&1 |
-		grep -vE '^fuzz: elapsed: .*(execs|gathering|testing seed)'
+		tee "$log" | grep -vE '^fuzz: elapsed: .*(execs|gathering|testing seed)'
 	rc=${PIPESTATUS[0]}
+	# The progress lines are left out above; the last one says how much
+	# was tried.
+	grep -E '^fuzz: elapsed: .*execs' "$log" | tail -n 1
 	new=$(comm -13 <(echo "$before") <(ls "$corpus" 2>/dev/null | sort) | grep -v '^$')
 	for h in $new; do
 		rel=$(realpath --relative-to="$root" "$corpus/$h")
