@@ -57,6 +57,7 @@ help:
 	@echo "make build  build one bootstrap per function into build/<fn>/bootstrap"
 	@echo "make bench  print the benchmark table (intake vs Powertools, pipeline latency, AWS calls, cost per 1,000 reviews, sweep reads); BENCH_FLAGS='-requests 200' for a quick run"
 	@echo "make bench-micro  run the Go micro-benchmarks (go test -bench)"
+	@echo "make fuzz [FUZZTIME=30s | FUZZTOTAL=10m]  exploratory fuzzing of every fuzz target (docs/fuzzing.md); make test runs their seeds only"
 	@echo "make chaos [SEED=n JOBS=200 RATE=0.03]  randomized fault campaign on the local stack"
 	@echo "make eval [EVAL_CRITICS=offline,standin,bedrock,openai]  critics on changes with planted bugs (docs/eval.md)"
 	@echo "make deploy MAIL_FROM='Name <addr>'  deploy to AWS (CDK, infra/)"
@@ -67,8 +68,8 @@ run: deps
 
 test: deps
 	$(GO) vet ./...
+	scripts/fuzz.sh -check-docs
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -count=1 -timeout 12m ./...
-	$(MAKE) fuzz-short
 	$(MAKE) infra-test
 
 # Critics on changes with planted bugs (docs/eval.md): found, missed, false
@@ -140,12 +141,16 @@ LAMBDABENCH_FLAGS ?=
 lambdabench: deps
 	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/lambdabench $(LAMBDABENCH_FLAGS)
 
-# Every fuzz target in turn (scripts/fuzz.sh; docs/fuzzing.md). `make fuzz`
-# is the long run (FUZZTIME per target, e.g. FUZZTIME=10m); `make
-# fuzz-short` is the smoke run `make test` includes.
-FUZZTIME ?= 60s
+# Exploratory fuzzing (scripts/fuzz.sh; docs/fuzzing.md): every fuzz
+# target in the repository in turn, FUZZTIME each (or FUZZTOTAL shared
+# equally, e.g. FUZZTOTAL=10m); prints new failing inputs, which Go writes
+# to <package>/testdata/fuzz/<Target>/ (commit them: they become seeds),
+# and fails if there are any. Random by nature, so `make test` does not run
+# it: `make test` runs every target over its committed seeds (go test).
+# `make fuzz-short` is an opt-in smoke run, 1000 new inputs per target.
+FUZZTIME ?= 30s
 fuzz:
-	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+	GO=$(GO) FUZZTIME=$(FUZZTIME) $(if $(FUZZTOTAL),FUZZTOTAL=$(FUZZTOTAL)) scripts/fuzz.sh
 
 fuzz-short:
 	GO=$(GO) FUZZTIME=1000x scripts/fuzz.sh

@@ -183,9 +183,13 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	fi.Choose(inj.choose)
 	evf := newEvidenceFaults(rng.Uint64(), c.Rate, jobOfDelivery(specs))
 	jitterSeed := rng.Uint64()
-	var starts atomic.Int64
+	// One jitter source per runner: a *rand.Rand is not safe for
+	// concurrent use, and the options below serve every stage's runner
+	// of a worker start. Runners are built one after another, so each
+	// gets the same seed in every campaign with this Seed.
+	var runners atomic.Uint64
+	jitter := stage.Option(func(r *stage.Runner) { stage.WithRand(retry.NewRand(jitterSeed + runners.Add(1)))(r) })
 	opts := func() devstack.FunctionOptions {
-		n := starts.Add(1)
 		return devstack.FunctionOptions{
 			Pollers: c.Pollers, Timeout: invocationTimeout, SweepEvery: sweepEvery,
 			// SES's event publishing is not a worker: one bridge (below)
@@ -194,7 +198,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 			// The SDK's own debug lines (S3 checksum notes) go nowhere.
 			Wire: wire.Options{
 				AWS:    []awsclient.Option{fi.Option(), func(c *aws.Config) { c.Logger = logging.Nop{} }},
-				Runner: []stage.Option{stage.WithRand(retry.NewRand(jitterSeed + uint64(n)))},
+				Runner: []stage.Option{jitter},
 				Wrap: func(_ job.Stage, fn stage.Func) stage.Func {
 					return func(ctx context.Context, m job.Message, attempt int) error {
 						return fn(withScope(ctx, &scope{crashable: true, jobs: []job.ID{m.JobID}}), m, attempt)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/chaos"
 	"github.com/criticizer/criticizer/internal/testenv"
+	"github.com/criticizer/criticizer/internal/testseed"
 )
 
 // R-OUTBOX-10: "Retries MUST be safe under process crash, network
@@ -23,7 +24,7 @@ func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	env := testenv.Stack(t)
 	var logs bytes.Buffer
 	rep, err := chaos.Run(context.Background(), chaos.Stack{Endpoints: env.Endpoints, SESURL: env.SESURL}, chaos.Config{
-		Jobs: 20, Seed: 20261122, Rate: 0.05, Concurrency: 4, PoisonRate: 0.15,
+		Jobs: 20, Seed: testseed.Seed(t, 20261122), Rate: 0.05, Concurrency: 4, PoisonRate: 0.15,
 		RestartEvery: 3 * time.Second, Linger: 3 * time.Second, Drain: 90 * time.Second,
 		Log: &logs,
 	})

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +11,14 @@ import (
 	"github.com/criticizer/criticizer/internal/fault"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/redact"
+	"github.com/criticizer/criticizer/internal/testseed"
 )
 
 // The leak scan must catch what it exists to catch: a recipient's address
 // in any case, and every planted secret; and it must not cry wolf on the
 // pseudonyms redaction leaves (R-STAGE-4).
 func TestLeakScanner_FindsAddressesAndSecrets_NotPseudonyms(t *testing.T) {
-	specs := generate(rand.New(rand.NewPCG(1, 2)), "xtest", 5, 0.3, 0, "tok")
+	specs := generate(testseed.Rand(t, 1), "xtest", 5, 0.3, 0, "tok")
 	p := plantedSecrets(1)
 	addr := specs[0].Recipients[0]
 	for _, c := range []struct {

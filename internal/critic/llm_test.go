@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/criticizer/criticizer/internal/diff"
+	"github.com/criticizer/criticizer/internal/testseed"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden prompts in testdata/prompts")
@@ -198,7 +198,7 @@ func TestFindings_OnlyOnLinesTheModelWasShown(t *testing.T) {
 		}
 	}
 	files := []string{"internal/store/store.go", "cmd/tool/main.go", "internal/legacy/old.go", "nope.go", "b/internal/store/store.go"}
-	r := rand.New(rand.NewPCG(1, 2))
+	r := testseed.Rand(t, 1)
 	for range 300 {
 		var fs []string
 		for range 1 + r.IntN(6) {

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,7 +24,10 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/stage"
 	"github.com/criticizer/criticizer/internal/testenv"
+	"github.com/criticizer/criticizer/internal/testseed"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
 
@@ -80,6 +84,13 @@ func startStack(t *testing.T, o devstack.FunctionOptions, tweak ...func(*config.
 	var logs bytes.Buffer
 	sw := &syncWriter{w: &logs}
 	log := obs.NewLogger(io.MultiWriter(sw, testWriter{t}), cfg.LogLevel)
+	// Retry jitter drawn from the test's seed (printed if the test fails),
+	// one source per runner: a *rand.Rand is not safe for concurrent use.
+	seed := testseed.Seed(t, 1)
+	var runners atomic.Uint64
+	o.Wire.Runner = append([]stage.Option{func(r *stage.Runner) {
+		stage.WithRand(retry.NewRand(seed + runners.Add(1)))(r)
+	}}, o.Wire.Runner...)
 	fns, err := devstack.StartFunctions(context.Background(), cfg, res, log, o)
 	if err != nil {
 		t.Fatal(err)

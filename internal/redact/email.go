@@ -23,12 +23,16 @@ func Email(addr string) string {
 // stack traces (smithy-go@v1.28.8) and content digests (image@sha256).
 var notAHost = regexp.MustCompile(`^(?:v[0-9]+\.[0-9]+\.[0-9]+(?:[-+.][0-9A-Za-z.+\-]*)?|sha(?:1|256|512))$`)
 
-// Scans stop after these many bytes (an address's local part is at most 64
-// octets and a domain 255; a little more for encodings): every at sign
-// costs a bounded scan, so a line of a million at signs stays linear.
+// A local part's scan stops after maxLocal bytes (an address's local part
+// is at most 64 octets; a little more for encodings): "%40" is both an at
+// sign and local-part text, so scans back from at signs could overlap, and
+// the bound keeps a line of a million of them linear. A domain's scan
+// needs no bound: no at sign is domain text, so the forward scans of two
+// at signs never overlap.
 const (
-	maxLocal  = 256
-	maxDomain = 512
+	maxLocal   = 256
+	maxQuoted  = 64 // bytes between the quotes of a quoted local part
+	maxLiteral = 64 // bytes between the brackets of an address literal
 )
 
 // atSigns are the ways an at sign is written in text that reaches us: the
@@ -43,6 +47,12 @@ var atSigns = []string{"@", "＠", "%40"}
 // regexp: the local part's character set is most of ASCII plus every
 // letter, and a quoted part may hold spaces; a scan from each at sign
 // outwards says exactly that, in linear time.
+//
+// At signs chained to an address on either side (x@1@b.com, a@b.cc@d.ee,
+// "a"@"b"@c.org) are redacted with it as one (R-PRIVACY-3): a pseudonym
+// begins with a domain ("email") and ends with a local part (hex), so
+// replacing only the address would leave "x@email:…" or "…@d.ee", a new
+// address for the next pass, one more per link of the chain.
 func redactEmails(s string) string {
 	if !strings.Contains(s, "@") && !strings.Contains(s, "＠") && !strings.Contains(s, "%40") {
 		return s
@@ -56,11 +66,33 @@ func redactEmails(s string) string {
 			i += size
 			continue
 		}
-		start := localStart(s, i)
+		start := localStart(s, i, last)
 		end := domainEnd(s, i+n)
-		if start < last || start == i || end == i+n || !isHost(s[i+n:end]) {
+		if start == i || end == i+n || !isHost(s[i+n:end]) {
 			i += n
 			continue
+		}
+		for {
+			m := atBefore(s, start)
+			if m == 0 || start-m < last {
+				break
+			}
+			ls := localStart(s, start-m, last)
+			if ls == start-m {
+				break
+			}
+			start = ls
+		}
+		for {
+			m := atAt(s, end)
+			if m == 0 {
+				break
+			}
+			de := domainEnd(s, end+m)
+			if de == end+m {
+				break
+			}
+			end = de
 		}
 		b.WriteString(s[last:start])
 		b.WriteString(Email(s[start:i] + "@" + s[i+n:end]))
@@ -73,6 +105,16 @@ func redactEmails(s string) string {
 	return b.String()
 }
 
+// atBefore returns the length of an at sign that ends at s[j], or 0.
+func atBefore(s string, j int) int {
+	for _, a := range atSigns {
+		if j >= len(a) && strings.EqualFold(s[j-len(a):j], a) {
+			return len(a)
+		}
+	}
+	return 0
+}
+
 // atAt returns the length of the at sign starting at s[i], or 0.
 func atAt(s string, i int) int {
 	for _, a := range atSigns {
@@ -83,17 +125,18 @@ func atAt(s string, i int) int {
 	return 0
 }
 
-// localStart scans back from the at sign at s[i] over a local part: a
-// quoted string, or atext and dots (ASCII atext, and any letter, digit or
-// mark for UTF-8 addresses).
-func localStart(s string, i int) int {
-	if i > 0 && s[i-1] == '"' {
+// localStart scans back from the at sign at s[i], not before s[floor]
+// (the end of the text already replaced), over a local part: a quoted
+// string, or atext and dots (ASCII atext, and any letter, digit or mark for
+// UTF-8 addresses). It returns i when there is none.
+func localStart(s string, i, floor int) int {
+	if i > floor && s[i-1] == '"' {
 		// A quoted local part: back to the opening quote (escaped too: the
-		// text may be JSON- or %q-encoded), within the 64 bytes a local
-		// part may have, with its escaping backslashes.
-		for j := i - 2; j >= 0 && i-j <= 70; j-- {
+		// text may be JSON- or %q-encoded), at most maxQuoted bytes
+		// between the quotes.
+		for j := i - 2; j >= floor && i-2-j <= maxQuoted; j-- {
 			if s[j] == '"' {
-				for j > 0 && s[j-1] == '\\' {
+				for j > floor && s[j-1] == '\\' {
 					j--
 				}
 				return j
@@ -102,16 +145,21 @@ func localStart(s string, i int) int {
 		return i
 	}
 	j := i
-	for j > 0 && i-j < maxLocal {
+	for j > floor && i-j < maxLocal {
 		r, size := utf8.DecodeLastRuneInString(s[:j])
 		if !isAtext(r) && r != '.' {
 			break
 		}
 		j -= size
 	}
-	// A leading dot is punctuation, not part of the address.
-	for j < i && s[j] == '.' {
-		j++
+	// A leading dot is punctuation, not part of the address, unless the
+	// local part is nothing else: ".@x.org" is an address (R-PRIVACY-3).
+	k := j
+	for k < i && s[k] == '.' {
+		k++
+	}
+	if k < i {
+		return k
 	}
 	return j
 }
@@ -121,13 +169,15 @@ func localStart(s string, i int) int {
 // Trailing dots (the end of a sentence) are not part of it.
 func domainEnd(s string, k int) int {
 	if k < len(s) && s[k] == '[' {
-		if e := strings.IndexByte(s[k:], ']'); e > 0 && e <= 48 {
+		// An address literal: RFC 5321 allows 64 characters of it (a
+		// full IPv6 form is 50).
+		if e := strings.IndexByte(s[k:], ']'); e > 0 && e-1 <= maxLiteral {
 			return k + e + 1
 		}
 		return k
 	}
 	j := k
-	for j < len(s) && j-k < maxDomain {
+	for j < len(s) {
 		r, size := utf8.DecodeRuneInString(s[j:])
 		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == '-' || r == '.') {
 			break

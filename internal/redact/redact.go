@@ -16,18 +16,20 @@ import (
 // the same address can still be correlated across log lines and envelopes
 // without being stored.
 //
-// It covers: private key PEM blocks; Authorization, Proxy-Authorization,
-// Cookie, Set-Cookie, X-Hub-Signature(-256), X-Gitlab-Token and
-// webhook-signature header values; sha1=/sha256= hex signatures and
-// Standard Webhooks v1, signatures; AWS secret access keys and session
-// tokens, labelled or bare; token=, api_key=, apikey, password=, secret=,
-// signature=, auth= style labels (quoted or not, JSON or header style);
-// Bearer and Basic credentials; JWTs; AWS access key ids; GitHub, GitLab,
-// Slack, OpenAI (sk-), Stripe, Standard Webhooks (whsec_) and Google (AIza)
-// keys; in every URL its userinfo, every query value and path segments
-// shaped like secrets; and email addresses in every form an RFC 5322/6532
-// parser accepts (quoted local parts, non-ASCII, IDN domains, IP literals),
-// also written with a full-width at sign or %40.
+// Its contract is R-PRIVACY-3. It covers: private key PEM blocks;
+// Authorization, Proxy-Authorization, Cookie, Set-Cookie,
+// X-Hub-Signature(-256), X-Gitlab-Token and webhook-signature header
+// values; sha1=/sha256= hex signatures and Standard Webhooks v1,
+// signatures; AWS secret access keys and session tokens, labelled or bare;
+// token=, api_key=, apikey, password=, secret=, signature=, auth= style
+// labels (quoted or not, JSON or header style); Bearer and Basic
+// credentials; JWTs; AWS access key ids; GitHub, GitLab, Slack, OpenAI
+// (sk-), Stripe, Standard Webhooks (whsec_) and Google (AIza) keys; in
+// every URL its userinfo, every query value and path segments shaped like
+// secrets; and email addresses in every form an RFC 5322/6532 parser
+// accepts (quoted local parts, non-ASCII, IDN domains, IP literals) and
+// the looser forms mail systems send (dots anywhere in a local part), also
+// written with a full-width at sign or %40.
 //
 // All patterns are RE2 or linear scans (linear time in len(s)). Text is
 // idempotent: Text(Text(s)) == Text(s). It over-redacts rather than

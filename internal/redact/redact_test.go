@@ -18,7 +18,7 @@ func assertNoLiterals(t *testing.T, where, s string) {
 	}
 }
 
-// R-PRIVACY-1: "Stack traces MUST be redacted if they contain sensitive
+// R-PRIVACY-1, R-PRIVACY-3: "Stack traces MUST be redacted if they contain sensitive
 // literals."
 func TestRedact_EveryKind(t *testing.T) {
 	out := Text(redacttest.Planted())
@@ -39,7 +39,7 @@ func TestRedact_EveryKind(t *testing.T) {
 	}
 }
 
-// R-PRIVACY-1: "Stack traces MUST be redacted if they contain sensitive
+// R-PRIVACY-1, R-PRIVACY-3: "Stack traces MUST be redacted if they contain sensitive
 // literals" — only the literal goes; its label stays for triage.
 func TestRedact_ExactOutputs(t *testing.T) {
 	tests := []struct{ in, want string }{
@@ -59,7 +59,7 @@ func TestRedact_ExactOutputs(t *testing.T) {
 	}
 }
 
-// R-PRIVACY-1: "last_stack: most recent stack trace or error chain" — redaction
+// R-PRIVACY-1, R-PRIVACY-3: "last_stack: most recent stack trace or error chain" — redaction
 // must not destroy what makes it useful (module versions, request ids, hashes).
 func TestRedact_KeepsTriageDetail(t *testing.T) {
 	keep := []string{
@@ -77,7 +77,7 @@ func TestRedact_KeepsTriageDetail(t *testing.T) {
 	}
 }
 
-// R-PRIVACY-1: no raw PII; emails become a stable pseudonym.
+// R-PRIVACY-1, R-PRIVACY-3: no raw PII; emails become a stable pseudonym.
 func TestHashEmail_StablePseudonym(t *testing.T) {
 	h := Email(" Alice.Reviewer@Example.com ")
 	if h != Email("alice.reviewer@example.com") {
@@ -94,7 +94,7 @@ func TestHashEmail_StablePseudonym(t *testing.T) {
 	}
 }
 
-// R-PRIVACY-1: redacted stack traces stay redacted — Redact is a fixed point,
+// R-PRIVACY-1, R-PRIVACY-3: redacted stack traces stay redacted — Redact is a fixed point,
 // so re-redacting a stored envelope changes nothing.
 func TestRedact_Idempotent(t *testing.T) {
 	for _, s := range []string{redacttest.Planted(), "a@b.cc@d.ee", "x@v1.2.3_y@z.com", "token=token=abc", "https://a:b@c@d.com"} {
@@ -105,7 +105,7 @@ func TestRedact_Idempotent(t *testing.T) {
 	}
 }
 
-// R-PRIVACY-1: "Stack traces MUST be redacted if they contain sensitive
+// R-PRIVACY-1, R-PRIVACY-3: "Stack traces MUST be redacted if they contain sensitive
 // literals" — also when the error message embeds JSON- or %q-encoded text,
 // sometimes twice: escaped quotes, "\n" as two characters, '&' as \u0026.
 func TestRedact_EncodedText(t *testing.T) {
@@ -122,4 +122,61 @@ func mustJSONString(s string) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// R-PRIVACY-3: what counts as an address, edge by edge: dots anywhere in a
+// local part (also nothing but dots: `.@0.Aom`, found by FuzzText), any
+// last label, dotless hosts, address literals up to 64 bytes (a full IPv6
+// form), domains of any length; and what does not: an at sign with nothing
+// before it, a number, a module version, a digest.
+func TestRedact_AddressContract(t *testing.T) {
+	long := strings.Repeat("1", 600) + "x"
+	ipv6 := "[IPv6:2001:db8:ffff:ffff:ffff:ffff:255.255.255.255]"
+	for in, want := range map[string]string{
+		".@0.Aom":           Email(".@0.Aom"),
+		"..@x.org":          Email("..@x.org"),
+		"a..b.@x.org":       Email("a..b.@x.org"),
+		"see .a@x.org":      "see ." + Email("a@x.org"),
+		"a@b.c":             Email("a@b.c"),
+		"a@b.c1.":           Email("a@b.c1") + ".",
+		"alice@laptop":      Email("alice@laptop"),
+		"erin@" + ipv6:      Email("erin@" + ipv6),
+		"a@" + long:         Email("a@" + long),
+		`"a b"@x.org`:       Email(`"a b"@x.org`),
+		"ü＠ß.de":            Email("ü@ß.de"),
+		"dave%40example.io": Email("dave@example.io"),
+		"cc @alice":         "cc @alice",
+		"x@2024":            "x@2024",
+		"smithy-go@v1.28.8": "smithy-go@v1.28.8",
+		"x@v1.2.3-a.com":    Email("x@v1.2.3-a.com"),
+		"image@sha256":      "image@sha256",
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// R-PRIVACY-3: at signs chained to an address are redacted with it, in
+// one pass: replacing the address alone left "x@email:…" (a pseudonym
+// starts like a domain), a new address each pass redacted one link of,
+// so a chain longer than the passes survived.
+func TestRedact_ChainedAtSigns(t *testing.T) {
+	for in, want := range map[string]string{
+		"x@1@b.com":          Email("x@1@b.com"),
+		"a@b.cc@d.ee":        Email("a@b.cc@d.ee"),
+		`"a"@"b"@c.org`:      Email(`"a"@"b"@c.org`),
+		"cc @x@b.com":        "cc @" + Email("x@b.com"),
+		"a%40b%40c%40d.org":  Email("a@b%40c%40d.org"),
+		"pkg@v1.2.3 x@b.com": "pkg@v1.2.3 " + Email("x@b.com"),
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, in := range []string{strings.Repeat("a%40", 20) + "b.com", "x@" + strings.Repeat("1@", 10) + "b.com", strings.Repeat(`"a"@`, 10) + "b.com"} {
+		if got := Text(in); strings.ContainsAny(got, "@%") {
+			t.Errorf("Text(%q) = %q: part of the chain survived", in, got)
+		}
+	}
 }

@@ -1,10 +1,11 @@
 package reviewers
 
 import (
-	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/criticizer/criticizer/internal/testseed"
 )
 
 var t0 = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
@@ -91,7 +92,7 @@ func TestRoster_MergeIsOrderFreeAndIdempotent(t *testing.T) {
 	if len(want) != 3 {
 		t.Fatalf("roster %v: events without a name, a time or a known kind were kept", want)
 	}
-	rnd := rand.New(rand.NewPCG(1, 2))
+	rnd := testseed.Rand(t, 1)
 	for range 200 {
 		evs := append([]Event(nil), events...)
 		evs = append(evs, evs[rnd.IntN(len(evs))], evs[rnd.IntN(len(evs))])
