@@ -96,6 +96,9 @@ type Config struct {
 	// second) that every notifier together keeps under; 0 turns the
 	// limiter off.
 	MaxSendRate int
+	// SESQuotaRecheck is how long a spent SES daily quota pauses sending
+	// (CRITICIZER_SES_QUOTA_RECHECK, sesquota.go).
+	SESQuotaRecheck time.Duration
 
 	// PublicURL is the API's public base URL, under which the notifier
 	// builds unsubscribe links (https://<api>/unsubscribe/<token>).
@@ -416,6 +419,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		if c.MaxSendRate, err = strconv.Atoi(v); err != nil || c.MaxSendRate < 0 {
 			return Config{}, fmt.Errorf("%s: want a whole number of emails per second (0 turns the limit off), got %q", EnvMaxSendRate, v)
 		}
+	}
+	if c.SESQuotaRecheck, err = sesQuotaRecheck(getenv); err != nil {
+		return Config{}, err
 	}
 	if c.DiffURLPorts, err = ports(getenv(EnvDiffURLPorts)); err != nil {
 		return Config{}, err

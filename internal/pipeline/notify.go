@@ -35,7 +35,8 @@ type Prober interface {
 
 // Pacer holds a send back until the account's send rate has room
 // (ratelimit.Limiter); it returns a RATE_LIMITED error when none comes in
-// time.
+// time, and QUOTA_EXHAUSTED while the account's daily quota is spent
+// (R-RATE-3).
 type Pacer interface {
 	Wait(ctx context.Context) error
 }
@@ -653,11 +654,11 @@ func charged(prev, next error) error {
 }
 
 // spendsBudget reports whether the stage runner charges a failure to the
-// attempt budget: all but RATE_LIMITED and AWAITING_EVIDENCE, which it
-// defers (package stage).
+// attempt budget: all but RATE_LIMITED, AWAITING_EVIDENCE and
+// QUOTA_EXHAUSTED, which it defers (package stage).
 func spendsBudget(err error) bool {
 	c := retry.Classify(err).Class
-	return c != retry.RateLimited && c != retry.AwaitingEvidence
+	return c != retry.RateLimited && c != retry.AwaitingEvidence && c != retry.QuotaExhausted
 }
 
 func newToken() string {
