@@ -86,7 +86,7 @@ func TestQuota_SpentDailyQuotaHoldsThenSendsOnce(t *testing.T) {
 	s, p := quotaStack(t, devstack.SESQuotaConfig{Max24HourSend: 5, MaxSendRate: 1, EnforceDaily: true, EnforceRate: true}, recheck, nil)
 	ids, cls, rcpts := jobsWithRecipients(t, s, testenv.Prefix(t), 2, 4)
 
-	eventually(t, 2*time.Minute, "5 emails sent and sending paused", func() bool {
+	eventually(t, 4*time.Minute, "5 emails sent and sending paused", func() bool {
 		return len(emailsForAll(t, s, cls)) >= 5 && strings.Contains(s.logText(), "sending paused")
 	})
 	time.Sleep(4 * recheck) // a few rechecks of a quota that stays spent
@@ -129,7 +129,7 @@ func TestQuota_SpentDailyQuotaHoldsThenSendsOnce(t *testing.T) {
 
 	p.Reset()
 	for _, id := range ids {
-		s.waitJob(id, 2*time.Minute, job.StatusSucceeded)
+		s.waitJob(id, 4*time.Minute, job.StatusSucceeded)
 	}
 	emails := emailsForAll(t, s, cls)
 	got := perRecipient(emails)
@@ -160,7 +160,7 @@ func TestQuota_RateThrottleDeferredAndSent(t *testing.T) {
 		func(c *config.Config) { c.MaxSendRate = 0 })
 	ids, cls, rcpts := jobsWithRecipients(t, s, testenv.Prefix(t), 1, 4)
 
-	s.waitJob(ids[0], 2*time.Minute, job.StatusSucceeded)
+	s.waitJob(ids[0], 4*time.Minute, job.StatusSucceeded)
 	got := perRecipient(emailsForAll(t, s, cls))
 	for _, r := range rcpts {
 		if got[r] != 1 {
@@ -195,7 +195,7 @@ func TestQuota_PacingFollowsTheAccountsMaxSendRate(t *testing.T) {
 	s, _ := quotaStack(t, devstack.SESQuotaConfig{Max24HourSend: -1, MaxSendRate: rate}, 2*time.Second, nil)
 	ids, cls, rcpts := jobsWithRecipients(t, s, testenv.Prefix(t), 2, 6)
 	for _, id := range ids {
-		s.waitJob(id, 2*time.Minute, job.StatusSucceeded)
+		s.waitJob(id, 4*time.Minute, job.StatusSucceeded)
 	}
 	emails := emailsForAll(t, s, cls)
 	got := perRecipient(emails)
