@@ -99,6 +99,7 @@ func (s *Stack) monitoring() {
 		{"OrderingViolations", "a delivery marked sent was never confirmed by SES once the evidence path caught up past it: it is held for an operator (criticizer deliveries held)"},
 		{"DuplicateSends", "an SES event names a message other than its delivery's: the delivery was sent twice (criticizer deliveries show <id>; docs/architecture.md, The remaining window)"},
 		{"ResentWithoutEvidence", "a delivery whose send's answer was lost was sent again because the SES evidence path caught up past it with no event naming it"},
+		{"SendingPaused", "the SES account's daily sending quota is spent: notify holds every email (nothing is dead-lettered) until the rolling 24 hours have room; request a higher quota or production access (R-RATE-3)"},
 	} {
 		alarm(m.metric, m.desc, awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression: jsii.String(insights(m.metric, "")), Period: five, Label: jsii.String(m.metric),

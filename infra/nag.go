@@ -46,6 +46,10 @@ var (
 	supUnsubscribeRoute = Suppression{Rule: "AwsSolutions-APIG4",
 		Reason: "Opened from a link in an email by a recipient without AWS credentials (and RFC 8058 one-click POST); " +
 			"the token in the path is the credential, which intake verifies before changing anything."}
+	supSESAccount = Suppression{Rule: "AwsSolutions-IAM5", AppliesTo: []string{"Resource::*"},
+		Reason: "ses:GetAccount reads the account's own sending quota in the region (SendQuota: daily quota, send rate, " +
+			"sent in the last 24 hours), which notify paces by and pauses on; it acts on no resource, so IAM accepts it only " +
+			"on \"*\". It is the only action of that statement, and it is read-only."}
 	supBucketLogs = Suppression{Rule: "AwsSolutions-S1",
 		Reason: "Private bucket of transient diffs (expire after 30 days), reachable only by the functions' roles over TLS; " +
 			"reads and writes are already attributable through the jobs table and X-Ray, and CloudTrail S3 data events " +
@@ -69,7 +73,7 @@ var supUnsubscribeKeyRotation = Suppression{Rule: "AwsSolutions-SMG4",
 
 // Suppressions lists every suppression the stack applies, for reporting.
 var Suppressions = []Suppression{supDiffs, supTableIndexes, supWebhookRoute, supJobsRoute, supHealthRoute, supUnsubscribeRoute,
-	supBucketLogs, supSecretRotation, supStageSecretRotation, supUnsubscribeKeyRotation}
+	supSESAccount, supBucketLogs, supSecretRotation, supStageSecretRotation, supUnsubscribeKeyRotation}
 
 func (x Suppression) nag() *[]*cdknag.NagPackSuppression {
 	n := &cdknag.NagPackSuppression{Id: jsii.String(x.Rule), Reason: jsii.String(x.Reason)}
@@ -99,6 +103,9 @@ func applyNagSuppressions(s *Stack) {
 		switch f.Name {
 		case FnIntake, FnNotify, FnFeedback, FnSweeper:
 			suppress(role, supTableIndexes)
+		}
+		if f.Name == FnNotify {
+			suppress(role, supSESAccount)
 		}
 	}
 	for r, c := range s.RouteConstructs {

@@ -92,6 +92,15 @@ func (s *Stack) grantNotify(f awslambda.Function) {
 		Actions:   jsii.Strings("ses:SendEmail"),
 		Resources: s.sesResources(),
 	}))
+	// The account's sending quota (SES v2 GetAccount): notify paces at the
+	// account's rate and pauses when its daily quota is spent (R-RATE-2,
+	// R-RATE-3). GetAccount acts on the account in the region, not on a
+	// resource: IAM accepts it only on "*" (supSESAccount).
+	f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("ReadTheAccountsSendingQuota"),
+		Actions:   jsii.Strings("ses:GetAccount"),
+		Resources: jsii.Strings("*"),
+	}))
 }
 
 // grantFeedback: feedback consumes its own queue (the event source grants

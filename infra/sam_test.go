@@ -473,6 +473,37 @@ func TestSAMFeedbackSendsToNotifyQueueOnly(t *testing.T) {
 	}
 }
 
+// TestSAMGrantsSESAsTheStack: in template.yaml as in the CDK stack
+// (TestLeastPrivilege), only notify may use SES: SendEmail, and
+// GetAccount on "*" — the account's sending quota, which it paces by and
+// pauses on (R-RATE-2, R-RATE-3); GetAccount acts on no resource.
+func TestSAMGrantsSESAsTheStack(t *testing.T) {
+	res := resourcesOf(loadSAM(t))
+	for _, f := range functionSpecs {
+		got := map[string][]string{}
+		for _, pol := range props(res[FunctionID(f.Name)])["Policies"].([]any) {
+			m, _ := pol.(map[string]any)
+			sts, _ := m["Statement"].([]any)
+			for _, st := range sts {
+				for _, a := range strs(get(st, "Action")) {
+					if strings.HasPrefix(a, "ses:") {
+						got[a] = append(got[a], strs(get(st, "Resource"))...)
+					}
+				}
+			}
+		}
+		if f.Name != FnNotify {
+			if len(got) != 0 {
+				t.Errorf("%s: SES grants %v, want none", f.Name, got)
+			}
+			continue
+		}
+		if len(got["ses:SendEmail"]) == 0 || !reflect.DeepEqual(got["ses:GetAccount"], []string{"*"}) || len(got) != 2 {
+			t.Errorf("notify: SES grants %v; want ses:SendEmail on the identity and configuration set, ses:GetAccount on *", got)
+		}
+	}
+}
+
 // TestSAMBuildTargets: `sam build` runs the Makefile's build-<LogicalId>
 // target for each function (BuildMethod makefile), which must build that
 // function's bootstrap into ARTIFACTS_DIR for linux/arm64. make -n shows

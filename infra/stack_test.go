@@ -484,7 +484,7 @@ func TestAlarms(t *testing.T) {
 		has("AWS/SQS/ApproximateNumberOfMessagesVisible>0", DLQID(q), "")
 		has(fmt.Sprintf("AWS/SQS/ApproximateAgeOfOldestMessage>%d", OldestMessageAlarmSeconds), QueueID(q), "")
 	}
-	for _, m := range []string{"DeadLetters", "Escalations", "OrderingViolations", "DuplicateSends", "ResentWithoutEvidence"} {
+	for _, m := range []string{"DeadLetters", "Escalations", "OrderingViolations", "DuplicateSends", "ResentWithoutEvidence", "SendingPaused"} {
 		has("<nil>/<nil>>0", "", fmt.Sprintf(`SELECT SUM(%s) FROM "Criticizer"`, m))
 	}
 	has("<nil>/<nil>>0", "", `SELECT MAX(HeldDeliveries) FROM "Criticizer"`)

@@ -11,8 +11,14 @@ package awsclient
 //	                                         the outbox     accepted message whose answer was lost would be sent
 //	                                                        twice. SDKAttemptsSES = 1; a failed call is settled
 //	                                                        by the outbox from provider evidence (pipeline.Notify)
-//	DynamoDB TransactWriteItems (intake)     the SDK        the SDK fills ClientRequestToken once per call, so its
-//	                                                        retries are deduplicated by DynamoDB for 10 minutes
+//	SES v2 GetAccount (notify: the           the SDK        a read: the SDK's standard 3 attempts, set on the call
+//	  account's quota, sesmail.ReadQuota)                   (the SES client makes one attempt per call otherwise)
+//	DynamoDB TransactWriteItems (intake,     the SDK; the   the store sets a fresh ClientRequestToken on each call it
+//	  rerun)                                 store after a  makes, and the SDK's retries of that call keep it, so
+//	                                         cancellation   DynamoDB deduplicates them for 10 minutes; a call
+//	                                                        DynamoDB cancelled (TransactionConflict) wrote nothing,
+//	                                                        and the store's retry is a new transaction with a new
+//	                                                        token (store.txToken, R-STORE-2)
 //	DynamoDB conditional Put/UpdateItem      the SDK        the condition makes a repeat fail instead of applying
 //	  (outbox claim, mark, release, ...)                    twice; the store reads a failed condition back and
 //	                                                        recognises its own write (store.Deliveries.Claim)

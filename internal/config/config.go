@@ -92,6 +92,9 @@ type Config struct {
 	// second) that every notifier together keeps under; 0 turns the
 	// limiter off.
 	MaxSendRate int
+	// SESQuotaRecheck is how long a spent SES daily quota pauses sending
+	// (CRITICIZER_SES_QUOTA_RECHECK, sesquota.go).
+	SESQuotaRecheck time.Duration
 
 	// PublicURL is the API's public base URL, under which the notifier
 	// builds unsubscribe links (https://<api>/unsubscribe/<token>).

@@ -56,5 +56,8 @@ func (c *Config) readDelivery(getenv func(string) string) error {
 			return fmt.Errorf("%s: want a whole number of emails per second (0 turns the limit off), got %q", EnvMaxSendRate, v)
 		}
 	}
+	if c.SESQuotaRecheck, err = sesQuotaRecheck(getenv); err != nil {
+		return err
+	}
 	return nil
 }

@@ -63,8 +63,9 @@ func (p Ports) SESURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.SES
 
 // Services are the running emulators.
 type Services struct {
-	Ports Ports
-	procs []*process
+	Ports    Ports
+	procs    []*process
+	sesQuota *SESQuotaServer
 }
 
 // StartServices starts the three emulators from the npm packages installed in
@@ -114,8 +115,19 @@ func StartServices(ctx context.Context, npmDir, logDir string, ports Ports) (*Se
 		s.Stop()
 		return nil, err
 	}
-	if err := start("ses", npmDir, ports.SES, nil,
-		node, filepath.Join(mods, "aws-ses-v2-local", "dist", "cli.js"), "--host", "127.0.0.1", "--port", strconv.Itoa(ports.SES)); err != nil {
+	// The SES emulator listens on a port of its own, behind the quota
+	// proxy on the SES port (sesquota.go: GetAccount and quota errors).
+	sesPort, err := freePort()
+	if err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := start("ses", npmDir, sesPort, nil,
+		node, filepath.Join(mods, "aws-ses-v2-local", "dist", "cli.js"), "--host", "127.0.0.1", "--port", strconv.Itoa(sesPort)); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if s.sesQuota, err = startStackSESQuota(ports.SES, sesPort); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -124,6 +136,10 @@ func StartServices(ctx context.Context, npmDir, logDir string, ports Ports) (*Se
 
 // Stop stops every emulator it started.
 func (s *Services) Stop() {
+	if s.sesQuota != nil {
+		_ = s.sesQuota.Close()
+		s.sesQuota = nil
+	}
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		s.procs[i].stop()
 	}

@@ -262,9 +262,14 @@ type Deferral struct {
 	// Spent is how many attempts of the earlier copies counted against
 	// the stage's budget (failures other than rate limiting).
 	Spent int `json:"spent"`
-	// Count is how many times the message was deferred for rate limiting,
-	// i.e. how many attempts did not count against the budget.
+	// Count is how many times the message was deferred for rate limiting
+	// (or for provider evidence): attempts that did not count against the
+	// budget, capped by the stage runner.
 	Count int `json:"count"`
+	// Paused is how many times the message was deferred because the
+	// provider's daily quota was spent (QUOTA_EXHAUSTED, R-RATE-3):
+	// attempts charged neither to the budget nor to Count's cap.
+	Paused int `json:"paused,omitempty"`
 }
 
 // BudgetAttempt is the 1-based attempt number that counts against the
@@ -283,7 +288,7 @@ func (m Message) Tries(receiveCount int) int {
 	if m.Deferral == nil {
 		return receiveCount
 	}
-	return m.Deferral.Spent + m.Deferral.Count + receiveCount
+	return m.Deferral.Spent + m.Deferral.Count + m.Deferral.Paused + receiveCount
 }
 
 // Deferred returns the copy to re-send after the attempt numbered
@@ -296,6 +301,21 @@ func (m Message) Deferred(receiveCount int) Message {
 	}
 	d.Spent += max(receiveCount, 1) - 1
 	d.Count++
+	m.Deferral = &d
+	return m
+}
+
+// PausedCopy returns the copy to re-send after the attempt numbered
+// receiveCount found the provider's daily quota spent: like Deferred, but
+// counted in Paused, so a long pause never uses up the deferrals a rate
+// limit may take afterwards.
+func (m Message) PausedCopy(receiveCount int) Message {
+	var d Deferral
+	if m.Deferral != nil {
+		d = *m.Deferral
+	}
+	d.Spent += max(receiveCount, 1) - 1
+	d.Paused++
 	m.Deferral = &d
 	return m
 }

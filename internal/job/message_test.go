@@ -60,3 +60,23 @@ func TestMessage_DeferralStrictJSON(t *testing.T) {
 		t.Error("an unknown field inside deferral was accepted")
 	}
 }
+
+// A spent daily quota pauses a message (R-RATE-3): the pauses are tries
+// GET /jobs shows, charged neither to the budget nor to the cap on rate
+// deferrals, which stays whole for the throttles that may follow.
+func TestMessage_PausedCopyKeepsTheDeferralCap(t *testing.T) {
+	m := job.Message{JobID: "j_x", Stage: job.StageNotify}.Deferred(2) // a 5xx, then a throttle
+	for range 100 {
+		m = m.PausedCopy(1)
+	}
+	if m.Deferral.Spent != 1 || m.Deferral.Count != 1 || m.Deferral.Paused != 100 {
+		t.Fatalf("after 100 pauses %+v; want spent 1, count 1, paused 100", *m.Deferral)
+	}
+	if m.BudgetAttempt(1) != 2 || m.Tries(1) != 103 {
+		t.Fatalf("budget %d tries %d; want 2 (the pauses are free) and 103 (every try shown)", m.BudgetAttempt(1), m.Tries(1))
+	}
+	b, _ := json.Marshal(job.Message{JobID: "j_x"}.Deferred(1))
+	if strings.Contains(string(b), "paused") {
+		t.Errorf("a message never paused carries the field: %s", b)
+	}
+}

@@ -31,7 +31,8 @@ type Prober interface {
 
 // Pacer holds a send back until the account's send rate has room
 // (ratelimit.Limiter); it returns a RATE_LIMITED error when none comes in
-// time.
+// time, and QUOTA_EXHAUSTED while the account's daily quota is spent
+// (R-RATE-3).
 type Pacer interface {
 	Wait(ctx context.Context) error
 }

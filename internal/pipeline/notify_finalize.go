@@ -76,9 +76,9 @@ func charged(prev, next error) error {
 }
 
 // spendsBudget reports whether the stage runner charges a failure to the
-// attempt budget: all but RATE_LIMITED and AWAITING_EVIDENCE, which it
-// defers (package stage).
+// attempt budget: all but RATE_LIMITED, AWAITING_EVIDENCE and
+// QUOTA_EXHAUSTED, which it defers (package stage).
 func spendsBudget(err error) bool {
 	c := retry.Classify(err).Class
-	return c != retry.RateLimited && c != retry.AwaitingEvidence
+	return c != retry.RateLimited && c != retry.AwaitingEvidence && c != retry.QuotaExhausted
 }

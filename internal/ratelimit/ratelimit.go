@@ -82,11 +82,25 @@ type Counter interface {
 	Take(ctx context.Context, window int64, max int) (bool, error)
 }
 
-// Limiter paces callers to Rate per wall-clock second across processes.
-// The zero Rate (or a nil *Limiter) lets everything through.
+// Account is the provider account's own sending quota, as the limiter
+// needs it (sesmail.Account reads SES's GetAccount).
+type Account interface {
+	// Allow returns the account's maximum send rate (messages per second;
+	// 0 when unknown), or a QUOTA_EXHAUSTED error when the account's daily
+	// quota is spent and no send may start (R-RATE-3).
+	Allow(ctx context.Context) (rate float64, err error)
+}
+
+// Limiter paces callers to Rate per wall-clock second across processes,
+// or to the account's own maximum send rate when that is lower
+// (R-RATE-2). The zero Rate (or a nil *Limiter) lets everything through
+// unpaced; the account's spent daily quota still stops every send.
 type Limiter struct {
 	Counter Counter
 	Rate    int
+	// Account, if set, is consulted before every wait: its spent daily
+	// quota stops the send, and its maximum send rate caps Rate.
+	Account Account
 	// MaxWait bounds how long Wait blocks in all.
 	MaxWait time.Duration
 	// Reserve is the time before the context's deadline that Wait leaves
@@ -140,8 +154,22 @@ func (l *Limiter) jitter() time.Duration {
 // retryable RATE_LIMITED error (with a Retry-After of one second) once
 // MaxWait has passed (or Reserve before the context's deadline would),
 // or the context's error, or the counter's error.
+//
+// With an Account, a spent daily quota is returned first, as its
+// QUOTA_EXHAUSTED error: no slot is taken for a send that cannot happen.
 func (l *Limiter) Wait(ctx context.Context) error {
-	if l == nil || l.Rate <= 0 {
+	if l == nil {
+		return nil
+	}
+	rate := l.Rate
+	if l.Account != nil {
+		acct, err := l.Account.Allow(ctx)
+		if err != nil {
+			return err
+		}
+		rate = EffectiveRate(l.Rate, acct)
+	}
+	if rate <= 0 {
 		return nil
 	}
 	start := l.now()
@@ -171,7 +199,7 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		window := now.Unix()
 		next := time.Unix(window+1, 0)
 		if next.Sub(now) > l.Guard {
-			ok, err := l.Counter.Take(ctx, window, l.Rate)
+			ok, err := l.Counter.Take(ctx, window, rate)
 			if err != nil && !retry.Classify(err).Retryable() {
 				return fmt.Errorf("send rate limit: %w", err)
 			}
@@ -194,6 +222,19 @@ func (l *Limiter) Wait(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// EffectiveRate is the rate a limiter keeps: the configured one, capped by
+// the account's maximum send rate when that is known and lower (R-RATE-2).
+// A configured 0 (the limiter off) stays 0. SES states the rate as a
+// number of messages per second that may be fractional; the windows are
+// whole seconds, so it is rounded down, but never below one: an account
+// slower than 1/s is paced at 1/s and its throttles are deferred.
+func EffectiveRate(configured int, account float64) int {
+	if configured <= 0 || account <= 0 {
+		return configured
+	}
+	return min(configured, max(1, int(account)))
 }
 
 // Dynamo is the Counter in DynamoDB: one item per window, keyed

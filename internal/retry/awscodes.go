@@ -8,7 +8,9 @@ import "strings"
 //
 // Choices worth explaining:
 //   - LimitExceededException is RateLimited because SES uses it for the
-//     sending quota, which refills; TransactionInProgressException is
+//     sending quota, which refills (a send refused over the daily quota is
+//     told apart by its message and classified QuotaExhausted by
+//     internal/sesmail, R-RATE-3); TransactionInProgressException is
 //     RateLimited because DynamoDB asks the caller to come back once the
 //     transaction with the same token has finished.
 //   - TransactionCanceledException is Conflict: within this system it is

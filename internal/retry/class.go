@@ -17,6 +17,15 @@ const (
 	// RateLimited: HTTP 429, provider throttling, temporary quota windows
 	// (R-STAGE-1 "Rate limiting / quota throttling").
 	RateLimited Class = "RATE_LIMITED"
+	// QuotaExhausted: a provider quota counted over a window far longer
+	// than any retry is spent — SES's daily sending quota, a rolling 24
+	// hours ("Daily message quota exceeded"). Like RateLimited it says
+	// nothing about the message, but it is not over in a second: the stage
+	// runner pauses the work (R-RATE-3), deferring it for the quota's
+	// recheck interval without spending the attempt budget and without
+	// the cap on deferrals, so a spent quota holds the work and never
+	// dead-letters it.
+	QuotaExhausted Class = "QUOTA_EXHAUSTED"
 	// Upstream5xx: upstream internal errors, 5xx from a provider (R-STAGE-1
 	// "Upstream internal service errors").
 	Upstream5xx Class = "UPSTREAM_5XX"
@@ -69,7 +78,7 @@ const (
 // they are RuntimeBug.
 func (c Class) Retryable() bool {
 	switch c {
-	case NetworkTimeout, NetworkError, RateLimited, Upstream5xx, Conflict, InFlight, AwaitingEvidence:
+	case NetworkTimeout, NetworkError, RateLimited, QuotaExhausted, Upstream5xx, Conflict, InFlight, AwaitingEvidence:
 		return true
 	case SchemaInvalid, AuthDenied, NotFound, PolicyRejected, RuntimeBug:
 		return false

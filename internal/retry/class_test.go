@@ -12,6 +12,7 @@ func TestClass_RetryableMatchesTable(t *testing.T) {
 		{NetworkTimeout, true}, // Network transient: Retryable
 		{NetworkError, true},   // Network transient: Retryable
 		{RateLimited, true},    // Rate limiting / quota throttling: Retryable
+		{QuotaExhausted, true}, // a spent daily quota: paused, never dead-lettered (R-RATE-3)
 		{Upstream5xx, true},    // Upstream internal service errors: Retryable
 		{Conflict, true},       // Idempotency or optimistic-lock conflicts: Retryable
 		{InFlight, true},       // lease held elsewhere: a benign conflict
@@ -36,7 +37,7 @@ func TestClass_RetryableMatchesTable(t *testing.T) {
 func TestClass_StableIdentifiers(t *testing.T) {
 	want := map[Class]string{
 		NetworkTimeout: "NETWORK_TIMEOUT", NetworkError: "NETWORK_ERROR",
-		RateLimited: "RATE_LIMITED", Upstream5xx: "UPSTREAM_5XX",
+		RateLimited: "RATE_LIMITED", QuotaExhausted: "QUOTA_EXHAUSTED", Upstream5xx: "UPSTREAM_5XX",
 		Conflict: "CONFLICT", InFlight: "IN_FLIGHT",
 		SchemaInvalid: "SCHEMA_INVALID", AuthDenied: "AUTH_DENIED",
 		NotFound: "NOT_FOUND", PolicyRejected: "POLICY_REJECTED",

@@ -70,6 +70,9 @@ type Sender struct {
 	Timeout time.Duration
 	// ProbeAddress receives evidence probes (mail.DefaultProbeAddress if empty).
 	ProbeAddress string
+	// Account, if set, is told of every send SES accepts and of SES
+	// refusing one over the daily quota, which pauses sending (R-RATE-3).
+	Account *Account
 }
 
 // NewSender returns an SES v2 sender. configurationSet may be empty.
@@ -115,9 +118,17 @@ func (s *Sender) send(ctx context.Context, what string, in *sesv2.SendEmailInput
 		// No connection was made: the request never left, nothing was sent.
 		return "", &delivery.NotSentError{Err: fmt.Errorf("ses send %s: %w", what, err)}
 	}
+	if err != nil && IsDailyQuota(err) {
+		// An answer, and nothing was sent: the account's daily quota is
+		// spent. Not a rate throttle: sending pauses until the rolling
+		// window has room (R-RATE-3).
+		s.Account.Spent(ctx)
+		return "", retry.WithRetryAfter(retry.Transient(retry.QuotaExhausted, fmt.Errorf("ses send %s: %w", what, err)), s.Account.recheck())
+	}
 	if err != nil {
 		return "", fmt.Errorf("ses send %s: %w", what, err)
 	}
+	s.Account.Sent()
 	return aws.ToString(out.MessageId), nil
 }
 

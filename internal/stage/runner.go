@@ -214,9 +214,19 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 // deferrals are left. Neither says anything about the message: one waits
 // for the send rate, the other for the provider's evidence of a send
 // whose answer was lost.
+//
+// QUOTA_EXHAUSTED (the provider's daily quota spent) is deferred too, and
+// without the cap: the quota comes back as the rolling window moves on,
+// so the work waits for it and is never dead-lettered for it (R-RATE-3).
 func (r *Runner) deferrable(m job.Message, err error) bool {
 	c := retry.Classify(err)
-	if c == nil || (c.Class != retry.RateLimited && c.Class != retry.AwaitingEvidence) || !c.Retryable() || r.MaxDeferrals < 0 {
+	if c == nil || !c.Retryable() || r.MaxDeferrals < 0 {
+		return false
+	}
+	if c.Class == retry.QuotaExhausted {
+		return true
+	}
+	if c.Class != retry.RateLimited && c.Class != retry.AwaitingEvidence {
 		return false
 	}
 	done := 0
@@ -232,10 +242,19 @@ func (r *Runner) deferrable(m job.Message, err error) bool {
 func (r *Runner) deferCopy(ctx context.Context, rec events.SQSMessage, m job.Message, prior *deadletter.Envelope,
 	received, attempt int, err error, log *slog.Logger) bool {
 	c := retry.Classify(err)
-	next := m.Deferred(received)
-	r.mu.Lock()
-	delay := r.Policy.Delay(next.Deferral.Count, c.RetryAfter, r.rnd)
-	r.mu.Unlock()
+	var next job.Message
+	var delay time.Duration
+	if c.Class == retry.QuotaExhausted {
+		// A pause lasts what the quota's owner asked for (its recheck
+		// interval, as Retry-After), beyond the policy's ceiling, and is
+		// not counted against the cap on deferrals (R-RATE-3).
+		next, delay = m.PausedCopy(received), c.RetryAfter
+	} else {
+		next = m.Deferred(received)
+		r.mu.Lock()
+		delay = r.Policy.Delay(next.Deferral.Count, c.RetryAfter, r.rnd)
+		r.mu.Unlock()
+	}
 	// A rate window is a second: sooner is pointless.
 	delay = min(max(delay, time.Second), maxDeferDelay)
 	body, berr := deferredBody(next, prior)
@@ -251,7 +270,7 @@ func (r *Runner) deferCopy(ctx context.Context, rec events.SQSMessage, m job.Mes
 	}
 	obs.Metric(ctx, r.Log, map[string]string{"Stage": string(r.Stage), "ErrorClass": class}, map[string]float64{"Retries": 1})
 	log.WarnContext(ctx, "stage deferred without spending the attempt budget", "error_class", class,
-		"delay_ms", delay.Milliseconds(), "deferrals", next.Deferral.Count, "budget_spent", next.Deferral.Spent, "error", err)
+		"delay_ms", delay.Milliseconds(), "deferrals", next.Deferral.Count, "pauses", next.Deferral.Paused, "budget_spent", next.Deferral.Spent, "error", err)
 	return true
 }
 

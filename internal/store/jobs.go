@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	smithyrand "github.com/aws/smithy-go/rand"
 
 	"github.com/criticizer/criticizer/internal/job"
 )
@@ -180,8 +182,12 @@ func (s *Jobs) Create(ctx context.Context, req CreateRequest) (CreateResult, err
 	}}
 	// TransactionConflict means a concurrent transaction on the same items is
 	// in flight (two first requests racing); the loser retries briefly and
-	// then sees the winner's items as a duplicate.
+	// then sees the winner's items as a duplicate. Each retry is a new
+	// transaction with a token of its own (txToken, R-STORE-2).
 	for attempt := 0; ; attempt++ {
+		if input.ClientRequestToken, err = txToken(); err != nil {
+			return CreateResult{}, fmt.Errorf("create job %s: %w", j.ID, err)
+		}
 		_, err = s.db.TransactWriteItems(ctx, input)
 		if err == nil {
 			return CreateResult{Outcome: Created, Job: j, ResponseStatus: req.ResponseStatus, ResponseBody: req.ResponseBody}, nil
@@ -206,6 +212,32 @@ func (s *Jobs) Create(ctx context.Context, req CreateRequest) (CreateResult, err
 		case <-time.After(time.Duration(10*(attempt+1)) * time.Millisecond):
 		}
 	}
+}
+
+// txToken returns the ClientRequestToken of one logical attempt of a
+// TransactWriteItems call: every attempt the store makes gets a fresh one,
+// and the SDK's own retries of that call keep it (R-STORE-2).
+//
+// Why not leave it to the SDK: the SDK fills a token into the caller's
+// input struct on the first call, so a store that retried a cancelled
+// transaction by passing the same input again sent the first call's token
+// again. DynamoDB documents what a token reused within 10 minutes answers
+// after a success (the success, with nothing written) and with other
+// parameters (IdempotentParameterMismatch), not after a cancellation: it
+// could be answered as a replay of the cancellation, and a retry that
+// waits for a concurrent transaction to finish would see that
+// TransactionConflict again however long it waited. A cancelled
+// transaction wrote nothing, so a fresh token loses nothing: the retry is
+// a new transaction, which is what it is. The token still does its job
+// within one call: an SDK retry of a request whose answer was lost carries
+// the same token and is answered as a replay, not applied twice
+// (TestTransactWriteItems_RetryAfterCancellationGetsAFreshToken).
+func txToken() (*string, error) {
+	t, err := smithyrand.NewUUID(rand.Reader).GetUUID()
+	if err != nil {
+		return nil, fmt.Errorf("transaction token: %w", err)
+	}
+	return aws.String(t), nil
 }
 
 func idemPK(source, keySHA string) string { return PrefixIdempotency + source + "#" + keySHA }

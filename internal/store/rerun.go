@@ -167,6 +167,11 @@ func (s *Jobs) Rerun(ctx context.Context, req RerunRequest) (job.Job, error) {
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 	}}
 	for attempt := 0; ; attempt++ {
+		// A retry after a TransactionConflict is a new transaction, with a
+		// token of its own (txToken, R-STORE-2).
+		if input.ClientRequestToken, err = txToken(); err != nil {
+			return job.Job{}, fmt.Errorf("rerun %s: %w", j.ID, err)
+		}
 		_, err = s.db.TransactWriteItems(ctx, input)
 		if err == nil {
 			return j, nil

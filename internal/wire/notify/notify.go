@@ -49,18 +49,29 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 		Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Lease: cfg.DeliveryLease, Margin: cfg.EvidenceMargin, SendTimeout: sesmail.DefaultSendTimeout,
 		Recipients: b.Recipients, Signer: signer, PublicURL: cfg.PublicURL}
+	var account *sesmail.Account
 	if sender == nil {
-		ses := sesmail.NewSender(sesmail.NewSES(b.AWS, cfg.Endpoints.SES), cfg.MailFrom, cfg.ConfigurationSet)
+		client := sesmail.NewSES(b.AWS, cfg.Endpoints.SES)
+		ses := sesmail.NewSender(client, cfg.MailFrom, cfg.ConfigurationSet)
 		ses.ProbeAddress = cfg.ProbeAddress
+		// The account's own quota (GetAccount, read at the first send and
+		// every few minutes): its rate caps the configured one (R-RATE-2),
+		// and a spent daily quota pauses sending (R-RATE-3).
+		account = sesmail.NewAccount(client, log, cfg.SESQuotaRecheck)
+		ses.Account = account
 		n.Sender = ses
 		if cfg.ProbeAddress != "" {
 			n.Prober = ses
 		}
 	}
-	if cfg.MaxSendRate > 0 {
+	if cfg.MaxSendRate > 0 || account != nil {
 		// Every notifier counts its sends in the same per-second windows
 		// (internal/ratelimit), whatever sender is in use.
-		n.Pacer = ratelimit.New(ratelimit.Dynamo{DB: b.DynamoDB, Table: cfg.JobsTable, Name: "ses"}, cfg.MaxSendRate)
+		l := ratelimit.New(ratelimit.Dynamo{DB: b.DynamoDB, Table: cfg.JobsTable, Name: "ses"}, cfg.MaxSendRate)
+		if account != nil {
+			l.Account = account
+		}
+		n.Pacer = l
 	}
 	return n, b, nil
 }
