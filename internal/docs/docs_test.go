@@ -20,8 +20,8 @@ import (
 	"github.com/criticizer/criticizer/internal/docs"
 )
 
-// MaxREADMELines is the README's budget: a front page, not a manual
-// (issue 24); everything else lives under docs/.
+// MaxREADMELines is the README's budget: a front page, not a manual;
+// everything else lives under docs/.
 const MaxREADMELines = 300
 
 func load(t *testing.T) (string, []docs.Page) {
