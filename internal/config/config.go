@@ -147,6 +147,12 @@ type Config struct {
 	// a JSON object whose keys are names in SecretEnv; they fill in those
 	// that the environment leaves unset. Read once at init (see app.New).
 	SecretsARN string
+
+	// MaxReceiveCount is the stage queues' redrive maxReceiveCount, as
+	// deployed; ModelTimeout the longest one model call may take
+	// (deadlines.go).
+	MaxReceiveCount int
+	ModelTimeout    time.Duration
 }
 
 // OpenAIConfig is an OpenAI-compatible chat completions server.
@@ -266,6 +272,9 @@ const (
 	EnvAdminAPIKey = "CRITICIZER_ADMIN_API_KEY"
 
 	EnvSecretsARN = "CRITICIZER_SECRETS_ARN"
+	// Deadlines and receives (deadlines.go).
+	EnvMaxReceiveCount = "CRITICIZER_MAX_RECEIVE_COUNT"
+	EnvModelTimeout    = "CRITICIZER_MODEL_TIMEOUT"
 )
 
 // MinAdminAPIKeyBytes is the shortest admin API key accepted: a key is
@@ -416,6 +425,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		if c.MaxSendRate, err = strconv.Atoi(v); err != nil || c.MaxSendRate < 0 {
 			return Config{}, fmt.Errorf("%s: want a whole number of emails per second (0 turns the limit off), got %q", EnvMaxSendRate, v)
 		}
+	}
+	if err = c.readDeadlines(getenv); err != nil {
+		return Config{}, err
 	}
 	if c.DiffURLPorts, err = ports(getenv(EnvDiffURLPorts)); err != nil {
 		return Config{}, err
