@@ -195,13 +195,15 @@ func decodeOne(t *testing.T, q *sqsSim) deadletter.Envelope {
 // the queue's maxReceiveCount the runner retries it as before.
 // Rules: R-STAGE-10, R-STAGE-4.
 func TestDeadline_LastReceive_WritesTheFullEnvelope(t *testing.T) {
-	for _, maxReceives := range []int{0, 3} {
+	// maxReceives 5: the budget runs out on the last receive too; the
+	// envelope says both.
+	for _, maxReceives := range []int{0, 3, 5} {
 		c := &fakeClock{t: time.Now().Truncate(time.Millisecond)}
 		q, f, log := &sqsSim{}, &failures{}, &bytes.Buffer{}
 		fn, _ := script(upstream5xx())
 		r := newRunner(fn, q, f, log, stage.WithClock(c.now), stage.WithMaxReceives(maxReceives))
 		q.add(body(t, job.Message{JobID: "j_last", Stage: job.StageNotify}))
-		q.queue[0].receives = 2 // two receives ended without an answer
+		q.queue[0].receives = max(maxReceives, 3) - 1 // receives that ended without an answer
 		resp, _ := q.invoke(t, r, c, 10, time.Minute)
 		if maxReceives == 0 {
 			if len(resp.BatchItemFailures) != 1 || len(q.dlq) != 0 {
@@ -214,7 +216,7 @@ func TestDeadline_LastReceive_WritesTheFullEnvelope(t *testing.T) {
 		}
 		env := decodeOne(t, q)
 		if env.Stage != "notify" || env.JobID != "j_last" || env.ErrorClass != string(retry.Upstream5xx) || !env.Retryable ||
-			env.Attempts != 3 || env.LastStack == "" || env.FirstFailureAt.IsZero() || env.LastFailureAt.IsZero() ||
+			env.Attempts != maxReceives || env.LastStack == "" || env.FirstFailureAt.IsZero() || env.LastFailureAt.IsZero() ||
 			env.Original.MessageID != "m-1" || env.Original.Body == "" {
 			t.Fatalf("envelope incomplete: %+v", env)
 		}
@@ -222,7 +224,7 @@ func TestDeadline_LastReceive_WritesTheFullEnvelope(t *testing.T) {
 			t.Errorf("envelope id %s, want %s (stage, message id, first receive)", env.ID, want)
 		}
 		sc := env.SanitizedContext
-		if sc["receives_exhausted"] != "true" || sc["max_receive_count"] != "3" || sc["receive_count"] != "3" || sc["exhausted"] != "true" {
+		if n := strconv.Itoa(maxReceives); sc["receives_exhausted"] != "true" || sc["max_receive_count"] != n || sc["receive_count"] != n || sc["exhausted"] != "true" {
 			t.Errorf("sanitized context %v does not say the receives ran out", sc)
 		}
 		if f.last != job.StatusDeadLettered || f.list[len(f.list)-1].EnvelopeID != env.ID {

@@ -240,9 +240,10 @@ func (r *Runner) record(work, ctx context.Context, rec events.SQSMessage) bool {
 	d := r.Policy.Decide(budget, err, r.rnd)
 	r.mu.Unlock()
 	var extra map[string]string
-	if d.Retry && r.lastReceive(received) {
+	if (d.Retry || d.Exhausted) && r.lastReceive(received) {
 		// SQS will not hand the message over again: its redrive policy
-		// would move it to the DLQ without an envelope (R-STAGE-10).
+		// would move it to the DLQ without an envelope (R-STAGE-10). The
+		// envelope says so, also when the budget ran out at the same time.
 		d = retry.Decision{Err: d.Err, Exhausted: true}
 		extra = map[string]string{"receives_exhausted": "true", "max_receive_count": strconv.Itoa(r.MaxReceives)}
 	}
