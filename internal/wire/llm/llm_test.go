@@ -140,4 +140,3 @@ func TestMessageTime_FollowsTheModelTimeout(t *testing.T) {
 		t.Errorf("offline: %v", got)
 	}
 }
-
