@@ -28,6 +28,7 @@ var wantEnv = map[string]map[string]string{
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_PAYLOAD_BUCKET": IDPayloadBucket,
 		"CRITICIZER_FETCH_QUEUE_URL": "FetchQueue", "CRITICIZER_FETCH_DLQ_URL": "FetchDLQ",
 		"CRITICIZER_LLM_QUEUE_URL": "LlmQueue", "CRITICIZER_SECRETS_ARN": IDFetchSecret, "LOG_LEVEL": "",
+		"CRITICIZER_MAX_RECEIVE_COUNT": "",
 	},
 	FnLLM: {
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_PAYLOAD_BUCKET": IDPayloadBucket,
@@ -36,6 +37,8 @@ var wantEnv = map[string]map[string]string{
 		// The critic, offline by default (the model's variables only with
 		// bedrock or openai).
 		"CRITICIZER_CRITIC": "",
+		// Deadlines and receives (R-STAGE-9, R-STAGE-10).
+		"CRITICIZER_MAX_RECEIVE_COUNT": "", "CRITICIZER_MODEL_TIMEOUT": "",
 	},
 	FnNotify: {
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable,
@@ -44,6 +47,7 @@ var wantEnv = map[string]map[string]string{
 		"CRITICIZER_DELIVERY_LEASE": "", "CRITICIZER_EVIDENCE_MARGIN": "", "CRITICIZER_MAX_SEND_RATE": "", "LOG_LEVEL": "",
 		// Unsubscribe links: signed with the shared key, under the API's URL.
 		"CRITICIZER_SECRETS_ARN": IDUnsubscribeSecret, "CRITICIZER_PUBLIC_URL": IDHTTPAPI,
+		"CRITICIZER_MAX_RECEIVE_COUNT": "",
 	},
 	FnFeedback: {
 		// The jobs table for suppressions (SUPP#<id> items) and the resend's
@@ -96,7 +100,7 @@ func TestEnvironment(t *testing.T) {
 func TestNoSecretInEnvironment(t *testing.T) {
 	s := synth(t)
 	literals := map[string]bool{"info": true, "offline": true, testMailFrom: true, IdempotencyTTL: true, DeliveryLease: true,
-		SweepStuckAfter: true, EvidenceWindow: true, DefaultMaxSendRate: true}
+		SweepStuckAfter: true, EvidenceWindow: true, DefaultMaxSendRate: true, ModelTimeout: true, strconv.Itoa(MaxReceiveCount): true}
 	for _, f := range functionSpecs {
 		for name, v := range s.env(t, f.Name) {
 			r := render(v)

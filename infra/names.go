@@ -42,6 +42,9 @@ const (
 	EnvBedrockModelID = "CRITICIZER_BEDROCK_MODEL_ID"
 	EnvOpenAIBaseURL  = "CRITICIZER_OPENAI_BASE_URL"
 	EnvOpenAIModel    = "CRITICIZER_OPENAI_MODEL"
+	// The stage runner's deadlines and receives (R-STAGE-9, R-STAGE-10).
+	EnvMaxReceiveCount = "CRITICIZER_MAX_RECEIVE_COUNT"
+	EnvModelTimeout    = "CRITICIZER_MODEL_TIMEOUT"
 )
 
 // SecretEnv is config.SecretEnv(): the settings a CRITICIZER_SECRETS_ARN
@@ -66,6 +69,9 @@ const (
 	EvidenceMargin  = "2m"
 	SweepStuckAfter = "10m"
 	EvidenceWindow  = "15m"
+	// ModelTimeout bounds one model call (config.DefaultModelTimeout); the
+	// llm function's timeout is sized from it (R-STAGE-9).
+	ModelTimeout = "5m"
 	// DefaultMaxSendRate is SES's maximum send rate for a new production
 	// account (config.DefaultMaxSendRate); context maxSendRate sets the
 	// account's own quota.

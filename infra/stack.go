@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
@@ -35,6 +36,8 @@ type fnSpec struct {
 	Timeout float64 // seconds
 	// Queue is the queue it consumes (SQS event source), if any.
 	Queue string
+	// BatchSize is the SQS event source's batch size; 0 means BatchSize.
+	BatchSize float64
 	// MaxConcurrency caps the event source mapping's pollers (>= 2); a
 	// reservation, when configured, is never below it, so the mapping
 	// never outruns the reservation, whose throttles would count as
@@ -46,7 +49,11 @@ type fnSpec struct {
 var functionSpecs = []fnSpec{
 	{Name: FnIntake, Memory: 256, Timeout: 10, Description: "HTTP API: webhook intake, job status, unsubscribe, admin"},
 	{Name: FnFetch, Memory: 256, Timeout: 60, Queue: QFetch, Description: "fetch stage: changelist diff into the payload bucket"},
-	{Name: FnLLM, Memory: 512, Timeout: 120, Queue: QLLM, Description: "llm stage: the critic reviews the diff"},
+	// llm: one message per invocation, 6 minutes: the model's worst case
+	// (ModelTimeout, 5 min) and the stage's work around it fit with room to
+	// spare, so a slow model never loses its batch (docs/rules.md
+	// R-STAGE-9, TestDeadlineArithmetic).
+	{Name: FnLLM, Memory: 512, Timeout: 360, BatchSize: 1, Queue: QLLM, Description: "llm stage: the critic reviews the diff"},
 	// notify's event source polls with at most 5 concurrent invocations
 	// (no account quota needed); a reservation of the same size is opt-in
 	// (context notifyReservedConcurrency), because reserving fails the
@@ -451,7 +458,23 @@ func (s *Stack) environment(fn string) map[string]*string {
 	default:
 		panic(fmt.Sprintf("no environment for function %q", fn))
 	}
+	if fn == FnFetch || fn == FnLLM || fn == FnNotify {
+		// The stage runner dead-letters on the last receive its queue's
+		// redrive policy allows (R-STAGE-10).
+		set(EnvMaxReceiveCount, jsii.String(strconv.Itoa(MaxReceiveCount)))
+	}
+	if fn == FnLLM {
+		set(EnvModelTimeout, jsii.String(ModelTimeout))
+	}
 	return env
+}
+
+// batchSize is the function's SQS batch size.
+func (f fnSpec) batchSize() float64 {
+	if f.BatchSize > 0 {
+		return f.BatchSize
+	}
+	return BatchSize
 }
 
 func (s *Stack) functions() {
@@ -494,7 +517,7 @@ func (s *Stack) functions() {
 		overrideID(fn, FunctionID(f.Name))
 		if f.Queue != "" {
 			es := &awslambdaeventsources.SqsEventSourceProps{
-				BatchSize:               jsii.Number(BatchSize),
+				BatchSize:               jsii.Number(f.batchSize()),
 				MaxBatchingWindow:       awscdk.Duration_Seconds(jsii.Number(BatchWindowSeconds)),
 				ReportBatchItemFailures: jsii.Bool(true),
 			}

@@ -214,15 +214,23 @@ func TestEventSourceMappings(t *testing.T) {
 		}
 	}
 	got := map[string]string{}
+	batch := map[string]float64{} // function -> batch size
+	for _, f := range functionSpecs {
+		batch[FunctionID(f.Name)] = f.batchSize()
+	}
 	for id, m := range esms {
 		p := props(m)
-		got[refID(p["FunctionName"])] = refID(p["EventSourceArn"])
+		fn := refID(p["FunctionName"])
+		got[fn] = refID(p["EventSourceArn"])
 		if !slices.Contains(strs(p["FunctionResponseTypes"]), "ReportBatchItemFailures") {
 			t.Errorf("%s: FunctionResponseTypes %v lacks ReportBatchItemFailures", id, p["FunctionResponseTypes"])
 		}
-		if num(p["BatchSize"]) != BatchSize || num(p["MaximumBatchingWindowInSeconds"]) != BatchWindowSeconds {
-			t.Errorf("%s: batch %v window %v, want %d and %ds", id, p["BatchSize"], p["MaximumBatchingWindowInSeconds"], BatchSize, BatchWindowSeconds)
+		if num(p["BatchSize"]) != batch[fn] || num(p["MaximumBatchingWindowInSeconds"]) != BatchWindowSeconds {
+			t.Errorf("%s: batch %v window %v, want %v and %ds", id, p["BatchSize"], p["MaximumBatchingWindowInSeconds"], batch[fn], BatchWindowSeconds)
 		}
+	}
+	if batch[FunctionID(FnLLM)] != 1 {
+		t.Errorf("llm batch %v: one slow model call per invocation (R-STAGE-9)", batch[FunctionID(FnLLM)])
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("event sources = %v, want %v", got, want)

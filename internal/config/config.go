@@ -146,6 +146,12 @@ type Config struct {
 	// a JSON object whose keys are names in SecretEnv; they fill in those
 	// that the environment leaves unset. Read once at init (see app.New).
 	SecretsARN string
+
+	// MaxReceiveCount is the stage queues' redrive maxReceiveCount, as
+	// deployed; ModelTimeout the longest one model call may take
+	// (deadlines.go).
+	MaxReceiveCount int
+	ModelTimeout    time.Duration
 }
 
 // Critics.
@@ -226,6 +232,9 @@ const (
 	EnvAdminAPIKey = "CRITICIZER_ADMIN_API_KEY"
 
 	EnvSecretsARN = "CRITICIZER_SECRETS_ARN"
+	// Deadlines and receives (deadlines.go).
+	EnvMaxReceiveCount = "CRITICIZER_MAX_RECEIVE_COUNT"
+	EnvModelTimeout    = "CRITICIZER_MODEL_TIMEOUT"
 )
 
 // MinAdminAPIKeyBytes is the shortest admin API key accepted: a key is

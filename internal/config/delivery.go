@@ -59,5 +59,5 @@ func (c *Config) readDelivery(getenv func(string) string) error {
 	if c.SESQuotaRecheck, err = sesQuotaRecheck(getenv); err != nil {
 		return err
 	}
-	return nil
+	return c.readDeadlines(getenv)
 }

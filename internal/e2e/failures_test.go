@@ -269,8 +269,9 @@ func sampleDiff(t *testing.T) string {
 
 // A message the queue's redrive policy moved to the DLQ (a crash loop: no
 // envelope) is triaged and replayed like any other (issue: "messages it
-// moves (without an envelope) are handled too").
-// Rules: R-INTAKE-5.
+// moves (without an envelope) are handled too"): what an invocation
+// killed on its last receive leaves.
+// Rules: R-INTAKE-5, R-STAGE-10.
 func TestRedrivenRawMessage_ListedAndReplayed(t *testing.T) {
 	t.Parallel()
 	// Every attempt the SDK makes (it retries SendMessage) is throttled.

@@ -162,9 +162,15 @@ func lastBoundary(d string, max int, prefix string) int {
 	return -1
 }
 
-// defaultClient bounds every request: a hung upstream must not hold a
-// Lambda invocation until its own timeout.
-var defaultClient = &http.Client{Timeout: 30 * time.Second}
+// RequestTimeout bounds one request to a code review system: a hung
+// upstream must not hold a Lambda invocation until its own timeout. The
+// invocation's deadline bounds it too (the stage runner's context), and
+// the fetch stage starts a message only while at least this much of the
+// invocation is left (R-STAGE-9).
+const RequestTimeout = 30 * time.Second
+
+// defaultClient bounds every request by RequestTimeout.
+var defaultClient = &http.Client{Timeout: RequestTimeout}
 
 // api is the HTTP plumbing the three fetchers share.
 type api struct {

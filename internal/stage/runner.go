@@ -32,6 +32,17 @@
 // original leaves two messages for the job: every stage is idempotent (the
 // outbox claims rows one writer at a time), so the second finds the work
 // done.
+//
+// The invocation's deadline is kept (R-STAGE-9, internal/deadline):
+// Lambda ends an invocation at its timeout, returns no partial batch
+// response, and the whole batch comes back after the visibility timeout
+// with every receive counted. So the stage's work ends Reserve before the
+// deadline, and a message after the first starts only while its stage's
+// MessageTime is left; the others are handed back as fresh copies, not
+// charged to the budget (see unstarted). On the last receive the queue's
+// redrive policy allows (MaxReceives), a message that fails, or cannot
+// be started, is dead-lettered here with its envelope instead of being
+// moved raw (R-STAGE-10).
 package stage
 
 import (
@@ -51,6 +62,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/criticizer/criticizer/internal/deadletter"
+	"github.com/criticizer/criticizer/internal/deadline"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
@@ -96,6 +108,23 @@ type Runner struct {
 	// MaxDeferrals caps rate-limit deferrals per message; below 0, never
 	// defer (every failure is charged to the budget).
 	MaxDeferrals int
+	// MessageTime is the longest one message of this stage may take, its
+	// failure handling included: a message after the first of a batch
+	// starts only while this much of the invocation is left before
+	// Reserve (R-STAGE-9). It is the stage's own worst case (llm: the
+	// model's timeout; notify: a send and its mark; fetch: a source
+	// request's timeout).
+	MessageTime time.Duration
+	// Reserve is kept back from the invocation's deadline for the
+	// runner's bookkeeping (failures, backoffs, dead letters, handing back
+	// the messages not started) and the answer; the stage's work ends
+	// there.
+	Reserve time.Duration
+	// MaxReceives is the queue's redrive maxReceiveCount: on the last
+	// receive SQS gives a message, the runner dead-letters it itself,
+	// with its envelope, rather than let the redrive policy move it
+	// without one (R-STAGE-10). Zero: unknown, no such check.
+	MaxReceives int
 
 	mu  sync.Mutex
 	rnd *rand.Rand
@@ -110,10 +139,25 @@ func WithRand(r *rand.Rand) Option { return func(x *Runner) { x.rnd = r } }
 // WithMaxDeferrals sets the cap on rate-limit deferrals per message.
 func WithMaxDeferrals(n int) Option { return func(x *Runner) { x.MaxDeferrals = n } }
 
+// WithMessageTime sets the stage's per-message need (Runner.MessageTime).
+func WithMessageTime(d time.Duration) Option { return func(x *Runner) { x.MessageTime = d } }
+
+// WithReserve sets the time kept back from the deadline (Runner.Reserve).
+func WithReserve(d time.Duration) Option { return func(x *Runner) { x.Reserve = d } }
+
+// WithMaxReceives tells the runner its queue's maxReceiveCount
+// (Runner.MaxReceives).
+func WithMaxReceives(n int) Option { return func(x *Runner) { x.MaxReceives = n } }
+
+// WithClock sets the clock the runner's timestamps and deadline checks
+// read (tests move it by hand).
+func WithClock(now func() time.Time) Option { return func(x *Runner) { x.Now = now } }
+
 // New returns a runner with the R-STAGE-1 default policy.
 func New(stage job.Stage, queueURL string, fn Func, q Queue, jobs FailureRecorder, log *slog.Logger, opts ...Option) *Runner {
 	r := &Runner{Stage: stage, QueueURL: queueURL, Func: fn, Queue: q, Jobs: jobs, Policy: retry.DefaultPolicy(),
-		Log: log.With("stage", string(stage)), Now: time.Now, MaxDeferrals: DefaultMaxDeferrals}
+		Log: log.With("stage", string(stage)), Now: time.Now, MaxDeferrals: DefaultMaxDeferrals,
+		MessageTime: DefaultMessageTime, Reserve: DefaultReserve}
 	for _, o := range opts {
 		o(r)
 	}
@@ -129,10 +173,28 @@ func New(stage job.Stage, queueURL string, fn Func, q Queue, jobs FailureRecorde
 
 // Handle is the Lambda handler: it reports failed records as batch item
 // failures (ReportBatchItemFailures) and never fails the whole batch.
+//
+// It keeps the invocation's deadline (R-STAGE-9): the stage's work ends
+// Reserve before it; before each message after the first it checks that
+// MessageTime is left, and hands back the rest unstarted (handBack). The
+// first always starts: every invocation begins with the whole timeout,
+// so waiting would never give it more, and its calls' own derived
+// timeouts cut what overruns.
 func (r *Runner) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var resp events.SQSEventResponse
-	for _, rec := range ev.Records {
-		if !r.record(ctx, rec) {
+	plan := deadline.Budget{Need: r.MessageTime, Reserve: r.Reserve, Now: r.Now}.Plan(ctx)
+	work, endWork := plan.Work(ctx)
+	defer endWork()
+	after, endAfter := plan.After(ctx)
+	defer endAfter()
+	for i, rec := range ev.Records {
+		if i > 0 && !plan.Allows() {
+			for _, id := range r.handBack(after, ev.Records[i:]) {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+			}
+			break
+		}
+		if !r.record(work, after, rec) {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
 	}
@@ -140,8 +202,10 @@ func (r *Runner) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 }
 
 // record processes one record and reports whether it is done with (true:
-// succeeded or dead-lettered, so it may be deleted).
-func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
+// succeeded or dead-lettered, so it may be deleted). The stage runs under
+// work; what follows it (recording the failure, the backoff, the dead
+// letter) under ctx, which outlives work.
+func (r *Runner) record(work, ctx context.Context, rec events.SQSMessage) bool {
 	received := receiveCount(rec)
 	m, prior, err := r.decode(rec.Body)
 	decoded := err == nil
@@ -154,7 +218,7 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 	}
 	if decoded {
 		log = log.With("job_id", string(m.JobID))
-		err = r.run(ctx, m, attempt)
+		err = r.run(work, m, attempt)
 	}
 	if prior != nil {
 		// A replay of a dead-letter envelope (R-STAGE-5), counted once
@@ -175,6 +239,14 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 	r.mu.Lock()
 	d := r.Policy.Decide(budget, err, r.rnd)
 	r.mu.Unlock()
+	var extra map[string]string
+	if (d.Retry || d.Exhausted) && r.lastReceive(received) {
+		// SQS will not hand the message over again: its redrive policy
+		// would move it to the DLQ without an envelope (R-STAGE-10). The
+		// envelope says so, also when the budget ran out at the same time.
+		d = retry.Decision{Err: d.Err, Exhausted: true}
+		extra = map[string]string{"receives_exhausted": "true", "max_receive_count": strconv.Itoa(r.MaxReceives)}
+	}
 	class := string(d.Err.Class)
 	log = log.With("error_class", class, "retryable", d.Err.Retryable())
 	if d.Retry {
@@ -188,15 +260,33 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 		}
 		return false
 	}
+	return r.deadLetter(ctx, rec, m, prior, d, err, attempt, extra, log)
+}
+
+// deadLetter writes the R-STAGE-4 envelope to the stage's DLQ and reports
+// whether the message may go. extra adds to the envelope's sanitized
+// context (plain counts and flags only).
+func (r *Runner) deadLetter(ctx context.Context, rec events.SQSMessage, m job.Message, prior *deadletter.Envelope,
+	d retry.Decision, err error, attempt int, extra map[string]string, log *slog.Logger) bool {
+	class := string(d.Err.Class)
 	env := r.envelope(ctx, rec, m, prior, d, err, attempt)
+	if len(extra) > 0 {
+		if env.SanitizedContext == nil {
+			env.SanitizedContext = map[string]string{}
+		}
+		for k, v := range extra {
+			env.SanitizedContext[k] = v
+		}
+	}
 	body, merr := json.Marshal(env)
 	if merr == nil {
 		merr = r.Queue.DeadLetter(ctx, r.Stage, body)
 	}
 	if merr != nil {
 		// Keep the message: it will be retried, and after MaxReceiveCount
-		// the queue's redrive policy moves it to the DLQ as it is.
-		log.ErrorContext(ctx, "could not write the dead-letter envelope", "error", merr)
+		// the queue's redrive policy moves it to the DLQ as it is (a raw
+		// item, which `criticizer dlq` lists and replays all the same).
+		log.ErrorContext(ctx, "could not write the dead-letter envelope", "error", merr, "last_receive", r.lastReceive(receiveCount(rec)))
 		return false
 	}
 	counts := map[string]float64{"DeadLetters": 1}
@@ -205,7 +295,7 @@ func (r *Runner) record(ctx context.Context, rec events.SQSMessage) bool {
 	}
 	obs.Metric(ctx, r.Log, map[string]string{"Stage": string(r.Stage), "ErrorClass": class}, counts)
 	log.ErrorContext(ctx, "stage dead-lettered", "envelope_id", env.ID, "exhausted", d.Exhausted, "escalated", env.Escalated,
-		"error", err)
+		"receives_exhausted", extra["receives_exhausted"] == "true", "error", err)
 	return true
 }
 

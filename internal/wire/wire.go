@@ -112,7 +112,10 @@ func (b *Base) Runner(s job.Stage, fn stage.Func, o Options) (*stage.Runner, err
 	if o.Wrap != nil {
 		fn = o.Wrap(s, fn)
 	}
-	return stage.New(s, b.Config.Queues.Queue[s], fn, b.Queue, b.Jobs, b.Log, o.Runner...), nil
+	// The runner dead-letters on the last receive its queue allows
+	// (R-STAGE-10); the options' own come after, and win.
+	opts := append([]stage.Option{stage.WithMaxReceives(b.Config.MaxReceiveCount)}, o.Runner...)
+	return stage.New(s, b.Config.Queues.Queue[s], fn, b.Queue, b.Jobs, b.Log, opts...), nil
 }
 
 // Signer returns the unsubscribe token signer, nil without a key. Intake

@@ -8,13 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/deadline"
 	"github.com/criticizer/criticizer/internal/retry"
 )
 
@@ -37,23 +40,71 @@ var _ Converser = (*bedrockruntime.Client)(nil)
 // stop at max_tokens is a cut reply, not an error. Nothing is logged.
 //
 // The client's own retries add to the stage's; the wiring configures it
-// with one attempt (internal/awsclient), leaving retries to the runner.
+// with one attempt (ClientOptions), leaving retries to the runner.
+//
+// A call's timeout derives from the invocation's remaining time
+// (R-STAGE-9): it ends after the model's own limit (WithTimeout), or
+// AfterReply before the caller's deadline, whichever is sooner. A call cut
+// this way is a retryable NETWORK_TIMEOUT.
 type Model struct {
-	client Converser
-	model  string
+	client  Converser
+	model   string
+	timeout time.Duration
 }
 
 var _ critic.Model = (*Model)(nil)
 
+// DefaultTimeout is the longest one call may take when WithTimeout is not
+// given (config.DefaultModelTimeout).
+const DefaultTimeout = 5 * time.Minute
+
+// AfterReply is kept back from the caller's deadline (a quarter of what is
+// left, in a short invocation) to store the review and enqueue the next
+// stage once the model has answered: a reply that leaves no time to keep
+// it would be paid for and thrown away.
+const AfterReply = 10 * time.Second
+
+// Option configures New.
+type Option func(*Model)
+
+// WithTimeout bounds one call (the model's worst case,
+// CRITICIZER_MODEL_TIMEOUT). Values <= 0 keep DefaultTimeout.
+func WithTimeout(d time.Duration) Option {
+	return func(m *Model) {
+		if d > 0 {
+			m.timeout = d
+		}
+	}
+}
+
 // New returns a Model that uses client and modelID.
-func New(client Converser, modelID string) (*Model, error) {
+func New(client Converser, modelID string, opts ...Option) (*Model, error) {
 	if client == nil {
 		return nil, errors.New("critic/bedrock: a client is required")
 	}
 	if strings.TrimSpace(modelID) == "" {
 		return nil, errors.New("critic/bedrock: a model id is required")
 	}
-	return &Model{client: client, model: strings.TrimSpace(modelID)}, nil
+	m := &Model{client: client, model: strings.TrimSpace(modelID), timeout: DefaultTimeout}
+	for _, o := range opts {
+		o(m)
+	}
+	return m, nil
+}
+
+// ClientOptions configures the Bedrock Runtime client a Model uses: one
+// attempt (the stage runner owns retries; SDK retries would multiply
+// them), and no HTTP client timeout of its own. Every AWS client of a
+// function shares awsclient's 30 s bound on an HTTP exchange, and a
+// Converse call's exchange lasts as long as the model writes: a slow
+// model on a long prompt takes minutes, and a constant would cut every
+// such call, each retry again. Complete bounds each call by the
+// invocation instead.
+func ClientOptions(o *bedrockruntime.Options) {
+	o.RetryMaxAttempts = 1
+	if bc, ok := o.HTTPClient.(*awshttp.BuildableClient); ok {
+		o.HTTPClient = bc.WithTimeout(0)
+	}
 }
 
 // Name is "bedrock/<model>".
@@ -63,6 +114,8 @@ const op = "bedrock.Converse"
 
 // Complete implements critic.Model.
 func (m *Model) Complete(ctx context.Context, req critic.Request) (critic.Reply, error) {
+	ctx, cancel := deadline.Call(ctx, m.timeout, AfterReply)
+	defer cancel()
 	temperature := float32(0) // the most repeatable reviews
 	if req.Temperature != nil {
 		temperature = *req.Temperature

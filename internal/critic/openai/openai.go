@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/deadline"
 	"github.com/criticizer/criticizer/internal/retry"
 )
 
@@ -30,9 +31,24 @@ type Config struct {
 	APIKey string
 	// Model is required, e.g. "gpt-4.1".
 	Model string
-	// HTTPClient defaults to one with a 2-minute timeout.
+	// HTTPClient defaults to http.DefaultClient's transport with no
+	// timeout of its own: each call is bounded by Timeout and the
+	// caller's deadline instead (R-STAGE-9).
 	HTTPClient *http.Client
+	// Timeout bounds one call: the model's worst case
+	// (CRITICIZER_MODEL_TIMEOUT); zero means DefaultTimeout.
+	Timeout time.Duration
 }
+
+// DefaultTimeout is the longest one call may take when Config.Timeout is
+// zero (config.DefaultModelTimeout).
+const DefaultTimeout = 5 * time.Minute
+
+// AfterReply is kept back from the caller's deadline (a quarter of what is
+// left, in a short invocation) to store the review and enqueue the next
+// stage once the model has answered: a reply that leaves no time to keep
+// it would be paid for and thrown away.
+const AfterReply = 10 * time.Second
 
 // Model is a critic.Model backed by an OpenAI-compatible chat completions
 // API, asked for a JSON object (response_format json_object).
@@ -49,12 +65,19 @@ type Config struct {
 // and as max_tokens to every other model, which is what most
 // OpenAI-compatible servers understand.
 //
+// A call's timeout derives from the invocation's remaining time: it ends
+// after Timeout, or AfterReply before the caller's deadline, whichever is
+// sooner; a call cut this way is a retryable NETWORK_TIMEOUT. No constant
+// client timeout cuts a slow model that the invocation could still wait
+// for.
+//
 // A Model is immutable after New and safe for concurrent use.
 type Model struct {
 	endpoint string
 	apiKey   string
 	model    string
 	client   *http.Client
+	timeout  time.Duration
 }
 
 var _ critic.Model = (*Model)(nil)
@@ -74,9 +97,14 @@ func New(c Config) (*Model, error) {
 	}
 	client := c.HTTPClient
 	if client == nil {
-		client = &http.Client{Timeout: 2 * time.Minute}
+		client = &http.Client{}
 	}
-	return &Model{endpoint: base + "/v1/chat/completions", apiKey: c.APIKey, model: strings.TrimSpace(c.Model), client: client}, nil
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &Model{endpoint: base + "/v1/chat/completions", apiKey: c.APIKey, model: strings.TrimSpace(c.Model), client: client,
+		timeout: timeout}, nil
 }
 
 // Name is "openai/<model>".
@@ -149,6 +177,8 @@ func (o *Model) Complete(ctx context.Context, p critic.Request) (critic.Reply, e
 	if err != nil {
 		return critic.Reply{}, retry.Permanent(retry.RuntimeBug, fmt.Errorf("%s: encoding the request: %w", openAIOp, err))
 	}
+	ctx, cancel := deadline.Call(ctx, o.timeout, AfterReply)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return critic.Reply{}, retry.Permanent(retry.RuntimeBug, fmt.Errorf("%s: building the request: %w", openAIOp, err))

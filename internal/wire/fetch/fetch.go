@@ -50,6 +50,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	rosters := store.NewRosters(b.DynamoDB, cfg.JobsTable, b.Now)
 	rosters.Retention = cfg.Retention
 	f.Rosters = rosters
+	// A fetch message needs at least one source request's time (R-STAGE-9).
+	o.Runner = append([]stage.Option{stage.WithMessageTime(source.RequestTimeout)}, o.Runner...)
 	return b.Runner(job.StageFetch, f.Handle, o)
 }
 

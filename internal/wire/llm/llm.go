@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -47,7 +48,23 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		// A rerun builds on the last reviewed version (R-COST-3, R-MAIL-3).
 		r.Critic, r.LookBack = critic.NewIncremental(c), pipeline.DefaultLookBack
 	}
+	o.Runner = append([]stage.Option{stage.WithMessageTime(MessageTime(cfg))}, o.Runner...)
 	return b.Runner(job.StageLLM, r.Handle, o)
+}
+
+// Overhead is the llm stage's work around the model call: reading the job
+// and the diff before it, storing the review and enqueuing notify after.
+const Overhead = 20 * time.Second
+
+// MessageTime is how long one llm message may take (R-STAGE-9): a model
+// call's worst case (CRITICIZER_MODEL_TIMEOUT) and the Overhead around
+// it. The offline critic calls no model: the runner's default.
+func MessageTime(cfg config.Config) time.Duration {
+	switch cfg.Critic {
+	case config.CriticBedrock, config.CriticOpenAI:
+		return cfg.ModelTimeout + Overhead
+	}
+	return stage.DefaultMessageTime
 }
 
 // Critic builds the critic CRITICIZER_CRITIC names.
@@ -59,11 +76,13 @@ func Critic(cfg config.Config, awsCfg aws.Config) (critic.Critic, error) {
 		return critic.NewOffline(), nil
 	case config.CriticBedrock:
 		// The stage runner owns retries (backoff, attempt budget, dead
-		// letters); SDK retries would multiply them.
-		client := bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) { o.RetryMaxAttempts = 1 })
-		m, err = bedrock.New(client, cfg.BedrockModelID)
+		// letters); SDK retries would multiply them. A call's timeout
+		// derives from the invocation, not the SDK's constant.
+		client := bedrockruntime.NewFromConfig(awsCfg, bedrock.ClientOptions)
+		m, err = bedrock.New(client, cfg.BedrockModelID, bedrock.WithTimeout(cfg.ModelTimeout))
 	case config.CriticOpenAI:
-		m, err = openai.New(openai.Config{BaseURL: cfg.OpenAI.BaseURL, APIKey: cfg.OpenAI.APIKey, Model: cfg.OpenAI.Model})
+		m, err = openai.New(openai.Config{BaseURL: cfg.OpenAI.BaseURL, APIKey: cfg.OpenAI.APIKey, Model: cfg.OpenAI.Model,
+			Timeout: cfg.ModelTimeout})
 	default:
 		return nil, fmt.Errorf("%s: unknown critic %q", config.EnvCritic, cfg.Critic)
 	}

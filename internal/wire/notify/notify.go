@@ -5,6 +5,7 @@ package notify
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/job"
@@ -24,8 +25,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if err != nil {
 		return nil, err
 	}
+	o.Runner = append([]stage.Option{stage.WithMessageTime(MessageTime)}, o.Runner...)
 	return b.Runner(job.StageNotify, n.Handle, o)
 }
+
+// MessageTime is how long a notify message needs before it may start
+// (R-STAGE-9): one send (sesmail.DefaultSendTimeout) and its mark (the
+// notifier's 10 s mark timeout). A message with more rows than that
+// covers is cut row by row by the notifier's own send window, and the
+// rest deferred.
+const MessageTime = sesmail.DefaultSendTimeout + 10*time.Second
 
 // Stage builds the notify stage's work, and the base it runs on.
 func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, sender pipeline.Sender) (*pipeline.Notify, *wire.Base, error) {
