@@ -26,6 +26,13 @@ import (
 // probe's id from X-Criticizer-Probe) and puts it in the event's tags,
 // where SES would have put the tag.
 //
+// Setting up event publishing to a topic makes SES publish a plain-text
+// notice to it first (ValidationNotice); the bridge is the local stack's
+// event destination, so it publishes that notice when it starts, before
+// any event, as a plain SNS message (raw delivery hands the SQS consumer
+// the bare text, as on AWS: Provision subscribes the feedback queue with
+// RawMessageDelivery, as infra does).
+//
 // Tests stall the evidence path with Pause and Resume, and the chaos
 // campaign reorders, drops, duplicates and delays events through Deliver.
 type SESEventBridge struct {
@@ -71,7 +78,13 @@ func (b *SESEventBridge) Resume() {
 	b.mu.Unlock()
 }
 
-// Run publishes events until ctx is done.
+// ValidationNotice is the message SES publishes to an SNS topic when event
+// publishing to it is set up (a configuration set's event destination
+// created or changed): an SNS notification whose Message is this text, not
+// JSON, with no subject.
+const ValidationNotice = "Successfully validated SNS topic for Amazon SES event publishing."
+
+// Run publishes the validation notice, then events until ctx is done.
 func (b *SESEventBridge) Run(ctx context.Context) {
 	b.mu.Lock()
 	b.seen = map[string]bool{}
@@ -79,6 +92,16 @@ func (b *SESEventBridge) Run(ctx context.Context) {
 	interval := b.Interval
 	if interval <= 0 {
 		interval = 300 * time.Millisecond
+	}
+	for ctx.Err() == nil {
+		err := b.PublishValidationNotice(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() == nil {
+			b.Log.WarnContext(ctx, "ses event bridge: validation notice", "error", err)
+		}
+		sleep(ctx, interval)
 	}
 	for ctx.Err() == nil {
 		if err := b.once(ctx); err != nil && ctx.Err() == nil {
@@ -133,6 +156,13 @@ func (b *SESEventBridge) once(ctx context.Context) error {
 		b.seen[id] = true
 	}
 	return nil
+}
+
+// PublishValidationNotice publishes SES's validation notice to the topic,
+// as SES does when event publishing to it is set up.
+func (b *SESEventBridge) PublishValidationNotice(ctx context.Context) error {
+	_, err := b.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(b.TopicARN), Message: aws.String(ValidationNotice)})
+	return err
 }
 
 // Publish publishes one event to the topic, in SES's event-publishing
