@@ -226,8 +226,8 @@ func TestPoller_KilledAtTimeout_NothingAfterItAndTheWholeBatchReturns(t *testing
 
 // Every receive counts toward maxReceiveCount: a batch whose invocations
 // are killed every time reaches the DLQ after maxReceiveCount receives, as
-// the same message (same id and body) and with no envelope, which is what
-// the redrive policy does on AWS. This checks fauxqs's RedrivePolicy and
+// the same message (same id, body and enqueue time) and with no envelope,
+// which is what the redrive policy does on AWS. This checks fauxqs's RedrivePolicy and
 // ApproximateReceiveCount through the poller.
 func TestPoller_KilledEveryTime_RedrivePolicyMovesItToTheDLQ(t *testing.T) {
 	env := testenv.Stack(t)
@@ -239,10 +239,12 @@ func TestPoller_KilledEveryTime_RedrivePolicyMovesItToTheDLQ(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var counts []string
+	var sentAt string
 	h := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		mu.Lock()
 		for _, r := range ev.Records {
 			counts = append(counts, r.Attributes["ApproximateReceiveCount"])
+			sentAt = r.Attributes["SentTimestamp"]
 		}
 		mu.Unlock()
 		<-ctx.Done() // a model call that outlives the function
@@ -264,6 +266,11 @@ func TestPoller_KilledEveryTime_RedrivePolicyMovesItToTheDLQ(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	// AWS: "When a message is moved to a dead-letter queue, the enqueue
+	// timestamp is unchanged" (standard queues).
+	if at := got[0].Attributes["SentTimestamp"]; at != sentAt {
+		t.Fatalf("SentTimestamp %s in the DLQ, want the original %s", at, sentAt)
+	}
 	if !slices.Equal(counts, []string{"1", "2"}) {
 		t.Fatalf("the handler saw receive counts %v, want [1 2] (maxReceiveCount 2)", counts)
 	}

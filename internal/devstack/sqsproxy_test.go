@@ -250,3 +250,36 @@ func peek(t *testing.T, c *sqs.Client, url string) sqstypes.Message {
 	}
 	return m
 }
+
+// What the proxy costs a call: SendMessage and an empty ReceiveMessage
+// through the proxy and straight to fauxqs (figures, not assertions).
+func BenchmarkSQSProxy(b *testing.B) {
+	env := testenv.Stack(b)
+	raw := os.Getenv("CRITICIZER_TEST_FAUXQS_URL")
+	if raw == "" {
+		b.Skip("CRITICIZER_TEST_FAUXQS_URL is unset (devstack exec sets it)")
+	}
+	ctx := context.Background()
+	for _, via := range []struct{ name, endpoint string }{{"proxy", env.Endpoints.SQS}, {"fauxqs", raw}} {
+		c := queue.NewSQS(env.Clients.Config, via.endpoint)
+		q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(testenv.Prefix(b) + "-" + via.name)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("SendMessage/"+via.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("x")}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("GetQueueAttributes/"+via.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl,
+					AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
