@@ -57,11 +57,18 @@ func MoveMessages(ctx context.Context, c *sqs.Client, sourceURL, destURL string,
 			return moved, nil
 		}
 		for _, m := range out.Messages {
-			if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(destURL), MessageBody: m.Body,
+			if ctx.Err() != nil {
+				// The rest of this receive return after its visibility timeout.
+				return moved, ctx.Err()
+			}
+			// A message is moved whole: a cancel between its send and its
+			// delete would leave it in both queues.
+			mctx := context.WithoutCancel(ctx)
+			if _, err := c.SendMessage(mctx, &sqs.SendMessageInput{QueueUrl: aws.String(destURL), MessageBody: m.Body,
 				MessageAttributes: m.MessageAttributes}); err != nil {
 				return moved, fmt.Errorf("send to %s: %w", destURL, err)
 			}
-			if _, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(sourceURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+			if _, err := c.DeleteMessage(mctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(sourceURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
 				// Sent but not deleted: it would be moved twice, as a move
 				// task interrupted at this point would.
 				return moved, fmt.Errorf("delete from %s: %w", sourceURL, err)

@@ -67,7 +67,13 @@ func NewSQSProxy(upstream string, log *slog.Logger) (*SQSProxy, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	p := &SQSProxy{upstream: u, http: &http.Client{Timeout: 10 * time.Second}, log: log, ctx: ctx, stop: stop,
 		sqs: queue.NewSQS(awsclient.ForFunction(config.Endpoints{SQS: upstream}), upstream)}
+	// Every poller long-polls through the proxy: keep a connection per
+	// caller rather than http.DefaultTransport's two idle ones per host,
+	// which would open (and leave in TIME_WAIT) a connection per call.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 0, 1024
 	p.proxy = &httputil.ReverseProxy{
+		Transport: tr,
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(u)
 			r.Out.Host = r.In.Host

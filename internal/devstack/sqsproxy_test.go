@@ -283,3 +283,48 @@ func BenchmarkSQSProxy(b *testing.B) {
 		})
 	}
 }
+
+// One move task runs per queue at a time; CancelMessageMoveTask stops it
+// where it is, and ListMessageMoveTasks shows it CANCELLED with what it
+// moved, as SQS documents.
+func TestMessageMoveTask_OnePerQueue_CancelStopsIt(t *testing.T) {
+	env := testenv.Stack(t)
+	ctx := context.Background()
+	c := env.Clients.SQS
+	src, dlq, dlqARN := queuePair(t, c, 1)
+	for i := range 5 {
+		if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq), MessageBody: aws.String(strconv.Itoa(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start, err := c.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(dlqARN), MaxNumberOfMessagesPerSecond: aws.Int32(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unsupported *sqstypes.UnsupportedOperation
+	if _, err := c.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(dlqARN)}); !errors.As(err, &unsupported) {
+		t.Fatalf("a second task on the same queue answered %v, want UnsupportedOperation", err)
+	}
+	running, err := c.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(dlqARN)})
+	if err != nil || len(running.Results) != 1 || aws.ToString(running.Results[0].TaskHandle) != aws.ToString(start.TaskHandle) ||
+		aws.ToString(running.Results[0].Status) != "RUNNING" || aws.ToInt32(running.Results[0].MaxNumberOfMessagesPerSecond) != 1 {
+		t.Fatalf("while running: %+v %v", running, err)
+	}
+	cancelled, err := c.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: start.TaskHandle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(dlqARN)})
+	if err != nil || len(list.Results) != 1 || aws.ToString(list.Results[0].Status) != "CANCELLED" ||
+		list.Results[0].ApproximateNumberOfMessagesMoved != cancelled.ApproximateNumberOfMessagesMoved {
+		t.Fatalf("after cancel: %+v %v (cancel said %d moved)", list, err, cancelled.ApproximateNumberOfMessagesMoved)
+	}
+	moved := int(cancelled.ApproximateNumberOfMessagesMoved)
+	if moved >= 5 || queueCount(t, c, src) != moved || queueCount(t, c, dlq) != 5-moved {
+		t.Fatalf("cancel said %d moved; source holds %d, DLQ %d", moved, queueCount(t, c, src), queueCount(t, c, dlq))
+	}
+	var notFound *sqstypes.ResourceNotFoundException
+	if _, err := c.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: start.TaskHandle}); !errors.As(err, &notFound) {
+		t.Fatalf("cancelling a cancelled task answered %v, want ResourceNotFoundException", err)
+	}
+}
