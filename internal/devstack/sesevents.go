@@ -85,21 +85,23 @@ func (b *SESEventBridge) Resume() {
 const ValidationNotice = "Successfully validated SNS topic for Amazon SES event publishing."
 
 // Run publishes the validation notice, then events until ctx is done.
+// Mail already in the emulator's store when it starts gets no events: SES
+// publishes events only for mail sent once the event destination exists
+// (and only for its own configuration set, which the emulator does not
+// record; stacks sharing one emulator, as the tests do, still see each
+// other's later mail).
 func (b *SESEventBridge) Run(ctx context.Context) {
-	b.mu.Lock()
-	b.seen = map[string]bool{}
-	b.mu.Unlock()
 	interval := b.Interval
 	if interval <= 0 {
 		interval = 300 * time.Millisecond
 	}
 	for ctx.Err() == nil {
-		err := b.PublishValidationNotice(ctx)
+		err := b.start(ctx)
 		if err == nil {
 			break
 		}
 		if ctx.Err() == nil {
-			b.Log.WarnContext(ctx, "ses event bridge: validation notice", "error", err)
+			b.Log.WarnContext(ctx, "ses event bridge: setting up", "error", err)
 		}
 		sleep(ctx, interval)
 	}
@@ -156,6 +158,23 @@ func (b *SESEventBridge) once(ctx context.Context) error {
 		b.seen[id] = true
 	}
 	return nil
+}
+
+// start marks the mail already sent as seen, then publishes the
+// validation notice.
+func (b *SESEventBridge) start(ctx context.Context) error {
+	emails, err := b.Store.Emails(ctx)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(emails))
+	for _, e := range emails {
+		seen[e.MessageID] = true
+	}
+	b.mu.Lock()
+	b.seen = seen
+	b.mu.Unlock()
+	return b.PublishValidationNotice(ctx)
 }
 
 // PublishValidationNotice publishes SES's validation notice to the topic,
