@@ -294,6 +294,7 @@ func execCmd(ctx context.Context, args []string) (int, error) {
 		"AWS_ENDPOINT_URL_DYNAMODB="+ep.DynamoDB, "AWS_ENDPOINT_URL_SQS="+ep.SQS,
 		"AWS_ENDPOINT_URL_S3="+ep.S3, "AWS_ENDPOINT_URL_SESV2="+ep.SES,
 		"CRITICIZER_TEST_SES_URL="+svc.Ports.SESURL(), "CRITICIZER_TEST_STACK=1",
+		"CRITICIZER_TEST_FAUXQS_URL="+svc.FauxqsURL,
 		"CRITICIZER_TEST_RUN="+hex.EncodeToString(run),
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 	)

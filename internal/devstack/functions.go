@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/blob"
@@ -36,7 +39,8 @@ type FunctionOptions struct {
 	// Wire options: SDK middleware, clock, a wrapper of each stage's work,
 	// runner options (the jitter seed).
 	Wire wire.Options
-	// Timeout of one invocation.
+	// Timeout of one invocation: the function timeout, at which the poller
+	// kills it (Poller). Default 30 s.
 	Timeout time.Duration
 	// SweepEvery runs the sweeper on this interval (the EventBridge
 	// schedule); zero leaves it to the caller.
@@ -48,6 +52,14 @@ type FunctionOptions struct {
 	// Feedback, if set, wraps the feedback function's handler (faults on
 	// the evidence path).
 	Feedback func(SQSHandler) SQSHandler
+	// Hold, if set, is every poller's Hold (Poller.Hold), told which
+	// function's queue the message is on ("fetch", "llm", "notify",
+	// "feedback"): a positive answer keeps the message in flight that long
+	// and out of this invocation, so it arrives after newer ones.
+	Hold func(function string, m events.SQSMessage) time.Duration
+	// OnKill, if set, is told about every invocation the pollers kill at
+	// its timeout.
+	OnKill func(function string, ev events.SQSEvent)
 }
 
 // Functions are the Lambda handlers running in this process, each built by
@@ -88,6 +100,13 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 	if o.Timeout == 0 {
 		o.Timeout = 30 * time.Second
 	}
+	// Every function's AWS requests stop taking effect once its invocation
+	// is killed at its timeout, as in Lambda (KillSwitch); installed last,
+	// so it wraps any fault injector too.
+	o.Wire.AWS = append(slices.Clone(o.Wire.AWS), KillSwitch())
+	if o.Sender != nil {
+		o.Sender = killableSender{o.Sender}
+	}
 	base, err := wire.NewBase(ctx, cfg, log, o.Wire)
 	if err != nil {
 		return nil, err
@@ -124,8 +143,7 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 			h = o.Crash(s, h)
 		}
 		for range o.Pollers {
-			p := &Poller{SQS: base.SQS, QueueURL: res.Queues.Queue[s], QueueARN: res.QueueARNs[s], Handler: h,
-				BatchSize: 10, Timeout: o.Timeout, Log: log.With("poller", string(s))}
+			p := o.poller(string(s), base, res.Queues.Queue[s], res.QueueARNs[s], h, log)
 			f.start(func() { p.Run(pctx) })
 		}
 	}
@@ -139,8 +157,7 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 		if o.Feedback != nil {
 			h = o.Feedback(h)
 		}
-		p := &Poller{SQS: base.SQS, QueueURL: res.FeedbackQueue, QueueARN: res.FeedbackQueueARN, Handler: h,
-			BatchSize: 10, Timeout: o.Timeout, Log: log.With("poller", "feedback")}
+		p := o.poller("feedback", base, res.FeedbackQueue, res.FeedbackQueueARN, h, log)
 		f.start(func() { p.Run(pctx) })
 		if !o.NoEventBridge && cfg.SESStoreURL != "" {
 			clients, err := NewClients(ctx, cfg.Endpoints)
@@ -167,6 +184,19 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 		})
 	}
 	return f, nil
+}
+
+// poller plays the event source mapping of one function's queue.
+func (o FunctionOptions) poller(fn string, base *wire.Base, url, arn string, h SQSHandler, log *slog.Logger) *Poller {
+	p := &Poller{SQS: base.SQS, QueueURL: url, QueueARN: arn, Handler: h, BatchSize: 10, Timeout: o.Timeout,
+		Log: log.With("poller", fn)}
+	if o.Hold != nil {
+		p.Hold = func(m events.SQSMessage) time.Duration { return o.Hold(fn, m) }
+	}
+	if o.OnKill != nil {
+		p.OnKill = func(ev events.SQSEvent) { o.OnKill(fn, ev) }
+	}
+	return p
 }
 
 func (f *Functions) start(fn func()) {

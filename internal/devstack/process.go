@@ -1,8 +1,10 @@
 // Package devstack runs Criticizer on one machine with no AWS account: it
-// starts the emulators (DynamoDB Local, fauxqs for SQS and S3,
-// aws-ses-v2-local for SES v2), creates the tables, queues and bucket, and
-// runs the functions' own handlers behind a local HTTP endpoint and SQS
-// pollers, with the event types Lambda would pass.
+// starts the emulators (DynamoDB Local, fauxqs for SQS, SNS and S3 behind
+// an SQS proxy that adds what fauxqs lacks, aws-ses-v2-local for SES v2),
+// creates the tables, queues and bucket, and runs the functions' own
+// handlers behind a local HTTP endpoint and SQS pollers, with the event
+// types Lambda would pass and its timeout. docs/local-stack.md says where
+// it behaves like AWS and which test shows it.
 package devstack
 
 import (

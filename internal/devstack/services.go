@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,9 +65,15 @@ func (p Ports) SESURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.SES
 
 // Services are the running emulators.
 type Services struct {
-	Ports    Ports
-	procs    []*process
-	sesQuota *SESQuotaServer
+	Ports Ports
+	// FauxqsURL is fauxqs itself, behind the SQS proxy that listens on
+	// Ports.SQS (SQSProxy); only tests that show what the proxy corrects
+	// talk to it.
+	FauxqsURL string
+	procs     []*process
+	proxy     *SQSProxy
+	server    *http.Server
+	sesQuota  *SESQuotaServer
 }
 
 // StartServices starts the three emulators from the npm packages installed in
@@ -109,9 +117,21 @@ func StartServices(ctx context.Context, npmDir, logDir string, ports Ports) (*Se
 		s.Stop()
 		return nil, err
 	}
-	if err := start("fauxqs", npmDir, ports.SQS,
-		[]string{"FAUXQS_PORT=" + strconv.Itoa(ports.SQS), "FAUXQS_HOST=localhost", "FAUXQS_LOGGER=false"},
+	// fauxqs listens on a port of its own; the SQS proxy takes the SQS
+	// port in front of it.
+	fauxqsPort, err := freePort()
+	if err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := start("fauxqs", npmDir, fauxqsPort,
+		[]string{"FAUXQS_PORT=" + strconv.Itoa(fauxqsPort), "FAUXQS_HOST=localhost", "FAUXQS_LOGGER=false"},
 		node, filepath.Join(mods, "fauxqs", "dist", "cli.js")); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.FauxqsURL = "http://" + addr(fauxqsPort)
+	if err := s.startProxy(logDir, ports.SQS); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -134,11 +154,43 @@ func StartServices(ctx context.Context, npmDir, logDir string, ports Ports) (*Se
 	return s, nil
 }
 
+// startProxy serves the SQS proxy in front of fauxqs on port, logging to
+// logDir/sqsproxy.log.
+func (s *Services) startProxy(logDir string, port int) error {
+	lf, err := os.Create(filepath.Join(logDir, "sqsproxy.log"))
+	if err != nil {
+		return fmt.Errorf("sqs proxy log: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(lf, nil))
+	proxy, err := NewSQSProxy(s.FauxqsURL, log)
+	if err != nil {
+		lf.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", addr(port))
+	if err != nil {
+		lf.Close()
+		proxy.Close()
+		return fmt.Errorf("sqs proxy: %s: %w", addr(port), err)
+	}
+	s.proxy, s.server = proxy, &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	s.server.RegisterOnShutdown(func() { lf.Close() })
+	go func() { _ = s.server.Serve(ln) }()
+	return nil
+}
+
 // Stop stops every emulator it started.
 func (s *Services) Stop() {
 	if s.sesQuota != nil {
 		_ = s.sesQuota.Close()
 		s.sesQuota = nil
+	}
+	if s.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.server.Shutdown(ctx)
+		cancel()
+		s.proxy.Close()
+		s.server = nil
 	}
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		s.procs[i].stop()
@@ -147,3 +199,13 @@ func (s *Services) Stop() {
 }
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// freePort asks the kernel for an unused port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

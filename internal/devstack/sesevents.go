@@ -26,6 +26,13 @@ import (
 // probe's id from X-Criticizer-Probe) and puts it in the event's tags,
 // where SES would have put the tag.
 //
+// Setting up event publishing to a topic makes SES publish a plain-text
+// notice to it first (ValidationNotice); the bridge is the local stack's
+// event destination, so it publishes that notice when it starts, before
+// any event, as a plain SNS message (raw delivery hands the SQS consumer
+// the bare text, as on AWS: Provision subscribes the feedback queue with
+// RawMessageDelivery, as infra does).
+//
 // Tests stall the evidence path with Pause and Resume, and the chaos
 // campaign reorders, drops, duplicates and delays events through Deliver.
 type SESEventBridge struct {
@@ -71,14 +78,32 @@ func (b *SESEventBridge) Resume() {
 	b.mu.Unlock()
 }
 
-// Run publishes events until ctx is done.
+// ValidationNotice is the message SES publishes to an SNS topic when event
+// publishing to it is set up (a configuration set's event destination
+// created or changed): an SNS notification whose Message is this text, not
+// JSON, with no subject.
+const ValidationNotice = "Successfully validated SNS topic for Amazon SES event publishing."
+
+// Run publishes the validation notice, then events until ctx is done.
+// Mail already in the emulator's store when it starts gets no events: SES
+// publishes events only for mail sent once the event destination exists
+// (and only for its own configuration set, which the emulator does not
+// record; stacks sharing one emulator, as the tests do, still see each
+// other's later mail).
 func (b *SESEventBridge) Run(ctx context.Context) {
-	b.mu.Lock()
-	b.seen = map[string]bool{}
-	b.mu.Unlock()
 	interval := b.Interval
 	if interval <= 0 {
 		interval = 300 * time.Millisecond
+	}
+	for ctx.Err() == nil {
+		err := b.start(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() == nil {
+			b.Log.WarnContext(ctx, "ses event bridge: setting up", "error", err)
+		}
+		sleep(ctx, interval)
 	}
 	for ctx.Err() == nil {
 		if err := b.once(ctx); err != nil && ctx.Err() == nil {
@@ -133,6 +158,30 @@ func (b *SESEventBridge) once(ctx context.Context) error {
 		b.seen[id] = true
 	}
 	return nil
+}
+
+// start marks the mail already sent as seen, then publishes the
+// validation notice.
+func (b *SESEventBridge) start(ctx context.Context) error {
+	emails, err := b.Store.Emails(ctx)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(emails))
+	for _, e := range emails {
+		seen[e.MessageID] = true
+	}
+	b.mu.Lock()
+	b.seen = seen
+	b.mu.Unlock()
+	return b.PublishValidationNotice(ctx)
+}
+
+// PublishValidationNotice publishes SES's validation notice to the topic,
+// as SES does when event publishing to it is set up.
+func (b *SESEventBridge) PublishValidationNotice(ctx context.Context) error {
+	_, err := b.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(b.TopicARN), Message: aws.String(ValidationNotice)})
+	return err
 }
 
 // Publish publishes one event to the topic, in SES's event-publishing

@@ -368,13 +368,3 @@ func startStackSESQuota(port, emulatorPort int) (*SESQuotaServer, error) {
 	return StartSESQuota(addr(port), "http://"+addr(emulatorPort), q)
 }
 
-// freePort asks the kernel for an unused port (the SES emulator's own,
-// behind the proxy).
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
