@@ -164,11 +164,13 @@ type Job struct {
 	// stage's reviewer refresh adds to, so additions commute with each
 	// other and with the fetch that set Recipients.
 	AddedRecipients []string `dynamodbav:"added_recipients,stringset,omitempty" json:"-"`
-	// AddedRev counts the refreshes that added someone; AddedSeen is the
-	// count notify last finalized with. Notify finalizes only the
-	// revision it read, so a reviewer added while it ran is not lost, and
-	// a refresh that finds AddedRev ahead of AddedSeen makes sure notify
-	// runs again.
+	// AddedRev counts the changes to what notify must deliver for the
+	// version: refreshes that added someone (R-REVIEWERS-1), and rows
+	// reopened to be sent again (store.Jobs.Reopen: a transient bounce,
+	// an operator's verdict); AddedSeen is the count notify last finalized
+	// with. Notify finalizes only the revision it read, so a reviewer
+	// added or a row reopened while it ran is not lost, and a refresh that
+	// finds AddedRev ahead of AddedSeen makes sure notify runs again.
 	AddedRev  int `dynamodbav:"added_rev,omitempty" json:"-"`
 	AddedSeen int `dynamodbav:"added_seen,omitempty" json:"-"`
 	// UnexpandedTeams are requested teams (GitHub) whose members the

@@ -60,27 +60,41 @@ func (s *Jobs) DeadLetter(ctx context.Context, envelopeID string) (DeadLetterRec
 	return r, unmarshal(out.Item, &r)
 }
 
-// Reopen puts a finished job back at the notify stage, for a delivery that
-// must be sent again (a transient bounce, an operator's requeue) or
-// finalized again (an operator settled a held row). It applies only to a
-// job that finished (succeeded, or needs_intervention); a job still at
-// notify needs nothing: its stage is in flight.
+// Reopen puts a job back at the notify stage, for a delivery that must be
+// sent again (a transient bounce, an operator's requeue) or finalized
+// again (an operator settled a held row), and counts a revision
+// (added_rev + 1). It applies to a job that finished (succeeded, or
+// needs_intervention) and to one still at notify (not dead-lettered):
+// there a notify run may be about to finalize from rows it read before
+// the row was reopened, and the revision makes that verdict fail its
+// condition, so the run goes again (FinishNotify, R-OUTBOX-8). Without it
+// a bounce recorded between a run's reads and its verdict would close
+// the job with the bounced row never sent again (found by
+// internal/explore).
 func (s *Jobs) Reopen(ctx context.Context, id job.ID) error {
 	upd := sweepJobFor(expression.Set(expression.Name("stage"), expression.Value(string(job.StageNotify))).
 		Set(expression.Name("status"), expression.Value(string(job.StatusInProgress))).
-		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))), job.StatusInProgress)
-	cond := expression.Name("status").In(expression.Value(string(job.StatusSucceeded)), expression.Value(string(job.StatusNeedsIntervention))).
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))).
+		Add(expression.Name(attrAddedRev), expression.Value(1)), job.StatusInProgress)
+	finished := expression.Name("status").In(expression.Value(string(job.StatusSucceeded)), expression.Value(string(job.StatusNeedsIntervention))).
 		And(expression.Name("stage").Equal(expression.Value(string(job.StageDone))))
+	atNotify := expression.Name("stage").Equal(expression.Value(string(job.StageNotify))).
+		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusDeadLettered))))
+	cond := expression.Or(finished, atNotify)
 	return s.update(ctx, id, upd, &cond)
 }
 
 // Intervene marks a job needs_intervention because one of its rows is held
 // for an operator (a row marked sent that the evidence path never
-// confirmed): a job that succeeded must not keep reading succeeded. It
-// applies to a job at notify or done that is not dead-lettered.
+// confirmed, a row SES rejected): a job that succeeded must not keep
+// reading succeeded. It applies to a job at notify or done that is not
+// dead-lettered, and counts a revision (added_rev + 1): a notify run that
+// read the row before it was held cannot then finalize the job succeeded
+// over it (FinishNotify's condition fails and the run goes again).
 func (s *Jobs) Intervene(ctx context.Context, id job.ID) error {
 	upd := sweepJobFor(expression.Set(expression.Name("status"), expression.Value(string(job.StatusNeedsIntervention))).
-		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))), job.StatusNeedsIntervention)
+		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))).
+		Add(expression.Name(attrAddedRev), expression.Value(1)), job.StatusNeedsIntervention)
 	cond := expression.Name("stage").In(expression.Value(string(job.StageNotify)), expression.Value(string(job.StageDone))).
 		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusDeadLettered))))
 	return s.update(ctx, id, upd, &cond)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -279,15 +280,19 @@ func (s *Jobs) GetSourceRef(_ context.Context, id job.ID) (store.SourceRef, erro
 // Reopen implements store.JobStore.
 func (s *Jobs) Reopen(_ context.Context, id job.ID) error {
 	return s.update(id, func(j job.Job) bool {
-		return (j.Status == job.StatusSucceeded || j.Status == job.StatusNeedsIntervention) && j.Stage == job.StageDone
-	}, func(j *job.Job) { j.Stage, j.Status = job.StageNotify, job.StatusInProgress })
+		finished := (j.Status == job.StatusSucceeded || j.Status == job.StatusNeedsIntervention) && j.Stage == job.StageDone
+		return finished || (j.Stage == job.StageNotify && j.Status != job.StatusDeadLettered)
+	}, func(j *job.Job) {
+		j.Stage, j.Status = job.StageNotify, job.StatusInProgress
+		j.AddedRev++
+	})
 }
 
 // Intervene implements store.JobStore.
 func (s *Jobs) Intervene(_ context.Context, id job.ID) error {
 	return s.update(id, func(j job.Job) bool {
 		return (j.Stage == job.StageNotify || j.Stage == job.StageDone) && j.Status != job.StatusDeadLettered
-	}, func(j *job.Job) { j.Status = job.StatusNeedsIntervention })
+	}, func(j *job.Job) { j.Status, j.AddedRev = job.StatusNeedsIntervention, j.AddedRev+1 })
 }
 
 // StuckJobs implements store.JobStore.
@@ -300,6 +305,7 @@ func (s *Jobs) StuckJobs(_ context.Context, before time.Time, fn func(job.Job) e
 		}
 	}
 	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b job.Job) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	for _, j := range out {
 		if err := fn(j); err != nil {
 			return err

@@ -138,6 +138,7 @@ func Reviewers(t *testing.T, open ReviewerStoresOpener) {
 	// twice), added_rev counts each addition; notify's verdict applies only
 	// to the revision it read.
 	// Rules: R-REVIEWERS-1.
+	// Rules: R-REVIEWERS-1, R-OUTBOX-8, R-EVIDENCE-5.
 	t.Run("Job_AddedReviewersAndNotifyVerdict", func(t *testing.T) {
 		s := open(t)
 		j := NewJob("cl-added", 1)
@@ -186,8 +187,17 @@ func Reviewers(t *testing.T, open ReviewerStoresOpener) {
 		if err := s.Jobs.Reopen(ctx, j.ID); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ = s.Jobs.Get(ctx, j.ID); got.Stage != job.StageNotify || got.Status != job.StatusInProgress {
-			t.Fatalf("reopened: %s %s", got.Stage, got.Status)
+		if got, _ = s.Jobs.Get(ctx, j.ID); got.Stage != job.StageNotify || got.Status != job.StatusInProgress || got.AddedRev != 4 {
+			t.Fatalf("reopened: %s %s rev %d", got.Stage, got.Status, got.AddedRev)
+		}
+		// A row reopened (a transient bounce) while a notify run that read
+		// revision 4 is still at work: its verdict fails, it runs again
+		// (regression: the job was closed with the bounced row unsent).
+		if err := s.Jobs.Reopen(ctx, j.ID); err != nil {
+			t.Fatalf("reopen of a job at notify: %v", err)
+		}
+		if err := s.Jobs.FinishNotify(ctx, j.ID, 3, job.StatusSucceeded, 4); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("a verdict from before the reopen: %v, want ErrConflict", err)
 		}
 		// A job nobody added to finishes with revision 0.
 		k := NewJob("cl-plain", 1)
