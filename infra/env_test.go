@@ -55,6 +55,8 @@ var wantEnv = map[string]map[string]string{
 		// bounce).
 		"CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable, "CRITICIZER_JOBS_TABLE": IDJobsTable,
 		"CRITICIZER_NOTIFY_QUEUE_URL": "NotifyQueue", "LOG_LEVEL": "",
+		// The publish bound each Send event is measured against.
+		"CRITICIZER_EVIDENCE_MARGIN": "",
 	},
 	FnSweeper: {
 		"CRITICIZER_JOBS_TABLE": IDJobsTable, "CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable,
@@ -62,6 +64,9 @@ var wantEnv = map[string]map[string]string{
 		"CRITICIZER_NOTIFY_QUEUE_URL":  "NotifyQueue",
 		"CRITICIZER_SWEEP_STUCK_AFTER": "", "CRITICIZER_EVIDENCE_WINDOW": "", "LOG_LEVEL": "",
 		"CRITICIZER_EVIDENCE_MARGIN": "", "CRITICIZER_SES_CONFIGURATION_SET": IDConfigurationSet,
+		// The drain check's queues and the counters' lag (internal/drain).
+		"CRITICIZER_FEEDBACK_QUEUE_URL": "FeedbackQueue", "CRITICIZER_FEEDBACK_DLQ_URL": "FeedbackDLQ",
+		"CRITICIZER_EVIDENCE_COUNTER_LAG": "",
 	},
 }
 

@@ -1,31 +1,45 @@
 package main
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
 
-// The evidence margin must exceed the feedback queue's visibility timeout
-// (plus SES's event delay): a feedback batch whose invocation died before
-// it registered its events with the watermark is received again before the
-// watermark can pass them. With a longer visibility timeout, such a batch
-// could hold the only evidence of a send whose answer was lost while later
-// events move the watermark past it, and the row would be sent twice.
-func TestEvidenceMarginExceedsFeedbackVisibility(t *testing.T) {
-	margin, err := time.ParseDuration(EvidenceMargin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range functionSpecs {
-		if f.Name != FnFeedback {
-			continue
+// The evidence path as deployed (R-EVIDENCE-2): the sweeper, which moves
+// the drain time, is told the feedback queue and its DLQ and may read
+// their counters (and only that there), runs every minute, and uses the
+// publish bound and the counters' lag config.go defaults to; the feedback
+// function measures Send events against the same bound (R-EVIDENCE-7).
+func TestEvidencePath_SweeperReadsTheFeedbackQueues(t *testing.T) {
+	s := synth(t)
+	env := s.env(t, FnSweeper)
+	for _, k := range []string{EnvFeedbackQueueURL, EnvFeedbackDLQURL, EnvCounterLag, EnvEvidenceMargin} {
+		if _, ok := env[k]; !ok {
+			t.Errorf("the sweeper has no %s", k)
 		}
-		vis := time.Duration(VisibilityFactor*f.Timeout+BatchWindowSeconds) * time.Second
-		const slack = 30 * time.Second
-		if vis+slack > margin {
-			t.Fatalf("feedback queue visibility %s + %s for SES's event delay exceeds the evidence margin %s", vis, slack, margin)
-		}
-		return
 	}
-	t.Fatal("no feedback function")
+	if _, ok := s.env(t, FnFeedback)[EnvEvidenceMargin]; !ok {
+		t.Errorf("the feedback function has no %s: it cannot measure Send events against the bound", EnvEvidenceMargin)
+	}
+	for _, d := range []string{EvidenceMargin, CounterLag} {
+		if _, err := time.ParseDuration(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gs := s.grants(t, FnSweeper)
+	counters := ids(on(gs, "sqs:GetQueueAttributes"))
+	for _, q := range []string{QueueID(QFeedback), DLQID(QFeedback)} {
+		if !slices.Contains(counters, q) {
+			t.Errorf("the sweeper cannot read %s's counters (it reads %v)", q, counters)
+		}
+	}
+	for _, a := range []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:PurgeQueue"} {
+		if len(on(gs, a)) > 0 {
+			t.Errorf("the sweeper may %s: it only reads counters", a)
+		}
+	}
+	if SweepEveryMinutes != 1 {
+		t.Errorf("the sweeper runs every %d minutes; the drain check wants every minute", SweepEveryMinutes)
+	}
 }

@@ -91,6 +91,9 @@ type access struct {
 	s3       []string // object actions on diffs/*
 	secrets  []string // the secrets it may read, by logical id
 	sendMail bool
+	// counters are queues whose counters it reads and nothing else there
+	// (the sweeper: the feedback queue and its DLQ, internal/drain).
+	counters []string
 }
 
 var wantAccess = map[string]access{
@@ -117,8 +120,10 @@ var wantAccess = map[string]access{
 	// and enqueues it at notify: SendMessage on the notify queue only.
 	FnFeedback: {send: []string{QueueID(QNotify)}, consume: []string{QueueID(QFeedback)}, read: []string{IDDeliveriesTable},
 		write: []string{IDDeliveriesTable}, update: []string{IDJobsTable}},
+	// The sweeper also reads the feedback queue's and its DLQ's counters
+	// (GetQueueAttributes only) to find the evidence path drained.
 	FnSweeper: {send: []string{QueueID(QFetch), QueueID(QLLM), QueueID(QNotify)}, read: []string{IDDeliveriesTable, IDJobsTable},
-		write: []string{IDDeliveriesTable, IDJobsTable}},
+		write: []string{IDDeliveriesTable, IDJobsTable}, counters: []string{DLQID(QFeedback), QueueID(QFeedback)}},
 }
 
 func TestLeastPrivilege(t *testing.T) {
@@ -138,6 +143,10 @@ func TestLeastPrivilege(t *testing.T) {
 				}
 			}
 			eq("sqs:SendMessage on", on(gs, "sqs:SendMessage"), arns("Arn", w.send...))
+			// GetQueueAttributes comes with every send and consume grant;
+			// on any other queue, only as the counters the function reads.
+			eq("sqs:GetQueueAttributes on", on(gs, "sqs:GetQueueAttributes"),
+				arns("Arn", slices.Compact(slices.Sorted(slices.Values(slices.Concat(w.send, w.consume, w.counters))))...))
 			for _, a := range []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"} {
 				eq(a+" on", on(gs, a), arns("Arn", w.consume...))
 			}
@@ -197,7 +206,7 @@ func TestLeastPrivilege(t *testing.T) {
 
 			// Nothing on "*", and no resource outside the expected set.
 			allowed := map[string]bool{logs: true, IDPayloadBucket: len(w.s3) > 0, IDConfigurationSet: w.sendMail}
-			for _, l := range [][]string{w.send, w.consume, w.read, w.write, w.update, w.items, w.secrets} {
+			for _, l := range [][]string{w.send, w.consume, w.read, w.write, w.update, w.items, w.secrets, w.counters} {
 				for _, id := range l {
 					allowed[id] = true
 				}

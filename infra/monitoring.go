@@ -99,6 +99,7 @@ func (s *Stack) monitoring() {
 		{"OrderingViolations", "a delivery marked sent was never confirmed by SES once the evidence path caught up past it: it is held for an operator (criticizer deliveries held)"},
 		{"DuplicateSends", "an SES event names a message other than its delivery's: the delivery was sent twice (criticizer deliveries show <id>; docs/architecture.md, The remaining window)"},
 		{"ResentWithoutEvidence", "a delivery whose send's answer was lost was sent again because the SES evidence path caught up past it with no event naming it"},
+		{"LateSendEvents", "an SES Send event reached the feedback queue later than the evidence bound (CRITICIZER_EVIDENCE_MARGIN) after SES accepted its message: the assumption the evidence rule rests on was broken, and a send whose answer was lost may have been resent (R-EVIDENCE-7); raise the bound"},
 		{"SendingPaused", "the SES account's daily sending quota is spent: notify holds every email (nothing is dead-lettered) until the rolling 24 hours have room; request a higher quota or production access (R-RATE-3)"},
 	} {
 		alarm(m.metric, m.desc, awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
@@ -111,7 +112,7 @@ func (s *Stack) monitoring() {
 			Expression: jsii.String(insightsAgg("MAX", "HeldDeliveries", "")), Period: five, Label: jsii.String("HeldDeliveries")}), 0)
 	// Missing data breaches: the sweeper emits EvidenceLag on every run, so
 	// none means the sweeper (or the metric) is broken.
-	alarmWith("EvidenceLag", fmt.Sprintf("the SES evidence watermark trails by more than %d minutes while deliveries wait on it: SES events are not reaching the feedback function", EvidenceLagAlarmSeconds/60),
+	alarmWith("EvidenceLag", fmt.Sprintf("the evidence path's drain time trails by more than %d minutes while deliveries wait on it: the feedback queue or its DLQ never reads empty (a backlog, a message failing, a dead letter to redrive), or the sweeper does not run", EvidenceLagAlarmSeconds/60),
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression: jsii.String(insightsAgg("MAX", "EvidenceLag", "")), Period: five, Label: jsii.String("EvidenceLag")}),
 		EvidenceLagAlarmSeconds, 2, awscloudwatch.TreatMissingData_BREACHING)

@@ -13,6 +13,9 @@ const (
 	EnvIdempotencyTTL   = "CRITICIZER_IDEMPOTENCY_TTL"
 	EnvDeliveryLease    = "CRITICIZER_DELIVERY_LEASE"
 	EnvEvidenceMargin   = "CRITICIZER_EVIDENCE_MARGIN"
+	EnvCounterLag       = "CRITICIZER_EVIDENCE_COUNTER_LAG"
+	EnvFeedbackQueueURL = "CRITICIZER_FEEDBACK_QUEUE_URL"
+	EnvFeedbackDLQURL   = "CRITICIZER_FEEDBACK_DLQ_URL"
 	EnvSweepStuckAfter  = "CRITICIZER_SWEEP_STUCK_AFTER"
 	EnvEvidenceWindow   = "CRITICIZER_EVIDENCE_WINDOW"
 	EnvLogLevel         = "LOG_LEVEL"
@@ -66,7 +69,10 @@ var SecretEnv = []string{
 const (
 	IdempotencyTTL  = "720h"
 	DeliveryLease   = "2m"
-	EvidenceMargin  = "2m"
+	EvidenceMargin  = "5m"
+	// SweepEveryMinutes is the sweeper's schedule.
+	SweepEveryMinutes = 1
+	CounterLag      = "2m"
 	SweepStuckAfter = "10m"
 	EvidenceWindow  = "15m"
 	// ModelTimeout bounds one model call (config.DefaultModelTimeout); the

@@ -116,13 +116,17 @@ func (s *Stack) grantFeedback(f awslambda.Function) {
 }
 
 // grantSweeper: the sweeper reads both tables' live indexes and items,
-// and re-enqueues at any stage.
+// re-enqueues at any stage, and reads the counters of the feedback queue
+// and its DLQ (GetQueueAttributes only: it neither receives nor deletes
+// there) to find the evidence path drained (internal/drain).
 func (s *Stack) grantSweeper(f awslambda.Function) {
 	s.Jobs.GrantReadWriteData(f)
 	s.Deliveries.GrantReadWriteData(f)
 	for _, q := range []string{QFetch, QLLM, QNotify} {
 		s.Queues[q].GrantSendMessages(f)
 	}
+	s.Queues[QFeedback].Grant(f, jsii.String("sqs:GetQueueAttributes"))
+	s.DLQs[QFeedback].Grant(f, jsii.String("sqs:GetQueueAttributes"))
 }
 
 // grantDiffs allows actions on the diff objects (diffs/* in the payload

@@ -65,7 +65,7 @@ var functionSpecs = []fnSpec{
 	// watermark can pass them (docs/architecture.md, "The remaining window";
 	// TestEvidenceMarginExceedsFeedbackVisibility).
 	{Name: FnFeedback, Memory: 128, Timeout: 10, Queue: QFeedback, Description: "SES event publishing (SNS to SQS) into delivery rows"},
-	{Name: FnSweeper, Memory: 256, Timeout: 120, Description: "every 5 minutes: stuck jobs, stuck sends, sends without evidence"},
+	{Name: FnSweeper, Memory: 256, Timeout: 120, Description: "every minute: stuck jobs, stuck sends, sends without evidence, the feedback queue drained"},
 }
 
 // Queue settings.
@@ -446,15 +446,20 @@ func (s *Stack) environment(fn string) map[string]*string {
 		// transient bounce sends the delivery again: the job reopens at
 		// notify and a notify message is enqueued, hence the notify
 		// queue's URL (config.QueueEnv(job.StageNotify)).
-		set(EnvDeliveriesTable, deliveries, EnvJobsTable, jobs, QueueEnv(QNotify), qURL(QNotify))
+		// It measures each Send event against the publish bound
+		// (R-EVIDENCE-7).
+		set(EnvDeliveriesTable, deliveries, EnvJobsTable, jobs, QueueEnv(QNotify), qURL(QNotify),
+			EnvEvidenceMargin, jsii.String(EvidenceMargin))
 	case FnSweeper:
 		// Re-enqueues a stuck job at its current stage (any of the three)
-		// and hands stuck sends to notify.
+		// and hands stuck sends to notify; reads the feedback queue's and
+		// its DLQ's counters to move the evidence path's drain time
+		// (internal/drain), the configuration set's.
 		set(EnvJobsTable, jobs, EnvDeliveriesTable, deliveries,
 			QueueEnv(QFetch), qURL(QFetch), QueueEnv(QLLM), qURL(QLLM), QueueEnv(QNotify), qURL(QNotify),
 			EnvSweepStuckAfter, jsii.String(SweepStuckAfter), EnvEvidenceWindow, jsii.String(EvidenceWindow),
-			// The evidence watermark it reads is the configuration set's.
-			EnvEvidenceMargin, jsii.String(EvidenceMargin), EnvConfigurationSet, s.ConfigSet.ConfigurationSetName())
+			EnvEvidenceMargin, jsii.String(EvidenceMargin), EnvConfigurationSet, s.ConfigSet.ConfigurationSetName(),
+			EnvFeedbackQueueURL, qURL(QFeedback), EnvFeedbackDLQURL, dURL(QFeedback), EnvCounterLag, jsii.String(CounterLag))
 	default:
 		panic(fmt.Sprintf("no environment for function %q", fn))
 	}
@@ -584,10 +589,14 @@ func (s *Stack) api() {
 	}
 }
 
+// schedule runs the sweeper every minute: besides its sweeps, each run is
+// a chance to find the feedback queue drained (internal/drain), which is
+// when a send whose answer was lost can be settled; a minute keeps that
+// chance frequent for the cost of 1,440 short invocations a day.
 func (s *Stack) schedule() {
 	awsevents.NewRule(s.Stack, jsii.String("SweeperSchedule"), &awsevents.RuleProps{
-		Description: jsii.String("Criticizer sweeper, every 5 minutes"),
-		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(5))),
+		Description: jsii.String("Criticizer sweeper, every minute"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(SweepEveryMinutes))),
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.Functions[FnSweeper],
 			&awseventstargets.LambdaFunctionProps{RetryAttempts: jsii.Number(0)})},
 	})

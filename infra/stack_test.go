@@ -429,7 +429,7 @@ func TestSweeperSchedule(t *testing.T) {
 	}
 	for id, r := range rules {
 		p := props(r)
-		if p["ScheduleExpression"] != "rate(5 minutes)" || p["State"] == "DISABLED" {
+		if p["ScheduleExpression"] != "rate(1 minute)" || p["State"] == "DISABLED" {
 			t.Errorf("%s: schedule %v state %v", id, p["ScheduleExpression"], p["State"])
 		}
 		targets := p["Targets"].([]any)

@@ -25,7 +25,7 @@ confirmed moves to 'reconciling' (OrderingViolations alarm).
 
   criticizer deliveries held          the held rows, with what each waits for
   criticizer deliveries show <id>     one row: its evidence, its audit trail, the evidence path
-  criticizer evidence show            the evidence watermark, its lag and pending events
+  criticizer evidence show            the evidence path: newest event, drain time and its lag
   criticizer deliveries resolve <id> --note "<how you know it was delivered>"
                the message did go out: mark the row sent, never send it again
   criticizer deliveries requeue <id> --note "<how you know it was not>"

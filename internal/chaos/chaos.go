@@ -118,11 +118,9 @@ type Stack struct {
 
 // Campaign timings: the production values scaled down so a run takes
 // minutes, keeping their order: lease < margin-passed < held ≪ evidence
-// window; the evidence margin above the feedback queue's visibility
-// timeout plus the event path's delay (a feedback batch that dies before
-// it registers its events is seen again before the watermark can pass
-// them); stuck-after above the longest backoff of a 5-attempt budget
-// (16 s).
+// window; the evidence margin above the event bridge's publishing delay
+// (the publish bound R-EVIDENCE-2 assumes); stuck-after above the longest
+// backoff of a 5-attempt budget (16 s).
 const (
 	invocationTimeout  = 3 * time.Second
 	visibilityTimeout  = 8 // seconds; a crashed stage invocation's batch returns after this
@@ -170,6 +168,8 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	cfg.WebhookSecret = planted.webhook
 	cfg.GitHub.Token, cfg.GitLab.Token, cfg.OpenAI.APIKey = planted.github, planted.gitlab, planted.openai
 	cfg.DeliveryLease, cfg.EvidenceMargin = deliveryLease, evidenceMargin
+	// fauxqs's counters are exact at once (internal/drain).
+	cfg.EvidenceCounterLag = time.Second
 	cfg.SweepStuckAfter, cfg.EvidenceWindow = sweepStuckAfter, evidenceWindow
 	res.Apply(&cfg)
 

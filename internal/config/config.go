@@ -71,9 +71,17 @@ type Config struct {
 	// suppressions never expire.
 	Retention     time.Duration
 	DeliveryLease time.Duration
-	// EvidenceMargin is how far the SES evidence watermark must pass a
-	// send whose answer was lost before silence proves it did not happen.
+	// EvidenceMargin is the publish bound the evidence rule assumes: the
+	// longest SES takes to get a message's Send event onto the feedback
+	// queue after accepting it (R-EVIDENCE-2, R-EVIDENCE-7).
 	EvidenceMargin time.Duration
+	// EvidenceCounterLag is how stale SQS's approximate counters may be:
+	// an empty reading of the feedback queue speaks for messages older
+	// than this (internal/drain).
+	EvidenceCounterLag time.Duration
+	// FeedbackQueueURL and FeedbackDLQURL are the feedback queue and its
+	// DLQ, whose counters the sweeper reads (internal/drain).
+	FeedbackQueueURL, FeedbackDLQURL string
 	// ProbeAddress receives evidence probes (the SES mailbox simulator by
 	// default); empty: no probes.
 	ProbeAddress      string
@@ -188,6 +196,9 @@ const (
 	EnvRetention         = "CRITICIZER_RETENTION"
 	EnvDeliveryLease     = "CRITICIZER_DELIVERY_LEASE"
 	EnvEvidenceMargin    = "CRITICIZER_EVIDENCE_MARGIN"
+	EnvCounterLag        = "CRITICIZER_EVIDENCE_COUNTER_LAG"
+	EnvFeedbackQueueURL  = "CRITICIZER_FEEDBACK_QUEUE_URL"
+	EnvFeedbackDLQURL    = "CRITICIZER_FEEDBACK_DLQ_URL"
 	EnvProbeAddress      = "CRITICIZER_EVIDENCE_PROBE_ADDRESS"
 	EnvAllowPrivateDiffs = "CRITICIZER_ALLOW_PRIVATE_DIFF_URLS"
 	EnvDiffURLPorts      = "CRITICIZER_DIFF_URL_PORTS"
@@ -214,6 +225,15 @@ const (
 	EnvIncrementalReview        = "CRITICIZER_INCREMENTAL_REVIEW"
 	DefaultLLMMaxFindings       = 5
 	DefaultRetention            = 90 * 24 * time.Hour
+	// DefaultEvidenceMargin is the publish bound (EvidenceMargin): SES
+	// documents none; its events usually reach the queue in seconds, and
+	// the feedback function counts every Send event later than this
+	// (LateSendEvents). A larger bound only delays the resend of a send
+	// whose answer was lost.
+	DefaultEvidenceMargin = 5 * time.Minute
+	// DefaultCounterLag is SQS's documented "at least 1 minute" for its
+	// approximate counters to settle, doubled.
+	DefaultCounterLag = 2 * time.Minute
 	MaxReviewInstructionsRunes  = 2000
 
 	EnvGitHubWebhookSecret = "CRITICIZER_GITHUB_WEBHOOK_SECRET"

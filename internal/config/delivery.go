@@ -25,15 +25,20 @@ func (c *Config) readRetention(getenv func(string) string) error {
 }
 
 // readDelivery reads the outbox's settings: the claim's lease, the
-// evidence margin and probes, the sweeper's thresholds and the send rate.
+// evidence path (the publish bound, the counters' lag, the feedback queue
+// the sweeper reads, probes), the sweeper's thresholds and the send rate.
 func (c *Config) readDelivery(getenv func(string) string) error {
 	var err error
 	if c.DeliveryLease, err = duration(getenv, EnvDeliveryLease, 2*time.Minute); err != nil {
 		return err
 	}
-	if c.EvidenceMargin, err = duration(getenv, EnvEvidenceMargin, 2*time.Minute); err != nil {
+	if c.EvidenceMargin, err = duration(getenv, EnvEvidenceMargin, DefaultEvidenceMargin); err != nil {
 		return err
 	}
+	if c.EvidenceCounterLag, err = duration(getenv, EnvCounterLag, DefaultCounterLag); err != nil {
+		return err
+	}
+	c.FeedbackQueueURL, c.FeedbackDLQURL = getenv(EnvFeedbackQueueURL), getenv(EnvFeedbackDLQURL)
 	switch v := strings.TrimSpace(getenv(EnvProbeAddress)); v {
 	case "":
 		c.ProbeAddress = DefaultProbeAddress

@@ -53,13 +53,35 @@ func Decide(r Row, now time.Time) Action {
 	return Hold
 }
 
-// Evidence is how far the provider's evidence path has been processed:
-// the feedback function's watermark (the newest SES event time it has
-// recorded for the configuration set) and the margin by which it must pass
-// a send before the absence of an event for that send means anything.
+// Evidence is how far the provider's evidence path has been processed
+// (R-EVIDENCE-2), and the bound the protocol assumes on SES's publishing.
 type Evidence struct {
-	Watermark time.Time
-	Margin    time.Duration
+	// Newest is the newest SES event time (mail.timestamp) the feedback
+	// function has recorded: events of mail accepted up to then were
+	// published and delivered. It says the path was working; it says
+	// nothing about events still in flight.
+	Newest time.Time
+	// Drained: every message that reached the feedback queue before it has
+	// been processed (the queue and its DLQ were found empty,
+	// internal/drain).
+	Drained time.Time
+	// Bound is the longest SES takes to get a message's Send event onto
+	// the feedback queue after accepting the message
+	// (CRITICIZER_EVIDENCE_MARGIN): the assumption the rule rests on;
+	// the feedback function measures every Send event against it and
+	// alarms when one is later (R-EVIDENCE-7).
+	Bound time.Duration
+}
+
+// CaughtUp reports whether the evidence path has demonstrably processed
+// every event that could name a message SES accepted by t: the path was
+// working after t (an event of a later message was recorded), and every
+// message that reached the feedback queue up to t+Bound — where a Send
+// event of such a message must be by then — has been processed. Events
+// out of order, minutes late in the queue, retried or redriven from the
+// DLQ all keep the queue from draining, so none of them is passed over.
+func (e Evidence) CaughtUp(t time.Time) bool {
+	return !e.Newest.IsZero() && !e.Newest.Before(t) && e.Drained.After(t.Add(e.Bound))
 }
 
 // Settlement is how a row whose send may have happened is settled.
@@ -72,9 +94,9 @@ const (
 	// Await: no evidence yet, and the evidence path has not caught up past
 	// the send: the send may still show up. Hold the row, never resend.
 	Await
-	// Resend: the evidence path has processed events from after the send,
-	// plus the margin, and none names the row: the send did not happen.
-	// Release the row to be claimed again.
+	// Resend: the evidence path has caught up past the send
+	// (Evidence.CaughtUp) and no event names the row: the send did not
+	// happen. Release the row to be claimed again.
 	Resend
 )
 
@@ -96,15 +118,14 @@ func (r Row) SentBy() time.Time {
 // Missing evidence proves nothing by itself: SES publishes events through
 // SNS, and a stalled path (the feedback function failing, SNS trouble, a
 // misconfigured configuration set) looks exactly like a send that never
-// happened. Only once the watermark is past SentBy()+Margin — events sent
-// after this send have been recorded — does silence mean the send did not
-// happen. The margin absorbs SNS's reordering between events of
-// different messages.
+// happened; so does an event that sits in the feedback queue behind a
+// timed-out batch. Only once the evidence path has caught up past
+// SentBy() (Evidence.CaughtUp) does silence mean the send did not happen.
 func Settle(r Row, ev Evidence) Settlement {
 	if r.HasEvidence() || r.NotificationID != "" {
 		return Backfill
 	}
-	if !ev.Watermark.IsZero() && !ev.Watermark.Before(r.SentBy().Add(ev.Margin)) {
+	if ev.CaughtUp(r.SentBy()) {
 		return Resend
 	}
 	return Await

@@ -8,33 +8,41 @@ import (
 )
 
 // Missing evidence is proof that a send did not happen only once the
-// evidence path has processed events from after the send, plus a margin
-// (regression: missing evidence used to count as proof 5 minutes after
-// the lease, however far behind the SES event path was).
-// Rules: R-OUTBOX-6.
-func TestSettle_ResendOnlyWhenTheWatermarkPassedTheSend(t *testing.T) {
+// evidence path has caught up past it: an event of a later message was
+// recorded (the path works), and the feedback queue drained after the
+// send plus the publish bound (every event of the send has been
+// processed). Either alone is not enough: a recorded newer event says
+// nothing of an older one still in the queue (regression: main's
+// watermark, the newest event recorded, resent a send whose Send event
+// sat in the queue behind a probe's — found by internal/explore); a
+// drained queue says nothing when SES publishes nothing.
+// Rules: R-OUTBOX-6, R-EVIDENCE-2.
+func TestSettle_ResendOnlyWhenTheEvidencePathCaughtUp(t *testing.T) {
 	lease := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	const margin = 2 * time.Minute
+	const bound = 2 * time.Minute
 	sending := delivery.Row{Status: delivery.StatusSending, LeaseUntil: lease}
 	tests := []struct {
-		name      string
-		row       delivery.Row
-		watermark time.Time
-		want      delivery.Settlement
+		name            string
+		row             delivery.Row
+		newest, drained time.Time
+		want            delivery.Settlement
 	}{
-		{"no watermark yet (no event ever recorded)", sending, time.Time{}, delivery.Await},
-		{"watermark before the lease", sending, lease.Add(-time.Hour), delivery.Await},
-		{"watermark past the lease, within the margin", sending, lease.Add(margin - time.Second), delivery.Await},
-		{"watermark exactly lease+margin", sending, lease.Add(margin), delivery.Resend},
-		{"watermark far past", sending, lease.Add(time.Hour), delivery.Resend},
-		{"a Send event on the row, whatever the watermark", withSend(sending), time.Time{}, delivery.Backfill},
-		{"a Delivery event on the row", delivery.Row{Status: delivery.StatusSending, LeaseUntil: lease, DeliveredAt: lease}, lease.Add(time.Hour), delivery.Backfill},
-		{"a known provider message id", delivery.Row{Status: delivery.StatusSending, LeaseUntil: lease, NotificationID: "ses-1"}, lease.Add(time.Hour), delivery.Backfill},
-		{"no lease: the last update is the bound", delivery.Row{Status: delivery.StatusSending, UpdatedAt: lease}, lease.Add(margin), delivery.Resend},
+		{"nothing recorded, nothing drained", sending, time.Time{}, time.Time{}, delivery.Await},
+		{"a newer event recorded, the queue never drained", sending, lease.Add(time.Hour), time.Time{}, delivery.Await},
+		{"drained long after, no event ever recorded (path dead)", sending, time.Time{}, lease.Add(time.Hour), delivery.Await},
+		{"drained long after, newest event before the send", sending, lease.Add(-time.Second), lease.Add(time.Hour), delivery.Await},
+		{"newest at the send, drained within the bound", sending, lease, lease.Add(bound - time.Second), delivery.Await},
+		{"newest at the send, drained exactly at send+bound", sending, lease, lease.Add(bound), delivery.Await},
+		{"newest at the send, drained past send+bound", sending, lease, lease.Add(bound + time.Nanosecond), delivery.Resend},
+		{"both far past", sending, lease.Add(time.Hour), lease.Add(time.Hour), delivery.Resend},
+		{"a Send event on the row, whatever the path", withSend(sending), time.Time{}, time.Time{}, delivery.Backfill},
+		{"a Delivery event on the row", delivery.Row{Status: delivery.StatusSending, LeaseUntil: lease, DeliveredAt: lease}, lease.Add(time.Hour), lease.Add(time.Hour), delivery.Backfill},
+		{"a known provider message id", delivery.Row{Status: delivery.StatusSending, LeaseUntil: lease, NotificationID: "ses-1"}, lease.Add(time.Hour), lease.Add(time.Hour), delivery.Backfill},
+		{"no lease: the last update is the bound", delivery.Row{Status: delivery.StatusSending, UpdatedAt: lease}, lease, lease.Add(bound + time.Second), delivery.Resend},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := delivery.Settle(tt.row, delivery.Evidence{Watermark: tt.watermark, Margin: margin}); got != tt.want {
+			if got := delivery.Settle(tt.row, delivery.Evidence{Newest: tt.newest, Drained: tt.drained, Bound: bound}); got != tt.want {
 				t.Errorf("Settle = %v; want %v", got, tt.want)
 			}
 		})

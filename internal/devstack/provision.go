@@ -98,6 +98,7 @@ func Provision(ctx context.Context, c *Clients, prefix string) (Resources, error
 // Apply writes the resource names into a function configuration.
 func (r Resources) Apply(cfg *config.Config) {
 	cfg.JobsTable, cfg.DeliveriesTable, cfg.PayloadBucket, cfg.Queues = r.JobsTable, r.DeliveriesTable, r.PayloadBucket, r.Queues
+	cfg.FeedbackQueueURL, cfg.FeedbackDLQURL = r.FeedbackQueue, r.FeedbackDLQ
 }
 
 func createTable(ctx context.Context, db *dynamodb.Client, name, key, ttlAttr string, indexAttrs []ddbtypes.AttributeDefinition, indexes ...ddbtypes.GlobalSecondaryIndex) error {

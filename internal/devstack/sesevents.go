@@ -82,7 +82,7 @@ func (b *SESEventBridge) Resume() {
 // publishing to it is set up (a configuration set's event destination
 // created or changed): an SNS notification whose Message is this text, not
 // JSON, with no subject.
-const ValidationNotice = "Successfully validated SNS topic for Amazon SES event publishing."
+const ValidationNotice = feedback.ValidationNotice
 
 // Run publishes the validation notice, then events until ctx is done.
 // Mail already in the emulator's store when it starts gets no events: SES

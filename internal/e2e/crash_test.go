@@ -152,7 +152,10 @@ func TestCrashPoints_ExactlyOneEmailPerRecipient(t *testing.T) {
 			t.Parallel()
 			var s *stack
 			inj := fault.New()
-			opts := devstack.FunctionOptions{Pollers: 2, Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}}
+			// The sweeper runs, as on its schedule in a deployment: a send that
+			// crashed mid-flight is resent only once it has seen the feedback
+			// queue drained past the send (R-EVIDENCE-2).
+			opts := devstack.FunctionOptions{Pollers: 2, SweepEvery: time.Second, Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}}
 			if c.wrap != nil {
 				opts.Wire.Wrap = func(st job.Stage, fn stage.Func) stage.Func { return c.wrap(s)(st, fn) }
 			}

@@ -139,8 +139,9 @@ func TestEvidencePathStopped_AmbiguousSendsHeld_SettleWhenItResumes(t *testing.T
 
 // The one window the design cannot close, shown rather than hidden: SES
 // stores a message, its answer is lost, and every event of that message is
-// lost too (or delayed past the margin) while later events arrive. Then the
-// evidence path has caught up past the send with nothing naming the row,
+// lost too (or published later than the bound, R-EVIDENCE-7) while later
+// events arrive. Then the evidence path has caught up past the send (the
+// feedback queue drained) with nothing naming the row,
 // and the row is sent again: ResentWithoutEvidence fires at once, and if
 // the first message's events arrive after all, DuplicateSends fires and the
 // row records the duplicate.
@@ -154,7 +155,7 @@ func TestRemainingWindow_EveryEventOfALostAnswerLost_ResentAndDetected(t *testin
 	cl := testenv.Prefix(t)
 	did := delivery.ID(job.ChangelistKey("generic", cl), rcpt, 1)
 	first := ""
-	s := startStack(t, devstack.FunctionOptions{Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}},
+	s := startStack(t, devstack.FunctionOptions{SweepEvery: time.Second, Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}},
 		func(c *config.Config) { c.DeliveryLease, c.EvidenceMargin = time.Second, 2*time.Second })
 	s.fns.Bridge.Deliver = func(ctx context.Context, evs []devstack.SESEvent, publish func(context.Context, devstack.SESEvent) error) error {
 		for _, e := range evs {

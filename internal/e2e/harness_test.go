@@ -78,6 +78,9 @@ func startStack(t *testing.T, o devstack.FunctionOptions, tweak ...func(*config.
 	cfg.Endpoints, cfg.WebhookSecret, cfg.SESStoreURL, cfg.AllowPrivateDiffs = env.Endpoints, secret, env.SESURL, true
 	cfg.DiffURLPorts = []int{0}
 	res.Apply(&cfg)
+	// fauxqs's counters are exact at once; SQS's settle within about a
+	// minute (internal/drain), which the default allows for.
+	cfg.EvidenceCounterLag = time.Second
 	for _, f := range tweak {
 		f(&cfg)
 	}

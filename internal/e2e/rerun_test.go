@@ -141,9 +141,14 @@ func TestSweeper_RecoversUnenqueuedJob_FlagsSentWithoutEvidence(t *testing.T) {
 	if err != nil || rep.OrderingViolations != 0 {
 		t.Fatalf("second sweep: %+v %v, want no ordering violation while the evidence path is behind", rep, err)
 	}
-	// Once it has recorded events from after the send (plus the margin)
-	// and none names the row, the row is an ordering-contract suspect.
-	if err := s.fns.Evidence.Advance(ctx, "", time.Now().Add(s.cfg.EvidenceMargin+time.Second)); err != nil {
+	// Once it has caught up past the send — an event of later mail
+	// recorded, the feedback queue drained past the send and the bound —
+	// and no event names the row, the row is an ordering-contract suspect.
+	later := time.Now().Add(s.cfg.EvidenceMargin + time.Second)
+	if err := s.fns.Evidence.Advance(ctx, "", later); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.fns.Evidence.Drain(ctx, "", later); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = sw.Run(ctx)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -65,6 +66,25 @@ func ParseSESEvent(body []byte) (SESEvent, error) {
 		return SESEvent{}, fmt.Errorf("%w: eventType or mail.messageId missing", ErrNotSESEvent)
 	}
 	return ev, nil
+}
+
+// ValidationNotice is the text SES publishes to an SNS topic when event
+// publishing to it is set up, before any event.
+const ValidationNotice = "Successfully validated SNS topic for Amazon SES event publishing."
+
+// IsValidationNotice reports whether an SQS body is SES's validation
+// notice: the text itself (SNS raw message delivery) or an SNS
+// notification envelope whose Message is the text. It is no event and no
+// error: the feedback function acknowledges it.
+func IsValidationNotice(body []byte) bool {
+	if strings.TrimSpace(string(body)) == ValidationNotice {
+		return true
+	}
+	var n struct {
+		Type    string `json:"Type"`
+		Message string `json:"Message"`
+	}
+	return json.Unmarshal(body, &n) == nil && n.Type == "Notification" && strings.TrimSpace(n.Message) == ValidationNotice
 }
 
 // DeliveryID is the delivery id tag the notifier set, or "".

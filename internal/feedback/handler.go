@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/criticizer/criticizer/internal/deadline"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
@@ -18,20 +20,31 @@ import (
 
 // Handler is the feedback function: it records SES events on the delivery
 // rows they name, as provider evidence for reconciliation (R-OUTBOX-6),
-// and keeps the evidence watermark the notifier settles lost answers by.
+// and the newest event time of each configuration set, half of what the
+// notifier settles lost answers by (the drain time is the other,
+// internal/drain).
 type Handler struct {
 	Deliveries Outbox
-	// Evidence keeps the watermark: how far, per configuration set, the
-	// events have been recorded. Nil: not kept (the notifier then never
-	// resends a send whose answer was lost).
+	// Evidence keeps the newest event time per configuration set. Nil:
+	// not kept (the notifier then never resends a send whose answer was
+	// lost).
 	Evidence Evidence
+	// Bound is the publish bound the evidence rule assumes
+	// (CRITICIZER_EVIDENCE_MARGIN): a Send event that reached the queue
+	// later than Bound after SES accepted its message is counted and
+	// logged as an error (LateSendEvents, R-EVIDENCE-7); it is the one
+	// case where a second email is possible. Zero: not measured.
+	Bound time.Duration
+	// Budget is the invocation's time per record (internal/deadline): a
+	// record is started only while one's Need fits before the Reserve.
+	Budget deadline.Budget
 	// Recipients receives suppressions: a permanent bounce or a complaint
 	// stops every later send to the address. Nil: not recorded.
 	Recipients Suppressor
 	// Jobs and Queue send a row again after provider evidence that it was
-	// not delivered (a transient bounce, a Reject): the job is reopened at
-	// notify and a notify message enqueued. Nil: such events are only
-	// recorded.
+	// not delivered (a transient bounce): the job is reopened at notify
+	// and a notify message enqueued; and mark the job of a rejected row
+	// needs_intervention. Nil: such events are only recorded.
 	Jobs  Reopener
 	Queue Enqueuer
 	// MaxBounceResends bounds the resends of one delivery after evidence
@@ -39,6 +52,15 @@ type Handler struct {
 	// not mailed forever.
 	MaxBounceResends int
 	Log              *slog.Logger
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 // Outbox is what feedback does with delivery rows (store.Outbox).
@@ -46,13 +68,12 @@ type Outbox interface {
 	Get(ctx context.Context, id string) (delivery.Row, error)
 	RecordEvent(ctx context.Context, id string, e store.Event) (delivery.Row, store.EventOutcome, error)
 	ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error)
+	Reject(ctx context.Context, id, providerMessageID string, at time.Time) (delivery.Row, error)
 }
 
-// Evidence keeps the watermark (store.EvidencePath).
+// Evidence keeps the newest event time (store.EvidencePath).
 type Evidence interface {
 	Advance(ctx context.Context, set string, at time.Time) error
-	HoldBack(ctx context.Context, set string, pending map[string]time.Time) error
-	Release(ctx context.Context, set string, ids []string) error
 }
 
 // Suppressor records suppressions (store.Recipients).
@@ -60,9 +81,11 @@ type Suppressor interface {
 	Suppress(ctx context.Context, recipientID, reason string, at time.Time) error
 }
 
-// Reopener puts a finished job back at notify (store.JobStore).
+// Reopener puts a finished job back at notify, or marks it for a person
+// (store.JobStore).
 type Reopener interface {
 	Reopen(ctx context.Context, id job.ID) error
+	Intervene(ctx context.Context, id job.ID) error
 }
 
 // Enqueuer sends a stage message.
@@ -70,52 +93,44 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, m job.Message) error
 }
 
-// Handle processes a batch from the feedback queue. A record that cannot be
-// stored is reported as a batch item failure and retried; one that is not an
-// SES event is reported too, so the queue's redrive policy moves it to the
-// feedback DLQ for inspection instead of dropping it.
+// Handle processes a batch from the feedback queue. A record that cannot
+// be stored is reported as a batch item failure and retried; one that is
+// not an SES event is reported too, so the queue's redrive policy moves it
+// to the feedback DLQ for inspection instead of dropping it — except SES's
+// own validation notice, which is acknowledged (IsValidationNotice). A
+// record after the first is started only while Budget allows: it and the
+// rest are reported as failures, to come back whole, rather than lose the
+// whole batch to Lambda's timeout.
 //
-// The batch also keeps the evidence watermark (store.Evidence), which the
-// notifier trusts to say "every event up to here is recorded". So before
-// any record is processed, every event of the batch is registered as
-// pending, holding the watermark back before it; each is released once
-// recorded, and only then does the watermark move to the newest event
-// recorded. An event that fails — or a batch whose invocation dies
-// half-way — keeps holding the watermark back until a retry records it:
-// that event may be the only evidence that a send happened. If the events
-// cannot be registered, nothing is processed and the batch is retried.
+// Once a record is stored its message is deleted (the event source
+// mapping deletes what is not reported), and the newest event time moves
+// to the newest event recorded. A record that fails stays in the queue or
+// its DLQ, which keeps the drain time (internal/drain) before it: that
+// event may be the only evidence that a send happened. Nothing here is
+// keyed by the SQS message id, which a redrive changes.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var resp events.SQSEventResponse
 	fail := func(id string) {
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
 	}
-	parsed := make([]SESEvent, len(ev.Records))
-	pending := map[string]map[string]time.Time{} // set → SQS message id → event time
+	newest := map[string]time.Time{} // set → newest event recorded
+	plan := h.Budget.Plan(ctx)
 	for i, rec := range ev.Records {
+		if i > 0 && !plan.Allows() {
+			for _, r := range ev.Records[i:] {
+				fail(r.MessageId)
+			}
+			h.Log.WarnContext(ctx, "invocation near its deadline; records left for the next", "left", len(ev.Records)-i)
+			break
+		}
+		if IsValidationNotice([]byte(rec.Body)) {
+			h.Log.InfoContext(ctx, "SES validated the events topic; notice acknowledged", "message_id", rec.MessageId)
+			continue
+		}
 		e, err := ParseSESEvent([]byte(rec.Body))
 		if err != nil {
 			h.Log.WarnContext(ctx, "feedback record is not an SES event", "message_id", rec.MessageId, "error", err)
-			continue
-		}
-		parsed[i] = e
-		set := e.ConfigurationSet()
-		if pending[set] == nil {
-			pending[set] = map[string]time.Time{}
-		}
-		pending[set][rec.MessageId] = e.SentAt()
-	}
-	if !h.holdBack(ctx, pending) {
-		for _, rec := range ev.Records {
-			fail(rec.MessageId)
-		}
-		return resp, nil
-	}
-	recorded := map[string][]string{} // set → SQS message ids recorded
-	newest := map[string]time.Time{}  // set → newest event recorded
-	for i, rec := range ev.Records {
-		e := parsed[i]
-		if e.EventType == "" {
-			fail(rec.MessageId) // not an SES event: to the feedback DLQ
+			fail(rec.MessageId) // to the feedback DLQ
 			continue
 		}
 		if err := h.record(ctx, e); err != nil {
@@ -123,45 +138,43 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			fail(rec.MessageId)
 			continue
 		}
-		set := e.ConfigurationSet()
-		recorded[set] = append(recorded[set], rec.MessageId)
-		if t := e.SentAt(); t.After(newest[set]) {
-			newest[set] = t
+		h.measure(ctx, rec, e)
+		if set := e.ConfigurationSet(); e.SentAt().After(newest[set]) {
+			newest[set] = e.SentAt()
 		}
 	}
 	if h.Evidence == nil {
 		return resp, nil
 	}
-	for set, ids := range recorded {
-		if err := h.Evidence.Release(ctx, set, ids); err != nil {
-			// Still registered as pending: they would hold the watermark
-			// back for ever. Recording is idempotent, so they go round
-			// again and are released then.
-			h.Log.WarnContext(ctx, "could not release recorded events from the evidence watermark; retrying them", "error", err)
-			for _, id := range ids {
-				fail(id)
-			}
-			continue
-		}
-		if err := h.Evidence.Advance(ctx, set, newest[set]); err != nil {
-			h.Log.WarnContext(ctx, "could not advance the evidence watermark", "error", err)
+	for set, at := range newest {
+		if err := h.Evidence.Advance(ctx, set, at); err != nil {
+			// The events are recorded; the next batch moves it on.
+			h.Log.WarnContext(ctx, "could not advance the newest evidence time", "error", err)
 		}
 	}
 	return resp, nil
 }
 
-// holdBack registers a batch's events as pending; false if it could not.
-func (h *Handler) holdBack(ctx context.Context, pending map[string]map[string]time.Time) bool {
-	if h.Evidence == nil {
-		return true
+// measure records how late a Send event reached the feedback queue after
+// SES accepted its message (SQS's SentTimestamp against mail.timestamp),
+// and reports one later than the publish bound (R-EVIDENCE-7). A message
+// redriven from the DLQ carries the time of its redrive, not of SNS's
+// delivery, and is not measured.
+func (h *Handler) measure(ctx context.Context, rec events.SQSMessage, e SESEvent) {
+	if e.EventType != "Send" || h.Bound <= 0 || rec.Attributes["DeadLetterQueueSourceArn"] != "" {
+		return
 	}
-	for set, p := range pending {
-		if err := h.Evidence.HoldBack(ctx, set, p); err != nil {
-			h.Log.WarnContext(ctx, "could not register the batch's events with the evidence watermark; retrying the batch", "error", err)
-			return false
-		}
+	ms, err := strconv.ParseInt(rec.Attributes["SentTimestamp"], 10, 64)
+	if err != nil || ms <= 0 {
+		return
 	}
-	return true
+	late := time.UnixMilli(ms).Sub(e.SentAt())
+	obs.Metric(ctx, h.Log, map[string]string{"Function": "feedback"}, map[string]float64{"SendEventLatenessSeconds": max(0, late.Seconds())})
+	if late > h.Bound {
+		obs.Metric(ctx, h.Log, map[string]string{"Function": "feedback"}, map[string]float64{"LateSendEvents": 1})
+		h.Log.ErrorContext(ctx, "a Send event reached the feedback queue later than the evidence bound: a send whose answer was lost may have been resent",
+			"provider_message_id", e.Mail.MessageID, "late_seconds", late.Seconds(), "bound_seconds", h.Bound.Seconds())
+	}
 }
 
 func (h *Handler) record(ctx context.Context, ev SESEvent) error {
@@ -179,6 +192,9 @@ func (h *Handler) record(ctx context.Context, ev SESEvent) error {
 	e := store.Event{Type: ev.EventType, MessageID: ev.Mail.MessageID, At: ev.At()}
 	if ev.Bounce != nil {
 		e.BounceType = ev.Bounce.BounceType
+	}
+	if e.Type == "Reject" {
+		return h.reject(ctx, id, ev)
 	}
 	if e.NotDelivered() && h.Jobs != nil && h.Queue != nil {
 		resent, err := h.resend(ctx, id, e)
@@ -236,11 +252,37 @@ func (h *Handler) unknown(ctx context.Context, id string, ev SESEvent) error {
 	return nil
 }
 
+// reject settles a row SES rejected (R-EVIDENCE-8): a Reject means SES
+// accepted the call, then refused the message for its content and never
+// attempted delivery. The same message would be refused again, so the row
+// is failed permanently (REJECTED), never resent, and its job needs a
+// person. A Reject of a message other than the row's send is evidence of
+// nothing and is ignored.
+func (h *Handler) reject(ctx context.Context, id string, ev SESEvent) error {
+	row, err := h.Deliveries.Reject(ctx, id, ev.Mail.MessageID, ev.At())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return h.unknown(ctx, id, ev)
+	case errors.Is(err, store.ErrConflict):
+		h.Log.InfoContext(ctx, "a Reject of another send of the row; ignored", "delivery_id", id)
+		return nil
+	case err != nil:
+		return err
+	}
+	if h.Jobs != nil {
+		if err := h.Jobs.Intervene(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	obs.Metric(ctx, h.Log, map[string]string{"Reason": "reject"}, map[string]float64{"Rejects": 1})
+	h.Log.ErrorContext(ctx, "SES rejected the message; the delivery failed permanently and needs a person",
+		"delivery_id", id, "job_id", row.JobID, "provider_message_id", ev.Mail.MessageID)
+	return nil
+}
+
 // resend sends a delivery again after provider evidence that its send did
 // not reach the reader: a transient bounce (R-EVIDENCE-5
-// "isPermanentBounce ? 'suppressed' : 'failed_transient'") or a Reject
-// (R-RECON-2: "if not delivered, clear sent markers and
-// requeue"). The row goes back to failed_transient (one conditional
+// "isPermanentBounce ? 'suppressed' : 'failed_transient'"). The row goes back to failed_transient (one conditional
 // write), the job back to notify, and a notify message is enqueued. A
 // redelivered event finds the row already requeued and repeats only the
 // idempotent reopen and enqueue. It reports false when the row is not
@@ -252,11 +294,7 @@ func (h *Handler) resend(ctx context.Context, id string, e store.Event) (bool, e
 	if max == 0 {
 		max = 2
 	}
-	class := "TRANSIENT_BOUNCE"
-	if e.Type == "Reject" {
-		class = "REJECTED"
-	}
-	row, err := h.Deliveries.ResendAfterNotDelivered(ctx, id, e.MessageID, class, e.At, max)
+	row, err := h.Deliveries.ResendAfterNotDelivered(ctx, id, e.MessageID, "TRANSIENT_BOUNCE", e.At, max)
 	if errors.Is(err, store.ErrConflict) {
 		if row, err = h.Deliveries.Get(ctx, id); err != nil {
 			return false, err
@@ -264,7 +302,7 @@ func (h *Handler) resend(ctx context.Context, id string, e store.Event) (bool, e
 		switch {
 		case row.Status == delivery.StatusFailedTransient && row.Bounced(e.MessageID):
 			// Requeued by an earlier delivery of this event: finish its work.
-		case row.Status == delivery.StatusSending && row.NotificationID == "" && time.Now().Before(row.LeaseUntil):
+		case row.Status == delivery.StatusSending && row.NotificationID == "" && h.now().Before(row.LeaseUntil):
 			return false, retry.Transient(retry.InFlight, errors.New("a send of the row is in flight; the bounce is settled after it"))
 		default:
 			h.Log.InfoContext(ctx, "undelivered send not resent", "delivery_id", id, "status", row.Status, "bounce_resends", row.BounceResends)
@@ -279,13 +317,9 @@ func (h *Handler) resend(ctx context.Context, id string, e store.Event) (bool, e
 	if err := h.Queue.Enqueue(ctx, job.Message{JobID: row.JobID, Stage: job.StageNotify}); err != nil {
 		return false, err
 	}
-	reason := "transient_bounce"
-	if e.Type == "Reject" {
-		reason = "reject"
-	}
-	obs.Metric(ctx, h.Log, map[string]string{"Reason": reason}, map[string]float64{"Resends": 1})
+	obs.Metric(ctx, h.Log, map[string]string{"Reason": "transient_bounce"}, map[string]float64{"Resends": 1})
 	h.Log.WarnContext(ctx, "provider evidence says the send was not delivered; delivery will be sent again",
-		"delivery_id", id, "job_id", row.JobID, "reason", reason, "bounce_resends", row.BounceResends)
+		"delivery_id", id, "job_id", row.JobID, "reason", "transient_bounce", "bounce_resends", row.BounceResends)
 	return true, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/criticizer/criticizer/internal/deadline"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
@@ -138,7 +139,7 @@ func TestFeedback_AnotherMessagesEvent_DuplicateSendsMetric(t *testing.T) {
 
 // Regression: a transient bounce for a delivery id with no row failed the
 // record, which SQS retried ten times into the feedback DLQ. It is now
-// logged, counted and dropped; the event still moves the watermark.
+// logged, counted and dropped; the event still moves the newest event time.
 // Rules: R-EVIDENCE-4.
 func TestFeedback_EventForUnknownRow_DroppedNotRetried(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f *fixture) {
@@ -152,8 +153,8 @@ func TestFeedback_EventForUnknownRow_DroppedNotRetried(t *testing.T) {
 		if n := metricCount(f.logs.String(), "UnknownDeliveryEvents"); n != 2 {
 			t.Fatalf("UnknownDeliveryEvents emitted %d times, want 2", n)
 		}
-		if wm, _ := f.ev.Watermark(context.Background(), ""); !wm.Equal(at.Truncate(time.Nanosecond)) {
-			t.Fatalf("watermark %v, want %v", wm, at)
+		if st, _ := f.ev.State(context.Background(), ""); !st.Newest.Equal(at.Truncate(time.Nanosecond)) {
+			t.Fatalf("newest event %v, want %v", st.Newest, at)
 		}
 	})
 }
@@ -188,10 +189,11 @@ func TestFeedback_TransientBounceOnSendingRow_SentAgain(t *testing.T) {
 	})
 }
 
-// An event the function fails to record holds the watermark back until a
-// retry records it: it may be the only evidence that a send happened.
+// An event the function fails to record is reported as a failure, so it
+// stays in the queue (the drain time cannot pass it, internal/drain); the
+// events recorded move the newest event time, whatever their order.
 // Rules: R-EVIDENCE-2.
-func TestFeedback_FailedEventHoldsTheWatermarkBack(t *testing.T) {
+func TestFeedback_FailedEventStaysInTheQueue(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
 		old, newer := time.Now().UTC().Add(-time.Minute), time.Now().UTC()
@@ -203,12 +205,110 @@ func TestFeedback_FailedEventHoldsTheWatermarkBack(t *testing.T) {
 		if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "sqs-0" {
 			t.Fatalf("failures %+v, want the bounce of the row in flight", resp.BatchItemFailures)
 		}
-		if wm, _ := f.ev.Watermark(ctx, ""); !wm.Before(old) {
-			t.Fatalf("watermark %v passed the failed event of %v", wm, old)
-		}
-		st, _ := f.ev.State(ctx, "")
-		if !st.Watermark.Equal(newer) || len(st.Pending) != 1 {
-			t.Fatalf("state %+v, want watermark %v and one pending event", st, newer)
+		if st, _ := f.ev.State(ctx, ""); !st.Newest.Equal(newer) || !st.Drained.IsZero() {
+			t.Fatalf("state %+v, want the newest event %v recorded and no drain time (the queue's to say)", st, newer)
 		}
 	})
+}
+
+// SES's validation notice, sent when event publishing to the topic is set
+// up, is acknowledged — as raw text and inside an SNS envelope — not
+// retried into the feedback DLQ; anything else that is not an SES event
+// still is.
+// Rules: R-EVIDENCE-8.
+func TestFeedback_ValidationNoticeAcknowledged(t *testing.T) {
+	f := &fixture{q: &queue{}, logs: &bytes.Buffer{}}
+	f.h = &feedback.Handler{Deliveries: memstore.NewDeliveries(nil), Log: obs.NewLogger(f.logs, "info")}
+	envelope, _ := json.Marshal(map[string]string{"Type": "Notification", "MessageId": "m", "TopicArn": "arn:aws:sns:us-east-1:1:t",
+		"Message": feedback.ValidationNotice})
+	resp, err := f.h.Handle(context.Background(), batch(feedback.ValidationNotice, string(envelope), "Successfully validated SNS topic, not quite."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "sqs-2" {
+		t.Fatalf("failures %+v, want only the record that is neither an event nor the notice", resp.BatchItemFailures)
+	}
+}
+
+// A Reject fails the row for good: SES refused the message's content and
+// would refuse it again. The row is failed_permanent with class REJECTED,
+// nothing is enqueued, a Reject of another message is ignored, and the
+// same Reject again changes nothing.
+// Rules: R-EVIDENCE-8, R-OUTBOX-9.
+func TestFeedback_RejectIsPermanent(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		f.sent(t, "d_rej", "ses-rej")
+		other := sesEvent("Reject", "ses-other", "d_rej", now, `,"reject":{"reason":"Bad content"}`)
+		if resp, _ := f.h.Handle(ctx, batch(other)); len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("a Reject of another message: %+v", resp.BatchItemFailures)
+		}
+		if r, _ := f.d.Get(ctx, "d_rej"); r.Status != delivery.StatusSent {
+			t.Fatalf("after another message's Reject the row is %s, want sent", r.Status)
+		}
+		reject := sesEvent("Reject", "ses-rej", "d_rej", now, `,"reject":{"reason":"Bad content"}`)
+		for range 2 {
+			if resp, _ := f.h.Handle(ctx, batch(reject)); len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("failures %+v", resp.BatchItemFailures)
+			}
+		}
+		r, _ := f.d.Get(ctx, "d_rej")
+		if r.Status != delivery.StatusFailedPermanent || r.LastErrorClass != store.RejectedClass || r.RejectedAt.IsZero() {
+			t.Fatalf("row %s/%s rejected %v, want failed_permanent REJECTED with the evidence", r.Status, r.LastErrorClass, r.RejectedAt)
+		}
+		if delivery.Decide(r, time.Now().Add(time.Hour)) == delivery.Claim {
+			t.Fatal("a rejected row is claimable: it would be sent again")
+		}
+		if len(f.q.msgs) != 0 {
+			t.Fatalf("enqueued %+v after a Reject, want nothing: it is not sent again", f.q.msgs)
+		}
+	})
+}
+
+// A Send event that reached the queue later than the bound after SES
+// accepted its message is counted (LateSendEvents) and logged as an error;
+// one within the bound is only measured.
+// Rules: R-EVIDENCE-7.
+func TestFeedback_LateSendEventCounted(t *testing.T) {
+	logs := &bytes.Buffer{}
+	h := &feedback.Handler{Deliveries: memstore.NewDeliveries(nil), Log: obs.NewLogger(logs, "info"), Bound: 5 * time.Minute}
+	accepted := time.Now().UTC().Add(-time.Hour)
+	rec := func(id string, arrived time.Time) events.SQSMessage {
+		return events.SQSMessage{MessageId: id, Body: sesEvent("Send", "ses-"+id, "", accepted, ""),
+			Attributes: map[string]string{"SentTimestamp": fmt.Sprint(arrived.UnixMilli())}}
+	}
+	if _, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		rec("on-time", accepted.Add(3*time.Second)), rec("late", accepted.Add(7*time.Minute))}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := metricCount(logs.String(), "SendEventLatenessSeconds"); n != 2 {
+		t.Errorf("%d lateness measurements, want 2", n)
+	}
+	if n := metricCount(logs.String(), "LateSendEvents"); n != 1 {
+		t.Errorf("%d LateSendEvents, want 1 (the event 7 minutes late against a 5-minute bound)", n)
+	}
+}
+
+// A batch near its invocation's deadline: the records after the first
+// that no longer fit are reported as failures, untouched, to come back
+// whole, instead of the whole batch being lost to Lambda's timeout.
+// Rules: R-STAGE-9.
+func TestFeedback_DeadlineHandsBackTheRest(t *testing.T) {
+	t0 := time.Now()
+	calls := 0
+	clock := func() time.Time { calls++; return t0.Add(time.Duration(calls-1) * 2 * time.Second) }
+	logs := &bytes.Buffer{}
+	d := memstore.NewDeliveries(nil)
+	h := &feedback.Handler{Deliveries: d, Log: obs.NewLogger(logs, "info"), Budget: deadline.Budget{Need: 2 * time.Second, Now: clock}}
+	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(3*time.Second))
+	defer cancel()
+	at := time.Now().UTC()
+	resp, err := h.Handle(ctx, batch(sesEvent("Send", "ses-1", "", at, ""), sesEvent("Send", "ses-2", "", at, ""), sesEvent("Send", "ses-3", "", at, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 2 || resp.BatchItemFailures[0].ItemIdentifier != "sqs-1" {
+		t.Fatalf("failures %+v, want the two records that no longer fit", resp.BatchItemFailures)
+	}
 }

@@ -34,16 +34,18 @@ type HeldDelivery struct {
 	LastErrorClass        string   `json:"last_error_class,omitempty"`
 }
 
-// EvidenceView is the evidence path's state, for an operator.
+// EvidenceView is the evidence path's state, for an operator
+// (R-EVIDENCE-2): a held send is resent once the newest event is past it
+// and the drain time past it plus the bound.
 type EvidenceView struct {
 	ConfigurationSet string `json:"configuration_set"`
-	Watermark        string `json:"watermark,omitempty"`
-	// Effective is the watermark the notifier uses: held back before any
-	// event received but not yet recorded (Pending).
-	Effective   string            `json:"effective_watermark,omitempty"`
-	LagSeconds  float64           `json:"lag_seconds"`
-	Pending     map[string]string `json:"pending,omitempty"`
-	ProbeSentAt string            `json:"probe_sent_at,omitempty"`
+	// NewestEvent is the newest SES event time recorded.
+	NewestEvent string `json:"newest_event,omitempty"`
+	// Drained: every message that reached the feedback queue before it
+	// has been processed. LagSeconds is how far it trails now.
+	Drained     string  `json:"drained,omitempty"`
+	LagSeconds  float64 `json:"lag_seconds"`
+	ProbeSentAt string  `json:"probe_sent_at,omitempty"`
 }
 
 // DeliveryReport is one row with its evidence and its audit trail.
@@ -129,7 +131,7 @@ func held(r delivery.Row, now time.Time) bool {
 		(r.Status == delivery.StatusSending && now.After(r.LeaseUntil) && r.NotificationID == "" && !r.HasEvidence())
 }
 
-// EvidencePath reads the evidence watermark of the configuration set.
+// EvidencePath reads the evidence path of the configuration set.
 func (o *Ops) EvidencePath(ctx context.Context) (EvidenceView, error) {
 	v := EvidenceView{ConfigurationSet: o.ConfigurationSet}
 	if o.Evidence == nil {
@@ -139,15 +141,9 @@ func (o *Ops) EvidencePath(ctx context.Context) (EvidenceView, error) {
 	if err != nil {
 		return v, err
 	}
-	v.Watermark, v.Effective, v.ProbeSentAt = rfc(st.Watermark), rfc(st.Effective()), rfc(st.ProbeSentAt)
-	if eff := st.Effective(); !eff.IsZero() {
-		v.LagSeconds = o.Now().Sub(eff).Seconds()
-	}
-	if len(st.Pending) > 0 {
-		v.Pending = map[string]string{}
-		for id, t := range st.Pending {
-			v.Pending[id] = rfc(t)
-		}
+	v.NewestEvent, v.Drained, v.ProbeSentAt = rfc(st.Newest), rfc(st.Drained), rfc(st.ProbeSentAt)
+	if !st.Drained.IsZero() {
+		v.LagSeconds = o.Now().Sub(st.Drained).Seconds()
 	}
 	return v, nil
 }

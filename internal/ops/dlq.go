@@ -31,7 +31,7 @@ type Ops struct {
 	Queues     queue.URLs
 	Jobs       *store.Jobs
 	Deliveries *store.Deliveries
-	// Evidence and ConfigurationSet read the SES evidence watermark;
+	// Evidence and ConfigurationSet read the SES evidence path;
 	// Margin is the notifier's evidence margin (CRITICIZER_EVIDENCE_MARGIN).
 	Evidence         *store.Evidence
 	ConfigurationSet string

@@ -49,22 +49,24 @@ type Notify struct {
 	// between the claim's evidence check and the send while a limiter
 	// waits.
 	Pacer Pacer
-	// Evidence is the feedback function's watermark for ConfigurationSet.
-	// Nil: a send whose answer was lost is held until evidence names it or
-	// an operator settles it, never resent automatically.
+	// Evidence is the evidence path of ConfigurationSet (how far the
+	// feedback function has processed SES events). Nil: a send whose
+	// answer was lost is held until evidence names it or an operator
+	// settles it, never resent automatically.
 	Evidence         Evidence
 	ConfigurationSet string
-	// Prober, if set, sends an evidence probe when a held row needs the
-	// watermark to move and no other mail moves it; ProbeEvery bounds
+	// Prober, if set, sends an evidence probe when a held row needs an
+	// event newer than its send and no other mail brings one; ProbeEvery bounds
 	// probes while the evidence path is down.
 	Prober     Prober
 	ProbeEvery time.Duration
 	// Lease is how long a claim protects a row in `sending`; it must exceed
 	// the longest SES call by a wide margin.
 	Lease time.Duration
-	// Margin is how far the evidence watermark must pass a send whose
-	// answer was lost before silence counts as proof that it did not
-	// happen (delivery.Settle): SNS's reordering between messages' events.
+	// Margin is the longest SES takes to get a message's Send event onto
+	// the feedback queue after accepting it (delivery.Evidence.Bound):
+	// silence about a send counts as proof only once the evidence path
+	// has drained past the send plus Margin.
 	Margin time.Duration
 	// MarkTimeout bounds the write that marks a row sent. It runs on a
 	// context that outlives the invocation's, and the send starts only if
@@ -80,12 +82,17 @@ type Notify struct {
 	// and List-Unsubscribe header). Either unset: no link.
 	Signer    *unsubscribe.Signer
 	PublicURL string
+	// Tokens makes claim tokens and probe ids for the invocation ctx
+	// belongs to; nil draws them from crypto/rand. The explorer
+	// (internal/explore) names them, so that a run is a function of its
+	// choices.
+	Tokens func(ctx context.Context) string
 }
 
 // Evidence is what notify reads and claims of the evidence path
 // (store.Evidence).
 type Evidence interface {
-	Watermark(ctx context.Context, set string) (time.Time, error)
+	State(ctx context.Context, set string) (store.EvidenceState, error)
 	ClaimProbe(ctx context.Context, set string, need time.Time, every time.Duration) (bool, error)
 	ForgetProbe(ctx context.Context, set string) error
 }
@@ -170,7 +177,7 @@ func (n *Notify) deliver(ctx context.Context, r delivery.Row, ev *evidenceView) 
 		case delivery.Skip, delivery.Hold:
 			return r, nil
 		case delivery.Wait:
-			return r, retry.WithRetryAfter(retry.Transient(retry.InFlight, fmt.Errorf("delivery %s is being sent by another worker", r.ID)), time.Until(r.LeaseUntil))
+			return r, retry.WithRetryAfter(retry.Transient(retry.InFlight, fmt.Errorf("delivery %s is being sent by another worker", r.ID)), r.LeaseUntil.Sub(n.Now()))
 		case delivery.Reconcile:
 			next, err := n.reconcile(ctx, r, ev)
 			if err != nil {

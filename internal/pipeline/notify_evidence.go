@@ -21,23 +21,23 @@ func awaitingEvidence(id string, after time.Duration, cause error) error {
 		fmt.Errorf("delivery %s: send may have happened; awaiting provider evidence: %w", id, cause)), max(after, time.Second))
 }
 
-// evidenceView reads the evidence watermark at most once per notify run.
+// evidenceView reads the evidence path at most once per notify run.
 type evidenceView struct {
 	n    *Notify
 	read bool
-	wm   time.Time
+	st   store.EvidenceState
 	err  error
 }
 
 func (v *evidenceView) get(ctx context.Context) (delivery.Evidence, error) {
 	if v.n.Evidence == nil {
-		return delivery.Evidence{Margin: v.n.Margin}, nil
+		return delivery.Evidence{Bound: v.n.Margin}, nil
 	}
 	if !v.read {
-		v.wm, v.err = v.n.Evidence.Watermark(ctx, v.n.ConfigurationSet)
+		v.st, v.err = v.n.Evidence.State(ctx, v.n.ConfigurationSet)
 		v.read = v.err == nil
 	}
-	return delivery.Evidence{Watermark: v.wm, Margin: v.n.Margin}, v.err
+	return delivery.Evidence{Newest: v.st.Newest, Drained: v.st.Drained, Bound: v.n.Margin}, v.err
 }
 
 // reconcile settles a row whose send may have happened (delivery.Settle):
@@ -65,7 +65,7 @@ func (n *Notify) reconcile(ctx context.Context, r delivery.Row, view *evidenceVi
 		if err == nil && !lost {
 			obs.Metric(ctx, n.Log, map[string]string{"Function": "notify"}, map[string]float64{"ResentWithoutEvidence": 1})
 			n.Log.WarnContext(ctx, "the evidence path caught up past a send whose answer was lost, and no event names it; sending again",
-				"delivery_id", r.ID, "job_id", r.JobID, "sent_by", r.SentBy(), "watermark", ev.Watermark)
+				"delivery_id", r.ID, "job_id", r.JobID, "sent_by", r.SentBy(), "newest_event", ev.Newest, "drained", ev.Drained)
 		}
 		return row, err
 	}
@@ -73,19 +73,22 @@ func (n *Notify) reconcile(ctx context.Context, r delivery.Row, view *evidenceVi
 	if _, err := n.Deliveries.Awaiting(ctx, r.ID); err != nil && !errors.Is(err, store.ErrConflict) {
 		n.Log.WarnContext(ctx, "could not note the wait on the row", "delivery_id", r.ID, "error", err)
 	}
-	need := r.SentBy().Add(n.Margin)
-	wait := need.Sub(n.Now())
+	sent, now := r.SentBy(), n.Now()
+	wait := sent.Add(n.Margin).Sub(now)
 	if wait <= 0 {
-		// Past the margin and still behind: nothing else may be moving the
-		// watermark. A probe's events will, if the path works. It is sent
-		// a little after need, so that an event clock coarser than ours
-		// (the local emulator's is in seconds) still puts it past need.
-		if n.Now().After(need.Add(probeSlack)) {
-			n.probe(ctx, need.Add(probeSlack))
+		// Past the bound and still behind. If no event newer than the
+		// send was recorded, nothing else may be flowing: a probe's events
+		// show the path works. It is sent a little after the send, so that
+		// an event clock coarser than ours (the local emulator's is in
+		// seconds) still puts it past. The drain time is the sweeper's to
+		// move (internal/drain).
+		if ev.Newest.Before(sent) && now.After(sent.Add(probeSlack)) {
+			n.probe(ctx, sent.Add(probeSlack))
 		}
 		wait = min(max(n.Margin/4, time.Second), 30*time.Second)
 	}
-	return r, awaitingEvidence(r.ID, wait, fmt.Errorf("evidence watermark %s is before %s", ev.Watermark.UTC().Format(time.RFC3339), need.UTC().Format(time.RFC3339)))
+	return r, awaitingEvidence(r.ID, wait, fmt.Errorf("evidence path not caught up past %s (newest event %s, drained %s)",
+		sent.UTC().Format(time.RFC3339), ev.Newest.UTC().Format(time.RFC3339), ev.Drained.UTC().Format(time.RFC3339)))
 }
 
 // probeSlack is how long after the moment it must pass a probe is sent.
@@ -107,7 +110,7 @@ func (n *Notify) forgetProbe(ctx context.Context) {
 	}
 }
 
-// probe sends an evidence probe when one is needed to move the watermark
+// probe sends an evidence probe when one is needed to move the newest event time
 // past need and none that would serves is on its way.
 func (n *Notify) probe(ctx context.Context, need time.Time) {
 	if n.Prober == nil || n.Evidence == nil {
@@ -124,7 +127,7 @@ func (n *Notify) probe(ctx context.Context, need time.Time) {
 			return
 		}
 	}
-	id := newToken()
+	id := n.token(ctx)
 	msgID, err := n.Prober.SendProbe(ctx, id)
 	if err != nil {
 		// The next notifier to look may probe again at once: a second

@@ -34,7 +34,7 @@ func (n *Notify) claimSendMark(ctx context.Context, r delivery.Row) (row deliver
 			return r, false, err
 		}
 	}
-	token := newToken()
+	token := n.token(ctx)
 	claimed, err := n.Deliveries.Claim(ctx, r.ID, token, n.Lease)
 	// Someone else changed it since we read it (another worker, or a
 	// provider event that settles it): decide again on the row as it is.
@@ -92,7 +92,7 @@ func (n *Notify) sendFailed(ctx context.Context, claimed delivery.Row, token str
 		// (R-OUTBOX-6, R-OUTBOX-10): held, not released.
 		n.Log.WarnContext(ctx, "send may have reached the provider; held for provider evidence",
 			"delivery_id", claimed.ID, "error_class", cls.Class, "error", sendErr)
-		return claimed, awaitingEvidence(claimed.ID, time.Until(claimed.LeaseUntil), sendErr)
+		return claimed, awaitingEvidence(claimed.ID, claimed.LeaseUntil.Sub(n.Now()), sendErr)
 	}
 	status := delivery.StatusFailedTransient
 	if !cls.Retryable() {
@@ -131,7 +131,7 @@ func (n *Notify) mark(ctx context.Context, claimed delivery.Row, token, msgID st
 	if err != nil {
 		n.Log.ErrorContext(ctx, "provider accepted the send but the row could not be marked; it will be settled from provider evidence",
 			"delivery_id", claimed.ID, "provider_message_id", msgID, "error", err)
-		return claimed, awaitingEvidence(claimed.ID, time.Until(claimed.LeaseUntil), fmt.Errorf("mark %s sent: %w", claimed.ID, err))
+		return claimed, awaitingEvidence(claimed.ID, claimed.LeaseUntil.Sub(n.Now()), fmt.Errorf("mark %s sent: %w", claimed.ID, err))
 	}
 	if marked.ProviderMessageID != "" && marked.ProviderMessageID != msgID {
 		// Evidence of another send of this row came in while this one was
@@ -165,6 +165,14 @@ func sendMayHaveHappened(c retry.Class) bool {
 		return true
 	}
 	return false
+}
+
+// token returns a fresh claim token or probe id.
+func (n *Notify) token(ctx context.Context) string {
+	if n.Tokens != nil {
+		return n.Tokens(ctx)
+	}
+	return newToken()
 }
 
 func newToken() string {

@@ -161,6 +161,7 @@ type Outbox interface {
 	RecordDuplicate(ctx context.Context, r delivery.Row, messageID string) (bool, error)
 	Skip(ctx context.Context, id string, status delivery.Status, reason string) (delivery.Row, error)
 	ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error)
+	Reject(ctx context.Context, id, providerMessageID string, at time.Time) (delivery.Row, error)
 	MarkReconciling(ctx context.Context, id string) (delivery.Row, error)
 	ResolveSent(ctx context.Context, id string) (delivery.Row, error)
 	ClearAndRequeue(ctx context.Context, id string) (delivery.Row, error)

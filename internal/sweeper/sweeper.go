@@ -11,8 +11,9 @@
 //     settles each row from provider evidence before any resend
 //     (R-OUTBOX-3, R-OUTBOX-6);
 //   - rows marked sent with no provider evidence, once the evidence path
-//     has caught up past them (the watermark) and EvidenceWindow has
-//     passed: the ordering contract may have been violated; the row moves
+//     has caught up past them (delivery.Evidence.CaughtUp) and
+//     EvidenceWindow has passed: the ordering contract may have been
+//     violated; the row moves
 //     to `reconciling` (never sent again automatically), its job to
 //     needs_intervention, and the OrderingViolations metric alerts
 //     (R-RECON-1). While the path is behind, silence proves nothing and
@@ -21,11 +22,15 @@
 // It reads the store's sparse indexes of live work (StuckJobs, Unsettled;
 // R-COST-1), never the tables' history.
 //
+// Each sweep first checks whether the feedback queue has drained
+// (internal/drain): on its schedule the evidence path catches up even
+// when no notifier is looking.
+//
 // Each sweep also reports the gauges behind two alarms: HeldDeliveries
 // (rows held for provider evidence past twice the margin, or under
 // reconciliation: each needs the evidence path or an operator) and
-// EvidenceLag (how far the evidence watermark trails now, while any row
-// waits on it; 0 when none does).
+// EvidenceLag (how far the evidence path's drain time trails now, while
+// any row waits on it; 0 when none does).
 package sweeper
 
 import (
@@ -50,10 +55,13 @@ type Enqueuer interface {
 type Sweeper struct {
 	Jobs       Jobs
 	Deliveries Outbox
-	// Evidence is the feedback function's watermark of ConfigurationSet;
-	// nil: no sent row is ever taken for an ordering violation.
-	Evidence         Watermark
+	// Evidence is the evidence path of ConfigurationSet; nil: no sent row
+	// is ever taken for an ordering violation.
+	Evidence         EvidenceReader
 	ConfigurationSet string
+	// Drain, if set, checks at each sweep whether the feedback queue has
+	// drained, moving the evidence path's drain time (drain.Checker).
+	Drain DrainChecker
 	Queue            Enqueuer
 	Log              *slog.Logger
 	Now              func() time.Time
@@ -61,9 +69,10 @@ type Sweeper struct {
 	// It must exceed the longest backoff (5 min, R-STAGE-2).
 	StuckAfter time.Duration
 	// EvidenceWindow: a sent row with no provider event after this long is
-	// an ordering-contract suspect (if the watermark passed it).
+	// an ordering-contract suspect (if the evidence path caught up past it).
 	EvidenceWindow time.Duration
-	// Margin is the notifier's evidence margin (delivery.Settle).
+	// Margin is the publish bound the evidence rule assumes
+	// (delivery.Evidence.Bound, CRITICIZER_EVIDENCE_MARGIN).
 	Margin time.Duration
 }
 
@@ -79,9 +88,15 @@ type Outbox interface {
 	MarkReconciling(ctx context.Context, id string) (delivery.Row, error)
 }
 
-// Watermark reads the evidence watermark (store.EvidencePath).
-type Watermark interface {
-	Watermark(ctx context.Context, set string) (time.Time, error)
+// EvidenceReader reads the evidence path's state (store.EvidencePath).
+type EvidenceReader interface {
+	State(ctx context.Context, set string) (store.EvidenceState, error)
+}
+
+// DrainChecker checks whether the feedback queue has drained
+// (drain.Checker).
+type DrainChecker interface {
+	Check(ctx context.Context) (bool, error)
 }
 
 // Report counts what a sweep did.
@@ -113,11 +128,19 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("sweep jobs: %w", err)
 	}
-	var watermark time.Time
+	if s.Drain != nil {
+		// A failed check only leaves the drain time where it was.
+		if _, err := s.Drain.Check(ctx); err != nil {
+			s.Log.WarnContext(ctx, "could not check whether the feedback queue drained", "error", err)
+		}
+	}
+	var ev delivery.Evidence
 	if s.Evidence != nil {
-		if watermark, err = s.Evidence.Watermark(ctx, s.ConfigurationSet); err != nil {
+		st, err := s.Evidence.State(ctx, s.ConfigurationSet)
+		if err != nil {
 			return rep, fmt.Errorf("sweep: %w", err)
 		}
+		ev = delivery.Evidence{Newest: st.Newest, Drained: st.Drained, Bound: s.Margin}
 	}
 	awaiting := false
 	err = s.Deliveries.Unsettled(ctx, now.Add(-s.EvidenceWindow), func(r delivery.Row) error {
@@ -145,7 +168,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 			s.Log.WarnContext(ctx, "delivery stuck in sending; notify will settle it", "delivery_id", r.ID, "job_id", r.JobID)
 			return s.Queue.Enqueue(ctx, job.Message{JobID: r.JobID, Stage: job.StageNotify})
 		case delivery.StatusSent:
-			return s.unconfirmed(ctx, r, watermark, &rep)
+			return s.unconfirmed(ctx, r, ev, &rep)
 		}
 		return nil
 	})
@@ -153,12 +176,12 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		return rep, fmt.Errorf("sweep deliveries: %w", err)
 	}
 	switch {
-	case awaiting && watermark.IsZero():
-		// A row waits on a watermark that has never moved: the evidence
-		// path has never worked. Reported as the window it should cover.
+	case awaiting && ev.Drained.IsZero():
+		// A row waits on an evidence path that has never drained.
+		// Reported as the window it should cover.
 		rep.EvidenceLagSeconds = s.EvidenceWindow.Seconds()
 	case awaiting:
-		rep.EvidenceLagSeconds = max(0, now.Sub(watermark).Seconds())
+		rep.EvidenceLagSeconds = max(0, now.Sub(ev.Drained).Seconds())
 	}
 	obs.Metric(ctx, s.Log, map[string]string{"Function": "sweeper"}, map[string]float64{
 		"JobsRequeued": float64(rep.JobsRequeued), "StuckSending": float64(rep.StuckSending), "OrderingViolations": float64(rep.OrderingViolations),
@@ -168,11 +191,11 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 }
 
 // unconfirmed handles a row marked sent with no provider evidence after
-// the evidence window: once the watermark is past its send (plus the
-// margin), the evidence path has processed later events and none named
-// it — an ordering violation to reconcile. Before that, nothing is known.
-func (s *Sweeper) unconfirmed(ctx context.Context, r delivery.Row, watermark time.Time, rep *Report) error {
-	if watermark.IsZero() || watermark.Before(r.NotifiedAt.Add(s.Margin)) {
+// the evidence window: once the evidence path has caught up past its
+// send, every event that could name it has been processed and none did —
+// an ordering violation to reconcile. Before that, nothing is known.
+func (s *Sweeper) unconfirmed(ctx context.Context, r delivery.Row, ev delivery.Evidence, rep *Report) error {
+	if !ev.CaughtUp(r.NotifiedAt) {
 		return nil
 	}
 	if _, err := s.Deliveries.MarkReconciling(ctx, r.ID); err != nil {
@@ -185,6 +208,6 @@ func (s *Sweeper) unconfirmed(ctx context.Context, r delivery.Row, watermark tim
 		return fmt.Errorf("mark job %s needs_intervention: %w", r.JobID, err)
 	}
 	s.Log.ErrorContext(ctx, "row marked sent without provider evidence; moved to reconciling, no further sends",
-		"delivery_id", r.ID, "job_id", r.JobID, "notified_at", r.NotifiedAt, "watermark", watermark)
+		"delivery_id", r.ID, "job_id", r.JobID, "notified_at", r.NotifiedAt, "drained", ev.Drained)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/drain"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/memstore"
@@ -80,12 +81,16 @@ func TestSweep_StuckJobsStuckSendsAndSentWithoutEvidence(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(time.Hour)
-	// The evidence path has processed events up to a minute ago.
+	// The evidence path has recorded events up to a minute ago, and the
+	// sweep finds the feedback queue and its DLQ empty: it has processed
+	// everything that reached it before the counters' lag.
 	if err := ev.Advance(ctx, "set", now.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
+	counter := &counts{}
+	check := &drain.Checker{Counter: counter, Queue: "fb", DLQ: "fb-dlq", Lag: 2 * time.Minute, Evidence: ev, Set: "set", Now: clock}
 
-	s := &sweeper.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: q,
+	s := &sweeper.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: q, Drain: check,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock,
 		StuckAfter: 10 * time.Minute, EvidenceWindow: 15 * time.Minute, Margin: 2 * time.Minute}
 	rep, err := s.Run(ctx)
@@ -111,6 +116,12 @@ func TestSweep_StuckJobsStuckSendsAndSentWithoutEvidence(t *testing.T) {
 	if j, _ := jobs.Get(ctx, done.ID); j.Status != job.StatusSucceeded {
 		t.Errorf("finished job %s, want it left alone", j.Status)
 	}
+	if st, _ := ev.State(ctx, "set"); !st.Drained.Equal(now.Add(-2 * time.Minute)) {
+		t.Errorf("drain time %v, want the sweep's reading less the lag", st.Drained)
+	}
+	if len(counter.read) != 3 || counter.read[1] != "fb-dlq" {
+		t.Errorf("queues read %v, want the queue, its DLQ, the queue", counter.read)
+	}
 
 	// While the evidence path is behind the send, silence proves nothing.
 	now2 := now
@@ -124,10 +135,33 @@ func TestSweep_StuckJobsStuckSendsAndSentWithoutEvidence(t *testing.T) {
 	_, _ = outbox2.Claim(ctx, "d_x", "t", time.Minute)
 	_, _ = outbox2.MarkSent(ctx, "d_x", "t", "ses-x")
 	now = now2
-	s.Deliveries, s.Evidence = outbox2, ev2
+	s.Deliveries, s.Evidence, s.Drain = outbox2, ev2, nil
 	if rep, err := s.Run(ctx); err != nil || rep.OrderingViolations != 0 {
 		t.Errorf("behind the send: %+v %v, want no violation", rep, err)
 	}
+	// Newer events recorded, but the feedback queue never found empty (an
+	// event of the send may still be in it): silence proves nothing.
+	_ = ev2.Advance(ctx, "set", now2)
+	counter.busy = true
+	s.Drain = &drain.Checker{Counter: counter, Queue: "fb", DLQ: "fb-dlq", Lag: 2 * time.Minute, Evidence: ev2, Set: "set", Now: clock}
+	if rep, err := s.Run(ctx); err != nil || rep.OrderingViolations != 0 {
+		t.Errorf("queue not drained: %+v %v, want no violation", rep, err)
+	}
+}
+
+// counts is a feedback queue and DLQ that are empty, or (busy) hold a
+// message in flight.
+type counts struct {
+	busy bool
+	read []string
+}
+
+func (c *counts) Counts(_ context.Context, url string) (drain.Counts, error) {
+	c.read = append(c.read, url)
+	if c.busy {
+		return drain.Counts{InFlight: 1}, nil
+	}
+	return drain.Counts{}, nil
 }
 
 func storetestEvent(msgID string, at time.Time) store.Event {

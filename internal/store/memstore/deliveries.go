@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,6 +161,33 @@ func (s *Deliveries) Release(ctx context.Context, id, token string, status deliv
 	return s.ours(ctx, id, row, err, func(r delivery.Row) bool {
 		return r.Status == status && r.ClaimToken == "" && r.LastErrorClass == errorClass
 	})
+}
+
+// Reject implements store.Outbox.
+func (s *Deliveries) Reject(ctx context.Context, id, providerMessageID string, at time.Time) (delivery.Row, error) {
+	now := s.clock()
+	row, err := s.update(id, func(r delivery.Row) bool {
+		if r.NotificationID != "" {
+			return r.NotificationID == providerMessageID
+		}
+		return (r.Status == delivery.StatusSending || r.Status == delivery.StatusFailedPermanent) &&
+			(r.ProviderMessageID == "" || r.ProviderMessageID == providerMessageID)
+	}, func(r *delivery.Row) {
+		r.Status, r.LastErrorClass, r.UpdatedAt = delivery.StatusFailedPermanent, store.RejectedClass, now
+		if r.RejectedAt.IsZero() {
+			r.RejectedAt = at.UTC()
+		}
+		if r.ProviderMessageID == "" {
+			r.ProviderMessageID = providerMessageID
+		}
+		r.LeaseUntil, r.ClaimToken = time.Time{}, ""
+	})
+	if err != nil {
+		if _, gerr := s.Get(ctx, id); gerr != nil {
+			return delivery.Row{}, gerr
+		}
+	}
+	return row, err
 }
 
 // Backfill implements store.Outbox.
@@ -334,6 +362,9 @@ func (s *Deliveries) Unsettled(_ context.Context, sentBefore time.Time, fn func(
 		}
 	}
 	s.mu.Unlock()
+	// In key order, as the index pages them: a run on the in-memory store
+	// is then a function of its inputs.
+	slices.SortFunc(rows, func(a, b delivery.Row) int { return strings.Compare(a.ID, b.ID) })
 	for _, r := range rows {
 		if err := fn(r); err != nil {
 			return err

@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"maps"
 	"sync"
 	"time"
 
@@ -10,8 +9,8 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 )
 
-// Evidence is the in-memory evidence watermark, with store.Evidence's
-// rules: the watermark only moves forward, and pending events hold it back.
+// Evidence is the in-memory evidence path, with store.Evidence's rules:
+// the newest event time and the drain time only move forward.
 type Evidence struct {
 	mu   sync.Mutex
 	sets map[string]*store.EvidenceState
@@ -35,7 +34,7 @@ func (e *Evidence) ClaimProbe(_ context.Context, set string, need time.Time, eve
 	defer e.mu.Unlock()
 	now := e.now().UTC()
 	st := e.state(set)
-	if !(st.Watermark.IsZero() || st.Watermark.Before(need)) {
+	if !(st.Newest.IsZero() || st.Newest.Before(need)) {
 		return false, nil
 	}
 	if !(st.ProbeSentAt.IsZero() || st.ProbeSentAt.Before(need) || st.ProbeSentAt.Before(now.Add(-every))) {
@@ -48,7 +47,7 @@ func (e *Evidence) ClaimProbe(_ context.Context, set string, need time.Time, eve
 func (e *Evidence) state(set string) *store.EvidenceState {
 	st, ok := e.sets[set]
 	if !ok {
-		st = &store.EvidenceState{Pending: map[string]time.Time{}}
+		st = &store.EvidenceState{}
 		e.sets[set] = st
 	}
 	return st
@@ -58,30 +57,18 @@ func (e *Evidence) state(set string) *store.EvidenceState {
 func (e *Evidence) Advance(_ context.Context, set string, at time.Time) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if st := e.state(set); st.Watermark.Before(at) {
-		st.Watermark = at.UTC()
+	if st := e.state(set); st.Newest.Before(at) {
+		st.Newest = at.UTC()
 	}
 	return nil
 }
 
-// HoldBack implements store.EvidencePath.
-func (e *Evidence) HoldBack(_ context.Context, set string, pending map[string]time.Time) error {
+// Drain implements store.EvidencePath.
+func (e *Evidence) Drain(_ context.Context, set string, at time.Time) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	st := e.state(set)
-	for id, t := range pending {
-		st.Pending[id] = t.UTC()
-	}
-	return nil
-}
-
-// Release implements store.EvidencePath.
-func (e *Evidence) Release(_ context.Context, set string, ids []string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	st := e.state(set)
-	for _, id := range ids {
-		delete(st.Pending, id)
+	if st := e.state(set); st.Drained.Before(at) {
+		st.Drained = at.UTC()
 	}
 	return nil
 }
@@ -98,16 +85,7 @@ func (e *Evidence) ForgetProbe(_ context.Context, set string) error {
 func (e *Evidence) State(_ context.Context, set string) (store.EvidenceState, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	st := *e.state(set)
-	st.Pending = maps.Clone(st.Pending)
-	return st, nil
-}
-
-// Watermark implements store.EvidencePath.
-func (e *Evidence) Watermark(_ context.Context, set string) (time.Time, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.state(set).Effective(), nil
+	return *e.state(set), nil
 }
 
 // Recipients keeps suppressions in memory.

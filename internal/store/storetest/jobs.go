@@ -188,17 +188,17 @@ func JobStore(t *testing.T, open JobStoreOpener) {
 // EvidenceOpener opens an empty evidence path for one test.
 type EvidenceOpener func(t *testing.T, now store.Clock) store.EvidencePath
 
-// EvidencePath runs the evidence watermark's suite.
+// EvidencePath runs the evidence path's suite.
 func EvidencePath(t *testing.T, open EvidenceOpener) {
-	// The watermark moves forward only, and never past an event the feedback
-	// function has received but not recorded.
-	// Rules: R-EVIDENCE-2.
-	t.Run("Evidence_WatermarkHeldBackByPendingEvents", func(t *testing.T) {
+	// The newest event time and the drain time move forward only, each on
+	// its own, per configuration set; probes are claimed once per need.
+	// Rules: R-EVIDENCE-2, R-EVIDENCE-3.
+	t.Run("Evidence_ForwardOnlyPerSet", func(t *testing.T) {
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		e := open(t, func() time.Time { return now })
 		ctx := context.Background()
-		if wm, err := e.Watermark(ctx, "set"); err != nil || !wm.IsZero() {
-			t.Fatalf("no event yet: %v %v", wm, err)
+		if st, err := e.State(ctx, "set"); err != nil || !st.Newest.IsZero() || !st.Drained.IsZero() {
+			t.Fatalf("no event yet: %+v %v", st, err)
 		}
 		t1, t2 := now.Add(-time.Minute), now.Add(-30*time.Second)
 		if err := e.Advance(ctx, "set", t2); err != nil {
@@ -207,23 +207,20 @@ func EvidencePath(t *testing.T, open EvidenceOpener) {
 		if err := e.Advance(ctx, "set", t1); err != nil { // an older event, later
 			t.Fatal(err)
 		}
-		if wm, _ := e.Watermark(ctx, "set"); !wm.Equal(t2) {
-			t.Fatalf("watermark %v, want %v (forward only)", wm, t2)
+		if st, _ := e.State(ctx, "set"); !st.Newest.Equal(t2) || !st.Drained.IsZero() {
+			t.Fatalf("state %+v, want newest %v (forward only), not drained", st, t2)
 		}
-		if err := e.HoldBack(ctx, "set", map[string]time.Time{"m-1": t1, "m-2": t2}); err != nil {
+		if err := e.Drain(ctx, "set", t2); err != nil {
 			t.Fatal(err)
 		}
-		if wm, _ := e.Watermark(ctx, "set"); !wm.Before(t1) {
-			t.Fatalf("watermark %v with an event of %v pending; want before it", wm, t1)
-		}
-		if err := e.Release(ctx, "set", []string{"m-1", "m-2"}); err != nil {
+		if err := e.Drain(ctx, "set", t1); err != nil { // an older observation, later
 			t.Fatal(err)
 		}
-		if wm, _ := e.Watermark(ctx, "set"); !wm.Equal(t2) {
-			t.Fatalf("watermark %v after the release, want %v", wm, t2)
+		if st, _ := e.State(ctx, "set"); !st.Drained.Equal(t2) || !st.Newest.Equal(t2) {
+			t.Fatalf("state %+v, want drained %v (forward only)", st, t2)
 		}
-		if wm, _ := e.Watermark(ctx, "other-set"); !wm.IsZero() {
-			t.Fatal("configuration sets share a watermark")
+		if st, _ := e.State(ctx, "other-set"); !st.Newest.IsZero() || !st.Drained.IsZero() {
+			t.Fatal("configuration sets share an evidence path")
 		}
 		// One probe per need (a notifier probes once now is past need);
 		// another once the last is older than every.
@@ -243,7 +240,7 @@ func EvidencePath(t *testing.T, open EvidenceOpener) {
 		}
 		now = now.Add(2 * time.Minute)
 		if ok, _ := e.ClaimProbe(ctx, "set", need, time.Minute); ok {
-			t.Fatal("a probe although the watermark is past need")
+			t.Fatal("a probe although the newest event is past need")
 		}
 	})
 }

@@ -50,6 +50,7 @@ func Outbox(t *testing.T, open Opener) {
 		{"Skip_Backfill_Awaiting_MarkReconciling_GetMany_Events", skipBackfillAwaitingMarkReconcilingGetManyEvents},
 		{"Unsettled_SelectsWhatMayNeedAHand", unsettledSelectsWhatMayNeedAHand},
 		{"ResolvedAsSent_NeverReconciledAgain", resolvedAsSentNeverReconciledAgain},
+		{"Reject_OnlyTheRowsSend_FailedForGood", rejectOnlyTheRowsSendFailedForGood},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
 	}
@@ -561,5 +562,59 @@ func resolvedAsSentNeverReconciledAgain(t *testing.T, open Opener) {
 	})
 	if seen {
 		t.Error("a resolved row is still listed as unsettled")
+	}
+}
+
+// A Reject settles the row it names for good (R-EVIDENCE-8): only for the
+// row's own send — the message it was marked with, or for a send whose
+// answer was lost the one its evidence names (or none yet) — it becomes
+// failed_permanent REJECTED with the evidence, out of the live index; a
+// repeat applies again; a Reject of another message is ErrConflict; no row
+// is ErrNotFound.
+// Rules: R-EVIDENCE-8.
+func rejectOnlyTheRowsSendFailedForGood(t *testing.T, open Opener) {
+	d := open(t, nil)
+	ctx := context.Background()
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	for _, id := range []string{"r_sent", "r_lost"} {
+		if _, _, err := d.Ensure(ctx, NewRow(id)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Claim(ctx, id, "tok", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.MarkSent(ctx, "r_sent", "tok", "ses-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Reject(ctx, "r_sent", "ses-other", at); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a Reject of another message: %v, want ErrConflict", err)
+	}
+	for range 2 {
+		r, err := d.Reject(ctx, "r_sent", "ses-1", at)
+		if err != nil || r.Status != delivery.StatusFailedPermanent || r.LastErrorClass != store.RejectedClass || !r.RejectedAt.Equal(at) {
+			t.Fatalf("reject of the marked send: %s %s %v %v", r.Status, r.LastErrorClass, r.RejectedAt, err)
+		}
+	}
+	// A send whose answer was lost: the Reject is its only evidence.
+	r, err := d.Reject(ctx, "r_lost", "ses-2", at)
+	if err != nil || r.Status != delivery.StatusFailedPermanent || r.ProviderMessageID != "ses-2" || r.ClaimToken != "" {
+		t.Fatalf("reject of a lost answer: %s %q %q %v", r.Status, r.ProviderMessageID, r.ClaimToken, err)
+	}
+	if _, err := d.Reject(ctx, "r_lost", "ses-3", at); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a second message's Reject of that row: %v, want ErrConflict", err)
+	}
+	if _, err := d.Claim(ctx, "r_lost", "tok2", time.Minute); err == nil {
+		t.Fatal("a rejected row was claimed")
+	}
+	var live []string
+	if err := d.Unsettled(ctx, at.Add(time.Hour), func(r delivery.Row) error { live = append(live, r.ID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(live) != 0 {
+		t.Fatalf("rejected rows %v still live for the sweeps", live)
+	}
+	if _, err := d.Reject(ctx, "r_none", "ses-9", at); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("no row: %v, want ErrNotFound", err)
 	}
 }

@@ -1,13 +1,15 @@
 // Package feedback builds the feedback function: SES events (through SNS
-// and SQS) recorded on the delivery rows they name, and the evidence
-// watermark.
+// and SQS) recorded on the delivery rows they name, and the newest event
+// time of the evidence path.
 package feedback
 
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/deadline"
 	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/wire"
 )
@@ -19,5 +21,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		return nil, err
 	}
 	return &feedback.Handler{Deliveries: b.Deliveries, Evidence: b.Evidence, Recipients: b.Recipients, Jobs: b.Jobs,
-		Queue: b.Queue, Log: log}, nil
+		Queue: b.Queue, Log: log, Now: b.Now, Bound: cfg.EvidenceMargin,
+		Budget: deadline.Budget{Need: recordNeed, Reserve: recordReserve, Now: b.Now}}, nil
 }
+
+// recordNeed is the time one record may take (a few DynamoDB writes and an
+// enqueue, each bounded by the SDK's own timeouts and retries);
+// recordReserve what is kept back for the batch's answer.
+const (
+	recordNeed    = 5 * time.Second
+	recordReserve = 2 * time.Second
+)

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/drain"
 	"github.com/criticizer/criticizer/internal/sweeper"
 	"github.com/criticizer/criticizer/internal/wire"
 )
@@ -18,9 +19,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if err != nil {
 		return nil, err
 	}
-	return &sweeper.Sweeper{Jobs: b.Jobs, Deliveries: b.Deliveries, Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
+	s := &sweeper.Sweeper{Jobs: b.Jobs, Deliveries: b.Deliveries, Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Queue: b.Queue, Log: log, Now: b.Now,
-		StuckAfter: cfg.SweepStuckAfter, EvidenceWindow: cfg.EvidenceWindow, Margin: cfg.EvidenceMargin}, nil
+		StuckAfter: cfg.SweepStuckAfter, EvidenceWindow: cfg.EvidenceWindow, Margin: cfg.EvidenceMargin}
+	if cfg.FeedbackQueueURL != "" {
+		s.Drain = &drain.Checker{Counter: b.Queue, Queue: cfg.FeedbackQueueURL, DLQ: cfg.FeedbackDLQURL,
+			Lag: cfg.EvidenceCounterLag, Evidence: b.Evidence, Set: cfg.ConfigurationSet, Now: b.Now}
+	} else {
+		// Without the drain check the evidence path never catches up: a
+		// send whose answer was lost waits for its event or an operator.
+		log.WarnContext(ctx, "the feedback queue is not configured; no send whose answer was lost will be resent", "variable", config.EnvFeedbackQueueURL)
+	}
+	return s, nil
 }
 
 // Handler is the sweeper's Lambda handler for its EventBridge schedule.
