@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: eval rules run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: explore eval rules run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/). `make invoke-<fn>` runs the function
 # against the local stack of `make run` in this process; with SAM=1 in SAM's
@@ -59,6 +59,7 @@ help:
 	@echo "make bench-micro  run the Go micro-benchmarks (go test -bench)"
 	@echo "make fuzz [FUZZTIME=30s | FUZZTOTAL=10m]  exploratory fuzzing of every fuzz target (docs/fuzzing.md); make test runs their seeds only"
 	@echo "make chaos [SEED=n JOBS=200 RATE=0.03]  randomized fault campaign on the local stack"
+	@echo "make explore  every ordering of the delivery protocol within each scenario's bounds (docs/chaos.md)"
 	@echo "make eval [EVAL_CRITICS=offline,standin,bedrock,openai]  critics on changes with planted bugs (docs/eval.md)"
 	@echo "make deploy MAIL_FROM='Name <addr>'  deploy to AWS (CDK, infra/)"
 
@@ -134,6 +135,14 @@ bench-micro: deps
 # email, a lost or stuck job, or a leak. SEED reproduces a campaign.
 chaos: deps
 	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/chaos -jobs $(or $(JOBS),200) $(if $(SEED),-seed $(SEED)) $(if $(RATE),-rate $(RATE))
+
+# The exhaustive exploration of the delivery protocol (internal/explore;
+# docs/chaos.md): every scenario at deeper bounds than make test's, the
+# variants that must be caught, the figures. Offline: no stack needed.
+# EXPLORE_FLAGS='-scenario send-faults -write internal/explore/testdata/counterexamples'
+EXPLORE_FLAGS ?=
+explore:
+	$(GO) run ./cmd/explore $(EXPLORE_FLAGS)
 
 # Each function's bootstrap size, cold-start init time through a local Lambda
 # Runtime API, and peak memory (cmd/lambdabench), against the local stack.

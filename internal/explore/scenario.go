@@ -1,0 +1,159 @@
+package explore
+
+import "time"
+
+// Scenario is a small world to explore exhaustively: the jobs waiting at
+// notify, what becomes of each recipient's mail, and the bounds of the
+// explorer's choices.
+type Scenario struct {
+	Name string
+	// Jobs are reviews whose critique is ready: each starts at the notify
+	// stage with one notify message on the queue.
+	Jobs []JobSpec
+	// Fates: what SES makes of a recipient's accepted mail, and the event
+	// it publishes after the Send event. A recipient not named is
+	// delivered, and only its Send event is published.
+	Fates map[string]Fate
+
+	// MaxFaults bounds the faults on one path: a send answered other than
+	// OK, a store call failed, an event published twice, an invocation
+	// killed.
+	MaxFaults int
+	// SendFaults are the send answers the explorer may choose besides OK
+	// (all of AnswerLost, Slow, FailBefore, Refused by default).
+	SendFaults []Outcome
+	// StoreFaults names the store calls that may fail before taking
+	// effect ("outbox.MarkSent"...).
+	StoreFaults []string
+	// Kills allows an invocation to be killed at any call (a Lambda
+	// timeout), each spending a fault.
+	Kills bool
+	// Duplicates allows SNS to deliver an event twice, each spending a
+	// fault.
+	Duplicates bool
+	// MaxTicks bounds how often the clock jumps to its next deadline.
+	MaxTicks int
+	// MaxSweeps bounds the sweeper's runs.
+	MaxSweeps int
+	// MaxRedrives bounds DLQ redrives (an operator's move task).
+	MaxRedrives int
+	// Notifiers is how many notify invocations may run at once (1 by
+	// default); the feedback function and the sweeper run one at a time.
+	Notifiers int
+	// MaxLive bounds the invocations running at once, of any function (2
+	// by default): the races the protocol must survive are between two
+	// writers of a row.
+	MaxLive int
+	// MaxDepth bounds a path's length.
+	MaxDepth int
+
+	// Timing of the protocol and of the world.
+	Config Config
+	// ConfigurationSet is the SES configuration set's name.
+	ConfigurationSet string
+}
+
+// JobSpec is one review at notify.
+type JobSpec struct {
+	Changelist string
+	Version    int
+	Recipients []string
+	// Messages is how many notify messages start on the queue for the
+	// job (1 by default): more model a duplicate (a redrive of a message
+	// already handled, the sweeper's requeue racing the original).
+	Messages int
+}
+
+// Config is the timing the explored code runs with, and the world's own.
+type Config struct {
+	Lease          time.Duration // a claim's lease (CRITICIZER_DELIVERY_LEASE)
+	Margin         time.Duration // the evidence margin (CRITICIZER_EVIDENCE_MARGIN)
+	StuckAfter     time.Duration // the sweeper's stuck threshold
+	EvidenceWindow time.Duration // the sweeper's sent-without-evidence window
+	Visibility     time.Duration // the queues' visibility timeout
+	MaxReceives    int           // the queues' maxReceiveCount
+	// PublishBound is how late after SES accepts a message its Send event
+	// may reach the feedback queue in this world: at most Margin, the
+	// bound the protocol assumes.
+	PublishBound time.Duration
+}
+
+// DefaultConfig is the timing of a deployment, scaled where that keeps
+// the same order of deadlines.
+func DefaultConfig() Config {
+	return Config{Lease: 2 * time.Minute, Margin: 2 * time.Minute, StuckAfter: 10 * time.Minute, EvidenceWindow: 10 * time.Minute,
+		Visibility: 3 * time.Minute, MaxReceives: 3, PublishBound: time.Minute}
+}
+
+func (s Scenario) withDefaults() Scenario {
+	if s.Config == (Config{}) {
+		s.Config = DefaultConfig()
+	}
+	if s.ConfigurationSet == "" {
+		s.ConfigurationSet = "criticizer"
+	}
+	if s.SendFaults == nil {
+		s.SendFaults = []Outcome{AnswerLost, Slow, FailBefore, Refused}
+	}
+	if s.Notifiers == 0 {
+		s.Notifiers = 1
+	}
+	if s.MaxLive == 0 {
+		s.MaxLive = 2
+	}
+	if s.MaxDepth == 0 {
+		s.MaxDepth = 60
+	}
+	return s
+}
+
+// Scenarios are the worlds `make test` explores completely (together,
+// about 185,000 states in under a minute on two cores) and `make explore`
+// explores again with deeper bounds (Deep). A path's depth counts the
+// explorer's choices; each leaf is then healed (no more faults, a fair
+// schedule) to check that nothing is stuck.
+func Scenarios() []Scenario {
+	one := []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}}}
+	return []Scenario{
+		{Name: "send-faults", Jobs: one, MaxFaults: 1, MaxTicks: 3, MaxSweeps: 1, MaxDepth: 26},
+		{Name: "lost-answer-two-reviews", Jobs: []JobSpec{
+			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
+			{Changelist: "cl2", Version: 1, Recipients: []string{"b@example.com"}}},
+			MaxFaults: 1, SendFaults: []Outcome{AnswerLost}, MaxTicks: 3, MaxSweeps: 1, MaxDepth: 24},
+		{Name: "two-versions", Jobs: []JobSpec{
+			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
+			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}}},
+			MaxFaults: 1, SendFaults: []Outcome{AnswerLost}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 22},
+		{Name: "store-faults", Jobs: one, MaxFaults: 1, SendFaults: []Outcome{},
+			StoreFaults: []string{"outbox.MarkSent", "outbox.RecordEvent", "outbox.Claim", "jobs.FinishNotify"}, MaxTicks: 3, MaxSweeps: 1, MaxDepth: 28},
+		{Name: "kills-and-redrive", Jobs: one, MaxFaults: 1, SendFaults: []Outcome{AnswerLost}, Kills: true, MaxRedrives: 1,
+			StoreFaults: []string{"outbox.RecordEvent"}, MaxTicks: 3, MaxSweeps: 1, MaxDepth: 24},
+		{Name: "events-twice", Jobs: one, MaxFaults: 2, SendFaults: []Outcome{AnswerLost}, Duplicates: true, MaxTicks: 3, MaxSweeps: 1, MaxDepth: 22},
+		{Name: "transient-bounce", Jobs: []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"bounce@example.com"}}},
+			Fates: map[string]Fate{"bounce@example.com": TransientBounce}, MaxFaults: 0, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 26},
+		{Name: "reject-and-complaint", Jobs: []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"reject@example.com"}},
+			{Changelist: "cl2", Version: 1, Recipients: []string{"complain@example.com"}}},
+			Fates:     map[string]Fate{"reject@example.com": RejectedForContent, "complain@example.com": Complained},
+			MaxFaults: 0, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 20},
+		{Name: "two-notifiers", Jobs: []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}, Messages: 2}},
+			Notifiers: 2, MaxFaults: 1, SendFaults: []Outcome{AnswerLost, Slow}, MaxTicks: 2, MaxSweeps: 0, MaxDepth: 28},
+	}
+}
+
+// Deep returns the scenario with the bounds of `make explore`: paths six
+// actions longer. Each action deeper multiplies the states by about 1.2
+// to 1.4 (most of them interleavings of two invocations' calls).
+func (s Scenario) Deep() Scenario {
+	s.MaxDepth += 6
+	return s
+}
+
+// ScenarioByName finds a scenario of Scenarios.
+func ScenarioByName(name string) (Scenario, bool) {
+	for _, s := range Scenarios() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}

@@ -1,0 +1,231 @@
+package explore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/drain"
+	"github.com/criticizer/criticizer/internal/feedback"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/pipeline"
+	"github.com/criticizer/criticizer/internal/stage"
+	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/memstore"
+	"github.com/criticizer/criticizer/internal/sweeper"
+)
+
+// epoch is where every run's clock starts.
+var epoch = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+
+// world is one run: the real notify, feedback and sweeper handlers on the
+// in-memory store, with the clock, the queues and SES under the
+// explorer's control.
+type world struct {
+	sc    Scenario
+	sched *sched
+	now   time.Time
+
+	jobsMem  *memstore.Jobs
+	outbox   *memstore.Deliveries
+	evidence *memstore.Evidence
+	rcpts    *memstore.Recipients
+
+	notifyQ, feedback *queue
+	mails             []*sesMail
+	// named counts names given outside any process.
+	named int
+
+	notify  *pipeline.Notify
+	runner  *stage.Runner
+	fb      *feedback.Handler
+	sweeper *sweeper.Sweeper
+
+	// evidenceView, if set, replaces what notify and the sweeper read of
+	// the evidence path (a variant's rule).
+	evidenceView func(store.EvidenceState) store.EvidenceState
+	// budgets spent on this path
+	faults, ticks, sweeps, redrives int
+	// rowIDs are every row the scenario's jobs can have.
+	rowIDs []string
+	jobIDs []job.ID
+	// succeeded is each job's verdict as the last safety check saw it.
+	succeeded map[job.ID]bool
+}
+
+// renderer is shared by every run: it holds no state.
+var renderer, _ = mail.NewRenderer()
+
+func newWorld(sc Scenario, v *Variant) *world {
+	w := &world{sc: sc, sched: newSched(), now: epoch, succeeded: map[job.ID]bool{}}
+	clock := func() time.Time { return w.now }
+	w.jobsMem, w.outbox, w.evidence, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), memstore.NewRecipients()
+	cfg := sc.Config
+	w.notifyQ = &queue{name: "notify", visibility: cfg.Visibility, maxReceives: cfg.MaxReceives, dlq: &queue{name: "notify-dlq"}}
+	w.feedback = &queue{name: "feedback", visibility: cfg.Visibility, maxReceives: cfg.MaxReceives, dlq: &queue{name: "feedback-dlq"}}
+	log := slog.New(slog.DiscardHandler)
+
+	gj, gout, gev, grc := jobs{w, w.jobsMem}, outbox{w, w.outbox}, evidencePath{w, w.evidence}, recipients{w, w.rcpts}
+	sender := &ses{w}
+	w.notify = &pipeline.Notify{
+		Base:       pipeline.Base{Jobs: gj, Queue: stageQueue{w}, Log: log, Now: clock},
+		Deliveries: gout, Renderer: renderer, Sender: sender, Prober: sender,
+		Evidence: gev, ConfigurationSet: sc.ConfigurationSet,
+		Lease: cfg.Lease, Margin: cfg.Margin, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
+		Recipients: grc, Tokens: func(ctx context.Context) string { return "tok-" + w.name(ctx) },
+	}
+	w.runner = stage.New(job.StageNotify, "notify", w.notify.Handle, stageQueue{w}, nil, log)
+	// Full jitter's shortest draw: a retry is visible again at once, or
+	// after its Retry-After. Any other draw is a later tick.
+	w.runner.Policy.Initial = 0
+	w.runner.Now = clock
+	w.fb = &feedback.Handler{Deliveries: gout, Evidence: gev, Recipients: grc, Jobs: gj, Queue: stageQueue{w}, Log: log, Now: clock}
+	w.fb.Bound = cfg.Margin
+	w.sweeper = &sweeper.Sweeper{Jobs: gj, Deliveries: gout, Evidence: gev, ConfigurationSet: sc.ConfigurationSet, Queue: stageQueue{w},
+		Log: log, Now: clock, StuckAfter: cfg.StuckAfter, EvidenceWindow: cfg.EvidenceWindow, Margin: cfg.Margin,
+		Drain: &drain.Checker{Counter: counter{w}, Queue: w.feedback.name, DLQ: w.feedback.dlq.name, Evidence: gev,
+			Set: sc.ConfigurationSet, Now: clock}}
+	if v != nil && v.Apply != nil {
+		v.Apply(w)
+	}
+
+	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Summary: "One finding.", Findings: []critic.Finding{}})
+	for i, js := range sc.Jobs {
+		j := job.Job{ID: job.NewID("generic", js.Changelist, js.Version), Source: "generic", ChangelistID: js.Changelist,
+			ReviewVersion: js.Version, Title: "Change " + js.Changelist, URL: "https://review.example/" + js.Changelist, Author: "ana",
+			Recipients: js.Recipients, Status: job.StatusInProgress, Stage: job.StageNotify, Attempts: job.Attempts{},
+			Critique: crit, CreatedAt: epoch, UpdatedAt: epoch}
+		w.jobsMem.Put(j)
+		w.jobIDs = append(w.jobIDs, j.ID)
+		for _, r := range js.Recipients {
+			w.rowIDs = append(w.rowIDs, delivery.ID(job.ChangelistKey("generic", js.Changelist), r, js.Version))
+		}
+		b, _ := json.Marshal(job.Message{JobID: j.ID, Stage: job.StageNotify})
+		for k := range max(js.Messages, 1) {
+			id := fmt.Sprintf("notify-%d", i+1)
+			if k > 0 {
+				id += fmt.Sprintf("-%d", k+1)
+			}
+			w.notifyQ.add(w, id, string(b), 0, time.Time{}, nil)
+		}
+	}
+	return w
+}
+
+// name names what ctx's process creates (see proc.name).
+func (w *world) name(ctx context.Context) string {
+	if p := procOf(ctx); p != nil {
+		return p.name()
+	}
+	w.named++
+	return fmt.Sprintf("w.%d", w.named)
+}
+
+// close unwinds the run's processes.
+func (w *world) close() { w.sched.stop() }
+
+// stageQueue is SQS as the stage runner, notify, feedback and the
+// sweeper use it: every call a gate.
+type stageQueue struct{ w *world }
+
+// Enqueue implements pipeline.Enqueuer (SendMessage to the notify queue).
+func (q stageQueue) Enqueue(ctx context.Context, m job.Message) error {
+	if m.Stage != job.StageNotify {
+		return fmt.Errorf("explore: no %s queue in this world", m.Stage)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = call(q.w, ctx, wr("sqs.SendMessage", "notify"), func() (struct{}, error) {
+		q.w.notifyQ.add(q.w, "notify-"+q.w.name(ctx), string(b), 0, time.Time{}, nil)
+		return struct{}{}, nil
+	})
+	return err
+}
+
+// Delay implements stage.Queue (ChangeMessageVisibility).
+func (q stageQueue) Delay(ctx context.Context, _ string, rh string, d time.Duration) error {
+	id := rh
+	if i := strings.LastIndex(rh, "/"); i > 0 {
+		id = rh[:i]
+	}
+	_, err := call(q.w, ctx, wr("sqs.ChangeMessageVisibility", "notify/"+id), func() (struct{}, error) {
+		if m := q.w.notifyQ.handle(rh); m != nil {
+			m.visibleAt = q.w.now.Add(d)
+			return struct{}{}, nil
+		}
+		return struct{}{}, fmt.Errorf("ChangeMessageVisibility: receipt handle %s is not current", rh)
+	})
+	return err
+}
+
+// DeadLetter implements stage.Queue (SendMessage to the stage's DLQ).
+func (q stageQueue) DeadLetter(ctx context.Context, _ job.Stage, body []byte) error {
+	_, err := call(q.w, ctx, wr("sqs.SendMessage", "notify-dlq"), func() (struct{}, error) {
+		q.w.notifyQ.dlq.add(q.w, "notify-dlq-"+q.w.name(ctx), string(body), 0, time.Time{}, nil)
+		return struct{}{}, nil
+	})
+	return err
+}
+
+// Requeue implements stage.Queue (SendMessage with DelaySeconds).
+func (q stageQueue) Requeue(ctx context.Context, _ string, body string, delay time.Duration) error {
+	_, err := call(q.w, ctx, wr("sqs.SendMessage", "notify"), func() (struct{}, error) {
+		q.w.notifyQ.add(q.w, "notify-"+q.w.name(ctx), body, delay, time.Time{}, nil)
+		return struct{}{}, nil
+	})
+	return err
+}
+
+// invoke receives m from q and runs the queue's function on it as a new
+// process, batch size one, as Lambda's event source mapping does; when the
+// handler returns, the records it did not report as failures are deleted.
+// A message past the queue's maxReceiveCount goes to the DLQ instead.
+func (w *world) invoke(q *queue, m *message) {
+	rec, ok := q.receive(w, m)
+	if !ok {
+		return
+	}
+	ev := events.SQSEvent{Records: []events.SQSMessage{rec}}
+	var h func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	switch q {
+	case w.notifyQ:
+		h = w.runner.Handle
+	case w.feedback:
+		h = w.fb.Handle
+	}
+	w.sched.start(q.name, func(ctx context.Context) {
+		resp, err := h(ctx, ev)
+		if err != nil {
+			return // the whole batch fails: nothing is deleted
+		}
+		for _, f := range resp.BatchItemFailures {
+			if f.ItemIdentifier == rec.MessageId {
+				return
+			}
+		}
+		_, _ = call(w, ctx, wr("sqs.DeleteMessage", q.name+"/"+rec.MessageId), func() (struct{}, error) {
+			if m := q.handle(rec.ReceiptHandle); m != nil {
+				m.deleted = true
+				if m.event != nil {
+					m.event.processed = true
+				}
+			}
+			return struct{}{}, nil
+		})
+	})
+}
+
+// sweep runs the sweeper as a new process (the EventBridge schedule).
+func (w *world) sweep() {
+	w.sched.start("sweeper", func(ctx context.Context) { _, _ = w.sweeper.Run(ctx) })
+}
