@@ -41,7 +41,7 @@ func lateness(t *testing.T) (late, every time.Duration) {
 	return 20 * time.Second, 1500 * time.Millisecond
 }
 
-// The late event the evidence rule main had missed (issue 27's trace, on
+// The late event the evidence rule main had missed (the explorer's trace, on
 // the real stack): SES accepts a message and the answer is lost; the
 // message's Send event reaches the feedback queue but its receive is held
 // in flight for minutes — a batch that timed out on AWS comes back like
