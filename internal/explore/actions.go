@@ -104,7 +104,7 @@ func (w *world) actions() []Action {
 	}
 	if w.ticks < w.sc.MaxTicks && len(w.sched.procs) == 0 {
 		if t, ok := w.nextTick(); ok {
-			out = append(out, Action{Kind: Tick, Target: "+" + t.Sub(epoch).String()})
+			out = append(out, Action{Kind: Tick, Target: "+" + t.Sub(epoch()).String()})
 		}
 	}
 	if room && w.sweeps < w.sc.MaxSweeps && running["sweeper"] == 0 {
@@ -159,7 +159,7 @@ func (w *world) apply(a Action) (Action, bool) {
 		w.publish(e)
 	case Tick:
 		t, ok := w.nextTick()
-		if !ok || "+"+t.Sub(epoch).String() != a.Target {
+		if !ok || "+"+t.Sub(epoch()).String() != a.Target {
 			return a, false
 		}
 		w.ticks++

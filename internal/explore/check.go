@@ -208,7 +208,7 @@ func (w *world) heal(limit int) func(yield func(Action) bool) {
 				if !ok {
 					continue
 				}
-				a = Action{Kind: Tick, Target: "+" + t.Sub(epoch).String()}
+				a = Action{Kind: Tick, Target: "+" + t.Sub(epoch()).String()}
 			}
 			if !yield(a) {
 				return
@@ -232,7 +232,7 @@ func (w *world) hash() uint64 {
 func (w *world) canonical(budgets bool) string {
 	ctx := context.Background()
 	var b strings.Builder
-	fmt.Fprintf(&b, "now=%s\n", w.now.Sub(epoch))
+	fmt.Fprintf(&b, "now=%s\n", w.now.Sub(epoch()))
 	if budgets {
 		fmt.Fprintf(&b, "spent=%d/%d/%d/%d\n", w.faults, w.ticks, w.sweeps, w.redrives)
 	}

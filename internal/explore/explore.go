@@ -350,7 +350,7 @@ func Explain(sc Scenario, v *Variant, trace []Action) string {
 			fmt.Fprintf(&b, "%3d. %s — not enabled here; the trace does not replay\n", i+1, a.Label())
 			return b.String()
 		}
-		fmt.Fprintf(&b, "%3d. [%s] %s", i+1, w.now.Sub(epoch), took.Label())
+		fmt.Fprintf(&b, "%3d. [%s] %s", i+1, w.now.Sub(epoch()), took.Label())
 		if took.Note != "" {
 			fmt.Fprintf(&b, "  (%s)", took.Note)
 		}

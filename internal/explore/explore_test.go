@@ -143,7 +143,7 @@ func TestExplore_Regressions(t *testing.T) {
 // maxReceiveCount it moves to the DLQ with its id; a redrive gives it a
 // new id; the counters see every state.
 func TestQueue_VisibilityReceivesRedrive(t *testing.T) {
-	w := &world{now: epoch, sched: newSched()}
+	w := &world{now: epoch(), sched: newSched()}
 	q := &queue{name: "q", visibility: time.Minute, maxReceives: 2, dlq: &queue{name: "q-dlq"}}
 	m := q.add(w, "m1", "{}", 0, time.Time{}, nil)
 	if v, f, d := q.stats(w.now); v != 1 || f != 0 || d != 0 {

@@ -90,7 +90,7 @@ type ses struct {
 }
 
 // sendFaults are the answers the explorer may give a send besides OK.
-var sendFaults = []Outcome{AnswerLost, Slow, FailBefore, Refused}
+func sendFaults() []Outcome { return []Outcome{AnswerLost, Slow, FailBefore, Refused} }
 
 // Send implements pipeline.Sender.
 func (s *ses) Send(ctx context.Context, deliveryID, to string, _ delivery.Message) (string, error) {
@@ -105,7 +105,7 @@ func (s *ses) SendProbe(ctx context.Context, id string) (string, error) {
 
 func (s *ses) send(ctx context.Context, deliveryID, to, probe string) (string, error) {
 	w := s.w
-	o := op{name: "ses.Send", key: deliveryID + probe, write: true, faults: sendFaults}
+	o := op{name: "ses.Send", key: deliveryID + probe, write: true, faults: sendFaults()}
 	out := w.sched.gate(ctx, o)
 	if p := procOf(ctx); p != nil {
 		defer func() { p.note(o, out, "") }()

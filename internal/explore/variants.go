@@ -20,7 +20,7 @@ func Variants() []*Variant {
 		{Name: "resend-without-evidence", CaughtIn: []string{"send-faults", "lost-answer-two-reviews"}, Doc: "broken on purpose: a send whose answer was lost is resent once its lease ends, " +
 			"whatever the evidence path says", Apply: func(w *world) {
 			w.evidenceView = func(st store.EvidenceState) store.EvidenceState {
-				far := epoch.Add(1000 * time.Hour)
+				far := epoch().Add(1000 * time.Hour)
 				st.Newest, st.Drained = far, far
 				return st
 			}

@@ -24,7 +24,7 @@ import (
 )
 
 // epoch is where every run's clock starts.
-var epoch = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+func epoch() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
 
 // world is one run: the real notify, feedback and sweeper handlers on the
 // in-memory store, with the clock, the queues and SES under the
@@ -61,11 +61,9 @@ type world struct {
 	succeeded map[job.ID]bool
 }
 
-// renderer is shared by every run: it holds no state.
-var renderer, _ = mail.NewRenderer()
 
 func newWorld(sc Scenario, v *Variant) *world {
-	w := &world{sc: sc, sched: newSched(), now: epoch, succeeded: map[job.ID]bool{}}
+	w := &world{sc: sc, sched: newSched(), now: epoch(), succeeded: map[job.ID]bool{}}
 	clock := func() time.Time { return w.now }
 	w.jobsMem, w.outbox, w.evidence, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), memstore.NewRecipients()
 	cfg := sc.Config
@@ -77,7 +75,7 @@ func newWorld(sc Scenario, v *Variant) *world {
 	sender := &ses{w}
 	w.notify = &pipeline.Notify{
 		Base:       pipeline.Base{Jobs: gj, Queue: stageQueue{w}, Log: log, Now: clock},
-		Deliveries: gout, Renderer: renderer, Sender: sender, Prober: sender,
+		Deliveries: gout, Renderer: renderer(), Sender: sender, Prober: sender,
 		Evidence: gev, ConfigurationSet: sc.ConfigurationSet,
 		Lease: cfg.Lease, Margin: cfg.Margin, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 		Recipients: grc, Tokens: func(ctx context.Context) string { return "tok-" + w.name(ctx) },
@@ -102,7 +100,7 @@ func newWorld(sc Scenario, v *Variant) *world {
 		j := job.Job{ID: job.NewID("generic", js.Changelist, js.Version), Source: "generic", ChangelistID: js.Changelist,
 			ReviewVersion: js.Version, Title: "Change " + js.Changelist, URL: "https://review.example/" + js.Changelist, Author: "ana",
 			Recipients: js.Recipients, Status: job.StatusInProgress, Stage: job.StageNotify, Attempts: job.Attempts{},
-			Critique: crit, CreatedAt: epoch, UpdatedAt: epoch}
+			Critique: crit, CreatedAt: epoch(), UpdatedAt: epoch()}
 		w.jobsMem.Put(j)
 		w.jobIDs = append(w.jobIDs, j.ID)
 		for _, r := range js.Recipients {
@@ -118,6 +116,12 @@ func newWorld(sc Scenario, v *Variant) *world {
 		}
 	}
 	return w
+}
+
+// renderer renders the email: mail.Renderer holds no state.
+func renderer() *mail.Renderer {
+	r, _ := mail.NewRenderer()
+	return r
 }
 
 // name names what ctx's process creates (see proc.name).
