@@ -67,14 +67,14 @@ var SecretEnv = []string{
 // Durations passed to the functions: config.go's defaults, written out so a
 // deployment shows what it runs with.
 const (
-	IdempotencyTTL  = "720h"
-	DeliveryLease   = "2m"
-	EvidenceMargin  = "5m"
+	IdempotencyTTL = "720h"
+	DeliveryLease  = "2m"
+	EvidenceMargin = "5m"
 	// SweepEveryMinutes is the sweeper's schedule.
 	SweepEveryMinutes = 1
-	CounterLag      = "2m"
-	SweepStuckAfter = "10m"
-	EvidenceWindow  = "15m"
+	CounterLag        = "2m"
+	SweepStuckAfter   = "10m"
+	EvidenceWindow    = "15m"
 	// ModelTimeout bounds one model call (config.DefaultModelTimeout); the
 	// llm function's timeout is sized from it (R-STAGE-9).
 	ModelTimeout = "5m"

@@ -233,8 +233,8 @@ const (
 	DefaultEvidenceMargin = 5 * time.Minute
 	// DefaultCounterLag is SQS's documented "at least 1 minute" for its
 	// approximate counters to settle, doubled.
-	DefaultCounterLag = 2 * time.Minute
-	MaxReviewInstructionsRunes  = 2000
+	DefaultCounterLag          = 2 * time.Minute
+	MaxReviewInstructionsRunes = 2000
 
 	EnvGitHubWebhookSecret = "CRITICIZER_GITHUB_WEBHOOK_SECRET"
 	EnvGitHubToken         = "CRITICIZER_GITHUB_TOKEN"

@@ -30,6 +30,8 @@ func SAMEnv(cfg config.Config, host, publicURL string) map[string]map[string]str
 		config.EnvConfigurationSet: cfg.ConfigurationSet,
 		config.EnvSecretsARN:       "",
 		config.EnvPublicURL:        local(publicURL),
+		config.EnvFeedbackQueueURL: local(cfg.FeedbackQueueURL),
+		config.EnvFeedbackDLQURL:   local(cfg.FeedbackDLQURL),
 	}
 	for _, s := range job.Stages() {
 		vars[config.QueueEnv(s)] = local(cfg.Queues.Queue[s])

@@ -367,4 +367,3 @@ func startStackSESQuota(port, emulatorPort int) (*SESQuotaServer, error) {
 	}
 	return StartSESQuota(addr(port), "http://"+addr(emulatorPort), q)
 }
-

@@ -123,9 +123,9 @@ func run(sc Scenario, v *Variant, o Options) *explorer {
 }
 
 type explorer struct {
-	sc      Scenario
-	v       *Variant
-	o       Options
+	sc Scenario
+	v  *Variant
+	o  Options
 	// visited holds the depth at which each state was explored: a state
 	// reached again by a shorter path is explored again, so a depth
 	// bound cuts no path short that a shorter one would not.

@@ -61,7 +61,6 @@ type world struct {
 	succeeded map[job.ID]bool
 }
 
-
 func newWorld(sc Scenario, v *Variant) *world {
 	w := &world{sc: sc, sched: newSched(), now: epoch(), succeeded: map[job.ID]bool{}}
 	clock := func() time.Time { return w.now }

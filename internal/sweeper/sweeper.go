@@ -62,9 +62,9 @@ type Sweeper struct {
 	// Drain, if set, checks at each sweep whether the feedback queue has
 	// drained, moving the evidence path's drain time (drain.Checker).
 	Drain DrainChecker
-	Queue            Enqueuer
-	Log              *slog.Logger
-	Now              func() time.Time
+	Queue Enqueuer
+	Log   *slog.Logger
+	Now   func() time.Time
 	// StuckAfter: a non-terminal job whose updated_at is older is re-enqueued.
 	// It must exceed the longest backoff (5 min, R-STAGE-2).
 	StuckAfter time.Duration
