@@ -68,6 +68,8 @@ run: deps
 	exec .devstack/bin/devstack run
 
 test: deps
+	@unformatted="$$(gofmt -l cmd functions internal infra/*.go)"; \
+		if [ -n "$$unformatted" ]; then echo "gofmt -w these files:" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 	scripts/fuzz.sh -check-docs
 	CRITICIZER_REQUIRE_STACK=1 $(GO) run ./cmd/devstack exec -- $(GO) test -count=1 -timeout 12m ./...
