@@ -216,27 +216,27 @@ func TestEvidence_ValidationNoticeAcknowledged(t *testing.T) {
 
 func queueARN(t *testing.T, s *stack, url string) string {
 	t.Helper()
-	out, err := s.env.Clients.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	return queueAttrs(t, s, url)[string(sqstypes.QueueAttributeNameQueueArn)]
 }
 
 // queueDepth is every message of the queue, in any state.
 func queueDepth(t *testing.T, s *stack, url string) int {
+	t.Helper()
+	attrs, n := queueAttrs(t, s, url), 0
+	for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
+		var v int
+		fmt.Sscan(attrs[a], &v)
+		n += v
+	}
+	return n
+}
+
+func queueAttrs(t *testing.T, s *stack, url string) map[string]string {
 	t.Helper()
 	out, err := s.env.Clients.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
-		var v int
-		fmt.Sscan(out.Attributes[a], &v)
-		n += v
-	}
-	return n
+	return out.Attributes
 }
