@@ -158,8 +158,10 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 // measure records how late a Send event reached the feedback queue after
 // SES accepted its message (SQS's SentTimestamp against mail.timestamp),
 // and reports one later than the publish bound (R-EVIDENCE-7). A message
-// redriven from the DLQ carries the time of its redrive, not of SNS's
-// delivery, and is not measured.
+// received from a DLQ (DeadLetterQueueSourceArn set) is not measured; one
+// moved back from the feedback DLQ by a move task carries its move's
+// SentTimestamp, so LateSendEvents is to be expected after such a
+// redrive.
 func (h *Handler) measure(ctx context.Context, rec events.SQSMessage, e SESEvent) {
 	if e.EventType != "Send" || h.Bound <= 0 || rec.Attributes["DeadLetterQueueSourceArn"] != "" {
 		return
@@ -179,7 +181,8 @@ func (h *Handler) measure(ctx context.Context, rec events.SQSMessage, e SESEvent
 
 func (h *Handler) record(ctx context.Context, ev SESEvent) error {
 	if ev.ProbeID() != "" {
-		// An evidence probe: it names no row; its time moves the watermark.
+		// An evidence probe: it names no row; its time moves the newest
+		// event time.
 		h.Log.InfoContext(ctx, "evidence probe event", "event_type", ev.EventType, "probe_id", ev.ProbeID())
 		return nil
 	}
