@@ -21,6 +21,11 @@ func docsText(t *testing.T) map[string]string {
 	sort.Strings(paths)
 	out := map[string]string{}
 	for _, p := range paths {
+		if filepath.Base(p) == "local-stack.md" {
+			// The local stack's page names its own resources (lower-case
+			// "criticizer-…" queues, SQS API parameters), not a deploy's.
+			continue
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
