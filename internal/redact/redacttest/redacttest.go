@@ -40,10 +40,10 @@ const (
 	plantSessionTok  = "FwoGZXIvYXdzEJr//////////wEaDOnSessionTokenValue"
 )
 
-// plantedText contains every kind of secret R-PRIVACY-1 forbids, in the shapes they
-// take in error messages, headers, URLs, JSON and stack traces.
-func plantedBase() string {
-	return strings.Join([]string{
+// plantedBase holds every kind of secret R-PRIVACY-1 forbids, in the
+// shapes they take in error messages, headers, URLs, JSON and stack traces.
+func plantedBase() []string {
+	return []string{
 		"aws_access_key_id=" + PlantAWSKeyID,
 		"temporary id " + plantAWSTempID,
 		"aws_secret_access_key = " + plantAWSSecret,
@@ -69,7 +69,7 @@ func plantedBase() string {
 		`{"password": "` + plantJSONPass + `"}`,
 		`body: "{\"password\":\"` + plantEscapedPass + `\"}"`,
 		"Cookie: " + plantCookie,
-	}, "\n")
+	}
 }
 
 var baseLiterals = []string{
@@ -106,8 +106,8 @@ const (
 	plantDiffURL       = "https://diffs.example.com/pr/7.diff?X-Amz-Signature=presigned0123&X-Amz-Credential=AKIDcred"
 )
 
-func adversarial() string {
-	return strings.Join([]string{
+func adversarial() []string {
+	return []string{
 		"aws secret " + plantBareAWSSecret + " used",
 		"session " + plantBareSession,
 		"gitlab " + plantGLPAT + " deploy " + plantGLDeploy,
@@ -122,7 +122,7 @@ func adversarial() string {
 		"to " + plantUnicodeEmail + ", " + plantIDNEmail + "; " + plantFullWidth + " " + plantPercent,
 		"literal " + plantIPLiteral + " quoted " + plantQuoted,
 		`Get "` + plantDiffURL + `": dial tcp: i/o timeout`,
-	}, "\n")
+	}
 }
 
 var adversarialLiterals = []string{
@@ -134,7 +134,13 @@ var adversarialLiterals = []string{
 }
 
 // Planted returns text holding every planted secret and address.
-func Planted() string { return plantedBase() + "\n" + adversarial() }
+func Planted() string { return strings.Join(Items(), "\n") }
+
+// Items returns the planted text's items one by one, each whole (a PEM
+// block keeps its lines together): a fuzz target that redacts one item in
+// each input's context tries far more contexts than one that redacts the
+// whole corpus every time.
+func Items() []string { return append(plantedBase(), adversarial()...) }
 
 // Literals returns the planted literals: none may survive redaction.
 func Literals() []string {
