@@ -329,8 +329,7 @@ func (s *Stack) mail() {
 		Resources:  jsii.Strings("*"),
 		Conditions: &map[string]any{
 			"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()},
-			"ArnLike": map[string]any{"aws:SourceArn": s.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("cloudwatch"),
-				Resource: jsii.String("alarm"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})},
+			"ArnLike":      map[string]any{"aws:SourceArn": alarmARNs(s.Stack)},
 		},
 	}), jsii.Bool(false))
 	s.ConfigSet.AddEventDestination(jsii.String("ToSns"), &awsses.ConfigurationSetEventDestinationOptions{
