@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -116,4 +118,102 @@ func checkAlarmsReachAPerson(t *testing.T, name string, res map[string]map[strin
 // publish beside the SSL Deny (R-DEPLOY-2).
 func TestAlarmTopic_CloudWatchMayPublish(t *testing.T) {
 	checkAlarmsReachAPerson(t, "CDK", resourcesOf(synth(t).tmpl))
+}
+
+// alarmModel is what two templates' alarms must agree on.
+type alarmModel struct {
+	Stat                string
+	Period, Threshold   float64
+	Comparison, Missing string
+	EvaluationPeriods   float64
+}
+
+// alarmsOf models a template's alarms by what they watch: the metric's
+// namespace, name and dimensions (each dimension's value as the resource
+// it references), or the Metrics Insights query.
+func alarmsOf(t *testing.T, name string, res map[string]map[string]any) map[string]alarmModel {
+	t.Helper()
+	out := map[string]alarmModel{}
+	for id, r := range res {
+		if r["Type"] != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		p := props(r)
+		m := alarmModel{Threshold: num(p["Threshold"]), Comparison: render(p["ComparisonOperator"]),
+			Missing: render(p["TreatMissingData"]), EvaluationPeriods: num(p["EvaluationPeriods"])}
+		var watched string
+		metric := func(ns, metric, dims any) string {
+			var ds []string
+			for _, d := range asList(dims) {
+				ds = append(ds, fmt.Sprintf("%s=%s", render(get(d, "Name")), refID(get(d, "Value"))))
+			}
+			sort.Strings(ds)
+			return fmt.Sprintf("%s/%s{%s}", render(ns), render(metric), strings.Join(ds, ","))
+		}
+		switch metrics := asList(p["Metrics"]); {
+		case p["MetricName"] != nil:
+			watched = metric(p["Namespace"], p["MetricName"], p["Dimensions"])
+			m.Stat, m.Period = render(p["Statistic"]), num(p["Period"])
+		case len(metrics) == 1 && get(metrics[0], "MetricStat") != nil:
+			ms := get(metrics[0], "MetricStat")
+			watched = metric(get(ms, "Metric", "Namespace"), get(ms, "Metric", "MetricName"), get(ms, "Metric", "Dimensions"))
+			m.Stat, m.Period = render(get(ms, "Stat")), num(get(ms, "Period"))
+		case len(metrics) == 1 && get(metrics[0], "Expression") != nil:
+			watched = render(get(metrics[0], "Expression"))
+			m.Period = num(get(metrics[0], "Period"))
+		default:
+			t.Errorf("%s: alarm %s: neither one metric nor one query", name, id)
+			continue
+		}
+		if _, dup := out[watched]; dup {
+			t.Errorf("%s: two alarms on %s", name, watched)
+		}
+		out[watched] = m
+	}
+	return out
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// TestSAMAlarmsAgreeWithCDK: template.yaml, a deploy path like the CDK
+// app (docs/deploy.md), has the CDK stack's alarms: the same metrics (by
+// namespace, name and the resources their dimensions name) or Metrics
+// Insights queries, with the same statistic, period, threshold,
+// comparison, evaluation periods and missing-data treatment; and they
+// reach a person as the CDK stack's do (R-DEPLOY-2).
+func TestSAMAlarmsAgreeWithCDK(t *testing.T) {
+	sam := resourcesOf(loadSAM(t))
+	want, got := alarmsOf(t, "CDK", resourcesOf(synth(t).tmpl)), alarmsOf(t, "SAM", sam)
+	for _, k := range sortedKeys(want) {
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("template.yaml has no alarm on %s", k)
+			continue
+		}
+		diff(t, "alarm on "+k, g, want[k])
+	}
+	for _, k := range sortedKeys(got) {
+		if _, ok := want[k]; !ok {
+			t.Errorf("template.yaml alarms on %s, which the CDK stack does not", k)
+		}
+	}
+	checkAlarmsReachAPerson(t, "SAM", sam)
+
+	// The alarm email is subscribed only when given.
+	subscribed := false
+	for id, r := range sam {
+		if r["Type"] == "AWS::SNS::Subscription" && get(props(r), "Protocol") == "email" {
+			subscribed = true
+			cond, _ := r["Condition"].(string)
+			if cond == "" || refID(get(props(r), "Endpoint")) != "AlarmEmail" {
+				t.Errorf("SAM %s: an email subscription to %v, condition %q; want the AlarmEmail parameter, only when set", id, render(get(props(r), "Endpoint")), cond)
+			}
+		}
+	}
+	if !subscribed {
+		t.Error("template.yaml subscribes no AlarmEmail to the alarm topic")
+	}
 }
