@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/jsii-runtime-go"
@@ -46,12 +47,34 @@ func insightsAgg(agg, metric, groupBy string) string {
 	return q
 }
 
+// alarmARNs is the ARN pattern of every CloudWatch alarm of the stack's
+// account and region.
+func alarmARNs(st awscdk.Stack) *string {
+	return st.FormatArn(&awscdk.ArnComponents{Service: jsii.String("cloudwatch"),
+		Resource: jsii.String("alarm"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
+}
+
 func (s *Stack) monitoring() {
 	s.AlarmTopic = awssns.NewTopic(s.Stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
 		DisplayName: jsii.String("Criticizer alarms"),
 		MasterKey:   s.TopicKey,
 		EnforceSSL:  jsii.Bool(true),
 	})
+	// EnforceSSL makes CDK write a topic policy holding only its Deny, and
+	// a topic policy replaces SNS's default one: without this Allow no
+	// alarm could publish here. CloudWatch may publish only this
+	// account's alarms (aws:SourceAccount, aws:SourceArn), as the topic
+	// key allows it (R-DEPLOY-2).
+	s.AlarmTopic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchPublishesThisAccountsAlarms"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  &[]*string{s.AlarmTopic.TopicArn()},
+		Conditions: &map[string]any{
+			"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()},
+			"ArnLike":      map[string]any{"aws:SourceArn": alarmARNs(s.Stack)},
+		},
+	}))
 	if s.Config.AlarmEmail != "" {
 		s.AlarmTopic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(s.Config.AlarmEmail), nil))
 	}

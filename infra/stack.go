@@ -104,8 +104,11 @@ type Route struct {
 	IAM bool
 }
 
-// Routes are the HTTP API's routes. The admin routes need IAM
-// authorization and, inside intake, the admin API key (in X-Api-Key:
+// Routes are the HTTP API's routes: api.Routes() in the root module
+// (internal/api/routes.go), which this module does not import;
+// TestRoutesDeployed holds the two, this stack's routes and
+// template.yaml's to the same list (R-DEPLOY-1). The admin routes need
+// IAM authorization and, inside intake, the admin API key (in X-Api-Key:
 // SigV4 takes the Authorization header); without CRITICIZER_ADMIN_API_KEY
 // in intake's secret they answer 404. The rest authenticate inside the
 // function (webhook HMAC, signed unsubscribe tokens) or are public by
@@ -114,10 +117,16 @@ var Routes = append(webhookRoutes(), []Route{
 	{Method: "GET", Path: "/jobs/{id}"},
 	{Method: "GET", Path: "/healthz"},
 	{Method: "GET", Path: "/unsubscribe/{token}"},
+	// Link checkers and mail scanners probe links with HEAD.
+	{Method: "HEAD", Path: "/unsubscribe/{token}"},
 	{Method: "POST", Path: "/unsubscribe/{token}"},
 	{Method: "POST", Path: "/admin/rerun", IAM: true},
 	{Method: "GET", Path: "/admin/previews", IAM: true},
 	{Method: "GET", Path: "/admin/previews/{template+}", IAM: true}, // names hold "/"
+	// The reviewer directory (R-REVIEWERS-4).
+	{Method: "GET", Path: "/admin/directory", IAM: true},
+	{Method: "PUT", Path: "/admin/directory/{source}/{username}", IAM: true},
+	{Method: "DELETE", Path: "/admin/directory/{source}/{username}", IAM: true},
 }...)
 
 func webhookRoutes() []Route {
@@ -320,8 +329,7 @@ func (s *Stack) mail() {
 		Resources:  jsii.Strings("*"),
 		Conditions: &map[string]any{
 			"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()},
-			"ArnLike": map[string]any{"aws:SourceArn": s.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("cloudwatch"),
-				Resource: jsii.String("alarm"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})},
+			"ArnLike":      map[string]any{"aws:SourceArn": alarmARNs(s.Stack)},
 		},
 	}), jsii.Bool(false))
 	s.ConfigSet.AddEventDestination(jsii.String("ToSns"), &awsses.ConfigurationSetEventDestinationOptions{

@@ -345,7 +345,8 @@ func TestHTTPAPI(t *testing.T) {
 		t.Errorf("routes = %v\nwant     %v", got, want)
 	}
 	for _, k := range []string{"POST /webhooks/generic", "POST /webhooks/github", "POST /webhooks/gitlab", "POST /webhooks/gerrit", "GET /jobs/{id}", "GET /healthz", "GET /unsubscribe/{token}",
-		"POST /unsubscribe/{token}", "POST /admin/rerun", "GET /admin/previews", "GET /admin/previews/{template+}"} {
+		"HEAD /unsubscribe/{token}", "POST /unsubscribe/{token}", "POST /admin/rerun", "GET /admin/previews", "GET /admin/previews/{template+}",
+		"GET /admin/directory", "PUT /admin/directory/{source}/{username}", "DELETE /admin/directory/{source}/{username}"} {
 		if _, ok := got[k]; !ok {
 			t.Errorf("route %s missing", k)
 		}

@@ -86,8 +86,13 @@ func (a *Admin) directory(ctx context.Context, req events.APIGatewayV2HTTPReques
 	rawSrc, rawUser, ok := strings.Cut(rest, "/")
 	src, err1 := url.PathUnescape(rawSrc)
 	user, err2 := url.PathUnescape(rawUser)
-	if !ok || err1 != nil || err2 != nil {
+	// Exactly two non-empty segments, as API Gateway routes them
+	// (R-DEPLOY-1): anything else is no route, whatever the method.
+	if !ok || rawSrc == "" || rawUser == "" || strings.Contains(rawUser, "/") || err1 != nil || err2 != nil {
 		return problem(http.StatusNotFound, "path", "use /admin/directory/{source}/{username}")
+	}
+	if method != http.MethodPut && method != http.MethodDelete {
+		return directoryMethodNotAllowed()
 	}
 	if field, msg := checkDirectorySource(src); field != "" {
 		return problem(http.StatusBadRequest, field, msg)
@@ -121,6 +126,10 @@ func (a *Admin) directory(ctx context.Context, req events.APIGatewayV2HTTPReques
 		a.Log.InfoContext(ctx, "directory entry removed", "source", src)
 		return jsonResponse(http.StatusOK, map[string]any{"source": src, "username": user, "removed": true, "had_entry": existed}, nil)
 	}
+	return directoryMethodNotAllowed()
+}
+
+func directoryMethodNotAllowed() events.APIGatewayV2HTTPResponse {
 	return jsonResponse(http.StatusMethodNotAllowed, Problem{Error: "method_not_allowed", Message: "use PUT or DELETE"},
 		map[string]string{"Allow": "PUT, DELETE"})
 }
