@@ -118,6 +118,9 @@ type envBounds struct {
 	types map[string]string
 	// params bounds the template's parameters (SAM), by name.
 	params map[string]int
+	// conds, when it holds a condition, decides that condition's Fn::If;
+	// otherwise both branches are sized and the longer counts.
+	conds map[string]bool
 }
 
 // envSize is one function's environment, sized.
@@ -248,6 +251,13 @@ func (b envBounds) maxLen(v any) (int, bool, error) {
 				l, _ := arg.([]any)
 				if len(l) != 3 {
 					break
+				}
+				if name, _ := l[0].(string); name != "" {
+					if on, known := b.conds[name]; known && on {
+						return b.maxLen(l[1])
+					} else if known {
+						return b.maxLen(l[2])
+					}
 				}
 				a, aok, err := b.maxLen(l[1])
 				if err != nil {
