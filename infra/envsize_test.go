@@ -156,6 +156,18 @@ func TestEnvBounds_SizeAsLambdaMeasures(t *testing.T) {
 			t.Errorf("maxLen(%v) = %d, %t, %v; want %d, %t, error %t", c.v, n, present, err, c.n, c.present, c.err)
 		}
 	}
+	// A decided condition sizes its branch only.
+	b.conds = map[string]bool{"On": true, "Off": false}
+	for _, c := range []struct {
+		cond    string
+		n       int
+		present bool
+	}{{"On", 3, true}, {"Off", 0, false}, {"Unknown", 3, true}} {
+		n, present, err := b.maxLen(map[string]any{"Fn::If": []any{c.cond, "abc", map[string]any{"Ref": "AWS::NoValue"}}})
+		if err != nil || n != c.n || present != c.present {
+			t.Errorf("Fn::If %s: %d, %t, %v; want %d, %t", c.cond, n, present, err, c.n, c.present)
+		}
+	}
 	sz, err := b.size("fn", map[string]any{"AB": "c", "DE": `"`, "GONE": map[string]any{"Ref": "AWS::NoValue"}})
 	if err != nil {
 		t.Fatal(err)
