@@ -66,7 +66,7 @@ const (
 )
 
 // The longest value of each reference CloudFormation fills in.
-var (
+const (
 	// maxQueueURL: https://sqs.{region}.{url suffix}/{account}/{queue name}.
 	maxQueueURL = len("https://sqs.") + maxRegion + len(".") + maxURLSuffix + len("/") + maxAccountID + len("/") + maxQueueName
 	// maxQueueARN: arn:{partition}:sqs:{region}:{account}:{queue name}.
@@ -76,38 +76,62 @@ var (
 		len(":secret:") + maxSecretName + len("-XXXXXX")
 	// maxTableARN: arn:{partition}:dynamodb:{region}:{account}:table/{name}.
 	maxTableARN = len("arn:") + maxPartition + len(":dynamodb:") + maxRegion + len(":") + maxAccountID + len(":table/") + maxTableName
+	// maxBucketARN: arn:{partition}:s3:::{bucket}.
+	maxBucketARN = len("arn:") + maxPartition + len(":s3:::") + maxBucketName
+	// maxAPIEndpoint: https://{api id}.execute-api.{region}.{url suffix}.
+	maxAPIEndpoint = len("https://") + maxAPIID + len(".execute-api.") + maxRegion + len(".") + maxURLSuffix
 )
 
-// refMax is the longest value of Ref to a resource of each type.
-var refMax = map[string]int{
-	"AWS::DynamoDB::Table":        maxTableName,
-	"AWS::S3::Bucket":             maxBucketName,
-	"AWS::SQS::Queue":             maxQueueURL,
-	"AWS::SecretsManager::Secret": maxSecretARN,
-	"AWS::SES::ConfigurationSet":  maxConfigurationSetName,
-	"AWS::ApiGatewayV2::Api":      maxAPIID,
-	"AWS::Serverless::HttpApi":    maxAPIID,
+// refMax is the longest value of Ref to a resource of type typ, or of the
+// pseudo parameter name; false when there is no bound.
+func refMax(name, typ string) (int, bool) {
+	switch name {
+	case "AWS::Region":
+		return maxRegion, true
+	case "AWS::Partition":
+		return maxPartition, true
+	case "AWS::URLSuffix":
+		return maxURLSuffix, true
+	case "AWS::AccountId":
+		return maxAccountID, true
+	case "AWS::StackName":
+		return maxStackName, true
+	}
+	switch typ {
+	case "AWS::DynamoDB::Table":
+		return maxTableName, true
+	case "AWS::S3::Bucket":
+		return maxBucketName, true
+	case "AWS::SQS::Queue":
+		return maxQueueURL, true
+	case "AWS::SecretsManager::Secret":
+		return maxSecretARN, true
+	case "AWS::SES::ConfigurationSet":
+		return maxConfigurationSetName, true
+	case "AWS::ApiGatewayV2::Api", "AWS::Serverless::HttpApi":
+		return maxAPIID, true
+	}
+	return 0, false
 }
 
-// getAttMax is the longest value of Fn::GetAtt, by resource type and
-// attribute.
-var getAttMax = map[string]int{
-	"AWS::SQS::Queue.Arn":       maxQueueARN,
-	"AWS::SQS::Queue.QueueName": maxQueueName,
-	"AWS::SQS::Queue.QueueUrl":  maxQueueURL,
-	"AWS::DynamoDB::Table.Arn":  maxTableARN,
-	"AWS::S3::Bucket.Arn":       len("arn:") + maxPartition + len(":s3:::") + maxBucketName,
-	"AWS::ApiGatewayV2::Api.ApiEndpoint": len("https://") + maxAPIID + len(".execute-api.") + maxRegion + len(".") +
-		maxURLSuffix,
-}
-
-// pseudoMax is the longest value of each pseudo parameter.
-var pseudoMax = map[string]int{
-	"AWS::Region":    maxRegion,
-	"AWS::Partition": maxPartition,
-	"AWS::URLSuffix": maxURLSuffix,
-	"AWS::AccountId": maxAccountID,
-	"AWS::StackName": maxStackName,
+// getAttMax is the longest value of Fn::GetAtt of attribute attr of a
+// resource of type typ; false when there is no bound.
+func getAttMax(typ, attr string) (int, bool) {
+	switch typ + "." + attr {
+	case "AWS::SQS::Queue.Arn":
+		return maxQueueARN, true
+	case "AWS::SQS::Queue.QueueName":
+		return maxQueueName, true
+	case "AWS::SQS::Queue.QueueUrl":
+		return maxQueueURL, true
+	case "AWS::DynamoDB::Table.Arn":
+		return maxTableARN, true
+	case "AWS::S3::Bucket.Arn":
+		return maxBucketARN, true
+	case "AWS::ApiGatewayV2::Api.ApiEndpoint":
+		return maxAPIEndpoint, true
+	}
+	return 0, false
 }
 
 // envBounds sizes a function's environment as Lambda will measure it once
@@ -198,7 +222,7 @@ func (b envBounds) maxLen(v any) (int, bool, error) {
 				}
 				id, _ := l[0].(string)
 				attr, _ := l[1].(string)
-				if n, ok := getAttMax[b.types[id]+"."+attr]; ok {
+				if n, ok := getAttMax(b.types[id], attr); ok {
 					return n, true, nil
 				}
 				return 0, false, fmt.Errorf("no bound for Fn::GetAtt %s.%s (a %s)", id, attr, b.types[id])
@@ -279,13 +303,10 @@ func (b envBounds) ref(name string) (int, bool, error) {
 	if name == "AWS::NoValue" {
 		return 0, false, nil
 	}
-	if n, ok := pseudoMax[name]; ok {
-		return n, true, nil
-	}
 	if n, ok := b.params[name]; ok {
 		return n, true, nil
 	}
-	if n, ok := refMax[b.types[name]]; ok {
+	if n, ok := refMax(name, b.types[name]); ok {
 		return n, true, nil
 	}
 	return 0, false, fmt.Errorf("no bound for Ref %s (a %q)", name, b.types[name])
