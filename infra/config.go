@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -98,8 +99,8 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 	c.ReviewInstructions = get(CtxReviewInstructions, "")
 	c.ReviewInstructionsByRepo = get(CtxReviewInstructionsByRepo, "")
 	c.LLMMaxFindings = get(CtxLLMMaxFindings, "")
-	if c.ReviewInstructionsByRepo != "" && !json.Valid([]byte(c.ReviewInstructionsByRepo)) {
-		return Config{}, fmt.Errorf("context %s: want a JSON object of changelist id prefixes to instructions", CtxReviewInstructionsByRepo)
+	if err := c.checkReview(); err != nil {
+		return Config{}, err
 	}
 	if r := get(CtxNotifyReserved, "0"); r != "0" {
 		n, err := strconv.Atoi(r)
@@ -135,6 +136,37 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 		return Config{}, fmt.Errorf("context %s=%q: want debug, info, warn or error", CtxLogLevel, c.LogLevel)
 	}
 	return c, nil
+}
+
+// MaxReviewInstructions is config.MaxReviewInstructionsRunes: the
+// characters of one set of review instructions the llm function accepts.
+const MaxReviewInstructions = 2000
+
+// checkReview refuses the model review's settings the llm function would
+// refuse at start (internal/config's readCritic), so they fail synth
+// instead of every review. Whether they fit Lambda's 4 KB environment is
+// checkEnvironments' question.
+func (c Config) checkReview() error {
+	if n := utf8.RuneCountInString(c.ReviewInstructions); n > MaxReviewInstructions {
+		return fmt.Errorf("context %s: %d characters, at most %d", CtxReviewInstructions, n, MaxReviewInstructions)
+	}
+	if c.ReviewInstructionsByRepo != "" {
+		var byRepo map[string]string
+		if err := json.Unmarshal([]byte(c.ReviewInstructionsByRepo), &byRepo); err != nil {
+			return fmt.Errorf("context %s: want a JSON object of changelist id prefixes to instructions", CtxReviewInstructionsByRepo)
+		}
+		for k, v := range byRepo {
+			if n := utf8.RuneCountInString(v); n > MaxReviewInstructions {
+				return fmt.Errorf("context %s: the instructions for %q are %d characters, at most %d", CtxReviewInstructionsByRepo, k, n, MaxReviewInstructions)
+			}
+		}
+	}
+	if c.LLMMaxFindings != "" {
+		if n, err := strconv.Atoi(c.LLMMaxFindings); err != nil || n < 1 || n > 50 {
+			return fmt.Errorf("context %s=%q: want a whole number from 1 to 50", CtxLLMMaxFindings, c.LLMMaxFindings)
+		}
+	}
+	return nil
 }
 
 // senderAddress is the bare address of MailFrom.

@@ -42,6 +42,9 @@ func Build(app awscdk.App, name string, props *awscdk.StackProps) (*Stack, error
 		return nil, err
 	}
 	s := NewStack(app, name, props, cfg)
+	if err := checkEnvironments(s); err != nil {
+		return nil, err
+	}
 	applyNag(app)
 	return s, nil
 }

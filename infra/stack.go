@@ -52,8 +52,11 @@ var functionSpecs = []fnSpec{
 	// llm: one message per invocation, 6 minutes: the model's worst case
 	// (ModelTimeout, 5 min) and the stage's work around it fit with room to
 	// spare, so a slow model never loses its batch (docs/rules.md
-	// R-STAGE-9, TestDeadlineArithmetic).
-	{Name: FnLLM, Memory: 512, Timeout: 360, BatchSize: 1, Queue: QLLM, Description: "llm stage: the critic reviews the diff"},
+	// R-STAGE-9, TestDeadlineArithmetic). Its event source polls with at
+	// most LLMMaxConcurrency invocations: a burst of reviews must not take
+	// the account's concurrency or the model's token quota (R-LIMIT-4).
+	{Name: FnLLM, Memory: 512, Timeout: 360, BatchSize: 1, Queue: QLLM, MaxConcurrency: LLMMaxConcurrency,
+		Description: "llm stage: the critic reviews the diff"},
 	// notify's event source polls with at most 5 concurrent invocations
 	// (no account quota needed); a reservation of the same size is opt-in
 	// (context notifyReservedConcurrency), because reserving fails the
@@ -67,6 +70,23 @@ var functionSpecs = []fnSpec{
 	{Name: FnFeedback, Memory: 128, Timeout: 10, Queue: QFeedback, Description: "SES event publishing (SNS to SQS) into delivery rows"},
 	{Name: FnSweeper, Memory: 256, Timeout: 120, Description: "every minute: stuck jobs, stuck sends, sends without evidence, the feedback queue drained"},
 }
+
+// LLMMaxConcurrency caps llm's event source: at most 3 model reviews at a
+// time. The arithmetic (docs/deploy.md, "Quotas to request"):
+//   - Lambda: an account starts with a concurrency quota of 10 (new
+//     accounts' reduced quota). notify's 5 and llm's 3 leave 2 for intake,
+//     fetch, feedback and the sweeper, so a burst of reviews cannot take
+//     the whole account and answer webhooks with throttles.
+//   - Bedrock: one review is one model call of at most about 60,000 tokens
+//     (the 192 KiB diff budget at about 3.5 bytes a token, the prompt and
+//     instructions, and 1,400 output tokens at 5 findings; a typical
+//     review is about 6,000, docs/benchmarks.md 7c). 3 calls at a time,
+//     each taking 30 s or more, spend at most 3 × 60,000 × 2 = 360,000
+//     tokens a minute; 3 typical reviews a minute about 18,000.
+//
+// A throttled model call is retried by the stage runner; a throttled
+// poller only waits, so a lower cap delays reviews and never loses one.
+const LLMMaxConcurrency = 3
 
 // Queue settings.
 const (

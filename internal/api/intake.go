@@ -171,9 +171,14 @@ func (in *Intake) reject(ctx context.Context, source string, err error) events.A
 		return in.ignore(ctx, source, skip.Reason)
 	}
 	var fe *webhook.FieldError
+	var tl *webhook.TooLargeError
 	field := ""
-	if errors.As(err, &fe) {
+	switch {
+	case errors.As(err, &fe):
 		field = fe.Field
+	case errors.As(err, &tl):
+		// The body as a whole is at fault (R-LIMIT-3).
+		field = "body"
 	}
 	status := webhook.Status(err)
 	in.Log.InfoContext(ctx, "webhook rejected", "source", source, "status", status, "field", field)

@@ -392,7 +392,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.PublicURL != "" {
-		if err := checkURL(EnvPublicURL, c.PublicURL); err != nil {
+		if err := checkPublicURL(c.PublicURL); err != nil {
 			return err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 
 	"github.com/criticizer/criticizer/internal/awsclient"
+	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/retry"
@@ -34,6 +35,11 @@ func checkUnsubscribeURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return errors.New("unsubscribe URL is not an absolute http(s) URL")
+	}
+	// Config bounds the public URL so this never happens (R-LIMIT-2); a
+	// longer value would have SES refuse the whole send.
+	if n := len("<") + len(s) + len(">"); n > config.MaxSESHeaderValue {
+		return fmt.Errorf("unsubscribe URL makes a %d-character List-Unsubscribe value, over SES's %d", n, config.MaxSESHeaderValue)
 	}
 	return nil
 }

@@ -156,8 +156,10 @@ func TestSender_NoUnsubscribeURLNoListUnsubscribeHeader(t *testing.T) {
 }
 
 // An unsubscribe URL that could break the header section (a line break, an
-// angle bracket) or is not an absolute http(s) URL is a permanent bug: the
-// message is not sent, and retrying would not help.
+// angle bracket), is not an absolute http(s) URL or makes a header value
+// over SES's 870 characters is a permanent bug: the message is not sent,
+// and retrying would not help.
+// Rules: R-LIMIT-2.
 func TestSender_RejectsAnUnsafeUnsubscribeURL(t *testing.T) {
 	s := sesmail.NewSender(nil, "criticizer@example.com", "") // never reaches SES
 	for _, u := range []string{
@@ -166,6 +168,7 @@ func TestSender_RejectsAnUnsafeUnsubscribeURL(t *testing.T) {
 		"https://x.example/u t",
 		"mailto:unsubscribe@example.com",
 		"/unsubscribe?token=1",
+		"https://x.example/u/" + strings.Repeat("t", 870-len("<https://x.example/u/>")+1), // over SES's 870
 	} {
 		_, err := s.Send(context.Background(), "d_bad", "rcpt@example.com", delivery.Message{Subject: "s", HTML: "h", Text: "t", UnsubscribeURL: u})
 		if err == nil {

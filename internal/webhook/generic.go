@@ -19,8 +19,21 @@ import (
 
 // Limits of the generic contract.
 const (
-	MaxBody       = 4 << 20 // a 1 MiB diff can grow when JSON-escaped
-	MaxDiff       = 1 << 20
+	// MaxBody is the largest request body any webhook route reads (900 KiB).
+	// Lambda's synchronous invoke payload is what sets it: API Gateway puts
+	// the body in the event's JSON, escaped, where a control character
+	// takes 6 bytes (\u0001) and a quote or backslash 2, beside the request
+	// line and headers (10,240 bytes at most, each copied into several of
+	// the event's fields). At 900 KiB the worst such event is under
+	// 6,291,456 bytes, so every body API Gateway can hand to intake reaches
+	// it, and one over the cap is answered 413 rather than failing the
+	// invoke with a 500 (R-LIMIT-3, TestMaxBody_FitsTheInvokePayload). A
+	// body API Gateway base64-encodes (a content type it does not treat as
+	// text) grows by a third only.
+	MaxBody = 900 << 10
+	// MaxDiff is the largest inline diff (768 KiB): with the other fields
+	// it stays under MaxBody; a longer diff is given as diff_url.
+	MaxDiff       = 768 << 10
 	MaxRecipients = 50
 	maxText       = 1000
 	maxID         = 256

@@ -602,7 +602,7 @@ func TestGenericParse_RecipientErrorNeverContainsAddress(t *testing.T) {
 	}
 }
 
-// Exactly one of diff (at most 1 MiB of UTF-8) and diff_url; the error
+// Exactly one of diff (at most MaxDiff, 768 KiB, of UTF-8) and diff_url; the error
 // names the field to fix.
 func TestGenericParse_ExactlyOneOfDiffOrDiffURL(t *testing.T) {
 	const diffURL = "https://review.example.com/c/1/raw.diff"
@@ -614,15 +614,15 @@ func TestGenericParse_ExactlyOneOfDiffOrDiffURL(t *testing.T) {
 	}{
 		{"diff only", "+a\n", nil, ""},
 		{"diff_url only", nil, diffURL, ""},
-		{"diff at 1 MiB", strings.Repeat("+", webhook.MaxDiff), nil, ""},
-		{"diff of multibyte text at 1 MiB", strings.Repeat("é", webhook.MaxDiff/2), nil, ""},
+		{"diff at MaxDiff", strings.Repeat("+", webhook.MaxDiff), nil, ""},
+		{"diff of multibyte text at MaxDiff", strings.Repeat("é", webhook.MaxDiff/2), nil, ""},
 		{"diff with null diff_url", "+a\n", json.RawMessage(`null`), ""},
 		{"diff_url with null diff", json.RawMessage(`null`), diffURL, ""},
 		{"both", "+a\n", diffURL, "diff"},
 		{"neither", nil, nil, "diff"},
 		{"both null", json.RawMessage(`null`), json.RawMessage(`null`), "diff"},
-		{"diff over 1 MiB", strings.Repeat("+", webhook.MaxDiff+1), nil, "diff"},
-		{"multibyte diff over 1 MiB", strings.Repeat("é", webhook.MaxDiff/2+1), nil, "diff"},
+		{"diff over MaxDiff", strings.Repeat("+", webhook.MaxDiff+1), nil, "diff"},
+		{"multibyte diff over MaxDiff", strings.Repeat("é", webhook.MaxDiff/2+1), nil, "diff"},
 		{"diff not a string", 42, nil, "diff"},
 		{"diff_url not http", nil, "ftp://example.com/x.diff", "diff_url"},
 		{"diff_url not a string", nil, []any{diffURL}, "diff_url"},
@@ -760,16 +760,16 @@ func TestGenericParse_WrongTypeNamesTheField(t *testing.T) {
 	})
 }
 
-// A body over 4 MiB is refused with 413 before anything else is looked at;
-// a body of exactly 4 MiB is read.
-func TestGenericParse_BodyOver4MiBIs413(t *testing.T) {
+// A body over MaxBody (900 KiB) is refused with 413 before anything else
+// is looked at; a body of exactly MaxBody is read.
+func TestGenericParse_BodyOverMaxBodyIs413(t *testing.T) {
 	valid := genJSON(t, genFields())
 	atLimit := append(append([]byte{}, valid...), bytes.Repeat([]byte(" "), webhook.MaxBody-len(valid))...)
-	if len(atLimit) != 4<<20 {
-		t.Fatalf("test body is %d bytes; want 4 MiB", len(atLimit))
+	if len(atLimit) != 900<<10 {
+		t.Fatalf("test body is %d bytes; want 900 KiB", len(atLimit))
 	}
 	if _, err := genParse(genSigned(atLimit)); err != nil {
-		t.Fatalf("body of exactly 4 MiB: %v", err)
+		t.Fatalf("body of exactly MaxBody: %v", err)
 	}
 
 	over := append(atLimit, ' ')
