@@ -89,22 +89,14 @@ func rehearse(ctx context.Context, o options) ([]string, error) {
 	}
 
 	o.step("waiting for job %s: succeeded, every delivery delivered (SES events through SNS, SQS, feedback)", acc.JobID)
-	var job api.JobView
-	deadline := time.Now().Add(o.wait)
-	for {
-		if errs := r.failed(); len(errs) > 0 {
-			return errs, nil
-		}
-		status, answer := call(ctx, httpAPI, http.MethodGet, self.RequestURI(), nil, nil)
-		if status == http.StatusOK && json.Unmarshal(answer, &job) == nil && job.Status == "succeeded" && len(job.Deliveries) > 0 &&
-			!slices.ContainsFunc(job.Deliveries, func(d api.DeliveryView) bool { return d.Status != "delivered" }) {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return append(r.failed(), fmt.Sprintf("%v: after %s job %s is %q at stage %q, deliveries %+v, last error %+v, dead letter %+v",
-				errStalled, o.wait, acc.JobID, job.Status, job.Stage, job.Deliveries, job.LastError, job.DeadLetter)), nil
-		}
-		time.Sleep(500 * time.Millisecond)
+	job, done := waitJob(ctx, o, r, httpAPI, self.RequestURI())
+	if !done {
+		failures := r.failed()
+		failures = append(failures, fmt.Sprintf("job %s: %q at stage %q after %s, deliveries %+v, last error %+v",
+			acc.JobID, job.Status, job.Stage, time.Since(o.start).Round(time.Second), job.Deliveries, job.LastError))
+		failures = append(failures, r.functionErrors()...)
+		more, err := check(ctx, st, sample.Recipients, nil)
+		return append(failures, more...), err
 	}
 
 	o.step("invoking the sweeper with a scheduled event")
@@ -118,10 +110,38 @@ func rehearse(ctx context.Context, o options) ([]string, error) {
 	return check(ctx, st, sample.Recipients, r)
 }
 
+// waitJob polls the job through the API until it succeeded with every
+// delivery delivered (SES's events through SNS, SQS and feedback), ended
+// otherwise (dead-lettered, needs intervention), a function failed, or
+// o.wait ran out; done says it succeeded.
+func waitJob(ctx context.Context, o options, r *running, h http.Handler, target string) (api.JobView, bool) {
+	var job api.JobView
+	deadline := time.Now().Add(o.wait)
+	for len(r.failed()) == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		var v api.JobView
+		if status, answer := call(ctx, h, http.MethodGet, target, nil, nil); status == http.StatusOK && json.Unmarshal(answer, &v) == nil {
+			job = v
+		}
+		switch job.Status {
+		case "dead_lettered", "needs_intervention":
+			return job, false
+		case "succeeded":
+			if len(job.Deliveries) > 0 && !slices.ContainsFunc(job.Deliveries, func(d api.DeliveryView) bool { return d.Status != "delivered" }) {
+				return job, true
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return job, false
+}
+
 // check is the verdict: exactly one email per recipient, every
 // dead-letter queue empty, no function error.
 func check(ctx context.Context, st *stack, recipients []string, r *running) ([]string, error) {
-	failures := r.failed()
+	var failures []string
+	if r != nil {
+		failures = r.failed()
+	}
 	emails, err := (&devstack.SESEmulator{BaseURL: st.svc.Ports.SESURL()}).Emails(ctx)
 	if err != nil {
 		return nil, err

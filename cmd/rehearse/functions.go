@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -134,9 +133,18 @@ func (r *running) api(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (e
 	return resp, nil
 }
 
-// logTail is the last lines of a function's log, where an init failure
-// says which variable it missed.
+// logTail is the last error a function logged, where an init failure
+// says which variable it missed and a failed stage what it could not do.
 func (r *running) logTail(name string) string {
+	if e := r.lastError(name); e != "" {
+		return "\n      last error in its log: " + e
+	}
+	return ""
+}
+
+// lastError is the last error a function's log holds: a JSON log line at
+// WARN or ERROR with an error field, or the runtime's exit report.
+func (r *running) lastError(name string) string {
 	fn := r.rie[name]
 	if fn == nil {
 		return ""
@@ -145,20 +153,34 @@ func (r *running) logTail(name string) string {
 	if err != nil {
 		return ""
 	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	var keep []string
-	for _, l := range lines {
-		if strings.Contains(l, `"level":"ERROR"`) || strings.Contains(l, "Runtime.ExitError") || strings.Contains(l, "errorMessage") {
-			keep = append(keep, l)
+	var last string
+	for _, l := range strings.Split(string(b), "\n") {
+		var rec struct{ Level, Msg, Error string }
+		switch {
+		case json.Unmarshal([]byte(l), &rec) == nil && (rec.Level == "ERROR" || rec.Level == "WARN") && (rec.Error != "" || rec.Level == "ERROR"):
+			last = rec.Msg
+			if rec.Error != "" {
+				last += ": " + rec.Error
+			}
+		case strings.Contains(l, "Runtime.ExitError") || strings.Contains(l, "errorMessage"):
+			last = strings.TrimSpace(l)
 		}
 	}
-	if len(keep) > 3 {
-		keep = keep[len(keep)-3:]
+	if len(last) > 400 {
+		last = last[:400] + "…"
 	}
-	if len(keep) == 0 {
-		return ""
+	return last
+}
+
+// functionErrors names every function whose log holds an error, with it.
+func (r *running) functionErrors() []string {
+	var out []string
+	for _, name := range devstack.Names() {
+		if e := r.lastError(name); e != "" {
+			out = append(out, fmt.Sprintf("%s: %s", r.fns[name].id, e))
+		}
 	}
-	return "\n      " + strings.Join(keep, "\n      ")
+	return out
 }
 
 // stop stops the pollers, the bridge and every RIE.
@@ -171,5 +193,3 @@ func (r *running) stop() {
 		fn.Stop()
 	}
 }
-
-var errStalled = errors.New("the review did not finish in time")
