@@ -12,8 +12,6 @@ import (
 
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
-	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/queue"
 )
 
 // newStackName names the CloudFormation stack the rehearsal plays: the
@@ -121,14 +119,7 @@ type function struct {
 // template that cannot deploy fails the rehearsal in a second.
 func preflight(tpl *devstack.Template) []string {
 	name := newStackName()
-	q := func(n string) string { return "http://127.0.0.1:1/" + devstack.LocalAccount + "/" + name + "-" + n }
-	res := devstack.Resources{JobsTable: name + "-jobs", DeliveriesTable: name + "-deliveries", PayloadBucket: name + "-payloads",
-		Queues:         queue.URLs{Queue: map[job.Stage]string{}, DLQ: map[job.Stage]string{}},
-		EventsTopicARN: "arn:aws:sns:" + devstack.LocalRegion + ":" + devstack.LocalAccount + ":" + name + "-ses-events",
-		FeedbackQueue:  q("feedback"), FeedbackDLQ: q("feedback-dlq")}
-	for _, st := range job.Stages() {
-		res.Queues.Queue[st], res.Queues.DLQ[st] = q(string(st)), q(string(st)+"-dlq")
-	}
+	res := devstack.PlaceholderResources(name)
 	bind := devstack.LocalBinding{Secrets: map[string]string{}, ConfigurationSet: name + "-set", HTTPAPIID: "rehearse"}
 	for _, id := range tpl.Resources("AWS::SecretsManager::Secret") {
 		bind.Secrets[id] = "arn:aws:secretsmanager:" + devstack.LocalRegion + ":" + devstack.LocalAccount + ":secret:" + id

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/queue"
 )
 
 // LocalAccount and LocalRegion are the local stack's account and region,
@@ -82,4 +83,19 @@ func BindLocal(t *Template, name string, res Resources, b LocalBinding) (StackVa
 		s.Resources[id] = BoundResource{Ref: a, Attrs: map[string]string{"Id": a}}
 	}
 	return s, nil
+}
+
+// PlaceholderResources are the names Provision would create with prefix
+// name, with made-up queue URLs: enough to evaluate a template's
+// environments before any emulator runs (the rehearsal's first check).
+func PlaceholderResources(name string) Resources {
+	q := func(n string) string { return "http://127.0.0.1:1/" + LocalAccount + "/" + name + "-" + n }
+	res := Resources{JobsTable: name + "-jobs", DeliveriesTable: name + "-deliveries", PayloadBucket: name + "-payloads",
+		Queues: queue.URLs{Queue: map[job.Stage]string{}, DLQ: map[job.Stage]string{}}, QueueARNs: map[job.Stage]string{},
+		EventsTopicARN: fmt.Sprintf("arn:aws:sns:%s:%s:%s-ses-events", LocalRegion, LocalAccount, name),
+		FeedbackQueue:  q("feedback"), FeedbackDLQ: q("feedback-dlq")}
+	for _, s := range job.Stages() {
+		res.Queues.Queue[s], res.Queues.DLQ[s] = q(string(s)), q(string(s)+"-dlq")
+	}
+	return res
 }

@@ -8,9 +8,6 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/queue"
 )
 
 // rehearsalStack is what cmd/rehearse binds template.yaml to, with the
@@ -18,14 +15,7 @@ import (
 func rehearsalStack(t *testing.T, tpl *Template) StackValues {
 	t.Helper()
 	const name = "rehearse-x"
-	q := func(n string) string { return "http://127.0.0.1:4566/" + LocalAccount + "/" + name + "-" + n }
-	res := Resources{JobsTable: name + "-jobs", DeliveriesTable: name + "-deliveries", PayloadBucket: name + "-payloads",
-		Queues:         queue.URLs{Queue: map[job.Stage]string{}, DLQ: map[job.Stage]string{}},
-		EventsTopicARN: "arn:aws:sns:us-east-1:000000000000:" + name + "-ses-events",
-		FeedbackQueue:  q("feedback"), FeedbackDLQ: q("feedback-dlq")}
-	for _, s := range job.Stages() {
-		res.Queues.Queue[s], res.Queues.DLQ[s] = q(string(s)), q(string(s)+"-dlq")
-	}
+	res := PlaceholderResources(name)
 	secrets := map[string]string{}
 	for _, id := range tpl.Resources("AWS::SecretsManager::Secret") {
 		secrets[id] = "arn:aws:secretsmanager:us-east-1:000000000000:secret:" + id + "-abcdef"
@@ -81,7 +71,7 @@ func TestTemplate_FunctionEnv_EvaluatesTheRealTemplate(t *testing.T) {
 	if got := notify["CRITICIZER_PUBLIC_URL"]; got != "https://rehearse.execute-api.us-east-1.amazonaws.com" {
 		t.Errorf("notify CRITICIZER_PUBLIC_URL = %q", got)
 	}
-	if got := notify["CRITICIZER_NOTIFY_DLQ_URL"]; got != "http://127.0.0.1:4566/000000000000/rehearse-x-notify-dlq" {
+	if got := notify["CRITICIZER_NOTIFY_DLQ_URL"]; got != "http://127.0.0.1:1/000000000000/rehearse-x-notify-dlq" {
 		t.Errorf("notify CRITICIZER_NOTIFY_DLQ_URL = %q", got)
 	}
 	intake, _ := tpl.FunctionEnv("IntakeFunction", s)
