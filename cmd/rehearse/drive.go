@@ -41,11 +41,11 @@ func rehearse(ctx context.Context, o options) ([]string, error) {
 	if err := json.Unmarshal(body, &sample); err != nil {
 		return nil, fmt.Errorf("%s: %w", reviewFile, err)
 	}
-	if failures := preflight(tpl); len(failures) > 0 {
-		return failures, nil
-	}
 	if err := os.RemoveAll(filepath.Join(o.dir, "logs")); err != nil {
 		return nil, err
+	}
+	if failures := preflight(tpl); len(failures) > 0 {
+		return failures, nil
 	}
 	// One after the other: on a busy machine DynamoDB Local's JVM does not
 	// start within its minute beside the compiler.

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -57,11 +58,15 @@ func main() {
 		for _, f := range failures {
 			fmt.Println("  -", f)
 		}
-		fmt.Printf("  logs: %s/logs\n", o.dir)
+		if logs := filepath.Join(o.dir, "logs"); exists(logs) {
+			fmt.Printf("  logs: %s\n", logs)
+		}
 		os.Exit(1)
 	}
 	fmt.Printf("PASS deploy rehearsal (%s): one review through every function under RIE in %s\n", o.template, elapsed)
 }
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 // step prints what the rehearsal is doing, with -v.
 func (o options) step(format string, args ...any) {
