@@ -153,7 +153,9 @@ func (r *running) lastError(name string) string {
 	if err != nil {
 		return ""
 	}
-	var last string
+	// The function's own JSON lines say why; RIE's lines only that the
+	// runtime exited.
+	var last, runtime string
 	for _, l := range strings.Split(string(b), "\n") {
 		var rec struct{ Level, Msg, Error string }
 		switch {
@@ -163,8 +165,11 @@ func (r *running) lastError(name string) string {
 				last += ": " + rec.Error
 			}
 		case strings.Contains(l, "Runtime.ExitError") || strings.Contains(l, "errorMessage"):
-			last = strings.TrimSpace(l)
+			runtime = strings.TrimSpace(l)
 		}
+	}
+	if last == "" {
+		last = runtime
 	}
 	if len(last) > 400 {
 		last = last[:400] + "…"
@@ -172,11 +177,13 @@ func (r *running) lastError(name string) string {
 	return last
 }
 
-// functionErrors names every function whose log holds an error, with it.
+// functionErrors names every function whose log holds an error, with it,
+// but those whose invocation failure already said it.
 func (r *running) functionErrors() []string {
 	var out []string
+	failed := strings.Join(r.failed(), "\n")
 	for _, name := range devstack.Names() {
-		if e := r.lastError(name); e != "" {
+		if e := r.lastError(name); e != "" && !strings.Contains(failed, e) {
 			out = append(out, fmt.Sprintf("%s: %s", r.fns[name].id, e))
 		}
 	}
