@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: explore eval rules run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: explore eval rehearse rules run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/). `make invoke-<fn>` runs the function
 # against the local stack of `make run` in this process; with SAM=1 in SAM's
@@ -61,6 +61,7 @@ help:
 	@echo "make chaos [SEED=n JOBS=200 RATE=0.03]  randomized fault campaign on the local stack"
 	@echo "make explore  every ordering of the delivery protocol within each scenario's bounds (docs/chaos.md)"
 	@echo "make eval [EVAL_CRITICS=offline,standin,bedrock,openai]  critics on changes with planted bugs (docs/eval.md)"
+	@echo "make rehearse  deploy rehearsal: the real bootstraps under RIE with template.yaml's environments, one review end to end (docs/deploy.md)"
 	@echo "make deploy MAIL_FROM='Name <addr>'  deploy to AWS (CDK, infra/)"
 
 run: deps
@@ -106,6 +107,16 @@ synth: build $(INFRA_NPM)
 deploy: build $(INFRA_NPM)
 	@test -n "$(MAIL_FROM)" || { echo 'usage: make deploy MAIL_FROM="Name <sender@verified-domain>"' >&2; exit 1; }
 	cd infra && $(INFRA_ENV) npx cdk deploy -c mailFrom="$(MAIL_FROM)"
+
+# A deploy rehearsal without AWS (cmd/rehearse; docs/deploy.md): every
+# function's bootstrap built as deployed (linux/arm64) and for this machine,
+# run under the Lambda Runtime Interface Emulator with exactly the
+# environment template.yaml gives it, one signed review through the whole
+# path on the local stack. Not part of make test (minutes on two cores).
+# REHEARSE_FLAGS='-template /tmp/broken.yaml -v'
+REHEARSE_FLAGS ?=
+rehearse: deps
+	$(GO) run ./cmd/rehearse $(REHEARSE_FLAGS)
 
 build:
 	@for fn in $(FUNCTIONS); do \

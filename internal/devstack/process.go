@@ -29,7 +29,13 @@ type process struct {
 	err  error
 }
 
+// startProcess starts argv with this process's environment plus env.
 func startProcess(name, dir, logDir string, env []string, argv ...string) (*process, error) {
+	return startProcessEnv(name, dir, logDir, append(os.Environ(), env...), argv...)
+}
+
+// startProcessEnv starts argv with exactly the environment environ.
+func startProcessEnv(name, dir, logDir string, environ []string, argv ...string) (*process, error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -40,7 +46,7 @@ func startProcess(name, dir, logDir string, env []string, argv ...string) (*proc
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = environ
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {

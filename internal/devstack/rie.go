@@ -89,6 +89,40 @@ func BuildBootstrap(ctx context.Context, moduleDir, fn, out string) (string, err
 	return out, nil
 }
 
+// BuildDeployedBootstraps builds every function (functions/<fn>) of the
+// module in moduleDir as make build does for Lambda (CGO_ENABLED=0,
+// GOOS=linux, -tags lambda.norpc, -trimpath, stripped), for goarch, into
+// outDir/<fn>/bootstrap, and returns their paths by function. One go
+// build for all of them: the compiler shares the work.
+func BuildDeployedBootstraps(ctx context.Context, moduleDir, goarch, outDir string) (map[string]string, error) {
+	outDir, err := filepath.Abs(outDir)
+	if err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(outDir, ".bin")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", tmp+"/", "./functions/...")
+	cmd.Dir = moduleDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build functions for linux/%s: %w\n%s", goarch, err, b)
+	}
+	out := map[string]string{}
+	for _, fn := range Names() {
+		dst := filepath.Join(outDir, fn, "bootstrap")
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(filepath.Join(tmp, fn), dst); err != nil {
+			return nil, fmt.Errorf("build functions for linux/%s: %w", goarch, err)
+		}
+		out[fn] = dst
+	}
+	return out, nil
+}
+
 // FunctionEnv is the environment a bootstrap needs to run against the
 // local stack with cfg's names: what template.yaml gives every function
 // (SAMEnv), the emulators' endpoints, and a region.
@@ -132,6 +166,18 @@ func (e *FunctionError) Error() string { return "function error " + e.Type + ": 
 // function timeout (whole seconds, at least one: RIE's unit), the given
 // environment added to this process's, and its log in logDir/<name>.log.
 func StartRIE(ctx context.Context, rie, bootstrap, name string, env map[string]string, timeout time.Duration, logDir string) (*RIEFunction, error) {
+	return startRIE(ctx, rie, bootstrap, name, env, timeout, logDir, true)
+}
+
+// StartRIEExact is StartRIE with exactly env as the function's
+// environment: RIE hands the runtime every variable of its own process,
+// so inheriting this one's would let the function read variables its
+// deployed configuration does not give it (the deploy rehearsal).
+func StartRIEExact(ctx context.Context, rie, bootstrap, name string, env map[string]string, timeout time.Duration, logDir string) (*RIEFunction, error) {
+	return startRIE(ctx, rie, bootstrap, name, env, timeout, logDir, false)
+}
+
+func startRIE(ctx context.Context, rie, bootstrap, name string, env map[string]string, timeout time.Duration, logDir string, inherit bool) (*RIEFunction, error) {
 	secs := max(1, int((timeout+time.Second-1)/time.Second))
 	invokePort, err := freePort()
 	if err != nil {
@@ -145,7 +191,10 @@ func StartRIE(ctx context.Context, rie, bootstrap, name string, env map[string]s
 	for k, v := range env {
 		vars = append(vars, k+"="+v)
 	}
-	p, err := startProcess(name, filepath.Dir(bootstrap), logDir, vars, rie,
+	if inherit {
+		vars = append(os.Environ(), vars...)
+	}
+	p, err := startProcessEnv(name, filepath.Dir(bootstrap), logDir, vars, rie,
 		"--runtime-interface-emulator-address", addr(invokePort), "--runtime-api-address", addr(apiPort), bootstrap)
 	if err != nil {
 		return nil, err

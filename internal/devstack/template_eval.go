@@ -1,0 +1,353 @@
+package devstack
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// StackValues is what CloudFormation knows when it evaluates a template
+// for one stack: the pseudo parameters, the parameters given (the others
+// take their defaults), and what each resource's Ref and Fn::GetAtt
+// return. A rehearsal binds the template's resources to the local stack's
+// (queue URLs, table names, secret ARNs); a reference to a resource it
+// has not bound is an error, as a reference to a resource that does not
+// exist fails a deploy.
+type StackValues struct {
+	StackName, Region, AccountID, Partition, URLSuffix string
+	Parameters                                         map[string]string
+	Resources                                          map[string]BoundResource
+}
+
+// BoundResource is one resource's values: what Ref returns, and its
+// attributes for Fn::GetAtt (Arn, QueueName…).
+type BoundResource struct {
+	Ref   string
+	Attrs map[string]string
+}
+
+// noValue is AWS::NoValue: the property (here, the variable) is removed.
+var noValue = &struct{ name string }{"AWS::NoValue"}
+
+// errUnresolved marks a reference to nothing the stack has.
+var errUnresolved = errors.New("unresolvable reference")
+
+// evaluator evaluates intrinsic functions, in short (!Ref) or long
+// (Fn::GetAtt) form. Values are strings, lists ([]any) or noValue.
+type evaluator struct {
+	t     *Template
+	s     StackValues
+	conds map[string]bool
+	busy  []string // conditions being evaluated (a cycle is an error)
+}
+
+func (e *evaluator) eval(n *yaml.Node) (any, error) {
+	if n.Kind == yaml.AliasNode {
+		return e.eval(n.Alias)
+	}
+	if fn, arg, ok := intrinsic(n); ok {
+		return e.call(fn, arg)
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return n.Value, nil
+	case yaml.SequenceNode:
+		var out []any
+		for _, c := range n.Content {
+			v, err := e.eval(c)
+			if err != nil {
+				return nil, err
+			}
+			if v != noValue {
+				out = append(out, v)
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("line %d: a mapping where a value is expected", n.Line)
+}
+
+// intrinsic recognizes !Tag arg and {Fn::X: arg} / {Ref: arg}, returning
+// the function's long name (Ref, Fn::GetAtt…) and its argument node.
+func intrinsic(n *yaml.Node) (string, *yaml.Node, bool) {
+	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+		name := strings.TrimPrefix(n.Tag, "!")
+		arg := *n
+		arg.Tag = ""
+		if arg.Kind == yaml.ScalarNode {
+			arg.Tag = "!!str"
+		}
+		if name == "Ref" || name == "Condition" {
+			return name, &arg, true
+		}
+		return "Fn::" + name, &arg, true
+	}
+	if n.Kind == yaml.MappingNode && len(n.Content) == 2 {
+		k := n.Content[0].Value
+		if k == "Ref" || k == "Condition" || strings.HasPrefix(k, "Fn::") {
+			return k, n.Content[1], true
+		}
+	}
+	return "", nil, false
+}
+
+func (e *evaluator) call(fn string, arg *yaml.Node) (any, error) {
+	switch fn {
+	case "Ref":
+		return e.ref(arg.Value)
+	case "Fn::GetAtt":
+		var id, attr string
+		if arg.Kind == yaml.ScalarNode {
+			id, attr, _ = strings.Cut(arg.Value, ".")
+		} else if len(arg.Content) == 2 {
+			id, attr = arg.Content[0].Value, arg.Content[1].Value
+		}
+		return e.getAtt(id, attr)
+	case "Fn::Sub":
+		return e.sub(arg)
+	case "Fn::Join":
+		args, err := e.list(arg, 2, fn)
+		if err != nil {
+			return nil, err
+		}
+		sep, ok1 := args[0].(string)
+		parts, ok2 := args[1].([]any)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("Fn::Join: want [separator, [values]]")
+		}
+		var strs []string
+		for _, p := range parts {
+			s, ok := p.(string)
+			if !ok {
+				return nil, fmt.Errorf("Fn::Join: a value is not a string")
+			}
+			strs = append(strs, s)
+		}
+		return strings.Join(strs, sep), nil
+	case "Fn::Select":
+		args, err := e.list(arg, 2, fn)
+		if err != nil {
+			return nil, err
+		}
+		i, err1 := strconv.Atoi(fmt.Sprint(args[0]))
+		list, ok := args[1].([]any)
+		if err1 != nil || !ok || i < 0 || i >= len(list) {
+			return nil, fmt.Errorf("Fn::Select: index %v out of range", args[0])
+		}
+		return list[i], nil
+	case "Fn::If":
+		if arg.Kind != yaml.SequenceNode || len(arg.Content) != 3 {
+			return nil, fmt.Errorf("Fn::If: want [condition, then, else]")
+		}
+		ok, err := e.condition(arg.Content[0].Value)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return e.eval(arg.Content[1])
+		}
+		return e.eval(arg.Content[2])
+	case "Fn::Equals", "Fn::Not", "Fn::And", "Fn::Or", "Condition":
+		b, err := e.boolean(fn, arg)
+		if err != nil {
+			return nil, err
+		}
+		return strconv.FormatBool(b), nil
+	}
+	return nil, fmt.Errorf("%s is not supported by the rehearsal's evaluator", fn)
+}
+
+// list evaluates a sequence argument of n elements.
+func (e *evaluator) list(arg *yaml.Node, n int, fn string) ([]any, error) {
+	if arg.Kind != yaml.SequenceNode || len(arg.Content) != n {
+		return nil, fmt.Errorf("%s: want a list of %d", fn, n)
+	}
+	v, err := e.eval(arg)
+	if err != nil {
+		return nil, err
+	}
+	l := v.([]any)
+	if len(l) != n {
+		return nil, fmt.Errorf("%s: an argument is AWS::NoValue", fn)
+	}
+	return l, nil
+}
+
+// boolean evaluates a condition function.
+func (e *evaluator) boolean(fn string, arg *yaml.Node) (bool, error) {
+	if fn == "Condition" {
+		return e.condition(arg.Value)
+	}
+	if fn == "Fn::Equals" {
+		args, err := e.list(arg, 2, fn)
+		if err != nil {
+			return false, err
+		}
+		return fmt.Sprint(args[0]) == fmt.Sprint(args[1]), nil
+	}
+	if arg.Kind != yaml.SequenceNode || len(arg.Content) == 0 {
+		return false, fmt.Errorf("%s: want a list of conditions", fn)
+	}
+	var vals []bool
+	for _, c := range arg.Content {
+		inner, a, ok := intrinsic(c)
+		if !ok {
+			return false, fmt.Errorf("%s: %q is not a condition", fn, c.Value)
+		}
+		b, err := e.boolean(inner, a)
+		if err != nil {
+			return false, err
+		}
+		vals = append(vals, b)
+	}
+	switch fn {
+	case "Fn::Not":
+		return !vals[0], nil
+	case "Fn::And":
+		return !slices.Contains(vals, false), nil
+	case "Fn::Or":
+		return slices.Contains(vals, true), nil
+	}
+	return false, fmt.Errorf("%s is not a condition function", fn)
+}
+
+// condition evaluates a named condition of the Conditions section.
+func (e *evaluator) condition(name string) (bool, error) {
+	if v, ok := e.conds[name]; ok {
+		return v, nil
+	}
+	if slices.Contains(e.busy, name) {
+		return false, fmt.Errorf("condition %s refers to itself", name)
+	}
+	n := yamlPath(e.t.root, "Conditions", name)
+	if n == nil {
+		return false, fmt.Errorf("condition %s: %w (no such condition)", name, errUnresolved)
+	}
+	fn, arg, ok := intrinsic(n)
+	if !ok {
+		return false, fmt.Errorf("condition %s is not a condition function", name)
+	}
+	e.busy = append(e.busy, name)
+	v, err := e.boolean(fn, arg)
+	e.busy = e.busy[:len(e.busy)-1]
+	if err != nil {
+		return false, fmt.Errorf("condition %s: %w", name, err)
+	}
+	e.conds[name] = v
+	return v, nil
+}
+
+// ref is Ref: a pseudo parameter, a parameter, or a bound resource.
+func (e *evaluator) ref(name string) (any, error) {
+	switch name {
+	case "AWS::NoValue":
+		return noValue, nil
+	case "AWS::Region":
+		return e.s.Region, nil
+	case "AWS::AccountId":
+		return e.s.AccountID, nil
+	case "AWS::Partition":
+		return e.s.Partition, nil
+	case "AWS::StackName":
+		return e.s.StackName, nil
+	case "AWS::URLSuffix":
+		return e.s.URLSuffix, nil
+	}
+	if p := yamlPath(e.t.root, "Parameters", name); p != nil {
+		return e.parameter(name, p)
+	}
+	if yamlPath(e.t.root, "Resources", name) == nil {
+		return nil, fmt.Errorf("Ref %s: %w (no parameter or resource of that name)", name, errUnresolved)
+	}
+	r, ok := e.s.Resources[name]
+	if !ok || r.Ref == "" {
+		return nil, fmt.Errorf("Ref %s: %w (the stack has no value for it)", name, errUnresolved)
+	}
+	return r.Ref, nil
+}
+
+// parameter is a parameter's value: the one given, else its default.
+func (e *evaluator) parameter(name string, p *yaml.Node) (string, error) {
+	v, ok := e.s.Parameters[name]
+	if !ok {
+		d := yamlChild(p, "Default")
+		if d == nil {
+			return "", fmt.Errorf("Ref %s: %w (a parameter with no default, and none given)", name, errUnresolved)
+		}
+		v = d.Value
+	}
+	if allowed := yamlChild(p, "AllowedValues"); allowed != nil {
+		var vals []string
+		for _, a := range allowed.Content {
+			vals = append(vals, a.Value)
+		}
+		if !slices.Contains(vals, v) {
+			return "", fmt.Errorf("parameter %s: %q is not one of %v", name, v, vals)
+		}
+	}
+	return v, nil
+}
+
+func (e *evaluator) getAtt(id, attr string) (any, error) {
+	if yamlPath(e.t.root, "Resources", id) == nil {
+		return nil, fmt.Errorf("Fn::GetAtt %s.%s: %w (no resource %s)", id, attr, errUnresolved, id)
+	}
+	v, ok := e.s.Resources[id].Attrs[attr]
+	if !ok {
+		return nil, fmt.Errorf("Fn::GetAtt %s.%s: %w (the stack has no value for it)", id, attr, errUnresolved)
+	}
+	return v, nil
+}
+
+// sub is Fn::Sub: ${Name}, ${Resource.Attr} and ${!Literal}, with the
+// optional map of its own variables.
+func (e *evaluator) sub(arg *yaml.Node) (any, error) {
+	str, vars := arg, (*yaml.Node)(nil)
+	if arg.Kind == yaml.SequenceNode {
+		if len(arg.Content) != 2 {
+			return nil, fmt.Errorf("Fn::Sub: want a string or [string, {variables}]")
+		}
+		str, vars = arg.Content[0], arg.Content[1]
+	}
+	in := str.Value
+	var b strings.Builder
+	for {
+		i := strings.Index(in, "${")
+		if i < 0 {
+			b.WriteString(in)
+			return b.String(), nil
+		}
+		j := strings.Index(in[i:], "}")
+		if j < 0 {
+			return nil, fmt.Errorf("Fn::Sub: unclosed ${ in %q", str.Value)
+		}
+		b.WriteString(in[:i])
+		name := in[i+2 : i+j]
+		in = in[i+j+1:]
+		if strings.HasPrefix(name, "!") {
+			b.WriteString("${" + name[1:] + "}")
+			continue
+		}
+		var v any
+		var err error
+		if n := yamlChild(vars, name); n != nil {
+			v, err = e.eval(n)
+		} else if id, attr, ok := strings.Cut(name, "."); ok && !strings.HasPrefix(name, "AWS::") {
+			v, err = e.getAtt(id, attr)
+		} else {
+			v, err = e.ref(name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("Fn::Sub %q: %w", str.Value, err)
+		}
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("Fn::Sub %q: ${%s} is not a string", str.Value, name)
+		}
+		b.WriteString(s)
+	}
+}
