@@ -56,12 +56,12 @@ func run(only, variant string, shallow bool, maxStates int, write string) error 
 			}
 		}
 		for _, v := range vs {
-			// A variant is explored for the first duplicate email it sends
-			// (the issue it stands for); the protocol as built for every
-			// property.
+			// A variant is explored for the first breach of the property it
+			// stands for (most: a duplicate email); the protocol as built
+			// for every property.
 			o := explore.Options{MaxStates: maxStates, Shortest: true}
 			if v != nil {
-				o.Properties = []string{"duplicate"}
+				o.Properties = []string{v.Breaks()}
 			}
 			st, bad := explore.Explore(sc, v, o)
 			fmt.Println(st)

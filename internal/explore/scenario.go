@@ -28,6 +28,9 @@ type Scenario struct {
 	// Kills allows an invocation to be killed at any call (a Lambda
 	// timeout), each spending a fault.
 	Kills bool
+	// KillOnly, when set, names the functions whose invocations may be
+	// killed ("intake"); by default any but the sweeper's.
+	KillOnly []string
 	// Duplicates allows SNS to deliver an event twice, each spending a
 	// fault.
 	Duplicates bool
@@ -62,6 +65,13 @@ type JobSpec struct {
 	// job (1 by default): more model a duplicate (a redrive of a message
 	// already handled, the sweeper's requeue racing the original).
 	Messages int
+	// Posts, when set, makes the job intake's to create: nothing exists
+	// at the start but one webhook delivery per entry, each the job's
+	// signed body under that Idempotency-Key (a key named twice is the
+	// same request delivered twice). The caller sends each, and sends it
+	// again until it is answered with something other than a 5xx; the
+	// job then travels fetch and llm (the real stages) to notify.
+	Posts []string
 }
 
 // Config is the timing the explored code runs with, and the world's own.
@@ -137,6 +147,9 @@ func Scenarios() []Scenario {
 			MaxFaults: 0, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 20},
 		{Name: "two-notifiers", Jobs: []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}, Messages: 2}},
 			Notifiers: 2, MaxFaults: 1, SendFaults: []Outcome{AnswerLost, Slow}, MaxTicks: 2, MaxSweeps: 0, MaxDepth: 28},
+		{Name: "duplicate-webhooks", Jobs: []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"},
+			Posts: []string{"k1", "k1", "k2"}}},
+			MaxFaults: 1, SendFaults: []Outcome{}, Kills: true, KillOnly: []string{"intake"}, MaxTicks: 1, MaxSweeps: 1, MaxDepth: 9},
 	}
 }
 
