@@ -232,11 +232,17 @@ func (w *world) intakeLiveness(j job.Job) *Violation {
 	return &Violation{Rule: "lost", Message: fmt.Sprintf("job %s, accepted by intake, dead-lettered at %s (%s)", j.ID, j.Stage, class)}
 }
 
-// intakeState writes the intake front's part of the state: the requests,
-// the jobs created, the blobs.
+// intakeState writes the intake front's part of the state: the requests
+// (with the invocation serving each: which key a live invocation sends
+// decides what it does next, and its history of calls does not say), the
+// jobs created and the idempotency keys recorded, the blobs.
 func (w *world) intakeState(b *strings.Builder) {
 	for _, r := range w.requests {
-		fmt.Fprintf(b, "req %s att=%d answered=%t", r.label, r.attempts, r.answered)
+		serving := "-"
+		if r.proc != nil && w.live(r.proc) {
+			serving = r.proc.label
+		}
+		fmt.Fprintf(b, "req %s att=%d answered=%t by=%s", r.label, r.attempts, r.answered, serving)
 		for _, a := range r.answers {
 			fmt.Fprintf(b, " %d/%t/%x", a.status, a.replayed, sha256.Sum256([]byte(a.body)))
 		}
@@ -247,6 +253,7 @@ func (w *world) intakeState(b *strings.Builder) {
 			fmt.Fprintf(b, "created %s %d\n", id, n)
 		}
 	}
+	fmt.Fprintf(b, "keys %v\n", w.keys)
 	for _, k := range sortedKeys(w.blobs) {
 		fmt.Fprintf(b, "blob %s\n", k)
 	}
@@ -271,6 +278,7 @@ func (ij intakeJobs) Create(ctx context.Context, req store.CreateRequest) (store
 		}
 		if err == nil && res.Outcome == store.Created {
 			w.created[req.Job.ID]++
+			w.keys = append(w.keys, req.IdempotencyKeySHA[:12])
 		}
 		return res, err
 	})

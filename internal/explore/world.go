@@ -58,6 +58,7 @@ type world struct {
 	blobs                map[string][]byte
 	requests             []*request
 	created              map[job.ID]int
+	keys                 []string // the idempotency keys recorded, in order (a prefix of each hash)
 	unconditionalCreates bool
 	fb                   *feedback.Handler
 	sweeper              *sweeper.Sweeper
