@@ -1,7 +1,8 @@
 // Command explore runs the exhaustive exploration of the delivery protocol
 // (internal/explore): every scenario, every ordering of the explorer's
 // choices within the scenario's bounds, the real notify, feedback and
-// sweeper code on the in-memory store. It prints the figures of each
+// sweeper code on the in-memory store (with intake, fetch and llm in
+// front of them in the intake scenarios). It prints the figures of each
 // scenario and of the variants that must be caught, and exits non-zero
 // on a violation of the protocol as built (or a variant not caught).
 //
