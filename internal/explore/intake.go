@@ -77,7 +77,7 @@ func (w *world) wireIntake(gj jobs, log *slog.Logger) {
 	bl := blobs{w}
 	clock := func() time.Time { return w.now }
 	w.intake = &api.Intake{Jobs: intakeJobs{gj}, Blobs: bl, Queue: q, Log: log, Now: clock,
-		TTL: 0, Status: api.NewStatusLinks("explore-status-key")}
+		Status: api.NewStatusLinks("explore-status-key")}
 	w.api = &api.Handler{Sources: map[string]api.Parser{"generic": webhook.Generic{Secret: []byte(webhookSecret)}},
 		Intake: w.intake, Log: log}
 	base := pipeline.Base{Jobs: gj, Blobs: bl, Queue: q, Log: log, Now: clock}

@@ -163,8 +163,8 @@ func (w *world) close() { w.sched.stop() }
 // the sweeper use it: every call a gate.
 type stageQueue struct{ w *world }
 
-// stageQueue returns the queue of a stage.
-func (w *world) stageQueue(s job.Stage) (*queue, error) {
+// queueOf returns the queue of a stage.
+func (w *world) queueOf(s job.Stage) (*queue, error) {
 	switch s {
 	case job.StageFetch:
 		return w.fetchQ, nil
@@ -193,7 +193,7 @@ func (w *world) queues() []*queue { return []*queue{w.notifyQ, w.fetchQ, w.llmQ,
 // Enqueue implements pipeline.Enqueuer and api.Enqueuer (SendMessage to
 // the stage's queue).
 func (q stageQueue) Enqueue(ctx context.Context, m job.Message) error {
-	to, err := q.w.stageQueue(m.Stage)
+	to, err := q.w.queueOf(m.Stage)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (q stageQueue) Delay(ctx context.Context, url string, rh string, d time.Dur
 
 // DeadLetter implements stage.Queue (SendMessage to the stage's DLQ).
 func (q stageQueue) DeadLetter(ctx context.Context, s job.Stage, body []byte) error {
-	from, err := q.w.stageQueue(s)
+	from, err := q.w.queueOf(s)
 	if err != nil {
 		return err
 	}
