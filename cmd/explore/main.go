@@ -1,7 +1,8 @@
 // Command explore runs the exhaustive exploration of the delivery protocol
 // (internal/explore): every scenario, every ordering of the explorer's
 // choices within the scenario's bounds, the real notify, feedback and
-// sweeper code on the in-memory store. It prints the figures of each
+// sweeper code on the in-memory store (with intake, fetch and llm in
+// front of them in the intake scenarios). It prints the figures of each
 // scenario and of the variants that must be caught, and exits non-zero
 // on a violation of the protocol as built (or a variant not caught).
 //
@@ -56,12 +57,12 @@ func run(only, variant string, shallow bool, maxStates int, write string) error 
 			}
 		}
 		for _, v := range vs {
-			// A variant is explored for the first duplicate email it sends
-			// (the issue it stands for); the protocol as built for every
-			// property.
+			// A variant is explored for the first breach of the property it
+			// stands for (most: a duplicate email); the protocol as built
+			// for every property.
 			o := explore.Options{MaxStates: maxStates, Shortest: true}
 			if v != nil {
-				o.Properties = []string{"duplicate"}
+				o.Properties = []string{v.Breaks()}
 			}
 			st, bad := explore.Explore(sc, v, o)
 			fmt.Println(st)

@@ -87,12 +87,18 @@ type VersionAssigner interface {
 
 // Handle runs intake for one request.
 //
-// Order matters for "loses nothing": the job is persisted (one transaction)
-// before the inline diff is stored and the fetch stage enqueued, and the 202
-// is answered only after both. If either fails the caller gets a 503 and
-// retries with the same key; the retry is a replay, which finishes the
-// storing and enqueueing for a job still `accepted` and answers the stored
-// 202.
+// Order matters for "loses nothing": the inline diff is stored first, then
+// the job is persisted (one transaction), then the fetch stage enqueued,
+// and the 202 is answered only after all three. A job therefore never
+// names a diff that is not stored: when intake dies between the
+// transaction and the enqueue, the sweeper's re-enqueue of the stuck job
+// carries it on as well as the caller's retry does (R-INTAKE-5; found by
+// internal/explore's duplicate-webhooks scenario: with the diff stored
+// after the job, that re-enqueue reached the llm stage without a diff and
+// the job was dead-lettered NOT_FOUND). If a step fails the caller gets a
+// 503 and retries with the same key; the retry is a replay, which
+// finishes the enqueueing for a job still `accepted` and answers the
+// stored 202.
 //
 // A code review system's webhook (p is an EventParser) first gets its
 // review version when the payload has none (GitHub, GitLab: one per head
@@ -214,11 +220,16 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 		CreatedAt: now, UpdatedAt: now,
 	}
 	if c.Diff != "" {
-		// The reference is content-addressed, so it is known before the
-		// object is written; the write happens after the job exists.
-		sum := sha256.Sum256([]byte(c.Diff))
-		j.DiffSHA256 = hex.EncodeToString(sum[:])
-		j.DiffRef = "diffs/" + j.DiffSHA256
+		// The reference is content-addressed: the object is written before
+		// the job that names it exists (R-INTAKE-5), and writing it again
+		// (a retry, a duplicate, a request then refused) writes the same
+		// object.
+		ref, sha, err := in.Blobs.Put(ctx, "diffs", []byte(c.Diff))
+		if err != nil {
+			in.Log.ErrorContext(ctx, "store diff failed", "job_id", id, "error", err)
+			return unavailable("could not store the diff; retry with the same Idempotency-Key")
+		}
+		j.DiffRef, j.DiffSHA256 = ref, sha
 	}
 	respBody, err := json.Marshal(Accepted{JobID: id, Status: string(job.StatusAccepted), ChangelistID: c.ChangelistID,
 		ReviewVersion: c.ReviewVersion, Links: Links{Self: in.Status.Link(id)}})
@@ -256,7 +267,7 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 		if res.Job.Status == job.StatusAccepted {
 			// The first request may have died between persisting and
 			// enqueueing; finishing its work again is harmless.
-			if err := in.start(ctx, res.Job, c.Diff); err != nil {
+			if err := in.start(ctx, res.Job); err != nil {
 				log.ErrorContext(ctx, "re-start of an accepted job failed", "error", err)
 				return unavailable("could not enqueue the job; retry with the same Idempotency-Key")
 			}
@@ -265,7 +276,7 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 		resp := rawResponse(res.ResponseStatus, res.ResponseBody, map[string]string{"Idempotent-Replayed": "true", "Location": in.Status.Link(id)})
 		return resp
 	}
-	if err := in.start(ctx, j, c.Diff); err != nil {
+	if err := in.start(ctx, j); err != nil {
 		log.ErrorContext(ctx, "start job failed", "error", err)
 		return unavailable("the job is recorded but could not be enqueued; retry with the same Idempotency-Key")
 	}
@@ -273,13 +284,8 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 	return rawResponse(http.StatusAccepted, respBody, map[string]string{"Location": in.Status.Link(id)})
 }
 
-// start stores the inline diff (if any) and enqueues the fetch stage.
-func (in *Intake) start(ctx context.Context, j job.Job, diff string) error {
-	if diff != "" && j.DiffRef != "" {
-		if _, _, err := in.Blobs.Put(ctx, "diffs", []byte(diff)); err != nil {
-			return err
-		}
-	}
+// start enqueues the fetch stage of a persisted job.
+func (in *Intake) start(ctx context.Context, j job.Job) error {
 	if err := in.Queue.Enqueue(ctx, job.Message{JobID: j.ID, Stage: job.StageFetch}); err != nil {
 		return fmt.Errorf("enqueue fetch: %w", err)
 	}

@@ -138,3 +138,41 @@ func TestIntake_Idempotency_Offline(t *testing.T) {
 		t.Errorf("retry: %d, enqueued %v; want the v8 job enqueued once", code, q.msgs)
 	}
 }
+
+type downBlobs struct{}
+
+func (downBlobs) Put(context.Context, string, []byte) (string, string, error) {
+	return "", "", errors.New("s3 down")
+}
+
+// A job never names a diff that is not stored: the inline diff is stored
+// before the job's transaction, so when storing it fails nothing is
+// created (503, the caller retries), and when intake dies between the
+// transaction and the enqueue, the sweeper's re-enqueue finds the diff
+// (internal/explore's duplicate-webhooks scenario found the job
+// dead-lettered NOT_FOUND when the diff was stored after the job).
+// Rules: R-INTAKE-5.
+func TestIntake_DiffStoredBeforeTheJob_Offline(t *testing.T) {
+	q := &memQueue{}
+	jobs := memstore.NewJobs(nil)
+	in := &api.Intake{Jobs: jobs, Blobs: downBlobs{}, Queue: q, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: time.Now, TTL: time.Hour}
+	code, _, h := post(in, "k1", genericBody(1, "v1"))
+	if code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+		t.Fatalf("diff store down: %d, Retry-After %q; want 503", code, h.Get("Retry-After"))
+	}
+	if j, err := jobs.Get(context.Background(), job.NewID("generic", "acme-7", 1)); err == nil {
+		t.Fatalf("the job %s (diff %s) was created though its diff was not stored", j.ID, j.DiffRef)
+	}
+	if len(q.msgs) != 0 {
+		t.Errorf("%d messages enqueued", len(q.msgs))
+	}
+	blobs := &memBlobs{objs: map[string][]byte{}}
+	in.Blobs = blobs
+	if code, _, _ := post(in, "k1", genericBody(1, "v1")); code != http.StatusAccepted {
+		t.Fatalf("retry: %d, want 202", code)
+	}
+	j, err := jobs.Get(context.Background(), job.NewID("generic", "acme-7", 1))
+	if err != nil || blobs.objs[j.DiffRef] == nil {
+		t.Errorf("job %v names diff %q, stored: %t", err, j.DiffRef, blobs.objs[j.DiffRef] != nil)
+	}
+}

@@ -32,6 +32,8 @@ const (
 	Kill Kind = "kill"
 	// Redrive moves a DLQ's messages back to their queue (new ids).
 	Redrive Kind = "redrive"
+	// Post sends a webhook to the API: a new intake invocation.
+	Post Kind = "post"
 )
 
 // Action is one choice of the explorer. Its Label names it the same way
@@ -85,6 +87,18 @@ func (w *world) actions() []Action {
 			out = append(out, Action{Kind: Deliver, Target: m.id})
 		}
 	}
+	for _, q := range []*queue{w.fetchQ, w.llmQ} {
+		if room && running[q.name] == 0 {
+			for _, m := range q.visible(w.now) {
+				out = append(out, Action{Kind: Deliver, Target: m.id})
+			}
+		}
+	}
+	if room {
+		for _, r := range w.postable() {
+			out = append(out, Action{Kind: Post, Target: r.label})
+		}
+	}
 	if room && running["feedback"] == 0 {
 		for _, m := range w.feedback.visible(w.now) {
 			out = append(out, Action{Kind: Deliver, Target: m.id})
@@ -112,13 +126,13 @@ func (w *world) actions() []Action {
 	}
 	if faultsLeft && w.sc.Kills {
 		for _, p := range w.sched.procs {
-			if p.kind != "sweeper" {
+			if (w.sc.KillOnly == nil && p.kind != "sweeper") || slices.Contains(w.sc.KillOnly, p.kind) {
 				out = append(out, Action{Kind: Kill, Target: p.label})
 			}
 		}
 	}
 	if w.redrives < w.sc.MaxRedrives {
-		for _, q := range []*queue{w.notifyQ, w.feedback} {
+		for _, q := range w.queues() {
 			if len(q.dlq.visible(w.now)) > 0 {
 				out = append(out, Action{Kind: Redrive, Target: q.dlq.name})
 			}
@@ -177,8 +191,15 @@ func (w *world) apply(a Action) (Action, bool) {
 		}
 		w.faults++
 		w.sched.kill(p)
+	case Post:
+		r := w.request(a.Target)
+		if r == nil || r.answered || (r.proc != nil && w.live(r.proc)) || r.attempts >= maxAttempts {
+			return a, false
+		}
+		a.Note = fmt.Sprintf("key %s, attempt %d", r.key, r.attempts+1)
+		w.post(r)
 	case Redrive:
-		for _, q := range []*queue{w.notifyQ, w.feedback} {
+		for _, q := range w.queues() {
 			if q.dlq.name == a.Target {
 				w.redrives++
 				a.Note = fmt.Sprintf("%d messages", q.dlq.redrive(w, q))
@@ -193,7 +214,7 @@ func (w *world) apply(a Action) (Action, bool) {
 }
 
 func (w *world) message(id string) (*queue, *message) {
-	for _, q := range []*queue{w.notifyQ, w.feedback} {
+	for _, q := range w.queues() {
 		if m := q.byID(id); m != nil {
 			return q, m
 		}
@@ -246,7 +267,7 @@ func (w *world) nextTick() (time.Time, bool) {
 			next = t
 		}
 	}
-	for _, q := range []*queue{w.notifyQ, w.feedback} {
+	for _, q := range w.queues() {
 		for _, m := range q.msgs {
 			if !m.deleted {
 				consider(m.visibleAt)

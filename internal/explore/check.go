@@ -44,6 +44,9 @@ func (v *Violation) Error() string { return v.Rule + ": " + v.Message }
 //     then stay succeeded over such a row is liveness's to check.
 func (w *world) safety(o Options) *Violation {
 	ctx := context.Background()
+	if v := w.intakeSafety(o); v != nil {
+		return v
+	}
 	emails := map[string]int{}
 	for _, m := range w.mails {
 		if m.delivery != "" && m.fate.reaches() {
@@ -137,6 +140,9 @@ func (w *world) liveness() *Violation {
 		if err != nil {
 			return &Violation{Rule: "lost", Message: fmt.Sprintf("job %s: %v", id, err)}
 		}
+		if v := w.intakeLiveness(j); v != nil {
+			return v
+		}
 		visible := j.Status == job.StatusNeedsIntervention || (j.Status == job.StatusDeadLettered && w.envelopeFor(id))
 		if !visible && j.Status != job.StatusSucceeded {
 			return &Violation{Rule: "stuck", Message: fmt.Sprintf("job %s is %s at %s once the world is quiet", id, j.Status, j.Stage)}
@@ -157,13 +163,15 @@ func (w *world) liveness() *Violation {
 	return nil
 }
 
-// envelopeFor reports whether the notify DLQ holds a dead-letter
+// envelopeFor reports whether a stage's DLQ holds a dead-letter
 // envelope naming job id.
 func (w *world) envelopeFor(id job.ID) bool {
-	for _, m := range w.notifyQ.dlq.msgs {
-		env, ok, err := deadletter.Decode([]byte(m.body))
-		if !m.deleted && err == nil && ok && env.JobID == string(id) {
-			return true
+	for _, q := range []*queue{w.notifyQ, w.fetchQ, w.llmQ} {
+		for _, m := range q.dlq.msgs {
+			env, ok, err := deadletter.Decode([]byte(m.body))
+			if !m.deleted && err == nil && ok && env.JobID == string(id) {
+				return true
+			}
 		}
 	}
 	return false
@@ -186,6 +194,12 @@ func (w *world) heal(limit int) func(yield func(Action) bool) {
 				a = Action{Kind: Step, Target: w.sched.procs[0].label, Out: OK}
 			case len(w.unpublished()) > 0:
 				a = Action{Kind: Publish, Target: w.unpublished()[0].label()}
+			case len(w.postable()) > 0:
+				a = Action{Kind: Post, Target: w.postable()[0].label}
+			case len(w.fetchQ.visible(w.now)) > 0:
+				a = Action{Kind: Deliver, Target: w.fetchQ.visible(w.now)[0].id}
+			case len(w.llmQ.visible(w.now)) > 0:
+				a = Action{Kind: Deliver, Target: w.llmQ.visible(w.now)[0].id}
 			case len(w.notifyQ.visible(w.now)) > 0:
 				a = Action{Kind: Deliver, Target: w.notifyQ.visible(w.now)[0].id}
 			case len(w.feedback.visible(w.now)) > 0:
@@ -259,7 +273,7 @@ func (w *world) canonical(budgets bool) string {
 	stand, _ := w.rcpts.Standings(ctx, slices.Compact(rcpts))
 	fmt.Fprintf(&b, "standings %v\n", stand)
 	var msgs []string
-	for _, q := range []*queue{w.notifyQ, w.notifyQ.dlq, w.feedback, w.feedback.dlq} {
+	for _, q := range []*queue{w.notifyQ, w.notifyQ.dlq, w.fetchQ, w.fetchQ.dlq, w.llmQ, w.llmQ.dlq, w.feedback, w.feedback.dlq} {
 		for _, m := range q.msgs {
 			if !m.deleted {
 				msgs = append(msgs, fmt.Sprintf("msg %s %s %s vis=%s rc=%d\n", q.name, m.id, describe(m), stamp(m.visibleAt), m.receives))
@@ -278,6 +292,7 @@ func (w *world) canonical(budgets bool) string {
 	}
 	sort.Strings(mails)
 	b.WriteString(strings.Join(mails, ""))
+	w.intakeState(&b)
 	for _, p := range w.sched.procs {
 		at := "-"
 		if p.at != nil {

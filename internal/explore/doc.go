@@ -4,6 +4,15 @@
 // every nondeterminism is the explorer's choice, and visits every state
 // reachable within a scenario's bounds.
 //
+// Most scenarios start each job at notify, its critique ready. An intake
+// scenario (JobSpec.Posts) starts with nothing but webhooks: the real API
+// handler and intake (internal/api) take them, on the same in-memory jobs
+// table, with S3 (the inline diff) in memory behind the same gates; the
+// real fetch and llm stages, through the real batch runner, with the
+// offline critic (a real critic that needs no network), take the job to
+// notify. The caller sends each webhook, and again (the same key, the
+// same bytes) until it is answered with something other than a 5xx.
+//
 // # The world
 //
 // Each handler invocation is a process: a goroutine running the handler's
@@ -26,7 +35,10 @@
 //     after it runs, its message is not deleted and returns after the
 //     visibility timeout, and counts a receive; past maxReceiveCount it goes
 //     to the DLQ);
-//   - running the sweeper, and redriving a DLQ (new message ids).
+//   - running the sweeper, and redriving a DLQ (new message ids);
+//   - when the caller sends each webhook, and sends it again after an
+//     answer it did not get (the invocation killed: to the caller, API
+//     Gateway's 5xx) or a 5xx.
 //
 // The world keeps the protocol's one assumption: a Send event reaches the
 // feedback queue within PublishBound (at most the bound the protocol
@@ -42,6 +54,15 @@
 // schedule with no faults, until quiet — and then every row must be sent,
 // delivered, skipped without a send, or held for a person with its reason
 // in sight, and every job must have a verdict.
+//
+// In intake scenarios, also after every action: each job is created once
+// however the webhooks race (one job per idempotency key and per review
+// version, R-INTAKE-1, R-INTAKE-3); once a key is answered 202, every
+// answer to it is that answer byte for byte (R-INTAKE-1); a stage message
+// on a queue names a job that is persisted and has reached that stage
+// (R-INTAKE-5, R-STAGE-7). At the leaf, a job intake accepted must not
+// end dead-lettered before notify: nothing in these worlds fails fetch or
+// llm for good, so that would be accepted work lost.
 //
 // # The search
 //

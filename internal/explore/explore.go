@@ -14,10 +14,21 @@ type Variant struct {
 	Name string
 	Doc  string
 	// CaughtIn names the scenarios whose exploration must find the
-	// variant sending a second email.
+	// variant breaking its property.
 	CaughtIn []string
+	// Property is the property the variant breaks ("duplicate": a second
+	// email, unless set).
+	Property string
 	// Apply rewires a freshly built world before anything runs.
 	Apply func(w *world)
+}
+
+// Breaks is the property the variant must be caught breaking.
+func (v *Variant) Breaks() string {
+	if v.Property == "" {
+		return "duplicate"
+	}
+	return v.Property
 }
 
 // Stats are the figures of one exploration.

@@ -84,8 +84,8 @@ func (w *world) footprint(a Action) footprint {
 	case Deliver:
 		q, _ := w.message(a.Target)
 		name := "notify"
-		if q == w.feedback {
-			name = "feedback"
+		if q != nil {
+			name = q.name
 		}
 		fp = append(fp, use{"queue/" + name + "/" + a.Target, write}, use{"live", write}, use{"seq/" + name, write})
 	case Publish, Again:
@@ -99,6 +99,9 @@ func (w *world) footprint(a Action) footprint {
 		fp = append(fp, use{"live", write}, use{"seq/sweeper", write}, use{"budget/sweeps", write})
 	case Kill:
 		fp = append(fp, use{"proc/" + a.Target, write}, use{"live", write}, use{"budget/faults", write})
+	case Post:
+		// The request's own state, and a new intake process.
+		fp = append(fp, use{"request/" + a.Target, write}, use{"live", write}, use{"seq/intake", write})
 	case Redrive:
 		src := strings.TrimSuffix(a.Target, "-dlq")
 		fp = append(fp, use{"queue/" + a.Target, write}, use{"queue/" + src, add}, use{"budget/redrives", write})

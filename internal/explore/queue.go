@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/criticizer/criticizer/internal/job"
 )
 
 // message is one SQS message of a standard queue as the explorer keeps it.
@@ -21,6 +23,22 @@ type message struct {
 	deleted       bool
 	// event is the SES event the message carries (feedback queue only).
 	event *sesEvent
+	// stage is the stage message the body carries, decoded once (nil: a
+	// body that is not one, such as a dead-letter envelope).
+	stage   *job.Message
+	decoded bool
+}
+
+// stageMessage is the stage message m carries, if it is one.
+func (m *message) stageMessage() *job.Message {
+	if !m.decoded {
+		m.decoded = true
+		var jm job.Message
+		if decodeMessage(m.body, &jm) == nil && jm.JobID != "" {
+			m.stage = &jm
+		}
+	}
+	return m.stage
 }
 
 // queue is a standard SQS queue as the delivery protocol relies on it:

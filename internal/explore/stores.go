@@ -202,6 +202,10 @@ func digest(v any, err error) string {
 		s = rowDigest(x.a) + fmt.Sprint(x.b)
 	case pair[delivery.Row, store.EventOutcome]:
 		s = rowDigest(x.a) + fmt.Sprint(x.b)
+	case store.CreateResult:
+		s = fmt.Sprintf("%v/%s/%d", x.Outcome, x.Job.Status, len(x.ResponseBody))
+	case []byte:
+		s = fmt.Sprintf("%d bytes", len(x))
 	case struct{}:
 	default:
 		s = fmt.Sprint(v)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/store"
 )
@@ -28,6 +30,18 @@ func Variants() []*Variant {
 		{Name: "sdk-retries-send", CaughtIn: []string{"send-faults", "lost-answer-two-reviews"}, Doc: "broken on purpose: SendEmail retried by the SDK when its answer is lost", Apply: func(w *world) {
 			w.notify.Sender = retrying{w.notify.Sender}
 		}},
+		{Name: "enqueue-before-commit", CaughtIn: []string{"duplicate-webhooks"}, Property: "persisted",
+			Doc: "broken on purpose: intake enqueues the fetch stage before its transaction commits", Apply: func(w *world) {
+				w.intake.Jobs = enqueueFirst{w.intake.Jobs, stageQueue{w}}
+			}},
+		{Name: "no-idempotency-check", CaughtIn: []string{"duplicate-webhooks"}, Property: "intake",
+			Doc: "broken on purpose: intake's write skips its conditions, so a repeated webhook creates the job again", Apply: func(w *world) {
+				w.unconditionalCreates = true
+			}},
+		{Name: "replay-not-stored", CaughtIn: []string{"duplicate-webhooks"}, Property: "intake",
+			Doc: "broken on purpose: a repeated key is answered from the job as it is now, not with the stored first answer", Apply: func(w *world) {
+				w.intake.Jobs = freshReplay{w.intake.Jobs}
+			}},
 	}
 }
 
@@ -77,4 +91,30 @@ func (r retrying) Send(ctx context.Context, id, to string, m delivery.Message) (
 		return r.s.Send(ctx, id, to, m)
 	}
 	return msgID, err
+}
+
+// enqueueFirst sends the fetch message before the job's transaction, as
+// an intake that enqueued first would.
+type enqueueFirst struct {
+	api.JobCreator
+	q stageQueue
+}
+
+func (e enqueueFirst) Create(ctx context.Context, req store.CreateRequest) (store.CreateResult, error) {
+	if err := e.q.Enqueue(ctx, job.Message{JobID: req.Job.ID, Stage: job.StageFetch}); err != nil {
+		return store.CreateResult{}, err
+	}
+	return e.JobCreator.Create(ctx, req)
+}
+
+// freshReplay forgets the stored answer of a repeated key: intake then
+// answers it as another key for the same version (the job as it is now).
+type freshReplay struct{ api.JobCreator }
+
+func (f freshReplay) Create(ctx context.Context, req store.CreateRequest) (store.CreateResult, error) {
+	res, err := f.JobCreator.Create(ctx, req)
+	if err == nil && res.Outcome == store.Replayed {
+		res = store.CreateResult{Outcome: store.VersionExists, Job: res.Job}
+	}
+	return res, err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/drain"
@@ -40,14 +41,27 @@ type world struct {
 	rcpts    *memstore.Recipients
 
 	notifyQ, feedback *queue
-	mails             []*sesMail
+	// fetchQ and llmQ carry jobs from intake to notify (intake
+	// scenarios only: the others start every job at notify).
+	fetchQ, llmQ *queue
+	mails        []*sesMail
 	// named counts names given outside any process.
 	named int
 
-	notify  *pipeline.Notify
-	runner  *stage.Runner
-	fb      *feedback.Handler
-	sweeper *sweeper.Sweeper
+	notify *pipeline.Notify
+	runner *stage.Runner
+	// The intake front: the API handler (routing to the real intake),
+	// and the fetch and llm stages between it and notify.
+	api                  *api.Handler
+	intake               *api.Intake
+	fetch, llm           *stage.Runner
+	blobs                map[string][]byte
+	requests             []*request
+	created              map[job.ID]int
+	keys                 []string // the idempotency keys recorded, in order (a prefix of each hash)
+	unconditionalCreates bool
+	fb                   *feedback.Handler
+	sweeper              *sweeper.Sweeper
 
 	// evidenceView, if set, replaces what notify and the sweeper read of
 	// the evidence path (a variant's rule).
@@ -62,11 +76,13 @@ type world struct {
 }
 
 func newWorld(sc Scenario, v *Variant) *world {
-	w := &world{sc: sc, sched: newSched(), now: epoch(), succeeded: map[job.ID]bool{}}
+	w := &world{sc: sc, sched: newSched(), now: epoch(), succeeded: map[job.ID]bool{}, blobs: map[string][]byte{}, created: map[job.ID]int{}}
 	clock := func() time.Time { return w.now }
 	w.jobsMem, w.outbox, w.evidence, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), memstore.NewRecipients()
 	cfg := sc.Config
 	w.notifyQ = &queue{name: "notify", visibility: cfg.Visibility, maxReceives: cfg.MaxReceives, dlq: &queue{name: "notify-dlq"}}
+	w.fetchQ = &queue{name: "fetch", visibility: cfg.Visibility, maxReceives: cfg.MaxReceives, dlq: &queue{name: "fetch-dlq"}}
+	w.llmQ = &queue{name: "llm", visibility: cfg.Visibility, maxReceives: cfg.MaxReceives, dlq: &queue{name: "llm-dlq"}}
 	w.feedback = &queue{name: "feedback", visibility: cfg.Visibility, maxReceives: cfg.MaxReceives, dlq: &queue{name: "feedback-dlq"}}
 	log := slog.New(slog.DiscardHandler)
 
@@ -90,21 +106,29 @@ func newWorld(sc Scenario, v *Variant) *world {
 		Log: log, Now: clock, StuckAfter: cfg.StuckAfter, EvidenceWindow: cfg.EvidenceWindow, Margin: cfg.Margin,
 		Drain: &drain.Checker{Counter: counter{w}, Queue: w.feedback.name, DLQ: w.feedback.dlq.name, Evidence: gev,
 			Set: sc.ConfigurationSet, Now: clock}}
+	w.wireIntake(gj, log)
 	if v != nil && v.Apply != nil {
 		v.Apply(w)
 	}
 
 	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Summary: "One finding.", Findings: []critic.Finding{}})
+	for _, js := range sc.Jobs {
+		w.jobIDs = append(w.jobIDs, job.NewID("generic", js.Changelist, js.Version))
+		for _, r := range js.Recipients {
+			w.rowIDs = append(w.rowIDs, delivery.ID(job.ChangelistKey("generic", js.Changelist), r, js.Version))
+		}
+	}
 	for i, js := range sc.Jobs {
+		if len(js.Posts) > 0 {
+			// The job is intake's to create: only its webhooks exist.
+			w.addRequests(js)
+			continue
+		}
 		j := job.Job{ID: job.NewID("generic", js.Changelist, js.Version), Source: "generic", ChangelistID: js.Changelist,
 			ReviewVersion: js.Version, Title: "Change " + js.Changelist, URL: "https://review.example/" + js.Changelist, Author: "ana",
 			Recipients: js.Recipients, Status: job.StatusInProgress, Stage: job.StageNotify, Attempts: job.Attempts{},
 			Critique: crit, CreatedAt: epoch(), UpdatedAt: epoch()}
 		w.jobsMem.Put(j)
-		w.jobIDs = append(w.jobIDs, j.ID)
-		for _, r := range js.Recipients {
-			w.rowIDs = append(w.rowIDs, delivery.ID(job.ChangelistKey("generic", js.Changelist), r, js.Version))
-		}
 		b, _ := json.Marshal(job.Message{JobID: j.ID, Stage: job.StageNotify})
 		for k := range max(js.Messages, 1) {
 			id := fmt.Sprintf("notify-%d", i+1)
@@ -135,34 +159,64 @@ func (w *world) name(ctx context.Context) string {
 // close unwinds the run's processes.
 func (w *world) close() { w.sched.stop() }
 
-// stageQueue is SQS as the stage runner, notify, feedback and the
-// sweeper use it: every call a gate.
+// stageQueue is SQS as intake, the stage runners, notify, feedback and
+// the sweeper use it: every call a gate.
 type stageQueue struct{ w *world }
 
-// Enqueue implements pipeline.Enqueuer (SendMessage to the notify queue).
+// queueOf returns the queue of a stage.
+func (w *world) queueOf(s job.Stage) (*queue, error) {
+	switch s {
+	case job.StageFetch:
+		return w.fetchQ, nil
+	case job.StageLLM:
+		return w.llmQ, nil
+	case job.StageNotify:
+		return w.notifyQ, nil
+	}
+	return nil, fmt.Errorf("explore: no %s queue in this world", s)
+}
+
+// byName returns the stage queue a runner's queue URL names.
+func (w *world) byName(name string) *queue {
+	for _, q := range w.queues() {
+		if q.name == name {
+			return q
+		}
+	}
+	return w.notifyQ
+}
+
+// queues are the world's source queues: the three stages' and the
+// feedback queue.
+func (w *world) queues() []*queue { return []*queue{w.notifyQ, w.fetchQ, w.llmQ, w.feedback} }
+
+// Enqueue implements pipeline.Enqueuer and api.Enqueuer (SendMessage to
+// the stage's queue).
 func (q stageQueue) Enqueue(ctx context.Context, m job.Message) error {
-	if m.Stage != job.StageNotify {
-		return fmt.Errorf("explore: no %s queue in this world", m.Stage)
+	to, err := q.w.queueOf(m.Stage)
+	if err != nil {
+		return err
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	_, err = call(q.w, ctx, wr("sqs.SendMessage", "notify"), func() (struct{}, error) {
-		q.w.notifyQ.add(q.w, "notify-"+q.w.name(ctx), string(b), 0, time.Time{}, nil)
+	_, err = call(q.w, ctx, wr("sqs.SendMessage", to.name), func() (struct{}, error) {
+		to.add(q.w, to.name+"-"+q.w.name(ctx), string(b), 0, time.Time{}, nil)
 		return struct{}{}, nil
 	})
 	return err
 }
 
 // Delay implements stage.Queue (ChangeMessageVisibility).
-func (q stageQueue) Delay(ctx context.Context, _ string, rh string, d time.Duration) error {
+func (q stageQueue) Delay(ctx context.Context, url string, rh string, d time.Duration) error {
 	id := rh
 	if i := strings.LastIndex(rh, "/"); i > 0 {
 		id = rh[:i]
 	}
-	_, err := call(q.w, ctx, wr("sqs.ChangeMessageVisibility", "notify/"+id), func() (struct{}, error) {
-		if m := q.w.notifyQ.handle(rh); m != nil {
+	on := q.w.byName(url)
+	_, err := call(q.w, ctx, wr("sqs.ChangeMessageVisibility", on.name+"/"+id), func() (struct{}, error) {
+		if m := on.handle(rh); m != nil {
 			m.visibleAt = q.w.now.Add(d)
 			return struct{}{}, nil
 		}
@@ -172,18 +226,24 @@ func (q stageQueue) Delay(ctx context.Context, _ string, rh string, d time.Durat
 }
 
 // DeadLetter implements stage.Queue (SendMessage to the stage's DLQ).
-func (q stageQueue) DeadLetter(ctx context.Context, _ job.Stage, body []byte) error {
-	_, err := call(q.w, ctx, wr("sqs.SendMessage", "notify-dlq"), func() (struct{}, error) {
-		q.w.notifyQ.dlq.add(q.w, "notify-dlq-"+q.w.name(ctx), string(body), 0, time.Time{}, nil)
+func (q stageQueue) DeadLetter(ctx context.Context, s job.Stage, body []byte) error {
+	from, err := q.w.queueOf(s)
+	if err != nil {
+		return err
+	}
+	dlq := from.dlq
+	_, err = call(q.w, ctx, wr("sqs.SendMessage", dlq.name), func() (struct{}, error) {
+		dlq.add(q.w, dlq.name+"-"+q.w.name(ctx), string(body), 0, time.Time{}, nil)
 		return struct{}{}, nil
 	})
 	return err
 }
 
 // Requeue implements stage.Queue (SendMessage with DelaySeconds).
-func (q stageQueue) Requeue(ctx context.Context, _ string, body string, delay time.Duration) error {
-	_, err := call(q.w, ctx, wr("sqs.SendMessage", "notify"), func() (struct{}, error) {
-		q.w.notifyQ.add(q.w, "notify-"+q.w.name(ctx), body, delay, time.Time{}, nil)
+func (q stageQueue) Requeue(ctx context.Context, url string, body string, delay time.Duration) error {
+	to := q.w.byName(url)
+	_, err := call(q.w, ctx, wr("sqs.SendMessage", to.name), func() (struct{}, error) {
+		to.add(q.w, to.name+"-"+q.w.name(ctx), body, delay, time.Time{}, nil)
 		return struct{}{}, nil
 	})
 	return err
@@ -203,6 +263,10 @@ func (w *world) invoke(q *queue, m *message) {
 	switch q {
 	case w.notifyQ:
 		h = w.runner.Handle
+	case w.fetchQ:
+		h = w.fetch.Handle
+	case w.llmQ:
+		h = w.llm.Handle
 	case w.feedback:
 		h = w.fb.Handle
 	}
