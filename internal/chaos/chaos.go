@@ -266,16 +266,18 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	evf.on.Store(false)
 	progress("faults off after %d worker restarts; draining (sweeper every %s, stuck after %s)", rep.Restarts, sweepEvery, sweepStuckAfter)
 
-	// Drain: wait for every accepted job to be terminal.
+	// Drain: wait for every accepted job to be terminal and every stage
+	// message processed.
 	chk := &checker{clean: clean, res: res, ses: st.SESURL}
 	deadline := time.Now().Add(c.Drain)
 	for {
-		open, err := chk.nonTerminal(ctx, accepted)
-		if err == nil && open == 0 && evf.drained() {
+		open, busy, err := chk.quiet(ctx, accepted)
+		if err == nil && open == 0 && busy == 0 && evf.drained() {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			progress("drain deadline: %d jobs not terminal", open)
+			progress("drain deadline: %d jobs not terminal, %d stage messages queued", open, busy)
+			rep.StagesBusy = busy
 			break
 		}
 		time.Sleep(time.Second)

@@ -51,6 +51,10 @@ type Report struct {
 	DLQLeaks                             []string // ... and in dead letters
 	addrCount                            int
 
+	// StagesBusy counts the stage messages still queued or in flight when
+	// the drain deadline passed.
+	StagesBusy int
+
 	kinds map[Kind]*KindRow
 	ByOp  map[Kind]map[string]int
 	// Problems lists each failed invariant, redacted.
@@ -95,6 +99,9 @@ func (r *Report) Failures() []string {
 	}
 	if r.PoisonNotDeadLettered > 0 {
 		f = append(f, fmt.Sprintf("%d jobs with a malformed diff not dead-lettered", r.PoisonNotDeadLettered))
+	}
+	if r.StagesBusy > 0 {
+		f = append(f, fmt.Sprintf("%d stage messages still queued when the workers stopped", r.StagesBusy))
 	}
 	if r.NotAccepted > 0 {
 		f = append(f, fmt.Sprintf("%d webhooks never accepted", r.NotAccepted))

@@ -16,6 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/store"
 )
 
@@ -57,6 +58,37 @@ func (c *checker) nonTerminal(ctx context.Context, accepted map[job.ID]bool) (in
 				n++
 			}
 		}
+	}
+	return n, nil
+}
+
+// quiet reports whether the campaign has drained: every accepted job
+// terminal, and no message left in a stage queue, visible, in flight or
+// delayed. A job's status alone is not enough: a stage writes
+// dead_lettered before it sends the envelope, and an invocation that dies
+// between the two leaves its message to come back after the visibility
+// timeout and send it; stopping the workers before then would report a
+// job dead-lettered with no envelope (seed 4, rate 0.1). open is the
+// number of jobs not yet terminal, busy the stage messages still queued.
+func (c *checker) quiet(ctx context.Context, accepted map[job.ID]bool) (open, busy int, err error) {
+	if open, err = c.nonTerminal(ctx, accepted); err != nil || open > 0 {
+		return open, 0, err
+	}
+	busy, err = c.stagesBusy(ctx)
+	return 0, busy, err
+}
+
+// stagesBusy counts the messages in the stage queues: visible, in flight
+// or delayed.
+func (c *checker) stagesBusy(ctx context.Context) (int, error) {
+	q := queue.New(c.clean.SQS, queue.URLs{})
+	n := 0
+	for _, s := range job.Stages() {
+		cnt, err := q.Counts(ctx, c.res.Queues.Queue[s])
+		if err != nil {
+			return 0, fmt.Errorf("count the %s queue: %w", s, err)
+		}
+		n += cnt.Visible + cnt.InFlight + cnt.Delayed
 	}
 	return n, nil
 }
