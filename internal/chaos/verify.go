@@ -93,6 +93,20 @@ func (c *checker) stagesBusy(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// feedbackBusy counts the messages in the feedback queue and its DLQ.
+func (c *checker) feedbackBusy(ctx context.Context) (int, error) {
+	q := queue.New(c.clean.SQS, queue.URLs{})
+	n := 0
+	for _, u := range []string{c.res.FeedbackQueue, c.res.FeedbackDLQ} {
+		cnt, err := q.Counts(ctx, u)
+		if err != nil {
+			return 0, fmt.Errorf("count the feedback queues: %w", err)
+		}
+		n += cnt.Visible + cnt.InFlight + cnt.Delayed
+	}
+	return n, nil
+}
+
 // heldRows reports whether any of a job's rows is still in `sending`.
 func (c *checker) heldRows(ctx context.Context, j job.Job) (bool, error) {
 	ids := make([]string, len(j.Recipients))
@@ -177,7 +191,8 @@ func complete(e deadletter.Envelope, stage string) []string {
 }
 
 // verify fills the report from the SES store, DynamoDB and the DLQs.
-func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepted map[job.ID]bool, inj *injector, evf *evidenceFaults, leaks *leakScanner) error {
+func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepted map[job.ID]bool, inj *injector, evf *evidenceFaults,
+	pf *platformFaults, leaks *leakScanner) error {
 	// Emails, by delivery id.
 	type want struct {
 		job       job.ID
@@ -240,11 +255,22 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 			rep.FeedbackDLQ++
 			leaks.scan("dlq", []byte(m.body))
 		}
+		// Every feedback message, validation notices and redriven ones
+		// included, must have been processed and deleted: one left in the
+		// queue or its DLQ is evidence never recorded (and an alarm).
+		n, err := queue.New(c.clean.SQS, queue.URLs{}).Counts(ctx, c.res.FeedbackQueue)
+		if err != nil {
+			return fmt.Errorf("count the feedback queue: %w", err)
+		}
+		rep.FeedbackLeft = rep.FeedbackDLQ + n.Visible + n.InFlight + n.Delayed
+		if rep.FeedbackLeft > 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%d feedback messages left unprocessed (%d in the feedback DLQ)", rep.FeedbackLeft, rep.FeedbackDLQ))
+		}
 	}
 
 	// Each job.
 	rep.kinds = map[Kind]*KindRow{}
-	for _, k := range append(Kinds(), EvidenceKinds()...) {
+	for _, k := range allKinds() {
 		rep.kinds[k] = &KindRow{Kind: k}
 	}
 	total, byOp := inj.injected()
@@ -255,6 +281,10 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 	for k, n := range evf.injected() {
 		rep.kinds[k].Injected = n
 	}
+	for k, n := range pf.injected() {
+		rep.kinds[k].Injected = n
+	}
+	pf.figures(rep)
 	rep.Accepted = len(accepted)
 	for _, sp := range specs {
 		if !accepted[sp.ID] {
@@ -324,6 +354,9 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 		rep.count(outcome, 1)
 		hits := inj.jobHits(sp.ID)
 		for k, n := range evf.jobHits(sp.ID) {
+			hits[k] += n
+		}
+		for k, n := range pf.jobHits(sp.ID) {
 			hits[k] += n
 		}
 		if len(hits) == 0 {
