@@ -128,15 +128,26 @@ type Stack struct {
 // minutes, keeping their order: lease < margin-passed < held ≪ evidence
 // window; the evidence margin above the event bridge's publishing delay
 // (the publish bound R-EVIDENCE-2 assumes); stuck-after above the longest
-// backoff of a 5-attempt budget (16 s).
+// backoff of a 5-attempt budget (16 s). The sweeper keeps production's
+// ratio, scaled like the invocation timeout (10×): every minute, stuck
+// after 10 minutes → every 6 s, stuck after 60 s. It re-enqueues every
+// stuck job on every sweep, so a stuck-after shorter than the queues'
+// latency on a loaded machine floods the stage queues with copies, which
+// slows them further: at 20 s, a 500-job campaign on two shared cores
+// spent minutes re-enqueueing thousands of notify messages. The stage
+// functions' timeout is twice the feedback function's (deployed: 60 s or
+// more against 10 s): a stage starts a message only while half of what is
+// left suffices (internal/deadline), and at 3 s a loaded machine's notify
+// started about one message per invocation and re-sent the rest.
 const (
-	invocationTimeout  = 3 * time.Second
-	visibilityTimeout  = 8 // seconds; a crashed stage invocation's batch returns after this
-	feedbackVisibility = 3 // seconds; the feedback queue's
+	invocationTimeout  = 3 * time.Second // the feedback function's
+	stageTimeout       = 6 * time.Second // fetch, llm, notify
+	visibilityTimeout  = 15              // seconds; a crashed stage invocation's batch returns after this
+	feedbackVisibility = 3               // seconds; the feedback queue's
 	deliveryLease      = 3 * time.Second
 	evidenceMargin     = 5 * time.Second
-	sweepStuckAfter    = 20 * time.Second
-	sweepEvery         = 2 * time.Second
+	sweepStuckAfter    = 60 * time.Second
+	sweepEvery         = 6 * time.Second
 	evidenceWindow     = 10 * time.Minute
 	// forceWait bounds how long faults stay on past the linger for every
 	// platform kind to fire once.
@@ -217,6 +228,8 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	opts := func() devstack.FunctionOptions {
 		return devstack.FunctionOptions{
 			Pollers: c.Pollers, Timeout: invocationTimeout, SweepEvery: sweepEvery,
+			Timeouts: map[string]time.Duration{string(job.StageFetch): stageTimeout, string(job.StageLLM): stageTimeout,
+				string(job.StageNotify): stageTimeout},
 			// SES's event publishing is not a worker: one bridge (below)
 			// runs for the whole campaign.
 			NoEventBridge: true,

@@ -86,7 +86,7 @@ func killedFunctions() []string {
 // stallBound is how long a timeout_kill call hangs at most: a call made
 // by an invocation the poller never kills (none should exist) comes back
 // as a reset connection after it.
-const stallBound = 4 * invocationTimeout
+const stallBound = 4 * stageTimeout
 
 // scope tells the injector what a call is doing: whether it runs inside an
 // invocation that may die (a stage handler or the intake function; not a
