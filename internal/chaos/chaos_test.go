@@ -56,6 +56,9 @@ func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 			t.Errorf("no %s invocation was killed at its timeout", fn)
 		}
 	}
+	if rep.ByOp[chaos.KindTimeoutKill]["SESv2.SendEmail"] == 0 {
+		t.Error("no SES send hung after SES accepted it until its invocation was killed")
+	}
 	if rep.Redriven == 0 {
 		t.Error("the feedback DLQ was never redriven")
 	}

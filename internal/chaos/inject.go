@@ -126,6 +126,9 @@ type injector struct {
 	// never saw although SES may have accepted the message (event_late
 	// holds their Send events).
 	lost map[string]bool
+	// sendKilled: an SES send has hung after SES accepted it, until its
+	// invocation was killed.
+	sendKilled bool
 }
 
 func newInjector(seed uint64, rate float64) *injector {
@@ -146,7 +149,10 @@ func (in *injector) choose(ctx context.Context, service, operation string, input
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	var k Kind
-	if killable && in.stalls[sc.fn] == 0 {
+	// The first SES send of the campaign hangs after SES accepted it, until
+	// its invocation is killed: a lost answer no handler code sees.
+	killSend := killable && service == "SESv2" && operation == "SendEmail" && !in.sendKilled
+	if killable && (in.stalls[sc.fn] == 0 || killSend) {
 		// Every function is killed at its timeout at least once.
 		k = KindTimeoutKill
 	} else {
@@ -190,10 +196,11 @@ func (in *injector) choose(ctx context.Context, service, operation string, input
 		// the work: an SES send accepted) until the poller kills the
 		// invocation at its function timeout.
 		r.Kind, r.Latency, r.Until = fault.Stall, stallBound, devstack.Killed
-		if in.rng.IntN(2) == 1 {
+		if in.rng.IntN(2) == 1 || killSend {
 			r.When = fault.After
 		}
 		in.stalls[sc.fn]++
+		in.sendKilled = in.sendKilled || (killSend && r.When == fault.After)
 	}
 	if service == "SESv2" && operation == "SendEmail" && answerLost(r) {
 		if id := sendDeliveryID(input); id != "" {
@@ -301,10 +308,14 @@ func (in *injector) answerWasLost(deliveryID string) bool {
 	return in.lost[deliveryID]
 }
 
-// stalled reports whether every function got its timeout kill.
+// stalled reports whether every function got its timeout kill, and an
+// SES send its kill after SES accepted it.
 func (in *injector) stalled() bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if !in.sendKilled {
+		return false
+	}
 	for _, fn := range killedFunctions() {
 		if in.stalls[fn] == 0 {
 			return false

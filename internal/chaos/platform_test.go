@@ -48,8 +48,20 @@ func TestInjector_TimeoutKill_FirstCallOfEachFunction_OnlyInPolledInvocations(t 
 			t.Fatalf("%s's second call faulted at rate 0", fn)
 		}
 	}
+	if in.stalled() {
+		t.Fatal("stalled() is true before any SES send was killed")
+	}
+	inv := &devstack.Invocation{}
+	ctx := withScope(devstack.WithInvocation(context.Background(), inv), &scope{crashable: true, fn: "notify"})
+	r, ok := in.choose(ctx, "SESv2", "SendEmail", nil)
+	if !ok || r.Kind != fault.Stall || r.When != fault.After {
+		t.Fatalf("the first SES send: %+v, %v; want a stall after SES accepted it", r, ok)
+	}
 	if !in.stalled() {
-		t.Fatal("every function had its kill, yet stalled() is false")
+		t.Fatal("every function and a send had their kill, yet stalled() is false")
+	}
+	if _, ok := in.choose(ctx, "SESv2", "SendEmail", nil); ok {
+		t.Fatal("the second SES send faulted at rate 0")
 	}
 }
 
