@@ -73,7 +73,7 @@ type Config struct {
 	// Linger keeps faults on after the last webhook is answered (default 10s).
 	Linger time.Duration
 	// Drain bounds the wait, once faults stop, for every job to reach a
-	// terminal state (default 3m).
+	// terminal state and the queues to empty (default 5m).
 	Drain time.Duration
 	// Log receives the functions' JSON log lines (after the leak scan); nil
 	// discards them.
@@ -108,7 +108,7 @@ func (c *Config) defaults() {
 		c.Linger = 10 * time.Second
 	}
 	if c.Drain == 0 {
-		c.Drain = 3 * time.Minute
+		c.Drain = 5 * time.Minute
 	}
 	if c.Log == nil {
 		c.Log = io.Discard

