@@ -86,8 +86,11 @@ func (f *platformFaults) hit(k Kind, deliveryID string) {
 
 // hold is the pollers' Hold: it decides once per feedback message whether
 // the message arrives late.
+//
+// A Send event of a lost answer is held even once faults are off: the
+// answer was lost while they were on, and its event comes seconds later.
 func (f *platformFaults) hold(fn string, m events.SQSMessage) time.Duration {
-	if fn != "feedback" || !f.on.Load() || feedback.IsValidationNotice([]byte(m.Body)) {
+	if fn != "feedback" || feedback.IsValidationNotice([]byte(m.Body)) {
 		return 0
 	}
 	f.mu.Lock()
@@ -95,9 +98,12 @@ func (f *platformFaults) hold(fn string, m events.SQSMessage) time.Duration {
 	if f.decided[m.MessageId] {
 		return 0 // back from its hold, or let through the first time
 	}
-	f.decided[m.MessageId] = true
 	did, typ := eventOf(m.Body)
 	lostSend := typ == "Send" && did != "" && f.lost(did)
+	if !lostSend && !f.on.Load() {
+		return 0
+	}
+	f.decided[m.MessageId] = true
 	if !lostSend && f.byKind[KindEventLate] > 0 && f.rng.Float64() >= f.rate {
 		return 0
 	}

@@ -67,7 +67,8 @@ func TestInjector_TimeoutKill_FirstCallOfEachFunction_OnlyInPolledInvocations(t 
 
 // The Send event of a send whose answer a fault lost (lose_answer; a
 // stall after SES accepted) is held late: the row waits for exactly that
-// event. Any message is held at most once; a validation notice is not.
+// event, even once faults are off. Any message is held at most once; a
+// validation notice is not.
 func TestPlatformFaults_HoldsSendEventsOfLostAnswers_Once(t *testing.T) {
 	in := newInjector(3, 1)
 	in.on.Store(true)
@@ -109,8 +110,12 @@ func TestPlatformFaults_HoldsSendEventsOfLostAnswers_Once(t *testing.T) {
 	if d := pf.hold("feedback", events.SQSMessage{MessageId: "m4", Body: devstack.ValidationNotice}); d != 0 {
 		t.Fatal("a validation notice held")
 	}
-	if pf.heldLost != 1 {
-		t.Fatalf("heldLost = %d, want 1", pf.heldLost)
+	pf.on.Store(false)
+	if d := pf.hold("feedback", msg("m5", lostOne, "Send")); d == 0 {
+		t.Fatal("the Send event of a lost answer arriving once faults are off is not held")
+	}
+	if pf.heldLost != 2 {
+		t.Fatalf("heldLost = %d, want 2", pf.heldLost)
 	}
 }
 
