@@ -58,7 +58,7 @@ help:
 	@echo "make bench  print the benchmark table (intake vs Powertools, pipeline latency, AWS calls, cost per 1,000 reviews, sweep reads); BENCH_FLAGS='-requests 200' for a quick run"
 	@echo "make bench-micro  run the Go micro-benchmarks (go test -bench)"
 	@echo "make fuzz [FUZZTIME=30s | FUZZTOTAL=10m]  exploratory fuzzing of every fuzz target (docs/fuzzing.md); make test runs their seeds only"
-	@echo "make chaos [SEED=n JOBS=200 RATE=0.03]  randomized fault campaign on the local stack"
+	@echo "make chaos [SEED=n JOBS=200 RATE=0.03 LOG=file]  randomized fault campaign on the local stack"
 	@echo "make explore  every ordering of the delivery protocol within each scenario's bounds (docs/chaos.md)"
 	@echo "make eval [EVAL_CRITICS=offline,standin,bedrock,openai]  critics on changes with planted bugs (docs/eval.md)"
 	@echo "make rehearse  deploy rehearsal: the real bootstraps under RIE with template.yaml's environments, one review end to end (docs/deploy.md)"
@@ -145,9 +145,10 @@ bench-micro: deps
 
 # A randomized fault campaign on the local stack (docs/chaos.md): JOBS
 # reviews, faults at every AWS call, workers restarted; fails on a duplicate
-# email, a lost or stuck job, or a leak. SEED reproduces a campaign.
+# email, a lost or stuck job, or a leak. SEED reproduces a campaign; LOG
+# names a file for the functions' JSON logs.
 chaos: deps
-	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/chaos -jobs $(or $(JOBS),200) $(if $(SEED),-seed $(SEED)) $(if $(RATE),-rate $(RATE))
+	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/chaos -jobs $(or $(JOBS),200) $(if $(SEED),-seed $(SEED)) $(if $(RATE),-rate $(RATE)) $(if $(LOG),-log $(LOG))
 
 # The exhaustive exploration of the delivery protocol (internal/explore;
 # docs/chaos.md): every scenario at deeper bounds than make test's, the

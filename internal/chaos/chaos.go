@@ -4,8 +4,14 @@
 // concurrently) while a seeded injector fails AWS calls at every SDK
 // boundary — 5xx errors, throttles, timeouts, latency and crashes
 // (runtime.Goexit, which kills the invocation) — and the function workers
-// are stopped and started again between steps. Then the faults stop, the
-// stack drains (the sweeper runs on short timings), and the campaign checks
+// are stopped and started again between steps. AWS's own semantics are
+// played where they are harsher than a test's (the platform kinds): calls
+// that hang until the poller kills the invocation at its function
+// timeout, feedback messages that arrive half a minute after newer ones,
+// feedback messages dead-lettered and redriven by a message move task
+// with new ids, and SES's plain-text validation notice. Then the faults
+// stop, the stack drains (the sweeper runs on short timings; the feedback
+// DLQ is redriven until empty), and the campaign checks
 // what users and operators would see: every (changelist, recipient,
 // version) emailed exactly once, or the job dead-lettered with a complete
 // envelope; no job lost or stuck; no secret or raw address in any dead
@@ -21,6 +27,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,6 +42,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/criticizer/criticizer/internal/awsclient"
@@ -65,7 +73,7 @@ type Config struct {
 	// Linger keeps faults on after the last webhook is answered (default 10s).
 	Linger time.Duration
 	// Drain bounds the wait, once faults stop, for every job to reach a
-	// terminal state (default 3m).
+	// terminal state and the queues to empty (default 5m).
 	Drain time.Duration
 	// Log receives the functions' JSON log lines (after the leak scan); nil
 	// discards them.
@@ -100,7 +108,7 @@ func (c *Config) defaults() {
 		c.Linger = 10 * time.Second
 	}
 	if c.Drain == 0 {
-		c.Drain = 3 * time.Minute
+		c.Drain = 5 * time.Minute
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
@@ -120,16 +128,30 @@ type Stack struct {
 // minutes, keeping their order: lease < margin-passed < held ≪ evidence
 // window; the evidence margin above the event bridge's publishing delay
 // (the publish bound R-EVIDENCE-2 assumes); stuck-after above the longest
-// backoff of a 5-attempt budget (16 s).
+// backoff of a 5-attempt budget (16 s). The sweeper keeps production's
+// ratio, scaled like the invocation timeout (10×): every minute, stuck
+// after 10 minutes → every 6 s, stuck after 60 s. It re-enqueues every
+// stuck job on every sweep, so a stuck-after shorter than the queues'
+// latency on a loaded machine floods the stage queues with copies, which
+// slows them further: at 20 s, a 500-job campaign on two shared cores
+// spent minutes re-enqueueing thousands of notify messages. The stage
+// functions' timeout is twice the feedback function's (deployed: 60 s or
+// more against 10 s): a stage starts a message only while half of what is
+// left suffices (internal/deadline), and at 3 s a loaded machine's notify
+// started about one message per invocation and re-sent the rest.
 const (
-	invocationTimeout  = 3 * time.Second
-	visibilityTimeout  = 8 // seconds; a crashed stage invocation's batch returns after this
-	feedbackVisibility = 3 // seconds; the feedback queue's
+	invocationTimeout  = 3 * time.Second // the feedback function's
+	stageTimeout       = 6 * time.Second // fetch, llm, notify
+	visibilityTimeout  = 15              // seconds; a crashed stage invocation's batch returns after this
+	feedbackVisibility = 3               // seconds; the feedback queue's
 	deliveryLease      = 3 * time.Second
 	evidenceMargin     = 5 * time.Second
-	sweepStuckAfter    = 20 * time.Second
-	sweepEvery         = 2 * time.Second
+	sweepStuckAfter    = 60 * time.Second
+	sweepEvery         = 6 * time.Second
 	evidenceWindow     = 10 * time.Minute
+	// forceWait bounds how long faults stay on past the linger for every
+	// platform kind to fire once.
+	forceWait = 2 * time.Minute
 )
 
 // Run runs one campaign and checks its invariants. The error is for a
@@ -160,6 +182,19 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 			return nil, fmt.Errorf("queue visibility: %w", err)
 		}
 	}
+	// The feedback queue dead-letters after feedbackMaxReceives receives
+	// (10 deployed), scaled like its visibility timeout.
+	fdlq, err := clean.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(res.FeedbackDLQ),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return nil, fmt.Errorf("feedback DLQ: %w", err)
+	}
+	feedbackDLQARN := fdlq.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	redrive, _ := json.Marshal(map[string]string{"deadLetterTargetArn": feedbackDLQARN, "maxReceiveCount": strconv.Itoa(feedbackMaxReceives)})
+	if _, err := clean.SQS.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(res.FeedbackQueue),
+		Attributes: map[string]string{"RedrivePolicy": string(redrive)}}); err != nil {
+		return nil, fmt.Errorf("feedback redrive policy: %w", err)
+	}
 	cfg, err := config.FromEnv(func(string) string { return "" })
 	if err != nil {
 		return nil, err
@@ -183,6 +218,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	fi.Choose(inj.choose)
 	evf := newEvidenceFaults(rng.Uint64(), c.Rate, jobOfDelivery(specs))
 	jitterSeed := rng.Uint64()
+	pf := newPlatformFaults(rng.Uint64(), c.Rate, jobOfDelivery(specs), inj.answerWasLost)
 	// One jitter source per runner: a *rand.Rand is not safe for
 	// concurrent use, and the options below serve every stage's runner
 	// of a worker start. Runners are built one after another, so each
@@ -192,6 +228,8 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	opts := func() devstack.FunctionOptions {
 		return devstack.FunctionOptions{
 			Pollers: c.Pollers, Timeout: invocationTimeout, SweepEvery: sweepEvery,
+			Timeouts: map[string]time.Duration{string(job.StageFetch): stageTimeout, string(job.StageLLM): stageTimeout,
+				string(job.StageNotify): stageTimeout},
 			// SES's event publishing is not a worker: one bridge (below)
 			// runs for the whole campaign.
 			NoEventBridge: true,
@@ -201,29 +239,34 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 				Runner: []stage.Option{jitter},
 				Wrap: func(_ job.Stage, fn stage.Func) stage.Func {
 					return func(ctx context.Context, m job.Message, attempt int) error {
-						return fn(withScope(ctx, &scope{crashable: true, jobs: []job.ID{m.JobID}}), m, attempt)
+						return fn(withScope(ctx, &scope{crashable: true, jobs: []job.ID{m.JobID}, fn: string(m.Stage)}), m, attempt)
 					}
 				},
 			},
 			// Calls made inside an invocation may crash it; they are
 			// attributed to the jobs of the batch, then of the message.
-			Crash: func(_ job.Stage, h devstack.SQSHandler) devstack.SQSHandler {
+			Crash: func(s job.Stage, h devstack.SQSHandler) devstack.SQSHandler {
 				return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 					bodies := make([]string, len(ev.Records))
 					for i, r := range ev.Records {
 						bodies[i] = r.Body
 					}
-					return h(withScope(ctx, &scope{crashable: true, jobs: batchJobs(bodies)}), ev)
+					return h(withScope(ctx, &scope{crashable: true, jobs: batchJobs(bodies), fn: string(s)}), ev)
 				}
 			},
-			// The feedback function fails records, and its invocations
-			// may crash like any other.
+			// The feedback function fails records (some until they are
+			// dead-lettered), and its invocations may crash or be killed
+			// like any other.
 			Feedback: func(h devstack.SQSHandler) devstack.SQSHandler {
-				h = evf.feedback(h)
+				h = pf.feedback(evf.feedback(h))
 				return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-					return h(withScope(ctx, &scope{crashable: true}), ev)
+					return h(withScope(ctx, &scope{crashable: true, fn: "feedback"}), ev)
 				}
 			},
+			// Feedback messages held in flight, to arrive late; kills
+			// counted per function.
+			Hold:   pf.hold,
+			OnKill: pf.onKill,
 		}
 	}
 	// The SES event bridge plays SES itself (configuration set → SNS), so
@@ -235,6 +278,14 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 		TopicARN: res.EventsTopicARN, Log: log.With("bridge", "ses-events"), Deliver: evf.deliver}
 	go bridge.Run(bctx)
 	go evf.run(bctx)
+	pf.notice = bridge.PublishValidationNotice
+	pctx, stopPlatform := context.WithCancel(ctx)
+	defer stopPlatform()
+	platformDone := make(chan struct{})
+	go func() {
+		defer close(platformDone)
+		pf.run(pctx, clean.SQS, res.FeedbackDLQ, feedbackDLQARN, log)
+	}()
 	w := &workers{ctx: ctx, cfg: cfg, res: res, log: log, opts: opts}
 	if err := w.start(); err != nil {
 		return nil, err
@@ -250,6 +301,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// Fault phase: webhooks posted, workers restarted, then a linger.
 	inj.on.Store(true)
 	evf.on.Store(true)
+	pf.on.Store(true)
 	progress("run %s: %d jobs, seed %d, rate %.3f, concurrency %d; faults on", run, c.Jobs, c.Seed, c.Rate, c.Concurrency)
 	stopRestarts := w.restartEvery(c.RestartEvery)
 	accepted, errs := snd.postAll(ctx, specs, c.Concurrency, rng)
@@ -261,21 +313,35 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	case <-ctx.Done():
 	case <-time.After(c.Linger):
 	}
+	// Faults stay on until every platform kind has fired and every
+	// function was killed at its timeout (each at its first chance; a
+	// short campaign can end its linger first).
+	for until := time.Now().Add(forceWait); !(inj.stalled() && pf.forced()) && time.Now().Before(until) && ctx.Err() == nil; {
+		time.Sleep(250 * time.Millisecond)
+	}
 	rep.Restarts = stopRestarts()
 	inj.on.Store(false)
 	evf.on.Store(false)
+	pf.on.Store(false)
 	progress("faults off after %d worker restarts; draining (sweeper every %s, stuck after %s)", rep.Restarts, sweepEvery, sweepStuckAfter)
 
-	// Drain: wait for every accepted job to be terminal.
+	// Drain: wait for every accepted job to be terminal, every stage and
+	// feedback message processed (the feedback DLQ redriven until empty)
+	// and every held-back event delivered.
 	chk := &checker{clean: clean, res: res, ses: st.SESURL}
 	deadline := time.Now().Add(c.Drain)
 	for {
-		open, err := chk.nonTerminal(ctx, accepted)
-		if err == nil && open == 0 && evf.drained() {
+		open, busy, err := chk.quiet(ctx, accepted)
+		fb := 0
+		if err == nil && open == 0 && busy == 0 {
+			fb, err = chk.feedbackBusy(ctx)
+		}
+		if err == nil && open == 0 && busy == 0 && fb == 0 && evf.drained() {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			progress("drain deadline: %d jobs not terminal", open)
+			progress("drain deadline: %d jobs not terminal, %d stage messages and %d feedback messages queued", open, busy, fb)
+			rep.StagesBusy = busy
 			break
 		}
 		time.Sleep(time.Second)
@@ -284,9 +350,11 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// land now.
 	time.Sleep(2 * time.Second)
 	w.stop()
+	stopPlatform()
+	<-platformDone
 	progress("drained; checking the SES store, DynamoDB and the DLQs")
 
-	if err := chk.verify(ctx, rep, specs, accepted, inj, evf, needles); err != nil {
+	if err := chk.verify(ctx, rep, specs, accepted, inj, evf, pf, needles); err != nil {
 		return nil, err
 	}
 	rep.LogLines, rep.LogLeaks, rep.DLQLeaks, rep.addrCount = logw.lines.Load(), needles.logHits(), needles.dlqHits(), len(needles.addrs)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,9 +18,12 @@ import (
 // is dead-lettered with a complete envelope that holds no secret or raw
 // PII. A short fixed-seed campaign: 20 jobs (a few with a malformed diff,
 // which must end dead-lettered), faults at every AWS call, workers
-// restarted, then every (changelist, recipient, version) must be emailed
-// exactly once or its job dead-lettered with a complete envelope; nothing
-// lost, stuck or leaked.
+// restarted, invocations of every function killed at their timeout,
+// feedback messages held late, dead-lettered and redriven with new ids,
+// SES's validation notice published again; then every (changelist,
+// recipient, version) must be emailed exactly once or its job
+// dead-lettered with a complete envelope; nothing lost, stuck or leaked,
+// and every feedback message processed.
 func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	env := testenv.Stack(t)
 	var logs bytes.Buffer
@@ -38,6 +42,25 @@ func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	}
 	if injected == 0 || rep.Restarts == 0 {
 		t.Fatalf("the campaign injected %d faults and restarted the workers %d times: it tested nothing", injected, rep.Restarts)
+	}
+	// The platform's own semantics (R-EVIDENCE-2, R-STAGE-3): every kind
+	// fired, and every function with an SQS trigger was killed at its
+	// timeout by the poller at least once.
+	for _, r := range rep.Rows() {
+		if slices.Contains(chaos.PlatformKinds(), r.Kind) && r.Injected == 0 {
+			t.Errorf("platform kind %s was never injected", r.Kind)
+		}
+	}
+	for _, fn := range []string{"fetch", "llm", "notify", "feedback"} {
+		if rep.Killed[fn] == 0 {
+			t.Errorf("no %s invocation was killed at its timeout", fn)
+		}
+	}
+	if rep.ByOp[chaos.KindTimeoutKill]["SESv2.SendEmail"] == 0 {
+		t.Error("no SES send hung after SES accepted it until its invocation was killed")
+	}
+	if rep.Redriven == 0 {
+		t.Error("the feedback DLQ was never redriven")
 	}
 	if rep.Poisoned == 0 {
 		t.Fatal("no review with a malformed diff: the dead-letter path went untested")

@@ -8,9 +8,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+
 	"github.com/criticizer/criticizer/internal/deadletter"
+	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/fault"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/mail"
 )
 
 // Kind is a class of injected fault.
@@ -33,6 +38,11 @@ const (
 	KindEventDuplicate Kind = "event_duplicate" // an event delivered twice
 	KindEventReorder   Kind = "event_reorder"   // events delivered out of order (within the margin)
 	KindFeedbackFail   Kind = "feedback_fail"   // the feedback function fails a record (retried by SQS)
+
+	KindTimeoutKill      Kind = "timeout_kill"      // a call hangs until the poller kills the invocation at its timeout
+	KindEventLate        Kind = "event_late"        // a feedback message held in flight 18–36 s while others flow
+	KindFeedbackRedrive  Kind = "feedback_redrive"  // a feedback message failed into the DLQ, then redriven (new id)
+	KindValidationNotice Kind = "validation_notice" // SES's plain-text validation notice published again
 )
 
 // Kinds lists the AWS kinds in table order.
@@ -45,10 +55,38 @@ func EvidenceKinds() []Kind {
 	return []Kind{KindEventDelay, KindEventDrop, KindEventDuplicate, KindEventReorder, KindFeedbackFail}
 }
 
-// weights of each AWS kind among injected faults. Crashes are rarer: one
-// kills a whole batch of up to ten messages and spends a receive of each.
+// PlatformKinds lists, in table order, the kinds that play AWS's own
+// semantics where they are harsher than a test's: Lambda killing an
+// invocation at its timeout (an AWS kind, drawn with the others), SQS
+// returning a message minutes after newer ones, a DLQ redrive giving
+// messages new ids, and SES's validation notice (platform.go). Each is
+// injected at its first chance in every campaign, then at the rate.
+func PlatformKinds() []Kind {
+	return []Kind{KindTimeoutKill, KindEventLate, KindFeedbackRedrive, KindValidationNotice}
+}
+
+// allKinds lists every kind in table order.
+func allKinds() []Kind {
+	return append(append(Kinds(), EvidenceKinds()...), PlatformKinds()...)
+}
+
+// weights of each AWS kind among injected faults. Crashes and timeout
+// kills are rarer: one kills a whole batch of up to ten messages and
+// spends a receive of each (a timeout kill also holds a poller for the
+// whole function timeout).
 var weights = map[Kind]int{KindAPIError: 20, KindThrottle: 20, KindLoseRequest: 12, KindLoseAnswer: 15, KindSlowAnswer: 10,
-	KindLatency: 15, KindCrash: 8}
+	KindLatency: 15, KindCrash: 8, KindTimeoutKill: 5}
+
+// killedFunctions are the functions whose invocations the campaign kills at
+// their timeout at least once each: every function with an SQS trigger.
+func killedFunctions() []string {
+	return []string{string(job.StageFetch), string(job.StageLLM), string(job.StageNotify), "feedback"}
+}
+
+// stallBound is how long a timeout_kill call hangs at most: a call made
+// by an invocation the poller never kills (none should exist) comes back
+// as a reset connection after it.
+const stallBound = 4 * stageTimeout
 
 // scope tells the injector what a call is doing: whether it runs inside an
 // invocation that may die (a stage handler or the intake function; not a
@@ -57,6 +95,7 @@ var weights = map[Kind]int{KindAPIError: 20, KindThrottle: 20, KindLoseRequest: 
 type scope struct {
 	crashable bool
 	jobs      []job.ID
+	fn        string // the function: fetch, llm, notify, feedback; "" for intake
 }
 
 type scopeKey struct{}
@@ -80,31 +119,54 @@ type injector struct {
 	rng  *rand.Rand
 	byOp map[Kind]map[string]int // kind -> "Service.Operation" -> count
 	hits map[job.ID]map[Kind]int // which kinds hit calls made for a job
+	// stalls counts timeout_kill faults per function; a function with
+	// none yet gets one at its invocation's first call.
+	stalls map[string]int
+	// lost holds the delivery ids of SES sends whose answer the caller
+	// never saw although SES may have accepted the message (event_late
+	// holds their Send events).
+	lost map[string]bool
+	// sendKilled: an SES send has hung after SES accepted it, until its
+	// invocation was killed.
+	sendKilled bool
 }
 
 func newInjector(seed uint64, rate float64) *injector {
 	return &injector{rate: rate, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		byOp: map[Kind]map[string]int{}, hits: map[job.ID]map[Kind]int{}}
+		byOp: map[Kind]map[string]int{}, hits: map[job.ID]map[Kind]int{}, stalls: map[string]int{}, lost: map[string]bool{}}
 }
 
 // choose is the fault.Chooser.
-func (in *injector) choose(ctx context.Context, service, operation string, _ any) (fault.Rule, bool) {
+func (in *injector) choose(ctx context.Context, service, operation string, input any) (fault.Rule, bool) {
 	if !in.on.Load() {
 		return fault.Rule{}, false
 	}
 	sc := scopeFrom(ctx)
+	crashable := sc != nil && sc.crashable
+	// A timeout kill needs an invocation the poller can kill (not the
+	// intake function, which API Gateway runs).
+	killable := crashable && sc.fn != "" && devstack.InvocationFrom(ctx) != nil
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	rate := in.rate
-	if service == "SESv2" {
-		// The send is where exactly-once is won or lost, and one call of
-		// many: it is faulted four times as often as the rest.
-		rate = min(1, 4*rate)
+	var k Kind
+	// The first SES send of the campaign hangs after SES accepted it, until
+	// its invocation is killed: a lost answer no handler code sees.
+	killSend := killable && service == "SESv2" && operation == "SendEmail" && !in.sendKilled
+	if killable && (in.stalls[sc.fn] == 0 || killSend) {
+		// Every function is killed at its timeout at least once.
+		k = KindTimeoutKill
+	} else {
+		rate := in.rate
+		if service == "SESv2" {
+			// The send is where exactly-once is won or lost, and one call of
+			// many: it is faulted four times as often as the rest.
+			rate = min(1, 4*rate)
+		}
+		if in.rng.Float64() >= rate {
+			return fault.Rule{}, false
+		}
+		k = in.pick(crashable, killable)
 	}
-	if in.rng.Float64() >= rate {
-		return fault.Rule{}, false
-	}
-	k := in.pick(sc != nil && sc.crashable)
 	r := fault.Rule{Service: service, Operation: operation}
 	switch k {
 	case KindAPIError:
@@ -129,6 +191,21 @@ func (in *injector) choose(ctx context.Context, service, operation string, _ any
 		if in.rng.IntN(2) == 1 {
 			r.When = fault.After
 		}
+	case KindTimeoutKill:
+		// The call hangs (before the service sees it, or after it did
+		// the work: an SES send accepted) until the poller kills the
+		// invocation at its function timeout.
+		r.Kind, r.Latency, r.Until = fault.Stall, stallBound, devstack.Killed
+		if in.rng.IntN(2) == 1 || killSend {
+			r.When = fault.After
+		}
+		in.stalls[sc.fn]++
+		in.sendKilled = in.sendKilled || (killSend && r.When == fault.After)
+	}
+	if service == "SESv2" && operation == "SendEmail" && answerLost(r) {
+		if id := sendDeliveryID(input); id != "" {
+			in.lost[id] = true
+		}
 	}
 	op := service + "." + operation
 	if in.byOp[k] == nil {
@@ -146,16 +223,57 @@ func (in *injector) choose(ctx context.Context, service, operation string, _ any
 	return r, true
 }
 
-func (in *injector) pick(crashable bool) Kind {
+// answerLost reports whether a fault lets the service do the work and
+// keeps its answer from the caller.
+func answerLost(r fault.Rule) bool {
+	switch r.Kind {
+	case fault.LoseAnswer, fault.SlowAnswer:
+		return true
+	case fault.ServerError, fault.Crash, fault.Stall:
+		return r.When == fault.After
+	}
+	return false
+}
+
+// sendDeliveryID reads the delivery id tag of an SES v2 SendEmail input.
+func sendDeliveryID(input any) string {
+	in, ok := input.(*sesv2.SendEmailInput)
+	if !ok || in == nil {
+		return ""
+	}
+	for _, t := range in.EmailTags {
+		if aws.ToString(t.Name) == mail.DeliveryIDTag {
+			return aws.ToString(t.Value)
+		}
+	}
+	return ""
+}
+
+// eligible reports whether kind k may hit a call: crashes only inside an
+// invocation, timeout kills only inside one the poller runs.
+func eligible(k Kind, crashable, killable bool) bool {
+	switch k {
+	case KindCrash:
+		return crashable
+	case KindTimeoutKill:
+		return killable
+	}
+	return true
+}
+
+// pickable lists the AWS kinds the injector draws from.
+func pickable() []Kind { return append(Kinds(), KindTimeoutKill) }
+
+func (in *injector) pick(crashable, killable bool) Kind {
 	total := 0
-	for _, k := range Kinds() {
-		if k != KindCrash || crashable {
+	for _, k := range pickable() {
+		if eligible(k, crashable, killable) {
 			total += weights[k]
 		}
 	}
 	n := in.rng.IntN(total)
-	for _, k := range Kinds() {
-		if k == KindCrash && !crashable {
+	for _, k := range pickable() {
+		if !eligible(k, crashable, killable) {
 			continue
 		}
 		if n < weights[k] {
@@ -180,6 +298,30 @@ func (in *injector) injected() (map[Kind]int, map[Kind]map[string]int) {
 		}
 	}
 	return total, byOp
+}
+
+// answerWasLost reports whether an SES send of the delivery lost its
+// answer to a fault.
+func (in *injector) answerWasLost(deliveryID string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.lost[deliveryID]
+}
+
+// stalled reports whether every function got its timeout kill, and an
+// SES send its kill after SES accepted it.
+func (in *injector) stalled() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.sendKilled {
+		return false
+	}
+	for _, fn := range killedFunctions() {
+		if in.stalls[fn] == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (in *injector) jobHits(id job.ID) map[Kind]int {

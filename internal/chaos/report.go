@@ -51,6 +51,19 @@ type Report struct {
 	DLQLeaks                             []string // ... and in dead letters
 	addrCount                            int
 
+	// The platform kinds' figures (platform.go): invocations killed at
+	// their timeout per function (fetch, llm, notify, feedback); feedback
+	// messages held late, of them Send events of sends whose answer was
+	// lost; messages doomed to the feedback DLQ, the move tasks that
+	// redrove it and the messages they moved; validation notices.
+	Killed                            map[string]int
+	HeldLate, HeldLostSends           int
+	Doomed, Redrives, RedriveFailures int
+	Redriven                          int64
+	Notices                           int
+	FeedbackLeft                      int // feedback messages never processed (main queue and DLQ) at the end
+	StagesBusy                        int // stage messages still queued or in flight when the drain deadline passed
+
 	kinds map[Kind]*KindRow
 	ByOp  map[Kind]map[string]int
 	// Problems lists each failed invariant, redacted.
@@ -73,7 +86,7 @@ func (r *Report) count(outcome string, n int) {
 // Rows returns the table rows in kind order.
 func (r *Report) Rows() []KindRow {
 	var out []KindRow
-	for _, k := range append(Kinds(), EvidenceKinds()...) {
+	for _, k := range allKinds() {
 		if row := r.kinds[k]; row != nil {
 			out = append(out, *row)
 		}
@@ -95,6 +108,9 @@ func (r *Report) Failures() []string {
 	}
 	if r.PoisonNotDeadLettered > 0 {
 		f = append(f, fmt.Sprintf("%d jobs with a malformed diff not dead-lettered", r.PoisonNotDeadLettered))
+	}
+	if r.FeedbackLeft > 0 {
+		f = append(f, fmt.Sprintf("%d feedback messages never processed", r.FeedbackLeft))
 	}
 	if r.NotAccepted > 0 {
 		f = append(f, fmt.Sprintf("%d webhooks never accepted", r.NotAccepted))
@@ -130,7 +146,7 @@ func (r *Report) Print(w io.Writer) {
 	tw.Flush()
 
 	fmt.Fprintln(w, "\ninjected by call:")
-	for _, k := range Kinds() {
+	for _, k := range pickable() {
 		ops := r.ByOp[k]
 		names := make([]string, 0, len(ops))
 		for op := range ops {
@@ -152,10 +168,19 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "emails: %d, duplicates %d, stray %d, misaddressed %d\n", r.Emails, r.Duplicates, r.Stray, r.Misaddressed)
 	fmt.Fprintf(w, "dead letters: %d in the stage DLQs (%d raw, moved by the redrive policy), %d in the feedback DLQ; %d delivered jobs also left one\n",
 		r.DLQMessages, r.RawDLQ, r.FeedbackDLQ, r.DeliveredWithDLQ)
+	fmt.Fprintf(w, "platform: invocations killed at their timeout: fetch %d, llm %d, notify %d, feedback %d; feedback messages held 18–36 s: %d (%d Send events of sends whose answer was lost); doomed to the feedback DLQ: %d, redriven by %d move tasks: %d messages with new ids (%d tasks failed); validation notices: %d; feedback messages never processed: %d\n",
+		r.Killed["fetch"], r.Killed["llm"], r.Killed["notify"], r.Killed["feedback"], r.HeldLate, r.HeldLostSends,
+		r.Doomed, r.Redrives, r.Redriven, r.RedriveFailures, r.Notices, r.FeedbackLeft)
 	fmt.Fprintf(w, "leaks: %d log lines and %d dead letters scanned for %d addresses and 5 planted secrets: %d found\n",
 		r.LogLines, r.DLQMessages+r.FeedbackDLQ, r.addrCount, len(r.LogLeaks)+len(r.DLQLeaks))
 	fmt.Fprintf(w, "worker restarts: %d; seed %d, rate %.3f, concurrency %d, duration %s\n",
 		r.Restarts, r.Seed, r.Rate, r.Concurrency, r.Duration.Round(100*time.Millisecond))
+	if r.StagesBusy > 0 {
+		// Not a failure by itself: every job's outcome is checked above,
+		// and a dead letter still to be sent shows as a job without its
+		// envelope.
+		fmt.Fprintf(w, "drain: the deadline passed with every job terminal and %d stage messages still queued (copies the sweeper re-enqueued, handed-back messages)\n", r.StagesBusy)
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintln(w, "PROBLEM:", p)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/store"
 )
 
@@ -57,6 +58,51 @@ func (c *checker) nonTerminal(ctx context.Context, accepted map[job.ID]bool) (in
 				n++
 			}
 		}
+	}
+	return n, nil
+}
+
+// quiet reports whether the campaign has drained: every accepted job
+// terminal, and no message left in a stage queue, visible, in flight or
+// delayed. A job's status alone is not enough: a stage writes
+// dead_lettered before it sends the envelope, and an invocation that dies
+// between the two leaves its message to come back after the visibility
+// timeout and send it; stopping the workers before then would report a
+// job dead-lettered with no envelope (seed 4, rate 0.1). open is the
+// number of jobs not yet terminal, busy the stage messages still queued.
+func (c *checker) quiet(ctx context.Context, accepted map[job.ID]bool) (open, busy int, err error) {
+	if open, err = c.nonTerminal(ctx, accepted); err != nil || open > 0 {
+		return open, 0, err
+	}
+	busy, err = c.stagesBusy(ctx)
+	return 0, busy, err
+}
+
+// stagesBusy counts the messages in the stage queues: visible, in flight
+// or delayed.
+func (c *checker) stagesBusy(ctx context.Context) (int, error) {
+	q := queue.New(c.clean.SQS, queue.URLs{})
+	n := 0
+	for _, s := range job.Stages() {
+		cnt, err := q.Counts(ctx, c.res.Queues.Queue[s])
+		if err != nil {
+			return 0, fmt.Errorf("count the %s queue: %w", s, err)
+		}
+		n += cnt.Visible + cnt.InFlight + cnt.Delayed
+	}
+	return n, nil
+}
+
+// feedbackBusy counts the messages in the feedback queue and its DLQ.
+func (c *checker) feedbackBusy(ctx context.Context) (int, error) {
+	q := queue.New(c.clean.SQS, queue.URLs{})
+	n := 0
+	for _, u := range []string{c.res.FeedbackQueue, c.res.FeedbackDLQ} {
+		cnt, err := q.Counts(ctx, u)
+		if err != nil {
+			return 0, fmt.Errorf("count the feedback queues: %w", err)
+		}
+		n += cnt.Visible + cnt.InFlight + cnt.Delayed
 	}
 	return n, nil
 }
@@ -145,7 +191,8 @@ func complete(e deadletter.Envelope, stage string) []string {
 }
 
 // verify fills the report from the SES store, DynamoDB and the DLQs.
-func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepted map[job.ID]bool, inj *injector, evf *evidenceFaults, leaks *leakScanner) error {
+func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepted map[job.ID]bool, inj *injector, evf *evidenceFaults,
+	pf *platformFaults, leaks *leakScanner) error {
 	// Emails, by delivery id.
 	type want struct {
 		job       job.ID
@@ -208,11 +255,22 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 			rep.FeedbackDLQ++
 			leaks.scan("dlq", []byte(m.body))
 		}
+		// Every feedback message, validation notices and redriven ones
+		// included, must have been processed and deleted: one left in the
+		// queue or its DLQ is evidence never recorded (and an alarm).
+		n, err := queue.New(c.clean.SQS, queue.URLs{}).Counts(ctx, c.res.FeedbackQueue)
+		if err != nil {
+			return fmt.Errorf("count the feedback queue: %w", err)
+		}
+		rep.FeedbackLeft = rep.FeedbackDLQ + n.Visible + n.InFlight + n.Delayed
+		if rep.FeedbackLeft > 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%d feedback messages left unprocessed (%d in the feedback DLQ)", rep.FeedbackLeft, rep.FeedbackDLQ))
+		}
 	}
 
 	// Each job.
 	rep.kinds = map[Kind]*KindRow{}
-	for _, k := range append(Kinds(), EvidenceKinds()...) {
+	for _, k := range allKinds() {
 		rep.kinds[k] = &KindRow{Kind: k}
 	}
 	total, byOp := inj.injected()
@@ -223,6 +281,10 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 	for k, n := range evf.injected() {
 		rep.kinds[k].Injected = n
 	}
+	for k, n := range pf.injected() {
+		rep.kinds[k].Injected = n
+	}
+	pf.figures(rep)
 	rep.Accepted = len(accepted)
 	for _, sp := range specs {
 		if !accepted[sp.ID] {
@@ -292,6 +354,9 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 		rep.count(outcome, 1)
 		hits := inj.jobHits(sp.ID)
 		for k, n := range evf.jobHits(sp.ID) {
+			hits[k] += n
+		}
+		for k, n := range pf.jobHits(sp.ID) {
 			hits[k] += n
 		}
 		if len(hits) == 0 {

@@ -42,6 +42,9 @@ type FunctionOptions struct {
 	// Timeout of one invocation: the function timeout, at which the poller
 	// kills it (Poller). Default 30 s.
 	Timeout time.Duration
+	// Timeouts, if set, overrides Timeout per function ("fetch", "llm",
+	// "notify", "feedback"): deployed, each function has its own.
+	Timeouts map[string]time.Duration
 	// SweepEvery runs the sweeper on this interval (the EventBridge
 	// schedule); zero leaves it to the caller.
 	SweepEvery time.Duration
@@ -188,7 +191,11 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 
 // poller plays the event source mapping of one function's queue.
 func (o FunctionOptions) poller(fn string, base *wire.Base, url, arn string, h SQSHandler, log *slog.Logger) *Poller {
-	p := &Poller{SQS: base.SQS, QueueURL: url, QueueARN: arn, Handler: h, BatchSize: 10, Timeout: o.Timeout,
+	timeout := o.Timeout
+	if t, ok := o.Timeouts[fn]; ok && t > 0 {
+		timeout = t
+	}
+	p := &Poller{SQS: base.SQS, QueueURL: url, QueueARN: arn, Handler: h, BatchSize: 10, Timeout: timeout,
 		Log: log.With("poller", fn)}
 	if o.Hold != nil {
 		p.Hold = func(m events.SQSMessage) time.Duration { return o.Hold(fn, m) }

@@ -50,9 +50,21 @@ const (
 	// way as a crashed Lambda: the message comes back after its visibility
 	// timeout.
 	Crash
+	// Stall hangs the exchange, before the request (When=Before) or after
+	// the service did the work (After), until Until reports true — it is
+	// asked every few milliseconds, whatever the request's context says —
+	// or Latency passes (default 1 minute); then the caller sees a reset
+	// connection. It plays a call that never comes back, so that the
+	// invocation making it runs into its function timeout and is killed
+	// there (the chaos campaign's timeout_kill: Until is "the poller has
+	// killed this invocation"). The request's context is not obeyed: a
+	// caller that finishes writes under context.WithoutCancel, or whose
+	// deadline is its function's, would otherwise answer at the very
+	// instant it is killed.
+	Stall
 )
 
-var kindNames = [...]string{"throttle", "lose_request", "lose_answer", "server_error", "slow_answer", "reject", "latency", "crash"}
+var kindNames = [...]string{"throttle", "lose_request", "lose_answer", "server_error", "slow_answer", "reject", "latency", "crash", "stall"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -78,7 +90,7 @@ type Rule struct {
 	// UpdateItem); it must not modify the input.
 	Match func(input any) bool
 	Kind  Kind
-	When  When // ServerError and Crash only
+	When  When // ServerError, Crash and Stall only
 	// Times is how many matching exchanges fail; 0 means every one. Each
 	// attempt the SDK makes is an exchange of its own.
 	Times int
@@ -88,6 +100,9 @@ type Rule struct {
 	// RetryAfter, if set, is sent as the Retry-After header of a Throttle
 	// or ServerError answer.
 	RetryAfter time.Duration
+	// Until ends a Stall once it reports true (it is given the request's
+	// context); nil stalls for Latency.
+	Until func(context.Context) bool
 }
 
 func (r *Rule) matches(service, operation string, input any) bool {

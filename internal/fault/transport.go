@@ -91,8 +91,32 @@ func (c *client) Do(req *http.Request) (*http.Response, error) {
 			_ = c.doAndDiscard(req)
 		}
 		runtime.Goexit()
+	case Stall:
+		if r.When == After {
+			if err := c.doAndDiscard(req); err != nil {
+				return nil, err
+			}
+		}
+		stall(ctx, r)
+		return nil, reset(req, "read")
 	}
 	return c.next.Do(req)
+}
+
+// stall waits until r.Until(ctx) or r.Latency (default 1 minute), ignoring
+// ctx's own end (Stall).
+func stall(ctx context.Context, r Rule) {
+	d := r.Latency
+	if d <= 0 {
+		d = time.Minute
+	}
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if r.Until != nil && r.Until(ctx) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // doAndDiscard lets the service do the work and throws its answer away.
