@@ -221,3 +221,20 @@ func TestParseLabel_RoundTrip(t *testing.T) {
 		t.Error("the main-watermark variant is gone")
 	}
 }
+
+// make explore's bounds are the ones docs/chaos.md's deep figures were
+// measured at, whatever make test's bounds are cut to.
+func TestScenarios_DeepKeepsPublishedBounds(t *testing.T) {
+	want := map[string]int{"send-faults": 32, "lost-answer-two-reviews": 30, "two-versions": 28, "store-faults": 34,
+		"kills-and-redrive": 30, "events-twice": 28, "transient-bounce": 32, "reject-and-complaint": 26, "two-notifiers": 34,
+		"duplicate-webhooks": 15}
+	for _, sc := range Scenarios() {
+		d := sc.Deep()
+		if d.MaxDepth != want[sc.Name] {
+			t.Errorf("%s: make explore's depth %d, docs/chaos.md's figures were measured at %d", sc.Name, d.MaxDepth, want[sc.Name])
+		}
+		if d.MaxDepth <= sc.MaxDepth {
+			t.Errorf("%s: deep depth %d is not deeper than make test's %d", sc.Name, d.MaxDepth, sc.MaxDepth)
+		}
+	}
+}
