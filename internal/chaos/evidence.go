@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"maps"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -187,21 +188,13 @@ func (f *evidenceFaults) feedback(h devstack.SQSHandler) devstack.SQSHandler {
 func (f *evidenceFaults) injected() map[Kind]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[Kind]int{}
-	for k, n := range f.byKind {
-		out[k] = n
-	}
-	return out
+	return maps.Clone(f.byKind)
 }
 
 func (f *evidenceFaults) jobHits(id job.ID) map[Kind]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[Kind]int{}
-	for k, n := range f.hits[id] {
-		out[k] = n
-	}
-	return out
+	return maps.Clone(f.hits[id])
 }
 
 // deliveryIDOf reads the delivery id of an SES event record, or "".

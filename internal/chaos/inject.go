@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -327,11 +328,7 @@ func (in *injector) stalled() bool {
 func (in *injector) jobHits(id job.ID) map[Kind]int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	out := map[Kind]int{}
-	for k, n := range in.hits[id] {
-		out[k] = n
-	}
-	return out
+	return maps.Clone(in.hits[id])
 }
 
 // batchJobs reads the job ids of a batch's records (stage messages, or

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -229,21 +230,13 @@ func (f *platformFaults) forced() bool {
 func (f *platformFaults) injected() map[Kind]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[Kind]int{}
-	for k, n := range f.byKind {
-		out[k] = n
-	}
-	return out
+	return maps.Clone(f.byKind)
 }
 
 func (f *platformFaults) jobHits(id job.ID) map[Kind]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[Kind]int{}
-	for k, n := range f.hits[id] {
-		out[k] = n
-	}
-	return out
+	return maps.Clone(f.hits[id])
 }
 
 // figures fills the report's platform figures.

@@ -352,12 +352,11 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 		}
 		rep.Duplicates += dups
 		rep.count(outcome, 1)
-		hits := inj.jobHits(sp.ID)
-		for k, n := range evf.jobHits(sp.ID) {
-			hits[k] += n
-		}
-		for k, n := range pf.jobHits(sp.ID) {
-			hits[k] += n
+		hits := map[Kind]int{}
+		for _, m := range []map[Kind]int{inj.jobHits(sp.ID), evf.jobHits(sp.ID), pf.jobHits(sp.ID)} {
+			for k, n := range m {
+				hits[k] += n
+			}
 		}
 		if len(hits) == 0 {
 			rep.Unhit++

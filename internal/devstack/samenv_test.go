@@ -13,26 +13,6 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 )
 
-// child is the value node of key in a YAML mapping node.
-func child(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
-}
-
-func path(n *yaml.Node, keys ...string) *yaml.Node {
-	for _, k := range keys {
-		n = child(n, k)
-	}
-	return n
-}
-
 // TestSAMEnv_CoversTheTemplate: for `sam local invoke` against the stack of
 // make run, every variable template.yaml gives a function as a resource
 // reference (which SAM CLI cannot resolve locally) is in the env-vars
@@ -60,7 +40,7 @@ func TestSAMEnv_CoversTheTemplate(t *testing.T) {
 	env := SAMEnv(cfg, "host.docker.internal", "http://127.0.0.1:3000")
 	for _, fn := range Names() {
 		id := SAMFunctionID(fn)
-		vars := path(root, "Resources", id, "Properties", "Environment", "Variables")
+		vars := yamlPath(root, "Resources", id, "Properties", "Environment", "Variables")
 		if vars == nil {
 			t.Errorf("template.yaml: %s has no environment", id)
 			continue
@@ -70,7 +50,7 @@ func TestSAMEnv_CoversTheTemplate(t *testing.T) {
 			if v.Tag != "!Ref" && v.Tag != "!GetAtt" && v.Tag != "!Join" && v.Tag != "!Sub" {
 				continue // a literal, a parameter's !Ref is covered too; !If is parameter-driven
 			}
-			if v.Tag == "!Ref" && child(path(root, "Parameters"), v.Value) != nil {
+			if v.Tag == "!Ref" && yamlChild(yamlPath(root, "Parameters"), v.Value) != nil {
 				continue // a parameter: SAM resolves its default
 			}
 			got, ok := env[id][name]
@@ -83,10 +63,10 @@ func TestSAMEnv_CoversTheTemplate(t *testing.T) {
 			}
 		}
 	}
-	globals := path(root, "Globals", "Function", "Environment", "Variables")
+	globals := yamlPath(root, "Globals", "Function", "Environment", "Variables")
 	for name, port := range map[string]int{"AWS_ENDPOINT_URL_DYNAMODB": RunPorts.DynamoDB, "AWS_ENDPOINT_URL_SQS": RunPorts.SQS,
 		"AWS_ENDPOINT_URL_S3": RunPorts.SQS, "AWS_ENDPOINT_URL_SESV2": RunPorts.SES} {
-		v := child(globals, name)
+		v := yamlChild(globals, name)
 		if v == nil || v.Tag != "!If" || len(v.Content) != 3 || !strings.HasSuffix(v.Content[1].Value, fmt.Sprintf(":%d", port)) {
 			t.Errorf("Globals %s: want !If [Local, http://${LocalStackHost}:%d, NoValue]", name, port)
 		}
