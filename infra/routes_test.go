@@ -2,8 +2,6 @@ package main
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -31,55 +29,37 @@ func routeKey(method, path string, iam bool) string {
 func apiRoutes(t *testing.T) []string {
 	t.Helper()
 	consts := stringConsts(t, apiRoutesPath)
-	f, err := parser.ParseFile(token.NewFileSet(), apiRoutesPath, nil, 0)
-	if err != nil {
-		t.Skipf("root source not available (%v): infra checked out alone?", err)
-	}
 	var out []string
-	for _, d := range f.Decls {
-		fd, ok := d.(*ast.FuncDecl)
-		if !ok || fd.Name.Name != "Routes" || fd.Recv != nil {
-			continue
-		}
-		for _, st := range fd.Body.List {
-			ret, ok := st.(*ast.ReturnStmt)
-			if !ok || len(ret.Results) != 1 {
-				continue
-			}
-			list, ok := ret.Results[0].(*ast.CompositeLit)
+	for _, list := range returnedLiterals(t, apiRoutesPath, "Routes") {
+		for _, e := range list.Elts {
+			fields := map[string]string{}
+			cl, ok := e.(*ast.CompositeLit)
 			if !ok {
-				t.Fatalf("%s: Routes does not return a composite literal", apiRoutesPath)
+				t.Fatalf("%s: Routes lists a %T, not a Route literal", apiRoutesPath, e)
 			}
-			for _, e := range list.Elts {
-				fields := map[string]string{}
-				cl, ok := e.(*ast.CompositeLit)
+			for _, el := range cl.Elts {
+				kv, ok := el.(*ast.KeyValueExpr)
 				if !ok {
-					t.Fatalf("%s: Routes lists a %T, not a Route literal", apiRoutesPath, e)
+					t.Fatalf("%s: a Route literal without field names", apiRoutesPath)
 				}
-				for _, el := range cl.Elts {
-					kv, ok := el.(*ast.KeyValueExpr)
+				k := kv.Key.(*ast.Ident).Name
+				switch v := kv.Value.(type) {
+				case *ast.BasicLit:
+					fields[k], _ = strconv.Unquote(v.Value)
+				case *ast.Ident:
+					c, ok := consts[v.Name]
 					if !ok {
-						t.Fatalf("%s: a Route literal without field names", apiRoutesPath)
+						t.Fatalf("%s: %s: %s is not a string constant of that file", apiRoutesPath, k, v.Name)
 					}
-					k := kv.Key.(*ast.Ident).Name
-					switch v := kv.Value.(type) {
-					case *ast.BasicLit:
-						fields[k], _ = strconv.Unquote(v.Value)
-					case *ast.Ident:
-						c, ok := consts[v.Name]
-						if !ok {
-							t.Fatalf("%s: %s: %s is not a string constant of that file", apiRoutesPath, k, v.Name)
-						}
-						fields[k] = c
-					default:
-						t.Fatalf("%s: %s is a %T, not a literal or constant", apiRoutesPath, k, v)
-					}
+					fields[k] = c
+				default:
+					t.Fatalf("%s: %s is a %T, not a literal or constant", apiRoutesPath, k, v)
 				}
-				if fields["Method"] == "" || fields["Path"] == "" || (fields["Auth"] != consts["AuthIAM"] && fields["Auth"] != consts["AuthNone"]) {
-					t.Fatalf("%s: route %v: want a Method, a Path and an Auth", apiRoutesPath, fields)
-				}
-				out = append(out, routeKey(fields["Method"], fields["Path"], fields["Auth"] == consts["AuthIAM"]))
 			}
+			if fields["Method"] == "" || fields["Path"] == "" || (fields["Auth"] != consts["AuthIAM"] && fields["Auth"] != consts["AuthNone"]) {
+				t.Fatalf("%s: route %v: want a Method, a Path and an Auth", apiRoutesPath, fields)
+			}
+			out = append(out, routeKey(fields["Method"], fields["Path"], fields["Auth"] == consts["AuthIAM"]))
 		}
 	}
 	if len(out) == 0 {
