@@ -95,6 +95,10 @@ func (l *LLM) metrics(ctx context.Context, c critic.Critique) {
 	if ch := c.Changes; ch != nil {
 		counts["FilesReviewed"], counts["FilesCarried"] = float64(ch.Reviewed), float64(ch.Carried)
 	}
+	if c.NotShown > 0 {
+		// Findings the bounds left out (R-BOUND-1).
+		counts["FindingsNotShown"] = float64(c.NotShown)
+	}
 	if len(counts) > 0 {
 		obs.Metric(ctx, l.Log, map[string]string{"Critic": c.Critic}, counts)
 	}
