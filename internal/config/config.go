@@ -133,6 +133,9 @@ type Config struct {
 	// (critic.Incremental); off, every version is reviewed whole and
 	// mailed as a first review.
 	IncrementalReview bool
+	// FullReviewEvery: a rerun reviews every file again when the full
+	// review it builds on is this many versions old (R-LEDGER-3).
+	FullReviewEvery int
 
 	// The code review systems. A source whose webhook credential is unset
 	// is not routed.
@@ -308,6 +311,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.SecretsARN = strings.TrimSpace(getenv(EnvSecretsARN))
 	if err := c.readCritic(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.readFullReviewEvery(getenv); err != nil {
 		return Config{}, err
 	}
 	if err := c.readSources(getenv); err != nil {

@@ -59,11 +59,11 @@ func looseKey(f Finding, whole map[string]bool) (findingKey, bool) {
 // compare marks each of cur New or not against prev's findings and lists
 // what prev reported that cur does not. Matching is one to one (two
 // findings on two lines with the same text are two), by keyOf first, then
-// by looseKey. A finding of prev left unmatched is resolved when resolves
-// says its file was reviewed now or has left the diff; on another file
-// (left out of this review, or past the cut of a truncated diff) nothing
-// is known, and it is not listed.
-func compare(prev *Previous, cur []Finding, whole map[string]bool, resolves func(path string) bool) *Changes {
+// by looseKey. A finding of prev left unmatched is resolved when it is of
+// a whole-change rule or resolves says so (resolvedBy: the lines it
+// flagged changed, R-LEDGER-2); the others are returned: still open,
+// though not reported now.
+func compare(prev *Previous, cur []Finding, whole map[string]bool, resolves func(Finding) bool) (*Changes, []Finding) {
 	ch := &Changes{Since: prev.Version}
 	old := prev.Critique.Findings
 	matched := make([]bool, len(old))
@@ -99,9 +99,13 @@ func compare(prev *Previous, cur []Finding, whole map[string]bool, resolves func
 			ch.Unchanged++
 		}
 	}
-	var resolved []Finding
+	var resolved, open []Finding
 	for i, f := range old {
-		if matched[i] || !(whole[f.Rule] || f.File == "" || resolves(f.File)) {
+		if matched[i] {
+			continue
+		}
+		if !(whole[f.Rule] || resolves(f)) {
+			open = append(open, f)
 			continue
 		}
 		f.New, f.Anchor = false, ""
@@ -114,5 +118,5 @@ func compare(prev *Previous, cur []Finding, whole map[string]bool, resolves func
 	}
 	slices.SortFunc(resolved, compareFindings)
 	ch.Resolved = resolved
-	return ch
+	return ch, open
 }

@@ -53,6 +53,18 @@ type Critique struct {
 	// Cut: the model's answer stopped at its length limit; the findings
 	// are those it completed.
 	Cut bool `json:"cut,omitempty"`
+	// Capped: the model reported as many findings as it was allowed
+	// (or more): it may have stopped before it got to some of the files
+	// it was sent, so none of them counts as reviewed (R-LEDGER-1).
+	Capped bool `json:"capped,omitempty"`
+	// NotShown counts the findings left out of Findings by the bounds of
+	// R-BOUND-1 (per file, in total, in bytes); the summary ends with a
+	// sentence saying how many.
+	NotShown int `json:"not_shown,omitempty"`
+	// Incomplete are files the critic read but whose findings a cap cut:
+	// their review is not complete (R-LEDGER-1). Read by Incremental in
+	// the same process, never stored.
+	Incomplete []string `json:"-"`
 	// Usage is the model tokens the review was billed for: in a review
 	// that carried findings over (Changes.Carried), only those of the
 	// files sent.

@@ -32,7 +32,10 @@ import (
 //     can write one from the findings (Summarizer);
 //   - the findings cap bounds what the critic is asked for in one review;
 //     the findings carried over were each within the cap of the review
-//     that made them, so a rerun's critique can hold more than the cap.
+//     that made them, so a rerun's critique can hold more than the cap,
+//     but never more than the bounds every critique keeps (R-BOUND-1:
+//     per file and in total); a file that loses a finding to them is
+//     reviewed again next time.
 //
 // It then compares the findings with the earlier version's (Changes, and
 // Finding.New), whether or not any was carried over, and records its own
@@ -41,15 +44,31 @@ import (
 // rerun) still compares, another fingerprint does not: findings of another
 // critic or other instructions are not the same review's.
 //
+// What a file's carried findings can be trusted for is R-LEDGER-1 to
+// R-LEDGER-4 (ledger_rules.go): a file is carried over only when the
+// earlier review covered it completely, a finding is resolved only when
+// the lines it flagged changed, and every FullReviewEvery versions, or
+// when a file the earlier review covered has left the diff, every file is
+// reviewed again.
+//
 // An Incremental is safe for concurrent use if the wrapped critic is.
 type Incremental struct {
-	critic Critic
+	critic    Critic
+	fullEvery int
 }
 
 var _ Critic = (*Incremental)(nil)
 
 // NewIncremental wraps c.
-func NewIncremental(c Critic) *Incremental { return &Incremental{critic: c} }
+func NewIncremental(c Critic, opts ...IncrementalOption) *Incremental {
+	ic := &Incremental{critic: c, fullEvery: DefaultFullReviewEvery}
+	for _, o := range opts {
+		if o != nil {
+			o(ic)
+		}
+	}
+	return ic
+}
 
 // Review implements Critic.
 func (ic *Incremental) Review(ctx context.Context, in Input) (Critique, error) {
@@ -65,8 +84,10 @@ func (ic *Incremental) Review(ctx context.Context, in Input) (Critique, error) {
 	prev := in.Previous
 	same := fp != "" && prev != nil && prev.Critique.Ledger != nil && prev.Critique.Ledger.Fingerprint == fp
 	carried := map[string]bool{}
-	if same && !in.Fresh {
+	full := in.ReviewVersion
+	if same && !in.Fresh && !ic.dueFull(in, parts) {
 		carried = carry(parts, prev.Critique.Ledger)
+		full = prev.Critique.Ledger.Full
 	}
 
 	var c Critique
@@ -90,24 +111,41 @@ func (ic *Incremental) Review(ctx context.Context, in Input) (Critique, error) {
 		c.Findings[i].Anchor = anchor(byPath[c.Findings[i].File], c.Findings[i].Line)
 		c.Findings[i].New = false
 	}
+	if same {
+		// A finding of the earlier version not reported now is resolved
+		// only when its lines changed; otherwise it is still open, and
+		// listed as unchanged (R-LEDGER-2).
+		var open []Finding
+		c.Changes, open = compare(prev, c.Findings, wholeChangeRules(ic.critic),
+			resolvedBy(parts, prev.Critique.Ledger, complete(parts, c, carried), c, in.Partial))
+		c.Findings = append(c.Findings, stillOpen(open, parts, prev.Critique.Ledger)...)
+	}
+	// The merge of carried and new findings keeps the bounds too; a file
+	// that loses a finding here is not complete (R-BOUND-1, R-LEDGER-1).
+	kept, dropped, lost := capFindings(c.Findings, MaxFindingsPerFile, MaxFindingsTotal)
+	c.Findings = kept
+	if dropped > 0 {
+		c.NotShown += dropped
+		c.Truncated = true
+		c.Incomplete = append(c.Incomplete, paths(lost)...)
+	}
+	// A summary written again from the findings (Summarizer) says what
+	// the bounds left out too.
+	c.Summary = withNotShown(c.Summary, c.NotShown)
 	if fp == "" {
 		return c, nil
 	}
-	done := complete(parts, c, carried)
-	c.Ledger = newLedger(fp, done)
+	c.Ledger = newLedger(fp, full, complete(parts, c, carried))
 	switch {
 	case same:
-		covered := map[string]bool{}
-		for _, p := range done {
-			covered[p.path] = true
+		c.Changes.New, c.Changes.Unchanged = 0, 0
+		for _, f := range c.Findings {
+			if f.New {
+				c.Changes.New++
+			} else {
+				c.Changes.Unchanged++
+			}
 		}
-		inDiff := map[string]bool{}
-		for _, p := range parts {
-			inDiff[p.path] = true
-		}
-		c.Changes = compare(prev, c.Findings, wholeChangeRules(ic.critic), func(path string) bool {
-			return covered[path] || (!inDiff[path] && !in.Partial)
-		})
 		c.Changes.Reviewed, c.Changes.Carried = len(parts)-len(carried), len(carried)
 	case prev != nil && prev.Critique.Ledger != nil:
 		c.Summary += fmt.Sprintf(" Reviewed in full: the critic or its instructions changed since version %d.", prev.Version)
@@ -193,9 +231,12 @@ func (ic *Incremental) partial(ctx context.Context, in Input, d *diff.Diff, part
 // are not recorded, so the next version reviews them again.
 const maxLedgerBytes = 64 << 10
 
-// complete lists the files whose review is complete: those carried over,
-// and those reviewed now unless left out for the budget or sent in an
-// answer that was cut (their findings may be missing).
+// complete lists the files whose review is complete (R-LEDGER-1): those
+// carried over, and those reviewed now, unless left out for the budget,
+// sent in an answer that was cut or that reached the findings cap (any of
+// them may have findings the model never wrote), or cut by a cap
+// themselves (Critique.Incomplete: findings not shown). A carried file
+// that lost a finding to the bounds of the merge is not complete either.
 func complete(parts []filePart, c Critique, carried map[string]bool) []filePart {
 	skipped := map[string]bool{}
 	for _, o := range c.Omitted {
@@ -203,9 +244,16 @@ func complete(parts []filePart, c Critique, carried map[string]bool) []filePart 
 			skipped[o.Path] = true
 		}
 	}
+	cut := map[string]bool{}
+	for _, p := range c.Incomplete {
+		cut[p] = true
+	}
 	var out []filePart
 	for _, p := range parts {
-		if p.unique && (carried[p.path] || !(skipped[p.path] || c.Cut)) {
+		if !p.unique || cut[p.path] {
+			continue
+		}
+		if carried[p.path] || !(skipped[p.path] || c.Cut || c.Capped) {
 			out = append(out, p)
 		}
 	}
@@ -213,9 +261,9 @@ func complete(parts []filePart, c Critique, carried map[string]bool) []filePart 
 }
 
 // newLedger records the complete files, as many as fit maxLedgerBytes, in
-// the diff's order.
-func newLedger(fp string, done []filePart) *Ledger {
-	l := &Ledger{Fingerprint: fp, Files: []LedgerFile{}}
+// the diff's order, and the version of the full review it builds on.
+func newLedger(fp string, full int, done []filePart) *Ledger {
+	l := &Ledger{Fingerprint: fp, Full: full, Files: []LedgerFile{}}
 	size := 0
 	for _, p := range done {
 		// An entry's JSON: {"path":"…","sha256":"…"}, and a comma.

@@ -213,7 +213,7 @@ func TestCompare_OneToOneRenamedRuleBoundedList(t *testing.T) {
 		prev.Critique.Findings = append(prev.Critique.Findings, f(fmt.Sprintf("old%02d.go", i), "cc", "r", []Severity{SeverityWarning, SeverityError}[i%2]))
 	}
 	cur := []Finding{f("x.go", "aa", "nil-dereference", SeverityError), f("x.go", "bb", "race", SeverityWarning)}
-	ch := compare(prev, cur, nil, func(string) bool { return true })
+	ch, _ := compare(prev, cur, nil, func(Finding) bool { return true })
 	if cur[0].New || cur[1].New || ch.New != 0 || ch.Unchanged != 2 {
 		t.Errorf("cur %+v, changes %+v; want both unchanged", cur, ch)
 	}
@@ -231,7 +231,7 @@ func TestCompare_OneToOneRenamedRuleBoundedList(t *testing.T) {
 		t.Errorf("%d errors among the resolved listed; want all 15, most severe first", errs)
 	}
 	// A file the review did not cover says nothing about its findings.
-	ch = compare(prev, nil, nil, func(p string) bool { return p == "x.go" })
+	ch, _ = compare(prev, nil, nil, func(f Finding) bool { return f.File == "x.go" })
 	if ch.ResolvedCount != 3 {
 		t.Errorf("resolved %d; want only x.go's 3", ch.ResolvedCount)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
-	"strings"
 
 	"github.com/criticizer/criticizer/internal/diff"
 )
@@ -20,11 +18,18 @@ type Ledger struct {
 	// shaped its findings (Fingerprinter). Findings are carried over only
 	// to a review with the same fingerprint.
 	Fingerprint string `json:"fingerprint"`
-	// Files are the files whose review is complete: every file of the
-	// diff but those the critic left out for its budget, and, when the
-	// model's answer was cut, those it was sent in that answer (their
-	// findings may be missing). A file listed twice under one display
-	// name is not listed.
+	// Full is the version of the last review that sent every file, which
+	// this one builds on (itself, for a full review); 0 in a ledger
+	// written before it was recorded. A review at least
+	// FullReviewEvery versions after it is full again (R-LEDGER-3).
+	Full int `json:"full,omitempty"`
+	// Files are the files whose review is complete (R-LEDGER-1): every
+	// file of the diff but those the critic left out for its budget,
+	// those that lost a finding to a cap (Critique.Incomplete, Bound),
+	// and, when the model's answer was cut or reached the findings cap
+	// (Critique.Cut, Critique.Capped), every file it was sent in that
+	// answer (their findings may be missing). A file listed twice under
+	// one display name is not listed.
 	Files []LedgerFile `json:"files"`
 }
 
@@ -111,8 +116,7 @@ func anchor(f *diff.File, line int) string {
 		}
 		for _, l := range h.Lines {
 			if l.Kind != diff.Removed && l.NewLine == line {
-				sum := sha256.Sum256([]byte(strings.Join(strings.Fields(l.Text), " ")))
-				return hex.EncodeToString(sum[:8])
+				return lineAnchor(l.Text)
 			}
 		}
 	}

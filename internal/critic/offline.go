@@ -69,16 +69,21 @@ func (o *Offline) Review(ctx context.Context, in Input) (Critique, error) {
 	}
 
 	all := countSeverities(c.findings)
-	findings, truncated := finalize(c.findings, o.cfg.maxFindings)
+	// Bounded per file and in total (R-BOUND-1); a file that lost a
+	// finding is not complete (R-LEDGER-1).
+	findings, dropped, lost := capFindings(c.findings, MaxFindingsPerFile, min(o.cfg.maxFindings, MaxFindingsTotal))
 	stats := d.Stats()
+	truncated := dropped > 0
 	return Critique{
-		Critic:    OfflineName,
-		Summary:   summarize(stats, all, len(findings), truncated),
-		Findings:  findings,
-		Files:     stats.Files,
-		Additions: stats.Additions,
-		Deletions: stats.Deletions,
-		Truncated: truncated,
+		Critic:     OfflineName,
+		Summary:    withNotShown(summarize(stats, all, len(findings), truncated), dropped),
+		Findings:   findings,
+		Files:      stats.Files,
+		Additions:  stats.Additions,
+		Deletions:  stats.Deletions,
+		Truncated:  truncated,
+		NotShown:   dropped,
+		Incomplete: paths(lost),
 	}, nil
 }
 

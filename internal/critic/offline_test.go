@@ -91,6 +91,8 @@ func TestReviewMaxFindingsTruncates(t *testing.T) {
 		t.Errorf("summary does not explain the cap: %q", c.Summary)
 	}
 
+	// The same 31 findings on two files, each under MaxFindingsPerFile.
+	d = addFile("a_test.go", lines(15, "// TODO")...) + addFile("b_test.go", append(lines(15, "// TODO"), "k := \""+fakeAWSKey+"\"")...)
 	c = review(t, d)
 	if c.Truncated || len(c.Findings) != 31 {
 		t.Errorf("default cap: Truncated = %v with %d findings, want false with 31", c.Truncated, len(c.Findings))

@@ -30,6 +30,10 @@ type parsedReply struct {
 	// incomplete: the JSON ended early (the answer was cut); the findings
 	// are those that were complete.
 	incomplete bool
+	// answered is how many findings the model wrote, kept or not: an
+	// answer that wrote as many as the cap allows may have stopped there
+	// (R-LEDGER-1).
+	answered int
 }
 
 // parseReply reads the model's JSON object (tolerating a Markdown fence or
@@ -104,6 +108,7 @@ func parseReply(text string, p llmPrompt, cut bool) (parsedReply, error) {
 		return parsedReply{}, fmt.Errorf("%w: neither summary nor findings", ErrMalformedReply)
 	}
 	r.summary = sanitizeModelText(r.summary, maxSummaryLen)
+	r.answered = len(raw)
 	for _, f := range raw {
 		if kept, ok := p.vet(f); ok {
 			r.findings = append(r.findings, kept)

@@ -3,6 +3,8 @@ package critic
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/criticizer/criticizer/internal/diff"
@@ -32,11 +34,14 @@ func reviewWithLLM(ctx context.Context, m Model, cfg llmConfig, in Input) (Criti
 	c.Omitted = sel.omitted
 	if len(sel.sent) == 0 {
 		// Nothing worth a model's time: no call, no cost (R-CRITIC-3).
-		c.Findings, _ = finalize(sure, len(sure))
+		var lost map[string]bool
+		c.Findings, c.NotShown, lost = capFindings(sure, MaxFindingsPerFile, MaxFindingsTotal)
+		c.Incomplete, c.Truncated = paths(lost), c.NotShown > 0
 		c.Summary = "Nothing in this change is code the model reviews" + omittedText(sel.omitted) + "."
 		if len(c.Findings) > 0 {
 			c.Summary += " " + foundText(countSeverities(c.Findings))
 		}
+		c.Summary = withNotShown(c.Summary, c.NotShown)
 		return c, nil
 	}
 	p := buildPrompt(in, sel, cfg, cfg.boundary())
@@ -54,12 +59,32 @@ func reviewWithLLM(ctx context.Context, m Model, cfg llmConfig, in Input) (Criti
 		// Never the reply itself: it may quote the diff.
 		return Critique{}, retry.Transient(retry.SchemaInvalid, fmt.Errorf("critic: %s: %w (reply of %d bytes)", name, err, len(rep.Text)))
 	}
+	found := len(slices.Compact(slices.SortedFunc(slices.Values(pr.findings), compareFindings)))
 	model, capped := finalize(pr.findings, cfg.maxFindings)
-	c.Findings, _ = finalize(append(model, sure...), len(model)+len(sure))
+	// The model's findings and the offline critic's near-certain ones are
+	// bounded together, per file and in total (R-BOUND-1): the merge is
+	// never larger than the bounds, whatever the diff holds.
+	var lost map[string]bool
+	var dropped int
+	c.Findings, dropped, lost = capFindings(append(model, sure...), MaxFindingsPerFile, MaxFindingsTotal)
+	c.NotShown = found - len(model) + dropped
+	c.Incomplete = paths(lost)
 	c.Cut = rep.Cut || pr.incomplete
-	c.Truncated = capped || c.Cut || hasReason(sel.omitted, OmitOverBudget)
-	c.Summary = llmSummary(pr.summary, c, sel, capped)
+	// An answer with as many findings as the cap allows may have stopped
+	// before the model got to some files: none of the files it was sent
+	// counts as reviewed (R-LEDGER-1).
+	c.Capped = capped || pr.answered >= cfg.maxFindings
+	c.Truncated = capped || dropped > 0 || c.Cut || hasReason(sel.omitted, OmitOverBudget)
+	c.Summary = withNotShown(llmSummary(pr.summary, c, sel, capped), c.NotShown)
 	return c, nil
+}
+
+// paths lists the set's paths, sorted.
+func paths(set map[string]bool) []string {
+	if len(set) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(set))
 }
 
 // highConfidence is what the offline critic finds with near certainty:

@@ -61,6 +61,10 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 		c.Truncated = true
 		c.Summary += " The diff was larger than the size limit: only its first files were reviewed."
 	}
+	// Whatever the critic returned, what is stored keeps the bounds: a
+	// few findings per file, a hundred in all, and a size the job item
+	// holds, so a review is always mailed (R-BOUND-1, R-BOUND-2).
+	c = critic.Bound(c)
 	b, err := json.Marshal(c)
 	if err != nil {
 		return retry.Permanent(retry.RuntimeBug, fmt.Errorf("encode critique: %w", err))
@@ -90,6 +94,10 @@ func (l *LLM) metrics(ctx context.Context, c critic.Critique) {
 	}
 	if ch := c.Changes; ch != nil {
 		counts["FilesReviewed"], counts["FilesCarried"] = float64(ch.Reviewed), float64(ch.Carried)
+	}
+	if c.NotShown > 0 {
+		// Findings the bounds left out (R-BOUND-1).
+		counts["FindingsNotShown"] = float64(c.NotShown)
 	}
 	if len(counts) > 0 {
 		obs.Metric(ctx, l.Log, map[string]string{"Critic": c.Critic}, counts)

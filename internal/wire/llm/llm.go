@@ -46,7 +46,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	}
 	if cfg.IncrementalReview {
 		// A rerun builds on the last reviewed version (R-COST-3, R-MAIL-3).
-		r.Critic, r.LookBack = critic.NewIncremental(c), pipeline.DefaultLookBack
+		// A full review at least every FullReviewEvery versions
+		// (R-LEDGER-3).
+		r.Critic, r.LookBack = critic.NewIncremental(c, critic.WithFullReviewEvery(cfg.FullReviewEvery)), pipeline.DefaultLookBack
 	}
 	o.Runner = append([]stage.Option{stage.WithMessageTime(MessageTime(cfg))}, o.Runner...)
 	return b.Runner(job.StageLLM, r.Handle, o)
