@@ -7,11 +7,11 @@ import "time"
 // FindingID), so a link clicked again, or on another device, or the other
 // link of the pair, leaves one vote.
 type Vote struct {
-	DeliveryID string
-	FindingID  string
-	Choice     Choice
-	Rule       string
-	VotedAt    time.Time
+	DeliveryID string    `json:"delivery_id"`
+	FindingID  string    `json:"finding_id"`
+	Choice     Choice    `json:"choice"`
+	Rule       string    `json:"rule"`
+	VotedAt    time.Time `json:"voted_at"`
 }
 
 // Outcome is what recording a vote did.
