@@ -38,7 +38,7 @@ func voteReq(method, path string) events.APIGatewayV2HTTPRequest {
 // the choice, and a tampered or expired link is refused and records
 // nothing. Run on the in-memory store and on DynamoDB Local; metrics count
 // each POST by outcome.
-// Rules: R-VOTE-1.
+// Rules: R-VOTE-1, R-VOTE-2.
 func TestVote_RecordsOnceRefusesTamperedAndExpired(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) store.VoteStore{
 		"memstore": func(*testing.T) store.VoteStore { return memstore.NewVotes() },
