@@ -6,6 +6,13 @@ package mail
 // pages comes from the finding or the model: the choice is one of two
 // words of ours.
 
+// VoteVersion names the vote endpoint's page for GET, VotedVersion the
+// page a recorded vote answers (previewed with the others).
+const (
+	VoteVersion  = "vote/v1"
+	VotedVersion = "voted/v1"
+)
+
 // VotePage is the page a vote link answers for GET: one button that
 // records choice ("useful" or "wrong") by POSTing to action (the link
 // itself).
@@ -24,8 +31,8 @@ func (r *Renderer) VotePage(action, choice string) ([]byte, error) {
 // VotedPage is the page a recorded vote answers.
 func (r *Renderer) VotedPage(choice string) ([]byte, error) {
 	return []byte(page("Criticizer: thank you", "Thank you", `  <p style="margin:14px 0 0;font-size:15px;line-height:1.55;">Your vote is recorded: this finding was `+
-		pick(choice == "wrong", "wrong", "useful")+`. It helps measure and improve the reviews.</p>
-  <p style="margin:12px 0 0;font-size:14px;line-height:1.55;color:#57606a;">You can close this page. To change your vote, use the other link under the finding.</p>`)), nil
+		pick(choice == "wrong", "wrong", "useful")+`. Votes are counted per rule, so the reviews can be measured against what their readers found useful and improved where they were wrong.</p>
+  <p style="margin:12px 0 0;font-size:14px;line-height:1.55;color:#57606a;">You can close this page. To change your vote, use the other link under the same finding in the email: your latest choice is the one counted, once, however many times you click.</p>`)), nil
 }
 
 // VoteRefusedPage is the page a link that does not verify, or has

@@ -23,7 +23,9 @@ func TestRender_FeedbackLinksPerFinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	exp := time.Date(2026, 12, 27, 0, 0, 0, 0, time.UTC)
-	links := func(f critic.Finding) (string, string) { return s.Links("https://api.example.com", "d_mailvote", f, exp) }
+	links := func(f critic.Finding) (string, string) {
+		return s.Links("https://api.example.com", "d_mailvote", f, exp)
+	}
 	r, _ := NewRenderer()
 
 	d := rerunCases()[0]
