@@ -60,7 +60,7 @@ help:
 	@echo "make fuzz [FUZZTIME=30s | FUZZTOTAL=10m]  exploratory fuzzing of every fuzz target (docs/fuzzing.md); make test runs their seeds only"
 	@echo "make chaos [SEED=n JOBS=200 RATE=0.03 LOG=file]  randomized fault campaign on the local stack"
 	@echo "make explore  every ordering of the delivery protocol within each scenario's bounds (docs/chaos.md)"
-	@echo "make eval [EVAL_CRITICS=offline,standin,bedrock,openai]  critics on changes with planted bugs (docs/eval.md)"
+	@echo "make eval [EVAL_CRITICS=offline,standin,bedrock,openai] [EVAL_VOTES=table|file.json]  critics on changes with planted bugs, readers' votes (docs/eval.md)"
 	@echo "make rehearse  deploy rehearsal: the real bootstraps under RIE with template.yaml's environments, one review end to end (docs/deploy.md)"
 	@echo "make deploy MAIL_FROM='Name <addr>'  deploy to AWS (CDK, infra/)"
 
@@ -79,8 +79,9 @@ test: deps
 # Critics on changes with planted bugs (docs/eval.md): found, missed, false
 # findings and tokens. EVAL_CRITICS=offline,standin,bedrock,openai; bedrock
 # and openai read the llm function's variables from the environment.
+# EVAL_VOTES=table (the jobs table) or a JSON file adds readers' votes per rule.
 eval:
-	$(GO) run ./cmd/eval -critic $(or $(EVAL_CRITICS),offline,standin)
+	$(GO) run ./cmd/eval -critic $(or $(EVAL_CRITICS),offline,standin) $(if $(EVAL_VOTES),-votes $(EVAL_VOTES))
 
 # docs/rules.md's "Proved by" lists, from the tests that cite each rule
 # (TestRules_Citations fails when they are stale).

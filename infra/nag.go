@@ -46,6 +46,10 @@ var (
 	supUnsubscribeRoute = Suppression{Rule: "AwsSolutions-APIG4",
 		Reason: "Opened from a link in an email by a recipient without AWS credentials (and RFC 8058 one-click POST); " +
 			"the token in the path is the credential, which intake verifies before changing anything."}
+	supVoteRoute = Suppression{Rule: "AwsSolutions-APIG4",
+		Reason: "A reader's vote on a finding, opened from a link in an email by a recipient without AWS credentials; " +
+			"the signed, expiring token in the path (no address in it) is the credential, which intake verifies before " +
+			"recording anything, and a GET records nothing (R-VOTE-1)."}
 	supSESAccount = Suppression{Rule: "AwsSolutions-IAM5", AppliesTo: []string{"Resource::*"},
 		Reason: "ses:GetAccount reads the account's own sending quota in the region (SendQuota: daily quota, send rate, " +
 			"sent in the last 24 hours), which notify paces by and pauses on; it acts on no resource, so IAM accepts it only " +
@@ -73,7 +77,7 @@ var supUnsubscribeKeyRotation = Suppression{Rule: "AwsSolutions-SMG4",
 
 // Suppressions lists every suppression the stack applies, for reporting.
 var Suppressions = []Suppression{supDiffs, supTableIndexes, supWebhookRoute, supJobsRoute, supHealthRoute, supUnsubscribeRoute,
-	supSESAccount, supBucketLogs, supSecretRotation, supStageSecretRotation, supUnsubscribeKeyRotation}
+	supVoteRoute, supSESAccount, supBucketLogs, supSecretRotation, supStageSecretRotation, supUnsubscribeKeyRotation}
 
 func (x Suppression) nag() *[]*cdknag.NagPackSuppression {
 	n := &cdknag.NagPackSuppression{Id: jsii.String(x.Rule), Reason: jsii.String(x.Reason)}
@@ -120,6 +124,8 @@ func applyNagSuppressions(s *Stack) {
 			suppress(c, supHealthRoute)
 		case r.Path == "/unsubscribe/{token}":
 			suppress(c, supUnsubscribeRoute)
+		case r.Path == "/vote/{token}":
+			suppress(c, supVoteRoute)
 		}
 	}
 	if s.Config.Critic == "bedrock" {

@@ -131,7 +131,7 @@ type Route struct {
 // IAM authorization and, inside intake, the admin API key (in X-Api-Key:
 // SigV4 takes the Authorization header); without CRITICIZER_ADMIN_API_KEY
 // in intake's secret they answer 404. The rest authenticate inside the
-// function (webhook HMAC, signed unsubscribe tokens) or are public by
+// function (webhook HMAC, signed unsubscribe and vote tokens) or are public by
 // design (health, job status with masked recipients).
 var Routes = append(webhookRoutes(), []Route{
 	{Method: "GET", Path: "/jobs/{id}"},
@@ -140,6 +140,11 @@ var Routes = append(webhookRoutes(), []Route{
 	// Link checkers and mail scanners probe links with HEAD.
 	{Method: "HEAD", Path: "/unsubscribe/{token}"},
 	{Method: "POST", Path: "/unsubscribe/{token}"},
+	// A reader's vote on a finding (R-VOTE-1): GET shows the button that
+	// POSTs; the signed token authenticates.
+	{Method: "GET", Path: "/vote/{token}"},
+	{Method: "HEAD", Path: "/vote/{token}"},
+	{Method: "POST", Path: "/vote/{token}"},
 	{Method: "POST", Path: "/admin/rerun", IAM: true},
 	{Method: "GET", Path: "/admin/previews", IAM: true},
 	{Method: "GET", Path: "/admin/previews/{template+}", IAM: true}, // names hold "/"

@@ -7,6 +7,11 @@
 //	                           bedrock and openai read their settings from the
 //	                           environment, as the llm function does
 //	                           (CRITICIZER_BEDROCK_MODEL_ID, CRITICIZER_OPENAI_*)
+//	eval -votes table          also readers' votes per rule, read from the
+//	                           jobs table (CRITICIZER_JOBS_TABLE, and
+//	                           AWS_ENDPOINT_URL_DYNAMODB locally)
+//	eval -votes votes.json     the same from a file of votes (a JSON array,
+//	                           as -save-votes writes it)
 package main
 
 import (
@@ -26,8 +31,15 @@ import (
 
 func main() {
 	critics := flag.String("critic", "offline,standin", "comma-separated: offline, standin, bedrock, openai")
+	votesFrom := flag.String("votes", "", `readers' votes per rule: "table" (the jobs table) or a JSON file; empty: none`)
+	saveVotes := flag.String("save-votes", "", "write the votes read to this JSON file")
 	flag.Parse()
-	if err := run(context.Background(), strings.Split(*critics, ",")); err != nil {
+	ctx := context.Background()
+	if err := run(ctx, strings.Split(*critics, ",")); err != nil {
+		fmt.Fprintln(os.Stderr, "eval:", err)
+		os.Exit(1)
+	}
+	if err := reportVotes(ctx, os.Stdout, *votesFrom, *saveVotes); err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
 		os.Exit(1)
 	}

@@ -42,6 +42,8 @@ type Handler struct {
 	Log        *slog.Logger
 	// Unsubscribe serves /unsubscribe/{token}; nil answers 404.
 	Unsubscribe *Unsubscribe
+	// Votes serves /vote/{token}; nil answers 404.
+	Votes *Votes
 	// Admin serves /admin/*; nil or without a key, those routes do not
 	// exist (404).
 	Admin *Admin
@@ -94,6 +96,12 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 			return problem(http.StatusNotFound, "token", "no unsubscribe token in the path"), nil
 		}
 		return h.Unsubscribe.handle(ctx, method, token, req), nil
+	case strings.HasPrefix(path, "/vote/"):
+		token, ok := voteToken(path)
+		if !ok {
+			return problem(http.StatusNotFound, "token", "no vote token in the path"), nil
+		}
+		return h.Votes.handle(ctx, method, token), nil
 	case strings.HasPrefix(path, "/jobs/"):
 		if method != http.MethodGet {
 			return methodNotAllowed(http.MethodGet), nil

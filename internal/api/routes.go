@@ -31,7 +31,8 @@ type Route struct {
 //
 // HEAD /unsubscribe/{token} is deployed too: mail scanners and link
 // checkers probe links with HEAD, and a HEAD that API Gateway answered
-// 404 would mark the unsubscribe link broken.
+// 404 would mark the unsubscribe link broken. The same holds for
+// /vote/{token} (R-VOTE-1).
 func Routes() []Route {
 	return []Route{
 		{Method: "POST", Path: "/webhooks/generic", Auth: AuthNone},
@@ -43,6 +44,9 @@ func Routes() []Route {
 		{Method: "GET", Path: "/unsubscribe/{token}", Auth: AuthNone},
 		{Method: "HEAD", Path: "/unsubscribe/{token}", Auth: AuthNone},
 		{Method: "POST", Path: "/unsubscribe/{token}", Auth: AuthNone},
+		{Method: "GET", Path: "/vote/{token}", Auth: AuthNone},
+		{Method: "HEAD", Path: "/vote/{token}", Auth: AuthNone},
+		{Method: "POST", Path: "/vote/{token}", Auth: AuthNone},
 		{Method: "POST", Path: "/admin/rerun", Auth: AuthIAM},
 		{Method: "GET", Path: "/admin/previews", Auth: AuthIAM},
 		{Method: "GET", Path: "/admin/previews/{template+}", Auth: AuthIAM}, // names hold "/"

@@ -16,6 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
+	"github.com/criticizer/criticizer/internal/vote"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
 
@@ -31,6 +32,12 @@ type stubPages struct{}
 
 func (stubPages) UnsubscribePage(action string) ([]byte, error) { return []byte(action), nil }
 func (stubPages) UnsubscribedPage(bool) ([]byte, error)         { return []byte("done"), nil }
+
+type stubVotePages struct{}
+
+func (stubVotePages) VotePage(action, _ string) ([]byte, error) { return []byte(action), nil }
+func (stubVotePages) VotedPage(string) ([]byte, error)          { return []byte("done"), nil }
+func (stubVotePages) VoteRefusedPage(bool) ([]byte, error)      { return []byte("refused"), nil }
 
 // downTransport fails every call below the SDK: GET /jobs/{id} with a
 // valid link reaches the store and answers 503.
@@ -60,6 +67,11 @@ func routesHandler(t *testing.T) *Handler {
 	}
 	h.Unsubscribe = &Unsubscribe{Signer: signer, Pages: stubPages{}, Log: h.Log}
 	h.Status = NewStatusLinks(strings.Repeat("s", 40))
+	votes, err := vote.NewSigner(strings.Repeat("k", 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Votes = &Votes{Signer: votes, Store: memstore.NewVotes(), Pages: stubVotePages{}, Log: h.Log}
 	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{},
 		BaseEndpoint: aws.String("http://127.0.0.1:1"), RetryMaxAttempts: 1, HTTPClient: &http.Client{Transport: downTransport{}}})
 	h.Jobs = store.NewJobs(db, "jobs", nil)

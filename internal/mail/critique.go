@@ -174,7 +174,11 @@ func htmlFiles(b *strings.Builder, files []FileFindings, resolved bool) {
 			default:
 				w(`<a href="` + escURL(fv.URL) + `" style="color:#0969da;text-decoration:none;font-family:SFMono-Regular,Consolas,'Liberation Mono',Menlo,monospace;font-size:12px;">line ` + strconv.Itoa(fv.Line) + `</a><span style="color:#8c959f;"> &middot; </span>`)
 			}
-			w(escText(fv.Message) + ` <span style="color:#8c959f;font-size:11px;white-space:nowrap;">` + escText(fv.Rule) + `</span></td>
+			w(escText(fv.Message) + ` <span style="color:#8c959f;font-size:11px;white-space:nowrap;">` + escText(fv.Rule) + `</span>`)
+			if fv.UsefulURL != "" {
+				w(`<div style="margin-top:2px;font-size:11px;line-height:1.4;color:#8c959f;">Was this useful? <a href="` + escURL(fv.UsefulURL) + `" style="color:#57606a;">Useful</a> &middot; <a href="` + escURL(fv.WrongURL) + `" style="color:#57606a;">Wrong</a></div>`)
+			}
+			w(`</td>
   </tr>`)
 		}
 		w(`
@@ -276,6 +280,9 @@ func textFiles(b *strings.Builder, files []FileFindings, changeURL string, resol
 				w(pick(resolved, " was line ", " line ") + strconv.Itoa(fv.Line) + ":")
 			}
 			w(" " + fv.Message + " (" + fv.Rule + ")")
+			if fv.UsefulURL != "" {
+				w("\n    Useful: " + fv.UsefulURL + "\n    Wrong: " + fv.WrongURL)
+			}
 		}
 		w("\n")
 	}

@@ -14,10 +14,11 @@ const (
 )
 
 // PreviewNames lists every template that can be previewed: the critique's
-// HTML and text forms, a rerun's, and the unsubscribe endpoint's two pages.
+// HTML and text forms, a rerun's, the unsubscribe endpoint's two pages and
+// the vote endpoint's two.
 func (r *Renderer) PreviewNames() []string {
 	return []string{TemplateVersion + ".html", TemplateVersion + ".txt", RerunTemplateVersion + ".html", RerunTemplateVersion + ".txt",
-		UnsubscribeVersion + ".html", UnsubscribedVersion + ".html"}
+		UnsubscribeVersion + ".html", UnsubscribedVersion + ".html", VoteVersion + ".html", VotedVersion + ".html"}
 }
 
 // Preview renders a template with built-in sample data (SampleData), so an
@@ -45,6 +46,12 @@ func (r *Renderer) Preview(name string) (contentType string, body []byte, err er
 			return "", nil, err
 		}
 		return ContentTypeHTML, b, nil
+	case VoteVersion + ".html":
+		b, err := r.VotePage("/vote/sample-token", "useful")
+		return ContentTypeHTML, b, err
+	case VotedVersion + ".html":
+		b, err := r.VotedPage("useful")
+		return ContentTypeHTML, b, err
 	}
 	return "", nil, fmt.Errorf("%w: %q", ErrUnknownTemplate, name)
 }
@@ -62,6 +69,7 @@ func SampleData() Data {
 		Author:         "ana.lópez",
 		Source:         SourceGitHub,
 		UnsubscribeURL: "https://criticizer.example.com/unsubscribe?token=sample-token",
+		Votes:          sampleVotes,
 		Critique: critic.Critique{
 			Critic: "offline/v1",
 			Summary: "This change touches 5 files, adding 214 lines and removing 37 lines. " +
@@ -91,6 +99,13 @@ func SampleData() Data {
 			},
 		},
 	}
+}
+
+// sampleVotes are the previews' feedback links, as long as real ones
+// (a real token is about 150 characters).
+func sampleVotes(f critic.Finding) (string, string) {
+	token := strings.Repeat("sample-token-", 11) + f.Rule
+	return "https://criticizer.example.com/vote/" + token + ".u", "https://criticizer.example.com/vote/" + token + ".w"
 }
 
 // SampleRerunData is SampleData's next version, compared with it: two files

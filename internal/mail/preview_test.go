@@ -23,6 +23,8 @@ func TestPreview_EveryListedTemplateRenders(t *testing.T) {
 		"critique/v4.txt":      "text/plain; charset=utf-8",
 		"unsubscribe/v1.html":  "text/html; charset=utf-8",
 		"unsubscribed/v1.html": "text/html; charset=utf-8",
+		"vote/v1.html":         "text/html; charset=utf-8",
+		"voted/v1.html":        "text/html; charset=utf-8",
 	}
 	if len(names) != len(want) {
 		t.Errorf("PreviewNames() = %v; want %d names", names, len(want))

@@ -63,6 +63,10 @@ type Data struct {
 	// the footer says how to stop the emails without a link.
 	UnsubscribeURL string
 	Critique       critic.Critique
+	// Votes mints a finding's two feedback links, "useful" and "wrong"
+	// (R-VOTE-1), shown under each finding of this version (not under
+	// resolved ones). Nil, or empty links: none are shown.
+	Votes func(f critic.Finding) (useful, wrong string)
 }
 
 // FileFindings groups findings by file for the templates.
@@ -72,10 +76,13 @@ type FileFindings struct {
 	Findings []FindingView
 }
 
-// FindingView is a finding with its link.
+// FindingView is a finding with its links.
 type FindingView struct {
 	critic.Finding
 	URL string // the line (or file) in the review tool's diff view
+	// UsefulURL and WrongURL are the finding's feedback links (R-VOTE-1);
+	// both empty when there are none.
+	UsefulURL, WrongURL string
 }
 
 // Counts tallies findings by severity for the header.
@@ -206,7 +213,13 @@ func (v view) group(fs []critic.Finding, link bool) []FileFindings {
 	}
 	byFile := map[string][]FindingView{}
 	for _, f := range fs {
-		byFile[f.File] = append(byFile[f.File], FindingView{Finding: f, URL: url(f.File, f.Line)})
+		fv := FindingView{Finding: f, URL: url(f.File, f.Line)}
+		if link && d.Votes != nil {
+			if u, w := d.Votes(f); u != "" && w != "" {
+				fv.UsefulURL, fv.WrongURL = u, w
+			}
+		}
+		byFile[f.File] = append(byFile[f.File], fv)
 	}
 	var out []FileFindings
 	for file, fs := range byFile {

@@ -16,6 +16,11 @@ import (
 // URL with a scheme html/template refuses, non-ASCII.
 func writerCases() []Data { return append(firstCases(), rerunCases()...) }
 
+// testVotes mints feedback links with characters html/template escapes.
+func testVotes(f critic.Finding) (string, string) {
+	return "https://api.example.com/vote/u." + f.Rule + "?a=1&b='2'", "https://api.example.com/vote/w." + f.Rule + " x"
+}
+
 // firstCases are critiques with nothing to compare with (critique/v3).
 func firstCases() []Data {
 	base := func() Data {
@@ -52,6 +57,10 @@ func firstCases() []Data {
 	d = base()
 	d.Source = "generic"
 	d.Critique.Findings = []critic.Finding{{File: "a b/ü.go", Line: 3, Severity: critic.SeverityWarning, Rule: "x", Message: "y"}}
+	out = append(out, d)
+	// Feedback links (R-VOTE-1), with characters to escape.
+	d = base()
+	d.Votes = testVotes
 	return append(out, d)
 }
 
@@ -91,6 +100,9 @@ func rerunCases() []Data {
 	d.Critique.Changes.Resolved[0].Message = "Visit https://evil.example/x?a=1&b=<2> + 'q' \"dq\""
 	d.Critique.Changes.Resolved[1].File = `dir/<file>&"x".go`
 	d.Critique.Changes.ResolvedCount = 3
+	out = append(out, d)
+	d = base()
+	d.Votes = testVotes
 	out = append(out, d)
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
+	"github.com/criticizer/criticizer/internal/vote"
 )
 
 // Sender sends one rendered message to one recipient and returns the
@@ -82,6 +83,9 @@ type Notify struct {
 	// and List-Unsubscribe header). Either unset: no link.
 	Signer    *unsubscribe.Signer
 	PublicURL string
+	// Votes mints each finding's feedback links under PublicURL
+	// (R-VOTE-1). Nil or no PublicURL: no links.
+	Votes *vote.Signer
 	// Tokens makes claim tokens and probe ids for the invocation ctx
 	// belongs to; nil draws them from crypto/rand. The explorer
 	// (internal/explore) names them, so that a run is a function of its

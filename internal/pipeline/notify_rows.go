@@ -37,6 +37,7 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 		// unsubscribe link. A row that exists keeps the bytes it was created
 		// with (Ensure does not overwrite).
 		data.UnsubscribeURL = n.Signer.URL(n.PublicURL, unsubscribe.RecipientID(rcpt), repo)
+		data.Votes = n.voteLinks(delivery.ID(clKey, rcpt, j.ReviewVersion), now)
 		msg, err := n.Renderer.Render(data)
 		if err != nil {
 			return nil, retry.Permanent(retry.RuntimeBug, err)

@@ -20,6 +20,7 @@ const (
 	PrefixRoster      = "ROSTER#"         // a changelist's reviewer roster: ROSTER#<changelist key>
 	PrefixDirectory   = "DIR#"            // a reviewer directory entry: DIR#<source>#<lower-case username>
 	PrefixUnknown     = "UNKNOWN#"        // reviewers without an address: UNKNOWN#<source>
+	PrefixVote        = "VOTE#"           // a reader's vote on a finding: VOTE#<delivery id>#<finding id>
 	// The send-rate windows (RATE#<name>#<second>) are the rate limiter's
 	// (internal/ratelimit), in the same table.
 )

@@ -48,3 +48,14 @@ func TestReviewerStores_DynamoDB(t *testing.T) {
 		}
 	})
 }
+
+// Votes on DynamoDB Local: one item per finding of an email, the latest
+// choice.
+// Rules: R-STORE-1, R-VOTE-1.
+func TestVotes_DynamoDB(t *testing.T) {
+	storetest.Votes(t, func(t *testing.T) store.VoteStore {
+		env := testenv.Stack(t)
+		res := testenv.Provision(t, env)
+		return store.NewVotes(env.Clients.DynamoDB, res.JobsTable, nil)
+	})
+}

@@ -29,3 +29,9 @@ func TestReviewerStores_Memstore(t *testing.T) {
 		return storetest.ReviewerStores{Rosters: memstore.NewRosters(), Directory: memstore.NewDirectory(nil), Jobs: memstore.NewJobs(nil)}
 	})
 }
+
+// The in-memory vote store keeps the contract DynamoDB keeps.
+// Rules: R-STORE-1.
+func TestVotes_Memstore(t *testing.T) {
+	storetest.Votes(t, func(*testing.T) store.VoteStore { return memstore.NewVotes() })
+}

@@ -57,6 +57,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	}
 	rosters := store.NewRosters(b.DynamoDB, cfg.JobsTable, b.Now)
 	rosters.Retention = cfg.Retention
+	voteSigner, err := wire.VoteSigner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	votes := store.NewVotes(b.DynamoDB, cfg.JobsTable, b.Now)
+	votes.Retention = cfg.Retention
 	h := &api.Handler{
 		Sources: parsers,
 		Intake: &api.Intake{Jobs: b.Jobs, Blobs: blobs, Queue: b.Queue, Log: log, Now: b.Now, TTL: cfg.IdempotencyTTL,
@@ -64,6 +70,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		Status: status,
 		Jobs:   b.Jobs, Deliveries: b.Deliveries, Log: log,
 		Unsubscribe: &api.Unsubscribe{Signer: signer, Recipients: b.Recipients, Pages: pages, Log: log},
+		Votes:       &api.Votes{Signer: voteSigner, Store: votes, Pages: pages, Log: log, Now: b.Now},
 		Ready: func(ctx context.Context) error {
 			_, err := b.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(cfg.JobsTable),
 				Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "HEALTH"}}})

@@ -58,6 +58,9 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 		Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Lease: cfg.DeliveryLease, Margin: cfg.EvidenceMargin, SendTimeout: sesmail.DefaultSendTimeout,
 		Recipients: b.Recipients, Signer: signer, PublicURL: cfg.PublicURL}
+	if n.Votes, err = wire.VoteSigner(cfg); err != nil {
+		return nil, nil, err
+	}
 	var account *sesmail.Account
 	if sender == nil {
 		client := sesmail.NewSES(b.AWS, cfg.Endpoints.SES)
