@@ -378,6 +378,9 @@ func (c Config) Validate() error {
 	if err := checkURL(EnvGitLabAPIURL, c.GitLab.APIURL); err != nil {
 		return err
 	}
+	if err := c.validateGitHubApp(); err != nil {
+		return err
+	}
 	if c.Gerrit.APIURL != "" {
 		if err := checkURL(EnvGerritAPIURL, c.Gerrit.APIURL); err != nil {
 			return err
