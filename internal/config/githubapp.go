@@ -10,15 +10,6 @@ import (
 	"strings"
 )
 
-// The GitHub App settings (R-SOURCE-4). They may all travel in the fetch
-// function's CRITICIZER_SECRETS_ARN secret; the private key must (it is
-// never put in a function's environment by the stack).
-const (
-	EnvGitHubAppID             = "CRITICIZER_GITHUB_APP_ID"
-	EnvGitHubAppInstallationID = "CRITICIZER_GITHUB_APP_INSTALLATION_ID"
-	EnvGitHubAppPrivateKey     = "CRITICIZER_GITHUB_APP_PRIVATE_KEY"
-)
-
 // GitHubAppConfig is a GitHub App the fetch stage authenticates as, in
 // place of CRITICIZER_GITHUB_TOKEN: an organisation installs the App on
 // its repositories, and each request carries a short-lived installation
