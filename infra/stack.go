@@ -403,7 +403,7 @@ func (s *Stack) secret() {
 	// adds the keys a deployment needs (put-secret-value). "{}" holds
 	// nothing secret.
 	for id, desc := range map[string]string{
-		IDFetchSecret:  "Criticizer fetch secrets: a JSON object, e.g. CRITICIZER_GITHUB_TOKEN, CRITICIZER_GITLAB_TOKEN, CRITICIZER_GERRIT_USERNAME/PASSWORD, CRITICIZER_REVIEWER_DIRECTORY",
+		IDFetchSecret:  "Criticizer fetch secrets: a JSON object, e.g. CRITICIZER_GITHUB_TOKEN or CRITICIZER_GITHUB_APP_ID/PRIVATE_KEY, CRITICIZER_GITLAB_TOKEN, CRITICIZER_GERRIT_USERNAME/PASSWORD, CRITICIZER_REVIEWER_DIRECTORY",
 		IDCriticSecret: "Criticizer llm secrets: a JSON object, e.g. CRITICIZER_OPENAI_API_KEY",
 	} {
 		sec := awssecretsmanager.NewSecret(s.Stack, jsii.String(id), &awssecretsmanager.SecretProps{

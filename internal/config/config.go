@@ -242,6 +242,13 @@ const (
 	EnvGitHubWebhookSecret = "CRITICIZER_GITHUB_WEBHOOK_SECRET"
 	EnvGitHubToken         = "CRITICIZER_GITHUB_TOKEN"
 	EnvGitHubAPIURL        = "CRITICIZER_GITHUB_API_URL"
+
+	// The GitHub App (githubapp.go, R-SOURCE-4): all may travel in the
+	// fetch function's secret; the private key must.
+	EnvGitHubAppID             = "CRITICIZER_GITHUB_APP_ID"
+	EnvGitHubAppInstallationID = "CRITICIZER_GITHUB_APP_INSTALLATION_ID"
+	EnvGitHubAppPrivateKey     = "CRITICIZER_GITHUB_APP_PRIVATE_KEY"
+
 	EnvGitLabWebhookToken  = "CRITICIZER_GITLAB_WEBHOOK_TOKEN"
 	EnvGitLabSigningSecret = "CRITICIZER_GITLAB_SIGNING_SECRET"
 	EnvGitLabToken         = "CRITICIZER_GITLAB_TOKEN"
@@ -382,6 +389,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := checkURL(EnvGitLabAPIURL, c.GitLab.APIURL); err != nil {
+		return err
+	}
+	if err := c.validateGitHubApp(); err != nil {
 		return err
 	}
 	if c.Gerrit.APIURL != "" {

@@ -11,6 +11,8 @@ type GitHubConfig struct {
 	WebhookSecret string // X-Hub-Signature-256 HMAC secret; unset: not routed
 	Token         string // REST API token (pull requests: read)
 	APIURL        string // REST API root
+	// App, when configured, authenticates the REST API in place of Token.
+	App GitHubAppConfig
 }
 
 // Configured reports whether GitHub webhooks are accepted.
@@ -42,7 +44,7 @@ func (g GerritConfig) Configured() bool { return g.WebhookToken != "" }
 // webhook credential is unset is not routed) and the reviewer directory.
 func (c *Config) readSources(getenv func(string) string) error {
 	c.GitHub = GitHubConfig{WebhookSecret: getenv(EnvGitHubWebhookSecret), Token: getenv(EnvGitHubToken),
-		APIURL: or(strings.TrimSpace(getenv(EnvGitHubAPIURL)), DefaultGitHubAPIURL)}
+		APIURL: or(strings.TrimSpace(getenv(EnvGitHubAPIURL)), DefaultGitHubAPIURL), App: readGitHubApp(getenv)}
 	c.GitLab = GitLabConfig{WebhookToken: getenv(EnvGitLabWebhookToken), SigningSecret: getenv(EnvGitLabSigningSecret),
 		Token: getenv(EnvGitLabToken), APIURL: or(strings.TrimSpace(getenv(EnvGitLabAPIURL)), DefaultGitLabAPIURL)}
 	c.Gerrit = GerritConfig{WebhookToken: getenv(EnvGerritWebhookToken), APIURL: strings.TrimSpace(getenv(EnvGerritAPIURL)),

@@ -143,6 +143,13 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	if len(cl.Reviewers.UnexpandedTeams) > 0 {
 		set[store.AttrUnexpandedTeams] = cl.Reviewers.UnexpandedTeams
 	}
+	if a := cl.Reviewers.Author; a != "" && a != j.Author {
+		// The system's own word on the author (GitLab: the merge
+		// request's, where the hook named only whoever triggered it),
+		// recorded before the prompt and the e-mails are written
+		// (R-SOURCE-1).
+		set["author"] = a
+	}
 	return set, nil
 }
 

@@ -41,7 +41,9 @@ type GitHub struct {
 	BaseURL string
 	// Token is sent as "Authorization: Bearer <token>" (a fine-grained
 	// token or installation token with pull requests: read). Empty sends
-	// no credentials, which only works for public repositories.
+	// no credentials, which only works for public repositories, unless
+	// Client's transport adds them (a GitHubAppTransport: a GitHub App's
+	// installation tokens, R-SOURCE-4).
 	Token string
 	// Client defaults to one with a 30 s timeout.
 	Client *http.Client

@@ -7,12 +7,14 @@ import (
 	"strings"
 )
 
-// Gerrit token headers. The webhooks plugin signs nothing, so the receiving
-// URL carries a shared secret: either the plugin is configured to send it as
-// the X-Criticizer-Token header, or the hook URL ends in ?token=<secret> and
-// the HTTP front end copies that query parameter into the
-// X-Criticizer-Query-Token pseudo-header (Request has no URL). A client
-// cannot usefully send the pseudo-header itself: it is checked the same way.
+// Gerrit token headers. The webhooks plugin signs nothing and sends no
+// header of its choosing (a remote's settings are its URL, event types,
+// timeouts and retries), so the shared secret travels in the hook's URL:
+// it ends in ?token=<secret>, and the HTTP front end copies that query
+// parameter into the X-Criticizer-Query-Token pseudo-header (Request has no
+// URL). X-Criticizer-Token is for other senders that can set a header (a
+// relay, a stream-events forwarder, a test). A client cannot usefully send
+// the pseudo-header itself: it is checked the same way.
 const (
 	GerritTokenHeader      = "X-Criticizer-Token"
 	GerritQueryTokenHeader = "X-Criticizer-Query-Token"

@@ -66,7 +66,10 @@ type SkipError struct{ Reason string }
 
 func (e *SkipError) Error() string { return "no review needed: " + e.Reason }
 
-// eventChange turns ParseEvent's result into Parse's.
+// eventChange turns ParseEvent's result into Parse's. An event that
+// changes only who reviews (ReviewersOnly) asks for no review of its own:
+// Parse, which has no room for the roster, reports it as a *SkipError
+// rather than a Change a caller would review (R-SOURCE-3).
 func eventChange(ev Event, err error) (Change, error) {
 	if err != nil {
 		return Change{}, err
@@ -74,8 +77,15 @@ func eventChange(ev Event, err error) (Change, error) {
 	if ev.Skip != "" {
 		return Change{}, &SkipError{Reason: ev.Skip}
 	}
+	if ev.ReviewersOnly {
+		return Change{}, &SkipError{Reason: ReviewersOnlyReason}
+	}
 	return ev.Change, nil
 }
+
+// ReviewersOnlyReason is the *SkipError reason Parse gives an event that
+// changes only a changelist's reviewers; ParseEvent reports its roster.
+const ReviewersOnlyReason = "reviewers changed"
 
 // GitHub headers.
 const (

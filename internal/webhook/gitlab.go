@@ -31,7 +31,8 @@ const DefaultSignatureTolerance = 5 * time.Minute
 // Hook", object_kind merge_request). It reviews the actions open and
 // reopen, and update when object_attributes.oldrev is present (new commits
 // were pushed); other actions, drafts and merge requests that are not open
-// are skipped.
+// are skipped. An update that takes the merge request out of draft is
+// reviewed too.
 //
 // Authentication, all comparisons in constant time:
 //   - Token, when set, must equal the X-Gitlab-Token header;
@@ -50,8 +51,13 @@ const DefaultSignatureTolerance = 5 * time.Minute
 // Change.ReviewVersion is 0 (intake assigns one per Event.HeadSHA),
 // Change.Recipients is empty (GitLab hooks carry no reviewer e-mail
 // addresses; Event.Reviewers holds the usernames), and Change.DiffURL is
-// empty: the diff is fetched through the REST API. Change.Author is the user
-// who triggered the event, which for open is the merge request's author.
+// empty: the diff is fetched through the REST API. Change.Author is the
+// merge request's author when the hook says who that is, else empty for
+// the fetch stage to fill in from the merge request (gitlabAuthor,
+// R-SOURCE-1): never the hook's user, who may be someone else.
+//
+// An update that marks a draft ready (changes.draft true → false) is
+// reviewed like an open, though it carries no new commits (R-SOURCE-2).
 type GitLab struct {
 	Token         []byte
 	SigningSecret string
@@ -66,7 +72,8 @@ type GitLab struct {
 type gitlabHook struct {
 	ObjectKind *string `json:"object_kind"`
 	User       *struct {
-		Username *string `json:"username"`
+		ID       json.RawMessage `json:"id"`
+		Username *string         `json:"username"`
 	} `json:"user"`
 	Project *struct {
 		PathWithNamespace *string `json:"path_with_namespace"`
@@ -78,6 +85,8 @@ type gitlabHook struct {
 			Previous []gitlabUser `json:"previous"`
 			Current  []gitlabUser `json:"current"`
 		} `json:"reviewers"`
+		Draft          *gitlabChange[bool] `json:"draft"`
+		WorkInProgress *gitlabChange[bool] `json:"work_in_progress"`
 	} `json:"changes"`
 }
 
@@ -87,6 +96,7 @@ type gitlabUser struct {
 
 type gitlabMergeRequest struct {
 	IID            json.RawMessage `json:"iid"`
+	AuthorID       json.RawMessage `json:"author_id"`
 	Title          *string         `json:"title"`
 	Description    *string         `json:"description"`
 	URL            *string         `json:"url"`
@@ -153,16 +163,18 @@ func (g GitLab) ParseEvent(r Request) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	newCommits := mr.OldRev != nil && strings.TrimSpace(*mr.OldRev) != ""
+	// New commits were pushed, or the merge request was marked ready: a
+	// review, as if it were opened, though the latter pushed no commit.
+	newCode := (mr.OldRev != nil && strings.TrimSpace(*mr.OldRev) != "") || gitlabMarkedReady(h)
 	reviewersChanged := h.Changes != nil && h.Changes.Reviewers != nil
 	reviewersOnly := false
 	switch action {
 	case "open", "reopen":
 	case "update":
-		if !newCommits && !reviewersChanged {
+		if !newCode && !reviewersChanged {
 			return skipEvent("gitlab", "update without new commits"), nil
 		}
-		reviewersOnly = !newCommits
+		reviewersOnly = !newCode
 	default:
 		return skipEvent("gitlab", "action not reviewed: "+safeToken(action)), nil
 	}
@@ -214,7 +226,7 @@ func (g GitLab) ParseEvent(r Request) (Event, error) {
 	if h.User == nil {
 		return Event{}, &FieldError{Field: "user", Message: "is required"}
 	}
-	if ev.Change.Author, err = username("user.username", h.User.Username); err != nil {
+	if ev.Change.Author, err = gitlabAuthor(h); err != nil {
 		return Event{}, err
 	}
 	if mr.LastCommit == nil {

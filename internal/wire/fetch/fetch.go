@@ -76,7 +76,7 @@ func Directory(cfg config.Config) (*reviewers.Static, error) {
 // intake routed.
 func Sources(cfg config.Config, now func() time.Time) source.Router {
 	r := source.Router{
-		"github": &source.GitHub{BaseURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, MaxDiffBytes: pipeline.MaxDiffBytes, Now: now},
+		"github": GitHub(cfg, now),
 		"gitlab": &source.GitLab{BaseURL: cfg.GitLab.APIURL, Token: cfg.GitLab.Token, MaxDiffBytes: pipeline.MaxDiffBytes, Now: now},
 		"gerrit": unconfigured{fmt.Sprintf("%s is not set: the fetch stage cannot reach the Gerrit server", config.EnvGerritAPIURL)},
 	}
