@@ -26,13 +26,17 @@ func TestFile_ReadsAtTheReviewedVersion(t *testing.T) {
 	}{
 		{"github", "GET /api/v3/repos/Codertocat/Hello-World/contents/.criticizer.yaml?ref=ec26c3e57ca3a959ca5aad62de7213c562f8c821",
 			reply(200, []byte(settingsYAML), "Content-Type", "application/vnd.github.raw+json"),
-			func(f *fakeAPI) FileFetcher { return &GitHub{BaseURL: f.srv.URL + "/api/v3", Token: ghToken, Now: testClock} }, ghRef,
+			func(f *fakeAPI) FileFetcher {
+				return &GitHub{BaseURL: f.srv.URL + "/api/v3", Token: ghToken, Now: testClock}
+			}, ghRef,
 			func(r *http.Request) bool {
 				return r.Header.Get("Authorization") == "Bearer "+ghToken && r.Header.Get("Accept") == "application/vnd.github.raw+json"
 			}},
 		{"gitlab", "GET /api/v4/projects/gitlabhq%2Fgitlab-test/repository/files/.criticizer.yaml/raw?ref=da1560886d4f094c3e6c9ef40349f7d38b5d27d7",
 			reply(200, []byte(settingsYAML), "Content-Type", "text/plain"),
-			func(f *fakeAPI) FileFetcher { return &GitLab{BaseURL: f.srv.URL + "/api/v4", Token: glToken, Now: testClock} }, glRef,
+			func(f *fakeAPI) FileFetcher {
+				return &GitLab{BaseURL: f.srv.URL + "/api/v4", Token: glToken, Now: testClock}
+			}, glRef,
 			func(r *http.Request) bool { return r.Header.Get("PRIVATE-TOKEN") == glToken }},
 		{"gerrit", "GET /a/changes/TestRepo1~2/revisions/2/files/.criticizer.yaml/content",
 			reply(200, []byte(base64.StdEncoding.EncodeToString([]byte(settingsYAML))), "Content-Type", "text/plain; charset=ISO-8859-1"),
