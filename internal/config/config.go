@@ -133,6 +133,10 @@ type Config struct {
 	// (critic.Incremental); off, every version is reviewed whole and
 	// mailed as a first review.
 	IncrementalReview bool
+	// MinSeverity hides findings below it from the email ("", "info",
+	// "warning" or "error"); a repository's min_severity can raise it,
+	// never lower it (R-REPO-5).
+	MinSeverity string
 
 	// The code review systems. A source whose webhook credential is unset
 	// is not routed.
@@ -223,6 +227,7 @@ const (
 	EnvReviewInstructions       = "CRITICIZER_REVIEW_INSTRUCTIONS"
 	EnvReviewInstructionsByRepo = "CRITICIZER_REVIEW_INSTRUCTIONS_BY_REPO"
 	EnvIncrementalReview        = "CRITICIZER_INCREMENTAL_REVIEW"
+	EnvMinSeverity              = "CRITICIZER_MIN_SEVERITY"
 	DefaultLLMMaxFindings       = 5
 	DefaultRetention            = 90 * 24 * time.Hour
 	// DefaultEvidenceMargin is the publish bound (EvidenceMargin): SES
