@@ -18,8 +18,8 @@ const OmitIgnored = "ignored by " + reposettings.FileName
 // ReviewIgnoring has c review in, less the files the repository's settings
 // ignore (Input.Settings.Ignore, R-REPO-1): they are cut from the diff
 // before any critic — the offline one, a model, Incremental's ledger —
-// sees them, and the critique names them as omitted (OmitIgnored) and
-// counts them in its totals. The settings file itself is never ignored:
+// sees them, and the critique names them as omitted (OmitIgnored), in its
+// summary too, and counts them in its totals. The settings file itself is never ignored:
 // a change to what is reviewed is reviewed. A diff that is all ignored
 // asks no critic.
 func ReviewIgnoring(ctx context.Context, c Critic, in Input) (Critique, error) {
@@ -61,6 +61,7 @@ func ReviewIgnoring(ctx context.Context, c Critic, in Input) (Critique, error) {
 	out.Additions += ign.Additions
 	out.Deletions += ign.Deletions
 	out.Omitted = append(out.Omitted, omitted...)
+	out.Summary = strings.TrimSpace(out.Summary + " Not reviewed" + omittedText(omitted) + ".")
 	return out, nil
 }
 

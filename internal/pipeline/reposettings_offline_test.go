@@ -240,8 +240,8 @@ language: German
 	}
 	c := critiqueOf(t, j)
 	want := critic.Omitted{Path: "gen/client.go", Reason: "ignored by .criticizer.yaml"}
-	if len(c.Omitted) != 1 || c.Omitted[0] != want || c.Files != 2 {
-		t.Fatalf("omitted %+v, files %d; want %+v of 2 files", c.Omitted, c.Files, want)
+	if len(c.Omitted) != 1 || c.Omitted[0] != want || c.Files != 2 || !strings.Contains(c.Summary, "Not reviewed: gen/client.go (ignored by .criticizer.yaml).") {
+		t.Fatalf("omitted %+v, files %d, summary %q; want %+v of 2 files, said", c.Omitted, c.Files, c.Summary, want)
 	}
 	if j.Settings == nil || len(j.SettingsWarnings) != 0 || j.Status != job.StatusSucceeded {
 		t.Fatalf("job %s, settings %+v, warnings %q", j.Status, j.Settings, j.SettingsWarnings)
