@@ -207,7 +207,7 @@ func critiqueOf(t *testing.T, j job.Job) critic.Critique {
 // names it as ignored. The repository's instructions for the files sent go
 // inside the data, and its language is asked for. Without the file, the
 // same change sends the model both files.
-// Rules: R-REPO-1.
+// Rules: R-REPO-1, R-CRITIC-2.
 func TestRepoSettings_IgnoredFileNeverReachesTheModel(t *testing.T) {
 	r := newSettingsRig(t, `ignore: ["gen/**"]
 instructions:
