@@ -45,8 +45,9 @@ diff --git a/gen/client.go b/gen/client.go
 // fileSource is a code review system with a diff, one reviewer and,
 // when file is not nil, a .criticizer.yaml at the head.
 type fileSource struct {
-	file  []byte
-	asked []source.Ref
+	file   []byte
+	denied bool // the credentials may not read files
+	asked  []source.Ref
 }
 
 func (s *fileSource) Fetch(context.Context, source.Ref) (source.Changelist, error) {
@@ -59,6 +60,9 @@ func (s *fileSource) Reviewers(context.Context, source.Ref) (source.Reviewers, e
 
 func (s *fileSource) File(_ context.Context, ref source.Ref, path string, limit int) (source.RepoFile, error) {
 	s.asked = append(s.asked, ref)
+	if s.denied {
+		return source.RepoFile{Denied: true}, nil
+	}
 	if s.file == nil || path != ".criticizer.yaml" {
 		return source.RepoFile{}, nil
 	}
@@ -358,5 +362,20 @@ func TestRepoSettings_MinSeverity(t *testing.T) {
 				t.Fatalf("stored findings %d", len(c.Findings))
 			}
 		})
+	}
+}
+
+// A token that may not read the repository's files (GitHub without
+// contents: read) keeps reviews going, with defaults, and the job says why.
+// Rules: R-REPO-2.
+func TestRepoSettings_UnreadableFileGivesDefaultsAndAWarning(t *testing.T) {
+	r := newSettingsRig(t, "")
+	r.src.denied = true
+	j := r.run(1, "carol")
+	if j.Status != job.StatusSucceeded || j.Settings != nil || len(r.mail.msgs) != 1 {
+		t.Fatalf("job %s, settings %+v, mail %d", j.Status, j.Settings, len(r.mail.msgs))
+	}
+	if len(j.SettingsWarnings) != 1 || !strings.Contains(j.SettingsWarnings[0], "contents: read") {
+		t.Fatalf("warnings %q", j.SettingsWarnings)
 	}
 }
