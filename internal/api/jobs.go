@@ -42,6 +42,12 @@ type JobView struct {
 	UnexpandedTeams []string  `json:"unexpanded_teams,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
 	UpdatedAt       time.Time `json:"updated_at"`
+
+	// SettingsWarnings say what was wrong with the repository's
+	// .criticizer.yaml, whose review then ran with defaults (R-REPO-2).
+	SettingsWarnings []string `json:"settings_warnings,omitempty"`
+	// Skipped says why the version was not reviewed (R-REPO-4).
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // DeliveryView is one recipient's delivery state.
@@ -86,6 +92,7 @@ func (h *Handler) view(ctx context.Context, j job.Job, admin bool) (JobView, err
 	v := JobView{JobID: j.ID, Status: j.Status, Stage: j.Stage, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
 		Attempts: j.Attempts, LastError: j.LastError, DeadLetter: j.DeadLetter, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
 		Deliveries: []DeliveryView{}, UnexpandedTeams: j.UnexpandedTeams}
+	v.SettingsWarnings, v.Skipped = j.SettingsWarnings, j.Skipped
 	if v.Attempts == nil {
 		v.Attempts = job.Attempts{}
 	}

@@ -136,6 +136,10 @@ type Config struct {
 	// FullReviewEvery: a rerun reviews every file again when the full
 	// review it builds on is this many versions old (R-LEDGER-3).
 	FullReviewEvery int
+	// MinSeverity hides findings below it from the email ("", "info",
+	// "warning" or "error"); a repository's min_severity can raise it,
+	// never lower it (R-REPO-5).
+	MinSeverity string
 
 	// The code review systems. A source whose webhook credential is unset
 	// is not routed.
@@ -226,6 +230,7 @@ const (
 	EnvReviewInstructions       = "CRITICIZER_REVIEW_INSTRUCTIONS"
 	EnvReviewInstructionsByRepo = "CRITICIZER_REVIEW_INSTRUCTIONS_BY_REPO"
 	EnvIncrementalReview        = "CRITICIZER_INCREMENTAL_REVIEW"
+	EnvMinSeverity              = "CRITICIZER_MIN_SEVERITY"
 	DefaultLLMMaxFindings       = 5
 	DefaultRetention            = 90 * 24 * time.Hour
 	// DefaultEvidenceMargin is the publish bound (EvidenceMargin): SES

@@ -50,6 +50,11 @@ func (c *Config) readCritic(getenv func(string) string) error {
 			}
 		}
 	}
+	switch c.MinSeverity = strings.ToLower(strings.TrimSpace(getenv(EnvMinSeverity))); c.MinSeverity {
+	case "", "info", "warning", "error":
+	default:
+		return fmt.Errorf("%s: want info, warning or error", EnvMinSeverity)
+	}
 	c.OpenAI = OpenAIConfig{BaseURL: or(strings.TrimSpace(getenv(EnvOpenAIBaseURL)), DefaultOpenAIURL),
 		Model: strings.TrimSpace(getenv(EnvOpenAIModel)), APIKey: getenv(EnvOpenAIAPIKey)}
 	return nil

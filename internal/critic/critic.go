@@ -3,6 +3,8 @@ package critic
 import (
 	"context"
 	"errors"
+
+	"github.com/criticizer/criticizer/internal/job"
 )
 
 // Input is what a critic reviews.
@@ -29,6 +31,14 @@ type Input struct {
 	// stage's size limit): a file of Previous that is missing from Diff
 	// may lie past the cut, so its findings are not called resolved.
 	Partial bool
+
+	// Settings are the repository's .criticizer.yaml at the reviewed
+	// head (R-REPO-1); nil: defaults. ReviewIgnoring cuts the files they
+	// ignore; the LLM critic sends their instructions for the files it
+	// sends, as the repository's notes inside the data, and asks for the
+	// critique in their language; both critics' fingerprints include what
+	// they read of them.
+	Settings *job.RepoSettings
 }
 
 // Previous is an earlier version's review: its version number and its

@@ -98,10 +98,15 @@ func (l *LLM) Name() string { return l.model.Name() }
 
 // Fingerprint implements Fingerprinter: the model's name, the prompt (its
 // version and its rules), the findings cap and the instructions that apply
-// to in's changelist, the deployment's and its repository's.
+// to in's changelist, the deployment's and its repository's, and what the
+// repository's settings file asks (R-REPO-1).
 func (l *LLM) Fingerprint(in Input) string {
-	return fingerprint(l.model.Name(), PromptVersion, systemPrompt, strconv.Itoa(l.cfg.maxFindings),
-		l.cfg.instructions, l.cfg.repositoryInstructions(in.ChangelistID))
+	parts := []string{l.model.Name(), PromptVersion, systemPrompt, strconv.Itoa(l.cfg.maxFindings),
+		l.cfg.instructions, l.cfg.repositoryInstructions(in.ChangelistID)}
+	if s := settingsFingerprint(in.Settings, true); s != "" {
+		parts = append(parts, s)
+	}
+	return fingerprint(parts...)
 }
 
 // Review implements Critic.

@@ -88,8 +88,13 @@ func (o *Offline) Review(ctx context.Context, in Input) (Critique, error) {
 }
 
 // Fingerprint implements Fingerprinter: the rules' version and the
-// thresholds. The offline critic reads nothing else of the Input.
-func (o *Offline) Fingerprint(Input) string {
+// thresholds, and the files the repository's settings ignore
+// (ReviewIgnoring cuts them before the critic runs). The offline critic
+// reads nothing else of the Input.
+func (o *Offline) Fingerprint(in Input) string {
+	if s := settingsFingerprint(in.Settings, false); s != "" {
+		return fingerprint(OfflineName, fmt.Sprintf("%+v", o.cfg), s)
+	}
 	return fingerprint(OfflineName, fmt.Sprintf("%+v", o.cfg))
 }
 

@@ -61,7 +61,7 @@ func buildPrompt(in Input, sel selection, cfg llmConfig, boundary string) llmPro
 		sel:    sel,
 		paths:  map[string]string{},
 	}
-	extra := []string{cfg.instructions, cfg.repositoryInstructions(in.ChangelistID)}
+	extra := []string{cfg.instructions, cfg.repositoryInstructions(in.ChangelistID), languageInstruction(in.Settings)}
 	var ins []string
 	for _, e := range extra {
 		if e != "" {
@@ -70,6 +70,10 @@ func buildPrompt(in Input, sel selection, cfg llmConfig, boundary string) llmPro
 	}
 	if len(ins) > 0 {
 		p.system += "\n\nThe team that runs this review adds these instructions:\n" + strings.Join(ins, "\n")
+	}
+	notes := repositoryNotes(in.Settings, sel.sent)
+	if len(notes) > 0 {
+		p.system += "\n\n" + noteRepository
 	}
 
 	var b strings.Builder
@@ -89,6 +93,7 @@ func buildPrompt(in Input, sel selection, cfg llmConfig, boundary string) llmPro
 		}
 		writeField(&b, "Files not shown to you", strings.Join(names, "; "), maxDescription)
 	}
+	writeNotes(&b, notes)
 	b.WriteByte('\n')
 	for _, f := range sel.sent {
 		b.WriteString(f.text)

@@ -76,6 +76,12 @@ func newFakeReviewAPI(t *testing.T) *fakeReviewAPI {
 		f.got = append(f.got, r.Clone(context.Background()))
 		h, ok := f.routes[r.Method+" "+r.URL.EscapedPath()]
 		f.mu.Unlock()
+		if !ok && strings.Contains(r.URL.Path, ".criticizer.yaml") {
+			// A repository without settings (R-REPO-1), unless a test
+			// serves the file.
+			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+			return
+		}
 		if !ok {
 			t.Errorf("fake API: unexpected request %s %s", r.Method, r.RequestURI)
 			http.Error(w, "no such route", http.StatusNotFound)

@@ -195,6 +195,16 @@ type Job struct {
 	// webhook started. The llm stage reviews such a job afresh rather than
 	// building on the last review.
 	RerunOf ID `dynamodbav:"rerun_of,omitempty" json:"-"`
+	// Settings are what the repository's .criticizer.yaml at the reviewed
+	// head asks of this version's review (R-REPO-1); nil: defaults.
+	Settings *RepoSettings `dynamodbav:"repo_settings,omitempty" json:"repo_settings,omitempty"`
+	// SettingsWarnings say what was wrong with that file (unknown keys,
+	// bad globs, too large...), and that its review ran with defaults.
+	SettingsWarnings []string `dynamodbav:"settings_warnings,omitempty" json:"settings_warnings,omitempty"`
+	// Skipped, when set, says why the version was not reviewed (an author
+	// or label the repository's settings skip, R-REPO-4): the job ends
+	// succeeded with no model run and nobody mailed.
+	Skipped string `dynamodbav:"skipped,omitempty" json:"skipped,omitempty"`
 }
 
 // AllRecipients are the version's recipients: those its fetch found, then

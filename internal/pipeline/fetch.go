@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -96,30 +98,44 @@ func (f *Fetch) Handle(ctx context.Context, m job.Message, attempt int) error {
 
 // sourceRef reads where a job's changelist lives.
 func (f *Fetch) sourceRef(ctx context.Context, j job.Job) (source.Ref, error) {
+	ref, _, err := f.sourceRefLabels(ctx, j)
+	return ref, err
+}
+
+// sourceRefLabels reads where a job's changelist lives, and its labels.
+func (f *Fetch) sourceRefLabels(ctx context.Context, j job.Job) (source.Ref, []string, error) {
 	ref, err := f.Jobs.GetSourceRef(ctx, j.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return source.Ref{}, retry.Permanent(retry.NotFound, err)
+		return source.Ref{}, nil, retry.Permanent(retry.NotFound, err)
 	}
 	if err != nil {
-		return source.Ref{}, err
+		return source.Ref{}, nil, err
 	}
 	if f.Source == nil {
-		return source.Ref{}, retry.Permanent(retry.RuntimeBug, fmt.Errorf("job %s: no fetcher is configured for source %q", j.ID, j.Source))
+		return source.Ref{}, nil, retry.Permanent(retry.RuntimeBug, fmt.Errorf("job %s: no fetcher is configured for source %q", j.ID, j.Source))
 	}
-	return source.Ref{Source: ref.Source, Repo: ref.Repo, Number: ref.Number, HeadSHA: ref.HeadSHA, Patchset: ref.Patchset}, nil
+	return source.Ref{Source: ref.Source, Repo: ref.Repo, Number: ref.Number, HeadSHA: ref.HeadSHA, Patchset: ref.Patchset}, ref.Labels, nil
 }
 
 // fromSource fetches a code review system's changelist: the diff into the
 // blob store, the version's reviewers decided and resolved to addresses.
 // It returns the job attributes to set.
 func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, error) {
-	ref, err := f.sourceRef(ctx, j)
+	ref, labels, err := f.sourceRefLabels(ctx, j)
 	if err != nil {
 		return nil, err
 	}
 	cl, err := f.Source.Fetch(ctx, ref)
 	if err != nil {
 		return nil, err
+	}
+	rs, warnings, err := f.repoSettings(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	skip, settingsSet := f.applySettings(ctx, j, cmp.Or(cl.Reviewers.Author, j.Author), labels, rs, warnings)
+	if skip != "" {
+		return settingsSet, nil
 	}
 	recipients, noEmail, err := f.decide(ctx, j, cl.Reviewers)
 	if err != nil {
@@ -150,6 +166,7 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 		// (R-SOURCE-1).
 		set["author"] = a
 	}
+	maps.Copy(set, settingsSet)
 	return set, nil
 }
 
@@ -228,8 +245,8 @@ func (f *Fetch) refresh(ctx context.Context, m job.Message) error {
 	if err != nil {
 		return err
 	}
-	if !job.IsReviewSystem(j.Source) {
-		return nil
+	if !job.IsReviewSystem(j.Source) || j.Skipped != "" {
+		return nil // a version the repository's settings skip mails no one (R-REPO-4)
 	}
 	ref, err := f.sourceRef(ctx, j)
 	if err != nil {

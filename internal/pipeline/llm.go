@@ -34,6 +34,11 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil || !ok {
 		return err
 	}
+	if j.Skipped != "" {
+		// The repository's settings skip the version (R-REPO-4): no model
+		// runs, and notify closes the job without mailing anyone.
+		return l.finish(ctx, j, job.StageLLM, attempt, nil)
+	}
 	// A diff whose object is gone comes back classified NOT_FOUND
 	// (permanent) by the blob store.
 	diff, err := l.Blobs.Get(ctx, j.DiffRef, MaxDiffBytes)
@@ -44,12 +49,13 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil {
 		return err
 	}
-	c, err := l.Critic.Review(ctx, critic.Input{
+	c, err := critic.ReviewIgnoring(ctx, l.Critic, critic.Input{
 		ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
 		Title: j.Title, Author: j.Author, URL: j.URL, Description: j.Description, Diff: string(diff),
 		// An operator reruns a version because something was wrong with
 		// its review: every file is reviewed again (R-COST-3).
 		Previous: prev, Fresh: j.RerunOf != "", Partial: j.DiffTruncated,
+		Settings: j.Settings,
 	})
 	if errors.Is(err, critic.ErrInvalidDiff) {
 		return retry.Permanent(retry.SchemaInvalid, err)

@@ -86,6 +86,10 @@ type Notify struct {
 	// Votes mints each finding's feedback links under PublicURL
 	// (R-VOTE-1). Nil or no PublicURL: no links.
 	Votes *vote.Signer
+	// MinSeverity hides findings below it from the email
+	// (CRITICIZER_MIN_SEVERITY); a repository's min_severity can raise it
+	// (R-REPO-5). "": every finding is shown.
+	MinSeverity critic.Severity
 	// Tokens makes claim tokens and probe ids for the invocation ctx
 	// belongs to; nil draws them from crypto/rand. The explorer
 	// (internal/explore) names them, so that a run is a function of its
@@ -140,10 +144,14 @@ var errReviewersAdded = errors.New("reviewers were added to the version")
 
 // run mails the version's recipients and closes the job.
 func (n *Notify) run(ctx context.Context, j job.Job, attempt int) error {
+	if j.Skipped != "" {
+		return n.finalize(ctx, j, attempt, nil) // nobody is mailed (R-REPO-4)
+	}
 	var c critic.Critique
 	if err := json.Unmarshal(j.Critique, &c); err != nil {
 		return retry.Permanent(retry.SchemaInvalid, fmt.Errorf("job %s critique: %w", j.ID, err))
 	}
+	c = n.belowMinSeverity(ctx, j, c)
 	rows, err := n.ensureRows(ctx, j, c)
 	if err != nil {
 		return err

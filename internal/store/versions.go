@@ -151,6 +151,9 @@ type SourceRef struct {
 	Patchset int `dynamodbav:"patchset"`
 	// Reviewers are the usernames the webhook payload named.
 	Reviewers []string `dynamodbav:"reviewers"`
+	// Labels are the change's labels as the payload named them
+	// (webhook.Labels), for the repository's skip_labels (R-REPO-4).
+	Labels []string `dynamodbav:"labels,omitempty"`
 }
 
 type sourceRefItem struct {

@@ -50,8 +50,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	rosters := store.NewRosters(b.DynamoDB, cfg.JobsTable, b.Now)
 	rosters.Retention = cfg.Retention
 	f.Rosters = rosters
-	// A fetch message needs at least one source request's time (R-STAGE-9).
-	o.Runner = append([]stage.Option{stage.WithMessageTime(source.RequestTimeout)}, o.Runner...)
+	// A fetch message needs at least one source request's time, and the
+	// repository's settings file's (R-STAGE-9, R-REPO-1).
+	o.Runner = append([]stage.Option{stage.WithMessageTime(source.RequestTimeout + source.FileRequestTimeout)}, o.Runner...)
 	return b.Runner(job.StageFetch, f.Handle, o)
 }
 

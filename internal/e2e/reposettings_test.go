@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/testenv"
+)
+
+// TestRepoSettings_IgnoreSkipLabelAndWarning is end to end for a
+// repository's .criticizer.yaml on GitHub, read at each version's head
+// through the contents API: version 1's file ignores hello.go, and the
+// email says so; version 2's skips the label "bug", which the
+// synchronize payload carries, so it is not reviewed and nobody is mailed;
+// version 3's has an unknown key, so it is reviewed with defaults and
+// GET /jobs says why.
+// Rules: R-REPO-1, R-REPO-2, R-REPO-4.
+func TestRepoSettings_IgnoreSkipLabelAndWarning(t *testing.T) {
+	t.Parallel()
+	const v3SHA = "5b1f0f6e0c4d7d2f9e3a8b7c6d5e4f3a2b1c0d9e"
+	domain := testenv.Prefix(t) + ".example.com"
+	octocat := "octocat@" + domain
+	gh := newFakeReviewAPI(t)
+	gh.on("GET /repos/Codertocat/Hello-World/pulls/2", "text/plain; charset=utf-8", readFile(t, sourceData+"github/pull.diff"))
+	gh.on("GET /repos/Codertocat/Hello-World/pulls/2/requested_reviewers", "application/json; charset=utf-8",
+		readFile(t, sourceData+"github/requested_reviewers.json"))
+	gh.githubReviewsAndTeams(t, "[]", 404)
+	files := map[string]string{
+		ghOpenedSHA: "ignore: [\"hello.go\"]\n",
+		newHeadSHA:  "skip_labels: [bug]\n",
+		v3SHA:       "ignore: [\"hello.go\"]\nnotify_everyone: true\n",
+	}
+	gh.mu.Lock()
+	gh.routes["GET /repos/Codertocat/Hello-World/contents/.criticizer.yaml"] = func(w http.ResponseWriter, r *http.Request) {
+		f, ok := files[r.URL.Query().Get("ref")]
+		if !ok {
+			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/vnd.github.raw+json")
+		w.Write([]byte(f))
+	}
+	gh.mu.Unlock()
+	s := startStack(t, devstack.FunctionOptions{Pollers: 2}, func(c *config.Config) {
+		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
+		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `"}}`
+	})
+
+	resp, b := s.postGitHub("pull_request", "settings-opened", githubPayload(t, "pull_request.opened.json", ""), ghSecret)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("opened: %d %s", resp.StatusCode, b)
+	}
+	v1 := s.waitJob(decodeAccepted(t, b).JobID, 30*time.Second, job.StatusSucceeded)
+	emails := emailsTo(t, s.env.SES, octocat)
+	if len(emails) != 1 || !strings.Contains(emails[0].Body.Text, "Not reviewed: hello.go (ignored by .criticizer.yaml).") {
+		t.Fatalf("%d emails; want one saying hello.go was ignored:\n%v", len(emails), emails)
+	}
+	if len(v1.SettingsWarnings) != 0 || v1.Skipped != "" {
+		t.Fatalf("v1: warnings %q, skipped %q", v1.SettingsWarnings, v1.Skipped)
+	}
+
+	resp, b = s.postGitHub("pull_request", "settings-sync", githubPayload(t, "pull_request.synchronize.json", newHeadSHA), ghSecret)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("synchronize: %d %s", resp.StatusCode, b)
+	}
+	v2 := s.waitJob(decodeAccepted(t, b).JobID, 30*time.Second, job.StatusSucceeded)
+	if !strings.Contains(v2.Skipped, `the label "bug" is in skip_labels`) || len(v2.Deliveries) != 0 {
+		t.Fatalf("v2: skipped %q, deliveries %+v; want skipped for its label, nobody mailed", v2.Skipped, v2.Deliveries)
+	}
+
+	resp, b = s.postGitHub("pull_request", "settings-sync-3", githubPayload(t, "pull_request.opened.json", v3SHA), ghSecret)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("v3: %d %s", resp.StatusCode, b)
+	}
+	v3 := s.waitJob(decodeAccepted(t, b).JobID, 30*time.Second, job.StatusSucceeded)
+	if w := strings.Join(v3.SettingsWarnings, " "); !strings.Contains(w, `unknown key "notify_everyone"`) || !strings.Contains(w, "ran with defaults") {
+		t.Fatalf("v3 warnings %q", v3.SettingsWarnings)
+	}
+	emails = emailsTo(t, s.env.SES, octocat)
+	if len(emails) != 2 || strings.Contains(emails[1].Body.Text, "ignored by .criticizer.yaml") {
+		t.Fatalf("%d emails; v3 should be mailed, reviewed with defaults", len(emails))
+	}
+	for _, r := range gh.requests() {
+		if strings.HasSuffix(r.URL.Path, "/.criticizer.yaml") && r.URL.Query().Get("ref") == "" {
+			t.Errorf("settings read without the head commit: %s", r.URL)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/reposettings"
+	"github.com/criticizer/criticizer/internal/source"
+	"github.com/criticizer/criticizer/internal/store"
+)
+
+// deniedSettings is the warning for a .criticizer.yaml the source's
+// credentials may not read.
+const deniedSettings = "could not read " + reposettings.FileName + ": the source's credentials may not read the repository's files " +
+	"(a GitHub token needs contents: read); the review ran with defaults"
+
+// repoSettings reads the repository's .criticizer.yaml at the reviewed
+// version through the source's API (R-REPO-1) and parses it: absent, or
+// not readable with the source's credentials, it is defaults; a file
+// with any problem is defaults and warnings (R-REPO-2). A failure to
+// reach the source fails the attempt, as the diff's does.
+func (f *Fetch) repoSettings(ctx context.Context, ref source.Ref) (reposettings.Settings, []string, error) {
+	ff, ok := f.Source.(source.FileFetcher)
+	if !ok {
+		return reposettings.Settings{}, nil, nil
+	}
+	file, err := ff.File(ctx, ref, reposettings.FileName, reposettings.MaxBytes)
+	switch {
+	case err != nil:
+		return reposettings.Settings{}, nil, err
+	case file.Denied:
+		return reposettings.Settings{}, []string{deniedSettings}, nil
+	case !file.Found:
+		return reposettings.Settings{}, nil, nil
+	}
+	s, warnings := reposettings.Parse(file.Content)
+	return s, warnings, nil
+}
+
+// applySettings decides, from the repository's settings, whether the
+// version is reviewed (R-REPO-4: an author in skip_authors, a label in
+// skip_labels) and what the job keeps of them. A skipped version has no
+// recipients: the llm stage runs no model, notify mails no one, and the
+// job ends succeeded saying why (job.Job.Skipped).
+func (f *Fetch) applySettings(ctx context.Context, j job.Job, author string, labels []string, s reposettings.Settings, warnings []string) (skip string, set map[string]any) {
+	set = map[string]any{}
+	if len(warnings) > 0 {
+		set["settings_warnings"] = warnings
+		f.Log.WarnContext(ctx, "the repository's settings file was refused; the review runs with defaults", "job_id", j.ID, "problems", len(warnings))
+	}
+	if !s.Empty() {
+		set["repo_settings"] = s.RepoSettings
+	}
+	if why := s.SkipReason(author, labels); why != "" {
+		f.Log.InfoContext(ctx, "version not reviewed: the repository's settings skip it", "job_id", j.ID)
+		set["skipped"] = why
+		set[store.AttrRecipients] = []string{}
+		set[store.AttrNoEmailReviewers] = []string{}
+		return why, set
+	}
+	return "", set
+}

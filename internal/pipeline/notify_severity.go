@@ -1,0 +1,27 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/job"
+)
+
+// belowMinSeverity drops from the critique to be mailed the findings below
+// the minimum severity: the deployment's (Notify.MinSeverity), raised by
+// the repository's min_severity, never lowered (R-REPO-5). The email says
+// how many it left out; the stored critique keeps them.
+func (n *Notify) belowMinSeverity(ctx context.Context, j job.Job, c critic.Critique) critic.Critique {
+	min := n.MinSeverity
+	if j.Settings != nil {
+		// Checked when the file was read: a bad value never gets here.
+		if repo, err := critic.ParseSeverity(j.Settings.MinSeverity); err == nil {
+			min = critic.Higher(min, repo)
+		}
+	}
+	c, dropped := critic.DropBelow(c, min)
+	if dropped > 0 {
+		n.Log.InfoContext(ctx, "findings below the minimum severity left out of the email", "job_id", j.ID, "min_severity", min, "dropped", dropped)
+	}
+	return c
+}
