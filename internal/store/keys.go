@@ -20,6 +20,7 @@ const (
 	PrefixRoster      = "ROSTER#"         // a changelist's reviewer roster: ROSTER#<changelist key>
 	PrefixDirectory   = "DIR#"            // a reviewer directory entry: DIR#<source>#<lower-case username>
 	PrefixUnknown     = "UNKNOWN#"        // reviewers without an address: UNKNOWN#<source>
+	PrefixDiff        = "DIFF#"           // versions with one diff content: DIFF#<changelist key>#<diff sha256>
 	// The send-rate windows (RATE#<name>#<second>) are the rate limiter's
 	// (internal/ratelimit), in the same table.
 )

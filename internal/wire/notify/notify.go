@@ -57,7 +57,9 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 		Deliveries: b.Deliveries, Renderer: r, Sender: sender,
 		Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Lease: cfg.DeliveryLease, Margin: cfg.EvidenceMargin, SendTimeout: sesmail.DefaultSendTimeout,
-		Recipients: b.Recipients, Signer: signer, PublicURL: cfg.PublicURL}
+		Recipients: b.Recipients, Signer: signer, PublicURL: cfg.PublicURL,
+		// Quiet unless something is new (R-QUIET-1..3).
+		Quiet: &pipeline.Quiet{Store: b.Jobs, MailSameDiff: cfg.Quiet.MailSameDiff, MailUnchangedReruns: cfg.Quiet.MailUnchangedReruns}}
 	var account *sesmail.Account
 	if sender == nil {
 		client := sesmail.NewSES(b.AWS, cfg.Endpoints.SES)
