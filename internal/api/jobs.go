@@ -57,6 +57,9 @@ type DeliveryView struct {
 	Attempts       int             `json:"attempts"`
 	NotifiedAt     *time.Time      `json:"notified_at,omitempty"`
 	LastErrorClass string          `json:"last_error_class,omitempty"`
+	// SkipReason says why a row was settled without a send
+	// (R-QUIET-*: "same diff as v2", "v3" for superseded by v3).
+	SkipReason string `json:"skip_reason,omitempty"`
 }
 
 func (h *Handler) getJob(ctx context.Context, id string, req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
@@ -132,7 +135,7 @@ func (h *Handler) view(ctx context.Context, j job.Job, admin bool) (JobView, err
 	for _, e := range entries {
 		dv := DeliveryView{Recipient: e.shown, Status: "not_created"}
 		if r, ok := byID[e.id]; ok {
-			dv.Status, dv.Attempts, dv.LastErrorClass = r.Status, r.Attempts, r.LastErrorClass
+			dv.Status, dv.Attempts, dv.LastErrorClass, dv.SkipReason = r.Status, r.Attempts, r.LastErrorClass, r.SkipReason
 			if !r.NotifiedAt.IsZero() {
 				t := r.NotifiedAt
 				dv.NotifiedAt = &t

@@ -206,6 +206,9 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// fauxqs's counters are exact at once (internal/drain).
 	cfg.EvidenceCounterLag = time.Second
 	cfg.SweepStuckAfter, cfg.EvidenceWindow = sweepStuckAfter, evidenceWindow
+	// Each review is one version: no burst to collapse, and the campaign
+	// measures exactly once, not the wait (R-QUIET-3).
+	cfg.Quiet.CollapseWindow = 0
 	res.Apply(&cfg)
 
 	specs := generate(rng, run, c.Jobs, c.DupRate, c.PoisonRate, planted.token)

@@ -103,6 +103,8 @@ type Config struct {
 	// SESQuotaRecheck is how long a spent SES daily quota pauses sending
 	// (CRITICIZER_SES_QUOTA_RECHECK, sesquota.go).
 	SESQuotaRecheck time.Duration
+	// Quiet keeps a version from mailing reviewers nothing new (quiet.go).
+	Quiet Quiet
 
 	// PublicURL is the API's public base URL, under which the notifier
 	// builds unsubscribe links (https://<api>/unsubscribe/<token>).
@@ -344,6 +346,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.readDiffs(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.readQuiet(getenv); err != nil {
 		return Config{}, err
 	}
 	return c, nil

@@ -25,6 +25,8 @@ import (
 //	   └── requeue ◄───────── the evidence path caught up past it, no event names it
 //	sent without evidence once the evidence path caught up ─► reconciling (operator)
 //	suppressed, skipped_unsubscribed, skipped_no_email: terminal, never sent
+//	pending/failed_transient ─► skipped_same_diff, skipped_nothing_new, superseded:
+//	  terminal, never sent (quiet.go), decided before a claim
 type Status string
 
 const (
@@ -80,7 +82,7 @@ func (s Status) Done() bool {
 	case StatusSent, StatusDelivered, StatusSuppressed, StatusSkippedUnsubscribed, StatusSkippedNoEmail:
 		return true
 	}
-	return false
+	return s.Quiet()
 }
 
 // NormalizeRecipient is the form of an address used in the outbox key: trimmed

@@ -58,6 +58,11 @@ func (w *world) safety(o Options) *Violation {
 			return &Violation{Rule: "duplicate", Message: fmt.Sprintf("%d emails for %s", emails[id], id)}
 		}
 	}
+	if w.sc.Quiet && o.checks("quiet") {
+		if v := w.quietSafety(emails); v != nil {
+			return v
+		}
+	}
 	for _, m := range w.mails {
 		if send := m.events[0]; o.checks("evidence") && !send.processed && w.caughtUp(m.at) {
 			return &Violation{Rule: "evidence", Message: fmt.Sprintf("the evidence path counts as caught up past %s (accepted %s) whose Send event is unprocessed",
@@ -123,7 +128,12 @@ func (w *world) settle(o Options) ([]Action, *Violation) {
 		}
 	}
 	if o.checks("liveness") {
-		return done, w.liveness()
+		if v := w.liveness(); v != nil {
+			return done, v
+		}
+	}
+	if w.sc.Quiet && o.checks("quiet") {
+		return done, w.quietLiveness()
 	}
 	return done, nil
 }

@@ -54,6 +54,11 @@ type Scenario struct {
 	// deep run keeps the bound its published figures were measured at.
 	DeepDepth int
 
+	// Quiet turns the notifier's quiet rules on (R-QUIET-1..3): each
+	// job is created as intake does, so the changelist's head is its
+	// latest version, and every version has the same diff.
+	Quiet bool
+
 	// Timing of the protocol and of the world.
 	Config Config
 	// ConfigurationSet is the SES configuration set's name.
@@ -143,6 +148,10 @@ func Scenarios() []Scenario {
 			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
 			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}}},
 			MaxFaults: 1, SendFaults: []Outcome{AnswerLost}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 21, DeepDepth: 28},
+		{Name: "superseded", Jobs: []JobSpec{
+			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
+			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}}},
+			Quiet: true, MaxFaults: 1, SendFaults: []Outcome{AnswerLost}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 21, DeepDepth: 27},
 		{Name: "store-faults", Jobs: one, MaxFaults: 1, SendFaults: []Outcome{},
 			StoreFaults: []string{"outbox.MarkSent", "outbox.RecordEvent", "outbox.Claim", "jobs.FinishNotify"}, MaxTicks: 3, MaxSweeps: 1, MaxDepth: 28},
 		{Name: "kills-and-redrive", Jobs: one, MaxFaults: 1, SendFaults: []Outcome{AnswerLost}, Kills: true, MaxRedrives: 1,

@@ -95,6 +95,9 @@ func newWorld(sc Scenario, v *Variant) *world {
 		Lease: cfg.Lease, Margin: cfg.Margin, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 		Recipients: grc, Tokens: func(ctx context.Context) string { return "tok-" + w.name(ctx) },
 	}
+	if sc.Quiet {
+		w.notify.Quiet = &pipeline.Quiet{Store: quietStore{w, w.jobsMem}}
+	}
 	w.runner = stage.New(job.StageNotify, "notify", w.notify.Handle, stageQueue{w}, nil, log)
 	// Full jitter's shortest draw: a retry is visible again at once, or
 	// after its Retry-After. Any other draw is a later tick.
@@ -128,6 +131,13 @@ func newWorld(sc Scenario, v *Variant) *world {
 			ReviewVersion: js.Version, Title: "Change " + js.Changelist, URL: "https://review.example/" + js.Changelist, Author: "ana",
 			Recipients: js.Recipients, Status: job.StatusInProgress, Stage: job.StageNotify, Attempts: job.Attempts{},
 			Critique: crit, CreatedAt: epoch(), UpdatedAt: epoch()}
+		if sc.Quiet {
+			// As intake creates it: the changelist head moves to it.
+			j.DiffSHA256 = "diff-" + js.Changelist
+			if _, err := w.jobsMem.Create(context.Background(), store.CreateRequest{Job: j, IdempotencyKeySHA: string(j.ID)}); err != nil {
+				panic(err)
+			}
+		}
 		w.jobsMem.Put(j)
 		b, _ := json.Marshal(job.Message{JobID: j.ID, Stage: job.StageNotify})
 		for k := range max(js.Messages, 1) {

@@ -32,6 +32,10 @@ type HeldDelivery struct {
 	BouncedMessageIDs     []string `json:"bounced_message_ids,omitempty"`
 	ResentWithoutEvidence int      `json:"resent_without_evidence,omitempty"`
 	LastErrorClass        string   `json:"last_error_class,omitempty"`
+	// SkipReason says why a row was settled without a send (a
+	// suppression's cause, the scope unsubscribed from, R-QUIET-*: the
+	// version mailed instead).
+	SkipReason string `json:"skip_reason,omitempty"`
 }
 
 // EvidenceView is the evidence path's state, for an operator
@@ -71,7 +75,7 @@ func heldView(r delivery.Row, margin time.Duration, now time.Time) HeldDelivery 
 	v := HeldDelivery{DeliveryID: r.ID, JobID: r.JobID, Recipient: r.Recipient, Status: r.Status, Attempts: r.Attempts,
 		NotificationID: r.NotificationID, NotifiedAt: rfc(r.NotifiedAt), ProviderMessageID: r.ProviderMessageID,
 		DuplicateMessageIDs: r.DuplicateMessageIDs, BouncedMessageIDs: r.BouncedMessageIDs,
-		ResentWithoutEvidence: r.ResentWithoutEvidence, LastErrorClass: r.LastErrorClass}
+		ResentWithoutEvidence: r.ResentWithoutEvidence, LastErrorClass: r.LastErrorClass, SkipReason: r.SkipReason}
 	for _, e := range []struct {
 		name string
 		at   time.Time

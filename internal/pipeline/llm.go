@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/job"
@@ -26,6 +27,9 @@ type LLM struct {
 	// review a rerun builds on (Input.Previous, which critic.Incremental
 	// reads); 0 looks for none, and every version is reviewed whole.
 	LookBack int
+	// Collapse is the collapse window (R-QUIET-3): notify is enqueued to
+	// run this long after the version was accepted; zero: at once.
+	Collapse time.Duration
 }
 
 // Handle runs the llm stage for one message.
@@ -75,7 +79,7 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil {
 		return retry.Permanent(retry.RuntimeBug, fmt.Errorf("encode critique: %w", err))
 	}
-	if err := l.finish(ctx, j, job.StageLLM, attempt, map[string]any{"critique": b}); err != nil {
+	if err := l.finishCollapsed(ctx, j, attempt, map[string]any{"critique": b}); err != nil {
 		return err
 	}
 	if ch := c.Changes; ch != nil {

@@ -90,6 +90,9 @@ type Notify struct {
 	// (CRITICIZER_MIN_SEVERITY); a repository's min_severity can raise it
 	// (R-REPO-5). "": every finding is shown.
 	MinSeverity critic.Severity
+	// Quiet, if set, settles without a send the rows of recipients the
+	// version has nothing new for (R-QUIET-1..3, notify_quiet.go).
+	Quiet *Quiet
 	// Tokens makes claim tokens and probe ids for the invocation ctx
 	// belongs to; nil draws them from crypto/rand. The explorer
 	// (internal/explore) names them, so that a run is a function of its
@@ -157,6 +160,9 @@ func (n *Notify) run(ctx context.Context, j job.Job, attempt int) error {
 		return err
 	}
 	if err := n.gate(ctx, j, rows); err != nil {
+		return err
+	}
+	if err := n.quiet(ctx, j, c, rows); err != nil {
 		return err
 	}
 	var pending error

@@ -21,6 +21,7 @@ const (
 	PrefixDirectory   = "DIR#"            // a reviewer directory entry: DIR#<source>#<lower-case username>
 	PrefixUnknown     = "UNKNOWN#"        // reviewers without an address: UNKNOWN#<source>
 	PrefixVote        = "VOTE#"           // a reader's vote on a finding: VOTE#<delivery id>#<finding id>
+	PrefixDiff        = "DIFF#"           // versions with one diff content: DIFF#<changelist key>#<diff sha256>
 	// The send-rate windows (RATE#<name>#<second>) are the rate limiter's
 	// (internal/ratelimit), in the same table.
 )

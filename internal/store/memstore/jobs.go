@@ -23,6 +23,9 @@ type Jobs struct {
 	heads map[string]head
 	refs  map[job.ID]store.SourceRef
 	extra map[job.ID]map[string]any
+	// diffs are the versions recorded per changelist and diff content
+	// (SameDiff), made on first use.
+	diffs map[string][]int
 	now   store.Clock
 }
 

@@ -43,6 +43,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		Base: pipeline.Base{Jobs: b.Jobs, Blobs: blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket),
 			Queue: b.Queue, Log: log, Now: b.Now},
 		Critic: c,
+		// A burst of versions is mailed once, about the latest (R-QUIET-3).
+		Collapse: cfg.Quiet.CollapseWindow,
 	}
 	if cfg.IncrementalReview {
 		// A rerun builds on the last reviewed version (R-COST-3, R-MAIL-3).

@@ -1,0 +1,75 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/pipeline"
+	"github.com/criticizer/criticizer/internal/store/memstore"
+)
+
+// quietStore is what the quiet rules (R-QUIET-1..3) read and record in the
+// jobs table, behind gates: the changelist head and the diff's versions.
+type quietStore struct {
+	w *world
+	s *memstore.Jobs
+}
+
+func (q quietStore) LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error) {
+	return call2(q.w, ctx, rd("heads.LatestVersion", job.ChangelistKey(source, changelistID)), func() (int, job.ID, error) {
+		return q.s.LatestVersion(ctx, source, changelistID)
+	})
+}
+
+func (q quietStore) SameDiff(ctx context.Context, changelistKey, diffSHA string, version int) ([]int, error) {
+	return call(q.w, ctx, wr("diffs.SameDiff", changelistKey+"#"+diffSHA), func() ([]int, error) {
+		return q.s.SameDiff(ctx, changelistKey, diffSHA, version)
+	})
+}
+
+// quietSafety: a row settled quietly (superseded, the same diff, nothing
+// new) is never sent, whatever happened to it before or after.
+func (w *world) quietSafety(emails map[string]int) *Violation {
+	ctx := context.Background()
+	for _, id := range w.rowIDs {
+		r, err := w.outbox.Get(ctx, id)
+		if err == nil && r.Status.Quiet() && emails[id] > 0 {
+			return &Violation{Rule: "quiet", Message: fmt.Sprintf("row %s is %s (%s) and was sent %d times", id, r.Status, r.SkipReason, emails[id])}
+		}
+	}
+	return nil
+}
+
+// quietLiveness: once the world is quiet, the changelist's latest version
+// is mailed to its recipients (its rows are never settled quietly), unless
+// its job is visibly failed.
+func (w *world) quietLiveness() *Violation {
+	ctx := context.Background()
+	for _, id := range w.jobIDs {
+		j, err := w.jobsMem.Get(ctx, id)
+		if err != nil {
+			continue
+		}
+		latest, _, err := w.jobsMem.LatestVersion(ctx, j.Source, j.ChangelistID)
+		if err != nil || latest != j.ReviewVersion {
+			continue
+		}
+		for _, r := range w.rowsOf(j) {
+			if r.Status.Quiet() || (r.Status != delivery.StatusSent && r.Status != delivery.StatusDelivered && j.Status == job.StatusSucceeded) {
+				return &Violation{Rule: "quiet", Message: fmt.Sprintf("the latest version's row %s is %s once the world is quiet", r.ID, r.Status)}
+			}
+		}
+	}
+	return nil
+}
+
+// aheadOfHead is a broken head (the variant supersede-by-unaccepted): one
+// version past the one accepted.
+type aheadOfHead struct{ pipeline.QuietStore }
+
+func (a aheadOfHead) LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error) {
+	v, id, err := a.QuietStore.LatestVersion(ctx, source, changelistID)
+	return v + 1, id, err
+}
