@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 )
 
@@ -84,8 +85,11 @@ type Config struct {
 	FeedbackQueueURL, FeedbackDLQURL string
 	// ProbeAddress receives evidence probes (the SES mailbox simulator by
 	// default); empty: no probes.
-	ProbeAddress      string
-	AllowPrivateDiffs bool
+	ProbeAddress string
+	// AllowedRecipientDomains are the domains mail may go to (the probe
+	// address aside); zero: every domain (recipients.go).
+	AllowedRecipientDomains delivery.Domains
+	AllowPrivateDiffs       bool
 	// DiffURLPorts are the ports a diff_url may use; nil means 80 and 443,
 	// a single 0 any port (CRITICIZER_DIFF_URL_PORTS, "*").
 	DiffURLPorts []int
@@ -326,6 +330,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.readDiffs(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.readRecipients(getenv); err != nil {
 		return Config{}, err
 	}
 	return c, nil

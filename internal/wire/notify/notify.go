@@ -57,7 +57,7 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 		Deliveries: b.Deliveries, Renderer: r, Sender: sender,
 		Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Lease: cfg.DeliveryLease, Margin: cfg.EvidenceMargin, SendTimeout: sesmail.DefaultSendTimeout,
-		Recipients: b.Recipients, Signer: signer, PublicURL: cfg.PublicURL}
+		Recipients: b.Recipients, AllowedDomains: cfg.AllowedRecipientDomains, Signer: signer, PublicURL: cfg.PublicURL}
 	var account *sesmail.Account
 	if sender == nil {
 		client := sesmail.NewSES(b.AWS, cfg.Endpoints.SES)
