@@ -52,7 +52,15 @@ const (
 	CtxReviewInstructions       = "reviewInstructions"
 	CtxReviewInstructionsByRepo = "reviewInstructionsByRepo"
 	CtxLLMMaxFindings           = "llmMaxFindings"
+	// CtxAllowedRecipientDomains lists the domains mail may go to
+	// (CRITICIZER_ALLOWED_RECIPIENT_DOMAINS, comma-separated, exact; unset:
+	// every domain), given to intake (a rerun's dry run) and notify.
+	CtxAllowedRecipientDomains = "allowedRecipientDomains"
 )
+
+// MaxAllowedRecipientDomains is config.MaxAllowedRecipientDomainsBytes:
+// the longest list two environments carry within Lambda's 4 KB.
+const MaxAllowedRecipientDomains = 1024
 
 // DefaultMailFrom is config.go's default sender; deploying with it is
 // flagged with a warning annotation.
@@ -73,6 +81,8 @@ type Config struct {
 	NotifyReserved float64
 	// The model review's settings, passed to llm only when set.
 	ReviewInstructions, ReviewInstructionsByRepo, LLMMaxFindings string
+	// AllowedRecipientDomains, passed to intake and notify only when set.
+	AllowedRecipientDomains string
 }
 
 // ConfigFromContext reads the app's context with defaults.
@@ -101,6 +111,10 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 	c.LLMMaxFindings = get(CtxLLMMaxFindings, "")
 	if err := c.checkReview(); err != nil {
 		return Config{}, err
+	}
+	c.AllowedRecipientDomains = get(CtxAllowedRecipientDomains, "")
+	if n := len(c.AllowedRecipientDomains); n > MaxAllowedRecipientDomains {
+		return Config{}, fmt.Errorf("context %s: %d bytes, at most %d", CtxAllowedRecipientDomains, n, MaxAllowedRecipientDomains)
 	}
 	if r := get(CtxNotifyReserved, "0"); r != "0" {
 		n, err := strconv.Atoi(r)

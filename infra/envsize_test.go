@@ -49,6 +49,7 @@ var maxContext = map[string]any{
 	CtxCritic: "bedrock", CtxCriticModel: "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
 	CtxReviewInstructions: strings.TrimSpace(strings.Repeat("Amounts are int64 cents. ", MaxReviewInstructions/25)) + ".",
 	CtxLLMMaxFindings:     "50", CtxMailFrom: longestMailFrom, CtxLogLevel: "debug",
+	CtxAllowedRecipientDomains: strings.Repeat("d", MaxAllowedRecipientDomains),
 }
 
 // TestEnvironmentSize_RefusedOverTheLimit: an environment that could pass

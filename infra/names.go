@@ -22,6 +22,9 @@ const (
 	// EnvMaxSendRate is notify's send-rate limit, emails per second across
 	// every notifier (internal/ratelimit).
 	EnvMaxSendRate = "CRITICIZER_MAX_SEND_RATE"
+	// EnvAllowedRecipientDomains is the domains mail may go to
+	// (R-RECIPIENT-1).
+	EnvAllowedRecipientDomains = "CRITICIZER_ALLOWED_RECIPIENT_DOMAINS"
 	// EnvSecretsARN names a Secrets Manager secret, a JSON object of
 	// setting names to values (SecretEnv: CRITICIZER_WEBHOOK_SECRET
 	// and the other sources' credentials), read by the function at start.

@@ -504,6 +504,10 @@ func (s *Stack) environment(fn string) map[string]*string {
 	if fn == FnLLM {
 		set(EnvModelTimeout, jsii.String(ModelTimeout))
 	}
+	if (fn == FnIntake || fn == FnNotify) && s.Config.AllowedRecipientDomains != "" {
+		// R-RECIPIENT-1: notify skips other domains; intake's dry run says so.
+		set(EnvAllowedRecipientDomains, jsii.String(s.Config.AllowedRecipientDomains))
+	}
 	return env
 }
 

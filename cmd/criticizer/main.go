@@ -28,6 +28,7 @@ import (
 	"github.com/criticizer/criticizer/internal/ops"
 	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/termtext"
 )
 
 const help = `criticizer — operate Criticizer's dead-letter queues and jobs.
@@ -77,7 +78,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "criticizer:", err)
+		// Errors quote what was given and found (ids, usernames): escaped
+		// like everything the CLI prints (R-TERM-1).
+		fmt.Fprintln(termtext.Writer(os.Stderr), "criticizer:", err)
 		var ue usageError
 		if errors.As(err, &ue) {
 			os.Exit(2)
@@ -147,6 +150,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // commands, TestDocs_EveryCommandParses).
 func dispatch(ctx context.Context, args []string, out io.Writer,
 	reach func(ctx context.Context, local bool, stack string) (*ops.Ops, error)) error {
+	// Everything the CLI prints goes through here: what others wrote
+	// (usernames, titles, notes, error text) cannot steer the operator's
+	// terminal (R-TERM-1).
+	out = termtext.Writer(out)
 	fs := flag.NewFlagSet("criticizer", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	local := fs.Bool("local", false, "")

@@ -34,9 +34,9 @@ import (
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
-// LocalWebhookSecret is the secret `make run` uses when
-// CRITICIZER_WEBHOOK_SECRET is unset. It is for the local stack only.
-const LocalWebhookSecret = "local-dev-secret"
+// LocalWebhookSecret is the secret `make run` gives the generic source
+// when CRITICIZER_WEBHOOK_SECRET is unset. It is for the local stack only.
+const LocalWebhookSecret = devstack.LocalGenericSecret
 
 func main() {
 	if len(os.Args) < 2 {
@@ -157,12 +157,19 @@ func run(ctx context.Context, args []string) error {
 	return nil
 }
 
-// localSecrets gives every webhook source the documented local secret when
-// none is set, so each sample in events/ is accepted by `make run`.
+// localSecrets gives each webhook source its documented local secret when
+// none is set, so each sample in events/ is accepted by `make run`: one
+// per source, as a deployment must have (R-PRIVACY-4).
 func localSecrets(cfg *config.Config) {
-	for _, v := range []*string{&cfg.WebhookSecret, &cfg.GitHub.WebhookSecret, &cfg.GitLab.WebhookToken, &cfg.Gerrit.WebhookToken} {
-		if *v == "" {
-			*v = LocalWebhookSecret
+	for _, v := range []struct {
+		field *string
+		local string
+	}{
+		{&cfg.WebhookSecret, LocalWebhookSecret}, {&cfg.GitHub.WebhookSecret, devstack.LocalGitHubSecret},
+		{&cfg.GitLab.WebhookToken, devstack.LocalGitLabToken}, {&cfg.Gerrit.WebhookToken, devstack.LocalGerritToken},
+	} {
+		if *v.field == "" {
+			*v.field = v.local
 		}
 	}
 }

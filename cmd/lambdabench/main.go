@@ -222,7 +222,7 @@ func functionEnv(ctx context.Context) ([]string, string, error) {
 	set("AWS_ACCESS_KEY_ID", "lambdabench")
 	set("AWS_SECRET_ACCESS_KEY", "lambdabench")
 	// The sample intake event is signed with the local stack's secret.
-	set(config.EnvWebhookSecret, "local-dev-secret")
+	set(config.EnvWebhookSecret, devstack.LocalGenericSecret)
 
 	eps := config.EndpointsFromEnv(os.Getenv)
 	if !eps.Local() {

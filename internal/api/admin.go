@@ -21,6 +21,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/termtext"
 )
 
 // Admin serves the admin API under /admin/: versioned reruns, template
@@ -312,6 +313,13 @@ func decodeRerun(body []byte) (RerunRequest, string, string) {
 		return r, "reason", "is required: say why (it is kept on the new job)"
 	case len(r.Reason) > maxReasonBytes:
 		return r, "reason", fmt.Sprintf("must be at most %d bytes", maxReasonBytes)
+	case termtext.Check(r.ChangelistID) != "":
+		// Operators' terminals print both (R-TERM-1).
+		return r, "changelist_id", termtext.Check(r.ChangelistID)
+	case strings.ContainsAny(r.ChangelistID, "\t\n"):
+		return r, "changelist_id", "must be one line without tabs"
+	case termtext.Check(r.Reason) != "":
+		return r, "reason", termtext.Check(r.Reason)
 	}
 	r.Reason = strings.TrimSpace(r.Reason)
 	return r, "", ""

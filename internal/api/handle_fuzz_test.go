@@ -17,9 +17,14 @@ import (
 	"github.com/criticizer/criticizer/internal/webhook"
 )
 
-// fuzzSecret is the webhook secret of the recorded intake events in events/
-// (the local stack's default).
-const fuzzSecret = "local-dev-secret"
+// The webhook secrets of the recorded intake events in events/: the local
+// stack's, one per source (internal/devstack's Local… constants).
+const (
+	fuzzGenericSecret = "local-generic-webhook-secret-not-for-production"
+	fuzzGitHubSecret  = "local-github-webhook-secret-not-for-production"
+	fuzzGitLabToken   = "local-gitlab-webhook-token-not-for-production"
+	fuzzGerritToken   = "local-gerrit-webhook-token-not-for-production"
+)
 
 // fuzzHeaders turns "name: value" lines into API Gateway's lower-cased map.
 func fuzzHeaders(lines string) map[string]string {
@@ -67,12 +72,11 @@ func FuzzHandleWebhook(f *testing.F) {
 	f.Add("GET", "/healthz", "", "", []byte(nil), false)
 	f.Add("DELETE", "/", "x-github-event: ping", "", []byte("\xff"), false)
 
-	secret := []byte(fuzzSecret)
 	h := testHandler(map[string]Parser{
-		"generic": webhook.Generic{Secret: secret},
-		"github":  webhook.GitHub{Secret: secret},
-		"gitlab":  webhook.GitLab{Token: secret},
-		"gerrit":  webhook.Gerrit{Token: secret},
+		"generic": webhook.Generic{Secret: []byte(fuzzGenericSecret)},
+		"github":  webhook.GitHub{Secret: []byte(fuzzGitHubSecret)},
+		"gitlab":  webhook.GitLab{Token: []byte(fuzzGitLabToken)},
+		"gerrit":  webhook.Gerrit{Token: []byte(fuzzGerritToken)},
 	})
 	ctx := context.Background()
 
@@ -82,8 +86,8 @@ func FuzzHandleWebhook(f *testing.F) {
 		}
 		headers := fuzzHeaders(headerLines)
 		if resign {
-			headers["x-criticizer-signature"] = webhook.Sign(secret, body)
-			headers["x-hub-signature-256"] = webhook.Sign(secret, body)
+			headers["x-criticizer-signature"] = webhook.Sign([]byte(fuzzGenericSecret), body)
+			headers["x-hub-signature-256"] = webhook.Sign([]byte(fuzzGitHubSecret), body)
 		}
 		req := events.APIGatewayV2HTTPRequest{RawPath: path, Headers: headers, Body: string(body),
 			RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path}}}
@@ -140,8 +144,10 @@ func FuzzHandleWebhook(f *testing.F) {
 			}
 		}
 		request := method + path + headerLines + token + string(body)
-		if !strings.Contains(request, fuzzSecret) && strings.Contains(resp.Body, fuzzSecret) {
-			t.Fatalf("answer leaks the webhook secret: %s", resp.Body)
+		for _, secret := range []string{fuzzGenericSecret, fuzzGitHubSecret, fuzzGitLabToken, fuzzGerritToken} {
+			if !strings.Contains(request, secret) && strings.Contains(resp.Body, secret) {
+				t.Fatalf("answer leaks the webhook secret: %s", resp.Body)
+			}
 		}
 
 		req.Body, req.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true

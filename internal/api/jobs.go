@@ -21,8 +21,8 @@ var jobIDPattern = regexp.MustCompile(`^j_[a-z2-7]{32}$`)
 // recipients appear masked (a***@example.com) and rows carry no delivery
 // id, so nothing in it lets a reader test a guessed address or login (a
 // delivery id is derived from the address). The route needs the link's
-// token (StatusLinks) or the admin API key. Operators see full rows with
-// the criticizer CLI.
+// token (StatusLinks), nothing else. Operators see full rows with the
+// criticizer CLI.
 type JobView struct {
 	JobID         job.ID         `json:"job_id"`
 	Status        job.Status     `json:"status"`
@@ -34,9 +34,10 @@ type JobView struct {
 	DeadLetter    *job.Failure   `json:"dead_letter,omitempty"`
 	Deliveries    []DeliveryView `json:"deliveries"`
 	// UnknownReviewers are the reviewers no directory entry resolved
-	// ("<source>:<username>", R-REVIEWERS-3): masked like every identity
-	// here, but shown whole to the admin API key, whose holder adds them
-	// (PUT /admin/directory/…, criticizer directory set).
+	// ("<source>:<username>", R-REVIEWERS-3), masked like every identity
+	// here; an operator reads them whole in GET /admin/directory's unknown
+	// list or with `criticizer jobs show`, and adds them (PUT
+	// /admin/directory/…, criticizer directory set).
 	UnknownReviewers []string `json:"unknown_reviewers,omitempty"`
 	// UnexpandedTeams are requested teams whose members could not be read.
 	UnexpandedTeams []string  `json:"unexpanded_teams,omitempty"`
@@ -67,9 +68,11 @@ func (h *Handler) getJob(ctx context.Context, id string, req events.APIGatewayV2
 		return problem(http.StatusNotFound, "job_id", "no job "+quote(id))
 	}
 	// A job that exists without the right token answers as one that does
-	// not: no existence leak.
-	admin := h.Admin != nil && h.Admin.on() && h.Admin.authorized(headerFunc(req.Headers))
-	if !h.Status.Valid(job.ID(id), req.QueryStringParameters["token"]) && !admin {
+	// not: no existence leak. The token is the route's only credential:
+	// the admin API key is not looked at here (R-PRIVACY-4), so this
+	// public route, which API Gateway lets through without IAM, can
+	// neither be opened with it nor be used to test a guess of it.
+	if !h.Status.Valid(job.ID(id), req.QueryStringParameters["token"]) {
 		return problem(http.StatusNotFound, "job_id", "no job "+quote(id))
 	}
 	j, err := h.Jobs.Get(ctx, job.ID(id))
@@ -80,7 +83,7 @@ func (h *Handler) getJob(ctx context.Context, id string, req events.APIGatewayV2
 		h.Log.ErrorContext(ctx, "get job failed", "job_id", id, "error", err)
 		return unavailable("could not read the job")
 	}
-	v, err := h.view(ctx, j, admin)
+	v, err := h.view(ctx, j)
 	if err != nil {
 		h.Log.ErrorContext(ctx, "get deliveries failed", "job_id", id, "error", err)
 		return unavailable("could not read the job's deliveries")
@@ -91,7 +94,7 @@ func (h *Handler) getJob(ctx context.Context, id string, req events.APIGatewayV2
 // view builds the job view. Delivery ids are derived, not indexed: the job
 // knows its recipients (and, for code review systems, the reviewers it
 // found no address for), so one BatchGetItem finds every row.
-func (h *Handler) view(ctx context.Context, j job.Job, admin bool) (JobView, error) {
+func (h *Handler) view(ctx context.Context, j job.Job) (JobView, error) {
 	v := JobView{JobID: j.ID, Status: j.Status, Stage: j.Stage, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
 		Attempts: j.Attempts, LastError: j.LastError, DeadLetter: j.DeadLetter, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
 		Deliveries: []DeliveryView{}, UnexpandedTeams: j.UnexpandedTeams}
@@ -113,11 +116,7 @@ func (h *Handler) view(ctx context.Context, j job.Job, admin bool) (JobView, err
 		}
 		for _, who := range identities {
 			entries = append(entries, entry{delivery.ID(clKey, who, j.ReviewVersion), MaskIdentity(who)})
-			if admin {
-				v.UnknownReviewers = append(v.UnknownReviewers, who)
-			} else {
-				v.UnknownReviewers = append(v.UnknownReviewers, MaskIdentity(who))
-			}
+			v.UnknownReviewers = append(v.UnknownReviewers, MaskIdentity(who))
 		}
 	}
 	ids := make([]string, len(entries))

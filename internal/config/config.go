@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 )
 
@@ -84,8 +85,11 @@ type Config struct {
 	FeedbackQueueURL, FeedbackDLQURL string
 	// ProbeAddress receives evidence probes (the SES mailbox simulator by
 	// default); empty: no probes.
-	ProbeAddress      string
-	AllowPrivateDiffs bool
+	ProbeAddress string
+	// AllowedRecipientDomains are the domains mail may go to (the probe
+	// address aside); zero: every domain (recipients.go).
+	AllowedRecipientDomains delivery.Domains
+	AllowPrivateDiffs       bool
 	// DiffURLPorts are the ports a diff_url may use; nil means 80 and 443,
 	// a single 0 any port (CRITICIZER_DIFF_URL_PORTS, "*").
 	DiffURLPorts []int
@@ -281,10 +285,11 @@ const (
 const MinAdminAPIKeyBytes = 32
 
 // MinWebhookSecretBytes is the shortest webhook secret or token accepted
-// (generic, GitHub, GitLab, Gerrit): it is all that stands between the
-// internet and a review that mails every reviewer of a repository, so a
-// short or guessable one is refused at start (openssl rand -hex 32).
-const MinWebhookSecretBytes = 16
+// (generic, GitHub, GitLab, Gerrit; for a GitLab signing secret, the key
+// it decodes to): it is all that stands between the internet and a review
+// that mails every reviewer of a repository, so a short or guessable one
+// is refused at start (openssl rand -hex 32). R-PRIVACY-4.
+const MinWebhookSecretBytes = 32
 
 // MinUnsubscribeKeyBytes is the shortest unsubscribe signing key accepted,
 // current or previous (unsubscribe.MinKeyLen; checked here so a short key
@@ -351,6 +356,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err := c.readQuiet(getenv); err != nil {
 		return Config{}, err
 	}
+	if err := c.readRecipients(getenv); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }
 
@@ -409,14 +417,6 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
-	for _, w := range []struct{ name, v string }{
-		{EnvWebhookSecret, c.WebhookSecret}, {EnvGitHubWebhookSecret, c.GitHub.WebhookSecret},
-		{EnvGitLabWebhookToken, c.GitLab.WebhookToken}, {EnvGerritWebhookToken, c.Gerrit.WebhookToken},
-	} {
-		if w.v != "" && len(w.v) < MinWebhookSecretBytes {
-			return fmt.Errorf("%s: %d bytes, need at least %d (e.g. openssl rand -hex 32)", w.name, len(w.v), MinWebhookSecretBytes)
-		}
-	}
 	if c.PublicURL != "" {
 		if err := checkPublicURL(c.PublicURL); err != nil {
 			return err
@@ -438,7 +438,7 @@ func (c Config) Validate() error {
 	if c.AdminAPIKey != "" && len(c.AdminAPIKey) < MinAdminAPIKeyBytes {
 		return fmt.Errorf("%s: want at least %d characters (e.g. openssl rand -hex 32)", EnvAdminAPIKey, MinAdminAPIKeyBytes)
 	}
-	return nil
+	return c.checkSecrets()
 }
 
 func checkURL(name, v string) error {

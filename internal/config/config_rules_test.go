@@ -62,7 +62,7 @@ func TestFromEnv_Overrides(t *testing.T) {
 		config.EnvJobsTable:         "prod-jobs",
 		config.EnvDeliveriesTable:   "prod-deliveries",
 		config.EnvPayloadBucket:     "prod-payloads",
-		config.EnvWebhookSecret:     "s3cret-0123456789abcdef",
+		config.EnvWebhookSecret:     "s3cret-0123456789abcdef-0123456789",
 		config.EnvMailFrom:          "Reviews <reviews@corp.example>",
 		config.EnvConfigurationSet:  "criticizer-events",
 		config.EnvIdempotencyTTL:    "168h",
@@ -83,7 +83,7 @@ func TestFromEnv_Overrides(t *testing.T) {
 		{"JobsTable", c.JobsTable, "prod-jobs"},
 		{"DeliveriesTable", c.DeliveriesTable, "prod-deliveries"},
 		{"PayloadBucket", c.PayloadBucket, "prod-payloads"},
-		{"WebhookSecret", c.WebhookSecret, "s3cret-0123456789abcdef"},
+		{"WebhookSecret", c.WebhookSecret, "s3cret-0123456789abcdef-0123456789"},
 		{"MailFrom", c.MailFrom, "Reviews <reviews@corp.example>"},
 		{"ConfigurationSet", c.ConfigurationSet, "criticizer-events"},
 		{"IdempotencyTTL", c.IdempotencyTTL, 168 * time.Hour},
@@ -276,7 +276,7 @@ func TestFromEnv_AllowPrivateDiffsBoolean(t *testing.T) {
 func TestFromEnv_ErrorReturnsZeroConfig(t *testing.T) {
 	c, err := config.FromEnv(env(map[string]string{
 		config.EnvJobsTable:       "prod-jobs",
-		config.EnvWebhookSecret:   "s3cret-0123456789abcdef",
+		config.EnvWebhookSecret:   "s3cret-0123456789abcdef-0123456789",
 		config.EnvEvidenceMargin:  "soon",
 		config.EnvDeliveryLease:   "1m",
 		config.EnvIdempotencyTTL:  "24h",

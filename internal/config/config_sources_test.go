@@ -71,19 +71,19 @@ func TestFromEnv_SourceAndCriticDefaults(t *testing.T) {
 func TestFromEnv_SourcesAndCriticOverrides(t *testing.T) {
 	c, err := config.FromEnv(env(map[string]string{
 		config.EnvCritic: "OpenAI", config.EnvOpenAIBaseURL: "http://llm.internal:8000", config.EnvOpenAIModel: "gpt-4.1", config.EnvOpenAIAPIKey: "sk-x",
-		config.EnvGitHubWebhookSecret: "ghs-0123456789abcdef", config.EnvGitHubToken: "ght", config.EnvGitHubAPIURL: "https://ghe.example.com/api/v3",
-		config.EnvGitLabWebhookToken: "glw-0123456789abcdef", config.EnvGitLabSigningSecret: "whsec_c2VjcmV0", config.EnvGitLabToken: "glt",
+		config.EnvGitHubWebhookSecret: "ghs-0123456789abcdef0123456789abcdef", config.EnvGitHubToken: "ght", config.EnvGitHubAPIURL: "https://ghe.example.com/api/v3",
+		config.EnvGitLabWebhookToken: "glw-0123456789abcdef0123456789abcdef", config.EnvGitLabSigningSecret: "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", config.EnvGitLabToken: "glt",
 		config.EnvGitLabAPIURL:       "https://gitlab.example.com/api/v4",
-		config.EnvGerritWebhookToken: "grw-0123456789abcdef", config.EnvGerritAPIURL: "https://review.example.com", config.EnvGerritUsername: "bot", config.EnvGerritPassword: "pw",
+		config.EnvGerritWebhookToken: "grw-0123456789abcdef0123456789abcdef", config.EnvGerritAPIURL: "https://review.example.com", config.EnvGerritUsername: "bot", config.EnvGerritPassword: "pw",
 		config.EnvReviewerDirectory: `{"github": {"octocat": "octo@example.com"}}`,
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := config.Config{Critic: "openai", OpenAI: config.OpenAIConfig{BaseURL: "http://llm.internal:8000", Model: "gpt-4.1", APIKey: "sk-x"},
-		GitHub: config.GitHubConfig{WebhookSecret: "ghs-0123456789abcdef", Token: "ght", APIURL: "https://ghe.example.com/api/v3"},
-		GitLab: config.GitLabConfig{WebhookToken: "glw-0123456789abcdef", SigningSecret: "whsec_c2VjcmV0", Token: "glt", APIURL: "https://gitlab.example.com/api/v4"},
-		Gerrit: config.GerritConfig{WebhookToken: "grw-0123456789abcdef", APIURL: "https://review.example.com", Username: "bot", Password: "pw"}}
+		GitHub: config.GitHubConfig{WebhookSecret: "ghs-0123456789abcdef0123456789abcdef", Token: "ght", APIURL: "https://ghe.example.com/api/v3"},
+		GitLab: config.GitLabConfig{WebhookToken: "glw-0123456789abcdef0123456789abcdef", SigningSecret: "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", Token: "glt", APIURL: "https://gitlab.example.com/api/v4"},
+		Gerrit: config.GerritConfig{WebhookToken: "grw-0123456789abcdef0123456789abcdef", APIURL: "https://review.example.com", Username: "bot", Password: "pw"}}
 	if c.Critic != want.Critic || c.OpenAI != want.OpenAI || c.GitHub != want.GitHub || c.GitLab != want.GitLab || c.Gerrit != want.Gerrit {
 		t.Errorf("got %+v %+v %+v %+v %+v", c.Critic, c.OpenAI, c.GitHub, c.GitLab, c.Gerrit)
 	}
@@ -154,13 +154,13 @@ func TestApplySecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := c.ApplySecrets(map[string]string{
-		config.EnvGitHubWebhookSecret: "ghs-0123456789abcdef", config.EnvGitHubToken: "from-secret", config.EnvGerritWebhookToken: "grw-0123456789abcdef",
+		config.EnvGitHubWebhookSecret: "ghs-0123456789abcdef0123456789abcdef", config.EnvGitHubToken: "from-secret", config.EnvGerritWebhookToken: "grw-0123456789abcdef0123456789abcdef",
 		config.EnvOpenAIAPIKey: "sk", config.EnvReviewerDirectory: `{"github":{"a":"a@example.com"}}`,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.GitHub.WebhookSecret != "ghs-0123456789abcdef" || got.GitHub.Token != "from-env" || got.Gerrit.WebhookToken != "grw-0123456789abcdef" || got.OpenAI.APIKey != "sk" || got.ReviewerDirectory == "" {
+	if got.GitHub.WebhookSecret != "ghs-0123456789abcdef0123456789abcdef" || got.GitHub.Token != "from-env" || got.Gerrit.WebhookToken != "grw-0123456789abcdef0123456789abcdef" || got.OpenAI.APIKey != "sk" || got.ReviewerDirectory == "" {
 		t.Errorf("after ApplySecrets: %+v %+v %q", got.GitHub, got.Gerrit, got.OpenAI.APIKey)
 	}
 	_, err = c.ApplySecrets(map[string]string{"CRITICIZER_GITHUB_SECRET": "hunter2", config.EnvJobsTable: "x"})
@@ -174,17 +174,20 @@ func TestApplySecrets(t *testing.T) {
 }
 
 // Regression: a webhook secret of any length (one character) was
-// accepted. Every webhook secret or token is at least 16 bytes, refused at
-// start naming the variable and not the value.
-// Rules: R-PRIVACY-2.
+// accepted, then one of 16 bytes. Every webhook secret or token is at
+// least 32 bytes, refused at start naming the variable and not the value.
+// Rules: R-PRIVACY-2, R-PRIVACY-4.
 func TestFromEnv_ShortWebhookSecretsRefused(t *testing.T) {
+	short := "0123456789abcdef0123456789abcde" // 31 bytes
 	for _, name := range []string{config.EnvWebhookSecret, config.EnvGitHubWebhookSecret, config.EnvGitLabWebhookToken, config.EnvGerritWebhookToken} {
-		_, err := config.FromEnv(env(map[string]string{name: "hunter2"}))
-		if err == nil || !strings.Contains(err.Error(), name) || strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("%s=hunter2: %v; want an error naming the variable", name, err)
+		for _, v := range []string{"hunter2", short} {
+			_, err := config.FromEnv(env(map[string]string{name: v}))
+			if err == nil || !strings.Contains(err.Error(), name) || strings.Contains(err.Error(), v) {
+				t.Errorf("%s of %d bytes: %v; want an error naming the variable", name, len(v), err)
+			}
 		}
-		if _, err := config.FromEnv(env(map[string]string{name: "0123456789abcdef"})); err != nil {
-			t.Errorf("%s of 16 bytes: %v", name, err)
+		if _, err := config.FromEnv(env(map[string]string{name: short + "f"})); err != nil {
+			t.Errorf("%s of 32 bytes: %v", name, err)
 		}
 	}
 }

@@ -24,7 +24,7 @@ import (
 //	   │                      a Send event ─► sent (backfilled, never resent)
 //	   └── requeue ◄───────── the evidence path caught up past it, no event names it
 //	sent without evidence once the evidence path caught up ─► reconciling (operator)
-//	suppressed, skipped_unsubscribed, skipped_no_email: terminal, never sent
+//	suppressed, skipped_unsubscribed, skipped_no_email, skipped_domain: terminal, never sent
 //	pending/failed_transient ─► skipped_same_diff, skipped_nothing_new, superseded:
 //	  terminal, never sent (quiet.go), decided before a claim
 type Status string
@@ -40,6 +40,9 @@ const (
 	StatusSuppressed          Status = "suppressed"
 	StatusSkippedUnsubscribed Status = "skipped_unsubscribed"
 	StatusSkippedNoEmail      Status = "skipped_no_email"
+	// StatusSkippedDomain: the address's domain is not one the operator
+	// allows (CRITICIZER_ALLOWED_RECIPIENT_DOMAINS, R-RECIPIENT-1).
+	StatusSkippedDomain Status = "skipped_domain"
 )
 
 // ClaimableStatuses are the statuses a worker may take a row from to send
@@ -79,7 +82,8 @@ func (s Status) Claimable() bool {
 // terminal without a send.
 func (s Status) Done() bool {
 	switch s {
-	case StatusSent, StatusDelivered, StatusSuppressed, StatusSkippedUnsubscribed, StatusSkippedNoEmail:
+	case StatusSent, StatusDelivered, StatusSuppressed, StatusSkippedUnsubscribed, StatusSkippedNoEmail,
+		StatusSkippedDomain:
 		return true
 	}
 	return s.Quiet()
@@ -117,7 +121,8 @@ type Row struct {
 	NotifiedAt     time.Time `dynamodbav:"notified_at,omitempty"`
 	LastErrorClass string    `dynamodbav:"last_error_class,omitempty"`
 	// SkipReason says why a row was settled without a send (suppressed:
-	// "bounce" or "complaint"; skipped_unsubscribed: the scope left).
+	// "bounce" or "complaint"; skipped_unsubscribed: the scope left;
+	// skipped_domain: "domain").
 	SkipReason string  `dynamodbav:"skip_reason,omitempty"`
 	Message    Message `dynamodbav:"message"`
 	// Provider evidence, recorded by the feedback function from SES event

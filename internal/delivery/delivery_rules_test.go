@@ -161,6 +161,7 @@ func TestDecide_ReReadRules(t *testing.T) {
 		{"suppressed", delivery.Row{Status: delivery.StatusSuppressed}, delivery.Skip},
 		{"skipped_unsubscribed", delivery.Row{Status: delivery.StatusSkippedUnsubscribed}, delivery.Skip},
 		{"skipped_no_email", delivery.Row{Status: delivery.StatusSkippedNoEmail}, delivery.Skip},
+		{"skipped_domain", delivery.Row{Status: delivery.StatusSkippedDomain}, delivery.Skip},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,7 +180,7 @@ func TestDecide_ClaimOnlyWhenNeitherNotifiedAtNorNotificationID(t *testing.T) {
 	statuses := []delivery.Status{
 		delivery.StatusPending, delivery.StatusSending, delivery.StatusSent, delivery.StatusDelivered,
 		delivery.StatusFailedTransient, delivery.StatusFailedPermanent, delivery.StatusReconciling,
-		delivery.StatusSuppressed, delivery.StatusSkippedUnsubscribed, delivery.StatusSkippedNoEmail, "",
+		delivery.StatusSuppressed, delivery.StatusSkippedUnsubscribed, delivery.StatusSkippedNoEmail, delivery.StatusSkippedDomain, "",
 	}
 	leases := []time.Time{{}, now.Add(-time.Minute), now.Add(time.Minute)}
 	for _, st := range statuses {
@@ -236,6 +237,7 @@ func TestStatus_ClaimableAndDone(t *testing.T) {
 		{delivery.StatusSuppressed, false, true},
 		{delivery.StatusSkippedUnsubscribed, false, true},
 		{delivery.StatusSkippedNoEmail, false, true},
+		{delivery.StatusSkippedDomain, false, true},
 		{"", false, false},
 	}
 	for _, tt := range tests {
@@ -266,6 +268,7 @@ func TestSummarize_JobFinalization(t *testing.T) {
 	suppressed := delivery.Row{Status: delivery.StatusSuppressed}
 	unsubscribed := delivery.Row{Status: delivery.StatusSkippedUnsubscribed}
 	noEmail := delivery.Row{Status: delivery.StatusSkippedNoEmail}
+	otherDomain := delivery.Row{Status: delivery.StatusSkippedDomain}
 	notifiedButPending := delivery.Row{Status: delivery.StatusPending, NotifiedAt: at}
 
 	tests := []struct {
@@ -276,7 +279,7 @@ func TestSummarize_JobFinalization(t *testing.T) {
 		{"one recipient notified", []delivery.Row{sent}, delivery.Complete},
 		{"all notified", []delivery.Row{sent, delivered, sent}, delivery.Complete},
 		{"notified_at decides even if status lags", []delivery.Row{notifiedButPending}, delivery.Complete},
-		{"notified and terminally skipped", []delivery.Row{sent, suppressed, unsubscribed, noEmail}, delivery.Complete},
+		{"notified and terminally skipped", []delivery.Row{sent, suppressed, unsubscribed, noEmail, otherDomain}, delivery.Complete},
 		{"one still pending", []delivery.Row{sent, pending}, delivery.Incomplete},
 		{"one in flight", []delivery.Row{sent, sending}, delivery.Incomplete},
 		{"one failed transiently", []delivery.Row{transient, sent}, delivery.Incomplete},

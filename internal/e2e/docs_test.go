@@ -16,9 +16,9 @@ import (
 // localAPI is the API's address under `make run`, as the pages write it.
 const localAPI = "http://127.0.0.1:3000"
 
-// localWebhookSecret is the secret `make run` gives every source
+// localWebhookSecret is the secret `make run` gives the generic source
 // (cmd/devstack's LocalWebhookSecret), which the README's curl signs with.
-const localWebhookSecret = "local-dev-secret"
+const localWebhookSecret = devstack.LocalGenericSecret
 
 // The `curl` commands of README.md and docs/ run as written, in page
 // order, by bash in the repository root, against a stack configured as

@@ -27,7 +27,7 @@ func TestSampleEvents_DriveEachFunction(t *testing.T) {
 	env := testenv.Stack(t)
 	res := testenv.Provision(t, env)
 	cfg, _ := config.FromEnv(func(string) string { return "" })
-	cfg.Endpoints, cfg.WebhookSecret = env.Endpoints, "local-dev-secret"
+	cfg.Endpoints, cfg.WebhookSecret = env.Endpoints, devstack.LocalGenericSecret
 	// One invocation per sample, with no runner to defer a RATE_LIMITED
 	// answer: the send-rate limiter, which gives a slot up when DynamoDB
 	// Local answers late under a loaded machine, is tested elsewhere

@@ -31,7 +31,7 @@ import (
 	"github.com/criticizer/criticizer/internal/webhook"
 )
 
-const secret = "e2e-secret"
+const secret = "e2e-generic-webhook-secret-0123456789abcdef"
 
 // stack is one test's running Criticizer.
 type stack struct {

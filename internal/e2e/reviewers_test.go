@@ -101,8 +101,8 @@ func (s *stack) expectEmails(when string, addrs []string, want ...int) {
 // GitHub, end to end: a pull request is opened with one requested
 // reviewer, who gets the critique. A second reviewer is requested
 // (review_requested) whom no directory entry knows: their row is
-// skipped_no_email, the job view lists them (whole for the admin key,
-// masked for the status link), UnknownReviewers counts them and the
+// skipped_no_email, the job view lists them (masked for the status link;
+// whole in the admin API's unknown list), UnknownReviewers counts them and the
 // directory's unknown list names them; nobody is mailed again. An operator
 // adds them with the CLI and another entry with the admin API; a team is
 // requested: the team's member and the reviewer the CLI added get this
@@ -173,14 +173,14 @@ func TestGitHubReviewers_LateRequestedReviewedRemoved_DirectoryByCLI(t *testing.
 	}
 	s.settled(v1.JobID)
 	s.expectEmails("after hubot was requested, unknown", everyone, 1, 0, 0)
-	// Whom to add: the job view (whole for the admin key, masked for the
-	// status link), the metric, the directory's unknown list.
-	var view api.JobView
-	if code, body := s.request(http.MethodGet, "/jobs/"+string(v1.JobID), map[string]string{"X-Api-Key": adminKey}, nil); code != http.StatusOK ||
-		json.Unmarshal(body, &view) != nil || !slices.Equal(view.UnknownReviewers, []string{"github:hubot"}) {
-		t.Fatalf("admin job view: %d %s, want unknown_reviewers [github:hubot]", code, body)
+	// Whom to add: the admin API's unknown list (whole), the job view
+	// (masked for the status link), the metric, the CLI.
+	var unknown api.DirectoryList
+	if code, body := s.request(http.MethodGet, "/admin/directory?source=github", map[string]string{"X-Api-Key": adminKey}, nil); code != http.StatusOK ||
+		json.Unmarshal(body, &unknown) != nil || !slices.Equal(unknown.Unknown, []string{"hubot"}) {
+		t.Fatalf("GET /admin/directory: %d %s, want unknown [hubot]", code, body)
 	}
-	view = api.JobView{}
+	var view api.JobView
 	if s.getJSON(s.jobLink(v1.JobID), &view); !slices.Equal(view.UnknownReviewers, []string{"github:h***"}) {
 		t.Fatalf("status link view: unknown reviewers %v, want masked", view.UnknownReviewers)
 	}

@@ -41,9 +41,9 @@ import (
 // through a directory; the emails land in the SES emulator.
 
 const (
-	ghSecret     = "e2e-github-secret"
-	glToken      = "e2e-gitlab-token"
-	gerritToken  = "e2e-gerrit-token"
+	ghSecret     = "e2e-github-webhook-secret-0123456789abcdef"
+	glToken      = "e2e-gitlab-webhook-token-0123456789abcdef"
+	gerritToken  = "e2e-gerrit-webhook-token-0123456789abcdef"
 	webhookData  = "../webhook/testdata/"
 	sourceData   = "../source/testdata/"
 	newHeadSHA   = "34c5c7793cb3b279e22454cb6750c80560547b3a"
@@ -514,7 +514,7 @@ func TestGitLabMergeRequest_MappedReviewerMailed_UnmappedSkipped(t *testing.T) {
 
 // The source samples in events/ (API Gateway events for `sam local invoke
 // -e`) are accepted by the intake function when each source's webhook
-// secret is local-dev-secret: each becomes a job (the Gerrit one is
+// secret is the local stack's own (devstack.Local…): each becomes a job (the Gerrit one is
 // authenticated by the token in its query string).
 func TestSourceSampleEvents_AcceptedByIntake(t *testing.T) {
 	env := testenv.Stack(t)
@@ -524,8 +524,8 @@ func TestSourceSampleEvents_AcceptedByIntake(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Endpoints = env.Endpoints
-	cfg.GitHub.WebhookSecret, cfg.GitLab.WebhookToken = "local-dev-secret", "local-dev-secret"
-	cfg.Gerrit = config.GerritConfig{WebhookToken: "local-dev-secret", APIURL: "http://127.0.0.1:1"}
+	cfg.GitHub.WebhookSecret, cfg.GitLab.WebhookToken = devstack.LocalGitHubSecret, devstack.LocalGitLabToken
+	cfg.Gerrit = config.GerritConfig{WebhookToken: devstack.LocalGerritToken, APIURL: "http://127.0.0.1:1"}
 	res.Apply(&cfg)
 	h, err := devstack.Handler(context.Background(), "intake", cfg, obs.NewLogger(io.Discard, "error"), wire.Options{})
 	if err != nil {
@@ -558,7 +558,7 @@ func TestSecretsARN_FillsUnsetSettings(t *testing.T) {
 	var calls int
 	var mu sync.Mutex
 	arn := "arn:aws:secretsmanager:us-west-2:123456789012:secret:" + testenv.Prefix(t)
-	secretValue := `{"CRITICIZER_GITHUB_WEBHOOK_SECRET":"from-the-secret-value","CRITICIZER_GITHUB_TOKEN":"api-token","CRITICIZER_WEBHOOK_SECRET":"ignored-env-wins"}`
+	secretValue := `{"CRITICIZER_GITHUB_WEBHOOK_SECRET":"from-the-secret-value-0123456789abcdef","CRITICIZER_GITHUB_TOKEN":"api-token","CRITICIZER_WEBHOOK_SECRET":"ignored-the-environment-wins-0123456789"}`
 	sm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		calls++
@@ -587,7 +587,7 @@ func TestSecretsARN_FillsUnsetSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Endpoints, cfg.WebhookSecret = env.Endpoints, "from-the-environment"
+		cfg.Endpoints, cfg.WebhookSecret = env.Endpoints, "from-the-environment-0123456789abcdef"
 		cfg.SecretsARN, cfg.Endpoints.SecretsManager = arn, sm.URL
 		res.Apply(&cfg)
 		awsCfg, err := profile.Load(context.Background(), cfg.Endpoints)
@@ -601,8 +601,8 @@ func TestSecretsARN_FillsUnsetSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := struct{ Config config.Config }{got}
-	if a.Config.GitHub.WebhookSecret != "from-the-secret-value" || a.Config.GitHub.Token != "api-token" || a.Config.WebhookSecret != "from-the-environment" {
-		t.Fatalf("config after the secret: github %+v, generic secret set from the env: %v", a.Config.GitHub, a.Config.WebhookSecret == "from-the-environment")
+	if a.Config.GitHub.WebhookSecret != "from-the-secret-value-0123456789abcdef" || a.Config.GitHub.Token != "api-token" || a.Config.WebhookSecret != "from-the-environment-0123456789abcdef" {
+		t.Fatalf("config after the secret: github %+v, generic secret set from the env: %v", a.Config.GitHub, a.Config.WebhookSecret == "from-the-environment-0123456789abcdef")
 	}
 	if calls != 1 {
 		t.Fatalf("GetSecretValue called %d times at init, want once", calls)

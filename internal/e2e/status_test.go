@@ -16,10 +16,11 @@ import (
 // Regression: GET /jobs/{id} needed no credential, and a job id is derived
 // from public facts (owner/repo#N), so anyone could read a job and test
 // guessed addresses offline against the delivery ids it listed. The route
-// now answers only with the token of the link intake's answer carries (or
-// the admin API key), answers a job without it as one that does not exist,
-// and lists no delivery id and no unmasked address or login.
-// Rules: R-PRIVACY-1.
+// now answers only with the token of the link intake's answer carries —
+// the admin API key is refused like no token at all — answers a job
+// without it as one that does not exist, and lists no delivery id and no
+// unmasked address or login.
+// Rules: R-PRIVACY-1, R-PRIVACY-4.
 func TestJobStatus_NeedsTheLinksToken_ShowsNothingTestable(t *testing.T) {
 	t.Parallel()
 	const adminKey = "status-admin-key-0123456789abcdef0123"
@@ -59,8 +60,12 @@ func TestJobStatus_NeedsTheLinksToken_ShowsNothingTestable(t *testing.T) {
 	if !strings.Contains(body, `"recipient":"a***@e***.com"`) {
 		t.Errorf("the recipient is not shown masked: %s", body)
 	}
-	if code, _ := get("/jobs/"+string(id), map[string]string{"Authorization": "Bearer " + adminKey}); code != http.StatusOK {
-		t.Errorf("with the admin API key: %d, want 200", code)
+	// The admin API key opens nothing here (R-PRIVACY-4): this route has
+	// no IAM in front of it, so it must not take, nor test, the key.
+	for _, h := range []map[string]string{{"Authorization": "Bearer " + adminKey}, {"X-Api-Key": adminKey}} {
+		if code, body := get("/jobs/"+string(id), h); code != http.StatusNotFound || code != missing {
+			t.Errorf("with the admin API key %v: %d %s, want the 404 of a job that does not exist", h, code, body)
+		}
 	}
 }
 

@@ -79,6 +79,9 @@ type Notify struct {
 	// Recipients holds unsubscribes and suppressions, checked once per job
 	// before any send. Nil: every recipient is mailed.
 	Recipients Standings
+	// AllowedDomains are the domains mail may go to; an address outside
+	// them is settled skipped_domain (R-RECIPIENT-1). Zero: every domain.
+	AllowedDomains delivery.Domains
 	// Signer and PublicURL make each recipient's unsubscribe link (footer
 	// and List-Unsubscribe header). Either unset: no link.
 	Signer    *unsubscribe.Signer
@@ -157,6 +160,9 @@ func (n *Notify) run(ctx context.Context, j job.Job, attempt int) error {
 	c = n.belowMinSeverity(ctx, j, c)
 	rows, err := n.ensureRows(ctx, j, c)
 	if err != nil {
+		return err
+	}
+	if err := n.gateDomains(ctx, j, rows); err != nil {
 		return err
 	}
 	if err := n.gate(ctx, j, rows); err != nil {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/termtext"
 )
 
 // Person is someone asked to review, or who reviewed: a username of the
@@ -32,8 +33,9 @@ type Person struct {
 func Key(username string) string { return strings.ToLower(strings.TrimSpace(username)) }
 
 // CheckUsername validates a username a directory entry is for: 1–256
-// bytes, printable, no spaces, no "@" (an address is never a username), no
-// "/" (it is a path segment of the admin API). It returns why not, or "".
+// bytes, printable (no control or bidi character), no spaces, no "@" (an
+// address is never a username), no "/" (it is a path segment of the admin
+// API). It returns why not, or "".
 func CheckUsername(u string) string {
 	switch {
 	case strings.TrimSpace(u) == "":
@@ -42,6 +44,9 @@ func CheckUsername(u string) string {
 		return "must be at most 256 bytes"
 	case !utf8.ValidString(u) || strings.ContainsAny(u, " \t\r\n@,<>\"/"):
 		return "is not a valid username (no spaces, no @)"
+	case termtext.Check(u) != "":
+		// An operator's terminal prints usernames (R-TERM-1).
+		return termtext.Check(u)
 	}
 	return ""
 }
@@ -112,6 +117,11 @@ func NewStatic(m map[string]map[string]string) (*Static, error) {
 // domain). It returns the normalized form. The error never quotes the
 // address.
 func CheckAddress(addr string) (string, error) {
+	if termtext.Check(addr) != "" {
+		// mail.ParseAddress takes C1 and bidi characters in a local part
+		// or a domain; an operator's terminal prints addresses (R-TERM-1).
+		return "", fmt.Errorf("not a bare e-mail address: it holds control or bidi characters")
+	}
 	a, err := mail.ParseAddress(addr)
 	if err != nil || a.Name != "" || a.Address != strings.TrimSpace(addr) || !strings.Contains(a.Address[strings.LastIndexByte(a.Address, '@')+1:], ".") {
 		return "", fmt.Errorf("not a bare e-mail address such as reviewer@example.com")

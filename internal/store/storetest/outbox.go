@@ -51,6 +51,7 @@ func Outbox(t *testing.T, open Opener) {
 		{"Unsettled_SelectsWhatMayNeedAHand", unsettledSelectsWhatMayNeedAHand},
 		{"ResolvedAsSent_NeverReconciledAgain", resolvedAsSentNeverReconciledAgain},
 		{"Reject_OnlyTheRowsSend_FailedForGood", rejectOnlyTheRowsSendFailedForGood},
+		{"SkippedDomain_TerminalNeverClaimed", skippedDomainTerminalNeverClaimed},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/blob"
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/store"
@@ -81,7 +82,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		// The admin API is off (404) unless its key is set. Previews render
 		// the mail templates notify uses.
 		h.Admin = &api.Admin{APIKey: cfg.AdminAPIKey, Status: status, Jobs: b.Jobs, Queue: b.Queue, Log: log,
-			Audience: audience{b.Recipients}, Previewer: pages,
+			Audience: audience{b.Recipients, cfg.AllowedRecipientDomains}, Previewer: pages,
 			IsUnknownTemplate: func(err error) bool { return errors.Is(err, mail.ErrUnknownTemplate) },
 			Directory:         store.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)}
 	}
@@ -120,10 +121,18 @@ var _ api.Previewer = (*mail.Renderer)(nil)
 
 // audience answers a rerun's dry run with the decision notify would take
 // for each recipient: send, or the status an unsubscribe or a suppression
-// settles the row as (the same Standing.SkipAs notify's gate applies).
-type audience struct{ r *store.Recipients }
+// settles the row as (the same Standing.SkipAs notify's gate applies),
+// or skipped_domain for an address outside the allowed domains
+// (R-RECIPIENT-1), which notify settles first.
+type audience struct {
+	r       *store.Recipients
+	domains delivery.Domains
+}
 
 func (a audience) Decide(ctx context.Context, source, changelistID, recipient string) (string, error) {
+	if !a.domains.Allows(recipient) {
+		return string(delivery.StatusSkippedDomain), nil
+	}
 	id := unsubscribe.RecipientID(recipient)
 	st, err := a.r.Standings(ctx, []string{id})
 	if err != nil {

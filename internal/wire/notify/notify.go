@@ -58,7 +58,7 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 		Deliveries: b.Deliveries, Renderer: r, Sender: sender,
 		Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Lease: cfg.DeliveryLease, Margin: cfg.EvidenceMargin, SendTimeout: sesmail.DefaultSendTimeout,
-		Recipients: b.Recipients, Signer: signer, PublicURL: cfg.PublicURL, MinSeverity: critic.Severity(cfg.MinSeverity),
+		Recipients: b.Recipients, AllowedDomains: cfg.AllowedRecipientDomains, Signer: signer, PublicURL: cfg.PublicURL, MinSeverity: critic.Severity(cfg.MinSeverity),
 		// Quiet unless something is new (R-QUIET-1..3).
 		Quiet: &pipeline.Quiet{Store: b.Jobs, MailSameDiff: cfg.Quiet.MailSameDiff, MailUnchangedReruns: cfg.Quiet.MailUnchangedReruns}}
 	if n.Votes, err = wire.VoteSigner(cfg); err != nil {
