@@ -63,6 +63,18 @@ func ListIDValue(id string) string {
 	return ListIDPhrase + " <" + id + ">"
 }
 
+// why is the footer's reason the recipient is mailed, before the
+// changelist's id: what X-Criticizer-Reason says, in words.
+func why(reason string) string {
+	switch reason {
+	case ReasonAuthor:
+		return "you are the author of"
+	case ReasonAdded:
+		return "you were added as a reviewer of"
+	}
+	return "you are a reviewer of"
+}
+
 // highestSeverity is SeverityHeader's value: the most severe finding's
 // severity, counted as the email's counters count them (anything a critic
 // wrote that is neither error nor warning is info).

@@ -158,8 +158,8 @@ func TestThreading_VersionsOneConversation_ReferencesAndGmail(t *testing.T) {
 // auto-generated (RFC 3834) and Exchange's suppression of automatic
 // replies (never of delivery reports), why the recipient got it, and the
 // highest severity of the findings — none without findings, info for a
-// severity a critic made up. The hash covers them: another reason is
-// another payload.
+// severity a critic made up. The footer says the reason in words. The
+// hash covers them: another reason is another payload.
 // Rules: R-MAIL-4, R-THREAD-1.
 func TestRender_FilingHeaders_ListAutoSubmittedReasonSeverity(t *testing.T) {
 	d := sampleData()
@@ -178,9 +178,19 @@ func TestRender_FilingHeaders_ListAutoSubmittedReasonSeverity(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("headers %v\nwant %v", got, want)
 	}
-	d.Reason = mail.ReasonReviewer
-	if other, _ := headers(t, d); other.ContentSHA256 == m.ContentSHA256 {
-		t.Error("another reason, the same content hash")
+	for reason, words := range map[string]string{
+		mail.ReasonAdded:    "because you were added as a reviewer of billing-1042.",
+		mail.ReasonAuthor:   "because you are the author of billing-1042.",
+		mail.ReasonReviewer: "because you are a reviewer of billing-1042.",
+	} {
+		d.Reason = reason
+		other, _ := headers(t, d)
+		if !strings.Contains(other.Text, words) || !strings.Contains(other.HTML, words) {
+			t.Errorf("reason %s: the footer does not say %q", reason, words)
+		}
+		if reason != mail.ReasonAdded && other.ContentSHA256 == m.ContentSHA256 {
+			t.Errorf("reason %s: the same content hash as reason added", reason)
+		}
 	}
 
 	for _, tc := range []struct {

@@ -52,7 +52,13 @@ func firstCases() []Data {
 	d = base()
 	d.Source = "generic"
 	d.Critique.Findings = []critic.Finding{{File: "a b/ü.go", Line: 3, Severity: critic.SeverityWarning, Rule: "x", Message: "y"}}
-	return append(out, d)
+	out = append(out, d)
+	for _, reason := range []string{ReasonAuthor, ReasonAdded, ReasonReviewer} {
+		d = base()
+		d.Reason = reason
+		out = append(out, d)
+	}
+	return out
 }
 
 // rerunCases are critiques compared with an earlier version (critique/v4):
@@ -91,6 +97,9 @@ func rerunCases() []Data {
 	d.Critique.Changes.Resolved[0].Message = "Visit https://evil.example/x?a=1&b=<2> + 'q' \"dq\""
 	d.Critique.Changes.Resolved[1].File = `dir/<file>&"x".go`
 	d.Critique.Changes.ResolvedCount = 3
+	out = append(out, d)
+	d = base()
+	d.Reason = ReasonAuthor
 	out = append(out, d)
 	return out
 }
