@@ -122,6 +122,12 @@ type Config struct {
 	// verify, new ones are signed with UnsubscribeKey only. Optional.
 	UnsubscribeKeyPrevious string
 
+	// MailDomain is MailFrom's domain, under which the conversation roots
+	// of References and In-Reply-To are named; ListID is the List-Id every
+	// email carries (CRITICIZER_LIST_ID, listid.go).
+	MailDomain string
+	ListID     string
+
 	// Critic selects the reviewer: CriticOffline (default), CriticBedrock
 	// or CriticOpenAI, with the settings of the one chosen.
 	Critic         string
@@ -357,6 +363,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.readRecipients(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.readListID(getenv); err != nil {
 		return Config{}, err
 	}
 	return c, nil

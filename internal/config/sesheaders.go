@@ -9,6 +9,9 @@ import "fmt"
 const (
 	MaxSESHeaderName  = 126
 	MaxSESHeaderValue = 870
+	// MaxSESHeaders is how many headers SES v2 takes with a simple
+	// message (Message.Headers: at most 15 items).
+	MaxSESHeaders = 15
 )
 
 // The longest unsubscribe token notify mints (internal/unsubscribe's

@@ -178,6 +178,17 @@ type Message struct {
 	// the List-Unsubscribe header (RFC 8058); empty: no such header. The
 	// bodies show it too, so ContentSHA256 covers it.
 	UnsubscribeURL string `dynamodbav:"unsubscribe_url,omitempty"`
+	// The values of the headers a reader's client threads and filters by
+	// (mail.FilingHeaders), rendered with the message so a retry sends
+	// the same: Thread is the recipient's conversation root about the
+	// changelist, sent as References and In-Reply-To (R-THREAD-1); ListID
+	// the List-Id value, Reason why the recipient is mailed, Severity the
+	// highest finding's (R-MAIL-4). Empty: no such header (rows rendered
+	// before they existed). ContentSHA256 covers them.
+	Thread   string `dynamodbav:"thread,omitempty"`
+	ListID   string `dynamodbav:"list_id,omitempty"`
+	Reason   string `dynamodbav:"reason,omitempty"`
+	Severity string `dynamodbav:"severity,omitempty"`
 }
 
 // HasEvidence reports whether the provider confirmed it accepted the

@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -162,11 +164,25 @@ func emailsFor(t *testing.T, ses *devstack.SESEmulator, changelistID string) []d
 	}
 	var out []devstack.StoredEmail
 	for _, e := range all {
-		if strings.Contains(e.Subject, "] "+changelistID+" ") {
+		if strings.Contains(e.Subject, "] "+changelistID+": ") {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// versionLine is the text body's first line, which names the version (the
+// subject is the same for every version, R-THREAD-1).
+var versionLine = regexp.MustCompile(`\ACriticizer review: .* version ([0-9]+)\n`)
+
+// versionOf is the review version an email is about; 0 if it names none.
+func versionOf(e devstack.StoredEmail) int {
+	m := versionLine.FindStringSubmatch(e.Body.Text)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.Atoi(m[1])
+	return v
 }
 
 // perRecipient counts emails per recipient.

@@ -259,7 +259,7 @@ func TestIncrementalReruns_OnlyChangedFilesSent_EmailSaysWhatChanged(t *testing.
 	var email string
 	eventually(t, 10*time.Second, "the v5 email", func() bool {
 		for _, e := range emailsFor(t, s.env.SES, cl) {
-			if strings.Contains(e.Subject, " v5:") {
+			if versionOf(e) == 5 {
 				email = e.Body.Text
 			}
 		}

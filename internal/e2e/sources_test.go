@@ -300,7 +300,7 @@ func TestGitHubPullRequest_OneEmailPerMappedReviewer_SkipsUnmapped_RedeliveryNot
 		t.Errorf("GET /jobs deliveries: %+v", view.Deliveries)
 	}
 	e := emailsTo(t, s.env.SES, octocat)[0]
-	if !strings.Contains(e.Subject, ghChangelist+" v1") || !strings.Contains(e.Body.Text, "hello.go") {
+	if !strings.Contains(e.Subject, ghChangelist+": ") || versionOf(e) != 1 || !strings.Contains(e.Body.Text, "hello.go") {
 		t.Errorf("email subject %q / body does not review the fetched diff:\n%s", e.Subject, e.Body.Text)
 	}
 	for _, r := range gh.requests() {

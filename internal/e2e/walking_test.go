@@ -74,8 +74,8 @@ func TestSignedWebhook_OneEmailPerRecipient_ReplaySendsNothing(t *testing.T) {
 		}
 	}
 	e := emails[0]
-	if !strings.Contains(e.Subject, cl+" v1") || e.Body.HTML == "" || e.Body.Text == "" {
-		t.Errorf("email lacks subject naming the version, or a body: %+v", e)
+	if !strings.Contains(e.Subject, cl+": ") || versionOf(e) != 1 || e.Body.HTML == "" || e.Body.Text == "" {
+		t.Errorf("email lacks a subject naming the changelist, a body naming the version, or a body: %+v", e)
 	}
 	if e.Header("X-Criticizer-Delivery-Id") == "" {
 		t.Error("email lacks the delivery id header")

@@ -112,7 +112,7 @@ func critiqueHTML(v view) string {
 <tr><td style="padding:20px 24px 0;"></td></tr>
 <tr><td style="padding:14px 24px 18px;border-top:1px solid #d0d7de;background:#f6f8fa;border-radius:0 0 6px 6px;font-size:12px;line-height:1.5;color:#57606a;">
   <div>Reviewed by ` + escText(c.Critic) + ` &middot; ` + escText(v.TemplateVersion) + `. <a href="` + url + `" style="color:#0969da;">Open the changelist</a>.</div>
-  <div style="margin-top:6px;">You receive this email because you are a reviewer of ` + cl + `.`)
+  <div style="margin-top:6px;">You receive this email because ` + why(d.Reason) + ` ` + cl + `.`)
 	if d.UnsubscribeURL != "" {
 		w(` <a href="` + escURL(d.UnsubscribeURL) + `" style="color:#57606a;text-decoration:underline;">Unsubscribe</a> from Criticizer reviews.`)
 	} else {
@@ -255,7 +255,7 @@ func critiqueText(v view) string {
 			}
 		}
 	}
-	w("\n--\nReviewed by " + c.Critic + " (" + v.TemplateVersion + ").\nYou receive this email because you are a reviewer of " + d.ChangelistID + ".\n")
+	w("\n--\nReviewed by " + c.Critic + " (" + v.TemplateVersion + ").\nYou receive this email because " + why(d.Reason) + " " + d.ChangelistID + ".\n")
 	if d.UnsubscribeURL != "" {
 		w("Unsubscribe: " + d.UnsubscribeURL)
 	} else {

@@ -67,6 +67,12 @@ type Data struct {
 	// (R-VOTE-1), shown under each finding of this version (not under
 	// resolved ones). Nil, or empty links: none are shown.
 	Votes func(f critic.Finding) (useful, wrong string)
+
+	// Thread is the recipient's conversation root about the changelist
+	// (Threads.Root), ListID the deploy's list id (config's
+	// CRITICIZER_LIST_ID), Reason why the recipient is mailed (Reason*).
+	// Empty: the message has no such header.
+	Thread, ListID, Reason string
 }
 
 // FileFindings groups findings by file for the templates.
@@ -120,7 +126,9 @@ type Renderer struct{}
 // NewRenderer returns a renderer.
 func NewRenderer() (*Renderer, error) { return &Renderer{}, nil }
 
-// Subject names the changelist and the review version.
+// Subject names the changelist and its title. It is the same for every
+// version, so a mail client that groups by subject keeps the versions in
+// one conversation (R-THREAD-1); the version is in the body.
 func Subject(d Data) string {
 	title := d.Title
 	if len(title) > 120 {
@@ -131,7 +139,7 @@ func Subject(d Data) string {
 		}
 		title = title[:cut] + "..."
 	}
-	return fmt.Sprintf("[Criticizer] %s v%d: %s", d.ChangelistID, d.ReviewVersion, strings.Join(strings.Fields(title), " "))
+	return fmt.Sprintf("[Criticizer] %s: %s", d.ChangelistID, strings.Join(strings.Fields(title), " "))
 }
 
 // severityRank orders severities for the email: error, warning, info, then
@@ -238,10 +246,11 @@ func (v view) group(fs []critic.Finding, link bool) []FileFindings {
 	return out
 }
 
-// Render produces the message: subject, HTML, text, the unsubscribe URL and
-// a content hash over subject, HTML and text (the footer shows the
-// unsubscribe URL, so the hash covers it too). A critique compared with an
-// earlier version is rendered with RerunTemplateVersion, any other with
+// Render produces the message: subject, HTML, text, the unsubscribe URL,
+// the filing headers' values (FilingHeaders) and a content hash over
+// subject, HTML, text and those values (the footer shows the unsubscribe
+// URL, so the hash covers it too). A critique compared with an earlier
+// version is rendered with RerunTemplateVersion, any other with
 // TemplateVersion.
 func (r *Renderer) Render(d Data) (delivery.Message, error) {
 	v := newView(d)
@@ -251,8 +260,12 @@ func (r *Renderer) Render(d Data) (delivery.Message, error) {
 		Text:            critiqueText(v),
 		TemplateVersion: v.TemplateVersion,
 		UnsubscribeURL:  d.UnsubscribeURL,
+		Thread:          d.Thread,
+		ListID:          ListIDValue(d.ListID),
+		Reason:          d.Reason,
+		Severity:        highestSeverity(v.Counts),
 	}
-	sum := sha256.Sum256([]byte(m.Subject + "\x00" + m.HTML + "\x00" + m.Text))
+	sum := sha256.Sum256([]byte(m.Subject + "\x00" + m.HTML + "\x00" + m.Text + "\x00" + m.Thread + "\x00" + m.ListID + "\x00" + m.Reason + "\x00" + m.Severity))
 	m.ContentSHA256 = hex.EncodeToString(sum[:])
 	return m, nil
 }

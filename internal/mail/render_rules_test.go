@@ -53,10 +53,12 @@ func sampleData() mail.Data {
 	}
 }
 
-// The subject tells the reviewer which changelist and which version the
-// email is about, so v3 and v4 mails are distinguishable in an inbox (seed
-// 000 R-RERUN-1: a versioned rerun is a new notification).
-func TestSubject_NamesChangelistAndVersion(t *testing.T) {
+// The subject names the changelist and its title, never the version: it
+// is the same for every version, so a client that groups by subject keeps
+// them in one conversation. The bodies name the version instead (the
+// preview line too, which an inbox shows beside the subject).
+// Rules: R-THREAD-1, R-MAIL-1.
+func TestSubject_SameForEveryVersion_BodyNamesVersion(t *testing.T) {
 	tests := []struct {
 		name  string
 		cl    string
@@ -72,13 +74,18 @@ func TestSubject_NamesChangelistAndVersion(t *testing.T) {
 			d := sampleData()
 			d.ChangelistID, d.ReviewVersion, d.Title = tt.cl, tt.v, tt.title
 			subject, html, text, _ := render(t, d)
-			for _, want := range []string{tt.cl, fmt.Sprintf("v%d", tt.v), tt.title} {
-				if !strings.Contains(subject, want) {
-					t.Errorf("subject %q does not contain %q", subject, want)
-				}
+			if want := "[Criticizer] " + tt.cl + ": " + tt.title; subject != want {
+				t.Errorf("subject %q; want %q", subject, want)
 			}
-			if !strings.Contains(text, fmt.Sprintf("version %d", tt.v)) || !strings.Contains(html, fmt.Sprintf("version %d", tt.v)) {
-				t.Errorf("bodies do not name version %d", tt.v)
+			if strings.Contains(subject, fmt.Sprintf("v%d", tt.v)) || strings.Contains(subject, "version") {
+				t.Errorf("subject %q names version %d", subject, tt.v)
+			}
+			first, _, _ := strings.Cut(text, "\n")
+			if want := fmt.Sprintf("Criticizer review: %s version %d", tt.cl, tt.v); first != want {
+				t.Errorf("text body begins %q; want %q", first, want)
+			}
+			if !strings.Contains(html, fmt.Sprintf("&middot; version %d</div>", tt.v)) || !strings.Contains(html, fmt.Sprintf(" version %d</div>\n<table", tt.v)) {
+				t.Errorf("HTML header or preview line does not name version %d", tt.v)
 			}
 			if mail.Subject(d) != subject {
 				t.Errorf("Render subject %q differs from Subject() %q", subject, mail.Subject(d))
@@ -87,8 +94,8 @@ func TestSubject_NamesChangelistAndVersion(t *testing.T) {
 	}
 	a, b := sampleData(), sampleData()
 	b.ReviewVersion = a.ReviewVersion + 1
-	if mail.Subject(a) == mail.Subject(b) {
-		t.Errorf("v%d and v%d have the same subject %q", a.ReviewVersion, b.ReviewVersion, mail.Subject(a))
+	if mail.Subject(a) != mail.Subject(b) {
+		t.Errorf("v%d and v%d have different subjects %q and %q", a.ReviewVersion, b.ReviewVersion, mail.Subject(a), mail.Subject(b))
 	}
 }
 
@@ -124,7 +131,7 @@ func TestSubject_LongTitleIsShortened(t *testing.T) {
 			d := sampleData()
 			d.Title = tt.title
 			subject, html, text, _ := render(t, d)
-			prefix := fmt.Sprintf("[Criticizer] %s v%d: ", d.ChangelistID, d.ReviewVersion)
+			prefix := fmt.Sprintf("[Criticizer] %s: ", d.ChangelistID)
 			if !strings.HasPrefix(subject, prefix) {
 				t.Fatalf("subject %q; want prefix %q", subject, prefix)
 			}

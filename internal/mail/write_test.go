@@ -61,7 +61,13 @@ func firstCases() []Data {
 	// Feedback links (R-VOTE-1), with characters to escape.
 	d = base()
 	d.Votes = testVotes
-	return append(out, d)
+	out = append(out, d)
+	for _, reason := range []string{ReasonAuthor, ReasonAdded, ReasonReviewer} {
+		d = base()
+		d.Reason = reason
+		out = append(out, d)
+	}
+	return out
 }
 
 // rerunCases are critiques compared with an earlier version (critique/v4):
@@ -103,6 +109,7 @@ func rerunCases() []Data {
 	out = append(out, d)
 	d = base()
 	d.Votes = testVotes
+	d.Reason = ReasonAuthor
 	out = append(out, d)
 	return out
 }

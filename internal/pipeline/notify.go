@@ -101,6 +101,12 @@ type Notify struct {
 	// (internal/explore) names them, so that a run is a function of its
 	// choices.
 	Tokens func(ctx context.Context) string
+
+	// Threads names each recipient's conversation about a changelist, sent
+	// as References and In-Reply-To (R-THREAD-1); ListID is the deploy's
+	// list id, sent as List-Id (R-MAIL-4). Nil or empty: no such header.
+	Threads *mail.Threads
+	ListID  string
 }
 
 // Evidence is what notify reads and claims of the evidence path

@@ -22,6 +22,7 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
 	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
 	data := mail.Data{Source: j.Source, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion, Title: j.Title, URL: j.URL, Author: j.Author, Critique: c}
+	data.ListID = n.ListID
 	var noEmail []string
 	var err error
 	if j.Source != "generic" {
@@ -38,6 +39,7 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 		// with (Ensure does not overwrite).
 		data.UnsubscribeURL = n.Signer.URL(n.PublicURL, unsubscribe.RecipientID(rcpt), repo)
 		data.Votes = n.voteLinks(delivery.ID(clKey, rcpt, j.ReviewVersion), now)
+		data.Thread, data.Reason = n.Threads.Root(clKey, rcpt), reason(j, rcpt)
 		msg, err := n.Renderer.Render(data)
 		if err != nil {
 			return nil, retry.Permanent(retry.RuntimeBug, err)

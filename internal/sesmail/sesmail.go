@@ -154,6 +154,14 @@ func (s *Sender) Send(ctx context.Context, deliveryID, to string, m delivery.Mes
 			types.MessageHeader{Name: aws.String(mail.ListUnsubscribeHeader), Value: aws.String("<" + m.UnsubscribeURL + ">")},
 			types.MessageHeader{Name: aws.String(mail.ListUnsubscribePostHeader), Value: aws.String(mail.ListUnsubscribePostValue)})
 	}
+	for _, h := range mail.FilingHeaders(m) {
+		headers = append(headers, types.MessageHeader{Name: aws.String(h.Name), Value: aws.String(h.Value)})
+	}
+	if err := checkHeaders(headers); err != nil {
+		// The values are Criticizer's own, rendered with the message: one
+		// SES would refuse is a bug, and SES would refuse the whole send.
+		return "", retry.Permanent(retry.RuntimeBug, fmt.Errorf("ses send %s: %w", deliveryID, err))
+	}
 	tags := []types.MessageTag{{Name: aws.String(mail.DeliveryIDTag), Value: aws.String(deliveryID)}}
 	if m.TemplateVersion != "" {
 		tags = append(tags, types.MessageTag{Name: aws.String(mail.TemplateTag), Value: aws.String(mail.TagValue(m.TemplateVersion))})

@@ -36,6 +36,10 @@ type storedMessage struct {
 	TemplateVersion string `json:"template_version"`
 	ContentSHA256   string `json:"content_sha256"`
 	UnsubscribeURL  string `json:"unsubscribe_url,omitempty"`
+	Thread          string `json:"thread,omitempty"`
+	ListID          string `json:"list_id,omitempty"`
+	Reason          string `json:"reason,omitempty"`
+	Severity        string `json:"severity,omitempty"`
 }
 
 // marshalRow is a row's item, its message gzipped.
@@ -46,7 +50,8 @@ func marshalRow(r delivery.Row) (map[string]types.AttributeValue, error) {
 	}
 	m := r.Message
 	raw, err := json.Marshal(storedMessage{Subject: m.Subject, HTML: m.HTML, Text: m.Text, TemplateVersion: m.TemplateVersion,
-		ContentSHA256: m.ContentSHA256, UnsubscribeURL: m.UnsubscribeURL})
+		ContentSHA256: m.ContentSHA256, UnsubscribeURL: m.UnsubscribeURL,
+		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity})
 	if err != nil {
 		return nil, fmt.Errorf("marshal delivery %s message: %w", r.ID, err)
 	}
@@ -89,6 +94,7 @@ func unmarshalRow(item map[string]types.AttributeValue, r *delivery.Row) error {
 		return fmt.Errorf("delivery %s message: %w", r.ID, err)
 	}
 	r.Message = delivery.Message{Subject: m.Subject, HTML: m.HTML, Text: m.Text, TemplateVersion: m.TemplateVersion,
-		ContentSHA256: m.ContentSHA256, UnsubscribeURL: m.UnsubscribeURL}
+		ContentSHA256: m.ContentSHA256, UnsubscribeURL: m.UnsubscribeURL,
+		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,7 +91,9 @@ func renderedMessage(t *testing.T) delivery.Message {
 	}
 	m, err := (&mail.Renderer{}).Render(mail.Data{ChangelistID: "billing-1042", ReviewVersion: 3, Title: "Add refunds to invoices",
 		URL: "https://review.example.com/c/billing/+/1042", Author: "ana", UnsubscribeURL: "https://criticizer.example.com/unsubscribe/tok",
-		Critique: critic.Critique{Critic: "openai/gpt-4.1", Summary: "Refunds race with each other.", Files: 1, Additions: 40, Findings: fs}})
+		Critique: critic.Critique{Critic: "openai/gpt-4.1", Summary: "Refunds race with each other.", Files: 1, Additions: 40, Findings: fs},
+		Thread:   mail.NewThreads(strings.Repeat("k", 32), "example.com").Root("generic:billing-1042", "bo@example.com"),
+		ListID:   "criticizer.example.com", Reason: mail.ReasonReviewer})
 	if err != nil {
 		t.Fatal(err)
 	}
