@@ -114,7 +114,7 @@ func TestLedger_DecoysFillTheCap_RealBugReachesTheInbox(t *testing.T) {
 		var text string
 		eventually(t, 10*time.Second, fmt.Sprintf("the v%d email", v), func() bool {
 			for _, e := range emailsFor(t, s.env.SES, cl) {
-				if strings.Contains(e.Subject, fmt.Sprintf(" v%d:", v)) {
+				if versionOf(e) == v {
 					text = e.Body.Text
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/testenv"
@@ -29,12 +30,15 @@ var threadRoot = regexp.MustCompile(`^<criticizer\.t\.[0-9a-f]{32}@example\.com>
 // it and the highest severity of its version's findings, and its body
 // names its version.
 //
-// Each step posts one version and reads what it mailed, so a later
-// version's step (a v3 that mails no one) appends as one more call.
-// Rules: R-THREAD-1, R-MAIL-4.
+// A v3 whose diff is v2's (a force-push of the same change under a new
+// commit) mails no one: each recipient's row says it is v2's diff
+// (R-QUIET-1), and the job succeeds.
+// Rules: R-THREAD-1, R-MAIL-4, R-QUIET-1.
 func TestThreads_VersionsOneConversation_FilterHeaders(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, devstack.FunctionOptions{})
+	// The deploy's defaults for the quiet rules, without the collapse
+	// window (each version here is mailed before the next is posted).
+	s := startStack(t, devstack.FunctionOptions{}, quietly(0))
 	ctx := context.Background()
 	cl := testenv.Prefix(t)
 	const reviewer, author = "rev@example.com", "ana@example.com"
@@ -118,6 +122,22 @@ func TestThreads_VersionsOneConversation_FilterHeaders(t *testing.T) {
 			if !strings.Contains(e.Body.HTML, fmt.Sprintf("&middot; version %d</div>", v)) {
 				t.Errorf("%s v%d: the HTML body does not name the version", rcpt, v)
 			}
+		}
+	}
+
+	// v3: v2's diff again, under a new version: nobody is mailed.
+	v3, _ := step(3, diffs[2], job.StatusSucceeded)
+	if len(v3) != 0 {
+		t.Errorf("v3 with v2's diff mailed %d recipients, want no one", len(v3))
+	}
+	clKey := job.ChangelistKey("generic", cl)
+	for _, rcpt := range []string{reviewer, author} {
+		r, err := s.fns.Deliveries.Get(ctx, delivery.ID(clKey, rcpt, 3))
+		if err != nil {
+			t.Fatalf("v3's row for %s: %v", rcpt, err)
+		}
+		if r.Status != delivery.StatusSkippedSameDiff || r.SkipReason != "same diff as v2" {
+			t.Errorf("v3's row for %s: %s %q, want skipped_same_diff %q", rcpt, r.Status, r.SkipReason, "same diff as v2")
 		}
 	}
 }

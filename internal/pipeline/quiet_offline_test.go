@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -29,9 +30,15 @@ type subjects struct {
 func (s *subjects) Send(_ context.Context, _ string, to string, m delivery.Message) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sent = append(s.sent, to+": "+m.Subject)
-	return "ses-" + to + "-" + m.Subject, nil
+	// The subject is the same for every version (R-THREAD-1): the
+	// version is the text body's first line's.
+	v := m.Subject + " v" + versionInText.FindStringSubmatch(m.Text + "\nversion 0\n")[1]
+	s.sent = append(s.sent, to+": "+v)
+	return "ses-" + to + "-" + v, nil
 }
+
+// versionInText finds the version a rendered email's text names first.
+var versionInText = regexp.MustCompile(`version ([0-9]+)\n`)
 
 func (s *subjects) all() []string {
 	s.mu.Lock()
