@@ -133,6 +133,9 @@ type Config struct {
 	// (critic.Incremental); off, every version is reviewed whole and
 	// mailed as a first review.
 	IncrementalReview bool
+	// Budgets bound model runs, team expansion and reviewer webhooks
+	// (budgets.go).
+	Budgets Budgets
 
 	// The code review systems. A source whose webhook credential is unset
 	// is not routed.
@@ -326,6 +329,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.readDiffs(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.readBudgets(getenv); err != nil {
 		return Config{}, err
 	}
 	return c, nil
