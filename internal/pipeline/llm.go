@@ -26,12 +26,17 @@ type LLM struct {
 	// review a rerun builds on (Input.Previous, which critic.Incremental
 	// reads); 0 looks for none, and every version is reviewed whole.
 	LookBack int
+	// Guard, if set, may end a job without a model run (llm_guard.go).
+	Guard *ModelGuard
 }
 
 // Handle runs the llm stage for one message.
 func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 	j, ok, err := l.begin(ctx, m, job.StageLLM)
 	if err != nil || !ok {
+		return err
+	}
+	if done, err := l.guard(ctx, j, attempt); err != nil || done {
 		return err
 	}
 	// A diff whose object is gone comes back classified NOT_FOUND
