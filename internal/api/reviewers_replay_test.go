@@ -26,7 +26,9 @@ type delayQueue struct {
 	fail   bool
 }
 
-func (q *delayQueue) Enqueue(ctx context.Context, m job.Message) error { return q.EnqueueAfter(ctx, m, 0) }
+func (q *delayQueue) Enqueue(ctx context.Context, m job.Message) error {
+	return q.EnqueueAfter(ctx, m, 0)
+}
 
 func (q *delayQueue) EnqueueAfter(_ context.Context, m job.Message, d time.Duration) error {
 	q.mu.Lock()
