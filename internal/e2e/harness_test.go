@@ -81,6 +81,8 @@ func startStack(t *testing.T, o devstack.FunctionOptions, tweak ...func(*config.
 	// fauxqs's counters are exact at once; SQS's settle within about a
 	// minute (internal/drain), which the default allows for.
 	cfg.EvidenceCounterLag = time.Second
+	// Reviewer refreshes gathered over a second, not ten (R-BUDGET-3).
+	cfg.Budgets.ReviewerRefreshWindow = time.Second
 	for _, f := range tweak {
 		f(&cfg)
 	}
