@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -89,14 +91,40 @@ func (s *Replays) ClaimDelivery(ctx context.Context, source, deliveryID string, 
 		Or(expression.Name("expires_at").LessThan(expression.Value(now.Unix()))).
 		Or(expression.AttributeNotExists(expression.Name("handled")).
 			And(expression.Name("claimed_at").LessThan(expression.Value(now.Add(-lease).UnixMilli()))))
-	_, err := conditionalUpdate(ctx, s.db, s.table, reviewerDeliveryKey(source, deliveryID), upd, cond, types.ReturnValueNone)
-	if errors.Is(err, ErrConflict) {
-		return false, nil
-	}
+	ok, err := s.claim(ctx, reviewerDeliveryKey(source, deliveryID), upd, cond)
 	if err != nil {
 		return false, fmt.Errorf("claim reviewer delivery: %w", err)
 	}
-	return true, nil
+	return ok, nil
+}
+
+// claim runs one conditional UpdateItem that also writes a token of its
+// own, and reports whether this call's write is the item's. The SDK
+// retries a write whose answer was lost; the retry then fails the
+// condition against the first attempt's write, and the token, read back
+// from the failed condition, shows the write was ours all the same.
+func (s *Replays) claim(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (bool, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return false, err
+	}
+	token := hex.EncodeToString(b[:])
+	e, err := expression.NewBuilder().WithUpdate(upd.Set(expression.Name("token"), expression.Value(token))).WithCondition(cond).Build()
+	if err != nil {
+		return false, fmt.Errorf("build update: %w", err)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key,
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		t, ok := ccf.Item["token"].(*types.AttributeValueMemberS)
+		return ok && t.Value == token, nil
+	}
+	return err == nil, err
 }
 
 // CompleteDelivery implements ReplayStore.
@@ -129,14 +157,11 @@ func (s *Replays) ScheduleRefresh(ctx context.Context, id job.ID, window time.Du
 		Set(expression.Name("expires_at"), expression.Value(due.Add(time.Hour).Unix()))
 	cond := expression.AttributeNotExists(expression.Name("pk")).
 		Or(expression.Name("due_at").LessThanEqual(expression.Value(now.UnixMilli())))
-	_, err := conditionalUpdate(ctx, s.db, s.table, refreshKey(id), upd, cond, types.ReturnValueNone)
-	if errors.Is(err, ErrConflict) {
-		return false, nil
-	}
+	ok, err := s.claim(ctx, refreshKey(id), upd, cond)
 	if err != nil {
 		return false, fmt.Errorf("schedule reviewer refresh: %w", err)
 	}
-	return true, nil
+	return ok, nil
 }
 
 // CancelRefresh implements ReplayStore.
