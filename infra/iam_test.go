@@ -287,13 +287,14 @@ func TestLeastPrivilegeSpotChecks(t *testing.T) {
 // exactly its actions on its prefixes: GetItem and UpdateItem on their
 // job's JOB# and SRC# items; for fetch also GetItem on ROSTER# (who reviews
 // a changelist), BatchGetItem on DIR# (the directory's entries) and
-// UpdateItem on UNKNOWN# (its list of unknown reviewers).
-// Rules: R-REVIEWERS-4.
+// UpdateItem on UNKNOWN# (its list of unknown reviewers); for llm also
+// UpdateItem on BUDGET# (the model-run budgets).
+// Rules: R-REVIEWERS-4, R-BUDGET-1.
 func TestJobItemsOnly_LeadingKeysCondition(t *testing.T) {
 	s := synth(t)
 	jobItems := "dynamodb:GetItem,dynamodb:UpdateItem on " + JobItemPrefix + "*," + SourceRefPrefix + "*"
 	want := map[string][]string{
-		FnLLM: {jobItems},
+		FnLLM: {jobItems, "dynamodb:UpdateItem on " + BudgetPrefix + "*"},
 		FnFetch: {jobItems, "dynamodb:GetItem on " + RosterPrefix + "*", "dynamodb:BatchGetItem on " + DirectoryPrefix + "*",
 			"dynamodb:UpdateItem on " + UnknownPrefix + "*"},
 	}

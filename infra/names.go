@@ -157,13 +157,15 @@ func title(s string) string {
 
 // Key prefixes of the jobs table items fetch and llm may touch (the
 // store's keys: JOB#<job id>, SRC#<job id>; and for fetch, deciding who
-// reviews, ROSTER#<changelist>, DIR#<source>#<username>, UNKNOWN#<source>).
+// reviews, ROSTER#<changelist>, DIR#<source>#<username>, UNKNOWN#<source>;
+// and for llm, the model-run budgets' windows, BUDGET#<budget>#<key>#<start>).
 const (
 	JobItemPrefix   = "JOB#"
 	SourceRefPrefix = "SRC#"
 	RosterPrefix    = "ROSTER#"
 	DirectoryPrefix = "DIR#"
 	UnknownPrefix   = "UNKNOWN#"
+	BudgetPrefix    = "BUDGET#"
 )
 
 // The sparse indexes the sweeps read (internal/store/index.go; a store

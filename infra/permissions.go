@@ -49,10 +49,13 @@ func (s *Stack) grantFetch(f awslambda.Function) {
 	s.StageSecrets[IDFetchSecret].GrantRead(f, nil)
 }
 
-// grantLLM: llm touches its job's items, reads the diff, enqueues at
+// grantLLM: llm touches its job's items, spends from the model-run
+// budgets (UpdateItem on BUDGET# items, in a TransactWriteItems, which
+// IAM authorizes per item action; R-BUDGET-1), reads the diff, enqueues at
 // notify, reads its secret, and with the bedrock critic invokes the model.
 func (s *Stack) grantLLM(f awslambda.Function) {
 	s.grantJobItems(f)
+	s.grantKeyed(f, []string{"dynamodb:UpdateItem"}, BudgetPrefix)
 	s.grantDiffs(f, true, "s3:GetObject")
 	s.Queues[QNotify].GrantSendMessages(f)
 	s.Queues[QLLM].GrantSendMessages(f)

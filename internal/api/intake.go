@@ -41,6 +41,9 @@ type Intake struct {
 	// Rosters records reviewer webhooks (R-REVIEWERS-2); nil records
 	// nothing.
 	Rosters Rosters
+	// ReviewerReplays deduplicates reviewer webhooks and coalesces their
+	// refreshes (R-BUDGET-3); nil does neither.
+	ReviewerReplays *ReviewerReplays
 }
 
 // JobCreator is what intake does with the jobs table (store.JobStore).
@@ -116,7 +119,7 @@ func (in *Intake) Handle(ctx context.Context, p Parser, r webhook.Request) event
 	return in.accept(ctx, c, sha256Hex(r.Body))
 }
 
-func (in *Intake) handleEvent(ctx context.Context, p EventParser, r webhook.Request) events.APIGatewayV2HTTPResponse {
+func (in *Intake) handleEvent(ctx context.Context, p EventParser, r webhook.Request) (resp events.APIGatewayV2HTTPResponse) {
 	ev, err := p.ParseEvent(r)
 	if err != nil {
 		return in.reject(ctx, ev.Change.Source, err)
@@ -124,6 +127,13 @@ func (in *Intake) handleEvent(ctx context.Context, p EventParser, r webhook.Requ
 	c := ev.Change
 	if ev.Skip != "" {
 		return in.ignore(ctx, c.Source, ev.Skip)
+	}
+	if ev.ReviewersOnly {
+		ok, answer, settle := in.claimReviewerEvent(ctx, ev)
+		if !ok {
+			return answer
+		}
+		defer func() { settle(resp) }()
 	}
 	if err := in.recordRoster(ctx, ev); err != nil {
 		in.Log.ErrorContext(ctx, "record reviewers failed", "source", c.Source, "error", err)

@@ -49,6 +49,12 @@ type JobView struct {
 	SettingsWarnings []string `json:"settings_warnings,omitempty"`
 	// Skipped says why the version was not reviewed (R-REPO-4).
 	Skipped string `json:"skipped,omitempty"`
+	// SkipReason says why no model ran for a budget_exceeded or
+	// no_recipients job (R-BUDGET-1, R-BUDGET-2).
+	SkipReason string `json:"skip_reason,omitempty"`
+	// TeamMembersNotMailed counts, per requested team, the members past
+	// the cap, who were not mailed (R-REVIEWERS-6).
+	TeamMembersNotMailed map[string]int `json:"team_members_not_mailed,omitempty"`
 }
 
 // DeliveryView is one recipient's delivery state.
@@ -97,7 +103,8 @@ func (h *Handler) getJob(ctx context.Context, id string, req events.APIGatewayV2
 func (h *Handler) view(ctx context.Context, j job.Job) (JobView, error) {
 	v := JobView{JobID: j.ID, Status: j.Status, Stage: j.Stage, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
 		Attempts: j.Attempts, LastError: j.LastError, DeadLetter: j.DeadLetter, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
-		Deliveries: []DeliveryView{}, UnexpandedTeams: j.UnexpandedTeams}
+		Deliveries: []DeliveryView{}, UnexpandedTeams: j.UnexpandedTeams,
+		SkipReason: j.SkipReason, TeamMembersNotMailed: j.TeamMembersNotMailed}
 	v.SettingsWarnings, v.Skipped = j.SettingsWarnings, j.Skipped
 	if v.Attempts == nil {
 		v.Attempts = job.Attempts{}

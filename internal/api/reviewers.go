@@ -120,7 +120,7 @@ func (in *Intake) reviewersChanged(ctx context.Context, ev webhook.Event, body [
 			return unavailable("could not read the review; retry the delivery")
 		}
 	}
-	if err := in.Queue.Enqueue(ctx, job.Message{JobID: id, Stage: job.StageFetch, Task: job.TaskReviewers}); err != nil {
+	if err := in.enqueueRefresh(ctx, id); err != nil {
 		in.Log.ErrorContext(ctx, "enqueue the reviewer refresh failed", "job_id", id, "error", err)
 		return unavailable("could not ask for the new reviewer; retry the delivery")
 	}

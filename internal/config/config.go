@@ -152,6 +152,9 @@ type Config struct {
 	// "warning" or "error"); a repository's min_severity can raise it,
 	// never lower it (R-REPO-5).
 	MinSeverity string
+	// Budgets bound model runs, team expansion and reviewer webhooks
+	// (budgets.go).
+	Budgets Budgets
 
 	// The code review systems. A source whose webhook credential is unset
 	// is not routed.
@@ -366,6 +369,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.readListID(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.readBudgets(getenv); err != nil {
 		return Config{}, err
 	}
 	return c, nil

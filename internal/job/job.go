@@ -34,11 +34,20 @@ const (
 	// StatusDeadLettered: a stage exhausted its budget or failed non-retryably;
 	// the envelope is in that stage's DLQ (R-STAGE-3, R-STAGE-4).
 	StatusDeadLettered Status = "dead_lettered"
+	// StatusBudgetExceeded: the llm stage refused the model run, the
+	// changelist's or the author's budget being spent (R-BUDGET-1);
+	// nobody is mailed, nothing is dead-lettered, SkipReason says which.
+	StatusBudgetExceeded Status = "budget_exceeded"
+	// StatusNoRecipients: no reviewer of the version has an address, so
+	// the model was not run (R-BUDGET-2); a reviewer with an address
+	// added later starts the review.
+	StatusNoRecipients Status = "no_recipients"
 )
 
 // Statuses are every job status.
 func Statuses() []Status {
-	return []Status{StatusAccepted, StatusInProgress, StatusRetryableFailed, StatusSucceeded, StatusNeedsIntervention, StatusDeadLettered}
+	return []Status{StatusAccepted, StatusInProgress, StatusRetryableFailed, StatusSucceeded, StatusNeedsIntervention, StatusDeadLettered,
+		StatusBudgetExceeded, StatusNoRecipients}
 }
 
 // Unfinished are the statuses a stage may still move: those not Terminal.
@@ -56,7 +65,7 @@ func Unfinished() []Status {
 // operator (replay) or a new review version.
 func (s Status) Terminal() bool {
 	switch s {
-	case StatusSucceeded, StatusNeedsIntervention, StatusDeadLettered:
+	case StatusSucceeded, StatusNeedsIntervention, StatusDeadLettered, StatusBudgetExceeded, StatusNoRecipients:
 		return true
 	}
 	return false
@@ -205,6 +214,12 @@ type Job struct {
 	// or label the repository's settings skip, R-REPO-4): the job ends
 	// succeeded with no model run and nobody mailed.
 	Skipped string `dynamodbav:"skipped,omitempty" json:"skipped,omitempty"`
+	// SkipReason says why the llm stage ran no model for a job that is
+	// budget_exceeded or no_recipients (R-BUDGET-1, R-BUDGET-2).
+	SkipReason string `dynamodbav:"skip_reason,omitempty" json:"skip_reason,omitempty"`
+	// TeamMembersNotMailed counts, per requested team, the members past
+	// the cap who were not mailed (R-REVIEWERS-6).
+	TeamMembersNotMailed map[string]int `dynamodbav:"team_members_not_mailed,omitempty" json:"team_members_not_mailed,omitempty"`
 }
 
 // AllRecipients are the version's recipients: those its fetch found, then

@@ -47,6 +47,9 @@ type Fetch struct {
 	// Unknown, if set, records the usernames no directory entry resolved,
 	// for an operator to add (store.Directory.NoteUnknown).
 	Unknown UnknownNoter
+	// MaxTeamMembers caps the members of one requested team who are
+	// mailed (R-REVIEWERS-6); 0 keeps everyone.
+	MaxTeamMembers int
 }
 
 // RosterReader reads a changelist's roster (store.Rosters).
@@ -137,7 +140,7 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	if skip != "" {
 		return settingsSet, nil
 	}
-	recipients, noEmail, err := f.decide(ctx, j, cl.Reviewers)
+	recipients, noEmail, capped, err := f.decide(ctx, j, cl.Reviewers)
 	if err != nil {
 		return nil, err
 	}
@@ -167,30 +170,45 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 		set["author"] = a
 	}
 	maps.Copy(set, settingsSet)
+	if len(capped) > 0 {
+		set[AttrTeamMembersNotMailed] = capped
+	}
 	return set, nil
 }
 
 // decide selects a version's reviewers from what the system says and the
 // changelist's roster (reviewers.Select), and resolves their addresses:
 // the recipients, and the identities of those without an address.
-func (f *Fetch) decide(ctx context.Context, j job.Job, asked source.Reviewers) (recipients, noEmail []string, err error) {
+func (f *Fetch) decide(ctx context.Context, j job.Job, asked source.Reviewers) (recipients, noEmail []string, capped map[string]int, err error) {
 	roster := reviewers.Roster{}
 	if f.Rosters != nil {
 		if roster, err = f.Rosters.Get(ctx, j.Source, j.ChangelistID); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	chosen := reviewers.Select(asked.Asked(j.Author), roster)
-	resolved, err := reviewers.Resolve(ctx, f.Directory, j.Source, chosen)
+	asked, capped = capTeams(asked, f.MaxTeamMembers)
+	if len(capped) > 0 {
+		n := 0
+		for _, c := range capped {
+			n += c
+		}
+		f.Log.WarnContext(ctx, "requested teams larger than the cap: their other members are not mailed", "job_id", j.ID, "not_mailed", n)
+		obs.Metric(ctx, f.Log, map[string]string{"Source": j.Source}, map[string]float64{"TeamMembersNotMailed": float64(n)})
+	}
+	a := asked.Asked(j.Author)
+	resolved, err := reviewers.Resolve(ctx, f.Directory, j.Source, reviewers.Select(a, roster))
 	if err != nil {
-		return nil, nil, fmt.Errorf("job %s: %w", j.ID, err) // the store's error keeps its class
+		return nil, nil, nil, fmt.Errorf("job %s: %w", j.ID, err) // the store's error keeps its class
+	}
+	if resolved, err = f.onlyInvited(ctx, j, a, roster, resolved); err != nil {
+		return nil, nil, nil, err
 	}
 	recipients, noEmail = reviewers.Split(j.Source, resolved)
 	if len(asked.UnexpandedTeams) > 0 {
 		f.Log.WarnContext(ctx, "requested teams could not be expanded to their members; give the token the organization's members: read",
 			"job_id", j.ID, "teams", len(asked.UnexpandedTeams))
 	}
-	return recipients, noEmail, nil
+	return recipients, noEmail, capped, nil
 }
 
 // unknown counts reviewers a version gains without an address
@@ -256,7 +274,7 @@ func (f *Fetch) refresh(ctx context.Context, m job.Message) error {
 	if err != nil {
 		return err
 	}
-	recipients, noEmail, err := f.decide(ctx, j, asked)
+	recipients, noEmail, _, err := f.decide(ctx, j, asked)
 	if err != nil {
 		return err
 	}
@@ -273,6 +291,9 @@ func (f *Fetch) refresh(ctx context.Context, m job.Message) error {
 		f.Log.InfoContext(ctx, "reviewers added to the version", "job_id", j.ID, "review_version", j.ReviewVersion,
 			"added", len(addrs), "added_without_address", len(ids))
 		f.unknown(ctx, j, ids)
+	}
+	if j.Status == job.StatusNoRecipients && j.Stage == job.StageLLM && len(j.AllRecipients()) > 0 {
+		return f.restartReview(ctx, j)
 	}
 	if j.AddedRev == j.AddedSeen {
 		return nil // nobody new, or notify has mailed them

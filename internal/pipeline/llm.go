@@ -30,6 +30,8 @@ type LLM struct {
 	// Collapse is the collapse window (R-QUIET-3): notify is enqueued to
 	// run this long after the version was accepted; zero: at once.
 	Collapse time.Duration
+	// Guard, if set, may end a job without a model run (llm_guard.go).
+	Guard *ModelGuard
 }
 
 // Handle runs the llm stage for one message.
@@ -42,6 +44,9 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 		// The repository's settings skip the version (R-REPO-4): no model
 		// runs, and notify closes the job without mailing anyone.
 		return l.finish(ctx, j, job.StageLLM, attempt, nil)
+	}
+	if done, err := l.guard(ctx, j, attempt); err != nil || done {
+		return err
 	}
 	// A diff whose object is gone comes back classified NOT_FOUND
 	// (permanent) by the blob store.

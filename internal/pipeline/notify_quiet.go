@@ -120,8 +120,11 @@ func anyUnsent(rows []delivery.Row) bool {
 }
 
 // newerVersion is the changelist's head version when it is newer than
-// j's, else 0. A head whose job was dead-lettered supersedes nothing: its
-// email may never go out, so the older version's does.
+// j's, else 0. A head that will mail no one supersedes nothing, so the
+// older version's email goes out: a head dead-lettered (its email may
+// never go out), refused by a budget or with nobody to read it
+// (R-BUDGET-1, R-BUDGET-2), or skipped by its repository's settings
+// (R-REPO-4).
 func (n *Notify) newerVersion(ctx context.Context, j job.Job) (int, error) {
 	latest, id, err := n.Quiet.Store.LatestVersion(ctx, j.Source, j.ChangelistID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && latest <= j.ReviewVersion) {
@@ -137,7 +140,9 @@ func (n *Notify) newerVersion(ctx context.Context, j job.Job) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("newer version of %s: %w", j.ID, err)
 	}
-	if head.Status == job.StatusDeadLettered {
+	switch {
+	case head.Status == job.StatusDeadLettered, head.Status == job.StatusBudgetExceeded,
+		head.Status == job.StatusNoRecipients, head.Skipped != "":
 		return 0, nil
 	}
 	return latest, nil

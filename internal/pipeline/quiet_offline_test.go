@@ -200,15 +200,31 @@ func TestQuiet_ThreePushesInTheWindow_OneEmailAboutTheLast(t *testing.T) {
 // version's email goes out.
 // Rules: R-QUIET-3.
 func TestQuiet_DeadLetteredLatestSupersedesNothing(t *testing.T) {
-	w := newQuietWorld(t, "cl-dead")
-	v1 := w.accept(1, "sha-1", offlineCritique(), "ann@example.com")
-	v2 := storetest.NewJob(w.cl, 2)
-	storetest.Create(t, w.jobs, v2, "key-dead-2", "body")
-	v2.Status = job.StatusDeadLettered
-	w.jobs.Put(v2)
-	w.notify(v1)
-	if sent := w.snd.all(); len(sent) != 1 || !strings.Contains(sent[0], " v1") {
-		t.Fatalf("sent %q, want v1's email", sent)
+	// A head that ended without a review mails no one either: refused by
+	// a budget (R-BUDGET-1), with nobody to read it (R-BUDGET-2), or
+	// skipped by the repository's settings (R-REPO-4).
+	for _, c := range []struct {
+		name    string
+		status  job.Status
+		skipped string
+	}{
+		{"dead-lettered", job.StatusDeadLettered, ""},
+		{"budget-exceeded", job.StatusBudgetExceeded, ""},
+		{"no-recipients", job.StatusNoRecipients, ""},
+		{"skipped", job.StatusSucceeded, "label skip-review"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newQuietWorld(t, "cl-"+c.name)
+			v1 := w.accept(1, "sha-1", offlineCritique(), "ann@example.com")
+			v2 := storetest.NewJob(w.cl, 2)
+			storetest.Create(t, w.jobs, v2, "key-"+c.name+"-2", "body")
+			v2.Status, v2.Skipped = c.status, c.skipped
+			w.jobs.Put(v2)
+			w.notify(v1)
+			if sent := w.snd.all(); len(sent) != 1 || !strings.Contains(sent[0], " v1") {
+				t.Fatalf("sent %q, want v1's email", sent)
+			}
+		})
 	}
 }
 

@@ -19,7 +19,8 @@ func TestKeyPrefixes_MatchTheDeploymentsGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{"JobItemPrefix": store.PrefixJob, "SourceRefPrefix": store.PrefixSourceRef,
-		"RosterPrefix": store.PrefixRoster, "DirectoryPrefix": store.PrefixDirectory, "UnknownPrefix": store.PrefixUnknown} {
+		"RosterPrefix": store.PrefixRoster, "DirectoryPrefix": store.PrefixDirectory, "UnknownPrefix": store.PrefixUnknown,
+		"BudgetPrefix": store.PrefixBudget} {
 		m := regexp.MustCompile(name + `\s*=\s*"([^"]*)"`).FindSubmatch(b)
 		if m == nil || string(m[1]) != want {
 			t.Errorf("infra %s = %q, the store's prefix is %q", name, m, want)

@@ -37,6 +37,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 			Queue: b.Queue, Log: log, Now: b.Now},
 		HTTP:   safehttp.NewClient(safehttp.Policy{AllowPrivate: cfg.AllowPrivateDiffs, Ports: cfg.DiffURLPorts}, 20*time.Second),
 		Source: Sources(cfg, b.Now),
+		// A requested team mails at most this many members (R-REVIEWERS-6).
+		MaxTeamMembers: cfg.Budgets.MaxTeamMembers,
 	}
 	seed, err := Directory(cfg)
 	if err != nil {

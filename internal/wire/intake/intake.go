@@ -67,7 +67,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	h := &api.Handler{
 		Sources: parsers,
 		Intake: &api.Intake{Jobs: b.Jobs, Blobs: blobs, Queue: b.Queue, Log: log, Now: b.Now, TTL: cfg.IdempotencyTTL,
-			Versions: b.Jobs, Status: status, Rosters: rosters},
+			Versions: b.Jobs, Status: status, Rosters: rosters,
+			// Reviewer webhooks: replays dropped, refreshes gathered (R-BUDGET-3).
+			ReviewerReplays: &api.ReviewerReplays{Store: store.NewReplays(b.DynamoDB, cfg.JobsTable, b.Now),
+				Window: cfg.Budgets.ReviewerReplayWindow, RefreshWindow: cfg.Budgets.ReviewerRefreshWindow}},
 		Status: status,
 		Jobs:   b.Jobs, Deliveries: b.Deliveries, Log: log,
 		Unsubscribe: &api.Unsubscribe{Signer: signer, Recipients: b.Recipients, Pages: pages, Log: log},

@@ -20,6 +20,7 @@ import (
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/stage"
+	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
@@ -45,6 +46,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		Critic: c,
 		// A burst of versions is mailed once, about the latest (R-QUIET-3).
 		Collapse: cfg.Quiet.CollapseWindow,
+	}
+	if cfg.Critic == config.CriticBedrock || cfg.Critic == config.CriticOpenAI {
+		// A model costs per run: no run nobody reads, none past the
+		// budgets (R-BUDGET-1, R-BUDGET-2).
+		r.Guard = &pipeline.ModelGuard{Budgets: store.NewBudgets(b.DynamoDB, cfg.JobsTable, b.Now),
+			PerChangelistHour: cfg.Budgets.ModelRunsPerChangelistHour, PerAuthorDay: cfg.Budgets.ModelRunsPerAuthorDay}
 	}
 	if cfg.IncrementalReview {
 		// A rerun builds on the last reviewed version (R-COST-3, R-MAIL-3).

@@ -1,0 +1,134 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/api"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store/memstore"
+	"github.com/criticizer/criticizer/internal/webhook"
+)
+
+// delayQueue records messages and their delays, as SQS would hold them.
+type delayQueue struct {
+	mu     sync.Mutex
+	msgs   []job.Message
+	delays []time.Duration
+	fail   bool
+}
+
+func (q *delayQueue) Enqueue(ctx context.Context, m job.Message) error {
+	return q.EnqueueAfter(ctx, m, 0)
+}
+
+func (q *delayQueue) EnqueueAfter(_ context.Context, m job.Message, d time.Duration) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.fail {
+		return errors.New("queue down")
+	}
+	q.msgs, q.delays = append(q.msgs, m), append(q.delays, d)
+	return nil
+}
+
+func (q *delayQueue) refreshes() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, m := range q.msgs {
+		if m.Task == job.TaskReviewers {
+			n++
+		}
+	}
+	return n
+}
+
+// 200 replays of one signed reviewer webhook, concurrent, give one
+// reviewer refresh (one task, so one round of source API calls); the
+// others are answered "duplicate". Other reviewer events of the same
+// version inside the refresh window are gathered into that task, which is
+// delayed to the window's end; the first after it schedules another. A
+// delivery whose handling failed (503) is handled when the source retries
+// it, and a delivery id past the replay window is new again.
+// Rules: R-BUDGET-3.
+func TestIntake_ReviewerEventReplays_OneRefresh(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	q := &delayQueue{}
+	in := &api.Intake{Jobs: memstore.NewJobs(clock), Blobs: &memBlobs{objs: map[string][]byte{}}, Queue: q, Rosters: memstore.NewRosters(),
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock, TTL: time.Hour,
+		Versions: &shaVersions{by: map[string]int{}}, Status: api.NewStatusLinks("status-key-0123456789abcdef0123456789"),
+		ReviewerReplays: &api.ReviewerReplays{Store: memstore.NewReplays(clock), Window: 24 * time.Hour, RefreshWindow: 10 * time.Second}}
+	gh := webhook.GitHub{Secret: []byte(offlineSecret)}
+	requested := func(delivery, who string) webhook.Request {
+		return ghHook(t, "pull_request", "pull_request.review_requested.json", delivery, func(m map[string]any) {
+			m["requested_reviewer"].(map[string]any)["login"] = who
+		})
+	}
+	// The first request starts the version's review.
+	if resp := in.Handle(ctx, gh, requested("d-first", "octocat")); resp.StatusCode != http.StatusAccepted || !strings.Contains(resp.Body, `"accepted"`) {
+		t.Fatalf("first request: %d %s", resp.StatusCode, resp.Body)
+	}
+
+	hubot := requested("d-hubot", "hubot")
+	var wg sync.WaitGroup
+	var dups, updated sync.Map
+	for i := range 200 {
+		wg.Go(func() {
+			resp := in.Handle(ctx, gh, hubot)
+			switch {
+			case resp.StatusCode == http.StatusAccepted && strings.Contains(resp.Body, `"status":"duplicate"`):
+				dups.Store(i, true)
+			case resp.StatusCode == http.StatusAccepted && strings.Contains(resp.Body, `"reviewers_updated"`):
+				updated.Store(i, true)
+			default:
+				t.Errorf("replay %d: %d %s", i, resp.StatusCode, resp.Body)
+			}
+		})
+	}
+	wg.Wait()
+	count := func(m *sync.Map) int { n := 0; m.Range(func(any, any) bool { n++; return true }); return n }
+	if q.refreshes() != 1 || count(&updated) != 1 || count(&dups) != 199 {
+		t.Fatalf("200 replays: %d refresh tasks, %d handled, %d duplicates; want 1, 1, 199", q.refreshes(), count(&updated), count(&dups))
+	}
+	if d := q.delays[len(q.delays)-1]; d != 10*time.Second {
+		t.Fatalf("the refresh is delayed %s, want the 10s window", d)
+	}
+
+	// Other reviewers requested inside the window: handled, gathered.
+	for _, who := range []string{"a1", "a2", "a3", "a4", "a5"} {
+		resp := in.Handle(ctx, gh, requested("d-"+who, who))
+		var upd api.ReviewersUpdated
+		if resp.StatusCode != http.StatusAccepted || json.Unmarshal([]byte(resp.Body), &upd) != nil || upd.Status != "reviewers_updated" {
+			t.Fatalf("%s: %d %s", who, resp.StatusCode, resp.Body)
+		}
+	}
+	if q.refreshes() != 1 {
+		t.Fatalf("%d refresh tasks for six events inside one window, want 1", q.refreshes())
+	}
+	advance(11 * time.Second)
+	q.fail = true
+	if resp := in.Handle(ctx, gh, requested("d-late", "late")); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("with the queue down: %d %s, want 503", resp.StatusCode, resp.Body)
+	}
+	q.fail = false
+	if resp := in.Handle(ctx, gh, requested("d-late", "late")); resp.StatusCode != http.StatusAccepted || !strings.Contains(resp.Body, `"reviewers_updated"`) || q.refreshes() != 2 {
+		t.Fatalf("the retry of a failed delivery: %d %s, %d refreshes; want handled, a second refresh", resp.StatusCode, resp.Body, q.refreshes())
+	}
+	advance(25 * time.Hour)
+	if resp := in.Handle(ctx, gh, hubot); !strings.Contains(resp.Body, `"reviewers_updated"`) || q.refreshes() != 3 {
+		t.Fatalf("past the replay window: %d %s, %d refreshes", resp.StatusCode, resp.Body, q.refreshes())
+	}
+}

@@ -1,0 +1,25 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/storetest"
+	"github.com/criticizer/criticizer/internal/testenv"
+)
+
+// Model-run budgets and reviewer webhooks' replay records on DynamoDB
+// Local: the suites the in-memory stores pass too.
+// Rules: R-STORE-1, R-BUDGET-1, R-BUDGET-3.
+func TestBudgetStores_DynamoDB(t *testing.T) {
+	storetest.Budgets(t, func(t *testing.T) store.BudgetStore {
+		env := testenv.Stack(t)
+		res := testenv.Provision(t, env)
+		return store.NewBudgets(env.Clients.DynamoDB, res.JobsTable, nil)
+	})
+	storetest.Replays(t, func(t *testing.T, now store.Clock) store.ReplayStore {
+		env := testenv.Stack(t)
+		res := testenv.Provision(t, env)
+		return store.NewReplays(env.Clients.DynamoDB, res.JobsTable, now)
+	})
+}

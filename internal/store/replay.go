@@ -1,0 +1,173 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/criticizer/criticizer/internal/job"
+)
+
+// The reviewer webhooks' replay records in the jobs table (R-BUDGET-3):
+//
+//	RDELIVERY#<source>#<delivery id>   a reviewer event seen (TTL: the replay window)
+//	REFRESH#<job id>                   a reviewer refresh scheduled (TTL: its window)
+const (
+	PrefixReviewerDelivery = "RDELIVERY#"
+	PrefixRefresh          = "REFRESH#"
+)
+
+// ReplayStore remembers reviewer webhooks' delivery ids and the reviewer
+// refreshes scheduled (Replays on DynamoDB, memstore.Replays in memory).
+type ReplayStore interface {
+	// ClaimDelivery records a delivery id for window. false: the id was
+	// seen within the window (a replay), or another intake is handling it
+	// now (its claim is younger than lease).
+	ClaimDelivery(ctx context.Context, source, deliveryID string, window, lease time.Duration) (bool, error)
+	// CompleteDelivery marks a claimed delivery handled: it is a replay
+	// for the rest of its window, whatever the lease.
+	CompleteDelivery(ctx context.Context, source, deliveryID string) error
+	// ReleaseDelivery forgets a claim whose handling failed, so the
+	// source's retry is handled.
+	ReleaseDelivery(ctx context.Context, source, deliveryID string) error
+	// ScheduleRefresh reports whether the caller should enqueue a
+	// reviewer refresh of id: true when none was scheduled within the
+	// last window (the caller sends it delayed by window, so it runs after
+	// every event it stands for); false when one is scheduled and has not
+	// run yet.
+	ScheduleRefresh(ctx context.Context, id job.ID, window time.Duration) (bool, error)
+	// CancelRefresh forgets a schedule whose enqueue failed.
+	CancelRefresh(ctx context.Context, id job.ID) error
+}
+
+// Replays is ReplayStore on the jobs table. Each record is one item whose
+// conditional write decides, so concurrent replays of one delivery claim
+// it once, and concurrent events of one version schedule one refresh.
+type Replays struct {
+	db    *dynamodb.Client
+	table string
+	now   Clock
+}
+
+var _ ReplayStore = (*Replays)(nil)
+
+// NewReplays returns the replay records on the jobs table.
+func NewReplays(db *dynamodb.Client, table string, now Clock) *Replays {
+	if now == nil {
+		now = time.Now
+	}
+	return &Replays{db: db, table: table, now: now}
+}
+
+func reviewerDeliveryKey(source, id string) map[string]types.AttributeValue {
+	// The id is the source's, bounded by the webhook parsers (printable,
+	// at most 200 bytes); hashed all the same so the key stays short.
+	return map[string]types.AttributeValue{"pk": str(PrefixReviewerDelivery + source + "#" + job.Digest(source, id))}
+}
+
+func refreshKey(id job.ID) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str(PrefixRefresh + string(id))}
+}
+
+// ClaimDelivery implements ReplayStore. The item holds when the delivery
+// was claimed, whether it was handled, and its TTL; the condition lets a
+// claim through when there is no item, when the item's window has passed
+// (TTL deletes lazily), or when an unhandled claim is older than lease (its
+// intake died).
+func (s *Replays) ClaimDelivery(ctx context.Context, source, deliveryID string, window, lease time.Duration) (bool, error) {
+	now := s.now().UTC()
+	upd := expression.Set(expression.Name("kind"), expression.Value("reviewer_delivery")).
+		Set(expression.Name("claimed_at"), expression.Value(now.UnixMilli())).
+		Set(expression.Name("expires_at"), expression.Value(now.Add(window).Unix())).
+		Remove(expression.Name("handled"))
+	cond := expression.AttributeNotExists(expression.Name("pk")).
+		Or(expression.Name("expires_at").LessThan(expression.Value(now.Unix()))).
+		Or(expression.AttributeNotExists(expression.Name("handled")).
+			And(expression.Name("claimed_at").LessThan(expression.Value(now.Add(-lease).UnixMilli()))))
+	ok, err := s.claim(ctx, reviewerDeliveryKey(source, deliveryID), upd, cond)
+	if err != nil {
+		return false, fmt.Errorf("claim reviewer delivery: %w", err)
+	}
+	return ok, nil
+}
+
+// claim runs one conditional UpdateItem that also writes a token of its
+// own, and reports whether this call's write is the item's. The SDK
+// retries a write whose answer was lost; the retry then fails the
+// condition against the first attempt's write, and the token, read back
+// from the failed condition, shows the write was ours all the same.
+func (s *Replays) claim(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (bool, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return false, err
+	}
+	token := hex.EncodeToString(b[:])
+	e, err := expression.NewBuilder().WithUpdate(upd.Set(expression.Name("token"), expression.Value(token))).WithCondition(cond).Build()
+	if err != nil {
+		return false, fmt.Errorf("build update: %w", err)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key,
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		t, ok := ccf.Item["token"].(*types.AttributeValueMemberS)
+		return ok && t.Value == token, nil
+	}
+	return err == nil, err
+}
+
+// CompleteDelivery implements ReplayStore.
+func (s *Replays) CompleteDelivery(ctx context.Context, source, deliveryID string) error {
+	upd := expression.Set(expression.Name("handled"), expression.Value(true))
+	_, err := conditionalUpdate(ctx, s.db, s.table, reviewerDeliveryKey(source, deliveryID), upd,
+		expression.AttributeExists(expression.Name("pk")), types.ReturnValueNone)
+	if err != nil && !errors.Is(err, ErrConflict) {
+		return fmt.Errorf("complete reviewer delivery: %w", err)
+	}
+	return nil
+}
+
+// ReleaseDelivery implements ReplayStore.
+func (s *Replays) ReleaseDelivery(ctx context.Context, source, deliveryID string) error {
+	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: reviewerDeliveryKey(source, deliveryID)}); err != nil {
+		return fmt.Errorf("release reviewer delivery: %w", err)
+	}
+	return nil
+}
+
+// ScheduleRefresh implements ReplayStore: the item's due time is when the
+// scheduled refresh runs; a new one is scheduled only once that has
+// passed.
+func (s *Replays) ScheduleRefresh(ctx context.Context, id job.ID, window time.Duration) (bool, error) {
+	now := s.now().UTC()
+	due := now.Add(window)
+	upd := expression.Set(expression.Name("kind"), expression.Value("refresh")).
+		Set(expression.Name("due_at"), expression.Value(due.UnixMilli())).
+		Set(expression.Name("expires_at"), expression.Value(due.Add(time.Hour).Unix()))
+	cond := expression.AttributeNotExists(expression.Name("pk")).
+		Or(expression.Name("due_at").LessThanEqual(expression.Value(now.UnixMilli())))
+	ok, err := s.claim(ctx, refreshKey(id), upd, cond)
+	if err != nil {
+		return false, fmt.Errorf("schedule reviewer refresh: %w", err)
+	}
+	return ok, nil
+}
+
+// CancelRefresh implements ReplayStore.
+func (s *Replays) CancelRefresh(ctx context.Context, id job.ID) error {
+	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: refreshKey(id)}); err != nil {
+		return fmt.Errorf("cancel reviewer refresh: %w", err)
+	}
+	return nil
+}
