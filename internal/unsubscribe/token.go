@@ -10,9 +10,6 @@
 package unsubscribe
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/sealed"
 )
 
 // MinKeyLen is the shortest signing key accepted: 32 bytes, the HMAC-SHA-256
@@ -110,14 +108,12 @@ func (s Signer) GoString() string { return s.String() }
 // LogValue is String for log/slog.
 func (s Signer) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
-var enc = base64.RawURLEncoding
-
 // Token returns the token for a recipient and a scope: base64url(payload)
 // "." base64url(mac), URL-path safe. It is always signed with the current
 // key.
 func (s *Signer) Token(recipientID, scope string) string {
 	payload := "v1\n" + recipientID + "\n" + scope
-	return enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(mac(s.key, payload))
+	return s.keys().Seal(payload)
 }
 
 // Verify checks a token and returns its claims, or ErrInvalid. The MAC is
@@ -125,38 +121,20 @@ func (s *Signer) Token(recipientID, scope string) string {
 // rotation, the previous key's; both comparisons always run, so the time
 // taken does not say which key (if any) matched.
 func (s *Signer) Verify(token string) (Claims, error) {
-	p, m, ok := strings.Cut(token, ".")
-	if !ok || len(token) > 1024 {
+	payload, ok := s.keys().Open(token)
+	if !ok {
 		return Claims{}, ErrInvalid
 	}
-	payload, err := enc.DecodeString(p)
-	if err != nil {
-		return Claims{}, ErrInvalid
-	}
-	got, err := enc.DecodeString(m)
-	if err != nil {
-		return Claims{}, ErrInvalid
-	}
-	valid := hmac.Equal(got, mac(s.key, string(payload)))
-	if s.previous != nil {
-		prev := hmac.Equal(got, mac(s.previous, string(payload)))
-		valid = valid || prev
-	}
-	if !valid {
-		return Claims{}, ErrInvalid
-	}
-	parts := strings.Split(string(payload), "\n")
+	parts := strings.Split(payload, "\n")
 	if len(parts) != 3 || parts[0] != "v1" || !strings.HasPrefix(parts[1], "r_") || parts[2] == "" {
 		return Claims{}, ErrInvalid
 	}
 	return Claims{RecipientID: parts[1], Scope: parts[2]}, nil
 }
 
-func mac(key []byte, payload string) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte("criticizer-unsubscribe\n"))
-	h.Write([]byte(payload))
-	return h.Sum(nil)[:macLen]
+// keys are the signer's keys under the unsubscribe purpose label.
+func (s *Signer) keys() sealed.Keys {
+	return sealed.Keys{Purpose: "criticizer-unsubscribe", Current: s.key, Previous: s.previous}
 }
 
 // URL is the unsubscribe link for a recipient and scope under the API's

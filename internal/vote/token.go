@@ -13,7 +13,6 @@ package vote
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/sealed"
 )
 
 // Choice is what a reader says of a finding.
@@ -118,8 +118,6 @@ func (s Signer) GoString() string { return s.String() }
 // LogValue is String for log/slog.
 func (s Signer) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
-var enc = base64.RawURLEncoding
-
 // Token returns the token of one choice on one finding of one email:
 // base64url(payload) "." base64url(mac), URL-path safe.
 func (s *Signer) Token(deliveryID string, f critic.Finding, c Choice, expires time.Time) string {
@@ -129,34 +127,18 @@ func (s *Signer) Token(deliveryID string, f critic.Finding, c Choice, expires ti
 	}
 	rule = strings.NewReplacer("\n", " ", "\r", " ").Replace(rule)
 	payload := strings.Join([]string{"v1", deliveryID, FindingID(f), string(c), strconv.FormatInt(expires.Unix(), 10), rule}, "\n")
-	return enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(mac(s.key, payload))
+	return s.keys().Seal(payload)
 }
 
 // Verify checks a token at now and returns its claims: ErrInvalid for a
 // token that does not verify, ErrExpired (with the claims) for one past
 // its expiry. The MAC is compared in constant time under both keys.
 func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
-	p, m, ok := strings.Cut(token, ".")
-	if !ok || len(token) > 1024 {
+	payload, ok := s.keys().Open(token)
+	if !ok {
 		return Claims{}, ErrInvalid
 	}
-	payload, err := enc.DecodeString(p)
-	if err != nil {
-		return Claims{}, ErrInvalid
-	}
-	got, err := enc.DecodeString(m)
-	if err != nil {
-		return Claims{}, ErrInvalid
-	}
-	valid := hmac.Equal(got, mac(s.key, string(payload)))
-	if s.previous != nil {
-		prev := hmac.Equal(got, mac(s.previous, string(payload)))
-		valid = valid || prev
-	}
-	if !valid {
-		return Claims{}, ErrInvalid
-	}
-	parts := strings.SplitN(string(payload), "\n", 6)
+	parts := strings.SplitN(payload, "\n", 6)
 	if len(parts) != 6 || parts[0] != "v1" || !strings.HasPrefix(parts[1], "d_") || parts[2] == "" {
 		return Claims{}, ErrInvalid
 	}
@@ -171,11 +153,9 @@ func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
 	return c, nil
 }
 
-func mac(key []byte, payload string) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte("criticizer-vote\n"))
-	h.Write([]byte(payload))
-	return h.Sum(nil)[:macLen]
+// keys are the signer's keys under the vote purpose label.
+func (s *Signer) keys() sealed.Keys {
+	return sealed.Keys{Purpose: "criticizer-vote", Current: s.key, Previous: s.previous}
 }
 
 // Links mints the two links of a finding under the API's public base URL,
