@@ -73,13 +73,7 @@ func (g *Gerrit) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
 	if err != nil {
 		return Changelist{}, err
 	}
-	rev := "current"
-	switch {
-	case ref.Patchset > 0:
-		rev = strconv.Itoa(ref.Patchset)
-	case ref.HeadSHA != "":
-		rev = url.PathEscape(ref.HeadSHA)
-	}
+	rev := gerritRevision(ref)
 	a := g.api()
 	var cl Changelist
 	if cl.Diff, cl.Truncated, err = g.patch(ctx, a, change+"/revisions/"+rev+"/patch"); err != nil {
@@ -212,4 +206,16 @@ func stripXSSI(b []byte) []byte {
 		return rest
 	}
 	return b
+}
+
+// gerritRevision names the revision a Ref reads, as a path segment: the
+// patch set, else the head commit, else the current one.
+func gerritRevision(ref Ref) string {
+	switch {
+	case ref.Patchset > 0:
+		return strconv.Itoa(ref.Patchset)
+	case ref.HeadSHA != "":
+		return url.PathEscape(ref.HeadSHA)
+	}
+	return "current"
 }

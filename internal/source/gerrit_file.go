@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"io"
 	"net/url"
-	"strconv"
 )
 
 // File implements FileFetcher with Gerrit's file content: GET
@@ -17,13 +16,7 @@ func (g *Gerrit) File(ctx context.Context, ref Ref, path string, limit int) (Rep
 	if err != nil {
 		return RepoFile{}, err
 	}
-	rev := "current"
-	switch {
-	case ref.Patchset > 0:
-		rev = strconv.Itoa(ref.Patchset)
-	case ref.HeadSHA != "":
-		rev = url.PathEscape(ref.HeadSHA)
-	}
+	rev := gerritRevision(ref)
 	u := change + "/revisions/" + rev + "/files/" + url.PathEscape(path) + "/content"
 	return g.api().getFile(ctx, "gerrit.GetContent", u, "text/plain", limit, func(r io.Reader) io.Reader {
 		return base64.NewDecoder(base64.StdEncoding, r)

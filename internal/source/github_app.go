@@ -193,16 +193,7 @@ func (a *GitHubApp) appRequest(ctx context.Context, op, method, u string) (*http
 	if c == nil {
 		c = defaultClient
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, retry.WithOp(stripURL(err), op)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-		return nil, statusError(op, resp, a.now())
-	}
-	return resp, nil
+	return do(c, req, op, a.now)
 }
 
 // mint exchanges the App's JWT for an installation token.

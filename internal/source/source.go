@@ -203,14 +203,21 @@ func (a api) get(ctx context.Context, op, url, accept string) (*http.Response, e
 	if a.auth != nil {
 		a.auth(req)
 	}
-	resp, err := a.client.Do(req)
+	return do(a.client, req, op, a.now)
+}
+
+// do sends req with c and returns the response when its status is 2xx;
+// any other status is a classified error (statusError) once the body is
+// drained, and a transport error names op without the URL's secrets.
+func do(c *http.Client, req *http.Request, op string, now func() time.Time) (*http.Response, error) {
+	resp, err := c.Do(req)
 	if err != nil {
 		return nil, retry.WithOp(stripURL(err), op)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		return nil, statusError(op, resp, a.now())
+		return nil, statusError(op, resp, now())
 	}
 	return resp, nil
 }
