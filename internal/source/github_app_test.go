@@ -31,6 +31,21 @@ func appKey(t *testing.T) (string, *rsa.PrivateKey) {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})), k
 }
 
+// appWorld is what each App test starts from: a generated key as the
+// App's private key (parsed from its PEM, as the secret holds it) and as
+// the fake GitHub's check of the JWT, a clock at testNow, and the fake
+// GitHub API.
+func appWorld(t *testing.T) (parsed, key *rsa.PrivateKey, clock *appClock, f *fakeAPI) {
+	t.Helper()
+	pemKey, key := appKey(t)
+	parsed, err := ParseGitHubAppKey(pemKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ = ghServer(t)
+	return parsed, key, &appClock{t: testNow}, f
+}
+
 // appClock is a clock a test moves.
 type appClock struct {
 	mu sync.Mutex
@@ -90,14 +105,8 @@ func authsOf(f *fakeAPI, from int) []string {
 // an injected clock.
 // Rules: R-SOURCE-4.
 func TestGitHubApp_InstallationTokenMintedOnceReusedRefreshedNearExpiry(t *testing.T) {
-	pemKey, key := appKey(t)
-	parsed, err := ParseGitHubAppKey(pemKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := &appClock{t: testNow}
+	parsed, key, clock, f := appWorld(t)
 	var mints atomic.Int32
-	f, _ := ghServer(t)
 	f.on("POST /api/v3/app/installations/42/access_tokens", tokenEndpoint(t, key, clock, &mints))
 	gh := appFetcher(f, &GitHubApp{AppID: "12345", InstallationID: 42, Key: parsed, Now: clock.now})
 
@@ -131,14 +140,8 @@ func TestGitHubApp_InstallationTokenMintedOnceReusedRefreshedNearExpiry(t *testi
 // instead of failing until it expires.
 // Rules: R-SOURCE-4.
 func TestGitHubApp_ConcurrentRequestsShareOneMint_RefusedTokenDropped(t *testing.T) {
-	pemKey, key := appKey(t)
-	parsed, err := ParseGitHubAppKey(pemKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := &appClock{t: testNow}
+	parsed, key, clock, f := appWorld(t)
 	var mints atomic.Int32
-	f, _ := ghServer(t)
 	f.on("POST /api/v3/app/installations/42/access_tokens", tokenEndpoint(t, key, clock, &mints))
 	app := &GitHubApp{AppID: "12345", InstallationID: 42, Key: parsed, Now: clock.now}
 	gh := appFetcher(f, app)
@@ -156,7 +159,7 @@ func TestGitHubApp_ConcurrentRequestsShareOneMint_RefusedTokenDropped(t *testing
 	}
 
 	f.on(ghRevs, reply(401, fixture(t, "github/bad_credentials.json"), "Content-Type", "application/json; charset=utf-8"))
-	_, err = gh.Reviewers(context.Background(), ghRef)
+	_, err := gh.Reviewers(context.Background(), ghRef)
 	if re, ok := errors.AsType[*retry.Error](err); !ok || re.Class != retry.AuthDenied {
 		t.Fatalf("refused token: %v, want AUTH_DENIED", err)
 	}
@@ -174,14 +177,8 @@ func TestGitHubApp_ConcurrentRequestsShareOneMint_RefusedTokenDropped(t *testing
 // that is not a PEM RSA key is refused without being quoted.
 // Rules: R-SOURCE-4.
 func TestGitHubApp_InstallationLookedUpPerOwner(t *testing.T) {
-	pemKey, key := appKey(t)
-	parsed, err := ParseGitHubAppKey(pemKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := &appClock{t: testNow}
+	parsed, key, clock, f := appWorld(t)
 	var mints atomic.Int32
-	f, _ := ghServer(t)
 	var lookups atomic.Int32
 	f.on("GET /api/v3/repos/Codertocat/Hello-World/installation", func(w http.ResponseWriter, r *http.Request) {
 		lookups.Add(1)
