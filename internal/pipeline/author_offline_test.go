@@ -2,8 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"log/slog"
 	"net/http"
@@ -24,27 +22,6 @@ import (
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
-
-// mapBlobs is a content-addressed blob store in memory.
-type mapBlobs struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (b *mapBlobs) Put(_ context.Context, prefix string, v []byte) (string, string, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	sum := sha256.Sum256(v)
-	sha := hex.EncodeToString(sum[:])
-	b.m[prefix+"/"+sha] = append([]byte(nil), v...)
-	return prefix + "/" + sha, sha, nil
-}
-
-func (b *mapBlobs) Get(_ context.Context, ref string, _ int64) ([]byte, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.m[ref], nil
-}
 
 // textSender keeps the text of every e-mail sent.
 type textSender struct {
@@ -104,7 +81,7 @@ func TestGitLabReopenByAnotherUser_PromptAndEmailNameTheAuthor(t *testing.T) {
 
 	now := time.Now().UTC()
 	clock := func() time.Time { return now }
-	jobs, blobs := memstore.NewJobs(clock), &mapBlobs{m: map[string][]byte{}}
+	jobs, blobs := memstore.NewJobs(clock), &memBlobs{}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	j := job.Job{ID: job.NewID("gitlab", ev.Change.ChangelistID, 1), Source: "gitlab", ChangelistID: ev.Change.ChangelistID, ReviewVersion: 1,
 		Title: ev.Change.Title, URL: ev.Change.URL, Author: ev.Change.Author,
