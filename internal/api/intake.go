@@ -129,7 +129,7 @@ func (in *Intake) handleEvent(ctx context.Context, p EventParser, r webhook.Requ
 		return in.ignore(ctx, c.Source, ev.Skip)
 	}
 	if ev.ReviewersOnly {
-		ok, answer, settle := in.claimReviewerEvent(ctx, ev)
+		ok, answer, settle := in.claimReviewerEvent(ctx, ev, r.Body)
 		if !ok {
 			return answer
 		}

@@ -14,12 +14,14 @@ import (
 )
 
 // ReviewerReplays is how intake keeps reviewer webhooks from being
-// replayed into work (R-BUDGET-3): their delivery ids are remembered for
-// Window, and the reviewer refreshes of one version are gathered over
+// replayed into work (R-BUDGET-3): their delivery ids, and their bodies
+// where the signature does not cover the id, are remembered for Window,
+// and the reviewer refreshes of one version are gathered over
 // RefreshWindow into one task.
 type ReviewerReplays struct {
 	Store store.ReplayStore
-	// Window is how long a delivery id is remembered (the replay window).
+	// Window is how long a delivery id or body is remembered (the replay
+	// window).
 	Window time.Duration
 	// RefreshWindow is how long events of one version are gathered into
 	// one refresh, which runs at the window's end; 0 sends each at once.
@@ -38,41 +40,69 @@ type DelayedEnqueuer interface {
 	EnqueueAfter(ctx context.Context, m job.Message, delay time.Duration) error
 }
 
-// claimReviewerEvent records a reviewer event's delivery id. It returns
-// ok=false and the answer to give when the delivery was handled within
-// the replay window (or is being handled now), and a function that
-// settles the claim with intake's answer: a 5xx releases it, so the
-// source's retry is handled; anything else marks it handled.
-func (in *Intake) claimReviewerEvent(ctx context.Context, ev webhook.Event) (bool, events.APIGatewayV2HTTPResponse, func(events.APIGatewayV2HTTPResponse)) {
+// claimReviewerEvent records a reviewer event's delivery id and, when the
+// source's signature does not cover that id (ev.KeyUnsigned), its body:
+// a captured request replayed under a fresh id has the same body. It
+// returns ok=false and the answer to give when the delivery was handled
+// within the replay window (or is being handled now), and a function that
+// settles the claims with intake's answer: a 5xx releases them, so the
+// source's retry is handled; anything else marks them handled.
+//
+// The body is claimed first, so a flood of replays under fresh ids costs
+// one conditional write each. A body byte for byte the same is the same
+// event: it names the same reviewers at the same times, which the roster
+// records once however often it is told, and the refresh reads the
+// source's reviewers as they are when it runs. A key claimed here whose
+// sibling turns out a replay is released: nothing was done under it.
+func (in *Intake) claimReviewerEvent(ctx context.Context, ev webhook.Event, body []byte) (bool, events.APIGatewayV2HTTPResponse, func(events.APIGatewayV2HTTPResponse)) {
 	noop := func(events.APIGatewayV2HTTPResponse) {}
 	rp := in.ReviewerReplays
 	c := ev.Change
 	if rp == nil || rp.Store == nil || c.IdempotencyKey == "" {
 		return true, events.APIGatewayV2HTTPResponse{}, noop
 	}
-	ok, err := rp.Store.ClaimDelivery(ctx, c.Source, c.IdempotencyKey, rp.Window, claimLease)
-	if err != nil {
-		in.Log.ErrorContext(ctx, "record the reviewer event's delivery id failed", "source", c.Source, "error", err)
-		return false, unavailable("could not record the delivery; retry it"), noop
+	keys := []store.ReplayKey{store.ReplayByDelivery(c.Source, c.IdempotencyKey)}
+	if ev.KeyUnsigned {
+		keys = append([]store.ReplayKey{store.ReplayByBody(c.Source, body)}, keys...)
 	}
-	if !ok {
-		in.Log.InfoContext(ctx, "reviewer event replayed; nothing done", "source", c.Source)
-		obs.Metric(ctx, in.Log, map[string]string{"Source": c.Source}, map[string]float64{"ReviewerEventReplays": 1})
-		return false, jsonResponse(http.StatusAccepted, Recorded{Status: "duplicate", ChangelistID: c.ChangelistID,
-			Note: "this delivery was handled already"}, nil), noop
-	}
-	return true, events.APIGatewayV2HTTPResponse{}, func(resp events.APIGatewayV2HTTPResponse) {
+	var claimed []store.ReplayKey
+	settle := func(release bool) {
 		// The answer is given whatever happens here: a claim left
 		// unsettled is taken over after its lease.
-		var err error
-		if resp.StatusCode >= 500 {
-			err = rp.Store.ReleaseDelivery(ctx, c.Source, c.IdempotencyKey)
-		} else {
-			err = rp.Store.CompleteDelivery(ctx, c.Source, c.IdempotencyKey)
+		for _, k := range claimed {
+			var err error
+			if release {
+				err = rp.Store.ReleaseDelivery(ctx, k)
+			} else {
+				err = rp.Store.CompleteDelivery(ctx, k)
+			}
+			if err != nil {
+				in.Log.WarnContext(ctx, "settle the reviewer event's delivery record failed", "source", c.Source, "error", err)
+			}
 		}
+	}
+	for _, k := range keys {
+		ok, err := rp.Store.ClaimDelivery(ctx, k, rp.Window, claimLease)
 		if err != nil {
-			in.Log.WarnContext(ctx, "settle the reviewer event's delivery record failed", "source", c.Source, "error", err)
+			settle(true)
+			in.Log.ErrorContext(ctx, "record the reviewer event's delivery id failed", "source", c.Source, "error", err)
+			return false, unavailable("could not record the delivery; retry it"), noop
 		}
+		if !ok {
+			settle(true)
+			by := "delivery_id"
+			if k.Body {
+				by = "body"
+			}
+			in.Log.InfoContext(ctx, "reviewer event replayed; nothing done", "source", c.Source, "seen_by", by)
+			obs.Metric(ctx, in.Log, map[string]string{"Source": c.Source}, map[string]float64{"ReviewerEventReplays": 1})
+			return false, jsonResponse(http.StatusAccepted, Recorded{Status: "duplicate", ChangelistID: c.ChangelistID,
+				Note: "this delivery was handled already"}, nil), noop
+		}
+		claimed = append(claimed, k)
+	}
+	return true, events.APIGatewayV2HTTPResponse{}, func(resp events.APIGatewayV2HTTPResponse) {
+		settle(resp.StatusCode >= 500)
 	}
 }
 

@@ -25,7 +25,10 @@ var threadRoot = regexp.MustCompile(`^<criticizer\.t\.[0-9a-f]{32}@example\.com>
 // local stack: each recipient's two emails share the subject, which names
 // no version, and v2's References and In-Reply-To name the conversation
 // root v1 carries too (SES's store keeps the headers as SES was given
-// them); each recipient has a root of their own. Every email carries the
+// them); each recipient has a root of their own. v2's title was edited:
+// its subject keeps v1's title, so Gmail and Outlook, which group by
+// subject, keep one thread, and its body shows the title as it is now,
+// escaped. Every email carries the
 // deploy's List-Id, Auto-Submitted: auto-generated, why its recipient got
 // it and the highest severity of its version's findings, and its body
 // names its version.
@@ -45,6 +48,8 @@ func TestThreads_VersionsOneConversation_FilterHeaders(t *testing.T) {
 	var base map[string]any
 	_ = json.Unmarshal(sample(t, cl, 1), &base)
 	baseDiff, _ := base["diff"].(string)
+	const edited = "Add refunds & credits to invoices <v2>"
+	titles := map[int]string{1: "Add refunds to invoices", 2: edited, 3: edited}
 	diffs := map[int]string{
 		1: baseDiff,
 		2: baseDiff + "diff --git a/docs/refunds.md b/docs/refunds.md\nnew file mode 100644\n--- /dev/null\n+++ b/docs/refunds.md\n@@ -0,0 +1,2 @@\n+# Refunds\n+TODO: describe partial refunds.\n",
@@ -57,7 +62,7 @@ func TestThreads_VersionsOneConversation_FilterHeaders(t *testing.T) {
 		t.Helper()
 		var body map[string]any
 		_ = json.Unmarshal(sample(t, cl, v, reviewer, author), &body)
-		body["diff"], body["author"] = diff, author
+		body["diff"], body["author"], body["title"] = diff, author, titles[v]
 		b, _ := json.Marshal(body)
 		id := accept(t, s, fmt.Sprintf("%s-v%d", cl, v), b)
 		s.waitJob(id, 30*time.Second, want)
@@ -121,6 +126,9 @@ func TestThreads_VersionsOneConversation_FilterHeaders(t *testing.T) {
 			}
 			if !strings.Contains(e.Body.HTML, fmt.Sprintf("&middot; version %d</div>", v)) {
 				t.Errorf("%s v%d: the HTML body does not name the version", rcpt, v)
+			}
+			if want := map[int]string{1: ">Add refunds to invoices</a></h1>", 2: ">Add refunds &amp; credits to invoices &lt;v2&gt;</a></h1>"}[v]; !strings.Contains(e.Body.HTML, want) {
+				t.Errorf("%s v%d: the HTML body does not show the version's title %q", rcpt, v, want)
 			}
 		}
 	}

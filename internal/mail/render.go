@@ -51,9 +51,14 @@ var ErrUnknownTemplate = errors.New("mail: unknown template")
 type Data struct {
 	ChangelistID  string
 	ReviewVersion int
-	Title         string
-	URL           string
-	Author        string
+	// Title is the version's title, shown in the body.
+	Title string
+	// ThreadTitle is the title the conversation is named by: the
+	// changelist's first, which the subject keeps though the title is
+	// edited (R-THREAD-1). Empty: Title.
+	ThreadTitle string
+	URL         string
+	Author      string
 	// Source is the review tool the changelist lives in ("github",
 	// "gitlab", "gerrit", "generic"); it decides how findings link into
 	// the diff (LineURL). Empty or unknown: findings link to URL.
@@ -126,11 +131,16 @@ type Renderer struct{}
 // NewRenderer returns a renderer.
 func NewRenderer() (*Renderer, error) { return &Renderer{}, nil }
 
-// Subject names the changelist and its title. It is the same for every
-// version, so a mail client that groups by subject keeps the versions in
-// one conversation (R-THREAD-1); the version is in the body.
+// Subject names the changelist and the title its conversation is named
+// by (ThreadTitle, else Title). It is the same for every version, even
+// after the title is edited, so a mail client that groups by subject
+// (Gmail, Outlook) keeps the versions in one conversation (R-THREAD-1);
+// the version and its current title are in the body.
 func Subject(d Data) string {
 	title := d.Title
+	if d.ThreadTitle != "" {
+		title = d.ThreadTitle
+	}
 	if len(title) > 120 {
 		// Cut at a character boundary: a subject must stay valid UTF-8.
 		cut := 117

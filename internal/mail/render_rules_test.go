@@ -99,6 +99,38 @@ func TestSubject_SameForEveryVersion_BodyNamesVersion(t *testing.T) {
 	}
 }
 
+// A title edited after the first email: the subject keeps the title the
+// conversation is named by, so subject-grouping clients keep one thread;
+// the body, HTML and text, shows the version's current title, the HTML
+// escaping it as it escapes any title.
+// Rules: R-THREAD-1.
+func TestSubject_KeepsTheConversationsTitle_BodyShowsTheCurrent(t *testing.T) {
+	d := sampleData()
+	d.ThreadTitle, d.Title = "Add refunds to invoices", `Refunds <b>& credits</b>`
+	subject, html, text, _ := render(t, d)
+	if want := "[Criticizer] billing-1042: Add refunds to invoices"; subject != want {
+		t.Errorf("subject %q; want the conversation's %q", subject, want)
+	}
+	if !strings.Contains(html, ">Refunds &lt;b&gt;&amp; credits&lt;/b&gt;</a></h1>") {
+		t.Error("the HTML heading does not show the current title, escaped")
+	}
+	if strings.Contains(html, "Add refunds to invoices") || strings.Contains(html, "<b>&") {
+		t.Error("the HTML body shows the first title, or the current one unescaped")
+	}
+	if _, rest, _ := strings.Cut(text, "\n"); !strings.HasPrefix(rest, "Refunds <b>& credits</b>\nby ana") {
+		t.Errorf("the text body's second line is not the current title: %q", rest[:min(len(rest), 60)])
+	}
+	long := sampleData()
+	long.ThreadTitle, long.Title = strings.Repeat("é", 70), "short"
+	if s := mail.Subject(long); !strings.HasSuffix(s, "...") || !utf8.ValidString(s) {
+		t.Errorf("a long thread title is not cut as a long title is: %q", s)
+	}
+	d.ThreadTitle = ""
+	if subject, _, _, _ := render(t, d); subject != "[Criticizer] billing-1042: Refunds <b>& credits</b>" {
+		t.Errorf("without a thread title, subject %q; want the version's title", subject)
+	}
+}
+
 // A subject is one line: line breaks and runs of spaces in a title collapse
 // to single spaces.
 func TestSubject_IsOneLine(t *testing.T) {

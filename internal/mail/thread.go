@@ -11,8 +11,10 @@ import (
 // Every email about one changelist to one recipient belongs to one
 // conversation (R-THREAD-1). Two things make a mail client see one:
 //
-//   - the subject is the same for every version (Subject: the version is
-//     in the body), which is what Gmail and Outlook group by;
+//   - the subject is the same for every version, naming the changelist's
+//     first title even after an edit (Subject, Data.ThreadTitle: the
+//     version and its current title are in the body), which is what
+//     Gmail and Outlook group by;
 //   - every email names the same conversation root in References and
 //     In-Reply-To, which is what RFC 5322 clients (Apple Mail, Thunderbird,
 //     mutt) thread by, and Gmail requires besides the subject.

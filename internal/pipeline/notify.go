@@ -107,6 +107,10 @@ type Notify struct {
 	// list id, sent as List-Id (R-MAIL-4). Nil or empty: no such header.
 	Threads *mail.Threads
 	ListID  string
+	// Titles keeps the title each changelist's emails are named by, so
+	// the subject stays when the title is edited (R-THREAD-1). Nil: the
+	// subject names the version's own title.
+	Titles ThreadTitles
 }
 
 // Evidence is what notify reads and claims of the evidence path

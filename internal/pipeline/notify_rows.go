@@ -23,8 +23,13 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
 	data := mail.Data{Source: j.Source, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion, Title: j.Title, URL: j.URL, Author: j.Author, Critique: c}
 	data.ListID = n.ListID
-	var noEmail []string
+	// The subject names the conversation's title, the body j's own
+	// (R-THREAD-1).
 	var err error
+	if data.ThreadTitle, err = n.threadTitle(ctx, j); err != nil {
+		return nil, err
+	}
+	var noEmail []string
 	if j.Source != "generic" {
 		if noEmail, err = n.Jobs.NoEmailReviewers(ctx, j.ID); err != nil {
 			return nil, err

@@ -22,7 +22,8 @@ import (
 //	JOB#<job_id>                 the job (one per changelist review version)
 //	IDEM#<source>#<sha256(key)>  the idempotency record: request hash and the
 //	                             exact response first returned (TTL expires_at)
-//	CL#<source>:<changelist>     the changelist head: latest accepted version
+//	CL#<source>:<changelist>     the changelist head: latest accepted version,
+//	                             and the title its emails are named by (thread.go)
 //
 // and, kept by other repositories on the same table: per-head-SHA versions
 // (versions.go), dead-letter audit records (audit.go), and recipients'
@@ -162,7 +163,9 @@ func (s *Jobs) Create(ctx context.Context, req CreateRequest) (CreateResult, err
 	headUpd, err := expression.NewBuilder().
 		WithUpdate(expression.Set(expression.Name("latest_version"), expression.Value(j.ReviewVersion)).
 			Set(expression.Name("latest_job_id"), expression.Value(string(j.ID))).
-			Set(expression.Name("updated_at"), expression.Value(ts(now)))).
+			Set(expression.Name("updated_at"), expression.Value(ts(now))).
+			// The first accepted version names the conversation (R-THREAD-1, thread.go).
+			Set(expression.Name(AttrThreadTitle), expression.IfNotExists(expression.Name(AttrThreadTitle), expression.Value(j.Title)))).
 		WithCondition(expression.AttributeNotExists(expression.Name("pk")).
 			Or(expression.Name("latest_version").LessThan(expression.Value(j.ReviewVersion)))).
 		Build()
@@ -472,6 +475,8 @@ type JobStore interface {
 	Create(ctx context.Context, req CreateRequest) (CreateResult, error)
 	Get(ctx context.Context, id job.ID) (job.Job, error)
 	LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error)
+	ThreadTitle(ctx context.Context, source, changelistID string) (string, error)
+	KeepThreadTitle(ctx context.Context, source, changelistID, title string) (string, error)
 	PutSourceRef(ctx context.Context, id job.ID, ref SourceRef) error
 	Reopen(ctx context.Context, id job.ID) error
 	Intervene(ctx context.Context, id job.ID) error

@@ -7,7 +7,7 @@ package store
 // changes once shipped, or existing items are orphaned.
 const (
 	PrefixJob         = "JOB#"            // a job: JOB#<job id>
-	PrefixChangelist  = "CL#"             // a changelist's head version: CL#<source>:<changelist id>
+	PrefixChangelist  = "CL#"             // a changelist's head version and thread title: CL#<source>:<changelist id>
 	PrefixIdempotency = "IDEM#"           // an idempotency record: IDEM#<source>#<sha256 of the key>
 	PrefixDeadLetter  = "DL#"             // an operator's dead-letter audit: DL#<envelope id>
 	PrefixAudit       = "AUDIT#DELIVERY#" // a delivery's audit trail: AUDIT#DELIVERY#<delivery id>

@@ -20,7 +20,7 @@ func TestOutbox_DynamoDB(t *testing.T) {
 }
 
 // The jobs table's and the evidence path's contracts on DynamoDB Local.
-// Rules: R-STORE-1, R-INTAKE-1, R-INTAKE-2, R-INTAKE-3, R-EVIDENCE-2, R-EVIDENCE-3.
+// Rules: R-STORE-1, R-INTAKE-1, R-INTAKE-2, R-INTAKE-3, R-EVIDENCE-2, R-EVIDENCE-3, R-THREAD-1.
 func TestJobStore_DynamoDB(t *testing.T) {
 	storetest.JobStore(t, func(t *testing.T, now store.Clock) store.JobStore {
 		env := testenv.Stack(t)

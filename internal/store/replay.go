@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,25 +19,53 @@ import (
 // The reviewer webhooks' replay records in the jobs table (R-BUDGET-3):
 //
 //	RDELIVERY#<source>#<delivery id>   a reviewer event seen (TTL: the replay window)
+//	RBODY#<source>#<sha256 of body>    a reviewer event's verified body seen (TTL: the same)
 //	REFRESH#<job id>                   a reviewer refresh scheduled (TTL: its window)
 const (
 	PrefixReviewerDelivery = "RDELIVERY#"
+	PrefixReviewerBody     = "RBODY#"
 	PrefixRefresh          = "REFRESH#"
 )
 
-// ReplayStore remembers reviewer webhooks' delivery ids and the reviewer
-// refreshes scheduled (Replays on DynamoDB, memstore.Replays in memory).
+// ReplayKey names one thing a reviewer event is remembered by, within its
+// source: its delivery id, or the SHA-256 of its verified body. The body
+// is needed where the delivery id is a header the source's signature does
+// not cover (GitHub's X-GitHub-Delivery): a captured request replayed
+// under a fresh id has a new id but the same body. The two kinds never
+// name each other's records, whatever a delivery id says.
+type ReplayKey struct {
+	Source string
+	// Body: ID is the hex SHA-256 of the body, not a delivery id.
+	Body bool
+	ID   string
+}
+
+// ReplayByDelivery is the key of a source's delivery id.
+func ReplayByDelivery(source, deliveryID string) ReplayKey {
+	return ReplayKey{Source: source, ID: deliveryID}
+}
+
+// ReplayByBody is the key of a source's request body (the bytes its
+// signature was verified over).
+func ReplayByBody(source string, body []byte) ReplayKey {
+	sum := sha256.Sum256(body)
+	return ReplayKey{Source: source, Body: true, ID: hex.EncodeToString(sum[:])}
+}
+
+// ReplayStore remembers reviewer webhooks (by delivery id and by body)
+// and the reviewer refreshes scheduled (Replays on DynamoDB,
+// memstore.Replays in memory).
 type ReplayStore interface {
-	// ClaimDelivery records a delivery id for window. false: the id was
-	// seen within the window (a replay), or another intake is handling it
-	// now (its claim is younger than lease).
-	ClaimDelivery(ctx context.Context, source, deliveryID string, window, lease time.Duration) (bool, error)
-	// CompleteDelivery marks a claimed delivery handled: it is a replay
-	// for the rest of its window, whatever the lease.
-	CompleteDelivery(ctx context.Context, source, deliveryID string) error
+	// ClaimDelivery records a delivery's key for window. false: the key
+	// was seen within the window (a replay), or another intake is
+	// handling it now (its claim is younger than lease).
+	ClaimDelivery(ctx context.Context, k ReplayKey, window, lease time.Duration) (bool, error)
+	// CompleteDelivery marks a claimed key handled: it is a replay for
+	// the rest of its window, whatever the lease.
+	CompleteDelivery(ctx context.Context, k ReplayKey) error
 	// ReleaseDelivery forgets a claim whose handling failed, so the
 	// source's retry is handled.
-	ReleaseDelivery(ctx context.Context, source, deliveryID string) error
+	ReleaseDelivery(ctx context.Context, k ReplayKey) error
 	// ScheduleRefresh reports whether the caller should enqueue a
 	// reviewer refresh of id: true when none was scheduled within the
 	// last window (the caller sends it delayed by window, so it runs after
@@ -66,10 +95,14 @@ func NewReplays(db *dynamodb.Client, table string, now Clock) *Replays {
 	return &Replays{db: db, table: table, now: now}
 }
 
-func reviewerDeliveryKey(source, id string) map[string]types.AttributeValue {
+func reviewerDeliveryKey(k ReplayKey) map[string]types.AttributeValue {
+	if k.Body {
+		// Already a digest, of fixed length.
+		return map[string]types.AttributeValue{"pk": str(PrefixReviewerBody + k.Source + "#" + k.ID)}
+	}
 	// The id is the source's, bounded by the webhook parsers (printable,
 	// at most 200 bytes); hashed all the same so the key stays short.
-	return map[string]types.AttributeValue{"pk": str(PrefixReviewerDelivery + source + "#" + job.Digest(source, id))}
+	return map[string]types.AttributeValue{"pk": str(PrefixReviewerDelivery + k.Source + "#" + job.Digest(k.Source, k.ID))}
 }
 
 func refreshKey(id job.ID) map[string]types.AttributeValue {
@@ -81,7 +114,7 @@ func refreshKey(id job.ID) map[string]types.AttributeValue {
 // claim through when there is no item, when the item's window has passed
 // (TTL deletes lazily), or when an unhandled claim is older than lease (its
 // intake died).
-func (s *Replays) ClaimDelivery(ctx context.Context, source, deliveryID string, window, lease time.Duration) (bool, error) {
+func (s *Replays) ClaimDelivery(ctx context.Context, k ReplayKey, window, lease time.Duration) (bool, error) {
 	now := s.now().UTC()
 	upd := expression.Set(expression.Name("kind"), expression.Value("reviewer_delivery")).
 		Set(expression.Name("claimed_at"), expression.Value(now.UnixMilli())).
@@ -91,7 +124,7 @@ func (s *Replays) ClaimDelivery(ctx context.Context, source, deliveryID string, 
 		Or(expression.Name("expires_at").LessThan(expression.Value(now.Unix()))).
 		Or(expression.AttributeNotExists(expression.Name("handled")).
 			And(expression.Name("claimed_at").LessThan(expression.Value(now.Add(-lease).UnixMilli()))))
-	ok, err := s.claim(ctx, reviewerDeliveryKey(source, deliveryID), upd, cond)
+	ok, err := s.claim(ctx, reviewerDeliveryKey(k), upd, cond)
 	if err != nil {
 		return false, fmt.Errorf("claim reviewer delivery: %w", err)
 	}
@@ -128,9 +161,9 @@ func (s *Replays) claim(ctx context.Context, key map[string]types.AttributeValue
 }
 
 // CompleteDelivery implements ReplayStore.
-func (s *Replays) CompleteDelivery(ctx context.Context, source, deliveryID string) error {
+func (s *Replays) CompleteDelivery(ctx context.Context, k ReplayKey) error {
 	upd := expression.Set(expression.Name("handled"), expression.Value(true))
-	_, err := conditionalUpdate(ctx, s.db, s.table, reviewerDeliveryKey(source, deliveryID), upd,
+	_, err := conditionalUpdate(ctx, s.db, s.table, reviewerDeliveryKey(k), upd,
 		expression.AttributeExists(expression.Name("pk")), types.ReturnValueNone)
 	if err != nil && !errors.Is(err, ErrConflict) {
 		return fmt.Errorf("complete reviewer delivery: %w", err)
@@ -139,8 +172,8 @@ func (s *Replays) CompleteDelivery(ctx context.Context, source, deliveryID strin
 }
 
 // ReleaseDelivery implements ReplayStore.
-func (s *Replays) ReleaseDelivery(ctx context.Context, source, deliveryID string) error {
-	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: reviewerDeliveryKey(source, deliveryID)}); err != nil {
+func (s *Replays) ReleaseDelivery(ctx context.Context, k ReplayKey) error {
+	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: reviewerDeliveryKey(k)}); err != nil {
 		return fmt.Errorf("release reviewer delivery: %w", err)
 	}
 	return nil

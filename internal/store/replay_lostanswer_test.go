@@ -26,14 +26,14 @@ func TestReplays_LostAnswerIsStillTheCallersClaim(t *testing.T) {
 	r := store.NewReplays(db, res.JobsTable, nil)
 
 	inj.Add(fault.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: fault.LoseAnswer, Times: 1})
-	ok, err := r.ClaimDelivery(ctx, "github", "lost-answer", time.Hour, time.Minute)
+	ok, err := r.ClaimDelivery(ctx, store.ReplayByDelivery("github", "lost-answer"), time.Hour, time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("claim with its answer lost: %v, %v; want claimed", ok, err)
 	}
 	if inj.Fired("DynamoDB", "UpdateItem") != 1 {
 		t.Fatal("the fault did not fire")
 	}
-	if ok, _ := r.ClaimDelivery(ctx, "github", "lost-answer", time.Hour, time.Minute); ok {
+	if ok, _ := r.ClaimDelivery(ctx, store.ReplayByDelivery("github", "lost-answer"), time.Hour, time.Minute); ok {
 		t.Fatal("a second caller claimed it too")
 	}
 

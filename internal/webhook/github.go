@@ -57,6 +57,12 @@ type Event struct {
 	// before it (a Gerrit patch set that changed only the commit message):
 	// a reviewer added there is added to the latest reviewed version.
 	NoCodeChange bool
+	// KeyUnsigned: Change.IdempotencyKey is a header the source's
+	// authentication does not cover (GitHub's X-GitHub-Delivery; GitLab's
+	// Idempotency-Key or event UUID without a signing secret), so a
+	// captured request can be replayed under any key. Intake remembers
+	// such a reviewer event by its body as well (R-BUDGET-3).
+	KeyUnsigned bool
 }
 
 // SkipError is what an adapter's Parse returns for an authentic request that
@@ -104,7 +110,7 @@ const (
 // The request is authenticated by X-Hub-Signature-256, an HMAC-SHA256 of the
 // raw body under Secret, compared in constant time before anything else is
 // looked at. X-GitHub-Delivery (a GUID, the same on a redelivery) is the
-// idempotency key.
+// idempotency key; the signature does not cover it (Event.KeyUnsigned).
 //
 // GitHub payloads carry no review version and no reviewer e-mail addresses:
 // Change.ReviewVersion is 0 (intake assigns one per Event.HeadSHA) and
@@ -224,7 +230,7 @@ func (g GitHub) ParseEvent(r Request) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	ev.Change.IdempotencyKey = key
+	ev.Change.IdempotencyKey, ev.KeyUnsigned = key, true
 	ev.Change.Description = description(pr.Body)
 	if ev.Change.Title, err = requiredText("pull_request.title", pr.Title, maxText); err != nil {
 		return Event{}, err

@@ -46,7 +46,8 @@ const DefaultSignatureTolerance = 5 * time.Minute
 // The idempotency key is, for a signed request, its webhook-id (signed,
 // so a replay within the timestamp window is the same delivery);
 // otherwise the Idempotency-Key header (stable across GitLab's retries),
-// else X-Gitlab-Event-UUID, else X-Gitlab-Webhook-UUID.
+// else X-Gitlab-Event-UUID, else X-Gitlab-Webhook-UUID: headers the token
+// does not cover (Event.KeyUnsigned).
 //
 // Change.ReviewVersion is 0 (intake assigns one per Event.HeadSHA),
 // Change.Recipients is empty (GitLab hooks carry no reviewer e-mail
@@ -205,7 +206,7 @@ func (g GitLab) ParseEvent(r Request) (Event, error) {
 	if err := checkKeyHeader(keyHeader, key); err != nil {
 		return Event{}, err
 	}
-	ev := Event{Change: Change{Source: "gitlab", IdempotencyKey: key}}
+	ev := Event{Change: Change{Source: "gitlab", IdempotencyKey: key}, KeyUnsigned: keyHeader != StandardWebhookID}
 	if h.Project == nil {
 		return Event{}, &FieldError{Field: "project", Message: "is required"}
 	}

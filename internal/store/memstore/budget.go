@@ -69,12 +69,22 @@ func NewReplays(now store.Clock) *Replays {
 	return &Replays{deliveries: map[string]claim{}, refreshes: map[job.ID]time.Time{}, now: now}
 }
 
+// replayKey is a store.ReplayKey as a map key: the kinds apart, as the
+// table's prefixes keep them.
+func replayKey(k store.ReplayKey) string {
+	kind := "delivery#"
+	if k.Body {
+		kind = "body#"
+	}
+	return kind + k.Source + "#" + k.ID
+}
+
 // ClaimDelivery implements store.ReplayStore.
-func (s *Replays) ClaimDelivery(_ context.Context, source, deliveryID string, window, lease time.Duration) (bool, error) {
+func (s *Replays) ClaimDelivery(_ context.Context, key store.ReplayKey, window, lease time.Duration) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	k := source + "#" + deliveryID
+	k := replayKey(key)
 	if c, ok := s.deliveries[k]; ok && !c.expires.Before(now.Truncate(time.Second)) && (c.handled || !c.at.Before(now.Add(-lease))) {
 		return false, nil
 	}
@@ -83,10 +93,10 @@ func (s *Replays) ClaimDelivery(_ context.Context, source, deliveryID string, wi
 }
 
 // CompleteDelivery implements store.ReplayStore.
-func (s *Replays) CompleteDelivery(_ context.Context, source, deliveryID string) error {
+func (s *Replays) CompleteDelivery(_ context.Context, key store.ReplayKey) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := source + "#" + deliveryID
+	k := replayKey(key)
 	if c, ok := s.deliveries[k]; ok {
 		c.handled = true
 		s.deliveries[k] = c
@@ -95,10 +105,10 @@ func (s *Replays) CompleteDelivery(_ context.Context, source, deliveryID string)
 }
 
 // ReleaseDelivery implements store.ReplayStore.
-func (s *Replays) ReleaseDelivery(_ context.Context, source, deliveryID string) error {
+func (s *Replays) ReleaseDelivery(_ context.Context, key store.ReplayKey) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.deliveries, source+"#"+deliveryID)
+	delete(s.deliveries, replayKey(key))
 	return nil
 }
 

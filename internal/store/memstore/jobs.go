@@ -32,6 +32,8 @@ type Jobs struct {
 type head struct {
 	version int
 	jobID   job.ID
+	// title is the thread title (store.AttrThreadTitle); "" for none.
+	title string
 }
 
 type idemRecord struct {
@@ -81,7 +83,11 @@ func (s *Jobs) Create(_ context.Context, req store.CreateRequest) (store.CreateR
 	s.jobs[j.ID] = j
 	s.idem[idemKey] = idemRecord{jobID: j.ID, requestSHA256: req.RequestSHA256, responseStatus: req.ResponseStatus,
 		responseBody: append([]byte(nil), req.ResponseBody...)}
-	s.heads[headKey] = head{j.ReviewVersion, j.ID}
+	title := h.title
+	if title == "" {
+		title = j.Title // if_not_exists, as store.Jobs.Create
+	}
+	s.heads[headKey] = head{j.ReviewVersion, j.ID, title}
 	return store.CreateResult{Outcome: store.Created, Job: j, ResponseStatus: req.ResponseStatus, ResponseBody: req.ResponseBody}, nil
 }
 
@@ -106,6 +112,41 @@ func (s *Jobs) LatestVersion(_ context.Context, source, changelistID string) (in
 		return 0, "", fmt.Errorf("changelist %s: %w", changelistID, store.ErrNotFound)
 	}
 	return h.version, h.jobID, nil
+}
+
+// ThreadTitle implements store.JobStore.
+func (s *Jobs) ThreadTitle(_ context.Context, source, changelistID string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.heads[job.ChangelistKey(source, changelistID)].title, nil
+}
+
+// KeepThreadTitle implements store.JobStore.
+func (s *Jobs) KeepThreadTitle(_ context.Context, source, changelistID, title string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := job.ChangelistKey(source, changelistID)
+	h, ok := s.heads[k]
+	if !ok {
+		return "", fmt.Errorf("changelist %s: %w", changelistID, store.ErrNotFound)
+	}
+	if h.title == "" {
+		h.title = title
+		s.heads[k] = h
+	}
+	return h.title, nil
+}
+
+// ForgetThreadTitle makes a changelist's head one written before heads
+// kept their thread title (tests of what notify does then).
+func (s *Jobs) ForgetThreadTitle(source, changelistID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := job.ChangelistKey(source, changelistID)
+	if h, ok := s.heads[k]; ok {
+		h.title = ""
+		s.heads[k] = h
+	}
 }
 
 // Expire drops a job and its idempotency records, as DynamoDB's TTL does

@@ -128,7 +128,7 @@ func Replays(t *testing.T, open ReplaysOpener) {
 		var n sync.Map
 		for i := range 200 {
 			wg.Go(func() {
-				ok, err := s.ClaimDelivery(ctx, "github", "d-1", time.Hour, time.Minute)
+				ok, err := s.ClaimDelivery(ctx, store.ReplayByDelivery("github", "d-1"), time.Hour, time.Minute)
 				if err != nil {
 					t.Error(err)
 				}
@@ -143,36 +143,96 @@ func Replays(t *testing.T, open ReplaysOpener) {
 		if claims != 1 {
 			t.Fatalf("%d claims of one delivery, want 1", claims)
 		}
-		if err := s.CompleteDelivery(ctx, "github", "d-1"); err != nil {
+		if err := s.CompleteDelivery(ctx, store.ReplayByDelivery("github", "d-1")); err != nil {
 			t.Fatal(err)
 		}
-		if ok, _ := s.ClaimDelivery(ctx, "gitlab", "d-1", time.Hour, time.Minute); !ok {
+		if ok, _ := s.ClaimDelivery(ctx, store.ReplayByDelivery("gitlab", "d-1"), time.Hour, time.Minute); !ok {
 			t.Fatal("another source's delivery with the same id was taken for a replay")
 		}
 		advance(30 * time.Minute)
-		if ok, _ := s.ClaimDelivery(ctx, "github", "d-1", time.Hour, time.Minute); ok {
+		if ok, _ := s.ClaimDelivery(ctx, store.ReplayByDelivery("github", "d-1"), time.Hour, time.Minute); ok {
 			t.Fatal("a handled delivery was claimed again within its window")
 		}
 		advance(31 * time.Minute)
-		if ok, _ := s.ClaimDelivery(ctx, "github", "d-1", time.Hour, time.Minute); !ok {
+		if ok, _ := s.ClaimDelivery(ctx, store.ReplayByDelivery("github", "d-1"), time.Hour, time.Minute); !ok {
 			t.Fatal("a delivery past its window is still a replay")
 		}
 
-		if ok, _ := s.ClaimDelivery(ctx, "github", "d-2", time.Hour, time.Minute); !ok {
+		if ok, _ := s.ClaimDelivery(ctx, store.ReplayByDelivery("github", "d-2"), time.Hour, time.Minute); !ok {
 			t.Fatal("d-2 not claimed")
 		}
-		if err := s.ReleaseDelivery(ctx, "github", "d-2"); err != nil {
+		if err := s.ReleaseDelivery(ctx, store.ReplayByDelivery("github", "d-2")); err != nil {
 			t.Fatal(err)
 		}
-		if ok, _ := s.ClaimDelivery(ctx, "github", "d-2", time.Hour, time.Minute); !ok {
+		if ok, _ := s.ClaimDelivery(ctx, store.ReplayByDelivery("github", "d-2"), time.Hour, time.Minute); !ok {
 			t.Fatal("a released delivery is still claimed")
 		}
-		if ok, _ := s.ClaimDelivery(ctx, "github", "d-2", time.Hour, time.Minute); ok {
+		if ok, _ := s.ClaimDelivery(ctx, store.ReplayByDelivery("github", "d-2"), time.Hour, time.Minute); ok {
 			t.Fatal("a fresh claim was taken over")
 		}
 		advance(2 * time.Minute)
-		if ok, _ := s.ClaimDelivery(ctx, "github", "d-2", time.Hour, time.Minute); !ok {
+		if ok, _ := s.ClaimDelivery(ctx, store.ReplayByDelivery("github", "d-2"), time.Hour, time.Minute); !ok {
 			t.Fatal("a claim older than its lease, never handled, was not taken over")
+		}
+	})
+
+	// A body is remembered as a delivery id is: 200 concurrent claims of
+	// one body, under whatever delivery ids, give one claim; handled, it
+	// stays a replay for its window; released, or its claim past its
+	// lease, it is claimed again. It is scoped per source, and a delivery
+	// id that spells the body's digest names another record.
+	// Rules: R-BUDGET-3.
+	t.Run("OneClaimPerBodyWithinTheWindow", func(t *testing.T) {
+		s := open(t, clock)
+		body := store.ReplayByBody("github", []byte(`{"action":"review_requested"}`))
+		var wg sync.WaitGroup
+		var n sync.Map
+		for i := range 200 {
+			wg.Go(func() {
+				ok, err := s.ClaimDelivery(ctx, body, time.Hour, time.Minute)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					n.Store(i, true)
+				}
+			})
+		}
+		wg.Wait()
+		claims := 0
+		n.Range(func(any, any) bool { claims++; return true })
+		if claims != 1 {
+			t.Fatalf("%d claims of one body, want 1", claims)
+		}
+		if err := s.CompleteDelivery(ctx, body); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := s.ClaimDelivery(ctx, store.ReplayByDelivery("github", body.ID), time.Hour, time.Minute); !ok {
+			t.Fatal("a delivery id spelling the body's digest was taken for the body")
+		}
+		if ok, _ := s.ClaimDelivery(ctx, store.ReplayByBody("gitlab", []byte(`{"action":"review_requested"}`)), time.Hour, time.Minute); !ok {
+			t.Fatal("another source's body was taken for a replay")
+		}
+		advance(59 * time.Minute)
+		if ok, _ := s.ClaimDelivery(ctx, body, time.Hour, time.Minute); ok {
+			t.Fatal("a handled body was claimed again within its window")
+		}
+		advance(2 * time.Minute)
+		if ok, _ := s.ClaimDelivery(ctx, body, time.Hour, time.Minute); !ok {
+			t.Fatal("a body past its window is still a replay")
+		}
+		if err := s.ReleaseDelivery(ctx, body); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := s.ClaimDelivery(ctx, body, time.Hour, time.Minute); !ok {
+			t.Fatal("a released body is still claimed")
+		}
+		if ok, _ := s.ClaimDelivery(ctx, body, time.Hour, time.Minute); ok {
+			t.Fatal("a fresh claim of a body was taken over")
+		}
+		advance(2 * time.Minute)
+		if ok, _ := s.ClaimDelivery(ctx, body, time.Hour, time.Minute); !ok {
+			t.Fatal("a body's claim older than its lease, never handled, was not taken over")
 		}
 	})
 

@@ -103,6 +103,37 @@ func JobStore(t *testing.T, open JobStoreOpener) {
 		}
 	})
 
+	// The changelist's first accepted version names its conversation: a
+	// later version with another title, a stale one and KeepThreadTitle
+	// leave it. A changelist with no head has no title, and none is
+	// kept for it.
+	// Rules: R-THREAD-1.
+	t.Run("ThreadTitle_TheFirstVersionsTitleStays", func(t *testing.T) {
+		ctx := context.Background()
+		s := open(t, nil)
+		if got, err := s.ThreadTitle(ctx, "generic", "cl-1"); err != nil || got != "" {
+			t.Fatalf("no head yet: %q, %v; want none", got, err)
+		}
+		if _, err := s.KeepThreadTitle(ctx, "generic", "cl-1", "A"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("keep without a head: %v, want ErrNotFound", err)
+		}
+		titled := func(v int, title string) job.Job { j := NewJob("cl-1", v); j.Title = title; return j }
+		Create(t, s, titled(2, "Add refunds"), "k2", "b2")
+		Create(t, s, titled(3, "Add refunds & credits"), "k3", "b3")
+		if got := Create(t, s, titled(1, "Stale"), "k1", "b1"); got.Outcome != store.Stale {
+			t.Fatalf("v1 after v3: %v, want Stale", got.Outcome)
+		}
+		if got, err := s.ThreadTitle(ctx, "generic", "cl-1"); err != nil || got != "Add refunds" {
+			t.Fatalf("thread title %q, %v; want the first version's %q", got, err, "Add refunds")
+		}
+		if got, err := s.KeepThreadTitle(ctx, "generic", "cl-1", "Other"); err != nil || got != "Add refunds" {
+			t.Fatalf("keep over a kept title: %q, %v; want %q", got, err, "Add refunds")
+		}
+		if got, _ := s.ThreadTitle(ctx, "gitlab", "cl-1"); got != "" {
+			t.Fatalf("another source's changelist has the title %q", got)
+		}
+	})
+
 	// Concurrent first requests, for the same key or for the same version under
 	// different keys, create exactly one job; every other caller gets it back.
 	t.Run("Create_ConcurrentFirstRequests_ExactlyOneJob", func(t *testing.T) {

@@ -67,6 +67,8 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	// Conversation roots are keyed with the unsubscribe signing key, a
 	// secret the notifier already holds (mail.NewThreads says why).
 	n.Threads, n.ListID = mail.NewThreads(cfg.UnsubscribeKey, cfg.MailDomain), cfg.ListID
+	// The subject keeps the changelist's first title (R-THREAD-1).
+	n.Titles = b.Jobs
 	var account *sesmail.Account
 	if sender == nil {
 		client := sesmail.NewSES(b.AWS, cfg.Endpoints.SES)
