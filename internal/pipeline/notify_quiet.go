@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,7 +14,9 @@ import (
 )
 
 // Quiet keeps the notifier from mailing a recipient nothing new
-// (R-QUIET-1..3). Nil on Notify: every version is mailed.
+// (R-QUIET-1..3) on the versions Criticizer derives from a code host's
+// events; an explicit version is mailed to everyone (R-RERUN-2). Nil on
+// Notify: every version is mailed.
 type Quiet struct {
 	// Store reads the changelist's head and keeps the versions of each
 	// diff content (store.Jobs; memstore.Jobs in tests).
@@ -46,8 +47,10 @@ const sameDiffLookBack = 10
 // (delivery.Row.Unsent), each with one conditional write that fails on a
 // row claimed meanwhile; rows is updated in place.
 //
-// The diff's versions are recorded on every run, before any send, so a
-// later version finds this one whatever happens to its rows.
+// The diff's versions are recorded on every run, before any send and
+// whatever the version, so a later version finds this one whatever
+// happens to its rows. Only a quiet version's rows are settled quietly:
+// an explicit one's recipients are all mailed (R-RERUN-2).
 func (n *Notify) quiet(ctx context.Context, j job.Job, c critic.Critique, rows []delivery.Row) error {
 	q := n.Quiet
 	if q == nil {
@@ -55,7 +58,7 @@ func (n *Notify) quiet(ctx context.Context, j job.Job, c critic.Critique, rows [
 	}
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
 	var same []int
-	if j.DiffSHA256 != "" && j.RerunOf == "" {
+	if j.DiffSHA256 != "" {
 		vs, err := q.Store.SameDiff(ctx, clKey, j.DiffSHA256, j.ReviewVersion)
 		if err != nil {
 			return err
@@ -67,7 +70,7 @@ func (n *Notify) quiet(ctx context.Context, j job.Job, c critic.Critique, rows [
 		}
 		same = same[max(0, len(same)-sameDiffLookBack):]
 	}
-	if !anyUnsent(rows) {
+	if !j.Quiet() || !anyUnsent(rows) {
 		return nil
 	}
 	if newer, err := n.newerVersion(ctx, j); err != nil {
@@ -94,9 +97,9 @@ func (n *Notify) quiet(ctx context.Context, j job.Job, c critic.Critique, rows [
 	if q.MailUnchangedReruns || !anyUnsent(rows) {
 		return nil
 	}
-	since, err := n.nothingNewSince(ctx, j, c)
-	if err != nil || since == 0 {
-		return err
+	since := nothingNewSince(c)
+	if since == 0 {
+		return nil
 	}
 	had, err := n.hadContent(ctx, clKey, rows, []int{since})
 	if err != nil {
@@ -124,7 +127,7 @@ func anyUnsent(rows []delivery.Row) bool {
 // older version's email goes out: a head dead-lettered (its email may
 // never go out), refused by a budget or with nobody to read it
 // (R-BUDGET-1, R-BUDGET-2), or skipped by its repository's settings
-// (R-REPO-4).
+// (R-REPO-4); nor does an explicit head (R-RERUN-2).
 func (n *Notify) newerVersion(ctx context.Context, j job.Job) (int, error) {
 	latest, id, err := n.Quiet.Store.LatestVersion(ctx, j.Source, j.ChangelistID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && latest <= j.ReviewVersion) {
@@ -142,7 +145,7 @@ func (n *Notify) newerVersion(ctx context.Context, j job.Job) (int, error) {
 	}
 	switch {
 	case head.Status == job.StatusDeadLettered, head.Status == job.StatusBudgetExceeded,
-		head.Status == job.StatusNoRecipients, head.Skipped != "":
+		head.Status == job.StatusNoRecipients, head.Skipped != "", !head.Quiet():
 		return 0, nil
 	}
 	return latest, nil
@@ -173,32 +176,15 @@ func (n *Notify) hadContent(ctx context.Context, clKey string, rows []delivery.R
 	return had, nil
 }
 
-// nothingNewSince is the version whose review j's found nothing new
+// nothingNewSince is the version whose review c found nothing new
 // against, or 0: a versioned rerun compared with an earlier version
-// (critique Changes, R-MAIL-3) with no new finding and none resolved, or
-// an operator's rerun whose findings are those of the version it repeats.
-func (n *Notify) nothingNewSince(ctx context.Context, j job.Job, c critic.Critique) (int, error) {
-	if ch := c.Changes; ch != nil {
-		if ch.New == 0 && ch.ResolvedCount == 0 && ch.Since > 0 {
-			return ch.Since, nil
-		}
-		return 0, nil
+// (critique Changes, R-MAIL-3) with no new finding and none resolved. An
+// operator's rerun is explicit, mailed to everyone (R-RERUN-2).
+func nothingNewSince(c critic.Critique) int {
+	if ch := c.Changes; ch != nil && ch.New == 0 && ch.ResolvedCount == 0 && ch.Since > 0 {
+		return ch.Since
 	}
-	if j.RerunOf == "" {
-		return 0, nil
-	}
-	prev, err := n.Jobs.Get(ctx, j.RerunOf)
-	if errors.Is(err, store.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("rerun %s of %s: %w", j.ID, j.RerunOf, err)
-	}
-	var pc critic.Critique
-	if len(prev.Critique) == 0 || json.Unmarshal(prev.Critique, &pc) != nil || !critic.SameFindings(pc, c) {
-		return 0, nil
-	}
-	return prev.ReviewVersion, nil
+	return 0
 }
 
 // settleQuietly settles each unsent row that decide gives a status as

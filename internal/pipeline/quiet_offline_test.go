@@ -265,12 +265,12 @@ func TestQuiet_SameDiffUnderANewSHA_NoNewEmail(t *testing.T) {
 }
 
 // A rerun that finds nothing new — compared with a version the recipient
-// was mailed, no new finding and none resolved; or an operator's rerun
-// whose findings are those it repeats — mails nobody by default, and
-// mails once more with CRITICIZER_MAIL_UNCHANGED_RERUNS. A rerun with a
-// new finding is mailed; so is a recipient who was not mailed the version
-// compared with.
-// Rules: R-QUIET-2.
+// was mailed, no new finding and none resolved — mails nobody by
+// default, and mails once more with CRITICIZER_MAIL_UNCHANGED_RERUNS. A
+// rerun with a new finding is mailed; so is a recipient who was not
+// mailed the version compared with; so is an operator's rerun, explicit,
+// whose findings are those it repeats.
+// Rules: R-QUIET-2, R-RERUN-2.
 func TestQuiet_RerunWithNothingNew_NoEmailUnlessConfigured(t *testing.T) {
 	f := critic.Finding{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "todo-added", Message: "TODO", Anchor: "x"}
 	nothingNew := offlineCritique(f)
@@ -285,13 +285,14 @@ func TestQuiet_RerunWithNothingNew_NoEmailUnlessConfigured(t *testing.T) {
 	if sent := w.snd.all(); len(sent) != 2 || !strings.HasPrefix(sent[1], "new@example.com: ") {
 		t.Fatalf("sent %q, want v1 and the newcomer's v2", sent)
 	}
-	// An operator's rerun of v2 (a copy, the same findings): quiet too.
+	// An operator's rerun of v2 (a copy, the same findings, the same
+	// diff): explicit, so mailed all the same (R-RERUN-2).
 	rerun := storetest.NewJob(w.cl, 3)
-	rerun.Recipients, rerun.DiffSHA256, rerun.RerunOf = []string{"new@example.com"}, "sha-2", job.NewID("generic", w.cl, 2)
+	rerun.Recipients, rerun.DiffSHA256, rerun.RerunOf, rerun.Explicit = []string{"new@example.com"}, "sha-2", job.NewID("generic", w.cl, 2), true
 	storetest.Create(t, w.jobs, rerun, "key-rerun-3", "body")
 	w.notify(w.atNotify(rerun, offlineCritique(f)))
-	if r := w.row("new@example.com", 3); r.Status != delivery.StatusSkippedNothingNew || r.SkipReason != "nothing new since v2" {
-		t.Errorf("operator's rerun: %s %q, want skipped_nothing_new since v2", r.Status, r.SkipReason)
+	if r := w.row("new@example.com", 3); r.Status != delivery.StatusSent {
+		t.Errorf("operator's rerun: %s %q, want sent", r.Status, r.SkipReason)
 	}
 	// Something new: mailed.
 	news := offlineCritique(f, critic.Finding{File: "b.go", Line: 1, Severity: critic.SeverityError, Rule: "debug-print", Message: "print", Anchor: "y", New: true})
@@ -303,7 +304,7 @@ func TestQuiet_RerunWithNothingNew_NoEmailUnlessConfigured(t *testing.T) {
 	again.Changes = &critic.Changes{Since: 4, Reviewed: 1, Unchanged: 1}
 	w.notify(w.accept(5, "sha-5", again, "ann@example.com"))
 	sent := w.snd.all()
-	if len(sent) != 4 || !strings.Contains(sent[2], " v4") || !strings.Contains(sent[3], " v5") {
-		t.Fatalf("sent %q, want v4 (new finding) and v5 (configured) mailed", sent)
+	if len(sent) != 5 || !strings.Contains(sent[2], " v3") || !strings.Contains(sent[3], " v4") || !strings.Contains(sent[4], " v5") {
+		t.Fatalf("sent %q, want the operator's v3, v4 (new finding) and v5 (configured) mailed", sent)
 	}
 }
