@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/critic/critictest"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
@@ -112,5 +116,77 @@ func TestGitHubSynchronize_SameDiff_NoSecondEmail(t *testing.T) {
 	row := s.deliveryRow(delivery.ID(job.ChangelistKey("github", ghChangelist), octocat, 2))
 	if row.Status != delivery.StatusSkippedSameDiff || row.SkipReason != "same diff as v1" || row.Attempts != 0 {
 		t.Errorf("octocat's v2 row: %s %q after %d attempts, want skipped_same_diff as v1, never claimed", row.Status, row.SkipReason, row.Attempts)
+	}
+}
+
+// A version is superseded only by one that reaches the recipient. v1 and
+// v2 (both opting in to the quiet rules) are accepted within the collapse
+// window; v2's diff is served only once v1's notify has looked at the
+// changelist, so v2 is still being fetched then. v1's rows wait for it.
+// Then v2's model run is refused by the changelist's budget (one run an
+// hour, v1's): v1 is mailed to each recipient, exactly once, and its job
+// succeeds. (Before the rule, v1 was settled superseded by v2 at that
+// look, and nobody was mailed.)
+// Rules: R-QUIET-3, R-BUDGET-1, R-OUTBOX-8.
+func TestQuiet_NewerRefusedByBudgetAfterTheCheck_OlderMailedOnce(t *testing.T) {
+	t.Parallel()
+	model := critictest.NewStandIn()
+	t.Cleanup(model.Close)
+	release := make(chan struct{})
+	var once sync.Once
+	diffs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		var m map[string]any
+		_ = json.Unmarshal(sample(t, "x", 1), &m)
+		_, _ = w.Write([]byte(m["diff"].(string) + "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-a\n+b\n"))
+	}))
+	t.Cleanup(func() { once.Do(func() { close(release) }); diffs.Close() })
+	const window = 3 * time.Second
+	s := startStack(t, devstack.FunctionOptions{}, quietly(window), func(c *config.Config) {
+		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAIConfig{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
+		c.Budgets.ModelRunsPerChangelistHour = 1
+	})
+	cl := testenv.Prefix(t)
+	rcpt := []string{"ann@example.com", "bo@example.com"}
+	v1 := accept(t, s, "v1-"+cl, quietSample(t, cl, 1, true, rcpt...))
+	var m map[string]any
+	_ = json.Unmarshal(quietSample(t, cl, 2, true, rcpt...), &m)
+	delete(m, "diff")
+	m["diff_url"] = diffs.URL + "/v2.diff"
+	b, _ := json.Marshal(m)
+	v2 := accept(t, s, "v2-"+cl, b)
+
+	// v1's notify looks at the changelist once the window has passed: it
+	// either leaves its rows waiting for v2 or (the rule before) settles
+	// them superseded. Only then is v2's diff served.
+	eventually(t, 30*time.Second, "v1's notify to look at v2", func() bool {
+		logs := s.logText()
+		return countLines(logs, string(v1), "deliveries wait for a newer version") > 0 ||
+			countLines(logs, string(v1), "delivery settled quietly") > 0
+	})
+	once.Do(func() { close(release) })
+	s.waitJob(v2, 30*time.Second, job.StatusBudgetExceeded)
+	s.waitJob(v1, 60*time.Second, job.StatusSucceeded)
+	time.Sleep(time.Second)
+	emails := emailsFor(t, s.env.SES, cl)
+	for _, r := range rcpt {
+		if n := perRecipient(emails)[r]; n != 1 {
+			t.Errorf("%s got %d emails, want 1 (v1)", r, n)
+		}
+	}
+	for _, e := range emails {
+		if versionOf(e) != 1 {
+			t.Errorf("an email about v%d, want only v1's", versionOf(e))
+		}
+	}
+	for _, r := range rcpt {
+		row, err := s.fns.Deliveries.Get(context.Background(), delivery.ID(job.ChangelistKey("generic", cl), r, 1))
+		if err != nil || (row.Status != delivery.StatusSent && row.Status != delivery.StatusDelivered) || row.Attempts != 1 {
+			t.Errorf("%s's v1 row: %s %q after %d attempts (%v), want sent once", r, row.Status, row.SkipReason, row.Attempts, err)
+		}
+	}
+	if strings.Contains(s.logText(), `"status":"superseded"`) {
+		t.Error("a row was settled superseded by a version that never reached its recipient")
 	}
 }

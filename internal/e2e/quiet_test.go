@@ -20,9 +20,9 @@ func quietly(window time.Duration) func(*config.Config) {
 // Three pushes inside the collapse window (generic versions opting in to
 // the quiet rules, as a code host's pushes have them) mail each reviewer
 // once, about the last: each version's notify waits on its queue (a
-// delayed message) until the window after it was accepted, and the two
-// older versions' rows are superseded by v3, never claimed; the job
-// status says so. (The
+// delayed message) until the window after it was accepted, the two older
+// versions' rows wait, unclaimed, until v3 has reached the reviewers, and
+// are then superseded by v3, never claimed; the job status says so. (The
 // same diff under a new version mailing nobody is
 // TestQuiet_SameDiffUnderANewSHA_NoNewEmail, on the in-memory store.)
 // Rules: R-QUIET-3, R-STAGE-6.

@@ -82,9 +82,8 @@ func TestExplore_MainRuleLateEventDuplicate(t *testing.T) {
 // explorer can fail. Among them intake's: enqueueing before the
 // transaction commits (persisted before enqueued), skipping the
 // transaction's conditions (one job per key and version), answering a
-// repeated key afresh (the first answer byte for byte); and superseding
-// by a version not accepted, which leaves the latest version unmailed.
-// Rules: R-OUTBOX-5, R-OUTBOX-6, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3.
+// repeated key afresh (the first answer byte for byte).
+// Rules: R-OUTBOX-5, R-OUTBOX-6, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7.
 func TestExplore_BrokenVariantsAreCaught(t *testing.T) {
 	for _, v := range Variants() {
 		for _, name := range v.CaughtIn {

@@ -30,12 +30,6 @@ func Variants() []*Variant {
 		{Name: "sdk-retries-send", CaughtIn: []string{"send-faults", "lost-answer-two-reviews"}, Doc: "broken on purpose: SendEmail retried by the SDK when its answer is lost", Apply: func(w *world) {
 			w.notify.Sender = retrying{w.notify.Sender}
 		}},
-		{Name: "supersede-by-unaccepted", CaughtIn: []string{"superseded"}, Property: "quiet",
-			Doc: "broken on purpose: notify takes a version newer than the changelist's head as accepted, so the latest version is superseded too", Apply: func(w *world) {
-				if w.notify.Quiet != nil {
-					w.notify.Quiet.Store = aheadOfHead{w.notify.Quiet.Store}
-				}
-			}},
 		{Name: "enqueue-before-commit", CaughtIn: []string{"duplicate-webhooks"}, Property: "persisted",
 			Doc: "broken on purpose: intake enqueues the fetch stage before its transaction commits", Apply: func(w *world) {
 				w.intake.Jobs = enqueueFirst{w.intake.Jobs, stageQueue{w}}

@@ -104,6 +104,18 @@ func (w *quietWorld) notify(j job.Job) {
 	}
 }
 
+// waits runs notify for j and checks that it left the job at notify,
+// in progress, its rows waiting for a newer version (R-QUIET-3).
+func (w *quietWorld) waits(j job.Job) {
+	w.t.Helper()
+	if err := w.n.Handle(context.Background(), job.Message{JobID: j.ID, Stage: job.StageNotify}, 1); err != nil {
+		w.t.Fatalf("notify v%d: %v", j.ReviewVersion, err)
+	}
+	if got, _ := w.jobs.Get(context.Background(), j.ID); got.Status != job.StatusInProgress || got.Stage != job.StageNotify {
+		w.t.Errorf("v%d: job %s at %s, want in_progress at notify (waiting for a newer version)", j.ReviewVersion, got.Status, got.Stage)
+	}
+}
+
 func (w *quietWorld) row(rcpt string, v int) delivery.Row {
 	w.t.Helper()
 	r, err := w.outbox.Get(context.Background(), delivery.ID(job.ChangelistKey("generic", w.cl), rcpt, v))
@@ -136,10 +148,11 @@ func (q *delayQueue) EnqueueAfter(_ context.Context, m job.Message, d time.Durat
 
 // Three pushes inside the collapse window: the llm stage enqueues each
 // version's notify to run the window after the version was accepted (a
-// delayed message, no wait in the function), and when they run, the two
-// older versions are superseded — never sent, their rows say by which
-// version — and one email goes to each reviewer, about the last. A row
-// another notifier holds in `sending` is never relabelled.
+// delayed message, no wait in the function). The older versions' rows
+// wait, unclaimed, while v3 has not reached its reviewers; once it has,
+// they are superseded — never sent, their rows say by which version —
+// and one email goes to each reviewer, about the last. A row another
+// notifier holds in `sending` is never relabelled.
 // Rules: R-QUIET-3, R-STAGE-6.
 func TestQuiet_ThreePushesInTheWindow_OneEmailAboutTheLast(t *testing.T) {
 	ctx := context.Background()
@@ -175,9 +188,18 @@ func TestQuiet_ThreePushesInTheWindow_OneEmailAboutTheLast(t *testing.T) {
 	}
 
 	w.now = w.now.Add(window)
-	w.notify(versions[0])
+	w.waits(versions[0])
+	for _, rcpt := range []string{"ann@example.com", "bob@example.com"} {
+		if r := w.row(rcpt, 1); r.Status != delivery.StatusPending || r.Attempts != 0 {
+			t.Errorf("%s v1 before v3 reached them: %s after %d attempts, want pending, never claimed", rcpt, r.Status, r.Attempts)
+		}
+	}
 	_ = w.n.Handle(ctx, job.Message{JobID: versions[1].ID, Stage: job.StageNotify}, 1) // bob's row is another's
 	w.notify(versions[2])
+	// The older versions look again (their delayed message): v3 reached
+	// both reviewers.
+	w.notify(versions[0])
+	_ = w.n.Handle(ctx, job.Message{JobID: versions[1].ID, Stage: job.StageNotify}, 1)
 
 	sent := w.snd.all()
 	if len(sent) != 2 || !strings.Contains(sent[0], " v3") || !strings.Contains(sent[1], " v3") {
