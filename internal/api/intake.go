@@ -228,6 +228,10 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 		Title: c.Title, Description: c.Description, URL: c.URL, Author: c.Author, Recipients: recipients, DiffURL: c.DiffURL,
 		Status: job.StatusAccepted, Stage: job.StageFetch, Attempts: job.Attempts{},
 		CreatedAt: now, UpdatedAt: now,
+		// A version a code host's event derives is quiet; a generic
+		// caller's review_version is its explicit request, unless it opted
+		// in to the quiet rules (R-RERUN-2).
+		Explicit: !job.IsReviewSystem(c.Source) && !c.Quiet,
 	}
 	if c.Diff != "" {
 		// The reference is content-addressed: the object is written before

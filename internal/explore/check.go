@@ -133,7 +133,10 @@ func (w *world) settle(o Options) ([]Action, *Violation) {
 		}
 	}
 	if w.sc.Quiet && o.checks("quiet") {
-		return done, w.quietLiveness()
+		if v := w.quietLiveness(); v != nil {
+			return done, v
+		}
+		return done, w.supersedeLiveness()
 	}
 	return done, nil
 }
@@ -153,7 +156,9 @@ func (w *world) liveness() *Violation {
 		if v := w.intakeLiveness(j); v != nil {
 			return v
 		}
-		visible := j.Status == job.StatusNeedsIntervention || (j.Status == job.StatusDeadLettered && w.envelopeFor(id))
+		// A job refused by its budget (R-BUDGET-1) says so: a verdict.
+		visible := j.Status == job.StatusNeedsIntervention || (j.Status == job.StatusDeadLettered && w.envelopeFor(id)) ||
+			j.Status == job.StatusBudgetExceeded
 		if !visible && j.Status != job.StatusSucceeded {
 			return &Violation{Rule: "stuck", Message: fmt.Sprintf("job %s is %s at %s once the world is quiet", id, j.Status, j.Stage)}
 		}

@@ -20,8 +20,12 @@ const maxStates = 400_000
 // one job per idempotency key and review version, a repeated key answered
 // byte for byte as the first, a stage message only for a job persisted at
 // that stage, and no accepted job lost. With the quiet rules
-// (superseded): a row settled quietly is never sent, and the latest
-// version is mailed. The deep run is make explore.
+// (superseded, newer-refused, newer-over-budget): a row settled quietly
+// is never sent, the latest version is mailed, a row is superseded only
+// by a version that reached its recipient, and when the newer version
+// fails before, during or after the older one's look, the recipient is
+// mailed one version, the newest that could reach them. The deep run is
+// make explore.
 // Rules: R-OUTBOX-10, R-EVIDENCE-2, R-OUTBOX-8, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3.
 func TestExplore_ProtocolAsBuilt(t *testing.T) {
 	for _, sc := range Scenarios() {
@@ -82,8 +86,9 @@ func TestExplore_MainRuleLateEventDuplicate(t *testing.T) {
 // explorer can fail. Among them intake's: enqueueing before the
 // transaction commits (persisted before enqueued), skipping the
 // transaction's conditions (one job per key and version), answering a
-// repeated key afresh (the first answer byte for byte); and superseding
-// by a version not accepted, which leaves the latest version unmailed.
+// repeated key afresh (the first answer byte for byte); and the rule
+// R-QUIET-3 had before: superseding by a newer version still on its way,
+// which leaves nobody mailed when that version then fails.
 // Rules: R-OUTBOX-5, R-OUTBOX-6, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3.
 func TestExplore_BrokenVariantsAreCaught(t *testing.T) {
 	for _, v := range Variants() {
@@ -231,6 +236,9 @@ func TestScenarios_DeepKeepsPublishedBounds(t *testing.T) {
 	want := map[string]int{"send-faults": 32, "lost-answer-two-reviews": 30, "two-versions": 28, "superseded": 27, "store-faults": 34,
 		"kills-and-redrive": 30, "events-twice": 28, "transient-bounce": 32, "reject-and-complaint": 26, "two-notifiers": 34,
 		"duplicate-webhooks": 15}
+	for name, d := range supersedeDeepDepths() {
+		want[name] = d
+	}
 	for _, sc := range Scenarios() {
 		d := sc.Deep()
 		if d.MaxDepth != want[sc.Name] {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 )
 
@@ -63,13 +62,4 @@ func (w *world) quietLiveness() *Violation {
 		}
 	}
 	return nil
-}
-
-// aheadOfHead is a broken head (the variant supersede-by-unaccepted): one
-// version past the one accepted.
-type aheadOfHead struct{ pipeline.QuietStore }
-
-func (a aheadOfHead) LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error) {
-	v, id, err := a.QuietStore.LatestVersion(ctx, source, changelistID)
-	return v + 1, id, err
 }

@@ -58,6 +58,10 @@ type Scenario struct {
 	// job is created as intake does, so the changelist's head is its
 	// latest version, and every version has the same diff.
 	Quiet bool
+	// OneVersion: every version is accepted before anything runs, so
+	// each recipient must be mailed one version of the changelist, the
+	// newest that can reach them (R-QUIET-3; supersede.go).
+	OneVersion bool
 
 	// Timing of the protocol and of the world.
 	Config Config
@@ -74,6 +78,10 @@ type JobSpec struct {
 	// job (1 by default): more model a duplicate (a redrive of a message
 	// already handled, the sweeper's requeue racing the original).
 	Messages int
+	// OverBudget starts the job at the llm stage with its changelist's
+	// budget of model runs spent: the real llm stage refuses it
+	// (R-BUDGET-1) when its message is delivered (supersede.go).
+	OverBudget bool
 	// Posts, when set, makes the job intake's to create: nothing exists
 	// at the start but one webhook delivery per entry, each the job's
 	// signed body under that Idempotency-Key (a key named twice is the
@@ -138,7 +146,7 @@ func (s Scenario) withDefaults() Scenario {
 // (the bug it found took 8).
 func Scenarios() []Scenario {
 	one := []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}}}
-	return []Scenario{
+	return append([]Scenario{
 		{Name: "send-faults", Jobs: one, MaxFaults: 1, MaxTicks: 3, MaxSweeps: 1, MaxDepth: 26},
 		{Name: "lost-answer-two-reviews", Jobs: []JobSpec{
 			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
@@ -168,7 +176,7 @@ func Scenarios() []Scenario {
 		{Name: "duplicate-webhooks", Jobs: []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"},
 			Posts: []string{"k1", "k1", "k2"}}},
 			MaxFaults: 1, SendFaults: []Outcome{}, Kills: true, KillOnly: []string{"intake"}, MaxTicks: 1, MaxSweeps: 1, MaxDepth: 9},
-	}
+	}, supersedeScenarios()...)
 }
 
 // Deep returns the scenario with the bounds of `make explore`: DeepDepth,

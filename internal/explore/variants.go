@@ -30,12 +30,9 @@ func Variants() []*Variant {
 		{Name: "sdk-retries-send", CaughtIn: []string{"send-faults", "lost-answer-two-reviews"}, Doc: "broken on purpose: SendEmail retried by the SDK when its answer is lost", Apply: func(w *world) {
 			w.notify.Sender = retrying{w.notify.Sender}
 		}},
-		{Name: "supersede-by-unaccepted", CaughtIn: []string{"superseded"}, Property: "quiet",
-			Doc: "broken on purpose: notify takes a version newer than the changelist's head as accepted, so the latest version is superseded too", Apply: func(w *world) {
-				if w.notify.Quiet != nil {
-					w.notify.Quiet.Store = aheadOfHead{w.notify.Quiet.Store}
-				}
-			}},
+		{Name: "supersede-before-reached", CaughtIn: []string{"newer-refused", "newer-over-budget"}, Property: "quiet",
+			Doc: "R-QUIET-3 as it was: an older version is superseded by a newer one still on its way, unless that one has visibly " +
+				"failed already; when it fails afterwards, nobody is mailed", Apply: supersedeBeforeReached},
 		{Name: "enqueue-before-commit", CaughtIn: []string{"duplicate-webhooks"}, Property: "persisted",
 			Doc: "broken on purpose: intake enqueues the fetch stage before its transaction commits", Apply: func(w *world) {
 				w.intake.Jobs = enqueueFirst{w.intake.Jobs, stageQueue{w}}

@@ -138,6 +138,10 @@ func newWorld(sc Scenario, v *Variant) *world {
 				panic(err)
 			}
 		}
+		if js.OverBudget {
+			w.overBudget(j)
+			continue
+		}
 		w.jobsMem.Put(j)
 		b, _ := json.Marshal(job.Message{JobID: j.ID, Stage: job.StageNotify})
 		for k := range max(js.Messages, 1) {

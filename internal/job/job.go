@@ -204,6 +204,13 @@ type Job struct {
 	// webhook started. The llm stage reviews such a job afresh rather than
 	// building on the last review.
 	RerunOf ID `dynamodbav:"rerun_of,omitempty" json:"-"`
+	// Explicit marks a version someone asked for by number: a generic
+	// webhook's review_version without the quiet opt-in, or an
+	// operator's rerun. Every recipient of an explicit version is mailed
+	// (R-RERUN-2); the quiet rules judge only the versions Criticizer
+	// derives from a code host's events (see Quiet). False on jobs
+	// stored before the field existed: they keep the rules they had.
+	Explicit bool `dynamodbav:"explicit,omitempty" json:"explicit,omitempty"`
 	// Settings are what the repository's .criticizer.yaml at the reviewed
 	// head asks of this version's review (R-REPO-1); nil: defaults.
 	Settings *RepoSettings `dynamodbav:"repo_settings,omitempty" json:"repo_settings,omitempty"`
@@ -221,6 +228,14 @@ type Job struct {
 	// the cap who were not mailed (R-REVIEWERS-6).
 	TeamMembersNotMailed map[string]int `dynamodbav:"team_members_not_mailed,omitempty" json:"team_members_not_mailed,omitempty"`
 }
+
+// Quiet reports whether the quiet rules (R-QUIET-1..3) may settle the
+// version's rows without a send, and whether it may supersede an older
+// version: true for a version derived from a code host's events (a
+// GitHub synchronize, a GitLab update, a Gerrit patch set) or a generic
+// one that opted in; false for an explicit version (R-RERUN-2), an
+// operator's rerun among them.
+func (j Job) Quiet() bool { return !j.Explicit && j.RerunOf == "" }
 
 // AllRecipients are the version's recipients: those its fetch found, then
 // those added since (sorted), each once.

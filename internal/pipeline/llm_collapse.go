@@ -17,9 +17,10 @@ type DelayedEnqueuer interface {
 // collapseDelay is how long j's notify stage waits so that a burst of
 // versions is mailed once, about the latest (R-QUIET-3): until Collapse
 // after the version was accepted. A review that took longer waits no
-// more.
+// more; an explicit version, which nothing supersedes, waits not at all
+// (R-RERUN-2).
 func (l *LLM) collapseDelay(j job.Job) time.Duration {
-	if l.Collapse <= 0 {
+	if l.Collapse <= 0 || !j.Quiet() {
 		return 0
 	}
 	return max(0, j.CreatedAt.Add(l.Collapse).Sub(l.Now()))

@@ -178,12 +178,16 @@ func (n *Notify) run(ctx context.Context, j job.Job, attempt int) error {
 	if err := n.gate(ctx, j, rows); err != nil {
 		return err
 	}
-	if err := n.quiet(ctx, j, c, rows); err != nil {
+	wait, err := n.quiet(ctx, j, c, rows)
+	if err != nil {
 		return err
 	}
 	var pending error
 	ev := &evidenceView{n: n}
 	for i := range rows {
+		if wait.holds(rows[i].ID) {
+			continue // a newer version may still reach its recipient (R-QUIET-3)
+		}
 		r, err := n.deliver(ctx, rows[i], ev)
 		rows[i] = r
 		if err != nil {
@@ -199,6 +203,9 @@ func (n *Notify) run(ctx context.Context, j job.Job, attempt int) error {
 	if pending != nil {
 		n.holdJob(ctx, j, rows)
 		return pending // the runner records it on the job and backs off
+	}
+	if wait.any() {
+		return n.await(ctx, j, rows, wait)
 	}
 	return n.finalize(ctx, j, attempt, rows)
 }

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,7 +14,9 @@ import (
 )
 
 // Quiet keeps the notifier from mailing a recipient nothing new
-// (R-QUIET-1..3). Nil on Notify: every version is mailed.
+// (R-QUIET-1..3) on the versions Criticizer derives from a code host's
+// events; an explicit version is mailed to everyone (R-RERUN-2). Nil on
+// Notify: every version is mailed.
 type Quiet struct {
 	// Store reads the changelist's head and keeps the versions of each
 	// diff content (store.Jobs; memstore.Jobs in tests).
@@ -26,6 +27,11 @@ type Quiet struct {
 	// MailUnchangedReruns mails a rerun that found nothing new (R-QUIET-2
 	// off).
 	MailUnchangedReruns bool
+	// Judge says what a newer version is to a recipient of an older one
+	// (delivery.Judge when nil). It is a field so that internal/explore
+	// can put back the rule it replaced and show that the explorer
+	// catches it; nothing else sets it.
+	Judge func(newer job.Job, r delivery.Row, ok bool) delivery.Successor
 }
 
 // QuietStore is what the quiet rules read and record in the jobs table.
@@ -39,26 +45,36 @@ type QuietStore interface {
 // count as having the content, so the latest few speak for the rest.
 const sameDiffLookBack = 10
 
+// newerLookBack bounds how many versions below the changelist's head an
+// older version's rows are judged against (R-QUIET-3): a version further
+// below is mailed unless one of those reached, or may still reach, its
+// recipient.
+const newerLookBack = 10
+
 // quiet settles, before any claim, the rows of recipients this version
-// has nothing new for: superseded by a newer version (R-QUIET-3), a diff
-// the recipient was mailed already (R-QUIET-1), a rerun that found
-// nothing new (R-QUIET-2). Like gate it touches only rows never sent
-// (delivery.Row.Unsent), each with one conditional write that fails on a
-// row claimed meanwhile; rows is updated in place.
+// has nothing new for: a diff the recipient was mailed already
+// (R-QUIET-1), a rerun that found nothing new (R-QUIET-2), a newer
+// version that reached them (R-QUIET-3). Like gate it touches only rows
+// never sent (delivery.Row.Unsent), each with one conditional write that
+// fails on a row claimed meanwhile; rows is updated in place. It returns
+// the rows to leave unclaimed for now: a newer version may still reach
+// their recipients.
 //
-// The diff's versions are recorded on every run, before any send, so a
-// later version finds this one whatever happens to its rows.
-func (n *Notify) quiet(ctx context.Context, j job.Job, c critic.Critique, rows []delivery.Row) error {
+// The diff's versions are recorded on every run, before any send and
+// whatever the version, so a later version finds this one whatever
+// happens to its rows. Only a quiet version's rows are settled quietly:
+// an explicit one's recipients are all mailed (R-RERUN-2).
+func (n *Notify) quiet(ctx context.Context, j job.Job, c critic.Critique, rows []delivery.Row) (waiting, error) {
 	q := n.Quiet
 	if q == nil {
-		return nil
+		return waiting{}, nil
 	}
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
 	var same []int
-	if j.DiffSHA256 != "" && j.RerunOf == "" {
+	if j.DiffSHA256 != "" {
 		vs, err := q.Store.SameDiff(ctx, clKey, j.DiffSHA256, j.ReviewVersion)
 		if err != nil {
-			return err
+			return waiting{}, err
 		}
 		for _, v := range vs {
 			if v < j.ReviewVersion {
@@ -67,20 +83,13 @@ func (n *Notify) quiet(ctx context.Context, j job.Job, c critic.Critique, rows [
 		}
 		same = same[max(0, len(same)-sameDiffLookBack):]
 	}
-	if !anyUnsent(rows) {
-		return nil
-	}
-	if newer, err := n.newerVersion(ctx, j); err != nil {
-		return err
-	} else if newer > 0 {
-		return n.settleQuietly(ctx, j, rows, func(delivery.Row) (delivery.Status, string) {
-			return delivery.StatusSuperseded, "v" + strconv.Itoa(newer)
-		})
+	if !j.Quiet() || !anyUnsent(rows) {
+		return waiting{}, nil
 	}
 	if len(same) > 0 && !q.MailSameDiff {
 		had, err := n.hadContent(ctx, clKey, rows, same)
 		if err != nil {
-			return err
+			return waiting{}, err
 		}
 		if err := n.settleQuietly(ctx, j, rows, func(r delivery.Row) (delivery.Status, string) {
 			if v, ok := had[r.Recipient]; ok {
@@ -88,26 +97,29 @@ func (n *Notify) quiet(ctx context.Context, j job.Job, c critic.Critique, rows [
 			}
 			return "", ""
 		}); err != nil {
-			return err
+			return waiting{}, err
 		}
 	}
-	if q.MailUnchangedReruns || !anyUnsent(rows) {
-		return nil
-	}
-	since, err := n.nothingNewSince(ctx, j, c)
-	if err != nil || since == 0 {
-		return err
-	}
-	had, err := n.hadContent(ctx, clKey, rows, []int{since})
-	if err != nil {
-		return err
-	}
-	return n.settleQuietly(ctx, j, rows, func(r delivery.Row) (delivery.Status, string) {
-		if _, ok := had[r.Recipient]; ok {
-			return delivery.StatusSkippedNothingNew, "nothing new since v" + strconv.Itoa(since)
+	if !q.MailUnchangedReruns && anyUnsent(rows) {
+		if since := nothingNewSince(c); since > 0 {
+			had, err := n.hadContent(ctx, clKey, rows, []int{since})
+			if err != nil {
+				return waiting{}, err
+			}
+			if err := n.settleQuietly(ctx, j, rows, func(r delivery.Row) (delivery.Status, string) {
+				if _, ok := had[r.Recipient]; ok {
+					return delivery.StatusSkippedNothingNew, "nothing new since v" + strconv.Itoa(since)
+				}
+				return "", ""
+			}); err != nil {
+				return waiting{}, err
+			}
 		}
-		return "", ""
-	})
+	}
+	if !anyUnsent(rows) {
+		return waiting{}, nil
+	}
+	return n.supersede(ctx, j, rows)
 }
 
 func anyUnsent(rows []delivery.Row) bool {
@@ -119,33 +131,102 @@ func anyUnsent(rows []delivery.Row) bool {
 	return false
 }
 
-// newerVersion is the changelist's head version when it is newer than
-// j's, else 0. A head that will mail no one supersedes nothing, so the
-// older version's email goes out: a head dead-lettered (its email may
-// never go out), refused by a budget or with nobody to read it
-// (R-BUDGET-1, R-BUDGET-2), or skipped by its repository's settings
-// (R-REPO-4).
-func (n *Notify) newerVersion(ctx context.Context, j job.Job) (int, error) {
-	latest, id, err := n.Quiet.Store.LatestVersion(ctx, j.Source, j.ChangelistID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && latest <= j.ReviewVersion) {
-		return 0, nil
+// supersede applies R-QUIET-3 to j's unsent rows: each is judged against
+// the newer quiet versions of the changelist (the head and up to
+// newerLookBack below it, newest first; an explicit version supersedes
+// nothing) by what each is to the row's recipient (delivery.Judge). A row
+// a newer version reached is settled superseded, naming the newest that
+// did; a row that one may still reach is left unclaimed and returned to
+// wait for it; a row no newer version can reach is left to be mailed —
+// the newest version that can be, once. So a version is never settled
+// superseded in favour of one that then fails (a budget refusal, a
+// settings skip, a dead letter, a permanent rejection, the recipient
+// skipped for it).
+func (n *Notify) supersede(ctx context.Context, j job.Job, rows []delivery.Row) (waiting, error) {
+	head, _, err := n.Quiet.Store.LatestVersion(ctx, j.Source, j.ChangelistID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && head <= j.ReviewVersion) {
+		return waiting{}, nil
 	}
 	if err != nil {
-		return 0, err
+		return waiting{}, err
 	}
-	head, err := n.Jobs.Get(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return 0, nil
+	judge := n.Quiet.Judge
+	if judge == nil {
+		judge = delivery.Judge
 	}
-	if err != nil {
-		return 0, fmt.Errorf("newer version of %s: %w", j.ID, err)
+	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
+	judged := map[string]map[int]delivery.Successor{} // by row id
+	reached := map[string]bool{}
+	var w waiting
+	for v := head; v > j.ReviewVersion && v > head-newerLookBack; v-- {
+		var ids []string
+		for _, r := range rows {
+			if r.Unsent() && !reached[r.ID] {
+				ids = append(ids, delivery.ID(clKey, r.Recipient, v))
+			}
+		}
+		if len(ids) == 0 {
+			break // every row has a newer version that reached its recipient
+		}
+		newer, err := n.Jobs.Get(ctx, job.NewID(j.Source, j.ChangelistID, v))
+		if errors.Is(err, store.ErrNotFound) {
+			continue // no such version (a gap, or expired)
+		}
+		if err != nil {
+			return waiting{}, fmt.Errorf("newer version %d of %s: %w", v, j.ID, err)
+		}
+		if !newer.Quiet() {
+			continue // an explicit version supersedes nothing (R-RERUN-2)
+		}
+		got, err := n.Deliveries.GetMany(ctx, ids)
+		if err != nil {
+			return waiting{}, err
+		}
+		byRcpt := make(map[string]delivery.Row, len(got))
+		for _, r := range got {
+			byRcpt[r.Recipient] = r
+		}
+		for _, r := range rows {
+			if !r.Unsent() || reached[r.ID] {
+				continue
+			}
+			nr, ok := byRcpt[r.Recipient]
+			s := judge(newer, nr, ok)
+			if judged[r.ID] == nil {
+				judged[r.ID] = map[int]delivery.Successor{}
+			}
+			judged[r.ID][v] = s
+			switch s {
+			case delivery.Reached:
+				reached[r.ID] = true
+			case delivery.Undecided:
+				w.undecided(newer.CreatedAt)
+			}
+		}
 	}
-	switch {
-	case head.Status == job.StatusDeadLettered, head.Status == job.StatusBudgetExceeded,
-		head.Status == job.StatusNoRecipients, head.Skipped != "":
-		return 0, nil
+	by := map[string]int{}
+	for _, r := range rows {
+		if !r.Unsent() {
+			continue
+		}
+		switch d := delivery.Supersede(judged[r.ID]); {
+		case d.By > 0:
+			by[r.ID] = d.By
+		case d.Wait:
+			w.hold(r.ID)
+		}
 	}
-	return latest, nil
+	if len(by) > 0 {
+		if err := n.settleQuietly(ctx, j, rows, func(r delivery.Row) (delivery.Status, string) {
+			if v, ok := by[r.ID]; ok {
+				return delivery.StatusSuperseded, "v" + strconv.Itoa(v)
+			}
+			return "", ""
+		}); err != nil {
+			return waiting{}, err
+		}
+	}
+	return w, nil
 }
 
 // hadContent reads the rows of the given earlier versions for every
@@ -173,32 +254,15 @@ func (n *Notify) hadContent(ctx context.Context, clKey string, rows []delivery.R
 	return had, nil
 }
 
-// nothingNewSince is the version whose review j's found nothing new
+// nothingNewSince is the version whose review c found nothing new
 // against, or 0: a versioned rerun compared with an earlier version
-// (critique Changes, R-MAIL-3) with no new finding and none resolved, or
-// an operator's rerun whose findings are those of the version it repeats.
-func (n *Notify) nothingNewSince(ctx context.Context, j job.Job, c critic.Critique) (int, error) {
-	if ch := c.Changes; ch != nil {
-		if ch.New == 0 && ch.ResolvedCount == 0 && ch.Since > 0 {
-			return ch.Since, nil
-		}
-		return 0, nil
+// (critique Changes, R-MAIL-3) with no new finding and none resolved. An
+// operator's rerun is explicit, mailed to everyone (R-RERUN-2).
+func nothingNewSince(c critic.Critique) int {
+	if ch := c.Changes; ch != nil && ch.New == 0 && ch.ResolvedCount == 0 && ch.Since > 0 {
+		return ch.Since
 	}
-	if j.RerunOf == "" {
-		return 0, nil
-	}
-	prev, err := n.Jobs.Get(ctx, j.RerunOf)
-	if errors.Is(err, store.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("rerun %s of %s: %w", j.ID, j.RerunOf, err)
-	}
-	var pc critic.Critique
-	if len(prev.Critique) == 0 || json.Unmarshal(prev.Critique, &pc) != nil || !critic.SameFindings(pc, c) {
-		return 0, nil
-	}
-	return prev.ReviewVersion, nil
+	return 0
 }
 
 // settleQuietly settles each unsent row that decide gives a status as

@@ -104,6 +104,18 @@ func (w *quietWorld) notify(j job.Job) {
 	}
 }
 
+// waits runs notify for j and checks that it left the job at notify,
+// in progress, its rows waiting for a newer version (R-QUIET-3).
+func (w *quietWorld) waits(j job.Job) {
+	w.t.Helper()
+	if err := w.n.Handle(context.Background(), job.Message{JobID: j.ID, Stage: job.StageNotify}, 1); err != nil {
+		w.t.Fatalf("notify v%d: %v", j.ReviewVersion, err)
+	}
+	if got, _ := w.jobs.Get(context.Background(), j.ID); got.Status != job.StatusInProgress || got.Stage != job.StageNotify {
+		w.t.Errorf("v%d: job %s at %s, want in_progress at notify (waiting for a newer version)", j.ReviewVersion, got.Status, got.Stage)
+	}
+}
+
 func (w *quietWorld) row(rcpt string, v int) delivery.Row {
 	w.t.Helper()
 	r, err := w.outbox.Get(context.Background(), delivery.ID(job.ChangelistKey("generic", w.cl), rcpt, v))
@@ -136,10 +148,11 @@ func (q *delayQueue) EnqueueAfter(_ context.Context, m job.Message, d time.Durat
 
 // Three pushes inside the collapse window: the llm stage enqueues each
 // version's notify to run the window after the version was accepted (a
-// delayed message, no wait in the function), and when they run, the two
-// older versions are superseded — never sent, their rows say by which
-// version — and one email goes to each reviewer, about the last. A row
-// another notifier holds in `sending` is never relabelled.
+// delayed message, no wait in the function). The older versions' rows
+// wait, unclaimed, while v3 has not reached its reviewers; once it has,
+// they are superseded — never sent, their rows say by which version —
+// and one email goes to each reviewer, about the last. A row another
+// notifier holds in `sending` is never relabelled.
 // Rules: R-QUIET-3, R-STAGE-6.
 func TestQuiet_ThreePushesInTheWindow_OneEmailAboutTheLast(t *testing.T) {
 	ctx := context.Background()
@@ -175,9 +188,18 @@ func TestQuiet_ThreePushesInTheWindow_OneEmailAboutTheLast(t *testing.T) {
 	}
 
 	w.now = w.now.Add(window)
-	w.notify(versions[0])
+	w.waits(versions[0])
+	for _, rcpt := range []string{"ann@example.com", "bob@example.com"} {
+		if r := w.row(rcpt, 1); r.Status != delivery.StatusPending || r.Attempts != 0 {
+			t.Errorf("%s v1 before v3 reached them: %s after %d attempts, want pending, never claimed", rcpt, r.Status, r.Attempts)
+		}
+	}
 	_ = w.n.Handle(ctx, job.Message{JobID: versions[1].ID, Stage: job.StageNotify}, 1) // bob's row is another's
 	w.notify(versions[2])
+	// The older versions look again (their delayed message): v3 reached
+	// both reviewers.
+	w.notify(versions[0])
+	_ = w.n.Handle(ctx, job.Message{JobID: versions[1].ID, Stage: job.StageNotify}, 1)
 
 	sent := w.snd.all()
 	if len(sent) != 2 || !strings.Contains(sent[0], " v3") || !strings.Contains(sent[1], " v3") {
@@ -265,12 +287,12 @@ func TestQuiet_SameDiffUnderANewSHA_NoNewEmail(t *testing.T) {
 }
 
 // A rerun that finds nothing new — compared with a version the recipient
-// was mailed, no new finding and none resolved; or an operator's rerun
-// whose findings are those it repeats — mails nobody by default, and
-// mails once more with CRITICIZER_MAIL_UNCHANGED_RERUNS. A rerun with a
-// new finding is mailed; so is a recipient who was not mailed the version
-// compared with.
-// Rules: R-QUIET-2.
+// was mailed, no new finding and none resolved — mails nobody by
+// default, and mails once more with CRITICIZER_MAIL_UNCHANGED_RERUNS. A
+// rerun with a new finding is mailed; so is a recipient who was not
+// mailed the version compared with; so is an operator's rerun, explicit,
+// whose findings are those it repeats.
+// Rules: R-QUIET-2, R-RERUN-2.
 func TestQuiet_RerunWithNothingNew_NoEmailUnlessConfigured(t *testing.T) {
 	f := critic.Finding{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "todo-added", Message: "TODO", Anchor: "x"}
 	nothingNew := offlineCritique(f)
@@ -285,13 +307,14 @@ func TestQuiet_RerunWithNothingNew_NoEmailUnlessConfigured(t *testing.T) {
 	if sent := w.snd.all(); len(sent) != 2 || !strings.HasPrefix(sent[1], "new@example.com: ") {
 		t.Fatalf("sent %q, want v1 and the newcomer's v2", sent)
 	}
-	// An operator's rerun of v2 (a copy, the same findings): quiet too.
+	// An operator's rerun of v2 (a copy, the same findings, the same
+	// diff): explicit, so mailed all the same (R-RERUN-2).
 	rerun := storetest.NewJob(w.cl, 3)
-	rerun.Recipients, rerun.DiffSHA256, rerun.RerunOf = []string{"new@example.com"}, "sha-2", job.NewID("generic", w.cl, 2)
+	rerun.Recipients, rerun.DiffSHA256, rerun.RerunOf, rerun.Explicit = []string{"new@example.com"}, "sha-2", job.NewID("generic", w.cl, 2), true
 	storetest.Create(t, w.jobs, rerun, "key-rerun-3", "body")
 	w.notify(w.atNotify(rerun, offlineCritique(f)))
-	if r := w.row("new@example.com", 3); r.Status != delivery.StatusSkippedNothingNew || r.SkipReason != "nothing new since v2" {
-		t.Errorf("operator's rerun: %s %q, want skipped_nothing_new since v2", r.Status, r.SkipReason)
+	if r := w.row("new@example.com", 3); r.Status != delivery.StatusSent {
+		t.Errorf("operator's rerun: %s %q, want sent", r.Status, r.SkipReason)
 	}
 	// Something new: mailed.
 	news := offlineCritique(f, critic.Finding{File: "b.go", Line: 1, Severity: critic.SeverityError, Rule: "debug-print", Message: "print", Anchor: "y", New: true})
@@ -303,7 +326,7 @@ func TestQuiet_RerunWithNothingNew_NoEmailUnlessConfigured(t *testing.T) {
 	again.Changes = &critic.Changes{Since: 4, Reviewed: 1, Unchanged: 1}
 	w.notify(w.accept(5, "sha-5", again, "ann@example.com"))
 	sent := w.snd.all()
-	if len(sent) != 4 || !strings.Contains(sent[2], " v4") || !strings.Contains(sent[3], " v5") {
-		t.Fatalf("sent %q, want v4 (new finding) and v5 (configured) mailed", sent)
+	if len(sent) != 5 || !strings.Contains(sent[2], " v3") || !strings.Contains(sent[3], " v4") || !strings.Contains(sent[4], " v5") {
+		t.Fatalf("sent %q, want the operator's v3, v4 (new finding) and v5 (configured) mailed", sent)
 	}
 }

@@ -132,6 +132,8 @@ func (s *Jobs) Rerun(ctx context.Context, req RerunRequest) (job.Job, error) {
 		ReviewVersion: version, Title: latest.Title, Description: latest.Description, URL: latest.URL, Author: latest.Author,
 		Recipients: latest.AllRecipients(), DiffURL: latest.DiffURL,
 		Status: job.StatusAccepted, Stage: job.StageFetch, Attempts: job.Attempts{}, CreatedAt: now, UpdatedAt: now,
+		// An operator asked for it: mailed to every recipient (R-RERUN-2).
+		Explicit: true, RerunOf: latest.ID,
 	}
 	if p.SourceRef == nil {
 		// The diff is content-addressed and already stored: fetch finds

@@ -17,7 +17,8 @@ import (
 // new review_version (e.g., v3 -> v4), which creates new delivery intents
 // under new keys." A rerun of a generic changelist at v3 is a new job at v4
 // copying v3's title, url, author, recipients and stored diff, and the
-// changelist head moves to v4 (so a webhook for v2 is now stale).
+// changelist head moves to v4 (so a webhook for v2 is now stale). The
+// rerun is explicit: an operator asked for it (R-RERUN-2).
 func TestRerun_CopiesLatestAsNextVersion_HeadMoves(t *testing.T) {
 	s := newJobs(t)
 	ctx := context.Background()
@@ -46,6 +47,10 @@ func TestRerun_CopiesLatestAsNextVersion_HeadMoves(t *testing.T) {
 		got.Title != v3.Title || got.URL != v3.URL || got.Author != v3.Author || !slices.Equal(got.Recipients, v3.Recipients) ||
 		got.DiffRef != v3.DiffRef || got.DiffSHA256 != v3.DiffSHA256 || len(got.Critique) != 0 {
 		t.Fatalf("rerun job %+v, want a fresh copy of v3 at version 4", got)
+	}
+	// An operator asked for it: every recipient is mailed (R-RERUN-2).
+	if !got.Explicit || got.RerunOf != v3.ID || got.Quiet() {
+		t.Errorf("rerun job: explicit %t, rerun of %q; want an explicit rerun of %s", got.Explicit, got.RerunOf, v3.ID)
 	}
 	if v, id, err := s.LatestVersion(ctx, "generic", cl); err != nil || v != 4 || id != j.ID {
 		t.Fatalf("head: %d %s %v, want 4 %s", v, id, err, j.ID)

@@ -60,6 +60,7 @@ type genericBody struct {
 	Recipients    []string        `json:"recipients"`
 	Diff          *string         `json:"diff"`
 	DiffURL       *string         `json:"diff_url"`
+	Quiet         *bool           `json:"quiet"`
 }
 
 // Parse verifies and validates a generic webhook. The signature is checked
@@ -117,6 +118,9 @@ func (g Generic) Parse(r Request) (Change, error) {
 	if c.Recipients, err = recipients("recipients", b.Recipients); err != nil {
 		return Change{}, err
 	}
+	// A caller's review_version is an explicit rerun, mailed to every
+	// recipient, unless it opts in to the quiet rules (R-RERUN-2).
+	c.Quiet = b.Quiet != nil && *b.Quiet
 	switch {
 	case b.Diff != nil && b.DiffURL != nil:
 		return Change{}, &FieldError{Field: "diff", Message: "give either diff or diff_url, not both"}

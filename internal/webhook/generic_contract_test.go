@@ -135,6 +135,30 @@ func TestGenericParse_ValidRequestYieldsChange(t *testing.T) {
 	}
 }
 
+// A caller's review_version is an explicit rerun unless the request opts
+// in to the quiet rules: "quiet": true; absent, false or null, the
+// version is mailed to every recipient.
+// Rules: R-RERUN-2, R-INTAKE-4.
+func TestGenericParse_QuietIsAnOptIn(t *testing.T) {
+	for _, tt := range []struct {
+		value any
+		set   bool
+		want  bool
+	}{{nil, false, false}, {true, true, true}, {false, true, false}, {nil, true, false}} {
+		f := genFields()
+		if tt.set {
+			f["quiet"] = tt.value
+		}
+		c, err := genParse(genSigned(genJSON(t, f)))
+		if err != nil {
+			t.Fatalf("quiet %v (set %t): %v", tt.value, tt.set, err)
+		}
+		if c.Quiet != tt.want {
+			t.Errorf("quiet %v (set %t): Change.Quiet %t, want %t", tt.value, tt.set, c.Quiet, tt.want)
+		}
+	}
+}
+
 // The example shipped in events/ is what the docs tell callers to send; it
 // must stay valid.
 func TestGenericParse_ShippedExampleIsAccepted(t *testing.T) {
@@ -740,6 +764,8 @@ func TestGenericParse_WrongTypeNamesTheField(t *testing.T) {
 		{"url", map[string]any{"href": "https://x.example"}, "url"},
 		{"author", true, "author"},
 		{"recipients", map[string]any{"to": "a@example.com"}, "recipients"},
+		{"quiet", "yes", "quiet"},
+		{"quiet", 1, "quiet"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {

@@ -28,6 +28,9 @@ func genBodyOf(t *testing.T, c webhook.Change) []byte {
 	} else {
 		m["diff"] = c.Diff
 	}
+	if c.Quiet {
+		m["quiet"] = true
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		t.Fatalf("re-encode: %v", err)

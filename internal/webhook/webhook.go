@@ -25,6 +25,12 @@ type Change struct {
 	Recipients  []string // normalized, de-duplicated, in first-seen order
 	Diff        string   // inline unified diff, or empty when DiffURL is set
 	DiffURL     string
+	// Quiet: a generic caller asked for the quiet rules (R-QUIET-1..3)
+	// on this version, as a code host's push gets them; without it a
+	// generic version is explicit and mailed to everyone (R-RERUN-2).
+	// The code hosts' adapters leave it unset: intake makes their
+	// versions quiet whatever it says.
+	Quiet bool
 }
 
 // Request is the transport-neutral view of an HTTP request.

@@ -73,6 +73,25 @@ func JobStore(t *testing.T, open JobStoreOpener) {
 		}
 	})
 
+	// A version someone asked for by number keeps saying so: notify mails
+	// every recipient of it (R-RERUN-2); a version without the mark is
+	// quiet, as every job stored before the mark existed.
+	// Rules: R-RERUN-2.
+	t.Run("Create_KeepsExplicit", func(t *testing.T) {
+		s := open(t, nil)
+		ctx := context.Background()
+		explicit, quiet := NewJob("cl-explicit", 1), NewJob("cl-explicit", 2)
+		explicit.Explicit = true
+		Create(t, s, explicit, "k1", "b1")
+		Create(t, s, quiet, "k2", "b2")
+		if got, err := s.Get(ctx, explicit.ID); err != nil || !got.Explicit || got.Quiet() {
+			t.Errorf("explicit version read back: explicit %t, quiet %t (%v)", got.Explicit, got.Quiet(), err)
+		}
+		if got, err := s.Get(ctx, quiet.ID); err != nil || got.Explicit || !got.Quiet() {
+			t.Errorf("quiet version read back: explicit %t, quiet %t (%v)", got.Explicit, got.Quiet(), err)
+		}
+	})
+
 	// R-INTAKE-3: reprocessing is "Blocked when the request uses the same
 	// review_version (no-op; return existing result)".
 	t.Run("Create_SameVersionOtherKeyReturnsExistingJob", func(t *testing.T) {

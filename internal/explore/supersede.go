@@ -1,0 +1,148 @@
+package explore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/pipeline"
+	"github.com/criticizer/criticizer/internal/stage"
+	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/memstore"
+)
+
+// supersedeScenarios are the worlds of R-QUIET-3's rule that a version is
+// superseded only by one that reached the recipient: versions 1 and 2 of
+// one change, both accepted before anything runs, the quiet rules on, and
+// version 2 ending without mailing the recipient — its mail refused for
+// good by SES (a Refused send), or its model run refused by its budget
+// (the real llm stage) — before, during or after version 1's notify
+// judges it, in every order. Each recipient must then be mailed exactly
+// one version, the newest that could reach them (OneVersion), and no row
+// may be superseded by a version that never reached its recipient.
+func supersedeScenarios() []Scenario {
+	return []Scenario{
+		{Name: "newer-refused", Jobs: []JobSpec{
+			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
+			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}}},
+			Quiet: true, OneVersion: true, MaxFaults: 1, SendFaults: []Outcome{Refused}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 20, DeepDepth: 30},
+		{Name: "newer-over-budget", Jobs: []JobSpec{
+			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
+			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}, OverBudget: true}},
+			Quiet: true, OneVersion: true, MaxFaults: 1, SendFaults: []Outcome{AnswerLost}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 18, DeepDepth: 28},
+	}
+}
+
+// supersedeDeepDepths are make explore's bounds of supersedeScenarios,
+// those docs/chaos.md's figures were measured at.
+func supersedeDeepDepths() map[string]int {
+	return map[string]int{"newer-refused": 30, "newer-over-budget": 28}
+}
+
+// supersedeBeforeReached is R-QUIET-3 as it was: a newer version counts
+// as reaching every recipient unless its job has visibly failed
+// (dead-lettered, refused by a budget, nobody to read it, skipped by its
+// repository's settings) — so an older version was superseded by a newer
+// one still on its way, and when that one then failed, nobody was mailed.
+func supersedeBeforeReached(w *world) {
+	if w.notify.Quiet == nil {
+		return
+	}
+	w.notify.Quiet.Judge = func(newer job.Job, _ delivery.Row, _ bool) delivery.Successor {
+		switch {
+		case newer.Status == job.StatusDeadLettered, newer.Status == job.StatusBudgetExceeded,
+			newer.Status == job.StatusNoRecipients, newer.Skipped != "":
+			return delivery.Unreachable
+		}
+		return delivery.Reached
+	}
+}
+
+// overBudget starts j at the llm stage, its critique not written yet, with
+// its changelist's budget of model runs spent by an earlier run: the real
+// llm stage, behind the real batch runner, refuses it (R-BUDGET-1) when
+// its message is delivered.
+func (w *world) overBudget(j job.Job) {
+	j.Stage, j.Critique = job.StageLLM, nil
+	w.jobsMem.Put(j)
+	mem := memstore.NewBudgets()
+	window := store.BudgetWindow{Name: pipeline.BudgetChangelist, Key: job.ChangelistKey(j.Source, j.ChangelistID), Every: time.Hour, Limit: 1}
+	if _, err := mem.Spend(context.Background(), store.Spend{JobID: "j_earlier", At: epoch(), Windows: []store.BudgetWindow{window}}); err != nil {
+		panic(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	clock := func() time.Time { return w.now }
+	gj := jobs{w, w.jobsMem}
+	l := &pipeline.LLM{Base: pipeline.Base{Jobs: gj, Blobs: blobs{w}, Queue: stageQueue{w}, Log: log, Now: clock},
+		Critic: critic.NewOffline(), Guard: &pipeline.ModelGuard{Budgets: budgets{w, mem}, PerChangelistHour: 1}}
+	w.llm = stage.New(job.StageLLM, "llm", l.Handle, stageQueue{w}, failures{gj}, log)
+	w.llm.Policy.Initial = 0
+	w.llm.Now = clock
+	b, _ := json.Marshal(job.Message{JobID: j.ID, Stage: job.StageLLM})
+	w.llmQ.add(w, fmt.Sprintf("llm-%d", j.ReviewVersion), string(b), 0, time.Time{}, nil)
+}
+
+// budgets is the in-memory budget store behind gates.
+type budgets struct {
+	w *world
+	s *memstore.Budgets
+}
+
+func (b budgets) Spend(ctx context.Context, sp store.Spend) (store.SpendResult, error) {
+	return call(b.w, ctx, wr("budgets.Spend", string(sp.JobID)), func() (store.SpendResult, error) { return b.s.Spend(ctx, sp) })
+}
+
+// supersedeLiveness checks, once the world is quiet, that every row
+// settled superseded names a version that reached its recipient (its row
+// sent, or settled because they had its content, or superseded in turn
+// by one that did); and, in a OneVersion world, that no recipient was
+// mailed two versions of a changelist.
+func (w *world) supersedeLiveness() *Violation {
+	ctx := context.Background()
+	for _, id := range w.rowIDs {
+		r, err := w.outbox.Get(ctx, id)
+		if err != nil || r.Status != delivery.StatusSuperseded {
+			continue
+		}
+		v, err := strconv.Atoi(strings.TrimPrefix(r.SkipReason, "v"))
+		if err != nil {
+			return &Violation{Rule: "quiet", Message: fmt.Sprintf("row %s is superseded by %q, no version", id, r.SkipReason)}
+		}
+		by, err := w.outbox.Get(ctx, delivery.ID(r.ChangelistKey, r.Recipient, v))
+		if err != nil || !(by.HasContent() || by.Status == delivery.StatusSuperseded) {
+			return &Violation{Rule: "quiet", Message: fmt.Sprintf("row %s (v%d) is superseded by v%d, which never reached its recipient (%s)",
+				id, r.ReviewVersion, v, by.Status)}
+		}
+	}
+	if !w.sc.OneVersion {
+		return nil
+	}
+	versions := map[string]map[int]bool{} // changelist and recipient → versions mailed
+	for _, js := range w.sc.Jobs {
+		for _, rcpt := range js.Recipients {
+			id := delivery.ID(job.ChangelistKey("generic", js.Changelist), rcpt, js.Version)
+			for _, m := range w.mails {
+				if m.delivery == id && m.fate.reaches() {
+					k := js.Changelist + " " + rcpt
+					if versions[k] == nil {
+						versions[k] = map[int]bool{}
+					}
+					versions[k][js.Version] = true
+				}
+			}
+		}
+	}
+	for k, vs := range versions {
+		if len(vs) > 1 {
+			return &Violation{Rule: "quiet", Message: fmt.Sprintf("%s was mailed %d versions of a burst accepted at once, want the newest that could reach them", k, len(vs))}
+		}
+	}
+	return nil
+}
