@@ -117,7 +117,8 @@ func (f *Fetch) sourceRefLabels(ctx context.Context, j job.Job) (source.Ref, []s
 	if f.Source == nil {
 		return source.Ref{}, nil, retry.Permanent(retry.RuntimeBug, fmt.Errorf("job %s: no fetcher is configured for source %q", j.ID, j.Source))
 	}
-	return source.Ref{Source: ref.Source, Repo: ref.Repo, Number: ref.Number, HeadSHA: ref.HeadSHA, Patchset: ref.Patchset}, ref.Labels, nil
+	return source.Ref{Source: ref.Source, Repo: ref.Repo, Number: ref.Number, HeadSHA: ref.HeadSHA, BaseSHA: ref.BaseSHA,
+		Patchset: ref.Patchset}, ref.Labels, nil
 }
 
 // fromSource fetches a code review system's changelist: the diff into the
