@@ -32,8 +32,8 @@ type Input struct {
 	// may lie past the cut, so its findings are not called resolved.
 	Partial bool
 
-	// Settings are the repository's .criticizer.yaml at the reviewed
-	// head (R-REPO-1); nil: defaults. ReviewIgnoring cuts the files they
+	// Settings are the repository's .criticizer.yaml at the base of the
+	// reviewed version (R-REPO-1, R-REPO-6); nil: defaults. ReviewIgnoring cuts the files they
 	// ignore; the LLM critic sends their instructions for the files it
 	// sends, as the repository's notes inside the data, and asks for the
 	// critique in their language; both critics' fingerprints include what

@@ -204,8 +204,9 @@ type Job struct {
 	// webhook started. The llm stage reviews such a job afresh rather than
 	// building on the last review.
 	RerunOf ID `dynamodbav:"rerun_of,omitempty" json:"-"`
-	// Settings are what the repository's .criticizer.yaml at the reviewed
-	// head asks of this version's review (R-REPO-1); nil: defaults.
+	// Settings are what the repository's .criticizer.yaml at the base of
+	// the reviewed version asks of its review (R-REPO-1, R-REPO-6); nil:
+	// defaults.
 	Settings *RepoSettings `dynamodbav:"repo_settings,omitempty" json:"repo_settings,omitempty"`
 	// SettingsWarnings say what was wrong with that file (unknown keys,
 	// bad globs, too large...), and that its review ran with defaults.

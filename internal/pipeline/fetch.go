@@ -133,6 +133,11 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
+	if cl.BaseSHA != "" {
+		// The base the diff is against: the settings and the files'
+		// first lines are read there, never at the head (R-REPO-6).
+		ref.BaseSHA = cl.BaseSHA
+	}
 	rs, warnings, err := f.repoSettings(ctx, ref)
 	if err != nil {
 		return nil, err
