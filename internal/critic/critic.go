@@ -39,6 +39,12 @@ type Input struct {
 	// critique in their language; both critics' fingerprints include what
 	// they read of them.
 	Settings *job.RepoSettings
+
+	// Generated says which files are machine-written beyond what the diff
+	// shows of the base (R-CRITIC-7): the deployment's globs and what the
+	// fetch stage read of the base. A file the change alone calls
+	// generated is reviewed.
+	Generated Generated
 }
 
 // Previous is an earlier version's review: its version number and its

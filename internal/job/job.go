@@ -211,6 +211,12 @@ type Job struct {
 	// SettingsWarnings say what was wrong with that file (unknown keys,
 	// bad globs, too large...), and that its review ran with defaults.
 	SettingsWarnings []string `dynamodbav:"settings_warnings,omitempty" json:"settings_warnings,omitempty"`
+	// GeneratedAtBase are the files the fetch stage found carrying a
+	// generated-code marker in their base version's first lines, read
+	// through the source's API (R-CRITIC-7): only they, of the files whose
+	// marker the diff cannot confirm at the base, are left out as
+	// generated.
+	GeneratedAtBase []string `dynamodbav:"generated_at_base,omitempty" json:"generated_at_base,omitempty"`
 	// Skipped, when set, says why the version was not reviewed (an author
 	// or label the repository's settings skip, R-REPO-4): the job ends
 	// succeeded with no model run and nobody mailed.

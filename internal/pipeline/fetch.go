@@ -50,6 +50,10 @@ type Fetch struct {
 	// MaxTeamMembers caps the members of one requested team who are
 	// mailed (R-REVIEWERS-6); 0 keeps everyone.
 	MaxTeamMembers int
+	// GeneratedPaths are the deployment's globs of generated files
+	// (CRITICIZER_GENERATED_PATHS): files they match need no read of
+	// their base (R-CRITIC-7).
+	GeneratedPaths []string
 }
 
 // RosterReader reads a changelist's roster (store.Rosters).
@@ -167,6 +171,9 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	}
 	if len(cl.Reviewers.UnexpandedTeams) > 0 {
 		set[store.AttrUnexpandedTeams] = cl.Reviewers.UnexpandedTeams
+	}
+	if gen := f.generatedAtBase(ctx, j, ref, cl.Diff); len(gen) > 0 {
+		set[AttrGeneratedAtBase] = gen
 	}
 	if a := cl.Reviewers.Author; a != "" && a != j.Author {
 		// The system's own word on the author (GitLab: the merge
