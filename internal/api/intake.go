@@ -162,7 +162,7 @@ func (in *Intake) handleEvent(ctx context.Context, p EventParser, r webhook.Requ
 // job (accept).
 func (in *Intake) startReview(ctx context.Context, ev webhook.Event, c webhook.Change, body []byte) events.APIGatewayV2HTTPResponse {
 	id := job.NewID(c.Source, c.ChangelistID, c.ReviewVersion)
-	ref := store.SourceRef{Source: c.Source, Repo: ev.Repo, Number: ev.Number, HeadSHA: ev.HeadSHA, Patchset: ev.Patchset,
+	ref := store.SourceRef{Source: c.Source, Repo: ev.Repo, Number: ev.Number, HeadSHA: ev.HeadSHA, BaseSHA: ev.BaseSHA, Patchset: ev.Patchset,
 		Reviewers: ev.Reviewers, Labels: webhook.Labels(c.Source, body)}
 	if err := in.Jobs.PutSourceRef(ctx, id, ref); err != nil {
 		in.Log.ErrorContext(ctx, "record source reference failed", "job_id", id, "error", err)

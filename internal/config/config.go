@@ -148,6 +148,9 @@ type Config struct {
 	// FullReviewEvery: a rerun reviews every file again when the full
 	// review it builds on is this many versions old (R-LEDGER-3).
 	FullReviewEvery int
+	// GeneratedPaths are the deployment's globs of generated files
+	// (EnvGeneratedPaths, R-CRITIC-7): read by fetch and llm.
+	GeneratedPaths []string
 	// MinSeverity hides findings below it from the email ("", "info",
 	// "warning" or "error"); a repository's min_severity can raise it,
 	// never lower it (R-REPO-5).
@@ -342,6 +345,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.readFullReviewEvery(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.readGeneratedPaths(getenv); err != nil {
 		return Config{}, err
 	}
 	if err := c.readSources(getenv); err != nil {

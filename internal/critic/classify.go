@@ -30,14 +30,19 @@ type changedFile struct {
 
 	source    bool // production-style source code (a test is expected to accompany changes)
 	test      bool // test code or test data
-	generated bool // machine-written: lock files, vendored or generated code
+	generated bool // machine-written, as the base or the deployment says (R-CRITIC-7): lock files, generated code
+	vendored  bool // vendored, as the base says: under vendor/, node_modules/, third_party/…
+	claimed   bool // says it is generated, but neither the base nor the deployment does: reviewed, last
 	prose     bool // documentation, where long lines and trailing spaces are normal
 	data      bool // data or markup, where long lines are normal
 
 	additions, deletions int
 }
 
-func classify(f *diff.File) *changedFile {
+// classify works out what a file is. Whether it is machine-written is
+// the base's and the deployment's word (pv), never the change's alone
+// (machineWritten).
+func classify(f *diff.File, pv provenance) *changedFile {
 	p := f.Path()
 	base := path.Base(p)
 	ext := strings.ToLower(path.Ext(base))
@@ -49,7 +54,8 @@ func classify(f *diff.File) *changedFile {
 	}
 	cf.source = sourceExts[ext]
 	cf.test = isTestPath(p, base)
-	cf.generated = isGeneratedPath(p, base) || hasGeneratedMarker(f)
+	gen, ven, claimed := machineWritten(f, pv)
+	cf.generated, cf.vendored, cf.claimed = gen || ven, ven, claimed
 	cf.prose = proseExts[ext]
 	cf.data = dataExts[ext] || strings.Contains(base, ".min.")
 	for i := range f.Hunks {
@@ -160,8 +166,10 @@ var lockFiles = setOf(
 
 var vendorDirs = setOf("vendor", "node_modules", "third_party", "bower_components")
 
-// isGeneratedPath recognises machine-written files by name. Style and size
-// rules skip them: nobody reviews a lock file line by line.
+// isGeneratedPath recognises the names machine-written files take. A name
+// is the file's own claim: it counts only when the base had the file under
+// such a name (machineWritten). Style and size rules skip generated
+// files: nobody reviews a lock file line by line.
 func isGeneratedPath(p, base string) bool {
 	if lockFiles[base] {
 		return true
@@ -174,29 +182,6 @@ func isGeneratedPath(p, base string) bool {
 	for seg := range strings.SplitSeq(path.Dir(p), "/") {
 		if vendorDirs[seg] {
 			return true
-		}
-	}
-	return false
-}
-
-// hasGeneratedMarker looks for Go's standard "Code generated ... DO NOT
-// EDIT." header (https://go.dev/s/generatedcode), which other generators
-// copy, near the top of the new file.
-func hasGeneratedMarker(f *diff.File) bool {
-	for i := range f.Hunks {
-		if f.Hunks[i].NewStart > 10 {
-			return false
-		}
-		for _, l := range f.Hunks[i].Lines {
-			if l.Kind == diff.Removed {
-				continue
-			}
-			if l.NewLine > 10 {
-				return false
-			}
-			if strings.Contains(l.Text, "Code generated") && strings.Contains(l.Text, "DO NOT EDIT") {
-				return true
-			}
 		}
 	}
 	return false

@@ -32,13 +32,19 @@ type Input struct {
 	// may lie past the cut, so its findings are not called resolved.
 	Partial bool
 
-	// Settings are the repository's .criticizer.yaml at the reviewed
-	// head (R-REPO-1); nil: defaults. ReviewIgnoring cuts the files they
+	// Settings are the repository's .criticizer.yaml at the base of the
+	// reviewed version (R-REPO-1, R-REPO-6); nil: defaults. ReviewIgnoring cuts the files they
 	// ignore; the LLM critic sends their instructions for the files it
 	// sends, as the repository's notes inside the data, and asks for the
 	// critique in their language; both critics' fingerprints include what
 	// they read of them.
 	Settings *job.RepoSettings
+
+	// Generated says which files are machine-written beyond what the diff
+	// shows of the base (R-CRITIC-7): the deployment's globs and what the
+	// fetch stage read of the base. A file the change alone calls
+	// generated is reviewed.
+	Generated Generated
 }
 
 // Previous is an earlier version's review: its version number and its

@@ -31,6 +31,18 @@ func editFile(path string, lines ...string) string {
 	return b.String()
 }
 
+// editTop returns a git diff that, in an existing path whose first line
+// is first (kept as context), replaces line 2 with the given lines.
+func editTop(path, first string, lines ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "diff --git a/%s b/%s\nindex 1111111..2222222 100644\n--- a/%s\n+++ b/%s\n", path, path, path, path)
+	fmt.Fprintf(&b, "@@ -1,2 +1,%d @@\n %s\n-old line\n", len(lines)+1, first)
+	for _, l := range lines {
+		b.WriteString("+" + l + "\n")
+	}
+	return b.String()
+}
+
 // review runs a fresh Offline critic and fails the test on error.
 func review(t testing.TB, diffText string, opts ...Option) Critique {
 	t.Helper()

@@ -204,7 +204,7 @@ func (ic *Incremental) partial(ctx context.Context, in Input, d *diff.Diff, part
 		}
 	}
 	if wc, ok := ic.critic.(WholeChange); ok {
-		more, err := wc.ReviewWholeChange(ctx, d)
+		more, err := wc.ReviewWholeChange(ctx, in, d)
 		if err != nil {
 			return Critique{}, err
 		}

@@ -64,8 +64,9 @@ type WholeChange interface {
 	// WholeChangeRules are the ids of the rules that judge the change as
 	// a whole.
 	WholeChangeRules() []string
-	// ReviewWholeChange applies only those rules to the whole diff.
-	ReviewWholeChange(ctx context.Context, d *diff.Diff) ([]Finding, error)
+	// ReviewWholeChange applies only those rules to the whole diff of in
+	// (d, parsed).
+	ReviewWholeChange(ctx context.Context, in Input, d *diff.Diff) ([]Finding, error)
 }
 
 // Summarizer is a critic whose summary is written from the findings and

@@ -220,14 +220,15 @@ func TestFindings_OnlyOnLinesTheModelWasShown(t *testing.T) {
 }
 
 // The budget goes to what matters: a large generated file first in the
-// diff is left out and named, the hand-written file with the injection
-// reaches the model; with nothing reviewable, no call is made.
+// diff (generated at the base: it was there under its generated name) is
+// left out and named, the hand-written file with the injection reaches
+// the model; with nothing reviewable, no call is made.
 // Rules: R-CRITIC-3.
 func TestBudget_GeneratedLeftOut_HandWrittenReviewed_NothingReviewableNoCall(t *testing.T) {
 	var gen strings.Builder
-	gen.WriteString("diff --git a/api/api.pb.go b/api/api.pb.go\nnew file mode 100644\n--- /dev/null\n+++ b/api/api.pb.go\n")
+	gen.WriteString("diff --git a/api/api.pb.go b/api/api.pb.go\n--- a/api/api.pb.go\n+++ b/api/api.pb.go\n")
 	const n = 5000
-	fmt.Fprintf(&gen, "@@ -0,0 +1,%d @@\n", n)
+	fmt.Fprintf(&gen, "@@ -1,1 +1,%d @@\n package api\n", n+1)
 	for i := range n {
 		fmt.Fprintf(&gen, "+var generatedTableEntry%05d = []byte{0x01, 0x02, 0x03}\n", i)
 	}

@@ -102,7 +102,7 @@ func (l *LLM) Name() string { return l.model.Name() }
 // repository's settings file asks (R-REPO-1).
 func (l *LLM) Fingerprint(in Input) string {
 	parts := []string{l.model.Name(), PromptVersion, systemPrompt, strconv.Itoa(l.cfg.maxFindings),
-		l.cfg.instructions, l.cfg.repositoryInstructions(in.ChangelistID)}
+		l.cfg.instructions, l.cfg.repositoryInstructions(in.ChangelistID), generatedFingerprint(in.Generated)}
 	if s := settingsFingerprint(in.Settings, true); s != "" {
 		parts = append(parts, s)
 	}

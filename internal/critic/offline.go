@@ -49,9 +49,10 @@ func (o *Offline) Review(ctx context.Context, in Input) (Critique, error) {
 		return Critique{}, fmt.Errorf("%w: %w", ErrInvalidDiff, err)
 	}
 
+	pv := provenanceOf(in.Generated)
 	files := make([]*changedFile, len(d.Files))
 	for i := range d.Files {
-		files[i] = classify(&d.Files[i])
+		files[i] = classify(&d.Files[i], pv)
 	}
 	var c collector
 	for _, f := range files {
@@ -88,14 +89,15 @@ func (o *Offline) Review(ctx context.Context, in Input) (Critique, error) {
 }
 
 // Fingerprint implements Fingerprinter: the rules' version and the
-// thresholds, and the files the repository's settings ignore
-// (ReviewIgnoring cuts them before the critic runs). The offline critic
-// reads nothing else of the Input.
+// thresholds, what decides generated files (R-CRITIC-7), and the files
+// the repository's settings ignore (ReviewIgnoring cuts them before the
+// critic runs). The offline critic reads nothing else of the Input.
 func (o *Offline) Fingerprint(in Input) string {
+	parts := []string{OfflineName, fmt.Sprintf("%+v", o.cfg), generatedFingerprint(in.Generated)}
 	if s := settingsFingerprint(in.Settings, false); s != "" {
-		return fingerprint(OfflineName, fmt.Sprintf("%+v", o.cfg), s)
+		parts = append(parts, s)
 	}
-	return fingerprint(OfflineName, fmt.Sprintf("%+v", o.cfg))
+	return fingerprint(parts...)
 }
 
 // WholeChangeRules implements WholeChange: the rules in changeRules.
@@ -103,13 +105,14 @@ func (o *Offline) WholeChangeRules() []string { return []string{RuleMissingTests
 
 // ReviewWholeChange implements WholeChange: the change rules on the whole
 // diff.
-func (o *Offline) ReviewWholeChange(ctx context.Context, d *diff.Diff) ([]Finding, error) {
+func (o *Offline) ReviewWholeChange(ctx context.Context, in Input, d *diff.Diff) ([]Finding, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("critic: offline review: %w", err)
 	}
+	pv := provenanceOf(in.Generated)
 	files := make([]*changedFile, len(d.Files))
 	for i := range d.Files {
-		files[i] = classify(&d.Files[i])
+		files[i] = classify(&d.Files[i], pv)
 	}
 	var c collector
 	for _, rule := range changeRules {

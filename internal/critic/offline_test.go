@@ -282,7 +282,7 @@ func TestClassifyTestPaths(t *testing.T) {
 		{"src/main/java/com/x/Contest.java", false},
 	}
 	for _, tt := range tests {
-		f := classify(&diff.File{NewPath: tt.path})
+		f := classify(&diff.File{NewPath: tt.path}, provenance{})
 		if f.test != tt.test {
 			t.Errorf("classify(%q).test = %v, want %v", tt.path, f.test, tt.test)
 		}

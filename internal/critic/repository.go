@@ -79,8 +79,9 @@ func ignored(s *job.RepoSettings, path string) bool {
 }
 
 // repositoryNotes are the settings' instructions for the files sent: the
-// repository's words, which go inside the untrusted data (the file at the
-// head is the change's own, so its author may have written them).
+// repository's words, which go inside the untrusted data (read at the
+// base, R-REPO-6, they are still text anyone who could commit there
+// wrote).
 func repositoryNotes(s *job.RepoSettings, sent []sentFile) []string {
 	if s == nil {
 		return nil

@@ -29,8 +29,8 @@ func reviewWithLLM(ctx context.Context, m Model, cfg llmConfig, in Input) (Criti
 		c.Summary = "The diff is empty, so there is nothing to review."
 		return c, nil
 	}
-	sel := selectFiles(d, cfg.diffBudget)
-	sure := highConfidence(d)
+	sel := selectFiles(d, cfg.diffBudget, in.Generated)
+	sure := highConfidence(d, in.Generated)
 	c.Omitted = sel.omitted
 	if len(sel.sent) == 0 {
 		// Nothing worth a model's time: no call, no cost (R-CRITIC-3).
@@ -90,11 +90,12 @@ func paths(set map[string]bool) []string {
 // highConfidence is what the offline critic finds with near certainty:
 // credentials and merge conflict markers. Merged into every model review,
 // whatever the model says (R-CRITIC-4).
-func highConfidence(d *diff.Diff) []Finding {
+func highConfidence(d *diff.Diff, g Generated) []Finding {
 	cfg := defaultConfig()
+	pv := provenanceOf(g)
 	var col collector
 	for i := range d.Files {
-		cf := classify(&d.Files[i])
+		cf := classify(&d.Files[i], pv)
 		checkSecrets(&cfg, cf, &col)
 		checkMergeConflict(&cfg, cf, &col)
 	}

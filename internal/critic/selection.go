@@ -43,9 +43,12 @@ type selection struct {
 }
 
 // priority orders what is worth the budget: source code first, then its
-// tests, then configuration and data, then prose.
+// tests, then configuration and data, then prose, then files that claim
+// to be generated (R-CRITIC-7: reviewed, after the hand-written ones).
 func priority(cf *changedFile) int {
 	switch {
+	case cf.claimed:
+		return 4
 	case cf.test:
 		return 1
 	case cf.source:
@@ -58,8 +61,9 @@ func priority(cf *changedFile) int {
 }
 
 // selectFiles chooses the files to send under budget bytes of numbered
-// text (R-CRITIC-3).
-func selectFiles(d *diff.Diff, budget int) selection {
+// text (R-CRITIC-3); g says which files are machine-written (R-CRITIC-7).
+func selectFiles(d *diff.Diff, budget int, g Generated) selection {
+	pv := provenanceOf(g)
 	var s selection
 	type cand struct {
 		cf   *changedFile
@@ -69,11 +73,11 @@ func selectFiles(d *diff.Diff, budget int) selection {
 	var cands []cand
 	for i := range d.Files {
 		f := &d.Files[i]
-		cf := classify(f)
+		cf := classify(f, pv)
 		switch {
 		case f.Binary:
 			s.omitted = append(s.omitted, Omitted{cf.display, OmitBinary})
-		case isVendored(cf.path):
+		case cf.vendored:
 			s.omitted = append(s.omitted, Omitted{cf.display, OmitVendored})
 		case cf.generated:
 			s.omitted = append(s.omitted, Omitted{cf.display, OmitGenerated})
@@ -83,7 +87,7 @@ func selectFiles(d *diff.Diff, budget int) selection {
 		case cf.additions == 0 && cf.deletions == 0:
 			s.omitted = append(s.omitted, Omitted{cf.display, OmitNoChanges})
 		default:
-			cands = append(cands, cand{cf, numbered(f), i})
+			cands = append(cands, cand{cf, numbered(f, cf.claimed), i})
 		}
 	}
 	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(priority(a.cf), priority(b.cf)) })
@@ -104,6 +108,8 @@ func selectFiles(d *diff.Diff, budget int) selection {
 	return s
 }
 
+// isVendored recognises the directories vendored code lives in. Like a
+// generated name, it is the file's own claim (machineWritten).
 func isVendored(p string) bool {
 	for seg := range strings.SplitSeq(p, "/") {
 		if vendorDirs[seg] {
@@ -136,7 +142,11 @@ func citable(f *diff.File) map[int]bool {
 //	    10    func (s *Store) Get(ctx context.Context, id string) (*Item, error) {
 //	       -  	row := s.db.QueryRowContext(ctx, "…", id)
 //	    11 +  	row := s.db.QueryRowContext(ctx, "…"+id+"'")
-func numbered(f *diff.File) string {
+//
+// A file that claims to be generated, which neither the base nor the
+// deployment calls so, says it in its header: the model reviews it as
+// hand-written (R-CRITIC-7).
+func numbered(f *diff.File, claimed bool) string {
 	var b strings.Builder
 	kind := "modified"
 	switch {
@@ -146,6 +156,9 @@ func numbered(f *diff.File) string {
 		kind = "renamed from " + flatten(f.OldPath)
 	case f.Copied:
 		kind = "copied from " + flatten(f.OldPath)
+	}
+	if claimed {
+		kind += "; " + ClaimReason + ", which nothing but the change says: review it as hand-written code"
 	}
 	fmt.Fprintf(&b, "File: %s (%s)\n", flatten(f.Path()), kind)
 	for i := range f.Hunks {

@@ -180,7 +180,7 @@ func TestAdminRerun_GitHub_RefetchesSameCommit_NextPushStillReviewed(t *testing.
 	domain := testenv.Prefix(t) + ".example.com"
 	octocat := "octocat@" + domain
 	gh := newFakeReviewAPI(t)
-	gh.on("GET /repos/Codertocat/Hello-World/pulls/2", "text/plain; charset=utf-8", readFile(t, sourceData+"github/pull.diff"))
+	gh.githubDiff(readFile(t, sourceData+"github/pull.diff"))
 	gh.on("GET /repos/Codertocat/Hello-World/pulls/2/requested_reviewers", "application/json; charset=utf-8",
 		readFile(t, sourceData+"github/requested_reviewers.json")) // octocat and hubot, and a team
 	gh.githubReviewsAndTeams(t, "[]", 404) // nobody reviewed yet; the team hidden from the token

@@ -13,27 +13,31 @@ import (
 )
 
 // TestRepoSettings_IgnoreSkipLabelAndWarning is end to end for a
-// repository's .criticizer.yaml on GitHub, read at each version's head
-// through the contents API: version 1's file ignores hello.go, and the
-// email says so; version 2's skips the label "bug", which the
-// synchronize payload carries, so it is not reviewed and nobody is mailed;
-// version 3's has an unknown key, so it is reviewed with defaults and
-// GET /jobs says why.
+// repository's .criticizer.yaml on GitHub, read at each version's base
+// (the base commit its event names) through the contents API: version 1's
+// base's file ignores hello.go, and the email says so; version 2's skips
+// the label "bug", which the synchronize payload carries, so it is not
+// reviewed and nobody is mailed; version 3's has an unknown key, so it is
+// reviewed with defaults and GET /jobs says why.
 // Rules: R-REPO-1, R-REPO-2, R-REPO-4.
 func TestRepoSettings_IgnoreSkipLabelAndWarning(t *testing.T) {
 	t.Parallel()
-	const v3SHA = "5b1f0f6e0c4d7d2f9e3a8b7c6d5e4f3a2b1c0d9e"
+	const (
+		v3SHA  = "5b1f0f6e0c4d7d2f9e3a8b7c6d5e4f3a2b1c0d9e"
+		v2Base = "2a2b2c2d2e2f303132333435363738393a3b3c3d"
+		v3Base = "3a3b3c3d3e3f404142434445464748494a4b4c4d"
+	)
 	domain := testenv.Prefix(t) + ".example.com"
 	octocat := "octocat@" + domain
 	gh := newFakeReviewAPI(t)
-	gh.on("GET /repos/Codertocat/Hello-World/pulls/2", "text/plain; charset=utf-8", readFile(t, sourceData+"github/pull.diff"))
+	gh.githubDiff(readFile(t, sourceData+"github/pull.diff"))
 	gh.on("GET /repos/Codertocat/Hello-World/pulls/2/requested_reviewers", "application/json; charset=utf-8",
 		readFile(t, sourceData+"github/requested_reviewers.json"))
 	gh.githubReviewsAndTeams(t, "[]", 404)
 	files := map[string]string{
-		ghOpenedSHA: "ignore: [\"hello.go\"]\n",
-		newHeadSHA:  "skip_labels: [bug]\n",
-		v3SHA:       "ignore: [\"hello.go\"]\nnotify_everyone: true\n",
+		ghBaseSHA: "ignore: [\"hello.go\"]\n",
+		v2Base:    "skip_labels: [bug]\n",
+		v3Base:    "ignore: [\"hello.go\"]\nnotify_everyone: true\n",
 	}
 	gh.mu.Lock()
 	gh.routes["GET /repos/Codertocat/Hello-World/contents/.criticizer.yaml"] = func(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +68,7 @@ func TestRepoSettings_IgnoreSkipLabelAndWarning(t *testing.T) {
 		t.Fatalf("v1: warnings %q, skipped %q", v1.SettingsWarnings, v1.Skipped)
 	}
 
-	resp, b = s.postGitHub("pull_request", "settings-sync", githubPayload(t, "pull_request.synchronize.json", newHeadSHA), ghSecret)
+	resp, b = s.postGitHub("pull_request", "settings-sync", githubPayloadAt(t, "pull_request.synchronize.json", newHeadSHA, v2Base), ghSecret)
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("synchronize: %d %s", resp.StatusCode, b)
 	}
@@ -73,7 +77,7 @@ func TestRepoSettings_IgnoreSkipLabelAndWarning(t *testing.T) {
 		t.Fatalf("v2: skipped %q, deliveries %+v; want skipped for its label, nobody mailed", v2.Skipped, v2.Deliveries)
 	}
 
-	resp, b = s.postGitHub("pull_request", "settings-sync-3", githubPayload(t, "pull_request.opened.json", v3SHA), ghSecret)
+	resp, b = s.postGitHub("pull_request", "settings-sync-3", githubPayloadAt(t, "pull_request.opened.json", v3SHA, v3Base), ghSecret)
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("v3: %d %s", resp.StatusCode, b)
 	}
@@ -86,8 +90,8 @@ func TestRepoSettings_IgnoreSkipLabelAndWarning(t *testing.T) {
 		t.Fatalf("%d emails; v3 should be mailed, reviewed with defaults", len(emails))
 	}
 	for _, r := range gh.requests() {
-		if strings.HasSuffix(r.URL.Path, "/.criticizer.yaml") && r.URL.Query().Get("ref") == "" {
-			t.Errorf("settings read without the head commit: %s", r.URL)
+		if ref := r.URL.Query().Get("ref"); strings.HasSuffix(r.URL.Path, "/.criticizer.yaml") && ref != ghBaseSHA && ref != v2Base && ref != v3Base {
+			t.Errorf("settings read elsewhere than at a version's base: %s", r.URL)
 		}
 	}
 }

@@ -119,7 +119,7 @@ func TestGitHubReviewers_LateRequestedReviewedRemoved_DirectoryByCLI(t *testing.
 	octocat, hubot, wonder := "octocat@"+domain, "hubot@"+domain, "wonderwoman@"+domain
 	everyone := []string{octocat, hubot, wonder}
 	gh := newFakeReviewAPI(t)
-	gh.on("GET /repos/Codertocat/Hello-World/pulls/2", "text/plain; charset=utf-8", readFile(t, sourceData+"github/pull.diff"))
+	gh.githubDiff(readFile(t, sourceData+"github/pull.diff"))
 	requested := func(users []string, teams ...string) {
 		var body struct {
 			Users []map[string]string `json:"users"`
@@ -284,7 +284,7 @@ func TestGitLabReviewers_AddedThenRemoved(t *testing.T) {
 	everyone := []string{user1, user2, root}
 	gl := newFakeReviewAPI(t)
 	mr := "/api/v4/projects/gitlabhq%2Fgitlab-test/merge_requests/1"
-	gl.on("GET "+mr+"/diffs", "application/json", readFile(t, sourceData+"gitlab/diffs.page1.json"))
+	gl.gitlabVersion(t, mr, newHeadSHA)
 	gl.on("GET "+mr, "application/json", readFile(t, sourceData+"gitlab/merge_request.json")) // author: root
 	reviewersAre := func(names ...string) {
 		var out []map[string]any

@@ -48,6 +48,7 @@ const (
 	sourceData   = "../source/testdata/"
 	newHeadSHA   = "34c5c7793cb3b279e22454cb6750c80560547b3a"
 	ghOpenedSHA  = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+	ghBaseSHA    = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e" // the recorded payloads' pull_request.base.sha
 	ghChangelist = "Codertocat/Hello-World#2"
 )
 
@@ -66,15 +67,25 @@ type fakeReviewAPI struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
 	routes map[string]func(w http.ResponseWriter, r *http.Request)
-	got    []*http.Request
+	// prefixes answer every path that starts with the route, when no
+	// route answers it exactly.
+	prefixes map[string]func(w http.ResponseWriter, r *http.Request)
+	got      []*http.Request
 }
 
 func newFakeReviewAPI(t *testing.T) *fakeReviewAPI {
-	f := &fakeReviewAPI{routes: map[string]func(http.ResponseWriter, *http.Request){}}
+	f := &fakeReviewAPI{routes: map[string]func(http.ResponseWriter, *http.Request){},
+		prefixes: map[string]func(http.ResponseWriter, *http.Request){}}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.got = append(f.got, r.Clone(context.Background()))
-		h, ok := f.routes[r.Method+" "+r.URL.EscapedPath()]
+		route := r.Method + " " + r.URL.EscapedPath()
+		h, ok := f.routes[route]
+		for p, ph := range f.prefixes {
+			if !ok && strings.HasPrefix(route, p) {
+				h, ok = ph, true
+			}
+		}
 		f.mu.Unlock()
 		if !ok && strings.Contains(r.URL.Path, ".criticizer.yaml") {
 			// A repository without settings (R-REPO-1), unless a test
@@ -100,6 +111,41 @@ func (f *fakeReviewAPI) on(route, contentType string, body []byte) {
 		w.Header().Set("Content-Type", contentType)
 		w.Write(body)
 	}
+}
+
+// githubDiff serves diff as the comparison of any two commits of
+// Codertocat/Hello-World: the diff of every version (R-SOURCE-5).
+func (f *fakeReviewAPI) githubDiff(diff []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prefixes["GET /repos/Codertocat/Hello-World/compare/"] = func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write(diff)
+	}
+}
+
+// gitlabVersion serves the merge request at mr (its API path) as one
+// version per head commit: the recorded one's (testdata/gitlab/
+// versions.json, version.json, whose head the recorded hooks name), then
+// one for each of heads, newest first, each with the recorded diffs and
+// base (R-SOURCE-5).
+func (f *fakeReviewAPI) gitlabVersion(t *testing.T, mr string, heads ...string) {
+	t.Helper()
+	var versions []map[string]any
+	if err := json.Unmarshal(readFile(t, sourceData+"gitlab/versions.json"), &versions); err != nil {
+		t.Fatal(err)
+	}
+	recorded := versions[len(versions)-1] // the oldest: the recorded hooks' head
+	list := []map[string]any{recorded}
+	for i, h := range heads {
+		v := map[string]any{"id": 200 + i, "head_commit_sha": h, "base_commit_sha": recorded["base_commit_sha"],
+			"start_commit_sha": recorded["start_commit_sha"]}
+		list = append([]map[string]any{v}, list...)
+		f.on(fmt.Sprintf("GET %s/versions/%d", mr, 200+i), "application/json", readFile(t, sourceData+"gitlab/version.json"))
+	}
+	b, _ := json.Marshal(list)
+	f.on("GET "+mr+"/versions", "application/json", b)
+	f.on("GET "+mr+"/versions/110", "application/json", readFile(t, sourceData+"gitlab/version.json"))
 }
 
 // githubReviewsAndTeams serves the pull request's reviews (reviews, a JSON
@@ -228,6 +274,22 @@ func githubPayload(t *testing.T, file, sha string) []byte {
 	return out
 }
 
+// githubPayloadAt returns a recorded GitHub payload with its head and
+// base commits replaced.
+func githubPayloadAt(t *testing.T, file, head, base string) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(githubPayload(t, file, head), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["pull_request"].(map[string]any)["base"].(map[string]any)["sha"] = base
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestGitHubPullRequest_OneEmailPerMappedReviewer_SkipsUnmapped_RedeliveryNothing_SynchronizeV2
 // is end to end for GitHub: a signed pull_request.opened is
 // reviewed as version 1; the diff and the requested reviewers come from the
@@ -241,7 +303,7 @@ func TestGitHubPullRequest_OneEmailPerMappedReviewer_SkipsUnmapped_RedeliveryNot
 	domain := testenv.Prefix(t) + ".example.com"
 	octocat := "octocat@" + domain
 	gh := newFakeReviewAPI(t)
-	gh.on("GET /repos/Codertocat/Hello-World/pulls/2", "text/plain; charset=utf-8", readFile(t, sourceData+"github/pull.diff"))
+	gh.githubDiff(readFile(t, sourceData+"github/pull.diff"))
 	gh.on("GET /repos/Codertocat/Hello-World/pulls/2/requested_reviewers", "application/json; charset=utf-8",
 		readFile(t, sourceData+"github/requested_reviewers.json")) // octocat and hubot, and a team
 	gh.githubReviewsAndTeams(t, "[]", 404) // nobody reviewed yet; the team hidden from the token
@@ -475,7 +537,7 @@ func TestGitLabMergeRequest_MappedReviewerMailed_UnmappedSkipped(t *testing.T) {
 	domain := testenv.Prefix(t) + ".example.com"
 	gl := newFakeReviewAPI(t)
 	mr := "/api/v4/projects/gitlabhq%2Fgitlab-test/merge_requests/1"
-	gl.on("GET "+mr+"/diffs", "application/json", readFile(t, sourceData+"gitlab/diffs.page1.json"))
+	gl.gitlabVersion(t, mr)
 	gl.on("GET "+mr+"/reviewers", "application/json", readFile(t, sourceData+"gitlab/reviewers.json"))
 	gl.on("GET "+mr, "application/json", readFile(t, sourceData+"gitlab/merge_request.json"))
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {

@@ -211,12 +211,19 @@ type Job struct {
 	// derives from a code host's events (see Quiet). False on jobs
 	// stored before the field existed: they keep the rules they had.
 	Explicit bool `dynamodbav:"explicit,omitempty" json:"explicit,omitempty"`
-	// Settings are what the repository's .criticizer.yaml at the reviewed
-	// head asks of this version's review (R-REPO-1); nil: defaults.
+	// Settings are what the repository's .criticizer.yaml at the base of
+	// the reviewed version asks of its review (R-REPO-1, R-REPO-6); nil:
+	// defaults.
 	Settings *RepoSettings `dynamodbav:"repo_settings,omitempty" json:"repo_settings,omitempty"`
 	// SettingsWarnings say what was wrong with that file (unknown keys,
 	// bad globs, too large...), and that its review ran with defaults.
 	SettingsWarnings []string `dynamodbav:"settings_warnings,omitempty" json:"settings_warnings,omitempty"`
+	// GeneratedAtBase are the files the fetch stage found carrying a
+	// generated-code marker in their base version's first lines, read
+	// through the source's API (R-CRITIC-7): only they, of the files whose
+	// marker the diff cannot confirm at the base, are left out as
+	// generated.
+	GeneratedAtBase []string `dynamodbav:"generated_at_base,omitempty" json:"generated_at_base,omitempty"`
 	// Skipped, when set, says why the version was not reviewed (an author
 	// or label the repository's settings skip, R-REPO-4): the job ends
 	// succeeded with no model run and nobody mailed.

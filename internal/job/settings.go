@@ -1,7 +1,8 @@
 package job
 
-// RepoSettings is what a repository's .criticizer.yaml, read at the
-// reviewed head by the fetch stage (package reposettings), asks of the
+// RepoSettings is what a repository's .criticizer.yaml, read at the base
+// of the reviewed version by the fetch stage (package reposettings,
+// R-REPO-6), asks of the
 // review of one version. Only what later stages read is kept: who is
 // skipped is decided by the fetch stage itself. Nothing here can widen who
 // is mailed or turn redaction off (R-REPO-3): the file has no such keys.

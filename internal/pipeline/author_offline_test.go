@@ -69,8 +69,10 @@ func TestGitLabReopenByAnotherUser_PromptAndEmailNameTheAuthor(t *testing.T) {
 		switch r.URL.Path {
 		case mrPath:
 			w.Write(read("../source/testdata/gitlab/merge_request.json")) // author: root
-		case mrPath + "/diffs":
-			w.Write(read("../source/testdata/gitlab/diffs.page1.json"))
+		case mrPath + "/versions":
+			w.Write([]byte(`[{"id":110,"head_commit_sha":"` + ev.HeadSHA + `","base_commit_sha":"ae73cb07c9eeaf35924a10f713b364d32b2dd34f"}]`))
+		case mrPath + "/versions/110":
+			w.Write(read("../source/testdata/gitlab/version.json"))
 		case mrPath + "/reviewers":
 			w.Write(read("../source/testdata/gitlab/reviewers.json")) // user1, user2
 		default:

@@ -50,6 +50,10 @@ type Fetch struct {
 	// MaxTeamMembers caps the members of one requested team who are
 	// mailed (R-REVIEWERS-6); 0 keeps everyone.
 	MaxTeamMembers int
+	// GeneratedPaths are the deployment's globs of generated files
+	// (CRITICIZER_GENERATED_PATHS): files they match need no read of
+	// their base (R-CRITIC-7).
+	GeneratedPaths []string
 }
 
 // RosterReader reads a changelist's roster (store.Rosters).
@@ -117,7 +121,8 @@ func (f *Fetch) sourceRefLabels(ctx context.Context, j job.Job) (source.Ref, []s
 	if f.Source == nil {
 		return source.Ref{}, nil, retry.Permanent(retry.RuntimeBug, fmt.Errorf("job %s: no fetcher is configured for source %q", j.ID, j.Source))
 	}
-	return source.Ref{Source: ref.Source, Repo: ref.Repo, Number: ref.Number, HeadSHA: ref.HeadSHA, Patchset: ref.Patchset}, ref.Labels, nil
+	return source.Ref{Source: ref.Source, Repo: ref.Repo, Number: ref.Number, HeadSHA: ref.HeadSHA, BaseSHA: ref.BaseSHA,
+		Patchset: ref.Patchset}, ref.Labels, nil
 }
 
 // fromSource fetches a code review system's changelist: the diff into the
@@ -131,6 +136,11 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	cl, err := f.Source.Fetch(ctx, ref)
 	if err != nil {
 		return nil, err
+	}
+	if cl.BaseSHA != "" {
+		// The base the diff is against: the settings and the files'
+		// first lines are read there, never at the head (R-REPO-6).
+		ref.BaseSHA = cl.BaseSHA
 	}
 	rs, warnings, err := f.repoSettings(ctx, ref)
 	if err != nil {
@@ -161,6 +171,9 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	}
 	if len(cl.Reviewers.UnexpandedTeams) > 0 {
 		set[store.AttrUnexpandedTeams] = cl.Reviewers.UnexpandedTeams
+	}
+	if gen := f.generatedAtBase(ctx, j, ref, cl.Diff); len(gen) > 0 {
+		set[AttrGeneratedAtBase] = gen
 	}
 	if a := cl.Reviewers.Author; a != "" && a != j.Author {
 		// The system's own word on the author (GitLab: the merge

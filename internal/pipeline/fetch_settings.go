@@ -14,8 +14,10 @@ import (
 const deniedSettings = "could not read " + reposettings.FileName + ": the source's credentials may not read the repository's files " +
 	"(a GitHub token needs contents: read); the review ran with defaults"
 
-// repoSettings reads the repository's .criticizer.yaml at the reviewed
-// version through the source's API (R-REPO-1) and parses it: absent, or
+// repoSettings reads the repository's .criticizer.yaml at the base of the
+// reviewed version through the source's API (R-REPO-1), never at its
+// head: the change under review cannot set how it is reviewed (R-REPO-6).
+// It parses it: absent, or
 // not readable with the source's credentials, it is defaults; a file
 // with any problem is defaults and warnings (R-REPO-2). A failure to
 // reach the source fails the attempt, as the diff's does.
@@ -24,7 +26,7 @@ func (f *Fetch) repoSettings(ctx context.Context, ref source.Ref) (reposettings.
 	if !ok {
 		return reposettings.Settings{}, nil, nil
 	}
-	file, err := ff.File(ctx, ref, reposettings.FileName, reposettings.MaxBytes)
+	file, err := ff.BaseFile(ctx, ref, reposettings.FileName, reposettings.MaxBytes)
 	switch {
 	case err != nil:
 		return reposettings.Settings{}, nil, err

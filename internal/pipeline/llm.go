@@ -32,6 +32,9 @@ type LLM struct {
 	Collapse time.Duration
 	// Guard, if set, may end a job without a model run (llm_guard.go).
 	Guard *ModelGuard
+	// GeneratedPaths are the deployment's globs of generated files
+	// (CRITICIZER_GENERATED_PATHS, R-CRITIC-7).
+	GeneratedPaths []string
 }
 
 // Handle runs the llm stage for one message.
@@ -58,13 +61,16 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil {
 		return err
 	}
-	c, err := critic.ReviewIgnoring(ctx, l.Critic, critic.Input{
+	c, err := critic.ReviewChange(ctx, l.Critic, critic.Input{
 		ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
 		Title: j.Title, Author: j.Author, URL: j.URL, Description: j.Description, Diff: string(diff),
 		// An operator reruns a version because something was wrong with
 		// its review: every file is reviewed again (R-COST-3).
 		Previous: prev, Fresh: j.RerunOf != "", Partial: j.DiffTruncated,
 		Settings: j.Settings,
+		// What is generated is the deployment's word or the base's, never
+		// the change's (R-CRITIC-7).
+		Generated: critic.Generated{Paths: l.GeneratedPaths, AtBase: j.GeneratedAtBase},
 	})
 	if errors.Is(err, critic.ErrInvalidDiff) {
 		return retry.Permanent(retry.SchemaInvalid, err)

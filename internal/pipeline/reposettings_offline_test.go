@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -42,26 +43,36 @@ diff --git a/gen/client.go b/gen/client.go
 +func GeneratedMarkerTwo() {}
 `
 
-// fileSource is a code review system with a diff, one reviewer and,
-// when file is not nil, a .criticizer.yaml at the head.
+// fileSource is a code review system with a diff against the base commit
+// "ba5e", one reviewer and, when file is not nil, a .criticizer.yaml at
+// that base.
 type fileSource struct {
 	file   []byte
 	denied bool // the credentials may not read files
 	asked  []source.Ref
+	// diff replaces settingsDiff; base holds other files at the base.
+	diff  string
+	base  map[string]string
+	paths []string // what was read, in order
+	limit []int
 }
 
 func (s *fileSource) Fetch(context.Context, source.Ref) (source.Changelist, error) {
-	return source.Changelist{Diff: settingsDiff, Reviewers: source.Reviewers{Requested: []source.Reviewer{{Username: "alice"}}}}, nil
+	return source.Changelist{BaseSHA: "ba5e", Diff: cmp.Or(s.diff, settingsDiff), Reviewers: source.Reviewers{Requested: []source.Reviewer{{Username: "alice"}}}}, nil
 }
 
 func (s *fileSource) Reviewers(context.Context, source.Ref) (source.Reviewers, error) {
 	return source.Reviewers{Requested: []source.Reviewer{{Username: "alice"}, {Username: "bob"}}}, nil
 }
 
-func (s *fileSource) File(_ context.Context, ref source.Ref, path string, limit int) (source.RepoFile, error) {
+func (s *fileSource) BaseFile(_ context.Context, ref source.Ref, path string, limit int) (source.RepoFile, error) {
 	s.asked = append(s.asked, ref)
+	s.paths, s.limit = append(s.paths, path), append(s.limit, limit)
 	if s.denied {
 		return source.RepoFile{Denied: true}, nil
+	}
+	if b, ok := s.base[path]; ok {
+		return source.RepoFile{Content: []byte(b[:min(len(b), limit+1)]), Found: true}, nil
 	}
 	if s.file == nil || path != ".criticizer.yaml" {
 		return source.RepoFile{}, nil
@@ -206,7 +217,7 @@ func critiqueOf(t *testing.T, j job.Job) critic.Critique {
 	return c
 }
 
-// A .criticizer.yaml at the head that ignores gen/** keeps the generated
+// A .criticizer.yaml at the base that ignores gen/** keeps the generated
 // file away from the model: not its content, not its name; the critique
 // names it as ignored. The repository's instructions for the files sent go
 // inside the data, and its language is asked for. Without the file, the
@@ -250,8 +261,8 @@ language: German
 	if j.Settings == nil || len(j.SettingsWarnings) != 0 || j.Status != job.StatusSucceeded {
 		t.Fatalf("job %s, settings %+v, warnings %q", j.Status, j.Settings, j.SettingsWarnings)
 	}
-	if r.src.asked[0].HeadSHA != "c0ffee" {
-		t.Fatalf("settings read at %+v, want the head", r.src.asked[0])
+	if r.src.asked[0].BaseSHA != "ba5e" {
+		t.Fatalf("settings read at %+v, want the version's base", r.src.asked[0])
 	}
 
 	// The control: no settings file, both files go to the model.

@@ -1,13 +1,12 @@
 // Package reposettings reads a repository's .criticizer.yaml: the settings a
 // repository keeps for its own reviews, as PR-Agent and CodeRabbit read
 // theirs from a file in the repository. The fetch stage reads the file at
-// the reviewed head through the source's API (source.SettingsFetcher) and
-// Parse turns it into what the job keeps (job.RepoSettings) and who is
-// skipped.
+// the base of the reviewed version, never its head (R-REPO-6), through the
+// source's API (source.FileFetcher) and Parse turns it into what the job
+// keeps (job.RepoSettings) and who is skipped.
 //
-// The file is written by the repository's contributors, the change's
-// author among them (the file at the head is the change's own), so it is
-// refused whole, with a warning the job's status shows, whenever anything
+// The file is written by the repository's contributors, so it is refused
+// whole, with a warning the job's status shows, whenever anything
 // in it is wrong: an unknown key, a bad glob, a value out of range, a file
 // over MaxBytes (R-REPO-2). The review then runs with the deployment's
 // defaults. It has no key that widens who is mailed or turns redaction

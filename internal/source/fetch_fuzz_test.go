@@ -19,7 +19,7 @@ import (
 type fuzzUpstream struct {
 	mu                 sync.Mutex
 	diff, reviewers    []byte
-	githubNoDiff       bool // GitHub answers 406 to the diff: the files API is used
+	githubNoDiff       bool // GitHub answers 406 to the diff: the comparison's files are used
 	gerritRawNotBase64 bool
 }
 
@@ -41,18 +41,24 @@ func (u *fuzzUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("[]"))
 	case strings.HasSuffix(p, "/merge_requests/2"):
 		w.Write([]byte(`{"author":{"username":"author"}}`))
-	case strings.HasSuffix(p, "/pulls/2"):
+	case strings.Contains(p, "/compare/") && r.Header.Get("Accept") == "application/vnd.github.diff":
 		if noDiff {
 			http.Error(w, `{"message":"Sorry, the diff exceeded the maximum number of files (300)."}`, http.StatusNotAcceptable)
 			return
 		}
 		w.Write(d)
-	case strings.HasSuffix(p, "/files"), strings.HasSuffix(p, "/diffs"):
-		if r.URL.Query().Get("page") != "1" {
-			w.Write([]byte("[]"))
-			return
-		}
+	case strings.Contains(p, "/compare/"):
+		// The comparison as JSON: the served body is its files.
+		w.Write([]byte(`{"status":"ahead","commits":[{"sha":"x"}],"files":`))
 		w.Write(d)
+		w.Write([]byte(`}`))
+	case strings.HasSuffix(p, "/versions"):
+		w.Write([]byte(`[{"id":7,"head_commit_sha":"` + fuzzHead + `","base_commit_sha":"` + fuzzBase + `"}]`))
+	case strings.HasSuffix(p, "/versions/7"):
+		// The merge request version: the served body is its diffs.
+		w.Write([]byte(`{"id":7,"commits":[],"diffs":`))
+		w.Write(d)
+		w.Write([]byte(`}`))
 	case strings.HasSuffix(p, "/patch"):
 		if raw {
 			w.Write(d)
@@ -64,13 +70,18 @@ func (u *fuzzUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-const fuzzToken = "tok-9f8e7d6c5b4a39281706"
+const (
+	fuzzToken = "tok-9f8e7d6c5b4a39281706"
+	fuzzHead  = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+	fuzzBase  = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"
+)
 
 // FuzzFetch serves arbitrary upstream answers (seeded with the recorded
 // GitHub, GitLab and Gerrit responses in testdata/) to the three fetchers.
 // Properties: no panic; every failure is classified for the stage runner
 // (a *retry.Error) and does not carry the credentials; a fetched diff is at
-// most MaxDiffBytes; reviewers are unique and addressable; a diff served
+// most MaxDiffBytes; reviewers are unique and addressable; the base is the
+// version's; a diff served
 // whole (GitHub's diff, Gerrit's patch) comes back as a prefix of it, cut
 // exactly when it was over the limit; and when the served diff parses, the
 // fetched (possibly truncated) diff parses too: truncation keeps a
@@ -105,10 +116,10 @@ func FuzzFetch(f *testing.F) {
 		switch which {
 		case 0, 1:
 			g := &GitHub{BaseURL: srv.URL + "/api/v3", Token: fuzzToken, MaxDiffBytes: max, Now: testClock}
-			cl, err = g.Fetch(ctx, Ref{Source: "github", Repo: "o/r", Number: 2})
+			cl, err = g.Fetch(ctx, Ref{Source: "github", Repo: "o/r", Number: 2, HeadSHA: fuzzHead, BaseSHA: fuzzBase})
 		case 2:
 			g := &GitLab{BaseURL: srv.URL + "/api/v4", Token: fuzzToken, MaxDiffBytes: max, Now: testClock}
-			cl, err = g.Fetch(ctx, Ref{Source: "gitlab", Repo: "o/r", Number: 2})
+			cl, err = g.Fetch(ctx, Ref{Source: "gitlab", Repo: "o/r", Number: 2, HeadSHA: fuzzHead})
 		case 3:
 			g := &Gerrit{BaseURL: srv.URL, Username: "criticizer", Password: fuzzToken, MaxDiffBytes: max, Now: testClock}
 			cl, err = g.Fetch(ctx, Ref{Source: "gerrit", Repo: "r", Number: 2, Patchset: 2})
@@ -127,6 +138,9 @@ func FuzzFetch(f *testing.F) {
 		}
 		if cl.Reviewers.Requested == nil {
 			t.Fatal("nil reviewers")
+		}
+		if which != 3 && cl.BaseSHA != fuzzBase {
+			t.Fatalf("base %q, want the version's %q (R-SOURCE-5)", cl.BaseSHA, fuzzBase)
 		}
 		seen := map[string]bool{}
 		for _, r := range cl.Reviewers.Requested {

@@ -1,10 +1,12 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,11 +21,19 @@ const GitHubAPIVersion = "2022-11-28"
 
 // GitHub fetches pull requests from the GitHub REST API:
 //
-//   - the diff: GET /repos/{owner}/{repo}/pulls/{number} with
-//     Accept: application/vnd.github.diff; when GitHub refuses to render a
-//     diff that large (406), the per-file patches of
-//     GET /repos/{owner}/{repo}/pulls/{number}/files are assembled instead,
-//     and files GitHub serves without a patch make the result Truncated;
+//   - the diff of the commit the event named (R-SOURCE-5): GET
+//     /repos/{owner}/{repo}/compare/{base}...{head} with Accept:
+//     application/vnd.github.diff, base and head the event's
+//     pull_request.base.sha and head.sha — never the pull request's
+//     diff, which is of its head now, whatever the event said. The three
+//     dots diff the head against its merge base with the base, as the
+//     pull request's diff does. When GitHub refuses to render a diff that
+//     large (406), the per-file patches of the same comparison as JSON
+//     (its files, up to 300, all on the first page) are assembled
+//     instead, and files GitHub serves without a patch make the result
+//     Truncated. A reference without a base (recorded before events
+//     carried one) takes the pull request's base: GET
+//     /repos/{owner}/{repo}/pulls/{number};
 //   - the reviewers asked now: GET /repos/{owner}/{repo}/pulls/{number}/requested_reviewers,
 //     users, and requested teams expanded to their members with
 //     GET /orgs/{owner}/teams/{slug}/members (a team the token cannot read
@@ -55,10 +65,6 @@ type GitHub struct {
 
 var _ Fetcher = (*GitHub)(nil)
 
-// maxGitHubFilePages bounds the files fallback: GitHub lists at most 3000
-// files, 100 a page.
-const maxGitHubFilePages = 30
-
 func (g *GitHub) api() api {
 	return newAPI(g.Client, g.Now, func(r *http.Request) {
 		r.Header.Set("X-GitHub-Api-Version", GitHubAPIVersion)
@@ -75,8 +81,8 @@ func (g *GitHub) base() string {
 	return strings.TrimRight(g.BaseURL, "/")
 }
 
-// pull is the pull request's API URL.
-func (g *GitHub) pull(ref Ref) (string, string, error) {
+// repoURL is the repository's API URL.
+func (g *GitHub) repoURL(ref Ref) (string, string, error) {
 	if err := checkRef("github", ref); err != nil {
 		return "", "", err
 	}
@@ -84,7 +90,16 @@ func (g *GitHub) pull(ref Ref) (string, string, error) {
 	if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
 		return "", "", retry.Permanent(retry.SchemaInvalid, fmt.Errorf("source: github repository must be owner/repo"))
 	}
-	return g.base() + "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(repo) + "/pulls/" + strconv.Itoa(ref.Number), owner, nil
+	return g.base() + "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(repo), owner, nil
+}
+
+// pull is the pull request's API URL.
+func (g *GitHub) pull(ref Ref) (string, string, error) {
+	r, owner, err := g.repoURL(ref)
+	if err != nil {
+		return "", "", err
+	}
+	return r + "/pulls/" + strconv.Itoa(ref.Number), owner, nil
 }
 
 // Fetch implements Fetcher.
@@ -93,9 +108,16 @@ func (g *GitHub) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
 	if err != nil {
 		return Changelist{}, err
 	}
+	repo, _, _ := g.repoURL(ref)
 	a := g.api()
-	var cl Changelist
-	cl.Diff, cl.Truncated, err = g.diff(ctx, a, pull)
+	base, head := ref.BaseSHA, ref.HeadSHA
+	if base == "" || head == "" {
+		if base, head, err = g.pullCommits(ctx, a, pull, base, head); err != nil {
+			return Changelist{}, err
+		}
+	}
+	cl := Changelist{BaseSHA: base}
+	cl.Diff, cl.Truncated, err = g.diff(ctx, a, repo+"/compare/"+url.PathEscape(base)+"..."+url.PathEscape(head))
 	if err != nil {
 		return Changelist{}, err
 	}
@@ -114,14 +136,43 @@ func (g *GitHub) Reviewers(ctx context.Context, ref Ref) (Reviewers, error) {
 	return g.reviewers(ctx, g.api(), pull, owner)
 }
 
-func (g *GitHub) diff(ctx context.Context, a api, pull string) (string, bool, error) {
-	const op = "github.GetPullRequestDiff"
+// pullCommits fills what a reference lacks of the base and head
+// commits from the pull request: a reference recorded before events
+// carried their base. The head the event named is kept.
+func (g *GitHub) pullCommits(ctx context.Context, a api, pull, base, head string) (string, string, error) {
+	const op = "github.GetPullRequest"
+	resp, err := a.get(ctx, op, pull, "application/vnd.github+json")
+	if err != nil {
+		return "", "", err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Base struct {
+			SHA string `json:"sha"`
+		} `json:"base"`
+		Head struct {
+			SHA string `json:"sha"`
+		} `json:"head"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&body); err != nil {
+		return "", "", malformed(op, err)
+	}
+	if body.Base.SHA == "" || body.Head.SHA == "" {
+		return "", "", malformed(op, errors.New("the pull request names no base or head commit"))
+	}
+	return cmp.Or(base, body.Base.SHA), cmp.Or(head, body.Head.SHA), nil
+}
+
+// diff reads a comparison's diff, or, when GitHub will not render it
+// whole (406), assembles it from the comparison's files.
+func (g *GitHub) diff(ctx context.Context, a api, compare string) (string, bool, error) {
+	const op = "github.CompareCommits"
 	limit := maxBytes(g.MaxDiffBytes)
-	resp, err := a.get(ctx, op, pull, "application/vnd.github.diff")
+	resp, err := a.get(ctx, op, compare, "application/vnd.github.diff")
 	if re, ok := errors.AsType[*retry.Error](err); ok && re.Status == http.StatusNotAcceptable {
 		// "Sorry, the diff exceeded the maximum number of files/lines":
 		// GitHub will not render it whole; assemble it from the files.
-		return g.filesDiff(ctx, a, pull, limit)
+		return g.filesDiff(ctx, a, compare, limit)
 	}
 	if err != nil {
 		return "", false, err
@@ -143,54 +194,55 @@ type githubFile struct {
 	Patch            string `json:"patch"`
 }
 
-func (g *GitHub) filesDiff(ctx context.Context, a api, pull string, limit int) (string, bool, error) {
-	const op = "github.ListPullRequestFiles"
-	var b strings.Builder
-	truncated := false
-	for page := 1; ; page++ {
-		if page > maxGitHubFilePages {
-			truncated = true
-			break
-		}
-		resp, err := a.get(ctx, op, pull+"/files?per_page=100&page="+strconv.Itoa(page), "application/vnd.github+json")
-		if err != nil {
-			return "", false, err
-		}
-		var files []githubFile
-		err = json.NewDecoder(resp.Body).Decode(&files)
-		resp.Body.Close()
-		if err != nil {
-			return "", false, malformed(op, err)
-		}
-		for _, f := range files {
-			fd := fileDiff{OldPath: f.Filename, NewPath: f.Filename, Patch: f.Patch}
-			switch f.Status {
-			case "added":
-				fd.Added = true
-			case "removed":
-				fd.Deleted = true
-			case "renamed":
-				fd.Renamed = f.PreviousFilename != ""
-				if fd.Renamed {
-					fd.OldPath = f.PreviousFilename
-				}
-			}
-			if f.Patch == "" && f.Status != "renamed" {
-				// Binary, or too large for GitHub to include: absent.
-				truncated = true
-				continue
-			}
-			fd.render(&b)
-			if b.Len() > limit {
-				break
-			}
-		}
-		if len(files) < 100 || b.Len() > limit {
-			break
-		}
+// maxGitHubCompareFiles is how many files a comparison lists at most:
+// a longer list is cut, and the diff is Truncated.
+const maxGitHubCompareFiles = 300
+
+// filesDiff assembles a comparison's diff from its files: GET the
+// comparison as JSON, whose first page lists every file (up to 300)
+// whatever the page size, which bounds the commits it lists too. The
+// answer is decoded as a stream, file by file, and read no further than
+// the diff needs.
+func (g *GitHub) filesDiff(ctx context.Context, a api, compare string, limit int) (string, bool, error) {
+	const op = "github.CompareCommitsFiles"
+	resp, err := a.get(ctx, op, compare+"?per_page=1", "application/vnd.github+json")
+	if err != nil {
+		return "", false, err
 	}
-	d, cut := TruncateDiff(b.String(), limit)
-	return d, truncated || cut, nil
+	defer resp.Body.Close()
+	var b strings.Builder
+	truncated, n := false, 0
+	cut, err := eachElement(resp.Body, "files", jsonBodyBound(limit), func(dec *json.Decoder) (bool, error) {
+		var f githubFile
+		if err := dec.Decode(&f); err != nil {
+			return false, err
+		}
+		n++
+		fd := fileDiff{OldPath: f.Filename, NewPath: f.Filename, Patch: f.Patch}
+		switch f.Status {
+		case "added":
+			fd.Added = true
+		case "removed":
+			fd.Deleted = true
+		case "renamed":
+			fd.Renamed = f.PreviousFilename != ""
+			if fd.Renamed {
+				fd.OldPath = f.PreviousFilename
+			}
+		}
+		if f.Patch == "" && f.Status != "renamed" {
+			// Binary, or too large for GitHub to include: absent.
+			truncated = true
+			return true, nil
+		}
+		fd.render(&b)
+		return b.Len() <= limit, nil
+	})
+	if err != nil {
+		return "", false, malformed(op, err)
+	}
+	d, over := TruncateDiff(b.String(), limit)
+	return d, truncated || cut || over || n >= maxGitHubCompareFiles, nil
 }
 
 // maxGitHubReviewPages bounds the reviews and team member lists (100 a

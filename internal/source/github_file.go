@@ -6,18 +6,20 @@ import (
 	"strings"
 )
 
-// File implements FileFetcher with GitHub's contents API: GET
-// /repos/{owner}/{repo}/contents/{path}?ref={head sha}, served raw
-// (Accept: application/vnd.github.raw+json). The token needs contents:
-// read; one without it reads as no file (RepoFile.Denied).
-func (g *GitHub) File(ctx context.Context, ref Ref, path string, limit int) (RepoFile, error) {
-	if _, _, err := g.pull(ref); err != nil {
+// BaseFile implements FileFetcher with GitHub's contents API: GET
+// /repos/{owner}/{repo}/contents/{path}?ref={base sha}, served raw
+// (Accept: application/vnd.github.raw+json). Without a base commit it
+// reads the default branch (no ref), as PR-Agent does: never the head.
+// The token needs contents: read; one without it reads as no file
+// (RepoFile.Denied).
+func (g *GitHub) BaseFile(ctx context.Context, ref Ref, path string, limit int) (RepoFile, error) {
+	repo, _, err := g.repoURL(ref)
+	if err != nil {
 		return RepoFile{}, err
 	}
-	owner, repo, _ := strings.Cut(ref.Repo, "/")
-	u := g.base() + "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(repo) + "/contents/" + escapeSegments(path)
-	if ref.HeadSHA != "" {
-		u += "?ref=" + url.QueryEscape(ref.HeadSHA)
+	u := repo + "/contents/" + escapeSegments(path)
+	if ref.BaseSHA != "" {
+		u += "?ref=" + url.QueryEscape(ref.BaseSHA)
 	}
 	return g.api().getFile(ctx, "github.GetRepositoryContent", u, "application/vnd.github.raw+json", limit, nil)
 }

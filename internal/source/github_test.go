@@ -14,20 +14,25 @@ import (
 
 const (
 	ghToken = "ghs_16C7e42F292c6912E7710c838347Ae178B4a"
+	ghBase  = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"
+	ghHead  = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
 	ghPull  = "GET /api/v3/repos/Codertocat/Hello-World/pulls/2"
+	// ghDiff is the comparison of the event's base and head commits
+	// (R-SOURCE-5), as a diff or, with ?per_page=1, as JSON.
+	ghDiff  = "GET /api/v3/repos/Codertocat/Hello-World/compare/" + ghBase + "..." + ghHead
+	ghFiles = ghDiff + "?per_page=1"
 	ghRevs  = "GET /api/v3/repos/Codertocat/Hello-World/pulls/2/requested_reviewers"
-	ghFiles = "GET /api/v3/repos/Codertocat/Hello-World/pulls/2/files?per_page=100&page=1"
 	ghRevws = "GET /api/v3/repos/Codertocat/Hello-World/pulls/2/reviews?per_page=100&page=1"
 	ghTeam  = "GET /api/v3/orgs/Codertocat/teams/justice-league/members?per_page=100&page=1"
 )
 
-var ghRef = Ref{Source: "github", Repo: "Codertocat/Hello-World", Number: 2, HeadSHA: "ec26c3e57ca3a959ca5aad62de7213c562f8c821"}
+var ghRef = Ref{Source: "github", Repo: "Codertocat/Hello-World", Number: 2, HeadSHA: ghHead, BaseSHA: ghBase}
 
 // ghServer serves the recorded pull request, GitHub Enterprise style
 // (API under /api/v3).
 func ghServer(t *testing.T) (*fakeAPI, *GitHub) {
 	f := newFakeAPI(t)
-	f.on(ghPull, reply(200, fixture(t, "github/pull.diff"), "Content-Type", "text/plain; charset=utf-8"))
+	f.on(ghDiff, reply(200, fixture(t, "github/pull.diff"), "Content-Type", "text/plain; charset=utf-8"))
 	f.on(ghRevs, reply(200, fixture(t, "github/requested_reviewers.json"), "Content-Type", "application/json; charset=utf-8"))
 	f.on(ghTeam, reply(200, fixture(t, "github/team_members.json"), "Content-Type", "application/json; charset=utf-8"))
 	f.on(ghRevws, reply(200, fixture(t, "github/reviews.json"), "Content-Type", "application/json; charset=utf-8"))
@@ -40,8 +45,8 @@ func TestGitHubFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cl.Diff != string(fixture(t, "github/pull.diff")) || cl.Truncated {
-		t.Fatalf("diff (truncated %v):\n%s", cl.Truncated, cl.Diff)
+	if cl.Diff != string(fixture(t, "github/pull.diff")) || cl.Truncated || cl.BaseSHA != ghBase {
+		t.Fatalf("diff (truncated %v, base %q):\n%s", cl.Truncated, cl.BaseSHA, cl.Diff)
 	}
 	if paths := mustParseDiff(t, cl.Diff); !reflect.DeepEqual(paths, []string{"README.md", "docs/usage.md", "hello.go"}) {
 		t.Fatalf("files %v", paths)
@@ -116,12 +121,22 @@ func TestGitHubFetchTruncatesAtFileBoundary(t *testing.T) {
 	}
 }
 
+// compareJSON is the comparison as JSON (GET .../compare/{base}...{head}),
+// its files those of testdata/github/files.json.
+func compareJSON(t *testing.T) []byte {
+	return []byte(`{"url":"https://api.github.com/repos/Codertocat/Hello-World/compare/` + ghBase + `...` + ghHead + `",` +
+		`"status":"ahead","ahead_by":1,"behind_by":0,"total_commits":1,` +
+		`"merge_base_commit":{"sha":"` + ghBase + `","parents":[]},` +
+		`"commits":[{"sha":"` + ghHead + `","commit":{"message":"Update README.md"}}],` +
+		`"files":` + string(fixture(t, "github/files.json")) + `}`)
+}
+
 // GitHub refuses to render diffs over 20,000 lines or 300 files (406); the
-// files API still lists each file's patch.
+// comparison as JSON still lists each file's patch.
 func TestGitHubFetchFallsBackToFiles(t *testing.T) {
 	f, gh := ghServer(t)
-	f.on(ghPull, reply(406, fixture(t, "github/diff_too_large.json"), "Content-Type", "application/json; charset=utf-8"))
-	f.on(ghFiles, reply(200, fixture(t, "github/files.json"), "Content-Type", "application/json; charset=utf-8"))
+	f.on(ghDiff, reply(406, fixture(t, "github/diff_too_large.json"), "Content-Type", "application/json; charset=utf-8"))
+	f.on(ghFiles, reply(200, compareJSON(t), "Content-Type", "application/json; charset=utf-8"))
 	cl, err := gh.Fetch(context.Background(), ghRef)
 	if err != nil {
 		t.Fatal(err)
@@ -157,25 +172,25 @@ func TestGitHubFetchErrors(t *testing.T) {
 		retryable bool
 		after     time.Duration
 	}{
-		{"primary rate limit spent", ghPull, reply(403, fixture(t, "github/rate_limited.json"),
+		{"primary rate limit spent", ghDiff, reply(403, fixture(t, "github/rate_limited.json"),
 			"X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0", "X-RateLimit-Used", "5000",
 			"X-RateLimit-Reset", reset, "X-RateLimit-Resource", "core"),
 			retry.RateLimited, true, 2 * time.Minute},
 		{"rate limit spent, 429", ghRevs, reply(429, fixture(t, "github/rate_limited.json"),
 			"x-ratelimit-remaining", "0", "x-ratelimit-reset", reset),
 			retry.RateLimited, true, 2 * time.Minute},
-		{"reset already past", ghPull, reply(403, fixture(t, "github/rate_limited.json"),
+		{"reset already past", ghDiff, reply(403, fixture(t, "github/rate_limited.json"),
 			"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", strconv.FormatInt(testNow.Add(-time.Hour).Unix(), 10)),
 			retry.RateLimited, true, time.Second},
-		{"secondary rate limit", ghPull, reply(403, fixture(t, "github/secondary_rate_limit.json"), "Retry-After", "60"),
+		{"secondary rate limit", ghDiff, reply(403, fixture(t, "github/secondary_rate_limit.json"), "Retry-After", "60"),
 			retry.RateLimited, true, time.Minute},
-		{"429 with Retry-After", ghPull, reply(429, nil, "Retry-After", "30"),
+		{"429 with Retry-After", ghDiff, reply(429, nil, "Retry-After", "30"),
 			retry.RateLimited, true, 30 * time.Second},
-		{"not found", ghPull, reply(404, fixture(t, "github/not_found.json")), retry.NotFound, false, 0},
-		{"bad credentials", ghPull, reply(401, fixture(t, "github/bad_credentials.json")), retry.AuthDenied, false, 0},
+		{"not found", ghDiff, reply(404, fixture(t, "github/not_found.json")), retry.NotFound, false, 0},
+		{"bad credentials", ghDiff, reply(401, fixture(t, "github/bad_credentials.json")), retry.AuthDenied, false, 0},
 		{"forbidden", ghRevs, reply(403, []byte(`{"message":"Resource not accessible by integration"}`), "X-RateLimit-Remaining", "4999"),
 			retry.AuthDenied, false, 0},
-		{"unicorn", ghPull, reply(503, fixture(t, "github/server_error.html"), "Content-Type", "text/html"), retry.Upstream5xx, true, 0},
+		{"unicorn", ghDiff, reply(503, fixture(t, "github/server_error.html"), "Content-Type", "text/html"), retry.Upstream5xx, true, 0},
 		{"garbled reviewers", ghRevs, reply(200, []byte(`{"users":[{"login":`)), retry.Upstream5xx, true, 0},
 	}
 	for _, tt := range tests {
@@ -231,7 +246,7 @@ func TestGitHubReviewers_UnreadableTeamReportedReviewsFailureFails(t *testing.T)
 			t.Fatalf("%d on the team: %+v", status, got)
 		}
 		for _, r := range f.requests() {
-			if strings.HasSuffix(r.URL.Path, "/pulls/2") {
+			if strings.Contains(r.URL.Path, "/compare/") {
 				t.Fatal("Reviewers fetched the diff")
 			}
 		}

@@ -10,13 +10,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/criticizer/criticizer/internal/retry"
 )
 
 // GitLab fetches merge requests from the GitLab REST API (v4):
 //
-//   - the diff: GET /projects/:id/merge_requests/:iid/diffs, paginated, each
-//     file's hunks reassembled into a git diff; files GitLab withholds
-//     (too_large, collapsed) make the result Truncated;
+//   - the diff of the commit the event named (R-SOURCE-5): the merge
+//     request version whose head_commit_sha is Ref.HeadSHA, found in GET
+//     /projects/:id/merge_requests/:iid/versions (newest first), and its
+//     diffs, GET /projects/:id/merge_requests/:iid/versions/:version_id,
+//     each file's hunks reassembled into a git diff — never the merge
+//     request's diffs, which are of its head now, whatever the event said.
+//     The version's base_commit_sha is the Changelist's BaseSHA. Files
+//     GitLab withholds (too_large, collapsed) make the result Truncated. A
+//     version GitLab has not listed yet is a retryable NOT_FOUND: GitLab
+//     writes a push's version as it refreshes the merge request;
 //   - the reviewers: GET /projects/:id/merge_requests/:iid/reviewers,
 //     usernames (plus public_email when the API discloses one). GitLab
 //     keeps a reviewer listed after they review, so the list is both who
@@ -43,7 +52,7 @@ type GitLab struct {
 
 var _ Fetcher = (*GitLab)(nil)
 
-// maxGitLabPages bounds the diff pagination (100 files a page).
+// maxGitLabPages bounds the versions' pagination (100 a page).
 const maxGitLabPages = 50
 
 func (g *GitLab) api() api {
@@ -75,8 +84,12 @@ func (g *GitLab) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
 		return Changelist{}, err
 	}
 	a := g.api()
-	var cl Changelist
-	if cl.Diff, cl.Truncated, err = g.diff(ctx, a, mr); err != nil {
+	v, err := g.version(ctx, a, mr, ref.HeadSHA)
+	if err != nil {
+		return Changelist{}, err
+	}
+	cl := Changelist{BaseSHA: v.BaseCommitSHA}
+	if cl.Diff, cl.Truncated, err = g.diff(ctx, a, mr+"/versions/"+strconv.FormatInt(v.ID, 10)); err != nil {
 		return Changelist{}, err
 	}
 	if cl.Reviewers, err = g.reviewers(ctx, a, mr); err != nil {
@@ -107,46 +120,80 @@ type gitlabDiff struct {
 	TooLarge    bool   `json:"too_large"`
 }
 
-func (g *GitLab) diff(ctx context.Context, a api, mr string) (string, bool, error) {
-	const op = "gitlab.ListMergeRequestDiffs"
-	limit := maxBytes(g.MaxDiffBytes)
-	var b strings.Builder
-	truncated := false
+// gitlabVersion is one merge request version (a push), as GET
+// .../versions lists it.
+type gitlabVersion struct {
+	ID            int64  `json:"id"`
+	HeadCommitSHA string `json:"head_commit_sha"`
+	BaseCommitSHA string `json:"base_commit_sha"`
+}
+
+// version finds the merge request version whose head is head; with no
+// head, the newest.
+func (g *GitLab) version(ctx context.Context, a api, mr, head string) (gitlabVersion, error) {
+	const op = "gitlab.ListMergeRequestVersions"
 	page := "1"
-	for n := 1; page != ""; n++ {
-		if n > maxGitLabPages {
-			truncated = true
-			break
-		}
-		resp, err := a.get(ctx, op, mr+"/diffs?per_page=100&page="+url.QueryEscape(page), "application/json")
+	for n := 1; page != "" && n <= maxGitLabPages; n++ {
+		resp, err := a.get(ctx, op, mr+"/versions?per_page=100&page="+url.QueryEscape(page), "application/json")
 		if err != nil {
-			return "", false, err
+			return gitlabVersion{}, err
 		}
-		var files []gitlabDiff
-		err = json.NewDecoder(resp.Body).Decode(&files)
+		var vs []gitlabVersion
+		err = json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&vs)
 		resp.Body.Close()
 		if err != nil {
-			return "", false, malformed(op, err)
+			return gitlabVersion{}, malformed(op, err)
 		}
-		for _, f := range files {
-			if f.TooLarge || f.Collapsed {
-				truncated = true
-				continue
+		for _, v := range vs {
+			if head == "" || strings.EqualFold(v.HeadCommitSHA, head) {
+				if v.BaseCommitSHA == "" {
+					return gitlabVersion{}, malformed(op, fmt.Errorf("version %d has no base commit", v.ID))
+				}
+				return v, nil
 			}
-			fileDiff{
-				OldPath: f.OldPath, NewPath: f.NewPath,
-				Added: f.NewFile, Deleted: f.DeletedFile, Renamed: f.RenamedFile,
-				OldMode: f.AMode, NewMode: f.BMode,
-				Patch: f.Diff,
-			}.render(&b)
 		}
 		page = strings.TrimSpace(resp.Header.Get("X-Next-Page"))
-		if b.Len() > limit {
-			break // the rest would be cut anyway
-		}
 	}
-	d, cut := TruncateDiff(b.String(), limit)
-	return d, truncated || cut, nil
+	// GitLab writes a push's version as it refreshes the merge request,
+	// which may finish after the hook: retried.
+	return gitlabVersion{}, retry.Transient(retry.NotFound,
+		fmt.Errorf("%s: no version of the merge request has the event's head commit yet", op))
+}
+
+// diff reads a merge request version's diffs, streamed file by file and
+// no further than the limit needs.
+func (g *GitLab) diff(ctx context.Context, a api, version string) (string, bool, error) {
+	const op = "gitlab.GetMergeRequestVersion"
+	limit := maxBytes(g.MaxDiffBytes)
+	resp, err := a.get(ctx, op, version, "application/json")
+	if err != nil {
+		return "", false, err
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	truncated := false
+	cut, err := eachElement(resp.Body, "diffs", jsonBodyBound(limit), func(dec *json.Decoder) (bool, error) {
+		var f gitlabDiff
+		if err := dec.Decode(&f); err != nil {
+			return false, err
+		}
+		if f.TooLarge || f.Collapsed {
+			truncated = true
+			return true, nil
+		}
+		fileDiff{
+			OldPath: f.OldPath, NewPath: f.NewPath,
+			Added: f.NewFile, Deleted: f.DeletedFile, Renamed: f.RenamedFile,
+			OldMode: f.AMode, NewMode: f.BMode,
+			Patch: f.Diff,
+		}.render(&b)
+		return b.Len() <= limit, nil // the rest would be cut anyway
+	})
+	if err != nil {
+		return "", false, malformed(op, err)
+	}
+	d, over := TruncateDiff(b.String(), limit)
+	return d, truncated || cut || over, nil
 }
 
 func (g *GitLab) reviewers(ctx context.Context, a api, mr string) (Reviewers, error) {

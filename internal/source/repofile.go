@@ -12,16 +12,18 @@ import (
 )
 
 // FileRequestTimeout bounds the request for a repository file (the
-// repository's .criticizer.yaml): the fetch stage makes it beside the
-// diff's, and reserves its time too (R-STAGE-9).
+// repository's .criticizer.yaml, a file's first lines at the base): the
+// fetch stage makes it beside the diff's, and reserves its time too
+// (R-STAGE-9).
 const FileRequestTimeout = 10 * time.Second
 
-// RepoFile is a file of the repository at the version under review.
+// RepoFile is a file of the repository at the base of the version under
+// review.
 type RepoFile struct {
 	// Content is the file's bytes, at most the limit asked for plus one:
 	// a longer Content says the file is over the limit.
 	Content []byte
-	// Found: the file exists at the version.
+	// Found: the file exists at the base.
 	Found bool
 	// Denied: the credentials may not read the repository's files (401
 	// or 403; a GitHub token needs contents: read). Treated as absent, so
@@ -29,23 +31,26 @@ type RepoFile struct {
 	Denied bool
 }
 
-// FileFetcher reads one file of a changelist's repository at the version
-// under review: the GitHub contents API, GitLab's repository files API and
-// Gerrit's file content, each at the head commit (the patch set's revision
-// on Gerrit). A missing file is not an error (Found false); rate limits,
-// 5xx and transport failures are, classified as the diff's are.
+// FileFetcher reads one file of a changelist's repository at the base of
+// the version under review, never at its head (R-REPO-6): what the change
+// wrote is what is reviewed, not what decides how. GitHub's contents API
+// and GitLab's repository files API at Ref.BaseSHA (the event's base, or
+// the one Fetch returned in Changelist.BaseSHA), Gerrit's file content of
+// the patch set's first parent. A missing file is not an error (Found
+// false); rate limits, 5xx and transport failures are, classified as the
+// diff's are.
 type FileFetcher interface {
-	File(ctx context.Context, ref Ref, path string, limit int) (RepoFile, error)
+	BaseFile(ctx context.Context, ref Ref, path string, limit int) (RepoFile, error)
 }
 
-// File implements FileFetcher; a source whose fetcher reads no files has
-// none.
-func (r Router) File(ctx context.Context, ref Ref, path string, limit int) (RepoFile, error) {
+// BaseFile implements FileFetcher; a source whose fetcher reads no files
+// has none.
+func (r Router) BaseFile(ctx context.Context, ref Ref, path string, limit int) (RepoFile, error) {
 	f, ok := r[ref.Source].(FileFetcher)
 	if !ok {
 		return RepoFile{}, nil
 	}
-	return f.File(ctx, ref, path, limit)
+	return f.BaseFile(ctx, ref, path, limit)
 }
 
 // getFile GETs a file's content and reads at most limit+1 bytes of it,

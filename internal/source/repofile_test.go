@@ -13,10 +13,13 @@ import (
 
 const settingsYAML = "ignore:\n  - \"gen/**\"\n"
 
-// Each source reads .criticizer.yaml at the version under review
-// (R-REPO-1): the request each API documents, at the head commit (the patch
-// set on Gerrit), with the fetcher's credentials.
-func TestFile_ReadsAtTheReviewedVersion(t *testing.T) {
+// Each source reads .criticizer.yaml at the base of the version under
+// review, never at its head (R-REPO-1, R-REPO-6): the request each API
+// documents, at the base commit (the patch set's parent on Gerrit), with
+// the fetcher's credentials.
+func TestBaseFile_ReadsAtTheBase(t *testing.T) {
+	glBaseRef := glRef
+	glBaseRef.BaseSHA = glBase
 	for _, tc := range []struct {
 		name, route string
 		reply       http.HandlerFunc
@@ -24,7 +27,7 @@ func TestFile_ReadsAtTheReviewedVersion(t *testing.T) {
 		ref         Ref
 		auth        func(*http.Request) bool
 	}{
-		{"github", "GET /api/v3/repos/Codertocat/Hello-World/contents/.criticizer.yaml?ref=ec26c3e57ca3a959ca5aad62de7213c562f8c821",
+		{"github", "GET /api/v3/repos/Codertocat/Hello-World/contents/.criticizer.yaml?ref=" + ghBase,
 			reply(200, []byte(settingsYAML), "Content-Type", "application/vnd.github.raw+json"),
 			func(f *fakeAPI) FileFetcher {
 				return &GitHub{BaseURL: f.srv.URL + "/api/v3", Token: ghToken, Now: testClock}
@@ -32,13 +35,13 @@ func TestFile_ReadsAtTheReviewedVersion(t *testing.T) {
 			func(r *http.Request) bool {
 				return r.Header.Get("Authorization") == "Bearer "+ghToken && r.Header.Get("Accept") == "application/vnd.github.raw+json"
 			}},
-		{"gitlab", "GET /api/v4/projects/gitlabhq%2Fgitlab-test/repository/files/.criticizer.yaml/raw?ref=da1560886d4f094c3e6c9ef40349f7d38b5d27d7",
+		{"gitlab", "GET /api/v4/projects/gitlabhq%2Fgitlab-test/repository/files/.criticizer.yaml/raw?ref=" + glBase,
 			reply(200, []byte(settingsYAML), "Content-Type", "text/plain"),
 			func(f *fakeAPI) FileFetcher {
 				return &GitLab{BaseURL: f.srv.URL + "/api/v4", Token: glToken, Now: testClock}
-			}, glRef,
+			}, glBaseRef,
 			func(r *http.Request) bool { return r.Header.Get("PRIVATE-TOKEN") == glToken }},
-		{"gerrit", "GET /a/changes/TestRepo1~2/revisions/2/files/.criticizer.yaml/content",
+		{"gerrit", "GET /a/changes/TestRepo1~2/revisions/2/files/.criticizer.yaml/content?parent=1",
 			reply(200, []byte(base64.StdEncoding.EncodeToString([]byte(settingsYAML))), "Content-Type", "text/plain; charset=ISO-8859-1"),
 			func(f *fakeAPI) FileFetcher {
 				return &Gerrit{BaseURL: f.srv.URL, Username: grUser, Password: grPassword, Now: testClock}
@@ -48,7 +51,7 @@ func TestFile_ReadsAtTheReviewedVersion(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeAPI(t)
 			f.on(tc.route, tc.reply)
-			got, err := tc.fetcher(f).File(context.Background(), tc.ref, ".criticizer.yaml", 1024)
+			got, err := tc.fetcher(f).BaseFile(context.Background(), tc.ref, ".criticizer.yaml", 1024)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +62,7 @@ func TestFile_ReadsAtTheReviewedVersion(t *testing.T) {
 				t.Fatalf("requests %d, credentials or Accept missing", len(reqs))
 			}
 			// Through the router too.
-			got, err = Router{tc.ref.Source: tc.fetcher(f).(Fetcher)}.File(context.Background(), tc.ref, ".criticizer.yaml", 1024)
+			got, err = Router{tc.ref.Source: tc.fetcher(f).(Fetcher)}.BaseFile(context.Background(), tc.ref, ".criticizer.yaml", 1024)
 			if err != nil || string(got.Content) != settingsYAML {
 				t.Fatalf("router: %+v %v", got, err)
 			}
@@ -67,11 +70,31 @@ func TestFile_ReadsAtTheReviewedVersion(t *testing.T) {
 	}
 }
 
+// Without a base commit, GitHub reads the default branch and GitLab reads
+// nothing: never the head (R-REPO-6).
+func TestBaseFile_WithoutABaseNeverTheHead(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("GET /api/v3/repos/Codertocat/Hello-World/contents/.criticizer.yaml", reply(200, []byte(settingsYAML)))
+	gh := &GitHub{BaseURL: f.srv.URL + "/api/v3", Token: ghToken, Now: testClock}
+	ref := ghRef
+	ref.BaseSHA = ""
+	if got, err := gh.BaseFile(context.Background(), ref, ".criticizer.yaml", 1024); err != nil || !got.Found {
+		t.Fatalf("github: %+v %v", got, err)
+	}
+	gl := &GitLab{BaseURL: f.srv.URL + "/api/v4", Token: glToken, Now: testClock}
+	if got, err := gl.BaseFile(context.Background(), glRef, ".criticizer.yaml", 1024); err != nil || got.Found {
+		t.Fatalf("gitlab: %+v %v", got, err)
+	}
+	if n := len(f.requests()); n != 1 {
+		t.Fatalf("%d requests, want GitHub's one", n)
+	}
+}
+
 // A missing file is defaults, a file the token may not read is reported
 // Denied (and reviewed with defaults), and every other failure is the
 // diff's: classified and retried.
 func TestFile_MissingDeniedAndFailing(t *testing.T) {
-	const route = "GET /api/v3/repos/Codertocat/Hello-World/contents/.criticizer.yaml?ref=ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+	const route = "GET /api/v3/repos/Codertocat/Hello-World/contents/.criticizer.yaml?ref=" + ghBase
 	for _, tc := range []struct {
 		name       string
 		reply      http.HandlerFunc
@@ -89,7 +112,7 @@ func TestFile_MissingDeniedAndFailing(t *testing.T) {
 			f := newFakeAPI(t)
 			f.on(route, tc.reply)
 			gh := &GitHub{BaseURL: f.srv.URL + "/api/v3", Token: ghToken, Now: testClock}
-			got, err := gh.File(context.Background(), ghRef, ".criticizer.yaml", 1024)
+			got, err := gh.BaseFile(context.Background(), ghRef, ".criticizer.yaml", 1024)
 			if tc.class != "" {
 				wantClass(t, err, tc.class, true, tc.retryAfter)
 				wantClean(t, err, ghToken)
@@ -105,11 +128,13 @@ func TestFile_MissingDeniedAndFailing(t *testing.T) {
 // At most limit+1 bytes are read: enough to tell that the file is over
 // the limit, never the whole of a huge file.
 func TestFile_ReadsAtMostTheLimit(t *testing.T) {
-	const route = "GET /api/v4/projects/gitlabhq%2Fgitlab-test/repository/files/.criticizer.yaml/raw?ref=da1560886d4f094c3e6c9ef40349f7d38b5d27d7"
+	const route = "GET /api/v4/projects/gitlabhq%2Fgitlab-test/repository/files/.criticizer.yaml/raw?ref=" + glBase
 	f := newFakeAPI(t)
 	f.on(route, reply(200, []byte(strings.Repeat("#", 1<<20))))
 	gl := &GitLab{BaseURL: f.srv.URL + "/api/v4", Token: glToken, Now: testClock}
-	got, err := gl.File(context.Background(), glRef, ".criticizer.yaml", 100)
+	ref := glRef
+	ref.BaseSHA = glBase
+	got, err := gl.BaseFile(context.Background(), ref, ".criticizer.yaml", 100)
 	if err != nil || !got.Found || len(got.Content) != 101 {
 		t.Fatalf("got %d bytes, found %v, %v", len(got.Content), got.Found, err)
 	}

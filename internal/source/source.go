@@ -43,11 +43,17 @@ type Ref struct {
 	// Number is the pull request number, merge request iid or Gerrit change
 	// number.
 	Number int
-	// HeadSHA is the commit under review. Gerrit uses it to pick the
-	// revision when Patchset is 0; GitHub and GitLab serve the current head
-	// of the pull or merge request, which a newer webhook (a newer review
-	// version) will review in turn.
+	// HeadSHA is the commit under review, as the event named it. Every
+	// fetcher reads this commit, never the change's current head
+	// (R-SOURCE-5): GitHub compares BaseSHA...HeadSHA, GitLab reads the
+	// merge request version whose head is HeadSHA, Gerrit the patch set
+	// (or this revision when Patchset is 0). A head that moved on is the
+	// next event's, and the next version's.
 	HeadSHA string
+	// BaseSHA is the base commit the event named (GitHub's
+	// pull_request.base.sha); empty when it named none, and the fetcher
+	// finds the version's base itself (Changelist.BaseSHA).
+	BaseSHA string
 	// Patchset is the Gerrit patch set number; 0 means HeadSHA, or the
 	// current patch set when HeadSHA is empty too.
 	Patchset int
@@ -59,6 +65,11 @@ func (r Ref) String() string {
 
 // Changelist is what a fetcher returns.
 type Changelist struct {
+	// BaseSHA is the commit Diff is against, where the repository's
+	// settings are read (R-SOURCE-5): Ref.BaseSHA, else the merge request
+	// version's base (GitLab) or the pull request's (GitHub); empty on
+	// Gerrit, whose files are read at the patch set's parent.
+	BaseSHA   string
 	Diff      string // unified diff (git format), at most the fetcher's limit
 	Truncated bool   // Diff is incomplete: cut at the limit, or files the API would not serve
 	Reviewers Reviewers

@@ -147,6 +147,10 @@ type SourceRef struct {
 	Repo    string `dynamodbav:"repo"`
 	Number  int    `dynamodbav:"number"`
 	HeadSHA string `dynamodbav:"head_sha"`
+	// BaseSHA is the base commit the webhook named (GitHub), empty when
+	// it named none: the fetch stage reviews HeadSHA against it and reads
+	// the repository's settings there (R-SOURCE-5).
+	BaseSHA string `dynamodbav:"base_sha,omitempty"`
 	// Patchset is the Gerrit patch set number; 0 for the other sources.
 	Patchset int `dynamodbav:"patchset"`
 	// Reviewers are the usernames the webhook payload named.

@@ -37,6 +37,12 @@ type Event struct {
 	// HeadSHA is the commit under review (the pull request head, the merge
 	// request's last commit, the patch set revision).
 	HeadSHA string
+	// BaseSHA is the base commit the event names, when it names one
+	// (GitHub's pull_request.base.sha): the diff is of HeadSHA against
+	// it, and the repository's settings are read there (R-SOURCE-5).
+	// GitLab's hooks name none (the fetch stage takes the merge request
+	// version's), nor do Gerrit's (the patch set's parent).
+	BaseSHA string
 	// Patchset is the Gerrit patch set number (also Change.ReviewVersion);
 	// 0 for the other sources.
 	Patchset int
@@ -163,6 +169,11 @@ type githubPullRequest struct {
 	Head *struct {
 		SHA *string `json:"sha"`
 	} `json:"head"`
+	// Base is the base branch's commit the event names: the repository's
+	// settings are read there, never at the head (R-SOURCE-5).
+	Base *struct {
+		SHA *string `json:"sha"`
+	} `json:"base"`
 	UpdatedAt *string `json:"updated_at"`
 	// Users have a login; teams (which may also be requested) have a slug
 	// and no login, and are not individual recipients.
@@ -252,6 +263,13 @@ func (g GitHub) ParseEvent(r Request) (Event, error) {
 	}
 	if ev.HeadSHA, err = commitSHA("pull_request.head.sha", pr.Head.SHA); err != nil {
 		return Event{}, err
+	}
+	if pr.Base != nil && pr.Base.SHA != nil {
+		// GitHub always sends it; without it the fetch stage asks the
+		// pull request for its base.
+		if ev.BaseSHA, err = commitSHA("pull_request.base.sha", pr.Base.SHA); err != nil {
+			return Event{}, err
+		}
 	}
 	logins := make([]*string, 0, len(pr.RequestedReviewers))
 	for _, rr := range pr.RequestedReviewers {

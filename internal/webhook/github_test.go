@@ -82,6 +82,7 @@ func TestGitHubOpenedRealPayload(t *testing.T) {
 		Repo:        "Codertocat/Hello-World",
 		Number:      2,
 		HeadSHA:     "ec26c3e57ca3a959ca5aad62de7213c562f8c821",
+		BaseSHA:     "f95f852bd8fca8fcc58a9a2d6c842781e32a215e",
 		Reviewers:   []string{"octocat"},
 		KeyUnsigned: true, // the key is a header the signature (token) does not cover
 	}
@@ -220,6 +221,9 @@ func TestGitHubFieldErrors(t *testing.T) {
 		{"head sha short", ghEdit(t, "pull_request.opened.json", func(m map[string]any) {
 			ghPR(m)["head"].(map[string]any)["sha"] = "ec26c3e"
 		}), nil, "pull_request.head.sha"},
+		{"base sha not a commit", ghEdit(t, "pull_request.opened.json", func(m map[string]any) {
+			ghPR(m)["base"].(map[string]any)["sha"] = "main"
+		}), nil, "pull_request.base.sha"},
 		{"repository missing", ghEdit(t, "pull_request.opened.json", func(m map[string]any) { delete(m, "repository") }), nil, "repository"},
 		{"repository name odd", ghEdit(t, "pull_request.opened.json", func(m map[string]any) {
 			m["repository"].(map[string]any)["full_name"] = "a b/c"

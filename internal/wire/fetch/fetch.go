@@ -39,6 +39,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		Source: Sources(cfg, b.Now),
 		// A requested team mails at most this many members (R-REVIEWERS-6).
 		MaxTeamMembers: cfg.Budgets.MaxTeamMembers,
+		// Files the deployment calls generated need no read of their base
+		// (R-CRITIC-7).
+		GeneratedPaths: cfg.GeneratedPaths,
 	}
 	seed, err := Directory(cfg)
 	if err != nil {
@@ -52,11 +55,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	rosters := store.NewRosters(b.DynamoDB, cfg.JobsTable, b.Now)
 	rosters.Retention = cfg.Retention
 	f.Rosters = rosters
-	// A fetch message needs at least one source request's time, and the
-	// repository's settings file's (R-STAGE-9, R-REPO-1).
-	o.Runner = append([]stage.Option{stage.WithMessageTime(source.RequestTimeout + source.FileRequestTimeout)}, o.Runner...)
+	// A fetch message needs at least one source request's time, the
+	// repository's settings file's, and the reads of files' base versions
+	// (R-STAGE-9, R-REPO-1, R-CRITIC-7).
+	o.Runner = append([]stage.Option{stage.WithMessageTime(MessageTime)}, o.Runner...)
 	return b.Runner(job.StageFetch, f.Handle, o)
 }
+
+// MessageTime is how long one fetch message may take (R-STAGE-9): a
+// source request's timeout for the diff and reviewers, one for the
+// repository's settings file, and one that bounds every read of files'
+// base versions together.
+const MessageTime = source.RequestTimeout + 2*source.FileRequestTimeout
 
 // Directory parses the reviewer directory's seed
 // (CRITICIZER_REVIEWER_DIRECTORY); nil when none is configured. An error

@@ -37,7 +37,7 @@ func TestGitHub_AppConfiguredFetchesWithAnInstallationToken(t *testing.T) {
 		case "/app/installations/42/access_tokens":
 			w.WriteHeader(http.StatusCreated)
 			w.Write([]byte(`{"token":"ghs_installation","expires_at":"2099-01-01T00:00:00Z"}`))
-		case "/repos/o/r/pulls/1":
+		case "/repos/o/r/compare/b...h":
 			w.Write([]byte("diff --git a/x b/x\n"))
 		case "/repos/o/r/pulls/1/requested_reviewers":
 			w.Write([]byte(`{"users":[],"teams":[]}`))
@@ -48,7 +48,7 @@ func TestGitHub_AppConfiguredFetchesWithAnInstallationToken(t *testing.T) {
 		}
 	}))
 	defer api.Close()
-	ref := source.Ref{Source: "github", Repo: "o/r", Number: 1}
+	ref := source.Ref{Source: "github", Repo: "o/r", Number: 1, BaseSHA: "b", HeadSHA: "h"}
 	run := func(gh config.GitHubConfig) map[string]string {
 		t.Helper()
 		mu.Lock()
@@ -64,7 +64,7 @@ func TestGitHub_AppConfiguredFetchesWithAnInstallationToken(t *testing.T) {
 	}
 
 	got := run(config.GitHubConfig{Token: "ghp_static"})
-	if got["GET /repos/o/r/pulls/1"] != "Bearer ghp_static" || len(got) != 3 {
+	if got["GET /repos/o/r/compare/b...h"] != "Bearer ghp_static" || len(got) != 3 {
 		t.Fatalf("static token: %v", got)
 	}
 	key := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
@@ -72,7 +72,7 @@ func TestGitHub_AppConfiguredFetchesWithAnInstallationToken(t *testing.T) {
 	if !strings.HasPrefix(got["POST /app/installations/42/access_tokens"], "Bearer ey") {
 		t.Fatalf("the token was not minted with the App's JWT: %v", got)
 	}
-	for _, p := range []string{"GET /repos/o/r/pulls/1", "GET /repos/o/r/pulls/1/requested_reviewers", "GET /repos/o/r/pulls/1/reviews"} {
+	for _, p := range []string{"GET /repos/o/r/compare/b...h", "GET /repos/o/r/pulls/1/requested_reviewers", "GET /repos/o/r/pulls/1/reviews"} {
 		if got[p] != "Bearer ghs_installation" {
 			t.Errorf("%s sent with %q, want the installation token", p, got[p])
 		}

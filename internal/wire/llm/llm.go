@@ -46,6 +46,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		Critic: c,
 		// A burst of versions is mailed once, about the latest (R-QUIET-3).
 		Collapse: cfg.Quiet.CollapseWindow,
+		// Generated files are the deployment's word or the base's, never
+		// the change's (R-CRITIC-7).
+		GeneratedPaths: cfg.GeneratedPaths,
 	}
 	if cfg.Critic == config.CriticBedrock || cfg.Critic == config.CriticOpenAI {
 		// A model costs per run: no run nobody reads, none past the
