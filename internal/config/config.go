@@ -80,6 +80,14 @@ type Config struct {
 	// an empty reading of the feedback queue speaks for messages older
 	// than this (internal/drain).
 	EvidenceCounterLag time.Duration
+	// UncertainSend is what a send whose answer was lost does once the
+	// evidence path caught up past it with no event naming it
+	// (CRITICIZER_UNCERTAIN_SEND, R-EVIDENCE-9).
+	UncertainSend delivery.UncertainSend
+	// SweepEvery is the sweeper's schedule (CRITICIZER_SWEEP_EVERY):
+	// readings of the feedback queue further apart than twice this do not
+	// make one run of clear readings (internal/drain).
+	SweepEvery time.Duration
 	// FeedbackQueueURL and FeedbackDLQURL are the feedback queue and its
 	// DLQ, whose counters the sweeper reads (internal/drain).
 	FeedbackQueueURL, FeedbackDLQURL string
