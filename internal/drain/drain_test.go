@@ -16,7 +16,10 @@ type queues struct {
 }
 
 func (q *queues) Counts(_ context.Context, url string) (drain.Counts, error) {
-	n := q.script[len(q.read)]
+	var n drain.Counts // past the script: empty
+	if len(q.read) < len(q.script) {
+		n = q.script[len(q.read)]
+	}
 	q.read = append(q.read, url)
 	return n, nil
 }
@@ -66,5 +69,77 @@ func TestCheck_MovesOnlyWhenEverythingIsEmpty(t *testing.T) {
 	}
 	if _, err := (&drain.Checker{Counter: &queues{}, Queue: "fb"}).Check(context.Background()); err == nil {
 		t.Error("no DLQ configured: want an error, not a drain time")
+	}
+}
+
+// Steady traffic is not a backlog: with a message always in flight in
+// some feedback invocation the queue never reads empty, yet a run of clear
+// readings (nothing visible or delayed, the DLQ empty), each at most Gap
+// after the last, that lasts longer than the Horizon moves the drain time
+// to the reading less the Horizon: a message older than that has been
+// received and deleted, or it would have been seen visible, or be in the
+// DLQ. A visible backlog, a dead letter or a missed reading start the run
+// again; a queue that does not tell its settings never counts a run.
+// Rules: R-EVIDENCE-2.
+func TestCheck_SteadyTrafficIsNotABacklog(t *testing.T) {
+	t0 := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	const vt, rc, gap, lag = 61 * time.Second, 10, 2 * time.Minute, 2 * time.Minute
+	busy := drain.Counts{InFlight: 3, VisibilityTimeout: vt, MaxReceiveCount: rc}
+	type reading struct {
+		at   time.Duration // after t0
+		main drain.Counts
+		dlq  drain.Counts
+	}
+	steady := func(from, to time.Duration) []reading {
+		var rs []reading
+		for at := from; at <= to; at += time.Minute {
+			rs = append(rs, reading{at: at, main: busy})
+		}
+		return rs
+	}
+	horizon := time.Duration(rc+1)*(gap+lag) + rc*vt // 54m10s
+	cases := []struct {
+		name     string
+		readings []reading
+		want     time.Duration // drain time after t0; -1: none
+	}{
+		{"steady traffic past the horizon", steady(0, 56*time.Minute), 56*time.Minute - horizon},
+		{"steady traffic, not yet the horizon", steady(0, 54*time.Minute), -1},
+		{"a backlog (visible) ends the run", append(append(steady(0, 30*time.Minute),
+			reading{at: 31 * time.Minute, main: drain.Counts{Visible: 40, InFlight: 10, VisibilityTimeout: vt, MaxReceiveCount: rc}}),
+			steady(32*time.Minute, 56*time.Minute)...), -1},
+		{"a dead letter ends the run", append(append(steady(0, 30*time.Minute),
+			reading{at: 31 * time.Minute, main: busy, dlq: drain.Counts{Visible: 1}}), steady(32*time.Minute, 56*time.Minute)...), -1},
+		{"a missed reading starts the run again", append(steady(0, 20*time.Minute), steady(25*time.Minute, 60*time.Minute)...), -1},
+		{"a queue that does not tell its settings", func() []reading {
+			rs := steady(0, 90*time.Minute)
+			for i := range rs {
+				rs[i].main = drain.Counts{InFlight: 3}
+			}
+			return rs
+		}(), -1},
+		{"an empty reading still counts at once", []reading{{at: 0, main: busy}, {at: 3 * time.Minute}}, 3*time.Minute - lag},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ev := memstore.NewEvidence(nil)
+			var now time.Time
+			for _, r := range c.readings {
+				now = t0.Add(r.at)
+				q := &queues{script: []drain.Counts{r.main, r.dlq, r.main}}
+				chk := &drain.Checker{Counter: q, Queue: "fb", DLQ: "fb-dlq", Lag: lag, Gap: gap, Evidence: ev, Set: "set",
+					Now: func() time.Time { return now }}
+				if _, err := chk.Check(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, _ := ev.State(context.Background(), "set")
+			switch {
+			case c.want < 0 && !st.Drained.IsZero():
+				t.Errorf("drain time moved to t0+%s", st.Drained.Sub(t0))
+			case c.want >= 0 && !st.Drained.Equal(t0.Add(c.want)):
+				t.Errorf("drain time %v, want t0+%s", st.Drained, c.want)
+			}
+		})
 	}
 }

@@ -73,6 +73,28 @@ func (e *Evidence) Drain(_ context.Context, set string, at time.Time) error {
 	return nil
 }
 
+// Observe implements store.EvidencePath.
+func (e *Evidence) Observe(_ context.Context, set string, at time.Time, clear bool, gap time.Duration) (time.Time, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st, at := e.state(set), at.UTC()
+	if !clear {
+		st.ClearSince = time.Time{}
+		if at.After(st.ReadAt) {
+			st.ReadAt = at
+		}
+		return time.Time{}, nil
+	}
+	if !at.After(st.ReadAt) {
+		return st.ClearSince, nil
+	}
+	if st.ClearSince.IsZero() || st.ReadAt.IsZero() || at.Sub(st.ReadAt) > gap {
+		st.ClearSince = at
+	}
+	st.ReadAt = at
+	return st.ClearSince, nil
+}
+
 // ForgetProbe clears the record of the last probe.
 func (e *Evidence) ForgetProbe(_ context.Context, set string) error {
 	e.mu.Lock()

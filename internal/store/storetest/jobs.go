@@ -243,4 +243,39 @@ func EvidencePath(t *testing.T, open EvidenceOpener) {
 			t.Fatal("a probe although the newest event is past need")
 		}
 	})
+
+	// A run of clear readings of the feedback queue begins at its first
+	// clear reading, goes on while readings come at most gap apart, and
+	// ends at any reading that is not clear; an older reading adds
+	// nothing.
+	// Rules: R-EVIDENCE-2.
+	t.Run("Evidence_RunOfClearReadings", func(t *testing.T) {
+		t0 := time.Now().UTC().Truncate(time.Millisecond)
+		e := open(t, func() time.Time { return t0 })
+		ctx := context.Background()
+		const gap = 2 * time.Minute
+		observe := func(at time.Time, clear bool, want time.Time) {
+			t.Helper()
+			got, err := e.Observe(ctx, "set", at, clear, gap)
+			if err != nil || !got.Equal(want) {
+				t.Fatalf("Observe(%v, clear %v) = %v, %v; want %v", at.Sub(t0), clear, got.Sub(t0), err, want.Sub(t0))
+			}
+		}
+		m := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Minute) }
+		observe(m(0), true, m(0))
+		observe(m(1), true, m(0))
+		observe(m(3), true, m(0))
+		observe(m(2), true, m(0)) // older than the last: nothing added
+		observe(m(6), true, m(6)) // more than gap after the last: a new run
+		observe(m(7), false, time.Time{})
+		observe(m(8), true, m(8))
+		observe(m(5), false, time.Time{}) // a late reading that was not clear still ends the run
+		observe(m(9), true, m(9))
+		if st, err := e.State(ctx, "set"); err != nil || !st.ClearSince.Equal(m(9)) || !st.ReadAt.Equal(m(9)) {
+			t.Fatalf("state %+v %v", st, err)
+		}
+		if got, _ := e.Observe(ctx, "other-set", m(9), true, gap); !got.Equal(m(9)) {
+			t.Fatal("configuration sets share a run")
+		}
+	})
 }
