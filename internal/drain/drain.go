@@ -38,31 +38,37 @@
 // it: a message in flight becomes visible again or is deleted within the
 // queue's visibility timeout (nothing here extends it), and each receive
 // counts, so after maxReceiveCount receives it is in the DLQ. A visible
-// message is counted; a reading sees it unless it stays visible for less
-// than the readings' spacing plus Lag. So, over a run of clear readings —
-// no visible or delayed message in the queue, nothing in its DLQ, each at
-// most Gap after the last — a message that is still unprocessed and not
-// dead-lettered has spent the run alternating short visible spells (each
-// under Gap+Lag) and receives (each at most the visibility timeout), at
-// most maxReceiveCount of them. Once the run is longer than that,
+// message is counted, and a reading sees it unless it stays visible for
+// less than the readings' spacing plus Lag. So readings are kept in runs
+// (store.Evidence.Observe): a run of clear readings — no visible or
+// delayed message in the queue, nothing in its DLQ — made on the
+// sweeper's schedule (Every), each at most 2·Every after the last. One
+// reading that is not clear is tolerated (the message it saw may be
+// seconds old); such readings for Every or longer, or a missed reading,
+// end the run, and so does anything in the DLQ. Over a run, a message that
+// is still unprocessed and not dead-lettered has spent it alternating
+// visible spells of less than 3·Every+Lag each and receives of at most
+// the visibility timeout, at most maxReceiveCount of them. Once the run is
+// longer than that,
 //
-//	Horizon = (maxReceiveCount+1)·(Gap+Lag) + maxReceiveCount·VisibilityTimeout,
+//	Horizon = (maxReceiveCount+1)·(3·Every+Lag) + maxReceiveCount·VisibilityTimeout,
 //
-// every message older than now−Horizon has been processed (or sits in
-// the DLQ, which the run rules out): the drain time moves to now−Horizon.
-// With the deployed settings (10 receives, a 61 s visibility timeout, a
-// reading every minute, Gap two minutes, Lag two minutes) that is about
-// 54 minutes: under steady traffic a send whose answer was lost is
-// resent after about an hour instead of never. A backlog (a visible
-// count that does not clear) and a failing event (it ends in the DLQ)
-// keep ending the run; a message quarantined by the feedback function
-// (R-EVIDENCE-10) is no longer in either.
+// every message older than now−Horizon has been processed: the drain time
+// moves to now−Horizon. With the deployed settings (10 receives, a 61 s
+// visibility timeout, a reading every minute, Lag two minutes) that is
+// about 65 minutes: under steady traffic a send whose answer was lost is
+// resent after about an hour and ten minutes instead of never. A backlog
+// (a visible count that persists), a failing event (it ends in the DLQ)
+// and a sweeper that stops keep ending the run; a record quarantined by
+// the feedback function (R-EVIDENCE-10) is no longer in either queue.
 package drain
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/criticizer/criticizer/internal/store"
 )
 
 // Counts are a queue's GetQueueAttributes counters:
@@ -92,7 +98,7 @@ type Counter interface {
 // (store.Evidence's Drain and Observe).
 type Recorder interface {
 	Drain(ctx context.Context, set string, at time.Time) error
-	Observe(ctx context.Context, set string, at time.Time, clear bool, gap time.Duration) (time.Time, error)
+	Observe(ctx context.Context, set string, at time.Time, r store.Reading, every time.Duration) (time.Time, error)
 }
 
 // Checker reads the feedback queue and its DLQ and records the drain
@@ -104,10 +110,10 @@ type Checker struct {
 	Queue, DLQ string
 	// Lag is how stale an empty reading may be (see the package comment).
 	Lag time.Duration
-	// Gap is the longest two consecutive readings of one run of clear
-	// readings may be apart (twice the sweeper's schedule); zero: only an
-	// empty reading moves the drain time.
-	Gap      time.Duration
+	// Every is the sweeper's schedule (CRITICIZER_SWEEP_EVERY), which the
+	// runs of clear readings are kept by; zero: only an empty reading
+	// moves the drain time.
+	Every    time.Duration
 	Evidence Recorder
 	// Set is the SES configuration set whose events the queue carries.
 	Set string
@@ -139,10 +145,17 @@ func (c *Checker) Check(ctx context.Context) (bool, error) {
 	}
 	empty := read[0].Empty() && read[1].Empty() && read[2].Empty()
 	clear := read[0].clear() && read[1].Empty() && read[2].clear()
+	r := store.ReadingClear
+	switch {
+	case !read[1].Empty():
+		r = store.ReadingDeadLettered
+	case !clear:
+		r = store.ReadingVisible
+	}
 	var since time.Time
-	if c.Gap > 0 {
+	if c.Every > 0 {
 		var err error
-		if since, err = c.Evidence.Observe(ctx, c.Set, at, clear, c.Gap); err != nil {
+		if since, err = c.Evidence.Observe(ctx, c.Set, at, r, c.Every); err != nil {
 			// The run is only for the steady-traffic case; an empty
 			// reading still counts.
 			since = time.Time{}
@@ -160,11 +173,11 @@ func (c *Checker) Check(ctx context.Context) (bool, error) {
 // Horizon is how long a message can stay unprocessed in the queue q
 // without a reading of a run of clear readings seeing it (see the package
 // comment); zero when q does not tell its visibility timeout or its
-// maxReceiveCount, or Gap is zero: then only an empty reading counts.
+// maxReceiveCount, or Every is zero: then only an empty reading counts.
 func (c *Checker) Horizon(q Counts) time.Duration {
-	if c.Gap <= 0 || q.VisibilityTimeout <= 0 || q.MaxReceiveCount <= 0 {
+	if c.Every <= 0 || q.VisibilityTimeout <= 0 || q.MaxReceiveCount <= 0 {
 		return 0
 	}
 	n := time.Duration(q.MaxReceiveCount)
-	return (n+1)*(c.Gap+c.Lag) + n*q.VisibilityTimeout
+	return (n+1)*(3*c.Every+c.Lag) + n*q.VisibilityTimeout
 }

@@ -74,17 +74,19 @@ func TestCheck_MovesOnlyWhenEverythingIsEmpty(t *testing.T) {
 
 // Steady traffic is not a backlog: with a message always in flight in
 // some feedback invocation the queue never reads empty, yet a run of clear
-// readings (nothing visible or delayed, the DLQ empty), each at most Gap
-// after the last, that lasts longer than the Horizon moves the drain time
-// to the reading less the Horizon: a message older than that has been
-// received and deleted, or it would have been seen visible, or be in the
-// DLQ. A visible backlog, a dead letter or a missed reading start the run
-// again; a queue that does not tell its settings never counts a run.
+// readings (nothing visible or delayed, the DLQ empty) on the schedule,
+// longer than the Horizon, moves the drain time to the reading less the
+// Horizon: a message older than that has been received and deleted, or it
+// would have been seen visible, or be in the DLQ. One visible reading
+// alone is tolerated; a backlog that stays visible, a dead letter or a
+// missed reading start the run again; a queue that does not tell its
+// settings never counts a run.
 // Rules: R-EVIDENCE-2.
 func TestCheck_SteadyTrafficIsNotABacklog(t *testing.T) {
 	t0 := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
-	const vt, rc, gap, lag = 61 * time.Second, 10, 2 * time.Minute, 2 * time.Minute
+	const vt, rc, every, lag = 61 * time.Second, 10, time.Minute, 2 * time.Minute
 	busy := drain.Counts{InFlight: 3, VisibilityTimeout: vt, MaxReceiveCount: rc}
+	seen := drain.Counts{Visible: 1, InFlight: 3, VisibilityTimeout: vt, MaxReceiveCount: rc}
 	type reading struct {
 		at   time.Duration // after t0
 		main drain.Counts
@@ -92,25 +94,33 @@ func TestCheck_SteadyTrafficIsNotABacklog(t *testing.T) {
 	}
 	steady := func(from, to time.Duration) []reading {
 		var rs []reading
-		for at := from; at <= to; at += time.Minute {
+		for at := from; at <= to; at += every {
 			rs = append(rs, reading{at: at, main: busy})
 		}
 		return rs
 	}
-	horizon := time.Duration(rc+1)*(gap+lag) + rc*vt // 54m10s
+	join := func(parts ...[]reading) []reading {
+		var rs []reading
+		for _, p := range parts {
+			rs = append(rs, p...)
+		}
+		return rs
+	}
+	horizon := time.Duration(rc+1)*(3*every+lag) + rc*vt // 65m10s
 	cases := []struct {
 		name     string
 		readings []reading
 		want     time.Duration // drain time after t0; -1: none
 	}{
-		{"steady traffic past the horizon", steady(0, 56*time.Minute), 56*time.Minute - horizon},
-		{"steady traffic, not yet the horizon", steady(0, 54*time.Minute), -1},
-		{"a backlog (visible) ends the run", append(append(steady(0, 30*time.Minute),
-			reading{at: 31 * time.Minute, main: drain.Counts{Visible: 40, InFlight: 10, VisibilityTimeout: vt, MaxReceiveCount: rc}}),
-			steady(32*time.Minute, 56*time.Minute)...), -1},
-		{"a dead letter ends the run", append(append(steady(0, 30*time.Minute),
-			reading{at: 31 * time.Minute, main: busy, dlq: drain.Counts{Visible: 1}}), steady(32*time.Minute, 56*time.Minute)...), -1},
-		{"a missed reading starts the run again", append(steady(0, 20*time.Minute), steady(25*time.Minute, 60*time.Minute)...), -1},
+		{"steady traffic past the horizon", steady(0, 66*time.Minute), 66*time.Minute - horizon},
+		{"steady traffic, not yet the horizon", steady(0, 65*time.Minute), -1},
+		{"one visible reading is tolerated", join(steady(0, 30*time.Minute), []reading{{at: 31 * time.Minute, main: seen}},
+			steady(32*time.Minute, 66*time.Minute)), 66*time.Minute - horizon},
+		{"a backlog that stays visible ends the run", join(steady(0, 30*time.Minute),
+			[]reading{{at: 31 * time.Minute, main: seen}, {at: 32 * time.Minute, main: seen}}, steady(33*time.Minute, 66*time.Minute)), -1},
+		{"a dead letter ends the run", join(steady(0, 30*time.Minute),
+			[]reading{{at: 31 * time.Minute, main: busy, dlq: drain.Counts{Visible: 1}}}, steady(32*time.Minute, 66*time.Minute)), -1},
+		{"a missed reading starts the run again", join(steady(0, 20*time.Minute), steady(23*time.Minute, 70*time.Minute)), -1},
 		{"a queue that does not tell its settings", func() []reading {
 			rs := steady(0, 90*time.Minute)
 			for i := range rs {
@@ -127,7 +137,7 @@ func TestCheck_SteadyTrafficIsNotABacklog(t *testing.T) {
 			for _, r := range c.readings {
 				now = t0.Add(r.at)
 				q := &queues{script: []drain.Counts{r.main, r.dlq, r.main}}
-				chk := &drain.Checker{Counter: q, Queue: "fb", DLQ: "fb-dlq", Lag: lag, Gap: gap, Evidence: ev, Set: "set",
+				chk := &drain.Checker{Counter: q, Queue: "fb", DLQ: "fb-dlq", Lag: lag, Every: every, Evidence: ev, Set: "set",
 					Now: func() time.Time { return now }}
 				if _, err := chk.Check(context.Background()); err != nil {
 					t.Fatal(err)

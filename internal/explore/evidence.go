@@ -37,8 +37,8 @@ func (e evidencePath) ForgetProbe(ctx context.Context, set string) error {
 	return err
 }
 
-func (e evidencePath) Observe(ctx context.Context, set string, at time.Time, clear bool, gap time.Duration) (time.Time, error) {
-	return call(e.w, ctx, wr("evidence.Observe", set), func() (time.Time, error) { return e.s.Observe(ctx, set, at, clear, gap) })
+func (e evidencePath) Observe(ctx context.Context, set string, at time.Time, r store.Reading, every time.Duration) (time.Time, error) {
+	return call(e.w, ctx, wr("evidence.Observe", set), func() (time.Time, error) { return e.s.Observe(ctx, set, at, r, every) })
 }
 
 // evidenceState is the evidence path as the notifier and the sweeper read

@@ -74,24 +74,12 @@ func (e *Evidence) Drain(_ context.Context, set string, at time.Time) error {
 }
 
 // Observe implements store.EvidencePath.
-func (e *Evidence) Observe(_ context.Context, set string, at time.Time, clear bool, gap time.Duration) (time.Time, error) {
+func (e *Evidence) Observe(_ context.Context, set string, at time.Time, r store.Reading, every time.Duration) (time.Time, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	st, at := e.state(set), at.UTC()
-	if !clear {
-		st.ClearSince = time.Time{}
-		if at.After(st.ReadAt) {
-			st.ReadAt = at
-		}
-		return time.Time{}, nil
-	}
-	if !at.After(st.ReadAt) {
-		return st.ClearSince, nil
-	}
-	if st.ClearSince.IsZero() || st.ReadAt.IsZero() || at.Sub(st.ReadAt) > gap {
-		st.ClearSince = at
-	}
-	st.ReadAt = at
+	st := e.state(set)
+	next := store.NextRun(store.RunState{ClearSince: st.ClearSince, DirtySince: st.DirtySince, ReadAt: st.ReadAt}, at, r, every)
+	st.ClearSince, st.DirtySince, st.ReadAt = next.ClearSince, next.DirtySince, next.ReadAt
 	return st.ClearSince, nil
 }
 
