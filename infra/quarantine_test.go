@@ -62,15 +62,16 @@ func TestUncertainSend_Context(t *testing.T) {
 
 // The EvidenceLag alarm is set at the documented bound on a send's wait
 // (docs/operations.md): the publish bound, the drain rule's horizon with
-// the deployed queue settings, and two sweeps.
+// the deployed queue settings, two sweeps and notify's longest wait
+// between looks (a minute).
 // Rules: R-RECON-3.
 func TestEvidenceLagAlarm_IsTheDocumentedBound(t *testing.T) {
 	margin, _ := time.ParseDuration(EvidenceMargin)
 	lag, _ := time.ParseDuration(CounterLag)
 	every := time.Duration(SweepEveryMinutes) * time.Minute
 	vt := time.Duration(VisibilityFactor*FeedbackTimeoutSeconds+BatchWindowSeconds) * time.Second
-	horizon := (MaxReceiveCount+1)*(2*every+lag) + MaxReceiveCount*vt
-	if want := margin + horizon + 2*every; time.Duration(EvidenceLagAlarmSeconds)*time.Second != want {
+	horizon := (MaxReceiveCount+1)*(3*every+lag) + MaxReceiveCount*vt
+	if want := margin + horizon + 2*every + time.Minute; time.Duration(EvidenceLagAlarmSeconds)*time.Second != want || EvidenceLagAlarmSeconds != 4390 {
 		t.Errorf("EvidenceLagAlarmSeconds %d, want %s", EvidenceLagAlarmSeconds, want)
 	}
 	i := slices.IndexFunc(functionSpecs, func(f fnSpec) bool { return f.Name == FnFeedback })
