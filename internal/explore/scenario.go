@@ -59,6 +59,9 @@ type Scenario struct {
 	// latest version, and every version has the same diff.
 	Quiet bool
 
+	// The evidence path's own options (policy.go).
+	Evidence EvidenceOptions
+
 	// Timing of the protocol and of the world.
 	Config Config
 	// ConfigurationSet is the SES configuration set's name.
@@ -138,7 +141,7 @@ func (s Scenario) withDefaults() Scenario {
 // (the bug it found took 8).
 func Scenarios() []Scenario {
 	one := []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}}}
-	return []Scenario{
+	return append([]Scenario{
 		{Name: "send-faults", Jobs: one, MaxFaults: 1, MaxTicks: 3, MaxSweeps: 1, MaxDepth: 26},
 		{Name: "lost-answer-two-reviews", Jobs: []JobSpec{
 			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
@@ -168,7 +171,7 @@ func Scenarios() []Scenario {
 		{Name: "duplicate-webhooks", Jobs: []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"},
 			Posts: []string{"k1", "k1", "k2"}}},
 			MaxFaults: 1, SendFaults: []Outcome{}, Kills: true, KillOnly: []string{"intake"}, MaxTicks: 1, MaxSweeps: 1, MaxDepth: 9},
-	}
+	}, policyScenarios()...)
 }
 
 // Deep returns the scenario with the bounds of `make explore`: DeepDepth,
