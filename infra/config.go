@@ -56,6 +56,12 @@ const (
 	// (CRITICIZER_ALLOWED_RECIPIENT_DOMAINS, comma-separated, exact; unset:
 	// every domain), given to intake (a rerun's dry run) and notify.
 	CtxAllowedRecipientDomains = "allowedRecipientDomains"
+	// CtxUncertainSend is what a send whose answer was lost does once the
+	// evidence path caught up past it with no SES event naming it
+	// (CRITICIZER_UNCERTAIN_SEND, R-EVIDENCE-9): resend (default; the
+	// email may come twice, alarmed) or hold (never resent without
+	// evidence; it waits for its events or an operator).
+	CtxUncertainSend = "uncertainSend"
 )
 
 // MaxAllowedRecipientDomains is config.MaxAllowedRecipientDomainsBytes:
@@ -83,6 +89,8 @@ type Config struct {
 	ReviewInstructions, ReviewInstructionsByRepo, LLMMaxFindings string
 	// AllowedRecipientDomains, passed to intake and notify only when set.
 	AllowedRecipientDomains string
+	// UncertainSend is notify's CRITICIZER_UNCERTAIN_SEND: resend or hold.
+	UncertainSend string
 }
 
 // ConfigFromContext reads the app's context with defaults.
@@ -94,14 +102,18 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 		return def
 	}
 	c := Config{
-		AssetDir:    get(CtxAssetDir, filepath.Join("..", "build")),
-		MailFrom:    get(CtxMailFrom, DefaultMailFrom),
-		LogLevel:    get(CtxLogLevel, "info"),
-		AlarmEmail:  get(CtxAlarmEmail, ""),
-		Critic:      get(CtxCritic, "offline"),
-		CriticModel: get(CtxCriticModel, ""),
-		OpenAIBase:  get(CtxOpenAIBaseURL, ""),
-		MaxSendRate: get(CtxMaxSendRate, DefaultMaxSendRate),
+		AssetDir:      get(CtxAssetDir, filepath.Join("..", "build")),
+		MailFrom:      get(CtxMailFrom, DefaultMailFrom),
+		LogLevel:      get(CtxLogLevel, "info"),
+		AlarmEmail:    get(CtxAlarmEmail, ""),
+		Critic:        get(CtxCritic, "offline"),
+		CriticModel:   get(CtxCriticModel, ""),
+		OpenAIBase:    get(CtxOpenAIBaseURL, ""),
+		MaxSendRate:   get(CtxMaxSendRate, DefaultMaxSendRate),
+		UncertainSend: get(CtxUncertainSend, "resend"),
+	}
+	if c.UncertainSend != "resend" && c.UncertainSend != "hold" {
+		return Config{}, fmt.Errorf("context %s=%q: want resend or hold", CtxUncertainSend, c.UncertainSend)
 	}
 	if n, err := strconv.Atoi(c.MaxSendRate); err != nil || n < 0 {
 		return Config{}, fmt.Errorf("context %s=%q: want a whole number of emails per second (0: no limit)", CtxMaxSendRate, c.MaxSendRate)

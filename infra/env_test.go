@@ -45,6 +45,8 @@ var wantEnv = map[string]map[string]string{
 		"CRITICIZER_NOTIFY_QUEUE_URL": "NotifyQueue", "CRITICIZER_NOTIFY_DLQ_URL": "NotifyDLQ",
 		"CRITICIZER_MAIL_FROM": "", "CRITICIZER_SES_CONFIGURATION_SET": IDConfigurationSet,
 		"CRITICIZER_DELIVERY_LEASE": "", "CRITICIZER_EVIDENCE_MARGIN": "", "CRITICIZER_MAX_SEND_RATE": "", "LOG_LEVEL": "",
+		// What a send whose answer was lost does past the bound (R-EVIDENCE-9).
+		"CRITICIZER_UNCERTAIN_SEND": "",
 		// Unsubscribe links: signed with the shared key, under the API's URL.
 		"CRITICIZER_SECRETS_ARN": IDUnsubscribeSecret, "CRITICIZER_PUBLIC_URL": IDHTTPAPI,
 		"CRITICIZER_MAX_RECEIVE_COUNT": "",
@@ -55,6 +57,8 @@ var wantEnv = map[string]map[string]string{
 		// bounce).
 		"CRITICIZER_DELIVERIES_TABLE": IDDeliveriesTable, "CRITICIZER_JOBS_TABLE": IDJobsTable,
 		"CRITICIZER_NOTIFY_QUEUE_URL": "NotifyQueue", "LOG_LEVEL": "",
+		// Where a record that can never be evidence is quarantined.
+		"CRITICIZER_PAYLOAD_BUCKET": IDPayloadBucket,
 		// The publish bound each Send event is measured against.
 		"CRITICIZER_EVIDENCE_MARGIN": "",
 	},
@@ -64,7 +68,9 @@ var wantEnv = map[string]map[string]string{
 		"CRITICIZER_NOTIFY_QUEUE_URL":  "NotifyQueue",
 		"CRITICIZER_SWEEP_STUCK_AFTER": "", "CRITICIZER_EVIDENCE_WINDOW": "", "LOG_LEVEL": "",
 		"CRITICIZER_EVIDENCE_MARGIN": "", "CRITICIZER_SES_CONFIGURATION_SET": IDConfigurationSet,
-		// The drain check's queues and the counters' lag (internal/drain).
+		// The drain check's queues, the counters' lag and the schedule
+		// (internal/drain).
+		"CRITICIZER_SWEEP_EVERY":        "",
 		"CRITICIZER_FEEDBACK_QUEUE_URL": "FeedbackQueue", "CRITICIZER_FEEDBACK_DLQ_URL": "FeedbackDLQ",
 		"CRITICIZER_EVIDENCE_COUNTER_LAG": "",
 	},
@@ -105,7 +111,7 @@ func TestEnvironment(t *testing.T) {
 func TestNoSecretInEnvironment(t *testing.T) {
 	s := synth(t)
 	literals := map[string]bool{"info": true, "offline": true, testMailFrom: true, IdempotencyTTL: true, DeliveryLease: true,
-		SweepStuckAfter: true, EvidenceWindow: true, DefaultMaxSendRate: true, ModelTimeout: true, strconv.Itoa(MaxReceiveCount): true}
+		SweepStuckAfter: true, EvidenceWindow: true, SweepEvery: true, "resend": true, DefaultMaxSendRate: true, ModelTimeout: true, strconv.Itoa(MaxReceiveCount): true}
 	for _, f := range functionSpecs {
 		for name, v := range s.env(t, f.Name) {
 			r := render(v)

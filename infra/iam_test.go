@@ -87,10 +87,13 @@ type access struct {
 	items []string
 	// batch are tables it may BatchGetItem on keyed items only (fetch:
 	// the directory's DIR# entries).
-	batch    []string
-	s3       []string // object actions on diffs/*
-	secrets  []string // the secrets it may read, by logical id
-	sendMail bool
+	batch []string
+	s3    []string // object actions on diffs/*
+	// quarantine: s3:PutObject under quarantine/ only (feedback,
+	// R-EVIDENCE-10).
+	quarantine bool
+	secrets    []string // the secrets it may read, by logical id
+	sendMail   bool
 	// counters are queues whose counters it reads and nothing else there
 	// (the sweeper: the feedback queue and its DLQ, internal/drain).
 	counters []string
@@ -119,7 +122,7 @@ var wantAccess = map[string]access{
 	// there. A transient bounce reopens the job (a conditional UpdateItem)
 	// and enqueues it at notify: SendMessage on the notify queue only.
 	FnFeedback: {send: []string{QueueID(QNotify)}, consume: []string{QueueID(QFeedback)}, read: []string{IDDeliveriesTable},
-		write: []string{IDDeliveriesTable}, update: []string{IDJobsTable}},
+		write: []string{IDDeliveriesTable}, update: []string{IDJobsTable}, quarantine: true},
 	// The sweeper also reads the feedback queue's and its DLQ's counters
 	// (GetQueueAttributes only) to find the evidence path drained.
 	FnSweeper: {send: []string{QueueID(QFetch), QueueID(QLLM), QueueID(QNotify)}, read: []string{IDDeliveriesTable, IDJobsTable},
@@ -176,6 +179,9 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 			var s3 []string
 			for _, g := range gs {
+				if w.quarantine && g.action == "s3:PutObject" && g.resource == "${"+IDPayloadBucket+".Arn}/"+QuarantinePrefix+"*" {
+					continue
+				}
 				if strings.HasPrefix(g.action, "s3:") && g.action != "s3:ListBucket" {
 					if g.resource != "${"+IDPayloadBucket+".Arn}/diffs/*" {
 						t.Errorf("%s on %s: want only the payload bucket's diffs/*", g.action, g.resource)
@@ -205,7 +211,7 @@ func TestLeastPrivilege(t *testing.T) {
 			eq("logs:PutLogEvents on", on(gs, "logs:PutLogEvents"), []string{"${" + logs + ".Arn}"})
 
 			// Nothing on "*", and no resource outside the expected set.
-			allowed := map[string]bool{logs: true, IDPayloadBucket: len(w.s3) > 0, IDConfigurationSet: w.sendMail}
+			allowed := map[string]bool{logs: true, IDPayloadBucket: len(w.s3) > 0 || w.quarantine, IDConfigurationSet: w.sendMail}
 			for _, l := range [][]string{w.send, w.consume, w.read, w.write, w.update, w.items, w.secrets, w.counters} {
 				for _, id := range l {
 					allowed[id] = true

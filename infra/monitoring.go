@@ -18,11 +18,23 @@ const MetricsNamespace = "Criticizer"
 // Alarm thresholds.
 const (
 	OldestMessageAlarmSeconds = 15 * 60
-	// EvidenceLagAlarmSeconds: the SES evidence watermark trailing now by
-	// more than this while a delivery waits on it (R-RECON-3).
-	EvidenceLagAlarmSeconds = 15 * 60
-	BounceRateThreshold     = 0.05
-	ComplaintRateThreshold  = 0.001
+	// EvidenceLagAlarmSeconds is the documented bound on how long a send
+	// whose answer was lost waits on the evidence path (docs/operations.md,
+	// "Held deliveries"; R-RECON-3): the publish bound (5 min), the drain
+	// rule's horizon under steady traffic (internal/drain:
+	// (maxReceiveCount+1)·(3·the schedule + the counters' lag) +
+	// maxReceiveCount·the feedback queue's visibility timeout), two sweeps,
+	// and notify's longest wait between looks at a held row (the retry
+	// policy's one-minute maximum backoff). 4390 s with the deployed
+	// settings; TestEvidenceLagAlarm_IsTheDocumentedBound checks the
+	// arithmetic.
+	EvidenceLagAlarmSeconds = 5*60 + (MaxReceiveCount+1)*(3*SweepEveryMinutes*60+2*60) +
+		MaxReceiveCount*(VisibilityFactor*FeedbackTimeoutSeconds+BatchWindowSeconds) + 2*SweepEveryMinutes*60 + NotifyLookSeconds
+	// NotifyLookSeconds is notify's longest wait between two looks at a
+	// held row: retry.DefaultPolicy's Max backoff.
+	NotifyLookSeconds      = 60
+	BounceRateThreshold    = 0.05
+	ComplaintRateThreshold = 0.001
 )
 
 // insights is a CloudWatch Metrics Insights query summing one of the
@@ -135,7 +147,7 @@ func (s *Stack) monitoring() {
 			Expression: jsii.String(insightsAgg("MAX", "HeldDeliveries", "")), Period: five, Label: jsii.String("HeldDeliveries")}), 0)
 	// Missing data breaches: the sweeper emits EvidenceLag on every run, so
 	// none means the sweeper (or the metric) is broken.
-	alarmWith("EvidenceLag", fmt.Sprintf("the evidence path's drain time trails by more than %d minutes while deliveries wait on it: the feedback queue or its DLQ never reads empty (a backlog, a message failing, a dead letter to redrive), or the sweeper does not run", EvidenceLagAlarmSeconds/60),
+	alarmWith("EvidenceLag", fmt.Sprintf("a send whose answer was lost has waited on the evidence path longer than its bound (%d minutes): the feedback queue is backed up or an event fails in its DLQ, the sweeper does not run, or the hold policy waits for you (criticizer deliveries held)", EvidenceLagAlarmSeconds/60),
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression: jsii.String(insightsAgg("MAX", "EvidenceLag", "")), Period: five, Label: jsii.String("EvidenceLag")}),
 		EvidenceLagAlarmSeconds, 2, awscloudwatch.TreatMissingData_BREACHING)

@@ -28,6 +28,10 @@ var (
 	supDiffs = Suppression{Rule: "AwsSolutions-IAM5", AppliesTo: []string{"Resource::<" + IDPayloadBucket + ".Arn>/diffs/*"},
 		Reason: "Object keys are content addressed (diffs/<sha256>, internal/blob), unknown until written; access is limited to " +
 			"the diffs/ prefix of the stack's own payload bucket and to the object actions the function needs."}
+	supQuarantine = Suppression{Rule: "AwsSolutions-IAM5", AppliesTo: []string{"Resource::<" + IDPayloadBucket + ".Arn>/" + QuarantinePrefix + "*"},
+		Reason: "The feedback function copies a record that can never be an SES event under quarantine/ of the stack's own " +
+			"payload bucket before it acknowledges it (R-EVIDENCE-10); keys are content addressed (internal/blob), unknown " +
+			"until written, and the grant is s3:PutObject under that prefix only: it reads and lists nothing."}
 	supTableIndexes = Suppression{Rule: "AwsSolutions-IAM5", AppliesTo: []string{
 		"Resource::<" + IDJobsTable + ".Arn>/index/*", "Resource::<" + IDDeliveriesTable + ".Arn>/index/*"},
 		Reason: "The table grants cover the table's own sparse indexes (LiveJobs, LiveDeliveries) that the sweeper queries; " +
@@ -76,7 +80,7 @@ var supUnsubscribeKeyRotation = Suppression{Rule: "AwsSolutions-SMG4",
 		"old key as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS while old emails matter, as docs/operations.md describes."}
 
 // Suppressions lists every suppression the stack applies, for reporting.
-var Suppressions = []Suppression{supDiffs, supTableIndexes, supWebhookRoute, supJobsRoute, supHealthRoute, supUnsubscribeRoute,
+var Suppressions = []Suppression{supDiffs, supQuarantine, supTableIndexes, supWebhookRoute, supJobsRoute, supHealthRoute, supUnsubscribeRoute,
 	supVoteRoute, supSESAccount, supBucketLogs, supSecretRotation, supStageSecretRotation, supUnsubscribeKeyRotation}
 
 func (x Suppression) nag() *[]*cdknag.NagPackSuppression {
@@ -110,6 +114,9 @@ func applyNagSuppressions(s *Stack) {
 		}
 		if f.Name == FnNotify {
 			suppress(role, supSESAccount)
+		}
+		if f.Name == FnFeedback {
+			suppress(role, supQuarantine)
 		}
 	}
 	for r, c := range s.RouteConstructs {

@@ -18,7 +18,14 @@ const (
 	EnvFeedbackDLQURL   = "CRITICIZER_FEEDBACK_DLQ_URL"
 	EnvSweepStuckAfter  = "CRITICIZER_SWEEP_STUCK_AFTER"
 	EnvEvidenceWindow   = "CRITICIZER_EVIDENCE_WINDOW"
-	EnvLogLevel         = "LOG_LEVEL"
+	// EnvSweepEvery is the sweeper's schedule, for the drain rule's run of
+	// clear readings (internal/drain).
+	EnvSweepEvery = "CRITICIZER_SWEEP_EVERY"
+	// EnvUncertainSend is notify's choice for a send whose answer was lost
+	// once the evidence path caught up past it (R-EVIDENCE-9), set from
+	// context uncertainSend.
+	EnvUncertainSend = "CRITICIZER_UNCERTAIN_SEND"
+	EnvLogLevel      = "LOG_LEVEL"
 	// EnvMaxSendRate is notify's send-rate limit, emails per second across
 	// every notifier (internal/ratelimit).
 	EnvMaxSendRate = "CRITICIZER_MAX_SEND_RATE"
@@ -74,8 +81,10 @@ const (
 	IdempotencyTTL = "720h"
 	DeliveryLease  = "2m"
 	EvidenceMargin = "5m"
-	// SweepEveryMinutes is the sweeper's schedule.
+	// SweepEveryMinutes is the sweeper's schedule; SweepEvery the same
+	// for its environment.
 	SweepEveryMinutes = 1
+	SweepEvery        = "1m"
 	CounterLag        = "2m"
 	SweepStuckAfter   = "10m"
 	EvidenceWindow    = "15m"

@@ -116,6 +116,10 @@ func (s *Stack) grantFeedback(f awslambda.Function) {
 	s.Deliveries.GrantReadWriteData(f)
 	s.Jobs.Grant(f, jsii.String("dynamodb:UpdateItem"))
 	s.Queues[QNotify].GrantSendMessages(f)
+	// A record that can never be evidence is copied under the quarantine
+	// prefix, and only there (R-EVIDENCE-10).
+	f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("s3:PutObject"), Resources: &[]*string{s.Bucket.ArnForObjects(jsii.String(QuarantinePrefix + "*"))}}))
 }
 
 // grantSweeper: the sweeper reads both tables' live indexes and items,

@@ -59,7 +59,8 @@ func TestDocs_NameWhatADefaultDeployHas(t *testing.T) {
 	}
 	ctx := map[string]bool{CtxAssetDir: true, CtxMailFrom: true, CtxSESIdentity: true, CtxLogLevel: true, CtxAlarmEmail: true,
 		CtxCritic: true, CtxCriticModel: true, CtxOpenAIBaseURL: true, CtxMaxSendRate: true, CtxNotifyReserved: true,
-		CtxReviewInstructions: true, CtxReviewInstructionsByRepo: true, CtxLLMMaxFindings: true, CtxAllowedRecipientDomains: true}
+		CtxReviewInstructions: true, CtxReviewInstructionsByRepo: true, CtxLLMMaxFindings: true, CtxAllowedRecipientDomains: true,
+		CtxUncertainSend: true}
 	cited, passed := 0, 0
 	tableCtx, tableParams := map[string]bool{}, map[string]bool{}
 	for page, text := range pages {

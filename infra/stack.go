@@ -67,7 +67,7 @@ var functionSpecs = []fnSpec{
 	// died before it registered its events is seen again before the
 	// watermark can pass them (docs/architecture.md, "The remaining window";
 	// TestEvidenceMarginExceedsFeedbackVisibility).
-	{Name: FnFeedback, Memory: 128, Timeout: 10, Queue: QFeedback, Description: "SES event publishing (SNS to SQS) into delivery rows"},
+	{Name: FnFeedback, Memory: 128, Timeout: FeedbackTimeoutSeconds, Queue: QFeedback, Description: "SES event publishing (SNS to SQS) into delivery rows"},
 	{Name: FnSweeper, Memory: 256, Timeout: 120, Description: "every minute: stuck jobs, stuck sends, sends without evidence, the feedback queue drained"},
 }
 
@@ -103,8 +103,17 @@ const (
 	VisibilityFactor   = 6
 	QueueRetentionDays = 4
 	DLQRetentionDays   = 14
+	// FeedbackTimeoutSeconds is the feedback function's timeout, which
+	// sets its queue's visibility timeout and so the drain rule's horizon
+	// (EvidenceLagAlarmSeconds).
+	FeedbackTimeoutSeconds = 10
 	// Payload objects expire after this many days.
 	PayloadExpiryDays = 30
+	// QuarantinePrefix holds the feedback records that could never be
+	// evidence (internal/feedback.QuarantinePrefix), kept
+	// QuarantineExpiryDays (feedback.QuarantineExpiryDays).
+	QuarantinePrefix     = "quarantine/"
+	QuarantineExpiryDays = 14
 	// HTTP API default-stage throttling, which applies to each route on
 	// its own: every source's webhooks have their own route, so a flood of
 	// junk at one source cannot push another's deliveries into 429s.
@@ -261,6 +270,12 @@ func (s *Stack) data() {
 			Id:                                  jsii.String("expire-payloads"),
 			Expiration:                          awscdk.Duration_Days(jsii.Number(PayloadExpiryDays)),
 			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
+		}, {
+			// What the feedback function quarantined (R-EVIDENCE-10): it
+			// may hold addresses, so it goes sooner than the payloads.
+			Id:         jsii.String("expire-quarantine"),
+			Prefix:     jsii.String(QuarantinePrefix),
+			Expiration: awscdk.Duration_Days(jsii.Number(QuarantineExpiryDays)),
 		}},
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
@@ -470,7 +485,7 @@ func (s *Stack) environment(fn string) map[string]*string {
 			EnvSecretsARN, s.UnsubscribeSecret.SecretArn(),
 			EnvMailFrom, jsii.String(s.Config.MailFrom), EnvConfigurationSet, s.ConfigSet.ConfigurationSetName(),
 			EnvDeliveryLease, jsii.String(DeliveryLease), EnvEvidenceMargin, jsii.String(EvidenceMargin),
-			EnvMaxSendRate, jsii.String(s.Config.MaxSendRate))
+			EnvMaxSendRate, jsii.String(s.Config.MaxSendRate), EnvUncertainSend, jsii.String(s.Config.UncertainSend))
 	case FnFeedback:
 		// Records SES events on delivery rows; a record it cannot store is a
 		// batch item failure, and the redrive policy dead-letters it, so it
@@ -480,9 +495,11 @@ func (s *Stack) environment(fn string) map[string]*string {
 		// notify and a notify message is enqueued, hence the notify
 		// queue's URL (config.QueueEnv(job.StageNotify)).
 		// It measures each Send event against the publish bound
-		// (R-EVIDENCE-7).
+		// (R-EVIDENCE-7), and keeps a copy of a record that can never be
+		// evidence in the payload bucket before it acknowledges it
+		// (R-EVIDENCE-10).
 		set(EnvDeliveriesTable, deliveries, EnvJobsTable, jobs, QueueEnv(QNotify), qURL(QNotify),
-			EnvEvidenceMargin, jsii.String(EvidenceMargin))
+			EnvEvidenceMargin, jsii.String(EvidenceMargin), EnvPayloadBucket, bucket)
 	case FnSweeper:
 		// Re-enqueues a stuck job at its current stage (any of the three)
 		// and hands stuck sends to notify; reads the feedback queue's and
@@ -492,7 +509,8 @@ func (s *Stack) environment(fn string) map[string]*string {
 			QueueEnv(QFetch), qURL(QFetch), QueueEnv(QLLM), qURL(QLLM), QueueEnv(QNotify), qURL(QNotify),
 			EnvSweepStuckAfter, jsii.String(SweepStuckAfter), EnvEvidenceWindow, jsii.String(EvidenceWindow),
 			EnvEvidenceMargin, jsii.String(EvidenceMargin), EnvConfigurationSet, s.ConfigSet.ConfigurationSetName(),
-			EnvFeedbackQueueURL, qURL(QFeedback), EnvFeedbackDLQURL, dURL(QFeedback), EnvCounterLag, jsii.String(CounterLag))
+			EnvFeedbackQueueURL, qURL(QFeedback), EnvFeedbackDLQURL, dURL(QFeedback), EnvCounterLag, jsii.String(CounterLag),
+			EnvSweepEvery, jsii.String(SweepEvery))
 	default:
 		panic(fmt.Sprintf("no environment for function %q", fn))
 	}

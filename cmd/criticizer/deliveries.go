@@ -18,8 +18,9 @@ Deliveries held for reconciliation. A send whose answer was lost (a timeout,
 a dropped connection, a 5xx after SES may have accepted it) is never resent
 blindly: the row stays 'sending' until an SES event names it (then it is
 marked sent) or the SES evidence path has caught up past it with no event
-naming it (then it is sent again). While the evidence path is stalled such
-a row is held, its job reads needs_intervention and the HeldDeliveries and
+naming it (then it is sent again, or, under CRITICIZER_UNCERTAIN_SEND=hold,
+kept for you). While the evidence path is stalled, or under hold, such a
+row is held, its job reads needs_intervention and the HeldDeliveries and
 EvidenceLag alarms fire. A row marked sent that the evidence path never
 confirmed moves to 'reconciling' (OrderingViolations alarm).
 

@@ -216,7 +216,7 @@ func connect(ctx context.Context, local bool, stack string) (*ops.Ops, error) {
 		Deliveries: store.NewDeliveries(db, cfg.DeliveriesTable, nil),
 		Evidence:   store.NewEvidence(db, cfg.JobsTable, nil), ConfigurationSet: cfg.ConfigurationSet,
 		Directory: store.NewDirectory(db, cfg.JobsTable, nil),
-		Margin:    cfg.EvidenceMargin}, nil
+		Margin:    cfg.EvidenceMargin, Policy: cfg.UncertainSend}, nil
 }
 
 // localNames fills in the names of the local stack (make run provisions

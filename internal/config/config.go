@@ -80,6 +80,14 @@ type Config struct {
 	// an empty reading of the feedback queue speaks for messages older
 	// than this (internal/drain).
 	EvidenceCounterLag time.Duration
+	// UncertainSend is what a send whose answer was lost does once the
+	// evidence path caught up past it with no event naming it
+	// (CRITICIZER_UNCERTAIN_SEND, R-EVIDENCE-9).
+	UncertainSend delivery.UncertainSend
+	// SweepEvery is the sweeper's schedule (CRITICIZER_SWEEP_EVERY):
+	// readings of the feedback queue further apart than twice this do not
+	// make one run of clear readings (internal/drain).
+	SweepEvery time.Duration
 	// FeedbackQueueURL and FeedbackDLQURL are the feedback queue and its
 	// DLQ, whose counters the sweeper reads (internal/drain).
 	FeedbackQueueURL, FeedbackDLQURL string
@@ -229,10 +237,18 @@ const (
 	EnvDiffURLPorts      = "CRITICIZER_DIFF_URL_PORTS"
 	EnvSweepStuckAfter   = "CRITICIZER_SWEEP_STUCK_AFTER"
 	EnvEvidenceWindow    = "CRITICIZER_EVIDENCE_WINDOW"
-	EnvSESStoreURL       = "CRITICIZER_LOCAL_SES_STORE_URL"
-	EnvLogLevel          = "LOG_LEVEL"
-	EnvPublicURL         = "CRITICIZER_PUBLIC_URL"
-	EnvUnsubscribeKey    = "CRITICIZER_UNSUBSCRIBE_KEY"
+	// EnvUncertainSend is what a send whose answer was lost does once the
+	// evidence path has caught up past it with no event naming it:
+	// resend (the default) or hold (evidence.go, R-EVIDENCE-9).
+	EnvUncertainSend = "CRITICIZER_UNCERTAIN_SEND"
+	// EnvSweepEvery is the sweeper's schedule: consecutive readings of the
+	// feedback queue further apart than twice this break a run of clear
+	// readings (internal/drain).
+	EnvSweepEvery     = "CRITICIZER_SWEEP_EVERY"
+	EnvSESStoreURL    = "CRITICIZER_LOCAL_SES_STORE_URL"
+	EnvLogLevel       = "LOG_LEVEL"
+	EnvPublicURL      = "CRITICIZER_PUBLIC_URL"
+	EnvUnsubscribeKey = "CRITICIZER_UNSUBSCRIBE_KEY"
 	// EnvUnsubscribeKeyPrevious is the key being rotated out: verified,
 	// never used to sign.
 	EnvUnsubscribeKeyPrevious = "CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS"
@@ -257,6 +273,8 @@ const (
 	// (LateSendEvents). A larger bound only delays the resend of a send
 	// whose answer was lost.
 	DefaultEvidenceMargin = 5 * time.Minute
+	// DefaultSweepEvery is the deployed sweeper schedule (every minute).
+	DefaultSweepEvery = time.Minute
 	// DefaultCounterLag is SQS's documented "at least 1 minute" for its
 	// approximate counters to settle, doubled.
 	DefaultCounterLag          = 2 * time.Minute

@@ -38,6 +38,9 @@ func (c *Config) readDelivery(getenv func(string) string) error {
 	if c.EvidenceCounterLag, err = duration(getenv, EnvCounterLag, DefaultCounterLag); err != nil {
 		return err
 	}
+	if err = c.readEvidence(getenv); err != nil {
+		return err
+	}
 	c.FeedbackQueueURL, c.FeedbackDLQURL = getenv(EnvFeedbackQueueURL), getenv(EnvFeedbackDLQURL)
 	switch v := strings.TrimSpace(getenv(EnvProbeAddress)); v {
 	case "":

@@ -71,6 +71,9 @@ type Evidence struct {
 	// the feedback function measures every Send event against it and
 	// alarms when one is later (R-EVIDENCE-7).
 	Bound time.Duration
+	// Policy is what a send caught up past with no event naming it does
+	// (R-EVIDENCE-9): resend (the zero value) or hold.
+	Policy UncertainSend
 }
 
 // CaughtUp reports whether the evidence path has demonstrably processed
@@ -98,9 +101,15 @@ const (
 	// (Evidence.CaughtUp) and no event names the row: the send did not
 	// happen. Release the row to be claimed again.
 	Resend
+	// Withhold: as Resend, but the operator chose to hold uncertain sends
+	// (HoldUncertain): the row is never sent again without evidence; it
+	// waits for its events or an operator (R-EVIDENCE-9).
+	Withhold
 )
 
-func (s Settlement) String() string { return [...]string{"backfill", "await", "resend"}[s] }
+func (s Settlement) String() string {
+	return [...]string{"backfill", "await", "resend", "withhold"}[s]
+}
 
 // SentBy is the latest time a send of the row under its last claim can
 // have reached the provider: the claim's lease (a notifier sends only while
@@ -125,10 +134,13 @@ func Settle(r Row, ev Evidence) Settlement {
 	if r.HasEvidence() || r.NotificationID != "" {
 		return Backfill
 	}
-	if ev.CaughtUp(r.SentBy()) {
-		return Resend
+	if !ev.CaughtUp(r.SentBy()) {
+		return Await
 	}
-	return Await
+	if ev.Policy == HoldUncertain {
+		return Withhold
+	}
+	return Resend
 }
 
 // Held reports whether a row is held for provider evidence for longer than

@@ -86,3 +86,36 @@ func TestSummarize_ReconcilingWithNotifiedAtBlocksTheJob(t *testing.T) {
 		t.Fatalf("Summarize = %v; want Blocked (needs_intervention)", got)
 	}
 }
+
+// Under the hold policy a send the evidence path has caught up past, with
+// no event naming it, is withheld, never resent; evidence still settles
+// it, and a path that has not caught up still waits.
+// Rules: R-EVIDENCE-9.
+func TestSettle_HoldPolicyNeverResendsWithoutEvidence(t *testing.T) {
+	lease := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	sending := delivery.Row{Status: delivery.StatusSending, LeaseUntil: lease}
+	far := delivery.Evidence{Newest: lease.Add(time.Hour), Drained: lease.Add(time.Hour), Bound: time.Minute}
+	hold := far
+	hold.Policy = delivery.HoldUncertain
+	if got := delivery.Settle(sending, far); got != delivery.Resend {
+		t.Errorf("resend policy: %v, want resend", got)
+	}
+	if got := delivery.Settle(sending, hold); got != delivery.Withhold {
+		t.Errorf("hold policy: %v, want withhold", got)
+	}
+	if got := delivery.Settle(withSend(sending), hold); got != delivery.Backfill {
+		t.Errorf("hold policy, Send event on the row: %v, want backfill", got)
+	}
+	hold.Drained = time.Time{}
+	if got := delivery.Settle(sending, hold); got != delivery.Await {
+		t.Errorf("hold policy, path behind: %v, want await", got)
+	}
+	for in, want := range map[string]delivery.UncertainSend{"": delivery.ResendUncertain, "resend": delivery.ResendUncertain, "hold": delivery.HoldUncertain} {
+		if got, err := delivery.ParseUncertainSend(in); err != nil || got != want {
+			t.Errorf("ParseUncertainSend(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := delivery.ParseUncertainSend("sometimes"); err == nil {
+		t.Error("an unknown policy was accepted")
+	}
+}

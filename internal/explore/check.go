@@ -64,7 +64,7 @@ func (w *world) safety(o Options) *Violation {
 		}
 	}
 	for _, m := range w.mails {
-		if send := m.events[0]; o.checks("evidence") && !send.processed && w.caughtUp(m.at) {
+		if send := m.events[0]; o.checks("evidence") && !w.lateSends() && !send.processed && w.caughtUp(m.at) {
 			return &Violation{Rule: "evidence", Message: fmt.Sprintf("the evidence path counts as caught up past %s (accepted %s) whose Send event is unprocessed",
 				m.id, stamp(m.at))}
 		}
@@ -129,6 +129,11 @@ func (w *world) settle(o Options) ([]Action, *Violation) {
 	}
 	if o.checks("liveness") {
 		if v := w.liveness(); v != nil {
+			return done, v
+		}
+	}
+	if w.sc.Evidence.MustSettle && o.checks("settled") {
+		if v := w.settled(); v != nil {
 			return done, v
 		}
 	}

@@ -42,7 +42,11 @@
 //
 // The world keeps the protocol's one assumption: a Send event reaches the
 // feedback queue within PublishBound (at most the bound the protocol
-// assumes) of SES accepting the message.
+// assumes) of SES accepting the message — except in hold-late-send, which
+// breaks it on purpose to check the hold policy (R-EVIDENCE-9: no second
+// email even then; the "evidence" property, which rests on the bound, is
+// not checked there). Scenario.Evidence also puts records on the feedback
+// queue that can never be evidence (policy.go, R-EVIDENCE-10).
 //
 // # The properties
 //

@@ -37,6 +37,10 @@ func (e evidencePath) ForgetProbe(ctx context.Context, set string) error {
 	return err
 }
 
+func (e evidencePath) Observe(ctx context.Context, set string, at time.Time, r store.Reading, every time.Duration) (time.Time, error) {
+	return call(e.w, ctx, wr("evidence.Observe", set), func() (time.Time, error) { return e.s.Observe(ctx, set, at, r, every) })
+}
+
 // evidenceState is the evidence path as the notifier and the sweeper read
 // it: the store's, unless a variant says otherwise.
 func (w *world) evidenceState(ctx context.Context, set string) (store.EvidenceState, error) {

@@ -63,6 +63,9 @@ type Scenario struct {
 	// newest that can reach them (R-QUIET-3; supersede.go).
 	OneVersion bool
 
+	// The evidence path's own options (policy.go).
+	Evidence EvidenceOptions
+
 	// Timing of the protocol and of the world.
 	Config Config
 	// ConfigurationSet is the SES configuration set's name.
@@ -176,7 +179,7 @@ func Scenarios() []Scenario {
 		{Name: "duplicate-webhooks", Jobs: []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"},
 			Posts: []string{"k1", "k1", "k2"}}},
 			MaxFaults: 1, SendFaults: []Outcome{}, Kills: true, KillOnly: []string{"intake"}, MaxTicks: 1, MaxSweeps: 1, MaxDepth: 9},
-	}, supersedeScenarios()...)
+	}, append(supersedeScenarios(), policyScenarios()...)...)
 }
 
 // Deep returns the scenario with the bounds of `make explore`: DeepDepth,

@@ -92,7 +92,7 @@ func newWorld(sc Scenario, v *Variant) *world {
 		Base:       pipeline.Base{Jobs: gj, Queue: stageQueue{w}, Log: log, Now: clock},
 		Deliveries: gout, Renderer: renderer(), Sender: sender, Prober: sender,
 		Evidence: gev, ConfigurationSet: sc.ConfigurationSet,
-		Lease: cfg.Lease, Margin: cfg.Margin, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
+		Lease: cfg.Lease, Margin: cfg.Margin, Policy: sc.Evidence.UncertainSend, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 		Recipients: grc, Tokens: func(ctx context.Context) string { return "tok-" + w.name(ctx) },
 	}
 	if sc.Quiet {
@@ -105,6 +105,7 @@ func newWorld(sc Scenario, v *Variant) *world {
 	w.runner.Now = clock
 	w.fb = &feedback.Handler{Deliveries: gout, Evidence: gev, Recipients: grc, Jobs: gj, Queue: stageQueue{w}, Log: log, Now: clock}
 	w.fb.Bound = cfg.Margin
+	w.wireEvidenceOptions()
 	w.sweeper = &sweeper.Sweeper{Jobs: gj, Deliveries: gout, Evidence: gev, ConfigurationSet: sc.ConfigurationSet, Queue: stageQueue{w},
 		Log: log, Now: clock, StuckAfter: cfg.StuckAfter, EvidenceWindow: cfg.EvidenceWindow, Margin: cfg.Margin,
 		Drain: &drain.Checker{Counter: counter{w}, Queue: w.feedback.name, DLQ: w.feedback.dlq.name, Evidence: gev,

@@ -51,7 +51,11 @@ type Handler struct {
 	// that it was not delivered (default 2): a mailbox that stays full is
 	// not mailed forever.
 	MaxBounceResends int
-	Log              *slog.Logger
+	// Quarantine keeps a copy of each record that can never be evidence
+	// before it is acknowledged (R-EVIDENCE-10). Nil: such a record fails,
+	// and the redrive policy moves it to the feedback DLQ.
+	Quarantine Quarantine
+	Log        *slog.Logger
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -95,9 +99,10 @@ type Enqueuer interface {
 
 // Handle processes a batch from the feedback queue. A record that cannot
 // be stored is reported as a batch item failure and retried; one that is
-// not an SES event is reported too, so the queue's redrive policy moves it
-// to the feedback DLQ for inspection instead of dropping it — except SES's
-// own validation notice, which is acknowledged (IsValidationNotice). A
+// not an SES event is quarantined — a copy kept in the payload bucket —
+// and acknowledged, so that the feedback DLQ holds only events that
+// failed and can be retried (R-EVIDENCE-10); SES's own validation notice
+// is acknowledged (IsValidationNotice). A
 // record after the first is started only while Budget allows: it and the
 // rest are reported as failures, to come back whole, rather than lose the
 // whole batch to Lambda's timeout.
@@ -129,8 +134,10 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}
 		e, err := ParseSESEvent([]byte(rec.Body))
 		if err != nil {
-			h.Log.WarnContext(ctx, "feedback record is not an SES event", "message_id", rec.MessageId, "error", err)
-			fail(rec.MessageId) // to the feedback DLQ
+			if qerr := h.quarantine(ctx, rec, err); qerr != nil {
+				h.Log.WarnContext(ctx, "feedback record is not an SES event, and was not quarantined", "message_id", rec.MessageId, "error", qerr)
+				fail(rec.MessageId)
+			}
 			continue
 		}
 		if err := h.record(ctx, e); err != nil {

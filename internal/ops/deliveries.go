@@ -71,7 +71,7 @@ func rfc(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-func heldView(r delivery.Row, margin time.Duration, now time.Time) HeldDelivery {
+func heldView(r delivery.Row, margin time.Duration, policy delivery.UncertainSend, now time.Time) HeldDelivery {
 	v := HeldDelivery{DeliveryID: r.ID, JobID: r.JobID, Recipient: r.Recipient, Status: r.Status, Attempts: r.Attempts,
 		NotificationID: r.NotificationID, NotifiedAt: rfc(r.NotifiedAt), ProviderMessageID: r.ProviderMessageID,
 		DuplicateMessageIDs: r.DuplicateMessageIDs, BouncedMessageIDs: r.BouncedMessageIDs,
@@ -90,8 +90,11 @@ func heldView(r delivery.Row, margin time.Duration, now time.Time) HeldDelivery 
 	case delivery.StatusSending:
 		v.SentBy = rfc(r.SentBy())
 		v.Why = "its send's answer was lost; the SES evidence path has not caught up past it"
-		if !r.Held(now, margin) {
+		switch {
+		case !r.Held(now, margin):
 			v.Why = "its send's answer was lost; awaiting SES evidence (not yet held)"
+		case policy == delivery.HoldUncertain:
+			v.Why = "its send's answer was lost; held under the hold policy until an SES event names it or you settle it (resolve or requeue)"
 		}
 	}
 	return v
@@ -109,7 +112,7 @@ func (o *Ops) HeldDeliveries(ctx context.Context) ([]HeldDelivery, error) {
 		if r.Status == delivery.StatusSending && !now.After(r.LeaseUntil) {
 			return nil // a send in flight
 		}
-		out = append(out, heldView(r, o.Margin, now))
+		out = append(out, heldView(r, o.Margin, o.Policy, now))
 		return nil
 	})
 	return out, err
@@ -122,7 +125,7 @@ func (o *Ops) Delivery(ctx context.Context, id string) (DeliveryReport, error) {
 	if err != nil {
 		return DeliveryReport{}, err
 	}
-	rep := DeliveryReport{Delivery: heldView(r, o.Margin, o.Now()), Held: held(r, o.Now())}
+	rep := DeliveryReport{Delivery: heldView(r, o.Margin, o.Policy, o.Now()), Held: held(r, o.Now())}
 	if rep.Notes, err = o.Jobs.DeliveryNotes(ctx, id); err != nil {
 		return rep, err
 	}

@@ -20,6 +20,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/criticizer/criticizer/internal/deadletter"
+	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/store"
@@ -36,6 +37,9 @@ type Ops struct {
 	Evidence         *store.Evidence
 	ConfigurationSet string
 	Margin           time.Duration
+	// Policy is the deployment's CRITICIZER_UNCERTAIN_SEND: under hold, a
+	// send whose answer was lost waits for its events or an operator.
+	Policy delivery.UncertainSend
 	// Directory is the reviewer directory (criticizer directory).
 	Directory *store.Directory
 	Now       func() time.Time

@@ -69,6 +69,10 @@ type Notify struct {
 	// silence about a send counts as proof only once the evidence path
 	// has drained past the send plus Margin.
 	Margin time.Duration
+	// Policy is what a send whose answer was lost does once the evidence
+	// path caught up past it with no event naming it: resend (the zero
+	// value) or hold (R-EVIDENCE-9).
+	Policy delivery.UncertainSend
 	// MarkTimeout bounds the write that marks a row sent. It runs on a
 	// context that outlives the invocation's, and the send starts only if
 	// the invocation has that much time left after the send's own timeout:

@@ -31,13 +31,13 @@ type evidenceView struct {
 
 func (v *evidenceView) get(ctx context.Context) (delivery.Evidence, error) {
 	if v.n.Evidence == nil {
-		return delivery.Evidence{Bound: v.n.Margin}, nil
+		return delivery.Evidence{Bound: v.n.Margin, Policy: v.n.Policy}, nil
 	}
 	if !v.read {
 		v.st, v.err = v.n.Evidence.State(ctx, v.n.ConfigurationSet)
 		v.read = v.err == nil
 	}
-	return delivery.Evidence{Newest: v.st.Newest, Drained: v.st.Drained, Bound: v.n.Margin}, v.err
+	return delivery.Evidence{Newest: v.st.Newest, Drained: v.st.Drained, Bound: v.n.Margin, Policy: v.n.Policy}, v.err
 }
 
 // reconcile settles a row whose send may have happened (delivery.Settle):
@@ -68,6 +68,17 @@ func (n *Notify) reconcile(ctx context.Context, r delivery.Row, view *evidenceVi
 				"delivery_id", r.ID, "job_id", r.JobID, "sent_by", r.SentBy(), "newest_event", ev.Newest, "drained", ev.Drained)
 		}
 		return row, err
+	case delivery.Withhold:
+		// The operator chose to hold uncertain sends: never resent without
+		// evidence. The row waits for its events (a later look backfills
+		// it) or for an operator; HeldDeliveries and EvidenceLag say so.
+		if _, err := n.Deliveries.Awaiting(ctx, r.ID); err != nil && !errors.Is(err, store.ErrConflict) {
+			n.Log.WarnContext(ctx, "could not note the wait on the row", "delivery_id", r.ID, "error", err)
+		}
+		n.Log.WarnContext(ctx, "the evidence path caught up past a send whose answer was lost and no event names it; held, not resent (hold policy): settle it with criticizer deliveries resolve or requeue",
+			"delivery_id", r.ID, "job_id", r.JobID, "sent_by", r.SentBy())
+		return r, awaitingEvidence(r.ID, min(max(n.Margin/4, time.Second), 30*time.Second),
+			fmt.Errorf("held under the hold policy: no evidence names the send of %s", r.SentBy().UTC().Format(time.RFC3339)))
 	}
 	// Await: the evidence path has not caught up past the send.
 	if _, err := n.Deliveries.Awaiting(ctx, r.ID); err != nil && !errors.Is(err, store.ErrConflict) {

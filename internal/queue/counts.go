@@ -2,8 +2,10 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -13,12 +15,15 @@ import (
 )
 
 // Counts reads a queue's approximate counters (GetQueueAttributes): the
-// drain check of the evidence path (internal/drain). A read: the SDK's
-// own retries are safe.
+// drain check of the evidence path (internal/drain); with them, in the
+// same call, the visibility timeout and the redrive policy's
+// maxReceiveCount, which bound how long a message can stay in the queue
+// unseen. A read: the SDK's own retries are safe.
 func (c *Client) Counts(ctx context.Context, queueURL string) (drain.Counts, error) {
 	out, err := c.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
-			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+			types.QueueAttributeNameVisibilityTimeout, types.QueueAttributeNameRedrivePolicy}})
 	if err != nil {
 		return drain.Counts{}, fmt.Errorf("get queue attributes: %w", err)
 	}
@@ -35,6 +40,21 @@ func (c *Client) Counts(ctx context.Context, queueURL string) (drain.Counts, err
 		}
 		if *dst, err = strconv.Atoi(v); err != nil {
 			return drain.Counts{}, fmt.Errorf("get queue attributes: %s=%q: %w", name, v, err)
+		}
+	}
+	if v, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameVisibilityTimeout)]); err == nil && v > 0 {
+		n.VisibilityTimeout = time.Duration(v) * time.Second
+	}
+	if p := out.Attributes[string(types.QueueAttributeNameRedrivePolicy)]; p != "" {
+		// maxReceiveCount is a number in AWS's answer and a string in
+		// some emulators' (and in what callers set).
+		var rp struct {
+			MaxReceiveCount json.Number `json:"maxReceiveCount"`
+		}
+		if json.Unmarshal([]byte(p), &rp) == nil {
+			if v, err := strconv.Atoi(rp.MaxReceiveCount.String()); err == nil && v > 0 {
+				n.MaxReceiveCount = v
+			}
 		}
 	}
 	return n, nil

@@ -43,3 +43,25 @@ func TestRequeue_DelayedFreshMessage(t *testing.T) {
 		t.Fatalf("received %q (receive count %q); want the body, count 1", got, count)
 	}
 }
+
+// Counts reads, with the counters, the settings that bound how long a
+// message can stay in the queue unseen — the visibility timeout and the
+// redrive policy's maxReceiveCount — on the local SQS emulator as on AWS
+// (internal/drain's Horizon); a DLQ, which has no redrive policy, tells
+// no maxReceiveCount.
+// Rules: R-EVIDENCE-2.
+func TestCounts_ReadsTheQueuesSettings(t *testing.T) {
+	env := testenv.Stack(t)
+	res := testenv.Provision(t, env)
+	c := queue.New(env.Clients.SQS, res.Queues)
+	n, err := c.Counts(context.Background(), res.FeedbackQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.VisibilityTimeout != 30*time.Second || n.MaxReceiveCount != 10 || !n.Empty() {
+		t.Fatalf("counts %+v; want an empty queue, visibility 30 s, 10 receives", n)
+	}
+	if d, err := c.Counts(context.Background(), res.FeedbackDLQ); err != nil || d.MaxReceiveCount != 0 {
+		t.Fatalf("DLQ counts %+v %v", d, err)
+	}
+}

@@ -99,6 +99,11 @@ type EvidenceState struct {
 	Drained time.Time
 	// ProbeSentAt is when the last evidence probe was sent.
 	ProbeSentAt time.Time
+	// ClearSince is when the current run of clear readings of the feedback
+	// queue began (zero: none), DirtySince when the current streak of
+	// readings that were not clear began, ReadAt the last reading
+	// (Observe).
+	ClearSince, DirtySince, ReadAt time.Time
 }
 
 // State reads the evidence state of set, strongly consistent.
@@ -108,7 +113,8 @@ func (e *Evidence) State(ctx context.Context, set string) (EvidenceState, error)
 		return EvidenceState{}, fmt.Errorf("get evidence state: %w", err)
 	}
 	var st EvidenceState
-	for k, dst := range map[string]*time.Time{attrNewest: &st.Newest, attrDrained: &st.Drained, attrProbeSentAt: &st.ProbeSentAt} {
+	for k, dst := range map[string]*time.Time{attrNewest: &st.Newest, attrDrained: &st.Drained, attrProbeSentAt: &st.ProbeSentAt,
+		attrClearSince: &st.ClearSince, attrDirtySince: &st.DirtySince, attrReadAt: &st.ReadAt} {
 		if sv, ok := out.Item[k].(*types.AttributeValueMemberS); ok {
 			if t, perr := time.Parse(time.RFC3339Nano, sv.Value); perr == nil {
 				*dst = t
@@ -170,6 +176,7 @@ type EvidencePath interface {
 	State(ctx context.Context, set string) (EvidenceState, error)
 	ClaimProbe(ctx context.Context, set string, need time.Time, every time.Duration) (bool, error)
 	ForgetProbe(ctx context.Context, set string) error
+	Observe(ctx context.Context, set string, at time.Time, r Reading, every time.Duration) (time.Time, error)
 }
 
 var _ EvidencePath = (*Evidence)(nil)

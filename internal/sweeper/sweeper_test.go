@@ -167,3 +167,45 @@ func (c *counts) Counts(_ context.Context, url string) (drain.Counts, error) {
 func storetestEvent(msgID string, at time.Time) store.Event {
 	return store.Event{Type: "Send", MessageID: msgID, At: at}
 }
+
+// EvidenceLag is how long the row that has waited longest on the evidence
+// path has waited since its send, whatever the path's state: a path that
+// never drained (it used to report exactly the window, below the alarm's
+// threshold) shows the whole wait, and so does one that drained before
+// the send. No row waiting: 0.
+// Rules: R-RECON-3.
+func TestSweep_EvidenceLagIsTheLongestWait(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	clock := func() time.Time { return now }
+	jobs, outbox, ev := memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock)
+	s := &sweeper.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: &queue{},
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock,
+		StuckAfter: 10 * time.Minute, EvidenceWindow: 15 * time.Minute, Margin: 2 * time.Minute}
+	if rep, err := s.Run(ctx); err != nil || rep.EvidenceLagSeconds != 0 {
+		t.Fatalf("no row waiting: %+v %v, want EvidenceLag 0", rep, err)
+	}
+	j := storetest.NewJob("cl-lag", 1)
+	j.Stage, j.Status, j.UpdatedAt = job.StageNotify, job.StatusInProgress, now
+	jobs.Put(j)
+	r := storetest.NewRow("d_lag")
+	r.JobID = j.ID
+	if _, _, err := outbox.Ensure(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := outbox.Claim(ctx, "d_lag", "t", time.Minute); err != nil { // lease until now+1m
+		t.Fatal(err)
+	}
+	now = now.Add(3 * time.Hour) // never drained, three hours on
+	rep, err := s.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (3*time.Hour - time.Minute).Seconds(); rep.EvidenceLagSeconds != want {
+		t.Errorf("never drained: EvidenceLag %v s, want the wait since the send, %v s", rep.EvidenceLagSeconds, want)
+	}
+	_ = ev.Drain(ctx, "set", now.Add(-time.Second)) // drained just now, but the row still waits
+	if rep, _ := s.Run(ctx); rep.EvidenceLagSeconds < (2 * time.Hour).Seconds() {
+		t.Errorf("drained, row still waiting: EvidenceLag %v s, want its whole wait", rep.EvidenceLagSeconds)
+	}
+}

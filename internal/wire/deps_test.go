@@ -13,13 +13,14 @@ import (
 
 // wantServices are the AWS service clients each function calls: it may
 // link those and no other (the Bedrock SDK only in llm, SES only in
-// notify, S3 only where diffs are written or read).
+// notify, S3 only where diffs are written or read, and in feedback,
+// which quarantines what can never be evidence).
 var wantServices = map[string][]string{
 	"intake":   {"dynamodb", "s3", "secretsmanager", "sqs"},
 	"fetch":    {"dynamodb", "s3", "secretsmanager", "sqs"},
 	"llm":      {"bedrockruntime", "dynamodb", "s3", "secretsmanager", "sqs"},
 	"notify":   {"dynamodb", "secretsmanager", "sesv2", "sqs"},
-	"feedback": {"dynamodb", "sqs"},
+	"feedback": {"dynamodb", "s3", "sqs"},
 	"sweeper":  {"dynamodb", "sqs"},
 }
 

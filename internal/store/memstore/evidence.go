@@ -73,6 +73,16 @@ func (e *Evidence) Drain(_ context.Context, set string, at time.Time) error {
 	return nil
 }
 
+// Observe implements store.EvidencePath.
+func (e *Evidence) Observe(_ context.Context, set string, at time.Time, r store.Reading, every time.Duration) (time.Time, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.state(set)
+	next := store.NextRun(store.RunState{ClearSince: st.ClearSince, DirtySince: st.DirtySince, ReadAt: st.ReadAt}, at, r, every)
+	st.ClearSince, st.DirtySince, st.ReadAt = next.ClearSince, next.DirtySince, next.ReadAt
+	return st.ClearSince, nil
+}
+
 // ForgetProbe clears the record of the last probe.
 func (e *Evidence) ForgetProbe(_ context.Context, set string) error {
 	e.mu.Lock()

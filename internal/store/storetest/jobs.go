@@ -293,4 +293,51 @@ func EvidencePath(t *testing.T, open EvidenceOpener) {
 			t.Fatal("a probe although the newest event is past need")
 		}
 	})
+
+	// A run of clear readings of the feedback queue begins at its first
+	// clear reading and goes on while readings come at most twice the
+	// schedule apart; one reading that is not clear is tolerated, such
+	// readings for the schedule or longer end it, and so does one after a
+	// gap; an older reading can only end it.
+	// Rules: R-EVIDENCE-2.
+	t.Run("Evidence_RunOfClearReadings", func(t *testing.T) {
+		t0 := time.Now().UTC().Truncate(time.Millisecond)
+		e := open(t, func() time.Time { return t0 })
+		ctx := context.Background()
+		const every = time.Minute
+		observe := func(at time.Time, clear bool, want time.Time) {
+			t.Helper()
+			r := store.ReadingClear
+			if !clear {
+				r = store.ReadingVisible
+			}
+			got, err := e.Observe(ctx, "set", at, r, every)
+			if err != nil || !got.Equal(want) {
+				t.Fatalf("Observe(%v, clear %v) = %v, %v; want %v", at.Sub(t0), clear, got.Sub(t0), err, want.Sub(t0))
+			}
+		}
+		m := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Minute) }
+		observe(m(0), true, m(0))
+		observe(m(1), true, m(0))
+		observe(m(3), true, m(0))
+		observe(m(2), true, m(0))  // older than the last: nothing added
+		observe(m(6), true, m(6))  // more than twice the schedule after the last: a new run
+		observe(m(7), false, m(6)) // one reading that is not clear: tolerated
+		observe(m(8), true, m(6))
+		observe(m(9), false, m(6))
+		observe(m(10), false, time.Time{}) // two in a row, a schedule apart: the run ends
+		observe(m(11), true, m(11))
+		observe(m(5), false, time.Time{}) // a late reading that was not clear still ends the run
+		observe(m(12), true, m(12))
+		if got, _ := e.Observe(ctx, "set", m(13), store.ReadingDeadLettered, every); !got.IsZero() {
+			t.Fatalf("a dead letter left the run from %v", got)
+		}
+		observe(m(14), true, m(14))
+		if st, err := e.State(ctx, "set"); err != nil || !st.ClearSince.Equal(m(14)) || !st.ReadAt.Equal(m(14)) || !st.DirtySince.IsZero() {
+			t.Fatalf("state %+v %v", st, err)
+		}
+		if got, _ := e.Observe(ctx, "other-set", m(14), store.ReadingClear, every); !got.Equal(m(14)) {
+			t.Fatal("configuration sets share a run")
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/blob"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/deadline"
 	"github.com/criticizer/criticizer/internal/feedback"
@@ -20,9 +21,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if err != nil {
 		return nil, err
 	}
-	return &feedback.Handler{Deliveries: b.Deliveries, Evidence: b.Evidence, Recipients: b.Recipients, Jobs: b.Jobs,
+	h := &feedback.Handler{Deliveries: b.Deliveries, Evidence: b.Evidence, Recipients: b.Recipients, Jobs: b.Jobs,
 		Queue: b.Queue, Log: log, Now: b.Now, Bound: cfg.EvidenceMargin,
-		Budget: deadline.Budget{Need: recordNeed, Reserve: recordReserve, Now: b.Now}}, nil
+		Budget: deadline.Budget{Need: recordNeed, Reserve: recordReserve, Now: b.Now}}
+	if cfg.PayloadBucket != "" {
+		// A record that can never be evidence is kept here and
+		// acknowledged (R-EVIDENCE-10).
+		h.Quarantine = blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket)
+	} else {
+		log.WarnContext(ctx, "no payload bucket: a record that is not an SES event goes to the feedback DLQ, where it keeps the evidence path from draining",
+			"variable", config.EnvPayloadBucket)
+	}
+	return h, nil
 }
 
 // recordNeed is the time one record may take (a few DynamoDB writes and an

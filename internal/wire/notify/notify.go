@@ -57,7 +57,7 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	n := &pipeline.Notify{Base: pipeline.Base{Jobs: b.Jobs, Queue: b.Queue, Log: log, Now: b.Now},
 		Deliveries: b.Deliveries, Renderer: r, Sender: sender,
 		Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
-		Lease: cfg.DeliveryLease, Margin: cfg.EvidenceMargin, SendTimeout: sesmail.DefaultSendTimeout,
+		Lease: cfg.DeliveryLease, Margin: cfg.EvidenceMargin, Policy: cfg.UncertainSend, SendTimeout: sesmail.DefaultSendTimeout,
 		Recipients: b.Recipients, AllowedDomains: cfg.AllowedRecipientDomains, Signer: signer, PublicURL: cfg.PublicURL, MinSeverity: critic.Severity(cfg.MinSeverity),
 		// Quiet unless something is new (R-QUIET-1..3).
 		Quiet: &pipeline.Quiet{Store: b.Jobs, MailSameDiff: cfg.Quiet.MailSameDiff, MailUnchangedReruns: cfg.Quiet.MailUnchangedReruns}}

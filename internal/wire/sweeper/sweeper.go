@@ -24,7 +24,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		StuckAfter: cfg.SweepStuckAfter, EvidenceWindow: cfg.EvidenceWindow, Margin: cfg.EvidenceMargin}
 	if cfg.FeedbackQueueURL != "" {
 		s.Drain = &drain.Checker{Counter: b.Queue, Queue: cfg.FeedbackQueueURL, DLQ: cfg.FeedbackDLQURL,
-			Lag: cfg.EvidenceCounterLag, Evidence: b.Evidence, Set: cfg.ConfigurationSet, Now: b.Now}
+			Lag: cfg.EvidenceCounterLag, Every: cfg.SweepEvery, Evidence: b.Evidence, Set: cfg.ConfigurationSet, Now: b.Now}
 	} else {
 		// Without the drain check the evidence path never catches up: a
 		// send whose answer was lost waits for its event or an operator.

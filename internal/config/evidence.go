@@ -1,0 +1,24 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/criticizer/criticizer/internal/delivery"
+)
+
+// readEvidence reads EnvUncertainSend and EnvSweepEvery.
+func (c *Config) readEvidence(getenv func(string) string) error {
+	p, err := delivery.ParseUncertainSend(strings.TrimSpace(getenv(EnvUncertainSend)))
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvUncertainSend, err)
+	}
+	c.UncertainSend = p
+	if c.SweepEvery, err = duration(getenv, EnvSweepEvery, DefaultSweepEvery); err != nil {
+		return err
+	}
+	if c.SweepEvery <= 0 {
+		return fmt.Errorf("%s: want a positive duration, got %s", EnvSweepEvery, c.SweepEvery)
+	}
+	return nil
+}
