@@ -21,9 +21,13 @@ type Dismissals interface {
 type dismissed map[string]vote.Marks // by unsubscribe.RecipientID
 
 // readDismissed reads every recipient's marks on the changelist in one
-// read (BatchGetItem), or nothing: no store, or no finding to hide.
-func (n *Notify) readDismissed(ctx context.Context, clKey string, recipients []string, c critic.Critique) (dismissed, error) {
-	if n.Dismissals == nil || len(c.Findings) == 0 || len(recipients) == 0 {
+// read (BatchGetItem), or nothing: no store, no finding to hide, or
+// version 1, a changelist's first (versions start at 1): a mark comes
+// from a vote on an email of the changelist, so a reader with one has
+// their row of that version already, and only later versions' rows are
+// rendered after it. A changelist's first review costs no read.
+func (n *Notify) readDismissed(ctx context.Context, clKey string, version int, recipients []string, c critic.Critique) (dismissed, error) {
+	if n.Dismissals == nil || version <= 1 || len(c.Findings) == 0 || len(recipients) == 0 {
 		return nil, nil
 	}
 	ids := make([]string, len(recipients))

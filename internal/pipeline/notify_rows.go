@@ -39,7 +39,7 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 	now := n.Now().UTC()
 	recipients := j.AllRecipients()
 	// Each recipient's marks, read before any row is rendered (R-VOTE-3).
-	marks, err := n.readDismissed(ctx, clKey, recipients, c)
+	marks, err := n.readDismissed(ctx, clKey, j.ReviewVersion, recipients, c)
 	if err != nil {
 		return nil, err
 	}
