@@ -6,6 +6,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
 )
@@ -53,9 +54,10 @@ func (d dismissed) forRecipient(rcpt string, c critic.Critique) (critic.Critique
 // against, when the recipient marked every one of them wrong and nothing
 // was resolved, else 0: R-QUIET-2's "nothing new", as that recipient sees
 // it. mailed is c as the recipient is mailed it (forRecipient). Off with
-// the quiet rules, or with R-QUIET-2 off.
-func (n *Notify) onlyDismissedNew(c, mailed critic.Critique) int {
-	if n.Quiet == nil || n.Quiet.MailUnchangedReruns {
+// the quiet rules, with R-QUIET-2 off, and for a version the quiet rules
+// do not judge (an operator's rerun is mailed to everyone).
+func (n *Notify) onlyDismissedNew(j job.Job, c, mailed critic.Critique) int {
+	if n.Quiet == nil || n.Quiet.MailUnchangedReruns || j.RerunOf != "" {
 		return 0
 	}
 	ch, mch := c.Changes, mailed.Changes

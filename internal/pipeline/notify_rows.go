@@ -63,7 +63,7 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 			Recipient: delivery.NormalizeRecipient(rcpt), ReviewVersion: j.ReviewVersion,
 			Status: delivery.StatusPending, Message: msg, CreatedAt: now, UpdatedAt: now,
 		}
-		if v := n.onlyDismissedNew(c, data.Critique); v > 0 {
+		if v := n.onlyDismissedNew(j, c, data.Critique); v > 0 {
 			quietSince[r.Recipient] = v
 		}
 		fresh = append(fresh, r)
