@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/criticizer/criticizer/internal/dismiss"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/vote"
@@ -32,12 +33,22 @@ import (
 // A link that does not verify is refused (403), one past its expiry too
 // (410); neither records anything. Unlike an unsubscribe link, a vote link
 // names no recipient, so saying "not valid" tells a caller nothing.
+//
+// A "wrong" also keeps the finding out of the reader's later emails about
+// the changelist while its line is unchanged, and a "useful" brings it
+// back (R-VOTE-3): with Marks, Rows and Jobs set, the vote is recorded by
+// dismiss.Recorder, which looks the finding up in the email's critique.
 type Votes struct {
 	Signer *vote.Signer // nil: vote links are off (404)
 	Store  store.VoteStore
-	Pages  VotePages
-	Log    *slog.Logger
-	Now    func() time.Time
+	// Marks keeps readers' marks; Rows and Jobs find the email's
+	// recipient, changelist and finding. Any nil: votes only.
+	Marks store.DismissalStore
+	Rows  dismiss.Rows
+	Jobs  dismiss.Jobs
+	Pages VotePages
+	Log   *slog.Logger
+	Now   func() time.Time
 }
 
 // VotePages renders the endpoint's pages (internal/mail).
@@ -78,15 +89,21 @@ func (v *Votes) handle(ctx context.Context, method, token string) events.APIGate
 	if method != http.MethodPost {
 		return v.page(http.StatusOK)(v.Pages.VotePage("/vote/"+url.PathEscape(token), string(c.Choice)))
 	}
-	outcome, err := v.Store.Record(ctx, vote.FromClaims(c, now()))
+	rec := dismiss.Recorder{Votes: v.Store, Marks: v.Marks, Rows: v.Rows, Jobs: v.Jobs}
+	res, err := rec.Record(ctx, c.DeliveryID, dismiss.Ref{ID: c.FindingID, Rule: c.Rule}, c.Choice, now())
 	if err != nil {
 		v.Log.ErrorContext(ctx, "vote not recorded", "error", err)
 		return problem(http.StatusServiceUnavailable, "", "could not record the vote; try again")
 	}
 	// Votes counts every POST by outcome and choice: recorded and changed
 	// are the readers' opinions, repeat the clicks that changed nothing.
-	obs.Metric(ctx, v.Log, map[string]string{"Outcome": string(outcome), "Choice": string(c.Choice)}, map[string]float64{"Votes": 1})
-	v.Log.InfoContext(ctx, "vote", "outcome", outcome, "choice", c.Choice, "delivery_id", c.DeliveryID, "finding_id", c.FindingID, "rule", c.Rule)
+	obs.Metric(ctx, v.Log, map[string]string{"Outcome": string(res.Vote), "Choice": string(c.Choice)}, map[string]float64{"Votes": 1})
+	if res.Mark != "" {
+		// Dismissals counts what votes did to readers' marks (R-VOTE-3):
+		// "full" is a wrong not kept for the bound.
+		obs.Metric(ctx, v.Log, map[string]string{"Outcome": string(res.Mark)}, map[string]float64{"Dismissals": 1})
+	}
+	v.Log.InfoContext(ctx, "vote", "outcome", res.Vote, "choice", c.Choice, "mark", res.Mark, "delivery_id", c.DeliveryID, "finding_id", c.FindingID, "rule", c.Rule)
 	return v.page(http.StatusOK)(v.Pages.VotedPage(string(c.Choice)))
 }
 

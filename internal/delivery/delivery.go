@@ -189,6 +189,23 @@ type Message struct {
 	ListID   string `dynamodbav:"list_id,omitempty"`
 	Reason   string `dynamodbav:"reason,omitempty"`
 	Severity string `dynamodbav:"severity,omitempty"`
+	// Findings are the ids (vote.FindingID) of the findings the email
+	// lists under its version, in the order it lists them, separated by
+	// spaces: the finding a reader calls number n is the n-th (Finding,
+	// R-VOTE-3). A string, so that a Message stays comparable. Not part of
+	// ContentSHA256: it says what the bodies show. Empty: no findings, or
+	// a row rendered before it existed.
+	Findings string `dynamodbav:"findings,omitempty"`
+}
+
+// Finding is the id of the finding the email numbers n (from 1), and
+// whether it lists that many.
+func (m Message) Finding(n int) (string, bool) {
+	ids := strings.Fields(m.Findings)
+	if n < 1 || n > len(ids) {
+		return "", false
+	}
+	return ids[n-1], true
 }
 
 // HasEvidence reports whether the provider confirmed it accepted the

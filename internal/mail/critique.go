@@ -85,6 +85,12 @@ func critiqueHTML(v view) string {
   <div style="padding:8px 12px;background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;font-size:13px;line-height:1.45;color:#3b2300;">This review is partial (` + strconv.Itoa(len(c.Findings)) + ` findings shown): the summary says what was left out.</div>
 </td></tr>`)
 	}
+	if d.Hidden != 0 {
+		w(`
+<tr><td style="padding:10px 24px 4px;">
+  <div style="padding:8px 12px;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;font-size:13px;line-height:1.45;color:#57606a;">` + hiddenText(d.Hidden) + `</div>
+</td></tr>`)
+	}
 	if ch := v.Changes; ch == nil {
 		htmlFiles(&b, v.Files, false)
 	} else {
@@ -233,6 +239,9 @@ func critiqueText(v view) string {
 	if c.Truncated {
 		w("\n\nThis review is partial (" + strconv.Itoa(len(c.Findings)) + " findings shown): the summary says what was left out.")
 	}
+	if d.Hidden != 0 {
+		w("\n\n" + hiddenText(d.Hidden))
+	}
 	w("\n")
 	if ch := v.Changes; ch == nil {
 		textFiles(&b, v.Files, d.URL, false)
@@ -286,4 +295,14 @@ func textFiles(b *strings.Builder, files []FileFindings, changeURL string, resol
 		}
 		w("\n")
 	}
+}
+
+// hiddenText says how many findings the reader marked wrong are left out
+// (R-VOTE-3), and how one comes back: its Useful link in the email that
+// showed it. It links nowhere itself; it holds no text of a model's.
+func hiddenText(n int) string {
+	if n == 1 {
+		return "1 finding you marked wrong is hidden; its Useful link in an earlier email shows it again."
+	}
+	return strconv.Itoa(n) + " findings you marked wrong are hidden; the Useful link under one in an earlier email shows it again."
 }

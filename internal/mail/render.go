@@ -23,6 +23,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/vote"
 )
 
 // TemplateVersion names the critique template set; it is stored with every
@@ -72,6 +73,11 @@ type Data struct {
 	// (R-VOTE-1), shown under each finding of this version (not under
 	// resolved ones). Nil, or empty links: none are shown.
 	Votes func(f critic.Finding) (useful, wrong string)
+
+	// Hidden is how many of this version's findings the recipient marked
+	// wrong and are left out of Critique (R-VOTE-3): the email says how
+	// many. Zero: nothing is said.
+	Hidden int
 
 	// Thread is the recipient's conversation root about the changelist
 	// (Threads.Root), ListID the deploy's list id (config's
@@ -274,6 +280,7 @@ func (r *Renderer) Render(d Data) (delivery.Message, error) {
 		ListID:          ListIDValue(d.ListID),
 		Reason:          d.Reason,
 		Severity:        highestSeverity(v.Counts),
+		Findings:        listed(v),
 	}
 	sum := sha256.Sum256([]byte(m.Subject + "\x00" + m.HTML + "\x00" + m.Text + "\x00" + m.Thread + "\x00" + m.ListID + "\x00" + m.Reason + "\x00" + m.Severity))
 	m.ContentSHA256 = hex.EncodeToString(sum[:])
@@ -293,4 +300,26 @@ func (r *Renderer) UnsubscribePage(action string) ([]byte, error) {
 // the endpoint cannot be used to learn which tokens exist.
 func (r *Renderer) UnsubscribedPage(all bool) ([]byte, error) {
 	return []byte(unsubscribedPage(all)), nil
+}
+
+// listed are the vote.FindingID of the findings the email lists under this
+// version, in the order it lists them (a rerun's new ones, then its
+// unchanged ones; resolved ones are not this version's): the finding
+// numbered n in the email is the n-th. A reply naming a finding by its
+// number is resolved against this list (dismiss.Recorder), so the number
+// means what the reader saw, whatever was hidden from them.
+func listed(v view) string {
+	groups := [][]FileFindings{v.Files}
+	if v.Changes != nil {
+		groups = [][]FileFindings{v.New, v.Unchanged}
+	}
+	var out []string
+	for _, g := range groups {
+		for _, f := range g {
+			for _, fv := range f.Findings {
+				out = append(out, vote.FindingID(fv.Finding))
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }

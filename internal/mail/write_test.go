@@ -67,6 +67,16 @@ func firstCases() []Data {
 		d.Reason = reason
 		out = append(out, d)
 	}
+	// Findings the reader marked wrong, hidden (R-VOTE-3): one, several,
+	// and all of them with a partial review.
+	for _, n := range []int{1, 3} {
+		d = base()
+		d.Hidden = n
+		out = append(out, d)
+	}
+	d = base()
+	d.Critique.Findings, d.Critique.Truncated, d.Hidden = nil, true, 2
+	out = append(out, d)
 	return out
 }
 
@@ -110,6 +120,10 @@ func rerunCases() []Data {
 	d = base()
 	d.Votes = testVotes
 	d.Reason = ReasonAuthor
+	out = append(out, d)
+	d = base()
+	d.Critique.Findings[0].New = false
+	d.Critique.Changes.New, d.Hidden = 0, 1
 	out = append(out, d)
 	return out
 }

@@ -93,6 +93,10 @@ type Notify struct {
 	// Votes mints each finding's feedback links under PublicURL
 	// (R-VOTE-1). Nil or no PublicURL: no links.
 	Votes *vote.Signer
+	// Dismissals, if set, keeps from each recipient's email the findings
+	// they marked wrong in an earlier one, while the lines those flag are
+	// unchanged (R-VOTE-3, notify_dismiss.go). Nil: every finding is shown.
+	Dismissals Dismissals
 	// MinSeverity hides findings below it from the email
 	// (CRITICIZER_MIN_SEVERITY); a repository's min_severity can raise it
 	// (R-REPO-5). "": every finding is shown.

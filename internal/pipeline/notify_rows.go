@@ -7,6 +7,7 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 )
@@ -37,14 +38,22 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 	}
 	now := n.Now().UTC()
 	recipients := j.AllRecipients()
-	rows := make([]delivery.Row, 0, len(recipients)+len(noEmail))
+	// Each recipient's marks, read before any row is rendered (R-VOTE-3).
+	marks, err := n.readDismissed(ctx, clKey, j.ReviewVersion, recipients, c)
+	if err != nil {
+		return nil, err
+	}
+	fresh := make([]delivery.Row, 0, len(recipients))
+	quietSince := map[string]int{}
 	for _, rcpt := range recipients {
 		// Rendered per recipient: the footer carries the recipient's own
-		// unsubscribe link. A row that exists keeps the bytes it was created
-		// with (Ensure does not overwrite).
+		// unsubscribe link, and the findings they marked wrong are left
+		// out. A row that exists keeps the bytes it was created with
+		// (Ensure does not overwrite), whatever was voted since.
 		data.UnsubscribeURL = n.Signer.URL(n.PublicURL, unsubscribe.RecipientID(rcpt), repo)
 		data.Votes = n.voteLinks(delivery.ID(clKey, rcpt, j.ReviewVersion), now)
 		data.Thread, data.Reason = n.Threads.Root(clKey, rcpt), reason(j, rcpt)
+		data.Critique, data.Hidden = marks.forRecipient(rcpt, c)
 		msg, err := n.Renderer.Render(data)
 		if err != nil {
 			return nil, retry.Permanent(retry.RuntimeBug, err)
@@ -54,9 +63,23 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 			Recipient: delivery.NormalizeRecipient(rcpt), ReviewVersion: j.ReviewVersion,
 			Status: delivery.StatusPending, Message: msg, CreatedAt: now, UpdatedAt: now,
 		}
-		got, _, err := n.Deliveries.Ensure(ctx, r)
+		if v := n.onlyDismissedNew(j, c, data.Critique); v > 0 {
+			quietSince[r.Recipient] = v
+		}
+		fresh = append(fresh, r)
+	}
+	if err := n.settleDismissedOnly(ctx, clKey, fresh, quietSince); err != nil {
+		return nil, err
+	}
+	rows := make([]delivery.Row, 0, len(recipients)+len(noEmail))
+	for _, r := range fresh {
+		got, created, err := n.Deliveries.Ensure(ctx, r)
 		if err != nil {
 			return nil, err
+		}
+		if created && got.Status == delivery.StatusSkippedNothingNew {
+			n.Log.InfoContext(ctx, "delivery settled quietly", "delivery_id", r.ID, "job_id", j.ID, "status", got.Status, "reason", got.SkipReason)
+			obs.Metric(ctx, n.Log, map[string]string{"Status": string(got.Status)}, map[string]float64{"QuietDeliveries": 1})
 		}
 		rows = append(rows, got)
 	}

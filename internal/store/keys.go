@@ -22,6 +22,7 @@ const (
 	PrefixUnknown     = "UNKNOWN#"        // reviewers without an address: UNKNOWN#<source>
 	PrefixVote        = "VOTE#"           // a reader's vote on a finding: VOTE#<delivery id>#<finding id>
 	PrefixDiff        = "DIFF#"           // versions with one diff content: DIFF#<changelist key>#<diff sha256>
+	PrefixDismissal   = "DISMISS#"        // a reader's marks on a changelist's findings: DISMISS#<changelist key>#<recipient id>
 	// The send-rate windows (RATE#<name>#<second>) are the rate limiter's
 	// (internal/ratelimit), in the same table.
 )

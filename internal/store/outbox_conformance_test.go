@@ -49,6 +49,17 @@ func TestReviewerStores_DynamoDB(t *testing.T) {
 	})
 }
 
+// Dismissals on DynamoDB Local: one item per changelist and reader,
+// written on the revision read, read for every recipient in one batch.
+// Rules: R-STORE-1, R-VOTE-3.
+func TestDismissals_DynamoDB(t *testing.T) {
+	storetest.Dismissals(t, func(t *testing.T) store.DismissalStore {
+		env := testenv.Stack(t)
+		res := testenv.Provision(t, env)
+		return store.NewDismissals(env.Clients.DynamoDB, res.JobsTable, nil)
+	})
+}
+
 // Votes on DynamoDB Local: one item per finding of an email, the latest
 // choice.
 // Rules: R-STORE-1, R-VOTE-1.

@@ -18,7 +18,7 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// Jobs, delivery rows, audit items, reviewer rosters and votes carry a TTL of
+// Jobs, delivery rows, audit items, reviewer rosters, votes and dismissals carry a TTL of
 // the retention from when they are written; the changelist head (which
 // keeps a repeat of an expired version from being reviewed again),
 // preferences, suppressions and reviewer directory entries carry none. A version whose job expired is refused as already reviewed
@@ -57,6 +57,11 @@ func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
 	if _, err := votes.Record(ctx, vote.Vote{DeliveryID: "d_ret", FindingID: "f1", Choice: vote.Useful, Rule: "r", VotedAt: now}); err != nil {
 		t.Fatal(err)
 	}
+	dismissals := store.NewDismissals(db, res.JobsTable, clock)
+	dismissals.Retention = 90 * 24 * time.Hour
+	if _, err := dismissals.Mark(ctx, "generic:cl-retention", "rid-1", "k1", vote.Wrong, now); err != nil {
+		t.Fatal(err)
+	}
 	want := now.Add(90 * 24 * time.Hour).Unix()
 	ttl := func(table, keyName, key string) int64 {
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
@@ -77,6 +82,7 @@ func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
 		"audit item":   ttl(res.JobsTable, "pk", store.PrefixAudit+"d_ret"),
 		"roster":       ttl(res.JobsTable, "pk", store.PrefixRoster+job.ChangelistKey("github", "o/r#1")),
 		"vote":         ttl(res.JobsTable, "pk", store.PrefixVote+"d_ret#f1"),
+		"dismissals":   ttl(res.JobsTable, "pk", store.PrefixDismissal+"generic:cl-retention#rid-1"),
 	} {
 		if got != want {
 			t.Errorf("%s expires at %d, want %d (now + 90 days)", what, got, want)

@@ -35,3 +35,9 @@ func TestReviewerStores_Memstore(t *testing.T) {
 func TestVotes_Memstore(t *testing.T) {
 	storetest.Votes(t, func(*testing.T) store.VoteStore { return memstore.NewVotes() })
 }
+
+// The in-memory dismissal store keeps the contract DynamoDB keeps.
+// Rules: R-STORE-1, R-VOTE-3.
+func TestDismissals_Memstore(t *testing.T) {
+	storetest.Dismissals(t, func(*testing.T) store.DismissalStore { return memstore.NewDismissals() })
+}

@@ -64,6 +64,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	}
 	votes := store.NewVotes(b.DynamoDB, cfg.JobsTable, b.Now)
 	votes.Retention = cfg.Retention
+	// A wrong keeps the finding out of the reader's later emails (R-VOTE-3).
+	dismissals := store.NewDismissals(b.DynamoDB, cfg.JobsTable, b.Now)
+	dismissals.Retention = cfg.Retention
 	h := &api.Handler{
 		Sources: parsers,
 		Intake: &api.Intake{Jobs: b.Jobs, Blobs: blobs, Queue: b.Queue, Log: log, Now: b.Now, TTL: cfg.IdempotencyTTL,
@@ -74,7 +77,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		Status: status,
 		Jobs:   b.Jobs, Deliveries: b.Deliveries, Log: log,
 		Unsubscribe: &api.Unsubscribe{Signer: signer, Recipients: b.Recipients, Pages: pages, Log: log},
-		Votes:       &api.Votes{Signer: voteSigner, Store: votes, Pages: pages, Log: log, Now: b.Now},
+		Votes: &api.Votes{Signer: voteSigner, Store: votes, Pages: pages, Log: log, Now: b.Now,
+			Marks: dismissals, Rows: b.Deliveries, Jobs: b.Jobs},
 		Ready: func(ctx context.Context) error {
 			_, err := b.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(cfg.JobsTable),
 				Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "HEALTH"}}})

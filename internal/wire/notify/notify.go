@@ -16,6 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/sesmail"
 	"github.com/criticizer/criticizer/internal/stage"
+	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
@@ -64,6 +65,9 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	if n.Votes, err = wire.VoteSigner(cfg); err != nil {
 		return nil, nil, err
 	}
+	// Each recipient's email leaves out the findings they marked wrong
+	// (R-VOTE-3): their marks are read once per run, before rendering.
+	n.Dismissals = store.NewDismissals(b.DynamoDB, cfg.JobsTable, b.Now)
 	// Conversation roots are keyed with the unsubscribe signing key, a
 	// secret the notifier already holds (mail.NewThreads says why).
 	n.Threads, n.ListID = mail.NewThreads(cfg.UnsubscribeKey, cfg.MailDomain), cfg.ListID

@@ -1,0 +1,152 @@
+// Package dismiss records a reader's say on a finding of an email they
+// were sent: the vote make eval counts (R-VOTE-1, R-VOTE-2), and the mark
+// that keeps a finding the reader called wrong out of their later emails
+// about the same changelist while its line is unchanged (R-VOTE-3).
+//
+// Every way a reader can say it goes through Recorder.Record: the vote
+// link's POST (internal/api) names the finding by its id, a reply ("wrong
+// 3") by its number in the email.
+package dismiss
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/unsubscribe"
+	"github.com/criticizer/criticizer/internal/vote"
+)
+
+// ErrUnknownFinding: the email names no such finding (a number past the
+// findings it lists, or an email whose row is gone).
+var ErrUnknownFinding = errors.New("the email lists no such finding")
+
+// Ref names a finding of an email: by its number in the email, from 1 in
+// the order it lists them (delivery.Message.Finding), or by its
+// vote.FindingID. Rule is the rule the caller knows it by (a vote link
+// carries it), recorded when the finding cannot be looked up.
+type Ref struct {
+	Number int
+	ID     string
+	Rule   string
+}
+
+// Rows reads delivery rows (store.Outbox).
+type Rows interface {
+	Get(ctx context.Context, id string) (delivery.Row, error)
+}
+
+// Jobs reads jobs (store.JobStore).
+type Jobs interface {
+	Get(ctx context.Context, id job.ID) (job.Job, error)
+}
+
+// Recorder records a reader's choice on a finding of one of their emails.
+type Recorder struct {
+	Votes store.VoteStore
+	// Marks, Rows and Jobs keep the mark (R-VOTE-3); any nil: votes only.
+	Marks store.DismissalStore
+	Rows  Rows
+	Jobs  Jobs
+}
+
+// Result is what Record did.
+type Result struct {
+	FindingID string
+	Rule      string
+	Vote      vote.Outcome
+	// Mark is what the choice did to the reader's marks; "" when none
+	// was kept: no mark store, or the finding could not be looked up
+	// (its email's row or job expired).
+	Mark vote.MarkOutcome
+}
+
+// Record records choice c, made at now, on the finding ref names of the
+// email deliveryID: the vote first (what make eval reads), then the mark
+// on the reader's changelist, keyed by the finding's identity across
+// versions (critic.SameKey), looked up in the critique the email was
+// rendered from. Both are idempotent: a request retried records once.
+//
+// A finding named by id that can no longer be looked up still records
+// the vote; one named by number needs the email's row
+// (ErrUnknownFinding).
+func (r *Recorder) Record(ctx context.Context, deliveryID string, ref Ref, c vote.Choice, now time.Time) (Result, error) {
+	if !c.Valid() {
+		return Result{}, fmt.Errorf("choice %q: %w", c, ErrUnknownFinding)
+	}
+	res := Result{FindingID: ref.ID, Rule: ref.Rule}
+	var row delivery.Row
+	var f *critic.Finding
+	if r.Rows != nil && r.Jobs != nil {
+		var err error
+		row, f, err = r.lookup(ctx, deliveryID, &res, ref)
+		if err != nil {
+			return Result{}, err
+		}
+	}
+	if res.FindingID == "" {
+		return Result{}, ErrUnknownFinding
+	}
+	var err error
+	res.Vote, err = r.Votes.Record(ctx, vote.Vote{DeliveryID: deliveryID, FindingID: res.FindingID, Choice: c, Rule: res.Rule, VotedAt: now.UTC()})
+	if err != nil {
+		return Result{}, err
+	}
+	if f == nil || r.Marks == nil {
+		return res, nil
+	}
+	res.Mark, err = r.Marks.Mark(ctx, row.ChangelistKey, unsubscribe.RecipientID(row.Recipient), critic.SameKey(*f), c, now)
+	if err != nil {
+		return Result{}, fmt.Errorf("delivery %s: %w", deliveryID, err)
+	}
+	return res, nil
+}
+
+// lookup finds the email's row and, in the critique of its job, the
+// finding ref names; res gets the finding's id and rule. The finding is
+// nil when the row or the job is gone (retention), or the critique holds
+// no finding of that id.
+func (r *Recorder) lookup(ctx context.Context, deliveryID string, res *Result, ref Ref) (delivery.Row, *critic.Finding, error) {
+	row, err := r.Rows.Get(ctx, deliveryID)
+	switch {
+	case errors.Is(err, store.ErrNotFound) && ref.Number == 0:
+		return row, nil, nil
+	case errors.Is(err, store.ErrNotFound):
+		return row, nil, fmt.Errorf("delivery %s: %w", deliveryID, ErrUnknownFinding)
+	case err != nil:
+		return row, nil, err
+	}
+	if ref.Number > 0 {
+		id, ok := row.Message.Finding(ref.Number)
+		if !ok {
+			return row, nil, fmt.Errorf("delivery %s finding %d: %w", deliveryID, ref.Number, ErrUnknownFinding)
+		}
+		res.FindingID = id
+	}
+	j, err := r.Jobs.Get(ctx, row.JobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return row, nil, nil
+	}
+	if err != nil {
+		return row, nil, err
+	}
+	var c critic.Critique
+	if len(j.Critique) == 0 || json.Unmarshal(j.Critique, &c) != nil {
+		return row, nil, nil
+	}
+	for i := range c.Findings {
+		if vote.FindingID(c.Findings[i]) == res.FindingID {
+			if res.Rule == "" {
+				res.Rule = c.Findings[i].Rule
+			}
+			return row, &c.Findings[i], nil
+		}
+	}
+	return row, nil, nil
+}

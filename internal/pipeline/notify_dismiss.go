@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/unsubscribe"
+	"github.com/criticizer/criticizer/internal/vote"
+)
+
+// Dismissals reads readers' marks on a changelist's findings
+// (store.DismissalStore).
+type Dismissals interface {
+	Marks(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]vote.Marks, error)
+}
+
+// dismissed is what notify knows of the recipients' marks on a version's
+// findings (R-VOTE-3), read once per run before any row is rendered.
+type dismissed map[string]vote.Marks // by unsubscribe.RecipientID
+
+// readDismissed reads every recipient's marks on the changelist in one
+// read (BatchGetItem), or nothing: no store, no finding to hide, or
+// version 1, a changelist's first (versions start at 1): a mark comes
+// from a vote on an email of the changelist, so a reader with one has
+// their row of that version already, and only later versions' rows are
+// rendered after it. A changelist's first review costs no read.
+func (n *Notify) readDismissed(ctx context.Context, clKey string, version int, recipients []string, c critic.Critique) (dismissed, error) {
+	if n.Dismissals == nil || version <= 1 || len(c.Findings) == 0 || len(recipients) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(recipients))
+	for i, r := range recipients {
+		ids[i] = unsubscribe.RecipientID(r)
+	}
+	m, err := n.Dismissals.Marks(ctx, clKey, ids)
+	return dismissed(m), err
+}
+
+// forRecipient is the critique as recipient rcpt is mailed it: without
+// the findings they marked wrong while the lines those flag are unchanged
+// (critic.SameKey), and how many were hidden.
+func (d dismissed) forRecipient(rcpt string, c critic.Critique) (critic.Critique, int) {
+	m := d[unsubscribe.RecipientID(rcpt)]
+	if len(m) == 0 {
+		return c, 0
+	}
+	return critic.Hide(c, func(f critic.Finding) bool { return m.Dismissed(critic.SameKey(f)) })
+}
+
+// onlyDismissedNew is the version a compared critique found new findings
+// against, when the recipient marked every one of them wrong and nothing
+// was resolved, else 0: R-QUIET-2's "nothing new", as that recipient sees
+// it. mailed is c as the recipient is mailed it (forRecipient). Off with
+// the quiet rules, with R-QUIET-2 off, and for a version the quiet rules
+// do not judge (an explicit version, a generic caller's or an operator's
+// rerun, is mailed to everyone: R-RERUN-2).
+func (n *Notify) onlyDismissedNew(j job.Job, c, mailed critic.Critique) int {
+	if n.Quiet == nil || n.Quiet.MailUnchangedReruns || !j.Quiet() {
+		return 0
+	}
+	ch, mch := c.Changes, mailed.Changes
+	if ch == nil || mch == nil || ch.Since <= 0 || ch.New == 0 || ch.ResolvedCount != 0 || mch.New != 0 {
+		return 0
+	}
+	return ch.Since
+}
+
+// settleDismissedOnly settles, as it creates them, the rows of recipients
+// for whom the version holds nothing new but findings they marked wrong
+// (onlyDismissedNew), when they had the content of the version compared
+// with (delivery.Row.HasContent, as R-QUIET-2 asks): skipped_nothing_new,
+// never sent. The decision is taken once, when the row is created with
+// the message it was rendered from, so a vote that arrives later changes
+// neither (R-OUTBOX-2). rows are the rows to be created, in place.
+func (n *Notify) settleDismissedOnly(ctx context.Context, clKey string, rows []delivery.Row, since map[string]int) error {
+	if len(since) == 0 {
+		return nil
+	}
+	var ids []string
+	for _, r := range rows {
+		if v := since[r.Recipient]; v > 0 {
+			ids = append(ids, delivery.ID(clKey, r.Recipient, v))
+		}
+	}
+	earlier, err := n.Deliveries.GetMany(ctx, ids)
+	if err != nil {
+		return err
+	}
+	had := map[string]bool{}
+	for _, e := range earlier {
+		if e.HasContent() && e.ReviewVersion == since[e.Recipient] {
+			had[e.Recipient] = true
+		}
+	}
+	for i, r := range rows {
+		if had[r.Recipient] {
+			rows[i].Status = delivery.StatusSkippedNothingNew
+			rows[i].SkipReason = "nothing new since v" + strconv.Itoa(since[r.Recipient]) + " but findings marked wrong"
+		}
+	}
+	return nil
+}
