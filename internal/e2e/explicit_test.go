@@ -86,7 +86,7 @@ func TestGitHubSynchronize_SameDiff_NoSecondEmail(t *testing.T) {
 	octocat := "octocat@" + domain
 	gh := newFakeReviewAPI(t)
 	// The same diff whatever the head commit.
-	gh.on("GET /repos/Codertocat/Hello-World/pulls/2", "text/plain; charset=utf-8", readFile(t, sourceData+"github/pull.diff"))
+	gh.githubDiff(readFile(t, sourceData+"github/pull.diff"))
 	gh.on("GET /repos/Codertocat/Hello-World/pulls/2/requested_reviewers", "application/json; charset=utf-8",
 		readFile(t, sourceData+"github/requested_reviewers.json"))
 	gh.githubReviewsAndTeams(t, "[]", 404)

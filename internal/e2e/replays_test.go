@@ -106,7 +106,7 @@ func TestGitHubReviewerEventUnderFreshDeliveryIDs_OneRefresh(t *testing.T) {
 	domain := testenv.Prefix(t) + ".example.com"
 	octocat, hubot, monalisa := "octocat@"+domain, "hubot@"+domain, "monalisa@"+domain
 	gh := newFakeReviewAPI(t)
-	gh.on("GET /repos/Codertocat/Hello-World/pulls/2", "text/plain; charset=utf-8", readFile(t, sourceData+"github/pull.diff"))
+	gh.githubDiff(readFile(t, sourceData+"github/pull.diff"))
 	gh.on("GET /repos/Codertocat/Hello-World/pulls/2/reviews", "application/json; charset=utf-8", []byte(`[]`))
 	gh.on("GET /repos/Codertocat/Hello-World/pulls/2/requested_reviewers", "application/json; charset=utf-8",
 		[]byte(`{"users":[{"login":"octocat","type":"User"}],"teams":[]}`))
