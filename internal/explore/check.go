@@ -47,6 +47,9 @@ func (w *world) safety(o Options) *Violation {
 	if v := w.intakeSafety(o); v != nil {
 		return v
 	}
+	if v := w.lossSafety(o); v != nil {
+		return v
+	}
 	emails := map[string]int{}
 	for _, m := range w.mails {
 		if m.delivery != "" && m.fate.reaches() {
@@ -308,7 +311,7 @@ func (w *world) canonical(budgets bool) string {
 		if p.at != nil {
 			at = p.at.String()
 		}
-		fmt.Fprintf(&b, "proc %s at=%s hist=%s\n", p.label, at, strings.Join(p.hist, "|"))
+		fmt.Fprintf(&b, "proc %s at=%s dl=%s hist=%s\n", p.label, at, stamp(p.deadline), strings.Join(p.hist, "|"))
 	}
 	return b.String()
 }
