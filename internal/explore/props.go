@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/criticizer/criticizer/internal/deadletter"
 	"github.com/criticizer/criticizer/internal/delivery"
@@ -17,8 +18,10 @@ import (
 //   - dropped: a stage message is deleted only when its work is done with
 //     — its job has left the stage or has a verdict — or handed on: a
 //     fresh copy of it is on the queue (a deferral, a message not
-//     started), or its envelope is in the stage's DLQ (R-STAGE-9,
-//     R-STAGE-10). Checked as the event source mapping deletes it.
+//     started), its envelope is in the stage's DLQ (R-STAGE-9,
+//     R-STAGE-10), or another invocation at work on the job will. A Send
+//     event's message is deleted only once the event is on its row
+//     (R-EVIDENCE-1). Checked as the event source mapping deletes it.
 //   - deadline: a message after the first of a batch starts only while
 //     its need is left before the reserve (R-STAGE-9): time does not pass
 //     while handlers compute here, so one started later would finish in
@@ -35,6 +38,10 @@ import (
 // work would be dropped is noted for safety to report.
 func (w *world) checkDelete(ctx context.Context, q *queue, m *message) {
 	self := procOf(ctx)
+	if q == w.feedback {
+		w.checkEventKept(m)
+		return
+	}
 	stage, ok := map[*queue]job.Stage{w.notifyQ: job.StageNotify, w.fetchQ: job.StageFetch, w.llmQ: job.StageLLM}[q]
 	if !ok {
 		return
@@ -64,6 +71,28 @@ func (w *world) checkDelete(ctx context.Context, q *queue, m *message) {
 	}
 	w.dropped = append(w.dropped, fmt.Sprintf("%s message %s deleted with job %s still %s at %s, no copy, no envelope",
 		q.name, m.id, id, j.Status, j.Stage))
+}
+
+// checkEventKept: a Send event's message is deleted only once the event
+// is on the row it names: its time recorded for the row's message, or the
+// message noted as another send of the row (a duplicate) or as one that
+// bounced. A Send event dropped unrecorded leaves the row looking unsent
+// to a notifier once the evidence path has moved past it.
+func (w *world) checkEventKept(m *message) {
+	e := m.event
+	if e == nil || e.typ != "Send" || e.mail.delivery == "" {
+		return
+	}
+	r, err := w.outbox.Get(context.Background(), e.mail.delivery)
+	if err != nil {
+		return
+	}
+	id := e.mail.id
+	ours := r.ProviderMessageID == id || r.NotificationID == id
+	if (ours && !r.SendEventAt.IsZero()) || slices.Contains(r.DuplicateMessageIDs, id) || slices.Contains(r.BouncedMessageIDs, id) {
+		return
+	}
+	w.dropped = append(w.dropped, fmt.Sprintf("feedback message %s deleted with its Send event of %s not on row %s (%s)", m.id, id, r.ID, r.Status))
 }
 
 // jobOf is the job a stage message or a dead-letter envelope names.
