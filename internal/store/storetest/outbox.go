@@ -129,6 +129,14 @@ func markSentOneWriteUnderOwnClaimThenNeverClaimable(t *testing.T, open Opener) 
 	if _, err := d.MarkSent(ctx, "d_3", "not-mine", "ses-1"); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("mark under another token: %v, want ErrConflict", err)
 	}
+	// Nor does anyone but the claimant release it: a stale notifier's
+	// release would hand a row being sent to the next claim.
+	if _, err := d.Release(ctx, "d_3", "not-mine", delivery.StatusFailedTransient, "RATE_LIMITED"); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("release under another token: %v, want ErrConflict", err)
+	}
+	if r, err := d.Get(ctx, "d_3"); err != nil || r.Status != delivery.StatusSending || r.ClaimToken != "mine" {
+		t.Fatalf("row after a release under another token: %+v %v, want sending under our claim", r, err)
+	}
 	r, err := d.MarkSent(ctx, "d_3", "mine", "ses-1")
 	if err != nil {
 		t.Fatal(err)
