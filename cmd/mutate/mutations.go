@@ -19,8 +19,9 @@ type Mutation struct {
 	// Scenarios are the explorer's scenarios tried first (speed only:
 	// the others follow).
 	Scenarios []string
-	// Checks, when set, are the only checks run against it (by default,
-	// every check whose package builds the file).
+	// Checks, when set, are the checks run against it, in this order (by
+	// default, every check whose package builds the file, in the order
+	// of checks()).
 	Checks []string
 	// Equivalent, when set, says why no check can observe the mutation:
 	// it is not expected to be caught, and is left out of the kill rate.
@@ -47,6 +48,11 @@ func (m Mutation) Apply(root string) ([]byte, error) {
 // dynamo is the one check that runs the DynamoDB store.
 var dynamo = []string{"conformance/dynamodb"}
 
+// memFirst is the order for the in-memory store's own guards: its
+// conformance suite first (seconds), the explorer (minutes) only if the
+// suite misses it.
+var memFirst = []string{"conformance/memstore", "explore"}
+
 const (
 	memstore  = "internal/store/memstore/deliveries.go"
 	decide    = "internal/delivery/decide.go"
@@ -67,43 +73,44 @@ const (
 func Mutations() []Mutation {
 	return []Mutation{
 		// The in-memory outbox (memstore): what the explorer runs on.
+		// The explorer first: it must catch this one (issue 35).
 		{ID: "memstore-requeue-live-lease", File: memstore, Scenarios: []string{"requeue-race", "overlapping-sweeps"},
 			What: "Requeue lands on a row under a live lease (another notifier's fresh claim)",
 			Old:  "return r.Status == delivery.StatusSending && r.LeaseUntil.Before(now) && neverSent(r)",
 			New:  "return r.Status == delivery.StatusSending && neverSent(r)"},
-		{ID: "memstore-claim-sent-row", File: memstore,
+		{ID: "memstore-claim-sent-row", File: memstore, Checks: memFirst,
 			What: "Claim takes a row that carries a sign of a send (a notification id, provider evidence)",
 			Old:  "return r.Status.Claimable() && neverSent(r)\n\t}, func(r *delivery.Row) {\n\t\tr.Status, r.Attempts",
 			New:  "return r.Status.Claimable()\n\t}, func(r *delivery.Row) {\n\t\tr.Status, r.Attempts"},
-		{ID: "memstore-claim-any-status", File: memstore, Scenarios: []string{"two-notifiers", "requeue-race"},
+		{ID: "memstore-claim-any-status", File: memstore, Checks: memFirst, Scenarios: []string{"two-notifiers", "requeue-race"},
 			What: "Claim takes a row in any status, one already being sent among them",
 			Old:  "return r.Status.Claimable() && neverSent(r)\n\t}, func(r *delivery.Row) {\n\t\tr.Status, r.Attempts",
 			New:  "return neverSent(r)\n\t}, func(r *delivery.Row) {\n\t\tr.Status, r.Attempts"},
-		{ID: "memstore-marksent-any-claim", File: memstore,
+		{ID: "memstore-marksent-any-claim", File: memstore, Checks: memFirst,
 			What: "MarkSent writes without holding the claim",
 			Old:  "row, err := s.update(id, sendingUnder(token), func(r *delivery.Row) {\n\t\tr.Status, r.NotificationID, r.NotifiedAt",
 			New:  "row, err := s.update(id, func(delivery.Row) bool { return true }, func(r *delivery.Row) {\n\t\tr.Status, r.NotificationID, r.NotifiedAt"},
-		{ID: "memstore-release-any-claim", File: memstore,
+		{ID: "memstore-release-any-claim", File: memstore, Checks: memFirst,
 			What: "Release writes without holding the claim",
 			Old:  "row, err := s.update(id, sendingUnder(token), func(r *delivery.Row) {\n\t\tr.Status, r.LastErrorClass, r.UpdatedAt, r.LeaseUntil",
 			New:  "row, err := s.update(id, func(delivery.Row) bool { return true }, func(r *delivery.Row) {\n\t\tr.Status, r.LastErrorClass, r.UpdatedAt, r.LeaseUntil"},
-		{ID: "memstore-event-other-message", File: memstore, Scenarios: []string{"events-twice", "send-faults"},
+		{ID: "memstore-event-other-message", File: memstore, Checks: memFirst, Scenarios: []string{"events-twice", "send-faults"},
 			What: "an event naming another message of the row is taken as the row's own evidence",
 			Old:  "if (r.NotificationID != \"\" && r.NotificationID != e.MessageID) || (r.ProviderMessageID != \"\" && r.ProviderMessageID != e.MessageID) {",
 			New:  "if false {"},
-		{ID: "memstore-backfill-twice", File: memstore,
+		{ID: "memstore-backfill-twice", File: memstore, Checks: memFirst,
 			What: "Backfill overwrites a row already marked sent",
 			Old:  "return s.update(id, func(r delivery.Row) bool { return r.NotifiedAt.IsZero() }, func(r *delivery.Row) {",
 			New:  "return s.update(id, func(r delivery.Row) bool { return true }, func(r *delivery.Row) {"},
-		{ID: "memstore-skip-claimed-row", File: memstore, Scenarios: []string{"superseded"},
+		{ID: "memstore-skip-claimed-row", File: memstore, Checks: memFirst, Scenarios: []string{"superseded"},
 			What: "Skip settles quietly a row already claimed or sent",
 			Old:  "return r.Status.Claimable() && neverSent(r)\n\t}, func(r *delivery.Row) { r.Status, r.SkipReason",
 			New:  "return true\n\t}, func(r *delivery.Row) { r.Status, r.SkipReason"},
-		{ID: "memstore-bounce-resends-uncapped", File: memstore, Scenarios: []string{"transient-bounce"},
+		{ID: "memstore-bounce-resends-uncapped", File: memstore, Checks: memFirst, Scenarios: []string{"transient-bounce"},
 			What: "a transiently bounced row is resent past the cap",
 			Old:  "return (wasSent || lostAnswer) && r.BounceResends < max",
 			New:  "return wasSent || lostAnswer"},
-		{ID: "memstore-reconcile-confirmed-row", File: memstore,
+		{ID: "memstore-reconcile-confirmed-row", File: memstore, Checks: memFirst,
 			What: "MarkReconciling takes a row whose Send event was recorded",
 			Old:  "return r.Status == delivery.StatusSent && r.SendEventAt.IsZero() && r.DeliveredAt.IsZero() && r.Resolution != delivery.ResolvedSent",
 			New:  "return r.Status == delivery.StatusSent && r.DeliveredAt.IsZero() && r.Resolution != delivery.ResolvedSent"},

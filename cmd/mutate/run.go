@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -198,8 +197,8 @@ func (r *runner) one(m Mutation) result {
 		res.err = err
 		return res
 	}
-	for _, c := range r.checks {
-		if !r.sees(c, m.File) || (len(m.Checks) > 0 && !slices.Contains(m.Checks, c.name)) {
+	for _, c := range r.ordered(m) {
+		if !r.sees(c, m.File) {
 			continue
 		}
 		res.ran = append(res.ran, c.name)
@@ -225,6 +224,22 @@ func (r *runner) one(m Mutation) result {
 	}
 	res.elapsed = time.Since(start)
 	return res
+}
+
+// ordered is the selected checks in the order m asks for.
+func (r *runner) ordered(m Mutation) []check {
+	if len(m.Checks) == 0 {
+		return r.checks
+	}
+	var out []check
+	for _, name := range m.Checks {
+		for _, c := range r.checks {
+			if c.name == name {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // violation is cmd/explore's report of a violation.
