@@ -482,6 +482,11 @@ func skipBackfillAwaitingMarkReconcilingGetManyEvents(t *testing.T, open Opener)
 	if r, out, err := d.RecordEvent(ctx, "d_rec", store.Event{Type: "Send", MessageID: "ses-r", At: now}); err != nil || out != store.EventRecorded || r.Status != delivery.StatusSent {
 		t.Fatalf("late send event: %+v %v %v", r, out, err)
 	}
+	// A row the provider confirmed is never taken for an ordering
+	// violation again, even by a sweep that read it before the event.
+	if _, err := d.MarkReconciling(ctx, "d_rec"); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("reconciling a row whose Send event was recorded: %v, want ErrConflict", err)
+	}
 	if _, out, err := d.RecordEvent(ctx, "d_rec", store.Event{Type: "DeliveryDelay", MessageID: "ses-r", At: now}); err != nil || out != store.EventIgnored {
 		t.Errorf("a delay event: %v %v, want ignored", out, err)
 	}
