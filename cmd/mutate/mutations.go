@@ -156,12 +156,10 @@ func Mutations() []Mutation {
 			What: "CaughtUp drops the publish bound: drained past the send itself counts",
 			Old:  "e.Drained.After(t.Add(e.Bound))",
 			New:  "e.Drained.After(t)"},
-		{ID: "summarize-unsent-complete", File: decide,
-			What: "a job counts as complete with a row still unsent",
-			Old:  "\t\tdefault:\n\t\t\treturn Incomplete\n",
-			New:  "\t\tdefault:\n"},
-
-		// Notify: the send, the claim lost, the reconcile.
+		{ID: "summarize-refused-complete", File: decide, Scenarios: []string{"send-faults"},
+			What: "a job counts as complete with a row refused for good (failed_permanent), not as needing a person",
+			Old:  "case r.Status == StatusFailedPermanent || r.Status == StatusReconciling:\n\t\t\tblocked = true",
+			New:  "case r.Status == StatusFailedPermanent || r.Status == StatusReconciling:\n\t\t\tblocked = false"},
 		{ID: "notify-lost-answer-released", File: notifySnd, Scenarios: []string{"send-faults"},
 			What: "a send whose answer was lost (connection reset) is released as not sent",
 			Old:  "case retry.NetworkTimeout, retry.NetworkError, retry.Upstream5xx, retry.Unknown:",
