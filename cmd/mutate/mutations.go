@@ -198,7 +198,7 @@ func Mutations() []Mutation {
 			What: "the sweeper finds a row stuck in sending but never hands it to notify",
 			Old:  "\t\t\treturn s.Queue.Enqueue(ctx, job.Message{JobID: r.JobID, Stage: job.StageNotify})",
 			New:  "\t\t\treturn nil"},
-		{ID: "sweeper-leaves-stuck-job", File: sweeperGo, Scenarios: []string{"duplicate-webhooks"},
+		{ID: "sweeper-leaves-stuck-job", File: sweeperGo, Scenarios: []string{"lost-message-sweeps"},
 			What: "the sweeper finds a stuck job but never enqueues it again",
 			Old:  "\t\t\treturn s.Queue.Enqueue(ctx, job.Message{JobID: j.ID, Stage: j.Stage})",
 			New:  "\t\t\treturn nil"},

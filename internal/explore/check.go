@@ -167,6 +167,12 @@ func (w *world) liveness() *Violation {
 		for _, r := range rows {
 			switch {
 			case r.Status == delivery.StatusSent, r.Status == delivery.StatusDelivered, r.Status.Done():
+			case r.Status == delivery.StatusSending:
+				// Held for evidence, even with its job before a person:
+				// every event here reaches the feedback queue within the
+				// bound, so the evidence settles every send, and a row
+				// still sending was left behind (R-STAGE-8's hand-off).
+				return &Violation{Rule: "stuck", Message: fmt.Sprintf("row %s is still sending once the world is quiet, its job %s", r.ID, j.Status)}
 			case visible:
 			default:
 				return &Violation{Rule: "stuck", Message: fmt.Sprintf("row %s is %s once the world is quiet, its job %s", r.ID, r.Status, j.Status)}

@@ -230,7 +230,8 @@ func TestParseLabel_RoundTrip(t *testing.T) {
 func TestScenarios_DeepKeepsPublishedBounds(t *testing.T) {
 	want := map[string]int{"send-faults": 32, "lost-answer-two-reviews": 30, "two-versions": 28, "superseded": 27, "store-faults": 34,
 		"kills-and-redrive": 30, "events-twice": 28, "transient-bounce": 32, "reject-and-complaint": 26, "two-notifiers": 34,
-		"duplicate-webhooks": 15, "requeue-race": 26, "overlapping-sweeps": 32, "deadline-batches": 24}
+		"duplicate-webhooks": 15, "requeue-race": 26, "overlapping-sweeps": 32, "deadline-batches": 24,
+		"lost-message-sweeps": 28}
 	for _, sc := range Scenarios() {
 		d := sc.Deep()
 		if d.MaxDepth != want[sc.Name] {

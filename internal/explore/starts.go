@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/criticizer/criticizer/internal/job"
 )
 
 // The worlds of what AWS can do (aws.go): two sweepers overlapping, two
@@ -23,13 +25,19 @@ func awsScenarios() []Scenario {
 		// it; the other's release must not land on that live claim.
 		{Name: "requeue-race", Jobs: []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}, Messages: 2}},
 			Start: abandonedClaim, Notifiers: 2, MaxLive: 3, MaxFaults: 0, MaxTicks: 1, MaxSweeps: 1, MaxDepth: 18, DeepDepth: 26},
-		// The same dead claim, and its notify message gone (its receives
-		// ran out: the redrive policy moved it to the DLQ): only the
-		// sweeper finds the row. Two sweeps overlap (EventBridge's
+		// The same dead claim, its notify message gone (its receives
+		// ran out: the redrive policy moved it to the DLQ) and its job
+		// before a person (held): only the sweeper's pick of the row
+		// stuck in sending finds it. Two sweeps overlap (EventBridge's
 		// twice-invoked schedule), each hands the job to notify, two
 		// notifiers settle the row at once; an answer may be lost.
-		{Name: "overlapping-sweeps", Jobs: one, Start: abandonedClaimMessageGone, Sweepers: 2, MaxSweeps: 2, Notifiers: 2, MaxLive: 3,
+		{Name: "overlapping-sweeps", Jobs: one, Start: abandonedClaimHeld, Sweepers: 2, MaxSweeps: 2, Notifiers: 2, MaxLive: 3,
 			MaxFaults: 1, SendFaults: []Outcome{AnswerLost}, MaxTicks: 1, MaxDepth: 26, DeepDepth: 32},
+		// A job waiting at notify whose message is gone: two sweeps
+		// overlap past the stuck threshold, each enqueues it again, two
+		// notifiers mail it at once.
+		{Name: "lost-message-sweeps", Jobs: one, Start: lostNotifyMessage, Sweepers: 2, MaxSweeps: 2, Notifiers: 2, MaxLive: 3,
+			MaxFaults: 1, SendFaults: []Outcome{AnswerLost}, MaxTicks: 1, MaxDepth: 22, DeepDepth: 28},
 		// Three notify messages for two reviews, received in batches of up
 		// to three; every invocation has its deployed deadline, and a call
 		// may take so long that the rest of its batch is handed back.
@@ -77,11 +85,30 @@ func abandonedClaim(w *world) {
 	}
 }
 
-// abandonedClaimMessageGone is abandonedClaim with the notify message
-// moved to the DLQ by the redrive policy (its receives ran out), as it
-// is, with no envelope.
-func abandonedClaimMessageGone(w *world) {
+// abandonedClaimHeld is abandonedClaim with the notify message gone
+// (moved to the DLQ by the redrive policy, its receives spent, as it is)
+// and the job needs_intervention, as a notifier marks it while the row is
+// held for evidence: the sweeper's job pick passes it over (a verdict),
+// and only its pick of the row stuck in sending hands it back to notify.
+func abandonedClaimHeld(w *world) {
 	abandonedClaim(w)
+	moveToDLQ(w)
+	if err := w.jobsMem.SetStatus(context.Background(), w.jobIDs[0], job.StageNotify, job.StatusNeedsIntervention, nil); err != nil {
+		panic(err)
+	}
+}
+
+// lostNotifyMessage: the job waits at notify and its message is gone
+// (moved to the DLQ by the redrive policy); the clock is just past the
+// sweeper's stuck threshold: only the sweeper's job pick finds it.
+func lostNotifyMessage(w *world) {
+	moveToDLQ(w)
+	w.now = epoch().Add(w.sc.Config.StuckAfter + time.Second)
+}
+
+// moveToDLQ moves every notify message to the DLQ as the redrive policy
+// does: as it is, no envelope.
+func moveToDLQ(w *world) {
 	for _, m := range w.notifyQ.msgs {
 		if !m.deleted {
 			m.deleted = true
