@@ -73,7 +73,8 @@ const (
 func Mutations() []Mutation {
 	return []Mutation{
 		// The in-memory outbox (memstore): what the explorer runs on.
-		// The explorer first: it must catch this one (issue 35).
+		// The explorer first: it must catch this one (no scenario did
+		// before requeue-race).
 		{ID: "memstore-requeue-live-lease", File: memstore, Scenarios: []string{"requeue-race", "overlapping-sweeps"},
 			What: "Requeue lands on a row under a live lease (another notifier's fresh claim)",
 			Old:  "return r.Status == delivery.StatusSending && r.LeaseUntil.Before(now) && neverSent(r)",

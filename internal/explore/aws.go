@@ -29,9 +29,17 @@ import (
 //     (Overrun) moves the clock to where the next message may no longer
 //     start, while the invocation goes on.
 
-// timeouts are the deployed functions' timeouts (template.yaml): the
-// deadline of each invocation in a world with Deadlines.
-var timeouts = map[string]time.Duration{"notify": 60 * time.Second, "feedback": 10 * time.Second}
+// timeout is a deployed function's timeout (template.yaml): the deadline
+// of each of its invocations in a world with Deadlines.
+func timeout(fn string) (time.Duration, bool) {
+	switch fn {
+	case "notify":
+		return 60 * time.Second, true
+	case "feedback":
+		return 10 * time.Second, true
+	}
+	return 0, false
+}
 
 // Overrun is the explorer's choice that the call a process is parked on
 // takes so long that the invocation may start no further message of its
@@ -66,7 +74,7 @@ func (w *world) wireDeployed() {
 // (zero: none), and the moment after which it may start no further
 // message of a batch of n (zero: no such moment to overrun to).
 func (w *world) deadlineOf(fn string, n int) (end, noStarts time.Time) {
-	t, ok := timeouts[fn]
+	t, ok := timeout(fn)
 	if !w.sc.Deadlines || !ok {
 		return time.Time{}, time.Time{}
 	}

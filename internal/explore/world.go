@@ -25,7 +25,7 @@ import (
 )
 
 // epoch is where every run's clock starts: a century ahead of the wall
-// clock, so that an invocation's deadline (Scenario.Timeout), a context
+// clock, so that an invocation's deadline (Scenario.Deadlines), a context
 // deadline at a virtual time, never fires a real timer while the explorer
 // holds the process parked. Only the virtual clock ends an invocation.
 func epoch() time.Time { return time.Date(2126, 1, 5, 9, 0, 0, 0, time.UTC) }
