@@ -145,7 +145,7 @@ func (w *world) settle(o Options) ([]Action, *Violation) {
 // accepted is lost or stuck: every row is sent, delivered or skipped
 // without a send, or held for a person with the reason in sight (the
 // job needs intervention, or sits dead-lettered with its envelope in the
-// DLQ); and every job has a verdict.
+// DLQ) but never still sending; and every job has a verdict.
 func (w *world) liveness() *Violation {
 	ctx := context.Background()
 	for _, id := range w.jobIDs {

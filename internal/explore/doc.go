@@ -62,7 +62,9 @@
 // (no action left, or the depth bound) the world is healed — the same fair
 // schedule with no faults, until quiet — and then every row must be sent,
 // delivered, skipped without a send, or held for a person with its reason
-// in sight, and every job must have a verdict.
+// in sight (never still sending: every event reaches the feedback queue
+// here, so the evidence settles every send), and every job must have a
+// verdict.
 //
 // Also after every action: a stage message is deleted only when its work
 // is done or handed on (a fresh copy, an envelope in the DLQ, another
