@@ -61,7 +61,7 @@ func (w *world) wireDeployed() {
 	w.runner.Func = func(ctx context.Context, m job.Message, attempt int) error {
 		if p := procOf(ctx); p != nil {
 			if p.started > 0 && !p.noStarts.IsZero() && !w.now.Before(p.noStarts) {
-				w.late = append(w.late, fmt.Sprintf("%s started message %d of its batch (job %s) at %s, past its last start %s: Lambda's timeout would cut it off",
+				w.late = append(w.late, fmt.Sprintf("%s started message %d of its batch (job %s) at %s, when none may start any more (from %s): Lambda's timeout would cut it off",
 					p.label, p.started+1, m.JobID, stamp(w.now), stamp(p.noStarts)))
 			}
 			p.started++
