@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: explore eval rehearse rules run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: explore mutate eval rehearse rules run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/). `make invoke-<fn>` runs the function
 # against the local stack of `make run` in this process; with SAM=1 in SAM's
@@ -60,6 +60,7 @@ help:
 	@echo "make fuzz [FUZZTIME=30s | FUZZTOTAL=10m]  exploratory fuzzing of every fuzz target (docs/fuzzing.md); make test runs their seeds only"
 	@echo "make chaos [SEED=n JOBS=200 RATE=0.03 LOG=file]  randomized fault campaign on the local stack"
 	@echo "make explore  every ordering of the delivery protocol within each scenario's bounds (docs/chaos.md)"
+	@echo "make mutate [MUTATE_FLAGS='-run requeue']  the proof's strength: planted bugs, which check catches each, the kill rate (docs/chaos.md)"
 	@echo "make eval [EVAL_CRITICS=offline,standin,bedrock,openai] [EVAL_VOTES=table|file.json]  critics on changes with planted bugs, readers' votes (docs/eval.md)"
 	@echo "make rehearse  deploy rehearsal: the real bootstraps under RIE with template.yaml's environments, one review end to end (docs/deploy.md)"
 	@echo "make deploy MAIL_FROM='Name <addr>'  deploy to AWS (CDK, infra/)"
@@ -158,6 +159,16 @@ chaos: deps
 EXPLORE_FLAGS ?=
 explore:
 	$(GO) run ./cmd/explore $(EXPLORE_FLAGS)
+
+# The strength of that proof (cmd/mutate; docs/chaos.md): each of a fixed
+# list of bugs planted in the protocol code (go build -overlay: the tree is
+# never touched), run against the exploration and the store conformance
+# suites (DynamoDB's on the local stack); per bug, the check that caught
+# it, and the kill rate. Fails on a survivor. Not part of make test.
+# MUTATE_FLAGS='-run requeue -checks explore -v'
+MUTATE_FLAGS ?=
+mutate: deps
+	$(GO) run ./cmd/devstack exec -- $(GO) run ./cmd/mutate $(MUTATE_FLAGS)
 
 # Each function's bootstrap size, cold-start init time through a local Lambda
 # Runtime API, and peak memory (cmd/lambdabench), against the local stack.

@@ -34,6 +34,8 @@ const (
 	Redrive Kind = "redrive"
 	// Post sends a webhook to the API: a new intake invocation.
 	Post Kind = "post"
+	// Overrun (aws.go): a call takes so long that the invocation may
+	// start no further message of its batch.
 )
 
 // Action is one choice of the explorer. Its Label names it the same way
@@ -83,14 +85,14 @@ func (w *world) actions() []Action {
 	}
 	room := len(w.sched.procs) < w.sc.MaxLive
 	if room && running["notify"] < w.sc.Notifiers {
-		for _, m := range w.notifyQ.visible(w.now) {
-			out = append(out, Action{Kind: Deliver, Target: m.id})
+		for _, b := range w.batches(w.notifyQ.visible(w.now)) {
+			out = append(out, Action{Kind: Deliver, Target: batchLabel(b)})
 		}
 	}
 	for _, q := range []*queue{w.fetchQ, w.llmQ} {
 		if room && running[q.name] == 0 {
-			for _, m := range q.visible(w.now) {
-				out = append(out, Action{Kind: Deliver, Target: m.id})
+			for _, b := range w.batches(q.visible(w.now)) {
+				out = append(out, Action{Kind: Deliver, Target: batchLabel(b)})
 			}
 		}
 	}
@@ -100,8 +102,8 @@ func (w *world) actions() []Action {
 		}
 	}
 	if room && running["feedback"] == 0 {
-		for _, m := range w.feedback.visible(w.now) {
-			out = append(out, Action{Kind: Deliver, Target: m.id})
+		for _, b := range w.batches(w.feedback.visible(w.now)) {
+			out = append(out, Action{Kind: Deliver, Target: batchLabel(b)})
 		}
 	}
 	for _, e := range w.unpublished() {
@@ -121,9 +123,10 @@ func (w *world) actions() []Action {
 			out = append(out, Action{Kind: Tick, Target: "+" + t.Sub(epoch()).String()})
 		}
 	}
-	if room && w.sweeps < w.sc.MaxSweeps && running["sweeper"] == 0 {
+	if room && w.sweeps < w.sc.MaxSweeps && running["sweeper"] < w.sc.Sweepers {
 		out = append(out, Action{Kind: Sweep})
 	}
+	out = append(out, w.overruns()...)
 	if faultsLeft && w.sc.Kills {
 		for _, p := range w.sched.procs {
 			if (w.sc.KillOnly == nil && p.kind != "sweeper") || slices.Contains(w.sc.KillOnly, p.kind) {
@@ -156,12 +159,18 @@ func (w *world) apply(a Action) (Action, bool) {
 		}
 		w.sched.step(p, a.Out)
 	case Deliver:
-		q, m := w.message(a.Target)
-		if m == nil || m.visibleAt.After(w.now) {
+		q, ms, ok := w.batchOf(a.Target)
+		if !ok {
 			return a, false
 		}
-		a.Note = describe(m)
-		w.invoke(q, m)
+		notes := make([]string, len(ms))
+		for i, m := range ms {
+			notes[i] = describe(m)
+		}
+		a.Note = strings.Join(notes, " + ")
+		w.invoke(q, ms...)
+	case Overrun:
+		return w.overrun(a)
 	case Publish, Again:
 		e := w.event(a.Target)
 		if e == nil || (a.Kind == Publish && e.published > 0) {

@@ -47,6 +47,9 @@ func (w *world) safety(o Options) *Violation {
 	if v := w.intakeSafety(o); v != nil {
 		return v
 	}
+	if v := w.lossSafety(o); v != nil {
+		return v
+	}
 	emails := map[string]int{}
 	for _, m := range w.mails {
 		if m.delivery != "" && m.fate.reaches() {
@@ -150,7 +153,7 @@ func (w *world) settle(o Options) ([]Action, *Violation) {
 // accepted is lost or stuck: every row is sent, delivered or skipped
 // without a send, or held for a person with the reason in sight (the
 // job needs intervention, or sits dead-lettered with its envelope in the
-// DLQ); and every job has a verdict.
+// DLQ) but never still sending; and every job has a verdict.
 func (w *world) liveness() *Violation {
 	ctx := context.Background()
 	for _, id := range w.jobIDs {
@@ -174,6 +177,12 @@ func (w *world) liveness() *Violation {
 		for _, r := range rows {
 			switch {
 			case r.Status == delivery.StatusSent, r.Status == delivery.StatusDelivered, r.Status.Done():
+			case r.Status == delivery.StatusSending:
+				// Held for evidence, even with its job before a person:
+				// every event here reaches the feedback queue within the
+				// bound, so the evidence settles every send, and a row
+				// still sending was left behind (R-STAGE-8's hand-off).
+				return &Violation{Rule: "stuck", Message: fmt.Sprintf("row %s is still sending once the world is quiet, its job %s", r.ID, j.Status)}
 			case visible:
 			default:
 				return &Violation{Rule: "stuck", Message: fmt.Sprintf("row %s is %s once the world is quiet, its job %s", r.ID, r.Status, j.Status)}
@@ -318,7 +327,7 @@ func (w *world) canonical(budgets bool) string {
 		if p.at != nil {
 			at = p.at.String()
 		}
-		fmt.Fprintf(&b, "proc %s at=%s hist=%s\n", p.label, at, strings.Join(p.hist, "|"))
+		fmt.Fprintf(&b, "proc %s at=%s dl=%s hist=%s\n", p.label, at, stamp(p.deadline), strings.Join(p.hist, "|"))
 	}
 	return b.String()
 }

@@ -24,8 +24,10 @@
 //     SES send accepted, accepted with its answer lost, slow (accepted, the
 //     answer a later step), throttled, or refused; a store write failed
 //     before taking effect (where the scenario allows);
-//   - which visible message a queue delivers next, starting a new
-//     invocation (batch size one) — standard queues keep no order;
+//   - which visible messages a queue delivers next, starting a new
+//     invocation: one, or (Scenario.Batch) any set of up to Batch of
+//     them, the handler's partial batch response deciding which are
+//     deleted — standard queues keep no order;
 //   - when SES publishes each event to the feedback queue, and whether SNS
 //     delivers one twice;
 //   - when the clock jumps to its next deadline (a lease, a visibility
@@ -35,7 +37,14 @@
 //     after it runs, its message is not deleted and returns after the
 //     visibility timeout, and counts a receive; past maxReceiveCount it goes
 //     to the DLQ);
-//   - running the sweeper, and redriving a DLQ (new message ids);
+//   - running the sweeper, two at once where Scenario.Sweepers allows
+//     (EventBridge may invoke a schedule twice; a slow sweep overlaps the
+//     next), and redriving a DLQ (new message ids);
+//   - with Scenario.Deadlines, each notify and feedback invocation ends
+//     at its deployed timeout, and (Overruns) a call may take so long
+//     that its batch may start no further message: the clock moves on
+//     while the invocation runs, and the real runner hands the rest back
+//     (aws.go);
 //   - when the caller sends each webhook, and sends it again after an
 //     answer it did not get (the invocation killed: to the caller, API
 //     Gateway's 5xx) or a 5xx.
@@ -57,7 +66,18 @@
 // (no action left, or the depth bound) the world is healed — the same fair
 // schedule with no faults, until quiet — and then every row must be sent,
 // delivered, skipped without a send, or held for a person with its reason
-// in sight, and every job must have a verdict.
+// in sight (never still sending: every event reaches the feedback queue
+// here, so the evidence settles every send), and every job must have a
+// verdict.
+//
+// Also after every action: a stage message is deleted only when its work
+// is done or handed on (a fresh copy, an envelope in the DLQ, another
+// invocation at work on the job), and a Send event's message only once
+// the event is on its row; a batch starts a message only while its need
+// is left before the deadline; no row is moved to reconciling, since the
+// world keeps the publish bound and an ordering violation would be a
+// false alarm (props.go). The healing run cannot see these: its sweeper
+// makes up for a lost message ten minutes later.
 //
 // In intake scenarios, also after every action: each job is created once
 // however the webhooks race (one job per idempotency key and per review

@@ -24,9 +24,14 @@ const maxStates = 400_000
 // is never sent, the latest version is mailed, a row is superseded only
 // by a version that reached its recipient, and when the newer version
 // fails before, during or after the older one's look, the recipient is
-// mailed one version, the newest that could reach them. The deep run is
-// make explore.
-// Rules: R-OUTBOX-10, R-EVIDENCE-2, R-OUTBOX-8, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3.
+// mailed one version, the newest that could reach them. In every
+// scenario, what AWS does besides (two sweepers, two notifiers and a
+// sweeper, deadlines, batches): no stage message is deleted with its work
+// neither done nor handed on, no Send event's message before the event is
+// on its row, no message of a batch starts past its last start, no row is
+// reconciled in a world that keeps the publish bound, and the sweeper
+// hands back a stuck row and a stuck job. The deep run is make explore.
+// Rules: R-OUTBOX-10, R-EVIDENCE-2, R-OUTBOX-8, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3, R-STAGE-8, R-STAGE-9, R-STAGE-10, R-RECON-1, R-EVIDENCE-1.
 func TestExplore_ProtocolAsBuilt(t *testing.T) {
 	for _, sc := range Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
@@ -235,7 +240,8 @@ func TestParseLabel_RoundTrip(t *testing.T) {
 func TestScenarios_DeepKeepsPublishedBounds(t *testing.T) {
 	want := map[string]int{"send-faults": 32, "lost-answer-two-reviews": 30, "two-versions": 28, "superseded": 27, "store-faults": 34,
 		"kills-and-redrive": 30, "events-twice": 28, "transient-bounce": 32, "reject-and-complaint": 26, "two-notifiers": 34,
-		"duplicate-webhooks": 15, "hold-late-send": 28, "undecodable-on-feedback": 24}
+		"duplicate-webhooks": 15, "hold-late-send": 28, "undecodable-on-feedback": 24,
+		"requeue-race": 26, "overlapping-sweeps": 32, "deadline-batches": 24, "lost-message-sweeps": 28}
 	for name, d := range supersedeDeepDepths() {
 		want[name] = d
 	}

@@ -82,12 +82,16 @@ func (w *world) footprint(a Action) footprint {
 			fp = append(fp, use{"budget/faults", write})
 		}
 	case Deliver:
-		q, _ := w.message(a.Target)
 		name := "notify"
-		if q != nil {
-			name = q.name
+		for _, id := range strings.Split(a.Target, "+") {
+			if q, _ := w.message(id); q != nil {
+				name = q.name
+			}
+			fp = append(fp, use{"queue/" + name + "/" + id, write})
 		}
-		fp = append(fp, use{"queue/" + name + "/" + a.Target, write}, use{"live", write}, use{"seq/" + name, write})
+		fp = append(fp, use{"live", write}, use{"seq/" + name, write})
+	case Overrun:
+		fp = append(fp, use{"proc/" + a.Target, write}, use{"clock", write}, use{"budget/faults", write})
 	case Publish, Again:
 		fp = append(fp, use{"event/" + a.Target, write}, use{"queue/feedback", add})
 		if a.Kind == Again {

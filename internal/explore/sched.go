@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/job"
 )
 
 // Outcome is what the explorer makes one call into the world answer.
@@ -74,6 +77,13 @@ type proc struct {
 	killed bool
 	done   bool
 	named  int // names given out by name
+	// deadline is the invocation's (Scenario.Deadlines; zero: none), and
+	// noStarts the moment an Overrun moves the clock to (zero: none).
+	deadline, noStarts time.Time
+	// jobs are the jobs the invocation's messages name (props.go).
+	jobs map[job.ID]bool
+	// started counts the messages of its batch the runner started.
+	started int
 }
 
 // name gives the process's next name for something it creates (a claim
@@ -108,12 +118,24 @@ func newSched() *sched { return &sched{parked: make(chan *proc), seq: map[string
 // start runs fn as a new process and returns once it parks at its first
 // call or finishes.
 func (s *sched) start(kind string, fn func(ctx context.Context)) *proc {
+	return s.startBy(kind, time.Time{}, time.Time{}, fn)
+}
+
+// startBy starts a process whose invocation ends at deadline (zero: no
+// deadline): its context carries it, as Lambda's does.
+func (s *sched) startBy(kind string, deadline, noStarts time.Time, fn func(ctx context.Context)) *proc {
 	s.seq[kind]++
-	p := &proc{id: len(s.all), label: fmt.Sprintf("%s#%d", kind, s.seq[kind]), kind: kind, resume: make(chan Outcome)}
+	p := &proc{id: len(s.all), label: fmt.Sprintf("%s#%d", kind, s.seq[kind]), kind: kind, resume: make(chan Outcome),
+		deadline: deadline, noStarts: noStarts}
 	s.all = append(s.all, p)
 	s.procs = append(s.procs, p)
 	ctx := context.WithValue(context.Background(), procKey{}, p)
+	cancel := context.CancelFunc(func() {})
+	if !deadline.IsZero() {
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+	}
 	go func() {
+		defer cancel()
 		finished := false
 		defer func() {
 			if !finished {

@@ -107,7 +107,7 @@ func ParseLabel(l string) (Action, error) {
 			}
 		}
 		return Action{}, fmt.Errorf("unknown outcome %q", f[2])
-	case Deliver, Publish, Again, Tick, Kill, Redrive, Post:
+	case Deliver, Publish, Again, Tick, Kill, Redrive, Post, Overrun:
 		if len(f) != 2 {
 			return Action{}, fmt.Errorf("%s wants one target: %q", k, l)
 		}

@@ -24,8 +24,11 @@ import (
 	"github.com/criticizer/criticizer/internal/sweeper"
 )
 
-// epoch is where every run's clock starts.
-func epoch() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
+// epoch is where every run's clock starts: a century ahead of the wall
+// clock, so that an invocation's deadline (Scenario.Deadlines), a context
+// deadline at a virtual time, never fires a real timer while the explorer
+// holds the process parked. Only the virtual clock ends an invocation.
+func epoch() time.Time { return time.Date(2126, 1, 5, 9, 0, 0, 0, time.UTC) }
 
 // world is one run: the real notify, feedback and sweeper handlers on the
 // in-memory store, with the clock, the queues and SES under the
@@ -73,6 +76,11 @@ type world struct {
 	jobIDs []job.ID
 	// succeeded is each job's verdict as the last safety check saw it.
 	succeeded map[job.ID]bool
+	// dropped are stage messages deleted with their work neither done
+	// nor handed on (props.go).
+	dropped []string
+	// late are messages started past their batch's last start (aws.go).
+	late []string
 }
 
 func newWorld(sc Scenario, v *Variant) *world {
@@ -111,6 +119,9 @@ func newWorld(sc Scenario, v *Variant) *world {
 		Drain: &drain.Checker{Counter: counter{w}, Queue: w.feedback.name, DLQ: w.feedback.dlq.name, Evidence: gev,
 			Set: sc.ConfigurationSet, Now: clock}}
 	w.wireIntake(gj, log)
+	if sc.Deadlines {
+		w.wireDeployed()
+	}
 	if v != nil && v.Apply != nil {
 		v.Apply(w)
 	}
@@ -152,6 +163,11 @@ func newWorld(sc Scenario, v *Variant) *world {
 			}
 			w.notifyQ.add(w, id, string(b), 0, time.Time{}, nil)
 		}
+	}
+	if sc.Start != nil {
+		sc.Start(w)
+		// The explorer's budgets start now.
+		w.faults, w.ticks, w.sweeps, w.redrives = 0, 0, 0, 0
 	}
 	return w
 }
@@ -264,16 +280,20 @@ func (q stageQueue) Requeue(ctx context.Context, url string, body string, delay 
 	return err
 }
 
-// invoke receives m from q and runs the queue's function on it as a new
-// process, batch size one, as Lambda's event source mapping does; when the
+// invoke receives ms from q and runs the queue's function on them as a
+// new process, one batch, as Lambda's event source mapping does; when the
 // handler returns, the records it did not report as failures are deleted.
 // A message past the queue's maxReceiveCount goes to the DLQ instead.
-func (w *world) invoke(q *queue, m *message) {
-	rec, ok := q.receive(w, m)
-	if !ok {
+func (w *world) invoke(q *queue, ms ...*message) {
+	var ev events.SQSEvent
+	for _, m := range ms {
+		if rec, ok := q.receive(w, m); ok {
+			ev.Records = append(ev.Records, rec)
+		}
+	}
+	if len(ev.Records) == 0 {
 		return
 	}
-	ev := events.SQSEvent{Records: []events.SQSMessage{rec}}
 	var h func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 	switch q {
 	case w.notifyQ:
@@ -285,26 +305,37 @@ func (w *world) invoke(q *queue, m *message) {
 	case w.feedback:
 		h = w.fb.Handle
 	}
-	w.sched.start(q.name, func(ctx context.Context) {
+	fn := q.name
+	if q == w.feedback {
+		fn = "feedback"
+	}
+	end, noStarts := w.deadlineOf(fn, len(ev.Records))
+	p := w.sched.startBy(q.name, end, noStarts, func(ctx context.Context) {
 		resp, err := h(ctx, ev)
 		if err != nil {
 			return // the whole batch fails: nothing is deleted
 		}
+		failed := map[string]bool{}
 		for _, f := range resp.BatchItemFailures {
-			if f.ItemIdentifier == rec.MessageId {
-				return
-			}
+			failed[f.ItemIdentifier] = true
 		}
-		_, _ = call(w, ctx, wr("sqs.DeleteMessage", q.name+"/"+rec.MessageId), func() (struct{}, error) {
-			if m := q.handle(rec.ReceiptHandle); m != nil {
-				m.deleted = true
-				if m.event != nil {
-					m.event.processed = true
-				}
+		for _, rec := range ev.Records {
+			if failed[rec.MessageId] {
+				continue
 			}
-			return struct{}{}, nil
-		})
+			_, _ = call(w, ctx, wr("sqs.DeleteMessage", q.name+"/"+rec.MessageId), func() (struct{}, error) {
+				if m := q.handle(rec.ReceiptHandle); m != nil {
+					w.checkDelete(ctx, q, m)
+					m.deleted = true
+					if m.event != nil {
+						m.event.processed = true
+					}
+				}
+				return struct{}{}, nil
+			})
+		}
 	})
+	p.jobs = w.jobsOf(ms)
 }
 
 // sweep runs the sweeper as a new process (the EventBridge schedule).

@@ -129,6 +129,14 @@ func markSentOneWriteUnderOwnClaimThenNeverClaimable(t *testing.T, open Opener) 
 	if _, err := d.MarkSent(ctx, "d_3", "not-mine", "ses-1"); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("mark under another token: %v, want ErrConflict", err)
 	}
+	// Nor does anyone but the claimant release it: a stale notifier's
+	// release would hand a row being sent to the next claim.
+	if _, err := d.Release(ctx, "d_3", "not-mine", delivery.StatusFailedTransient, "RATE_LIMITED"); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("release under another token: %v, want ErrConflict", err)
+	}
+	if r, err := d.Get(ctx, "d_3"); err != nil || r.Status != delivery.StatusSending || r.ClaimToken != "mine" {
+		t.Fatalf("row after a release under another token: %+v %v, want sending under our claim", r, err)
+	}
 	r, err := d.MarkSent(ctx, "d_3", "mine", "ses-1")
 	if err != nil {
 		t.Fatal(err)
@@ -473,6 +481,11 @@ func skipBackfillAwaitingMarkReconcilingGetManyEvents(t *testing.T, open Opener)
 	// Its Send event arrives late: the provider confirms the send.
 	if r, out, err := d.RecordEvent(ctx, "d_rec", store.Event{Type: "Send", MessageID: "ses-r", At: now}); err != nil || out != store.EventRecorded || r.Status != delivery.StatusSent {
 		t.Fatalf("late send event: %+v %v %v", r, out, err)
+	}
+	// A row the provider confirmed is never taken for an ordering
+	// violation again, even by a sweep that read it before the event.
+	if _, err := d.MarkReconciling(ctx, "d_rec"); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("reconciling a row whose Send event was recorded: %v, want ErrConflict", err)
 	}
 	if _, out, err := d.RecordEvent(ctx, "d_rec", store.Event{Type: "DeliveryDelay", MessageID: "ses-r", At: now}); err != nil || out != store.EventIgnored {
 		t.Errorf("a delay event: %v %v, want ignored", out, err)

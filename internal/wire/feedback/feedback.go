@@ -23,7 +23,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	}
 	h := &feedback.Handler{Deliveries: b.Deliveries, Evidence: b.Evidence, Recipients: b.Recipients, Jobs: b.Jobs,
 		Queue: b.Queue, Log: log, Now: b.Now, Bound: cfg.EvidenceMargin,
-		Budget: deadline.Budget{Need: recordNeed, Reserve: recordReserve, Now: b.Now}}
+		Budget: deadline.Budget{Need: RecordNeed, Reserve: RecordReserve, Now: b.Now}}
 	if cfg.PayloadBucket != "" {
 		// A record that can never be evidence is kept here and
 		// acknowledged (R-EVIDENCE-10).
@@ -35,10 +35,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	return h, nil
 }
 
-// recordNeed is the time one record may take (a few DynamoDB writes and an
+// RecordNeed is the time one record may take (a few DynamoDB writes and an
 // enqueue, each bounded by the SDK's own timeouts and retries);
-// recordReserve what is kept back for the batch's answer.
+// RecordReserve what is kept back for the batch's answer.
 const (
-	recordNeed    = 5 * time.Second
-	recordReserve = 2 * time.Second
+	RecordNeed    = 5 * time.Second
+	RecordReserve = 2 * time.Second
 )
