@@ -13,15 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/job"
-)
-
-// The reviewer webhooks' replay records in the jobs table (R-BUDGET-3):
-//
-//	RDELIVERY#<source>#<delivery id>   a reviewer event seen (TTL: the replay window)
-//	REFRESH#<job id>                   a reviewer refresh scheduled (TTL: its window)
-const (
-	PrefixReviewerDelivery = "RDELIVERY#"
-	PrefixRefresh          = "REFRESH#"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // ReplayStore remembers reviewer webhooks' delivery ids and the reviewer
@@ -69,11 +61,11 @@ func NewReplays(db *dynamodb.Client, table string, now Clock) *Replays {
 func reviewerDeliveryKey(source, id string) map[string]types.AttributeValue {
 	// The id is the source's, bounded by the webhook parsers (printable,
 	// at most 200 bytes); hashed all the same so the key stays short.
-	return map[string]types.AttributeValue{"pk": str(PrefixReviewerDelivery + source + "#" + job.Digest(source, id))}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixReviewerDelivery + source + "#" + job.Digest(source, id))}
 }
 
 func refreshKey(id job.ID) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(PrefixRefresh + string(id))}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixRefresh + string(id))}
 }
 
 // ClaimDelivery implements ReplayStore. The item holds when the delivery
