@@ -166,7 +166,7 @@ func TestTemplate_FunctionEnv_RemovedVariableIsAbsent(t *testing.T) {
 // A variable whose name Lambda reserves fails the deploy, so the
 // evaluation refuses it too, naming it.
 func TestTemplate_FunctionEnv_ReservedNameRefused(t *testing.T) {
-	src := strings.Replace(string(templateBytes(t)), "        LOG_LEVEL: !Ref LogLevel\n", "        LOG_LEVEL: !Ref LogLevel\n        AWS_REGION: eu-west-1\n", 1)
+	src := strings.Replace(string(templateBytes(t)), "  Function:\n    Environment:\n      Variables:\n", "  Function:\n    Environment:\n      Variables:\n        AWS_REGION: eu-west-1\n", 1)
 	tpl, err := ParseTemplate([]byte(src))
 	if err != nil {
 		t.Fatal(err)
