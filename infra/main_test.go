@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/criticizer/criticizer/internal/deploy"
 )
 
 // The tests synthesize the stack once (the jsii runtime and aws-cdk-lib
@@ -41,23 +43,50 @@ func TestMain(m *testing.M) {
 }
 
 type synthesized struct {
-	dir         string
 	stack       *Stack
 	template    assertions.Template
 	annotations assertions.Annotations
 	// tmpl is the CloudFormation template as JSON values.
 	tmpl map[string]any
-	err  error
 }
 
+// shared is the stack synthesized once with the test's sender and
+// otherwise the defaults.
 var (
-	shared     synthesized
+	shared struct {
+		*synthesized
+		dir, assets string
+		err         error
+	}
 	sharedOnce sync.Once
 )
 
+// synthWith synthesizes the app with cdk.json's context and extra, into
+// dir.
+func synthWith(dir string, extra map[string]any) (*synthesized, error) {
+	ctx, err := cdkJSONContext()
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range extra {
+		ctx[k] = v
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "cdk.out")), Context: &ctx})
+	st, err := Build(app, deploy.StackName, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &synthesized{stack: st, template: assertions.Template_FromStack(st.Stack, nil), annotations: assertions.Annotations_FromStack(st.Stack)}
+	raw, err := json.Marshal(s.template.ToJSON())
+	if err != nil {
+		return nil, err
+	}
+	return s, json.Unmarshal(raw, &s.tmpl)
+}
+
 // dummyAssets writes <dir>/<fn>/bootstrap for every function.
 func dummyAssets(dir string) error {
-	for _, f := range functionSpecs {
+	for _, f := range deploy.Describe().Functions {
 		if err := os.MkdirAll(filepath.Join(dir, f.Name), 0o755); err != nil {
 			return err
 		}
@@ -82,30 +111,13 @@ func synth(t testing.TB) *synthesized {
 		if shared.err = dummyAssets(assets); shared.err != nil {
 			return
 		}
-		ctx, err := cdkJSONContext()
-		if err != nil {
-			shared.err = err
-			return
-		}
-		ctx[CtxAssetDir], ctx[CtxMailFrom] = assets, testMailFrom
-		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "cdk.out")), Context: &ctx})
-		shared.stack, shared.err = Build(app, StackName, nil)
-		if shared.err != nil {
-			return
-		}
-		shared.template = assertions.Template_FromStack(shared.stack.Stack, nil)
-		shared.annotations = assertions.Annotations_FromStack(shared.stack.Stack)
-		raw, err := json.Marshal(shared.template.ToJSON())
-		if err != nil {
-			shared.err = err
-			return
-		}
-		shared.err = json.Unmarshal(raw, &shared.tmpl)
+		shared.assets = assets
+		shared.synthesized, shared.err = synthWith(dir, map[string]any{CtxAssetDir: assets, "mailFrom": testMailFrom})
 	})
 	if shared.err != nil {
 		t.Fatalf("synth: %v", shared.err)
 	}
-	return &shared
+	return shared.synthesized
 }
 
 // resources returns the template's resources of a type, by logical id.
