@@ -276,6 +276,8 @@ func functions() []Function {
 				items("the model-run budgets' windows, in one TransactWriteItems per run (R-BUDGET-1)", []string{"dynamodb:UpdateItem"}, schema.PrefixBudget),
 				send("the next stage; its own queue and its DLQ", q(notify), q(llm), dlq(llm)),
 			}, objects("the diffs", "diffs/*", true, "s3:GetObject")...),
+				Grant{Actions: []string{"s3:GetObject"}, Resources: []Value{Join("", GetAtt(IDPayloadBucket, "Arn"), Lit("/"+config.ReviewInstructionsKey))},
+					Note: "the deployment's review instructions, read at most every 5 minutes (internal/instructions)"},
 				// The model, or the inference profile and the models it
 				// routes to in any region, but only through that profile.
 				Grant{When: "IsBedrock", Actions: []string{"bedrock:InvokeModel"}, Resources: []Value{
