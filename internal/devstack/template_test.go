@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/criticizer/criticizer/internal/deploy"
 )
 
 // rehearsalStack is what cmd/rehearse binds template.yaml to, with the
@@ -47,11 +49,11 @@ func TestTemplate_FunctionEnv_EvaluatesTheRealTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := rehearsalStack(t, tpl)
-	if len(tpl.Functions()) != len(Names()) {
-		t.Fatalf("template functions %v, want one per functions/<fn> %v", tpl.Functions(), Names())
+	if len(tpl.Functions()) != len(deploy.Describe().Names()) {
+		t.Fatalf("template functions %v, want one per functions/<fn> %v", tpl.Functions(), deploy.Describe().Names())
 	}
-	for _, fn := range Names() {
-		env, err := tpl.FunctionEnv(SAMFunctionID(fn), s)
+	for _, fn := range deploy.Describe().Names() {
+		env, err := tpl.FunctionEnv(deploy.FunctionID(fn), s)
 		if err != nil {
 			t.Fatalf("%s: %v", fn, err)
 		}

@@ -1,9 +1,7 @@
 package store
 
 import (
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
@@ -17,49 +15,6 @@ const (
 	sweepJob = "job"
 	sweepRow = "row"
 )
-
-// JobsIndex is the jobs table's index and the attributes it needs, as
-// CreateTable takes them (the local stack provisions with it; the CDK app
-// and the SAM template declare the same, tested).
-func JobsIndex() ([]types.AttributeDefinition, types.GlobalSecondaryIndex) {
-	return []types.AttributeDefinition{
-			{AttributeName: aws.String(schema.Sweep), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(schema.UpdatedAt), AttributeType: types.ScalarAttributeTypeS},
-		}, types.GlobalSecondaryIndex{
-			IndexName: aws.String(schema.IndexLiveJobs),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(schema.Sweep), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(schema.UpdatedAt), KeyType: types.KeyTypeRange},
-			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
-		}
-}
-
-// DirectoryIndex is the jobs table's directory index (see JobsIndex).
-func DirectoryIndex() ([]types.AttributeDefinition, types.GlobalSecondaryIndex) {
-	return []types.AttributeDefinition{
-			{AttributeName: aws.String(schema.Directory), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(schema.DirectoryUser), AttributeType: types.ScalarAttributeTypeS},
-		}, types.GlobalSecondaryIndex{
-			IndexName: aws.String(schema.IndexDirectory),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(schema.Directory), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(schema.DirectoryUser), KeyType: types.KeyTypeRange},
-			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
-		}
-}
-
-// DeliveriesIndex is the deliveries table's index (see JobsIndex).
-func DeliveriesIndex() ([]types.AttributeDefinition, types.GlobalSecondaryIndex) {
-	return []types.AttributeDefinition{
-			{AttributeName: aws.String(schema.Sweep), AttributeType: types.ScalarAttributeTypeS},
-		}, types.GlobalSecondaryIndex{
-			IndexName:  aws.String(schema.IndexLiveDeliveries),
-			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String(schema.Sweep), KeyType: types.KeyTypeHash}},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
-		}
-}
 
 // sweepJobFor keeps a job in the live index while status is unfinished.
 func sweepJobFor(upd expression.UpdateBuilder, status job.Status) expression.UpdateBuilder {
