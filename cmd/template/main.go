@@ -1,7 +1,9 @@
 // Command template writes template.yaml, the SAM template, from the
-// deployment's description (internal/deploy): `make template`. The file is
+// deployment's description (internal/deploy), and the deploy-time table
+// of docs/deploy.md from its parameters: `make template`. Both are
 // committed; internal/deploy/cfn's TestTemplateYAML_IsWhatMakeTemplateWrites
-// fails when it is not what this writes.
+// and TestDeployTimeTable_IsWhatMakeTemplateWrites fail when they are not
+// what this writes.
 package main
 
 import (
@@ -15,8 +17,10 @@ import (
 
 func main() {
 	out := flag.String("o", "template.yaml", "the file to write (- for standard output)")
+	page := flag.String("docs", "docs/deploy.md", "the page whose deploy-time table to write (empty: none)")
 	flag.Parse()
-	t, err := cfn.SAM(deploy.Describe())
+	d := deploy.Describe()
+	t, err := cfn.SAM(d)
 	if err == nil {
 		var b []byte
 		if b, err = t.YAML(); err == nil {
@@ -27,8 +31,24 @@ func main() {
 			}
 		}
 	}
+	if err == nil && *page != "" {
+		err = writeTable(*page, d)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "template:", err)
 		os.Exit(1)
 	}
+}
+
+// writeTable rewrites page's deploy-time table.
+func writeTable(page string, d deploy.Deployment) error {
+	b, err := os.ReadFile(page)
+	if err != nil {
+		return err
+	}
+	out, ok := cfn.WithDeployTimeTable(string(b), d)
+	if !ok {
+		return fmt.Errorf("%s: no deploy-time table markers (%s)", page, cfn.TableStart)
+	}
+	return os.WriteFile(page, []byte(out), 0o644)
 }

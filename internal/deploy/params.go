@@ -50,8 +50,11 @@ type Param struct {
 	// Number: a number (MinValue, MaxValue); otherwise a string.
 	Number  bool
 	Default string
-	// Description is the parameter's, in template.yaml and docs/deploy.md.
+	// Description is the parameter's, in template.yaml and in
+	// docs/deploy.md's deploy-time table (make template writes both);
+	// DefaultNote, when set, says what the default means there.
 	Description string
+	DefaultNote string
 	// A string's constraints: at most MaxLength characters, matching
 	// Pattern (a full match), admitting Chars. A number's: Min to Max.
 	MaxLength int

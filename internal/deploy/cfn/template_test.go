@@ -47,6 +47,23 @@ func TestTemplateYAML_IsWhatMakeTemplateWrites(t *testing.T) {
 	}
 }
 
+// docs/deploy.md's deploy-time table is what make template writes from the
+// parameters: a parameter added to the description is documented by
+// make template, never by hand.
+func TestDeployTimeTable_IsWhatMakeTemplateWrites(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, ok := cfn.WithDeployTimeTable(string(b), deploy.Describe())
+	if !ok {
+		t.Fatal("docs/deploy.md has no deploy-time table markers")
+	}
+	if string(b) != want {
+		t.Fatal("docs/deploy.md's deploy-time table is not what make template writes (run make template)")
+	}
+}
+
 // cfnLint runs cfn-lint (on the machine image; CI has it) over a template.
 func cfnLint(t *testing.T, path string) {
 	t.Helper()
@@ -67,7 +84,8 @@ func TestCfnLint_BothRenderings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cfn-lint")
 	}
-	cfnLint(t, templatePath)
+	// Each run takes seconds of Python start-up: side by side.
+	t.Run("template.yaml", func(t *testing.T) { t.Parallel(); cfnLint(t, templatePath) })
 	d := deploy.Describe()
 	for name, values := range map[string]map[string]string{"defaults": nil, "worst": worstValues(t, d, config.CriticBedrock)} {
 		tpl, err := cfn.CDK(d, values)
@@ -82,7 +100,7 @@ func TestCfnLint_BothRenderings(t *testing.T) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfnLint(t, p)
+		t.Run("CDK "+name, func(t *testing.T) { t.Parallel(); cfnLint(t, p) })
 	}
 }
 
