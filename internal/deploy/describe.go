@@ -12,9 +12,10 @@ import (
 
 // Describe is the deployment.
 func Describe() Deployment {
+	params := parameters()
 	d := Deployment{
-		Parameters: parameters(),
-		Conditions: conditions(),
+		Parameters: params,
+		Conditions: conditions(params),
 		Rules: []Rule{{Name: "ModelForCritic", When: Condition("IsModel"), Assert: Not(Equals(Ref("CriticModel"), Lit(""))),
 			Message: "Critic bedrock or openai needs CriticModel"}},
 		Functions: functions(),
@@ -121,19 +122,26 @@ func parameters() []Param {
 	}
 }
 
-func conditions() []NamedCondition {
+// conditions are the named conditions values and resources use: these,
+// and Has<Name> for each OmitEmpty parameter (its variable is left out
+// when it is empty).
+func conditions(params []Param) []NamedCondition {
 	notEmpty := func(p string) Cond { return Not(Equals(Ref(p), Lit(""))) }
-	return []NamedCondition{
+	out := []NamedCondition{
 		{Name: "Local", Cond: notEmpty("LocalStackHost")},
 		{Name: "IsBedrock", Cond: Equals(Ref("Critic"), Lit(config.CriticBedrock))},
 		{Name: "IsOpenAI", Cond: Equals(Ref("Critic"), Lit(config.CriticOpenAI))},
 		{Name: "IsModel", Cond: Not(Equals(Ref("Critic"), Lit(config.CriticOffline)))},
-		{Name: "HasOpenAIBaseUrl", Cond: notEmpty("OpenAIBaseUrl")},
-		{Name: "HasAllowedRecipientDomains", Cond: notEmpty("AllowedRecipientDomains")},
 		{Name: "HasSesIdentity", Cond: notEmpty("SesIdentity")},
 		{Name: "ReserveNotify", Cond: Not(Equals(Ref("NotifyReservedConcurrency"), Lit("0")))},
 		{Name: "HasAlarmEmail", Cond: notEmpty("AlarmEmail")},
 	}
+	for _, p := range params {
+		if p.OmitEmpty {
+			out = append(out, NamedCondition{Name: p.HasCondition(), Cond: notEmpty(p.Name)})
+		}
+	}
+	return out
 }
 
 // dur writes a duration as config reads it, without zero units (720h,
