@@ -36,19 +36,3 @@ func TestCfnLint_CDKTemplate(t *testing.T) {
 		cfnLint(t, p)
 	}
 }
-
-// Deleting or replacing the stack keeps the queues and dead-letter queues
-// and what they hold (work in flight, dead letters awaiting triage), as it
-// keeps the tables.
-func TestQueuesRetained(t *testing.T) {
-	s := synth(t)
-	qs := s.resources("AWS::SQS::Queue")
-	if len(qs) != 8 {
-		t.Errorf("%d queues, want 8", len(qs))
-	}
-	for id, r := range qs {
-		if r["DeletionPolicy"] != "Retain" || r["UpdateReplacePolicy"] != "Retain" {
-			t.Errorf("%s: DeletionPolicy %v, UpdateReplacePolicy %v, want Retain", id, r["DeletionPolicy"], r["UpdateReplacePolicy"])
-		}
-	}
-}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -120,18 +119,6 @@ func synth(t testing.TB) *synthesized {
 	return shared.synthesized
 }
 
-// resources returns the template's resources of a type, by logical id.
-func (s *synthesized) resources(typ string) map[string]map[string]any {
-	out := map[string]map[string]any{}
-	for id, r := range s.tmpl["Resources"].(map[string]any) {
-		r := r.(map[string]any)
-		if r["Type"] == typ {
-			out[id] = r
-		}
-	}
-	return out
-}
-
 func (s *synthesized) resource(t testing.TB, id string) map[string]any {
 	t.Helper()
 	r, ok := s.tmpl["Resources"].(map[string]any)[id].(map[string]any)
@@ -139,11 +126,6 @@ func (s *synthesized) resource(t testing.TB, id string) map[string]any {
 		t.Fatalf("no resource %s", id)
 	}
 	return r
-}
-
-func props(r map[string]any) map[string]any {
-	p, _ := r["Properties"].(map[string]any)
-	return p
 }
 
 // get walks a JSON value by keys (strings) and indexes (ints).
@@ -165,20 +147,6 @@ func get(v any, path ...any) any {
 		}
 	}
 	return v
-}
-
-func num(v any) float64 {
-	switch n := v.(type) {
-	case float64:
-		return n
-	case int:
-		return float64(n)
-	case string:
-		var f float64
-		fmt.Sscan(n, &f)
-		return f
-	}
-	return -1
 }
 
 // render turns a CloudFormation value into a readable string: Ref X is
@@ -226,27 +194,6 @@ func render(v any) string {
 		return string(b)
 	}
 	return fmt.Sprint(v)
-}
-
-var refPattern = regexp.MustCompile(`\$\{([A-Za-z0-9]+)[.}]`)
-
-// refs lists the logical ids a rendered value references (pseudo
-// parameters such as AWS::Region are not matched).
-func refs(rendered string) []string {
-	var out []string
-	for _, m := range refPattern.FindAllStringSubmatch(rendered, -1) {
-		out = append(out, m[1])
-	}
-	return out
-}
-
-// refID is the logical id a value references directly (Ref X or GetAtt X.*).
-func refID(v any) string {
-	r := render(v)
-	if m := regexp.MustCompile(`^\$\{([A-Za-z0-9]+)(\.[A-Za-z]+)?\}$`).FindStringSubmatch(r); m != nil {
-		return m[1]
-	}
-	return ""
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -553,3 +553,34 @@ func TestAlarmTopic_CloudWatchMayPublish(t *testing.T) {
 		t.Error("the topics' key does not let CloudWatch encrypt for this account's alarms")
 	}
 }
+
+// Deleting or replacing the stack keeps what holds state — the tables,
+// queues and dead-letter queues (work in flight, dead letters awaiting
+// triage), the bucket, the secrets, the topics' key and the log groups —
+// under logical ids that never change (a new id would replace the
+// resource and orphan what it holds), in both renderings.
+func TestStatefulResources_RetainedUnderTheirIDs(t *testing.T) {
+	want := []string{deploy.IDJobsTable, deploy.IDDeliveriesTable, deploy.IDPayloadBucket, deploy.IDWebhookSecret, deploy.IDUnsubscribeSecret,
+		deploy.IDFetchSecret, deploy.IDCriticSecret, deploy.IDTopicKey,
+		"FetchQueue", "FetchDLQ", "LlmQueue", "LlmDLQ", "NotifyQueue", "NotifyDLQ", "FeedbackQueue", "FeedbackDLQ"}
+	sam, err := cfn.SAM(deploy.Describe())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tmpl := range map[string]map[string]any{"template.yaml": sam.Value(), "CDK": rendered(t, nil)} {
+		res := resources(tmpl)
+		for _, id := range want {
+			if r := res[id]; r == nil || r["DeletionPolicy"] != "Retain" || r["UpdateReplacePolicy"] != "Retain" {
+				t.Errorf("%s: %s is not a retained resource", name, id)
+			}
+		}
+		for id, r := range res {
+			switch r["Type"] {
+			case "AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::S3::Bucket", "AWS::SecretsManager::Secret", "AWS::KMS::Key", "AWS::Logs::LogGroup":
+				if r["DeletionPolicy"] != "Retain" {
+					t.Errorf("%s: %s (%s) is deleted with the stack", name, id, r["Type"])
+				}
+			}
+		}
+	}
+}
