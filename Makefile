@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: explore mutate eval rehearse rules run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: explore mutate eval rehearse rules template run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/). `make invoke-<fn>` runs the function
 # against the local stack of `make run` in this process; with SAM=1 in SAM's
@@ -83,6 +83,12 @@ test: deps
 # EVAL_VOTES=table (the jobs table) or a JSON file adds readers' votes per rule.
 eval:
 	$(GO) run ./cmd/eval -critic $(or $(EVAL_CRITICS),offline,standin) $(if $(EVAL_VOTES),-votes $(EVAL_VOTES))
+
+# template.yaml, the SAM template, rendered from the deployment's
+# description (internal/deploy); committed, and a test fails when it is not
+# what this writes (docs/development.md, "Adding to the deployment").
+template:
+	$(GO) run ./cmd/template
 
 # docs/rules.md's "Proved by" lists, from the tests that cite each rule
 # (TestRules_Citations fails when they are stale).

@@ -21,39 +21,18 @@ func cfnLint(t *testing.T, path string, args ...string) {
 	}
 }
 
-// Both templates a platform team may deploy lint clean: the SAM template
-// (cfn-lint applies the SAM transform first) and the CDK app's synthesized
-// template.
-func TestCfnLint_SAMTemplate(t *testing.T) { cfnLint(t, samTemplatePath) }
-
+// The CDK app's synthesized template lints clean, at the defaults and at
+// the worst context (template.yaml is linted by internal/deploy/cfn).
 func TestCfnLint_CDKTemplate(t *testing.T) {
-	s := synth(t)
-	b, err := json.Marshal(s.tmpl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "Criticizer.template.json")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// W3005 (a DependsOn already implied by a GetAtt) is how CDK orders
-	// every function after its role: redundant, harmless, and not ours to
-	// change.
-	cfnLint(t, p, "--ignore-checks", "W3005")
-}
-
-// Deleting or replacing the stack keeps the queues and dead-letter queues
-// and what they hold (work in flight, dead letters awaiting triage), as it
-// keeps the tables.
-func TestQueuesRetained(t *testing.T) {
-	s := synth(t)
-	qs := s.resources("AWS::SQS::Queue")
-	if len(qs) != 8 {
-		t.Errorf("%d queues, want 8", len(qs))
-	}
-	for id, r := range qs {
-		if r["DeletionPolicy"] != "Retain" || r["UpdateReplacePolicy"] != "Retain" {
-			t.Errorf("%s: DeletionPolicy %v, UpdateReplacePolicy %v, want Retain", id, r["DeletionPolicy"], r["UpdateReplacePolicy"])
+	for name, s := range map[string]*synthesized{"defaults": synth(t), "worst": synthBedrock(t)} {
+		b, err := json.Marshal(s.tmpl)
+		if err != nil {
+			t.Fatal(err)
 		}
+		p := filepath.Join(t.TempDir(), name+".template.json")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfnLint(t, p)
 	}
 }

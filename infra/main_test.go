@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/criticizer/criticizer/internal/deploy"
 )
 
 // The tests synthesize the stack once (the jsii runtime and aws-cdk-lib
@@ -41,23 +42,50 @@ func TestMain(m *testing.M) {
 }
 
 type synthesized struct {
-	dir         string
 	stack       *Stack
 	template    assertions.Template
 	annotations assertions.Annotations
 	// tmpl is the CloudFormation template as JSON values.
 	tmpl map[string]any
-	err  error
 }
 
+// shared is the stack synthesized once with the test's sender and
+// otherwise the defaults.
 var (
-	shared     synthesized
+	shared struct {
+		*synthesized
+		dir, assets string
+		err         error
+	}
 	sharedOnce sync.Once
 )
 
+// synthWith synthesizes the app with cdk.json's context and extra, into
+// dir.
+func synthWith(dir string, extra map[string]any) (*synthesized, error) {
+	ctx, err := cdkJSONContext()
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range extra {
+		ctx[k] = v
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "cdk.out")), Context: &ctx})
+	st, err := Build(app, deploy.StackName, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &synthesized{stack: st, template: assertions.Template_FromStack(st.Stack, nil), annotations: assertions.Annotations_FromStack(st.Stack)}
+	raw, err := json.Marshal(s.template.ToJSON())
+	if err != nil {
+		return nil, err
+	}
+	return s, json.Unmarshal(raw, &s.tmpl)
+}
+
 // dummyAssets writes <dir>/<fn>/bootstrap for every function.
 func dummyAssets(dir string) error {
-	for _, f := range functionSpecs {
+	for _, f := range deploy.Describe().Functions {
 		if err := os.MkdirAll(filepath.Join(dir, f.Name), 0o755); err != nil {
 			return err
 		}
@@ -82,42 +110,13 @@ func synth(t testing.TB) *synthesized {
 		if shared.err = dummyAssets(assets); shared.err != nil {
 			return
 		}
-		ctx, err := cdkJSONContext()
-		if err != nil {
-			shared.err = err
-			return
-		}
-		ctx[CtxAssetDir], ctx[CtxMailFrom] = assets, testMailFrom
-		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "cdk.out")), Context: &ctx})
-		shared.stack, shared.err = Build(app, StackName, nil)
-		if shared.err != nil {
-			return
-		}
-		shared.template = assertions.Template_FromStack(shared.stack.Stack, nil)
-		shared.annotations = assertions.Annotations_FromStack(shared.stack.Stack)
-		raw, err := json.Marshal(shared.template.ToJSON())
-		if err != nil {
-			shared.err = err
-			return
-		}
-		shared.err = json.Unmarshal(raw, &shared.tmpl)
+		shared.assets = assets
+		shared.synthesized, shared.err = synthWith(dir, map[string]any{CtxAssetDir: assets, "mailFrom": testMailFrom})
 	})
 	if shared.err != nil {
 		t.Fatalf("synth: %v", shared.err)
 	}
-	return &shared
-}
-
-// resources returns the template's resources of a type, by logical id.
-func (s *synthesized) resources(typ string) map[string]map[string]any {
-	out := map[string]map[string]any{}
-	for id, r := range s.tmpl["Resources"].(map[string]any) {
-		r := r.(map[string]any)
-		if r["Type"] == typ {
-			out[id] = r
-		}
-	}
-	return out
+	return shared.synthesized
 }
 
 func (s *synthesized) resource(t testing.TB, id string) map[string]any {
@@ -127,11 +126,6 @@ func (s *synthesized) resource(t testing.TB, id string) map[string]any {
 		t.Fatalf("no resource %s", id)
 	}
 	return r
-}
-
-func props(r map[string]any) map[string]any {
-	p, _ := r["Properties"].(map[string]any)
-	return p
 }
 
 // get walks a JSON value by keys (strings) and indexes (ints).
@@ -153,20 +147,6 @@ func get(v any, path ...any) any {
 		}
 	}
 	return v
-}
-
-func num(v any) float64 {
-	switch n := v.(type) {
-	case float64:
-		return n
-	case int:
-		return float64(n)
-	case string:
-		var f float64
-		fmt.Sscan(n, &f)
-		return f
-	}
-	return -1
 }
 
 // render turns a CloudFormation value into a readable string: Ref X is
@@ -214,27 +194,6 @@ func render(v any) string {
 		return string(b)
 	}
 	return fmt.Sprint(v)
-}
-
-var refPattern = regexp.MustCompile(`\$\{([A-Za-z0-9]+)[.}]`)
-
-// refs lists the logical ids a rendered value references (pseudo
-// parameters such as AWS::Region are not matched).
-func refs(rendered string) []string {
-	var out []string
-	for _, m := range refPattern.FindAllStringSubmatch(rendered, -1) {
-		out = append(out, m[1])
-	}
-	return out
-}
-
-// refID is the logical id a value references directly (Ref X or GetAtt X.*).
-func refID(v any) string {
-	r := render(v)
-	if m := regexp.MustCompile(`^\$\{([A-Za-z0-9]+)(\.[A-Za-z]+)?\}$`).FindStringSubmatch(r); m != nil {
-		return m[1]
-	}
-	return ""
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -27,10 +27,7 @@ import (
 // from its source: every function under functions/ has one, and the
 // access log line the app configures is filled in completely.
 func TestReadDeployment_EveryFunctionHasItsMemorySize(t *testing.T) {
-	d, err := readDeployment("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := describedDeployment()
 	dirs, err := os.ReadDir("../../functions")
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +38,7 @@ func TestReadDeployment_EveryFunctionHasItsMemorySize(t *testing.T) {
 		}
 	}
 	if len(d.MemoryMB) != len(dirs) {
-		t.Errorf("the CDK app sizes %d functions, functions/ holds %d", len(d.MemoryMB), len(dirs))
+		t.Errorf("the deployment sizes %d functions, functions/ holds %d", len(d.MemoryMB), len(dirs))
 	}
 	if d.PayloadExpiryDays <= 0 {
 		t.Errorf("payload expiry %d days", d.PayloadExpiryDays)

@@ -208,9 +208,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		rep.pipeline = &p
 	}
 	if !o.skipCalls {
-		if rep.dep, err = readDeployment("."); err != nil {
-			return err
-		}
+		rep.dep = describedDeployment()
 		rep.prices = cost.USEast1()
 		for _, r := range o.recipients {
 			progress("calls: %d jobs with %d recipient(s)", o.callJobs, r)

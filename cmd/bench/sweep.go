@@ -23,6 +23,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // sweepOptions size the sweep benchmark (section 8).
@@ -136,7 +137,7 @@ func runSweep(ctx context.Context, base config.Config, runID string, o sweepOpti
 		}
 		return out.Item, nil
 	}
-	jobItem, err := get(r.JobsTable, map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: store.PrefixJob + string(tj.ID)}})
+	jobItem, err := get(r.JobsTable, map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: schema.PrefixJob + string(tj.ID)}})
 	if err != nil {
 		return res, err
 	}
@@ -148,7 +149,7 @@ func runSweep(ctx context.Context, base config.Config, runID string, o sweepOpti
 
 	progress("sweep: loading %d jobs and %d rows with %d writers", o.jobs, o.rows, o.loader)
 	t0 := time.Now()
-	if err := load(ctx, db, o.loader, r.JobsTable, jobItem, "pk", func(i int) string { return fmt.Sprintf("%sj_hist_%07d", store.PrefixJob, i) }, o.jobs); err != nil {
+	if err := load(ctx, db, o.loader, r.JobsTable, jobItem, "pk", func(i int) string { return fmt.Sprintf("%sj_hist_%07d", schema.PrefixJob, i) }, o.jobs); err != nil {
 		return res, err
 	}
 	if err := load(ctx, db, o.loader, r.DeliveriesTable, rowItem, "delivery_id", func(i int) string { return fmt.Sprintf("d_hist_%07d", i) }, o.rows); err != nil {

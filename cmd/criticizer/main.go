@@ -23,7 +23,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/awsclient/profile"
 	"github.com/criticizer/criticizer/internal/config"
-	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/devstack/ports"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/ops"
 	"github.com/criticizer/criticizer/internal/queue"
@@ -197,7 +197,7 @@ func connect(ctx context.Context, local bool, stack string) (*ops.Ops, error) {
 		return nil, err
 	}
 	if local {
-		cfg.Endpoints = devstack.RunPorts.Endpoints()
+		cfg.Endpoints = ports.Run.Endpoints()
 	}
 	awsCfg, err := profile.Load(ctx, cfg.Endpoints)
 	if err != nil {

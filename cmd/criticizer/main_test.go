@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/job"
 )
 
@@ -146,30 +145,16 @@ func TestStackNames_AllInEnvironment_NoLookup(t *testing.T) {
 	}
 }
 
-// The SAM template has every output the CLI reads (the CDK stack's
-// outputs are compared with the SAM template's in infra's tests).
-func TestSAMTemplate_HasTheOutputsTheCLIReads(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "..", "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+// The deployment has every output the CLI reads (both templates are
+// rendered from its description, internal/deploy).
+func TestDeployment_HasTheOutputsTheCLIReads(t *testing.T) {
 	outputs := map[string]bool{}
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		l := sc.Text()
-		if !strings.HasPrefix(l, " ") && l != "" {
-			in = l == "Outputs:"
-			continue
-		}
-		if in && strings.HasPrefix(l, "  ") && !strings.HasPrefix(l, "   ") {
-			outputs[strings.TrimSuffix(strings.TrimSpace(l), ":")] = true
-		}
+	for _, o := range deploy.Describe().Outputs {
+		outputs[o.Name] = true
 	}
 	for k := range deployedOutputs() {
 		if !outputs[k] {
-			t.Errorf("template.yaml has no output %s", k)
+			t.Errorf("the deployment has no output %s", k)
 		}
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/webhook"
@@ -205,7 +206,7 @@ Then open %[2]s to read the email. Ctrl-C stops everything.
 // prints the response.
 func invoke(ctx context.Context, args []string) error {
 	if len(args) != 2 {
-		return fmt.Errorf("invoke: want FUNCTION EVENT.json (functions: %v)", devstack.Names())
+		return fmt.Errorf("invoke: want FUNCTION EVENT.json (functions: %v)", deploy.Describe().Names())
 	}
 	payload, err := os.ReadFile(args[1])
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/devstack"
 )
 
@@ -182,7 +183,7 @@ func (r *running) lastError(name string) string {
 func (r *running) functionErrors() []string {
 	var out []string
 	failed := strings.Join(r.failed(), "\n")
-	for _, name := range devstack.Names() {
+	for _, name := range deploy.Describe().Names() {
 		if e := r.lastError(name); e != "" && !strings.Contains(failed, e) {
 			out = append(out, fmt.Sprintf("%s: %s", r.fns[name].id, e))
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/devstack"
 )
 
@@ -129,8 +130,8 @@ func preflight(tpl *devstack.Template) []string {
 		return []string{err.Error()}
 	}
 	var failures []string
-	for _, fn := range devstack.Names() {
-		id := devstack.SAMFunctionID(fn)
+	for _, fn := range deploy.Describe().Names() {
+		id := deploy.FunctionID(fn)
 		if _, err := tpl.FunctionEnv(id, values); err != nil {
 			failures = append(failures, err.Error())
 		} else if _, err := tpl.Settings(id, values); err != nil {
@@ -146,8 +147,8 @@ func preflight(tpl *devstack.Template) []string {
 func (s *stack) functions() (map[string]function, []string) {
 	out := map[string]function{}
 	var failures []string
-	for _, name := range devstack.Names() {
-		id := devstack.SAMFunctionID(name)
+	for _, name := range deploy.Describe().Names() {
+		id := deploy.FunctionID(name)
 		env, err := s.tpl.FunctionEnv(id, s.values)
 		if err != nil {
 			failures = append(failures, err.Error())

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/memstore"
@@ -123,16 +124,17 @@ func served(t *testing.T, h *Handler, method, path string) (bool, events.APIGate
 	return resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed, resp
 }
 
-// TestRoutes_TableIsWhatHandleServes: Routes() is exactly what Handle
-// serves. Every route in the table, its parameters filled, gets an answer
+// TestRoutes_TableIsWhatHandleServes: deploy.Routes(), the routes the
+// deployment deploys, is exactly what Handle serves. Every route in the table, its parameters filled, gets an answer
 // other than 404 or 405 from a fully configured handler; and every
 // method on every path near a route (the table's own, one segment more or
 // less, unknown names beside known ones) that Handle serves is matched by
-// a route in the table, with API Gateway's matching. The deploy tests in
-// infra/ compare the table with both templates (R-DEPLOY-1).
+// a route in the table, with API Gateway's matching. Both templates are
+// rendered from the table (internal/deploy/cfn's TestRoutesDeployed,
+// R-DEPLOY-1).
 func TestRoutes_TableIsWhatHandleServes(t *testing.T) {
 	h := routesHandler(t)
-	routes := Routes()
+	routes := deploy.Routes()
 	seen := map[string]bool{}
 	for _, r := range routes {
 		key := r.Method + " " + r.Path
@@ -140,8 +142,8 @@ func TestRoutes_TableIsWhatHandleServes(t *testing.T) {
 			t.Errorf("%s listed twice", key)
 		}
 		seen[key] = true
-		if want := strings.HasPrefix(r.Path, adminPrefix); (r.Auth == AuthIAM) != want {
-			t.Errorf("%s: auth %s; IAM is for /admin/* routes and only them", key, r.Auth)
+		if want := strings.HasPrefix(r.Path, adminPrefix); r.IAM != want {
+			t.Errorf("%s: IAM %v; IAM is for /admin/* routes and only them", key, r.IAM)
 		}
 		if ok, resp := served(t, h, r.Method, instantiate(r.Path)); !ok {
 			t.Errorf("%s is in the table but Handle answers %d %s", key, resp.StatusCode, resp.Body)
@@ -168,8 +170,8 @@ func TestRoutes_TableIsWhatHandleServes(t *testing.T) {
 				continue
 			}
 			n++
-			if !slices.ContainsFunc(routes, func(r Route) bool { return r.Method == m && matches(r.Path, path) }) {
-				t.Errorf("Handle serves %s %s (%d %s), which no route in Routes() matches: on AWS it would be API Gateway's 404",
+			if !slices.ContainsFunc(routes, func(r deploy.Route) bool { return r.Method == m && matches(r.Path, path) }) {
+				t.Errorf("Handle serves %s %s (%d %s), which no route in deploy.Routes() matches: on AWS it would be API Gateway's 404",
 					m, path, resp.StatusCode, resp.Body)
 			}
 		}

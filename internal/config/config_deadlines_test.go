@@ -6,21 +6,21 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/config"
-	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/deploy"
 )
 
 // The stage runner knows the maxReceiveCount its queue was given: the
-// default is what the local stack provisions (infra sets the variable
-// from its own redrive policy, checked there); a bad value names the
-// variable.
+// default is the deployment's redrive limit, which the local stack
+// provisions too (a deployment sets the variable from it,
+// TestDeadlineArithmetic); a bad value names the variable.
 // Rules: R-STAGE-10, R-STAGE-9.
 func TestFromEnv_MaxReceiveCountAndModelTimeout(t *testing.T) {
 	c, err := config.FromEnv(func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxReceiveCount != devstack.MaxReceiveCount {
-		t.Errorf("default maxReceiveCount %d, the local stack provisions %d", c.MaxReceiveCount, devstack.MaxReceiveCount)
+	if c.MaxReceiveCount != deploy.MaxReceiveCount {
+		t.Errorf("default maxReceiveCount %d, the deployment's redrive limit is %d", c.MaxReceiveCount, deploy.MaxReceiveCount)
 	}
 	if c.ModelTimeout != config.DefaultModelTimeout {
 		t.Errorf("model timeout %v", c.ModelTimeout)

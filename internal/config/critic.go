@@ -15,6 +15,11 @@ type OpenAIConfig struct {
 	APIKey  string
 }
 
+// ReviewInstructionsKey is the object of the payload bucket that holds a
+// deployment's review instructions (internal/instructions reads it; the
+// deployment lets llm read it). It is outside diffs/, which expires.
+const ReviewInstructionsKey = "settings/review-instructions.yaml"
+
 // readCritic reads the llm stage's settings: which critic, the model's,
 // and the review's (findings cap, instructions, incremental reruns).
 func (c *Config) readCritic(getenv func(string) string) error {

@@ -7,11 +7,25 @@ import (
 	"time"
 )
 
+// The defaults of the durations the deployment writes out
+// (internal/deploy), so that a deployment shows what it runs with.
+const (
+	// DefaultIdempotencyTTL is how long intake keeps an idempotency record.
+	DefaultIdempotencyTTL = 30 * 24 * time.Hour
+	// DefaultDeliveryLease is how long a claimed delivery is notify's.
+	DefaultDeliveryLease = 2 * time.Minute
+	// DefaultSweepStuckAfter and DefaultEvidenceWindow are the sweeper's
+	// thresholds: a job unchanged this long is stuck; a sent delivery
+	// without evidence this long is reconciled.
+	DefaultSweepStuckAfter = 10 * time.Minute
+	DefaultEvidenceWindow  = 15 * time.Minute
+)
+
 // readRetention reads how long state is kept: intake's idempotency
 // records, and the TTL of jobs, delivery rows and audit items.
 func (c *Config) readRetention(getenv func(string) string) error {
 	var err error
-	if c.IdempotencyTTL, err = duration(getenv, EnvIdempotencyTTL, 30*24*time.Hour); err != nil {
+	if c.IdempotencyTTL, err = duration(getenv, EnvIdempotencyTTL, DefaultIdempotencyTTL); err != nil {
 		return err
 	}
 	// Retention: "0" keeps everything; the default is 90 days.
@@ -29,7 +43,7 @@ func (c *Config) readRetention(getenv func(string) string) error {
 // the sweeper reads, probes), the sweeper's thresholds and the send rate.
 func (c *Config) readDelivery(getenv func(string) string) error {
 	var err error
-	if c.DeliveryLease, err = duration(getenv, EnvDeliveryLease, 2*time.Minute); err != nil {
+	if c.DeliveryLease, err = duration(getenv, EnvDeliveryLease, DefaultDeliveryLease); err != nil {
 		return err
 	}
 	if c.EvidenceMargin, err = duration(getenv, EnvEvidenceMargin, DefaultEvidenceMargin); err != nil {
@@ -52,10 +66,10 @@ func (c *Config) readDelivery(getenv func(string) string) error {
 		}
 		c.ProbeAddress = v
 	}
-	if c.SweepStuckAfter, err = duration(getenv, EnvSweepStuckAfter, 10*time.Minute); err != nil {
+	if c.SweepStuckAfter, err = duration(getenv, EnvSweepStuckAfter, DefaultSweepStuckAfter); err != nil {
 		return err
 	}
-	if c.EvidenceWindow, err = duration(getenv, EnvEvidenceWindow, 15*time.Minute); err != nil {
+	if c.EvidenceWindow, err = duration(getenv, EnvEvidenceWindow, DefaultEvidenceWindow); err != nil {
 		return err
 	}
 	c.MaxSendRate = DefaultMaxSendRate

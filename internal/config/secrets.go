@@ -19,8 +19,8 @@ type secretSetting struct {
 // secretSettings is every setting a secret may hold — the credentials,
 // and the settings that travel with them — with the field of c each
 // fills. It is the one list: SecretEnv names it, ApplySecrets fills from
-// it, and infra's copy (infra/names.go) is checked against it by parsing
-// this function.
+// it, and the deployment keeps every one of them out of the functions'
+// environments (internal/deploy/cfn's TestSecrets_ReadByTheirFunctionsOnly).
 func (c *Config) secretSettings() []secretSetting {
 	return []secretSetting{
 		{EnvWebhookSecret, &c.WebhookSecret, nil},

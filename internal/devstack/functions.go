@@ -15,6 +15,7 @@ import (
 	"github.com/criticizer/criticizer/internal/blob"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/stage"
@@ -257,8 +258,5 @@ func Handler(ctx context.Context, name string, cfg config.Config, log *slog.Logg
 		}
 		return wiresweeper.Handler(s), nil
 	}
-	return nil, fmt.Errorf("unknown function %q (one of %v)", name, Names())
+	return nil, fmt.Errorf("unknown function %q (one of %v)", name, deploy.Describe().Names())
 }
-
-// Names lists every Lambda function, as in functions/<name>.
-func Names() []string { return []string{"feedback", "fetch", "intake", "llm", "notify", "sweeper"} }

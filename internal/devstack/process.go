@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/criticizer/criticizer/internal/devstack/ports"
 )
 
 // process is a child process in its own process group, so stopping it
@@ -104,15 +106,6 @@ func (p *process) waitPort(ctx context.Context, addr string, timeout time.Durati
 }
 
 // portFree reports whether nothing listens on addr.
-func portFree(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		// Only a refused connection says nothing listens; a timeout is a
-		// listener too busy to accept (a full backlog), not a free port.
-		return errors.Is(err, syscall.ECONNREFUSED)
-	}
-	c.Close()
-	return false
-}
+func portFree(addr string) bool { return ports.Unused(addr) }
 
 var errPortBusy = errors.New("port already in use")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -18,16 +17,11 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/queue"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
-
-// MaxReceiveCount is the redrive policy's limit. The stage runner
-// dead-letters on its own at attempt 5 (R-STAGE-3) with a full envelope;
-// the redrive policy is only the safety net for a handler that crashes
-// before it can, so it allows a few more receives.
-const MaxReceiveCount = 10
 
 // Resources names what Provision creates.
 type Resources struct {
@@ -46,37 +40,36 @@ func Provision(ctx context.Context, c *Clients, prefix string) (Resources, error
 		JobsTable: prefix + "-jobs", DeliveriesTable: prefix + "-deliveries", PayloadBucket: prefix + "-payloads",
 		Queues: queue.URLs{Queue: map[job.Stage]string{}, DLQ: map[job.Stage]string{}}, QueueARNs: map[job.Stage]string{},
 	}
-	jobsAttrs, jobsIndex := store.JobsIndex()
-	dirAttrs, dirIndex := store.DirectoryIndex()
-	if err := createTable(ctx, c.DynamoDB, r.JobsTable, "pk", "expires_at", slices.Concat(jobsAttrs, dirAttrs), jobsIndex, dirIndex); err != nil {
-		return r, err
+	// The tables and queues the deployment describes (internal/deploy),
+	// with its redrive limit and DLQ retention; the visibility timeout is
+	// the local pollers' 30 s, which kill an invocation at its timeout.
+	d := deploy.Describe()
+	for _, t := range d.Tables {
+		name := r.JobsTable
+		if t.ID == deploy.IDDeliveriesTable {
+			name = r.DeliveriesTable
+		}
+		if err := createTable(ctx, c.DynamoDB, name, t.Schema); err != nil {
+			return r, err
+		}
 	}
-	rowAttrs, rowIndex := store.DeliveriesIndex()
-	if err := createTable(ctx, c.DynamoDB, r.DeliveriesTable, "delivery_id", "expires_at", rowAttrs, rowIndex); err != nil {
-		return r, err
-	}
-	for _, s := range job.Stages() {
-		name := prefix + "-" + string(s)
-		dlqURL, dlqARN, err := createQueue(ctx, c.SQS, name+"-dlq", map[string]string{"MessageRetentionPeriod": "1209600"})
+	for _, q := range d.Queues {
+		name := prefix + "-" + q.Name
+		dlqURL, dlqARN, err := createQueue(ctx, c.SQS, name+"-dlq", map[string]string{"MessageRetentionPeriod": strconv.Itoa(deploy.DLQRetentionDays * 86400)})
 		if err != nil {
 			return r, err
 		}
-		redrive, _ := json.Marshal(map[string]string{"deadLetterTargetArn": dlqARN, "maxReceiveCount": strconv.Itoa(MaxReceiveCount)})
+		redrive, _ := json.Marshal(map[string]string{"deadLetterTargetArn": dlqARN, "maxReceiveCount": strconv.Itoa(deploy.MaxReceiveCount)})
 		url, arn, err := createQueue(ctx, c.SQS, name, map[string]string{"VisibilityTimeout": "30", "RedrivePolicy": string(redrive)})
 		if err != nil {
 			return r, err
 		}
-		r.Queues.Queue[s], r.Queues.DLQ[s], r.QueueARNs[s] = url, dlqURL, arn
+		if s := job.Stage(q.Name); s.Valid() {
+			r.Queues.Queue[s], r.Queues.DLQ[s], r.QueueARNs[s] = url, dlqURL, arn
+		} else {
+			r.FeedbackQueue, r.FeedbackQueueARN, r.FeedbackDLQ = url, arn, dlqURL
+		}
 	}
-	dlqURL, dlqARN, err := createQueue(ctx, c.SQS, prefix+"-feedback-dlq", map[string]string{"MessageRetentionPeriod": "1209600"})
-	if err != nil {
-		return r, err
-	}
-	redrive, _ := json.Marshal(map[string]string{"deadLetterTargetArn": dlqARN, "maxReceiveCount": strconv.Itoa(MaxReceiveCount)})
-	if r.FeedbackQueue, r.FeedbackQueueARN, err = createQueue(ctx, c.SQS, prefix+"-feedback", map[string]string{"VisibilityTimeout": "30", "RedrivePolicy": string(redrive)}); err != nil {
-		return r, err
-	}
-	r.FeedbackDLQ = dlqURL
 	topic, err := c.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(prefix + "-ses-events")})
 	if err != nil {
 		return r, fmt.Errorf("create topic: %w", err)
@@ -101,13 +94,35 @@ func (r Resources) Apply(cfg *config.Config) {
 	cfg.FeedbackQueueURL, cfg.FeedbackDLQURL = r.FeedbackQueue, r.FeedbackDLQ
 }
 
-func createTable(ctx context.Context, db *dynamodb.Client, name, key, ttlAttr string, indexAttrs []ddbtypes.AttributeDefinition, indexes ...ddbtypes.GlobalSecondaryIndex) error {
+// createTable creates a table of t's schema (on demand, TTL on
+// schema.ExpiresAt), as the deployment declares it.
+func createTable(ctx context.Context, db *dynamodb.Client, name string, t schema.Table) error {
+	attrs := []ddbtypes.AttributeDefinition{{AttributeName: aws.String(t.Key), AttributeType: ddbtypes.ScalarAttributeTypeS}}
+	seen := map[string]bool{t.Key: true}
+	var indexes []ddbtypes.GlobalSecondaryIndex
+	for _, ix := range t.Indexes {
+		keys := []ddbtypes.KeySchemaElement{{AttributeName: aws.String(ix.Hash), KeyType: ddbtypes.KeyTypeHash}}
+		if ix.Range != "" {
+			keys = append(keys, ddbtypes.KeySchemaElement{AttributeName: aws.String(ix.Range), KeyType: ddbtypes.KeyTypeRange})
+		}
+		for _, a := range []string{ix.Hash, ix.Range} {
+			if a != "" && !seen[a] {
+				seen[a] = true
+				attrs = append(attrs, ddbtypes.AttributeDefinition{AttributeName: aws.String(a), AttributeType: ddbtypes.ScalarAttributeTypeS})
+			}
+		}
+		proj := ddbtypes.ProjectionTypeKeysOnly
+		if ix.All {
+			proj = ddbtypes.ProjectionTypeAll
+		}
+		indexes = append(indexes, ddbtypes.GlobalSecondaryIndex{IndexName: aws.String(ix.Name), KeySchema: keys,
+			Projection: &ddbtypes.Projection{ProjectionType: proj}})
+	}
 	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:   aws.String(name),
-		BillingMode: ddbtypes.BillingModePayPerRequest,
-		AttributeDefinitions: append([]ddbtypes.AttributeDefinition{{AttributeName: aws.String(key), AttributeType: ddbtypes.ScalarAttributeTypeS}},
-			indexAttrs...),
-		KeySchema:              []ddbtypes.KeySchemaElement{{AttributeName: aws.String(key), KeyType: ddbtypes.KeyTypeHash}},
+		TableName:              aws.String(name),
+		BillingMode:            ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions:   attrs,
+		KeySchema:              []ddbtypes.KeySchemaElement{{AttributeName: aws.String(t.Key), KeyType: ddbtypes.KeyTypeHash}},
 		GlobalSecondaryIndexes: indexes,
 	})
 	var inUse *ddbtypes.ResourceInUseException
@@ -124,11 +139,9 @@ func createTable(ctx context.Context, db *dynamodb.Client, name, key, ttlAttr st
 		}); err != nil {
 		return fmt.Errorf("wait for table %s: %w", name, err)
 	}
-	if ttlAttr != "" {
-		if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(name),
-			TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(ttlAttr), Enabled: aws.Bool(true)}}); err != nil {
-			return fmt.Errorf("enable ttl on %s: %w", name, err)
-		}
+	if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(name),
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(schema.ExpiresAt), Enabled: aws.Bool(true)}}); err != nil {
+		return fmt.Errorf("enable ttl on %s: %w", name, err)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/deploy"
 )
 
 // The Lambda Runtime Interface Emulator (RIE) is AWS's own implementation
@@ -110,7 +111,7 @@ func BuildDeployedBootstraps(ctx context.Context, moduleDir, goarch, outDir stri
 		return nil, fmt.Errorf("build functions for linux/%s: %w\n%s", goarch, err, b)
 	}
 	out := map[string]string{}
-	for _, fn := range Names() {
+	for _, fn := range deploy.Describe().Names() {
 		dst := filepath.Join(outDir, fn, "bootstrap")
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return nil, err
@@ -124,13 +125,11 @@ func BuildDeployedBootstraps(ctx context.Context, moduleDir, goarch, outDir stri
 }
 
 // FunctionEnv is the environment a bootstrap needs to run against the
-// local stack with cfg's names: what template.yaml gives every function
-// (SAMEnv), the emulators' endpoints, and a region.
+// local stack with cfg's names: the variables the deployment gives its
+// functions as references to its resources, with the local stack's values
+// (as SAMEnv), the emulators' endpoints, and a region.
 func FunctionEnv(cfg config.Config, publicURL string) map[string]string {
-	env := map[string]string{}
-	for k, v := range SAMEnv(cfg, "127.0.0.1", publicURL)[SAMFunctionID("feedback")] {
-		env[k] = v
-	}
+	env := localVars(cfg, publicURL)
 	for k, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": cfg.Endpoints.DynamoDB, "AWS_ENDPOINT_URL_SQS": cfg.Endpoints.SQS,
 		"AWS_ENDPOINT_URL_S3": cfg.Endpoints.S3, "AWS_ENDPOINT_URL_SESV2": cfg.Endpoints.SES} {
 		if v != "" {

@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/job"
 )
 
@@ -38,8 +39,8 @@ func TestSAMEnv_CoversTheTemplate(t *testing.T) {
 		cfg.Queues.DLQ[s] = "http://127.0.0.1:4566/000000000000/criticizer-" + string(s) + "-dlq"
 	}
 	env := SAMEnv(cfg, "host.docker.internal", "http://127.0.0.1:3000")
-	for _, fn := range Names() {
-		id := SAMFunctionID(fn)
+	for _, fn := range deploy.Describe().Names() {
+		id := deploy.FunctionID(fn)
 		vars := yamlPath(root, "Resources", id, "Properties", "Environment", "Variables")
 		if vars == nil {
 			t.Errorf("template.yaml: %s has no environment", id)

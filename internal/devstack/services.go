@@ -13,55 +13,20 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/devstack/ports"
 )
 
-// Ports are where the emulators listen, all on 127.0.0.1.
-type Ports struct {
-	DynamoDB int
-	SQS      int // fauxqs serves SQS, SNS and S3 on one port
-	SES      int
-}
+// Ports are where the emulators listen (internal/devstack/ports).
+type Ports = ports.Ports
 
-// RunPorts are the ports of `make run`; TestPorts those of `make test`, so a
-// test run never disturbs a running local stack.
+// RunPorts are the ports of `make run`; TestPorts those of `make test`.
 var (
-	RunPorts  = Ports{DynamoDB: 8000, SQS: 4566, SES: 8005}
-	TestPorts = Ports{DynamoDB: 18000, SQS: 14566, SES: 18005}
+	RunPorts  = ports.Run
+	TestPorts = ports.Test
 )
 
-// Free reports whether no port of p is in use.
-func (p Ports) Free() bool {
-	return portFree(addr(p.DynamoDB)) && portFree(addr(p.SQS)) && portFree(addr(p.SES))
-}
-
-// FreePorts asks the kernel for three unused ports, for a test run while
-// another stack (or another test run) holds the usual ones.
-func FreePorts() (Ports, error) {
-	var got [3]int
-	for i := range got {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return Ports{}, err
-		}
-		got[i] = l.Addr().(*net.TCPAddr).Port
-		defer l.Close()
-	}
-	return Ports{DynamoDB: got[0], SQS: got[1], SES: got[2]}, nil
-}
-
-// Endpoints returns the SDK endpoints for these ports.
-func (p Ports) Endpoints() config.Endpoints {
-	return config.Endpoints{
-		DynamoDB: fmt.Sprintf("http://127.0.0.1:%d", p.DynamoDB),
-		SQS:      fmt.Sprintf("http://127.0.0.1:%d", p.SQS),
-		S3:       fmt.Sprintf("http://127.0.0.1:%d", p.SQS),
-		SES:      fmt.Sprintf("http://127.0.0.1:%d", p.SES),
-	}
-}
-
-// SESURL is the SES emulator's base URL (its web page and /store).
-func (p Ports) SESURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.SES) }
+// FreePorts asks the kernel for three unused ports (ports.Pick).
+func FreePorts() (Ports, error) { return ports.Pick() }
 
 // Services are the running emulators.
 type Services struct {
@@ -198,7 +163,7 @@ func (s *Services) Stop() {
 	s.procs = nil
 }
 
-func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+func addr(port int) string { return ports.Addr(port) }
 
 // freePort asks the kernel for an unused port.
 func freePort() (int, error) {

@@ -72,7 +72,8 @@ func BindLocal(t *Template, name string, res Resources, b LocalBinding) (StackVa
 		named["ConfigurationSet"] = BoundResource{Ref: b.ConfigurationSet}
 	}
 	if b.HTTPAPIID != "" {
-		named["HttpApi"] = BoundResource{Ref: b.HTTPAPIID, Attrs: map[string]string{"ApiId": b.HTTPAPIID}}
+		named["HttpApi"] = BoundResource{Ref: b.HTTPAPIID, Attrs: map[string]string{"ApiId": b.HTTPAPIID,
+			"ApiEndpoint": fmt.Sprintf("https://%s.execute-api.%s.amazonaws.com", b.HTTPAPIID, LocalRegion)}}
 	}
 	for id, r := range named {
 		if r.Ref != "" {

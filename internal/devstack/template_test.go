@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/criticizer/criticizer/internal/deploy"
 )
 
 // rehearsalStack is what cmd/rehearse binds template.yaml to, with the
@@ -47,11 +49,11 @@ func TestTemplate_FunctionEnv_EvaluatesTheRealTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := rehearsalStack(t, tpl)
-	if len(tpl.Functions()) != len(Names()) {
-		t.Fatalf("template functions %v, want one per functions/<fn> %v", tpl.Functions(), Names())
+	if len(tpl.Functions()) != len(deploy.Describe().Names()) {
+		t.Fatalf("template functions %v, want one per functions/<fn> %v", tpl.Functions(), deploy.Describe().Names())
 	}
-	for _, fn := range Names() {
-		env, err := tpl.FunctionEnv(SAMFunctionID(fn), s)
+	for _, fn := range deploy.Describe().Names() {
+		env, err := tpl.FunctionEnv(deploy.FunctionID(fn), s)
 		if err != nil {
 			t.Fatalf("%s: %v", fn, err)
 		}
@@ -166,7 +168,7 @@ func TestTemplate_FunctionEnv_RemovedVariableIsAbsent(t *testing.T) {
 // A variable whose name Lambda reserves fails the deploy, so the
 // evaluation refuses it too, naming it.
 func TestTemplate_FunctionEnv_ReservedNameRefused(t *testing.T) {
-	src := strings.Replace(string(templateBytes(t)), "        LOG_LEVEL: !Ref LogLevel\n", "        LOG_LEVEL: !Ref LogLevel\n        AWS_REGION: eu-west-1\n", 1)
+	src := strings.Replace(string(templateBytes(t)), "  Function:\n    Environment:\n      Variables:\n", "  Function:\n    Environment:\n      Variables:\n        AWS_REGION: eu-west-1\n", 1)
 	tpl, err := ParseTemplate([]byte(src))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // DeadLetterRecord is the operator's audit trail of a dead-letter item in
@@ -36,7 +37,7 @@ func (s *Jobs) RecordDeadLetter(ctx context.Context, r DeadLetterRecord) error {
 		Kind string `dynamodbav:"kind"`
 		DeadLetterRecord
 		ExpiresAt int64 `dynamodbav:"expires_at,omitempty"`
-	}{PK: PrefixDeadLetter + r.EnvelopeID, Kind: "deadletter", DeadLetterRecord: r, ExpiresAt: expiresAt(s.now(), s.Retention)})
+	}{PK: schema.PrefixDeadLetter + r.EnvelopeID, Kind: "deadletter", DeadLetterRecord: r, ExpiresAt: expiresAt(s.now(), s.Retention)})
 	if err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func (s *Jobs) RecordDeadLetter(ctx context.Context, r DeadLetterRecord) error {
 // DeadLetter reads an item's audit record.
 func (s *Jobs) DeadLetter(ctx context.Context, envelopeID string) (DeadLetterRecord, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": str(PrefixDeadLetter + envelopeID)}})
+		Key: map[string]types.AttributeValue{"pk": str(schema.PrefixDeadLetter + envelopeID)}})
 	if err != nil {
 		return DeadLetterRecord{}, fmt.Errorf("get dead letter %s: %w", envelopeID, err)
 	}
@@ -130,7 +131,7 @@ type DeliveryNote struct {
 }
 
 func deliveryAuditKey(deliveryID string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(PrefixAudit + deliveryID)}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixAudit + deliveryID)}
 }
 
 // RecordDeliveryNote appends an operator action to a delivery row's audit

@@ -12,11 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
-
-// PrefixBudget keys a model-run budget's window in the jobs table:
-// BUDGET#<name>#<key>#<window start, Unix seconds> (R-BUDGET-1).
-const PrefixBudget = "BUDGET#"
 
 // BudgetWindow is one budget a model run spends from: at most Limit runs
 // per window of length Every, for one Key (a changelist, an author).
@@ -82,7 +79,7 @@ func NewBudgets(db *dynamodb.Client, table string, now Clock) *Budgets {
 func WindowStart(w BudgetWindow, t time.Time) time.Time { return t.UTC().Truncate(w.Every) }
 
 func budgetPK(w BudgetWindow, at time.Time) string {
-	return PrefixBudget + w.Name + "#" + w.Key + "#" + strconv.FormatInt(WindowStart(w, at).Unix(), 10)
+	return schema.PrefixBudget + w.Name + "#" + w.Key + "#" + strconv.FormatInt(WindowStart(w, at).Unix(), 10)
 }
 
 // Spend implements BudgetStore.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // The outbox's expressions name attributes by constant; each must be a
@@ -23,7 +24,7 @@ func TestDeliveryAttrs_MatchRowTags(t *testing.T) {
 		attrEvidenceSendAt, attrEvidenceDeliveryAt, attrEvidenceBounceAt, attrEvidenceComplaintAt,
 		attrEvidenceRejectAt, attrBounceType, attrLastBounceAt, attrBounceResends, attrBouncedMessageIDs,
 		attrDuplicateMessageIDs, attrEvidenceCheckedAt, attrResentWithoutEvidence, attrResolution,
-		attrUpdatedAt, attrSweep, attrMessage} {
+		attrUpdatedAt, schema.Sweep, attrMessage} {
 		if !tags[a] {
 			t.Errorf("attribute %q is not a dynamodbav tag of delivery.Row", a)
 		}

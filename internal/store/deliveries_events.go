@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // Event is one provider event for a delivery row.
@@ -102,7 +103,7 @@ func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (deliv
 	if fast, ok := sentRowEvent(e.Type, evidence(), s.now()); ok {
 		fcond := statusIs(delivery.StatusSent)
 		if e.Type == "Send" {
-			fcond = fcond.And(expression.AttributeExists(expression.Name(attrSweep)))
+			fcond = fcond.And(expression.AttributeExists(expression.Name(schema.Sweep)))
 		}
 		fcond = fcond.And(cond)
 		row, err := s.updateReturn(ctx, id, fast, fcond)
@@ -230,7 +231,7 @@ func (s *Deliveries) ResendAfterNotDelivered(ctx context.Context, id, providerMe
 		Set(expression.Name(attrUpdatedAt), expression.Value(now)).
 		Add(expression.Name(attrBounceResends), expression.Value(1)).
 		Add(expression.Name(attrBouncedMessageIDs), expression.Value(&types.AttributeValueMemberSS{Value: []string{providerMessageID}}))
-	upd = remove(upd, attrNotifiedAt, attrNotificationID, attrBounceType, attrLeaseUntil, attrClaimToken, attrEvidenceCheckedAt, attrSweep)
+	upd = remove(upd, attrNotifiedAt, attrNotificationID, attrBounceType, attrLeaseUntil, attrClaimToken, attrEvidenceCheckedAt, schema.Sweep)
 	upd = remove(upd, evidenceAttrs...)
 	wasSent := statusIn([]delivery.Status{delivery.StatusSent, delivery.StatusDelivered, delivery.StatusReconciling}).
 		And(expression.Name(attrNotificationID).Equal(msg))

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // A send whose answer was lost is held in `sending` until provider
@@ -24,7 +25,7 @@ func (s *Deliveries) Backfill(ctx context.Context, id, notificationID string, at
 		Set(expression.Name(attrNotificationID), expression.Value(notificationID)).
 		Set(expression.Name(attrNotifiedAt), expression.Value(at.UTC().Format(time.RFC3339Nano))).
 		Set(expression.Name(attrUpdatedAt), expression.Value(now))),
-		attrLastErrorClass, attrSweep)
+		attrLastErrorClass, schema.Sweep)
 	cond := notSet(attrNotifiedAt).And(rowExists())
 	return s.updateReturn(ctx, id, upd, cond)
 }
@@ -41,7 +42,7 @@ func (s *Deliveries) Requeue(ctx context.Context, id string, errorClass string) 
 		Set(expression.Name(attrLastErrorClass), expression.Value(errorClass)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(now)).
 		Add(expression.Name(attrResentWithoutEvidence), expression.Value(1))),
-		attrEvidenceCheckedAt, attrSweep)
+		attrEvidenceCheckedAt, schema.Sweep)
 	cond := statusIs(delivery.StatusSending).And(leaseExpired(now)).And(neverSent())
 	return s.updateReturn(ctx, id, upd, cond)
 }

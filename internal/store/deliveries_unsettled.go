@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // Unsettled calls fn for every row that may need a hand from outside its
@@ -20,11 +21,11 @@ import (
 // checked as it is now. A sweep reads about twice the live rows, whatever
 // the table holds (R-COST-1).
 func (s *Deliveries) Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error {
-	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(attrSweep).Equal(expression.Value(sweepRow))).Build()
+	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(schema.Sweep).Equal(expression.Value(sweepRow))).Build()
 	if err != nil {
 		return fmt.Errorf("build unsettled query: %w", err)
 	}
-	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.table, IndexName: aws.String(IndexLiveDeliveries),
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.table, IndexName: aws.String(schema.IndexLiveDeliveries),
 		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)

@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // A row marked sent without provider evidence is moved into
@@ -40,7 +41,7 @@ func (s *Deliveries) ResolveSent(ctx context.Context, id string) (delivery.Row, 
 		Set(expression.Name(attrNotifiedAt), expression.IfNotExists(expression.Name(attrNotifiedAt), expression.Value(now))).
 		Set(expression.Name(attrResolution), expression.Value(delivery.ResolvedSent)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(now))),
-		attrLastErrorClass, attrSweep)
+		attrLastErrorClass, schema.Sweep)
 	return s.updateReturn(ctx, id, upd, heldForOperator(now))
 }
 
@@ -56,7 +57,7 @@ func (s *Deliveries) ClearAndRequeue(ctx context.Context, id string) (delivery.R
 		Set(expression.Name(attrLastErrorClass), expression.Value("OPERATOR_REQUEUE")).
 		Set(expression.Name(attrResolution), expression.Value(delivery.ResolvedRequeued)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(now))),
-		attrNotifiedAt, attrNotificationID, attrEvidenceCheckedAt, attrSweep)
+		attrNotifiedAt, attrNotificationID, attrEvidenceCheckedAt, schema.Sweep)
 	return s.updateReturn(ctx, id, upd, heldForOperator(now).And(noEvidence()))
 }
 

@@ -9,14 +9,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // The versions of a changelist that carry one diff content
-// (PrefixDiff): notify keeps them (R-QUIET-1), so a version whose diff
+// (schema.PrefixDiff): notify keeps them (R-QUIET-1), so a version whose diff
 // content was mailed to a recipient before is not mailed to them again,
 // whatever its commit.
 func diffPK(changelistKey, diffSHA string) string {
-	return PrefixDiff + changelistKey + "#" + diffSHA
+	return schema.PrefixDiff + changelistKey + "#" + diffSHA
 }
 
 // SameDiff records that version of the changelist has diff content

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/reviewers"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // Directory is the reviewer directory people keep (reviewers.Overlay puts
@@ -24,7 +25,7 @@ import (
 //
 // Entries never expire. Lookups read the entries by key (BatchGetItem,
 // strongly consistent), so an entry set a moment ago counts for the next
-// delivery. Listing reads the sparse index IndexDirectory, which holds the
+// delivery. Listing reads the sparse index schema.IndexDirectory, which holds the
 // entries and nothing else.
 type Directory struct {
 	db    *dynamodb.Client
@@ -45,7 +46,7 @@ var _ reviewers.EntryReader = (*Directory)(nil)
 type directoryItem struct {
 	PK   string `dynamodbav:"pk"`
 	Kind string `dynamodbav:"kind"`
-	// Index keys (IndexDirectory): the source, and the username's key.
+	// Index keys (schema.IndexDirectory): the source, and the username's key.
 	IndexSource string    `dynamodbav:"directory"`
 	IndexUser   string    `dynamodbav:"directory_user"`
 	Username    string    `dynamodbav:"username"`
@@ -56,7 +57,7 @@ type directoryItem struct {
 }
 
 func directoryKey(source, username string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(PrefixDirectory + source + "#" + reviewers.Key(username))}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixDirectory + source + "#" + reviewers.Key(username))}
 }
 
 func (it directoryItem) entry() reviewers.Entry {
@@ -87,7 +88,7 @@ func (d *Directory) put(ctx context.Context, it directoryItem) (reviewers.Entry,
 	if it.IndexSource == "" || key == "" {
 		return reviewers.Entry{}, nil, fmt.Errorf("directory: source and username are required")
 	}
-	it.PK, it.Kind, it.IndexUser, it.UpdatedAt = PrefixDirectory+it.IndexSource+"#"+key, "directory", key, d.now().UTC()
+	it.PK, it.Kind, it.IndexUser, it.UpdatedAt = schema.PrefixDirectory+it.IndexSource+"#"+key, "directory", key, d.now().UTC()
 	item, err := marshal(it)
 	if err != nil {
 		return reviewers.Entry{}, nil, err
@@ -168,7 +169,7 @@ func (d *Directory) List(ctx context.Context, source string) ([]reviewers.Entry,
 	if err != nil {
 		return nil, fmt.Errorf("directory: build query: %w", err)
 	}
-	p := dynamodb.NewQueryPaginator(d.db, &dynamodb.QueryInput{TableName: &d.table, IndexName: aws.String(IndexDirectory),
+	p := dynamodb.NewQueryPaginator(d.db, &dynamodb.QueryInput{TableName: &d.table, IndexName: aws.String(schema.IndexDirectory),
 		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
 	out := []reviewers.Entry{}
 	for p.HasMorePages() {
@@ -188,7 +189,7 @@ func (d *Directory) List(ctx context.Context, source string) ([]reviewers.Entry,
 }
 
 func unknownKey(source string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(PrefixUnknown + source)}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixUnknown + source)}
 }
 
 // NoteUnknown records usernames of a source that reviewers were asked by

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/criticizer/criticizer/internal/store/schema"
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
@@ -66,7 +67,7 @@ type dismissalItem struct {
 }
 
 func dismissalPK(changelistKey, recipientID string) string {
-	return PrefixDismissal + changelistKey + "#" + recipientID
+	return schema.PrefixDismissal + changelistKey + "#" + recipientID
 }
 
 func (s *Dismissals) get(ctx context.Context, pk string) (dismissalItem, error) {

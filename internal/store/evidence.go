@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // Evidence keeps, per SES configuration set, how far the feedback
@@ -49,7 +51,7 @@ func evidenceKey(set string) map[string]types.AttributeValue {
 	if set == "" {
 		set = "-"
 	}
-	return map[string]types.AttributeValue{"pk": str(PrefixEvidence + set)}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixEvidence + set)}
 }
 
 // Evidence item attributes. "watermark" keeps its name from the design

@@ -14,6 +14,7 @@ import (
 	smithyrand "github.com/aws/smithy-go/rand"
 
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // Jobs is the jobs table. It holds these kinds of item under one partition
@@ -56,7 +57,7 @@ func NewJobs(db *dynamodb.Client, table string, now Clock) *Jobs {
 }
 
 func jobKey(id job.ID) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(PrefixJob + string(id))}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixJob + string(id))}
 }
 
 // jobItem is the stored form of a job.
@@ -73,7 +74,7 @@ type jobItem struct {
 
 // newJobItem is a job as stored, in the live index while unfinished.
 func newJobItem(j job.Job, keySHA string, expires int64) jobItem {
-	it := jobItem{PK: PrefixJob + string(j.ID), Kind: "job", Job: j, IdempotencyKeySHA: keySHA, ExpiresAt: expires}
+	it := jobItem{PK: schema.PrefixJob + string(j.ID), Kind: "job", Job: j, IdempotencyKeySHA: keySHA, ExpiresAt: expires}
 	if !j.Status.Terminal() {
 		it.Sweep = sweepJob
 	}
@@ -178,7 +179,7 @@ func (s *Jobs) Create(ctx context.Context, req CreateRequest) (CreateResult, err
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 		{Put: &types.Put{TableName: &s.table, Item: idemAV, ConditionExpression: notExists,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-		{Update: &types.Update{TableName: &s.table, Key: map[string]types.AttributeValue{"pk": str(PrefixChangelist + job.ChangelistKey(j.Source, j.ChangelistID))},
+		{Update: &types.Update{TableName: &s.table, Key: map[string]types.AttributeValue{"pk": str(schema.PrefixChangelist + job.ChangelistKey(j.Source, j.ChangelistID))},
 			UpdateExpression: headUpd.Update(), ConditionExpression: headUpd.Condition(),
 			ExpressionAttributeNames: headUpd.Names(), ExpressionAttributeValues: headUpd.Values(),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
@@ -243,7 +244,7 @@ func txToken() (*string, error) {
 	return aws.String(t), nil
 }
 
-func idemPK(source, keySHA string) string { return PrefixIdempotency + source + "#" + keySHA }
+func idemPK(source, keySHA string) string { return schema.PrefixIdempotency + source + "#" + keySHA }
 
 // decideCanceled reads the cancellation reasons: [job, idempotency, head].
 func (s *Jobs) decideCanceled(reasons []types.CancellationReason, req CreateRequest) (CreateResult, bool, error) {
@@ -311,7 +312,7 @@ func (s *Jobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
 // its job, or ErrNotFound.
 func (s *Jobs) LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": str(PrefixChangelist + job.ChangelistKey(source, changelistID))}})
+		Key: map[string]types.AttributeValue{"pk": str(schema.PrefixChangelist + job.ChangelistKey(source, changelistID))}})
 	if err != nil {
 		return 0, "", fmt.Errorf("get changelist head: %w", err)
 	}
@@ -430,12 +431,12 @@ func Timestamp(t time.Time) string { return ts(t) }
 // alone). The index is eventually consistent; a sweep that misses a job by
 // a moment finds it at the next run.
 func (s *Jobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error {
-	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(attrSweep).Equal(expression.Value(sweepJob)).
+	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(schema.Sweep).Equal(expression.Value(sweepJob)).
 		And(expression.Key("updated_at").LessThan(expression.Value(ts(before))))).Build()
 	if err != nil {
 		return fmt.Errorf("build stuck-jobs query: %w", err)
 	}
-	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.table, IndexName: aws.String(IndexLiveJobs),
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.table, IndexName: aws.String(schema.IndexLiveJobs),
 		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // Recipients keeps what Criticizer knows about an address across jobs, in the
@@ -38,11 +39,11 @@ func NewRecipients(db *dynamodb.Client, jobsTable string, now Clock) *Recipients
 }
 
 func prefKey(id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(PrefixPreference + id)}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixPreference + id)}
 }
 
 func suppKey(id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(PrefixSuppression + id)}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixSuppression + id)}
 }
 
 // Unsubscribe records that the recipient left scope: every email when all
@@ -113,11 +114,11 @@ func mergeStanding(out map[string]delivery.Standing, item map[string]types.Attri
 	if err := unmarshal(item, &it); err != nil {
 		return err
 	}
-	if id, ok := strings.CutPrefix(it.PK, PrefixPreference); ok {
+	if id, ok := strings.CutPrefix(it.PK, schema.PrefixPreference); ok {
 		s := out[id]
 		s.UnsubscribedAll, s.Repositories = it.UnsubscribedAll, it.Repositories
 		out[id] = s
-	} else if id, ok := strings.CutPrefix(it.PK, PrefixSuppression); ok {
+	} else if id, ok := strings.CutPrefix(it.PK, schema.PrefixSuppression); ok {
 		s := out[id]
 		s.Suppressed, s.Reason = true, it.Reason
 		out[id] = s

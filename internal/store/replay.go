@@ -14,17 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/job"
-)
-
-// The reviewer webhooks' replay records in the jobs table (R-BUDGET-3):
-//
-//	RDELIVERY#<source>#<delivery id>   a reviewer event seen (TTL: the replay window)
-//	RBODY#<source>#<sha256 of body>    a reviewer event's verified body seen (TTL: the same)
-//	REFRESH#<job id>                   a reviewer refresh scheduled (TTL: its window)
-const (
-	PrefixReviewerDelivery = "RDELIVERY#"
-	PrefixReviewerBody     = "RBODY#"
-	PrefixRefresh          = "REFRESH#"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // ReplayKey names one thing a reviewer event is remembered by, within its
@@ -98,15 +88,15 @@ func NewReplays(db *dynamodb.Client, table string, now Clock) *Replays {
 func reviewerDeliveryKey(k ReplayKey) map[string]types.AttributeValue {
 	if k.Body {
 		// Already a digest, of fixed length.
-		return map[string]types.AttributeValue{"pk": str(PrefixReviewerBody + k.Source + "#" + k.ID)}
+		return map[string]types.AttributeValue{"pk": str(schema.PrefixReviewerBody + k.Source + "#" + k.ID)}
 	}
 	// The id is the source's, bounded by the webhook parsers (printable,
 	// at most 200 bytes); hashed all the same so the key stays short.
-	return map[string]types.AttributeValue{"pk": str(PrefixReviewerDelivery + k.Source + "#" + job.Digest(k.Source, k.ID))}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixReviewerDelivery + k.Source + "#" + job.Digest(k.Source, k.ID))}
 }
 
 func refreshKey(id job.ID) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(PrefixRefresh + string(id))}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixRefresh + string(id))}
 }
 
 // ClaimDelivery implements ReplayStore. The item holds when the delivery

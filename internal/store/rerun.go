@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // A versioned rerun (R-RERUN-1: "Reprocessing is allowed as a
@@ -163,7 +164,7 @@ func (s *Jobs) Rerun(ctx context.Context, req RerunRequest) (job.Job, error) {
 	}
 	input := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: &s.table, Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
-		{Update: &types.Update{TableName: &s.table, Key: map[string]types.AttributeValue{"pk": str(PrefixChangelist + job.ChangelistKey(j.Source, j.ChangelistID))},
+		{Update: &types.Update{TableName: &s.table, Key: map[string]types.AttributeValue{"pk": str(schema.PrefixChangelist + job.ChangelistKey(j.Source, j.ChangelistID))},
 			UpdateExpression: head.Update(), ConditionExpression: head.Condition(),
 			ExpressionAttributeNames: head.Names(), ExpressionAttributeValues: head.Values(),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},

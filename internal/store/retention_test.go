@@ -13,6 +13,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/reviewers"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/schema"
 	"github.com/criticizer/criticizer/internal/store/storetest"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/vote"
@@ -77,21 +78,21 @@ func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
 		return v
 	}
 	for what, got := range map[string]int64{
-		"job":          ttl(res.JobsTable, "pk", store.PrefixJob+string(j.ID)),
+		"job":          ttl(res.JobsTable, "pk", schema.PrefixJob+string(j.ID)),
 		"delivery row": ttl(res.DeliveriesTable, "delivery_id", "d_ret"),
-		"audit item":   ttl(res.JobsTable, "pk", store.PrefixAudit+"d_ret"),
-		"roster":       ttl(res.JobsTable, "pk", store.PrefixRoster+job.ChangelistKey("github", "o/r#1")),
-		"vote":         ttl(res.JobsTable, "pk", store.PrefixVote+"d_ret#f1"),
-		"dismissals":   ttl(res.JobsTable, "pk", store.PrefixDismissal+"generic:cl-retention#rid-1"),
+		"audit item":   ttl(res.JobsTable, "pk", schema.PrefixAudit+"d_ret"),
+		"roster":       ttl(res.JobsTable, "pk", schema.PrefixRoster+job.ChangelistKey("github", "o/r#1")),
+		"vote":         ttl(res.JobsTable, "pk", schema.PrefixVote+"d_ret#f1"),
+		"dismissals":   ttl(res.JobsTable, "pk", schema.PrefixDismissal+"generic:cl-retention#rid-1"),
 	} {
 		if got != want {
 			t.Errorf("%s expires at %d, want %d (now + 90 days)", what, got, want)
 		}
 	}
 	for what, got := range map[string]int64{
-		"changelist head": ttl(res.JobsTable, "pk", store.PrefixChangelist+job.ChangelistKey("generic", "cl-retention")),
-		"suppression":     ttl(res.JobsTable, "pk", store.PrefixSuppression+"rid-1"),
-		"directory entry": ttl(res.JobsTable, "pk", store.PrefixDirectory+"github#octocat"),
+		"changelist head": ttl(res.JobsTable, "pk", schema.PrefixChangelist+job.ChangelistKey("generic", "cl-retention")),
+		"suppression":     ttl(res.JobsTable, "pk", schema.PrefixSuppression+"rid-1"),
+		"directory entry": ttl(res.JobsTable, "pk", schema.PrefixDirectory+"github#octocat"),
 	} {
 		if got != 0 {
 			t.Errorf("%s expires (%d): it must stay", what, got)
@@ -99,7 +100,7 @@ func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
 	}
 	// DynamoDB's TTL deletes the job and its idempotency record; the
 	// head stays: the same version again is refused, not reviewed again.
-	for _, pk := range []string{store.PrefixJob + string(j.ID)} {
+	for _, pk := range []string{schema.PrefixJob + string(j.ID)} {
 		if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(res.JobsTable),
 			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}}); err != nil {
 			t.Fatal(err)

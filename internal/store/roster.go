@@ -12,6 +12,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/reviewers"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // Rosters keeps each changelist's reviewer roster (reviewers.Roster) in the
@@ -50,7 +51,7 @@ type rosterItem struct {
 }
 
 func rosterKey(source, changelistID string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(PrefixRoster + job.ChangelistKey(source, changelistID))}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixRoster + job.ChangelistKey(source, changelistID))}
 }
 
 // Get reads a changelist's roster; an empty one when it has none.
@@ -97,7 +98,7 @@ func (s *Rosters) Apply(ctx context.Context, source, changelistID string, events
 		}
 		prev := it.Rev
 		now := s.now().UTC()
-		it.PK, it.Kind, it.Source, it.ChangelistID = PrefixRoster+job.ChangelistKey(source, changelistID), "roster", source, changelistID
+		it.PK, it.Kind, it.Source, it.ChangelistID = schema.PrefixRoster+job.ChangelistKey(source, changelistID), "roster", source, changelistID
 		it.Rev, it.UpdatedAt, it.ExpiresAt = prev+1, now, expiresAt(now, s.Retention)
 		item, err := marshal(it)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // Every email about a changelist to a recipient keeps the subject of the
@@ -43,7 +44,7 @@ import (
 const AttrThreadTitle = "thread_title"
 
 func headKey(source, changelistID string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(PrefixChangelist + job.ChangelistKey(source, changelistID))}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixChangelist + job.ChangelistKey(source, changelistID))}
 }
 
 // ThreadTitle returns the title the changelist's conversation is named

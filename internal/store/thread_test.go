@@ -12,6 +12,7 @@ import (
 	"github.com/criticizer/criticizer/internal/fault"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/schema"
 	"github.com/criticizer/criticizer/internal/store/storetest"
 	"github.com/criticizer/criticizer/internal/testenv"
 )
@@ -31,7 +32,7 @@ func TestThreadTitle_HeadWithoutOne_KeptOnceThroughALostAnswer(t *testing.T) {
 	j.Title = "Add refunds"
 	storetest.Create(t, jobs, j, "k1", "b1")
 	if _, err := env.Clients.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(res.JobsTable),
-		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: store.PrefixChangelist + job.ChangelistKey("generic", "cl-legacy")}},
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: schema.PrefixChangelist + job.ChangelistKey("generic", "cl-legacy")}},
 		UpdateExpression: aws.String("REMOVE " + store.AttrThreadTitle)}); err != nil {
 		t.Fatal(err)
 	}

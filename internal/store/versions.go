@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // Code review systems (GitHub, GitLab, Gerrit) add three more kinds of item
@@ -51,11 +52,11 @@ type versionItem struct {
 }
 
 func versionPK(source, changelistID, headSHA string) string {
-	return PrefixHeadSHA + job.ChangelistKey(source, changelistID) + "#" + headSHA
+	return schema.PrefixHeadSHA + job.ChangelistKey(source, changelistID) + "#" + headSHA
 }
 
 func counterPK(source, changelistID string) string {
-	return PrefixVersionSeq + job.ChangelistKey(source, changelistID)
+	return schema.PrefixVersionSeq + job.ChangelistKey(source, changelistID)
 }
 
 // AssignVersion returns the review version of a changelist's head commit,
@@ -169,7 +170,7 @@ type sourceRefItem struct {
 }
 
 func sourceRefKey(id job.ID) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(PrefixSourceRef + string(id))}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixSourceRef + string(id))}
 }
 
 // PutSourceRef records a job's source reference unless it already has one:
@@ -179,7 +180,7 @@ func (s *Jobs) PutSourceRef(ctx context.Context, id job.ID, ref SourceRef) error
 	if ref.Reviewers == nil {
 		ref.Reviewers = []string{}
 	}
-	item, err := marshal(sourceRefItem{PK: PrefixSourceRef + string(id), Kind: "source_ref", JobID: id, SourceRef: ref, CreatedAt: ts(s.now())})
+	item, err := marshal(sourceRefItem{PK: schema.PrefixSourceRef + string(id), Kind: "source_ref", JobID: id, SourceRef: ref, CreatedAt: ts(s.now())})
 	if err != nil {
 		return err
 	}

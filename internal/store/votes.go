@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/criticizer/criticizer/internal/store/schema"
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
@@ -70,7 +71,7 @@ func (s *Votes) Record(ctx context.Context, v vote.Vote) (vote.Outcome, error) {
 		return "", fmt.Errorf("build update: %w", err)
 	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table,
-		Key:              map[string]types.AttributeValue{"pk": str(PrefixVote + v.DeliveryID + "#" + v.FindingID)},
+		Key:              map[string]types.AttributeValue{"pk": str(schema.PrefixVote + v.DeliveryID + "#" + v.FindingID)},
 		UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		ReturnValues: types.ReturnValueUpdatedOld})
 	if err != nil {
@@ -95,7 +96,7 @@ func outcome(old map[string]types.AttributeValue, c vote.Choice) vote.Outcome {
 // items. It reads (and bills) the whole table: it is make eval's, run by
 // an operator now and then, never on a request's path.
 func (s *Votes) List(ctx context.Context) ([]vote.Vote, error) {
-	e, err := expression.NewBuilder().WithFilter(expression.Name("pk").BeginsWith(PrefixVote)).Build()
+	e, err := expression.NewBuilder().WithFilter(expression.Name("pk").BeginsWith(schema.PrefixVote)).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build filter: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/critic/bedrock"
 	"github.com/criticizer/criticizer/internal/critic/openai"
+	"github.com/criticizer/criticizer/internal/instructions"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/secrets"
@@ -35,32 +36,47 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if cfg, err = secrets.Apply(ctx, b.AWS, cfg); err != nil {
 		return nil, err
 	}
-	if c == nil {
-		if c, err = Critic(cfg, b.AWS); err != nil {
-			return nil, err
-		}
-	}
+	blobs := blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket)
 	r := &pipeline.LLM{
-		Base: pipeline.Base{Jobs: b.Jobs, Blobs: blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket),
-			Queue: b.Queue, Log: log, Now: b.Now},
-		Critic: c,
+		Base: pipeline.Base{Jobs: b.Jobs, Blobs: blobs, Queue: b.Queue, Log: log, Now: b.Now},
 		// A burst of versions is mailed once, about the latest (R-QUIET-3).
 		Collapse: cfg.Quiet.CollapseWindow,
 		// Generated files are the deployment's word or the base's, never
 		// the change's (R-CRITIC-7).
 		GeneratedPaths: cfg.GeneratedPaths,
 	}
+	// A rerun builds on the last reviewed version (R-COST-3, R-MAIL-3),
+	// with a full review at least every FullReviewEvery versions
+	// (R-LEDGER-3), unless CRITICIZER_INCREMENTAL_REVIEW is false.
+	incremental := func(c critic.Critic) critic.Critic {
+		if !cfg.IncrementalReview {
+			return c
+		}
+		return critic.NewIncremental(c, critic.WithFullReviewEvery(cfg.FullReviewEvery))
+	}
+	if cfg.IncrementalReview {
+		r.LookBack = pipeline.DefaultLookBack
+	}
+	switch m, err := model(cfg, b.AWS); {
+	case err != nil:
+		return nil, err
+	case c != nil:
+		r.Critic = incremental(c)
+	case m == nil:
+		r.Critic = incremental(critic.NewOffline())
+	default:
+		// The model reviews with the deployment's instructions as the
+		// payload bucket's object holds them now (internal/instructions).
+		r.Critic = &Instructed{
+			Source: &instructions.Source{Get: blobs, Fallback: instructions.FromConfig(cfg), Now: b.Now},
+			Build:  func(set instructions.Set) critic.Critic { return incremental(llmCritic(cfg, m, set)) },
+		}
+	}
 	if cfg.Critic == config.CriticBedrock || cfg.Critic == config.CriticOpenAI {
 		// A model costs per run: no run nobody reads, none past the
 		// budgets (R-BUDGET-1, R-BUDGET-2).
 		r.Guard = &pipeline.ModelGuard{Budgets: store.NewBudgets(b.DynamoDB, cfg.JobsTable, b.Now),
 			PerChangelistHour: cfg.Budgets.ModelRunsPerChangelistHour, PerAuthorDay: cfg.Budgets.ModelRunsPerAuthorDay}
-	}
-	if cfg.IncrementalReview {
-		// A rerun builds on the last reviewed version (R-COST-3, R-MAIL-3).
-		// A full review at least every FullReviewEvery versions
-		// (R-LEDGER-3).
-		r.Critic, r.LookBack = critic.NewIncremental(c, critic.WithFullReviewEvery(cfg.FullReviewEvery)), pipeline.DefaultLookBack
 	}
 	o.Runner = append([]stage.Option{stage.WithMessageTime(MessageTime(cfg))}, o.Runner...)
 	return b.Runner(job.StageLLM, r.Handle, o)
@@ -81,28 +97,40 @@ func MessageTime(cfg config.Config) time.Duration {
 	return stage.DefaultMessageTime
 }
 
-// Critic builds the critic CRITICIZER_CRITIC names.
+// Critic builds the critic CRITICIZER_CRITIC names, with the
+// environment's instructions (the evaluation's; a deployment's llm
+// function reads them from the payload bucket, New).
 func Critic(cfg config.Config, awsCfg aws.Config) (critic.Critic, error) {
-	var m critic.Model
-	var err error
+	m, err := model(cfg, awsCfg)
+	if err != nil || m == nil {
+		return critic.NewOffline(), err
+	}
+	return llmCritic(cfg, m, instructions.FromConfig(cfg)), nil
+}
+
+// llmCritic is the model's critic with the instructions set.
+func llmCritic(cfg config.Config, m critic.Model, set instructions.Set) critic.Critic {
+	c, err := critic.NewLLM(m, critic.WithLLMMaxFindings(cfg.LLMMaxFindings), critic.WithInstructions(set.Deployment, set.ByRepository))
+	if err != nil {
+		panic("llm: a model is set: " + err.Error()) // NewLLM refuses only a nil model
+	}
+	return c
+}
+
+// model is the model CRITICIZER_CRITIC names; nil for the offline critic.
+func model(cfg config.Config, awsCfg aws.Config) (critic.Model, error) {
 	switch cfg.Critic {
 	case "", config.CriticOffline:
-		return critic.NewOffline(), nil
+		return nil, nil
 	case config.CriticBedrock:
 		// The stage runner owns retries (backoff, attempt budget, dead
 		// letters); SDK retries would multiply them. A call's timeout
 		// derives from the invocation, not the SDK's constant.
 		client := bedrockruntime.NewFromConfig(awsCfg, bedrock.ClientOptions)
-		m, err = bedrock.New(client, cfg.BedrockModelID, bedrock.WithTimeout(cfg.ModelTimeout))
+		return bedrock.New(client, cfg.BedrockModelID, bedrock.WithTimeout(cfg.ModelTimeout))
 	case config.CriticOpenAI:
-		m, err = openai.New(openai.Config{BaseURL: cfg.OpenAI.BaseURL, APIKey: cfg.OpenAI.APIKey, Model: cfg.OpenAI.Model,
+		return openai.New(openai.Config{BaseURL: cfg.OpenAI.BaseURL, APIKey: cfg.OpenAI.APIKey, Model: cfg.OpenAI.Model,
 			Timeout: cfg.ModelTimeout})
-	default:
-		return nil, fmt.Errorf("%s: unknown critic %q", config.EnvCritic, cfg.Critic)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return critic.NewLLM(m, critic.WithLLMMaxFindings(cfg.LLMMaxFindings),
-		critic.WithInstructions(cfg.ReviewInstructions, cfg.ReviewInstructionsByRepo))
+	return nil, fmt.Errorf("%s: unknown critic %q", config.EnvCritic, cfg.Critic)
 }

@@ -1,16 +1,13 @@
-package main
+package cfn
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
-	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/criticizer/criticizer/internal/deploy"
 )
 
 // LambdaEnvLimit is Lambda's limit on a function's environment variables:
@@ -147,8 +144,8 @@ type envBounds struct {
 	conds map[string]bool
 }
 
-// envSize is one function's environment, sized.
-type envSize struct {
+// EnvSize is one function's environment, sized.
+type EnvSize struct {
 	Function string
 	// Bytes is the JSON object's size at the longest every reference can be.
 	Bytes int
@@ -172,13 +169,13 @@ func jsonStringLen(s string) int {
 }
 
 // size is the JSON object {"k":"v",…} of vars at its longest.
-func (b envBounds) size(fn string, vars map[string]any) (envSize, error) {
-	out := envSize{Function: fn, Bytes: len("{}")}
+func (b envBounds) size(fn string, vars map[string]any) (EnvSize, error) {
+	out := EnvSize{Function: fn, Bytes: len("{}")}
 	n := 0
 	for _, k := range sortedMapKeys(vars) {
 		v, present, err := b.maxLen(vars[k])
 		if err != nil {
-			return envSize{}, fmt.Errorf("function %s: %s: %w", fn, k, err)
+			return EnvSize{}, fmt.Errorf("function %s: %s: %w", fn, k, err)
 		}
 		if !present {
 			continue
@@ -195,8 +192,6 @@ func (b envBounds) size(fn string, vars map[string]any) (envSize, error) {
 	}
 	return out, nil
 }
-
-var subRef = regexp.MustCompile(`\$\{([^}!][^}]*)\}`)
 
 // maxLen is the longest the value v can be (JSON-escaped, without quotes)
 // and whether it can be present at all (Ref AWS::NoValue drops the key).
@@ -254,7 +249,7 @@ func (b envBounds) maxLen(v any) (int, bool, error) {
 					return 0, false, fmt.Errorf("no bound for Fn::Sub with variables")
 				}
 				total, last := 0, 0
-				for _, m := range subRef.FindAllStringSubmatchIndex(tmpl, -1) {
+				for _, m := range subVar.FindAllStringSubmatchIndex(tmpl, -1) {
 					total += jsonStringLen(tmpl[last:m[0]])
 					last = m[1]
 					name := tmpl[m[2]:m[3]]
@@ -321,28 +316,29 @@ func sortedMapKeys(m map[string]any) []string {
 	return out
 }
 
-// environmentSizes sizes every function's environment in the built stack,
-// as CloudFormation will write it (the stack's references resolved to
-// Ref, Fn::GetAtt and Fn::Join, then bounded).
-func environmentSizes(s *Stack) ([]envSize, error) {
-	b := envBounds{types: map[string]string{}}
-	for _, c := range *s.Stack.Node().FindAll(constructs.ConstructOrder_PREORDER) {
-		r, ok := c.(awscdk.CfnResource)
-		if !ok {
+// EnvironmentSizes sizes every function's environment in template t as
+// Lambda will measure it once deployed: literals as they are, every
+// reference CloudFormation fills in at the longest AWS allows, and each
+// parameter (template.yaml's) at params' bound; a condition is decided
+// by conds when it names it, else both branches are sized and the longer
+// counts. The order is the template's.
+func EnvironmentSizes(t *Template, params map[string]int, conds map[string]bool) ([]EnvSize, error) {
+	b := envBounds{types: map[string]string{}, params: params, conds: conds}
+	res := t.Resources()
+	for _, id := range res.Keys() {
+		b.types[id], _ = res.Get(id).(*Map).Get("Type").(string)
+	}
+	// SAM's Globals set only LocalStackHost's variables, absent when
+	// deployed: they are not sized.
+	var out []EnvSize
+	for _, id := range res.Keys() {
+		r := res.Get(id).(*Map)
+		if typ := b.types[id]; typ != "AWS::Lambda::Function" && typ != "AWS::Serverless::Function" {
 			continue
 		}
-		id, _ := s.Stack.Resolve(r.LogicalId()).(string)
-		b.types[id] = *r.CfnResourceType()
-	}
-	var out []envSize
-	for _, f := range functionSpecs {
-		cfn := s.Functions[f.Name].Node().DefaultChild().(awslambda.CfnFunction)
-		env, _ := s.Stack.Resolve(cfn.Environment()).(map[string]any)
-		vars, _ := env["variables"].(map[string]any)
-		if vars == nil {
-			vars, _ = env["Variables"].(map[string]any)
-		}
-		sz, err := b.size(f.Name, vars)
+		env, _ := JSON(r.Get("Properties")).(map[string]any)["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		sz, err := b.size(id, vars)
 		if err != nil {
 			return nil, err
 		}
@@ -351,14 +347,19 @@ func environmentSizes(s *Stack) ([]envSize, error) {
 	return out, nil
 }
 
-// checkEnvironments refuses a stack in which a function's environment
-// could exceed LambdaEnvLimit once deployed, naming the function and the
-// variable that takes the most of it (R-LIMIT-1).
-func checkEnvironments(s *Stack) error {
-	sizes, err := environmentSizes(s)
-	if err != nil {
-		return fmt.Errorf("sizing the functions' environments: %w", err)
+// ParamBounds are the most JSON bytes each parameter's value can take
+// (deploy.Param.MaxJSONBytes), for sizing template.yaml.
+func ParamBounds(d deploy.Deployment) map[string]int {
+	out := map[string]int{}
+	for _, p := range d.Parameters {
+		out[p.Name] = p.MaxJSONBytes()
 	}
+	return out
+}
+
+// CheckEnvironments refuses sizes over LambdaEnvLimit, naming the
+// function and the variable that takes the most of it (R-LIMIT-1).
+func CheckEnvironments(sizes []EnvSize) error {
 	for _, sz := range sizes {
 		if sz.Bytes > LambdaEnvLimit {
 			return fmt.Errorf("function %s: its environment can reach %d bytes once deployed, over Lambda's %d-byte limit "+
