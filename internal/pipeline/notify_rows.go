@@ -139,7 +139,7 @@ func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row) error
 		reason := st.Reason
 		if status == delivery.StatusSkippedUnsubscribed {
 			reason = "repository"
-			if st.UnsubscribedAll {
+			if st.Preferences.UnsubscribedAll {
 				reason = "all"
 			}
 		}
