@@ -54,6 +54,10 @@ var (
 		Reason: "A reader's vote on a finding, opened from a link in an email by a recipient without AWS credentials; " +
 			"the signed, expiring token in the path (no address in it) is the credential, which intake verifies before " +
 			"recording anything, and a GET records nothing (R-VOTE-1)."}
+	supPreferencesRoute = Suppression{Rule: "AwsSolutions-APIG4",
+		Reason: "A reader's preference page, opened from a link in an email by a recipient without AWS credentials; " +
+			"the signed, expiring token in the path (no address in it) is the credential, which intake verifies before " +
+			"reading or saving anything, and a GET saves nothing (R-PREF-2)."}
 	supSESAccount = Suppression{Rule: "AwsSolutions-IAM5", AppliesTo: []string{"Resource::*"},
 		Reason: "ses:GetAccount reads the account's own sending quota in the region (SendQuota: daily quota, send rate, " +
 			"sent in the last 24 hours), which notify paces by and pauses on; it acts on no resource, so IAM accepts it only " +
@@ -81,7 +85,7 @@ var supUnsubscribeKeyRotation = Suppression{Rule: "AwsSolutions-SMG4",
 
 // Suppressions lists every suppression the stack applies, for reporting.
 var Suppressions = []Suppression{supDiffs, supQuarantine, supTableIndexes, supWebhookRoute, supJobsRoute, supHealthRoute, supUnsubscribeRoute,
-	supVoteRoute, supSESAccount, supBucketLogs, supSecretRotation, supStageSecretRotation, supUnsubscribeKeyRotation}
+	supVoteRoute, supPreferencesRoute, supSESAccount, supBucketLogs, supSecretRotation, supStageSecretRotation, supUnsubscribeKeyRotation}
 
 func (x Suppression) nag() *[]*cdknag.NagPackSuppression {
 	n := &cdknag.NagPackSuppression{Id: jsii.String(x.Rule), Reason: jsii.String(x.Reason)}
@@ -133,6 +137,8 @@ func applyNagSuppressions(s *Stack) {
 			suppress(c, supUnsubscribeRoute)
 		case r.Path == "/vote/{token}":
 			suppress(c, supVoteRoute)
+		case r.Path == "/preferences/{token}":
+			suppress(c, supPreferencesRoute)
 		}
 	}
 	if s.Config.Critic == "bedrock" {

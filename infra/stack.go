@@ -154,6 +154,11 @@ var Routes = append(webhookRoutes(), []Route{
 	{Method: "GET", Path: "/vote/{token}"},
 	{Method: "HEAD", Path: "/vote/{token}"},
 	{Method: "POST", Path: "/vote/{token}"},
+	// A reader's preference page (R-PREF-2): GET shows it, POST saves;
+	// the signed, expiring token authenticates.
+	{Method: "GET", Path: "/preferences/{token}"},
+	{Method: "HEAD", Path: "/preferences/{token}"},
+	{Method: "POST", Path: "/preferences/{token}"},
 	{Method: "POST", Path: "/admin/rerun", IAM: true},
 	{Method: "GET", Path: "/admin/previews", IAM: true},
 	{Method: "GET", Path: "/admin/previews/{template+}", IAM: true}, // names hold "/"

@@ -32,7 +32,7 @@ type Route struct {
 // HEAD /unsubscribe/{token} is deployed too: mail scanners and link
 // checkers probe links with HEAD, and a HEAD that API Gateway answered
 // 404 would mark the unsubscribe link broken. The same holds for
-// /vote/{token} (R-VOTE-1).
+// /vote/{token} (R-VOTE-1) and /preferences/{token} (R-PREF-2).
 func Routes() []Route {
 	return []Route{
 		{Method: "POST", Path: "/webhooks/generic", Auth: AuthNone},
@@ -47,6 +47,9 @@ func Routes() []Route {
 		{Method: "GET", Path: "/vote/{token}", Auth: AuthNone},
 		{Method: "HEAD", Path: "/vote/{token}", Auth: AuthNone},
 		{Method: "POST", Path: "/vote/{token}", Auth: AuthNone},
+		{Method: "GET", Path: "/preferences/{token}", Auth: AuthNone},
+		{Method: "HEAD", Path: "/preferences/{token}", Auth: AuthNone},
+		{Method: "POST", Path: "/preferences/{token}", Auth: AuthNone},
 		{Method: "POST", Path: "/admin/rerun", Auth: AuthIAM},
 		{Method: "GET", Path: "/admin/previews", Auth: AuthIAM},
 		{Method: "GET", Path: "/admin/previews/{template+}", Auth: AuthIAM}, // names hold "/"
