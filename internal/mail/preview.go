@@ -74,6 +74,7 @@ func SampleData() Data {
 		Author:         "ana.lópez",
 		Source:         SourceGitHub,
 		UnsubscribeURL: "https://criticizer.example.com/unsubscribe?token=sample-token",
+		PreferencesURL: "https://criticizer.example.com/preferences/" + strings.Repeat("sample-token-", 9),
 		Votes:          sampleVotes,
 		Critique: critic.Critique{
 			Critic: "offline/v1",
