@@ -44,6 +44,8 @@ type Handler struct {
 	Unsubscribe *Unsubscribe
 	// Votes serves /vote/{token}; nil answers 404.
 	Votes *Votes
+	// Preferences serves /preferences/{token}; nil answers 404.
+	Preferences *Preferences
 	// Admin serves /admin/*; nil or without a key, those routes do not
 	// exist (404).
 	Admin *Admin
@@ -102,6 +104,12 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 			return problem(http.StatusNotFound, "token", "no vote token in the path"), nil
 		}
 		return h.Votes.handle(ctx, method, token), nil
+	case strings.HasPrefix(path, "/preferences/"):
+		token, ok := preferencesToken(path)
+		if !ok {
+			return problem(http.StatusNotFound, "token", "no preference token in the path"), nil
+		}
+		return h.Preferences.handle(ctx, method, token, req), nil
 	case strings.HasPrefix(path, "/jobs/"):
 		if method != http.MethodGet {
 			return methodNotAllowed(http.MethodGet), nil

@@ -14,6 +14,8 @@ import (
 
 	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/prefs"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
@@ -73,6 +75,11 @@ func routesHandler(t *testing.T) *Handler {
 		t.Fatal(err)
 	}
 	h.Votes = &Votes{Signer: votes, Store: memstore.NewVotes(), Pages: stubVotePages{}, Log: h.Log}
+	ps, err := prefs.NewSigner(strings.Repeat("k", 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Preferences = &Preferences{Signer: ps, Store: memstore.NewRecipients(), Pages: &mail.Renderer{}, Log: h.Log}
 	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{},
 		BaseEndpoint: aws.String("http://127.0.0.1:1"), RetryMaxAttempts: 1, HTTPClient: &http.Client{Transport: downTransport{}}})
 	h.Jobs = store.NewJobs(db, "jobs", nil)

@@ -34,7 +34,7 @@ import (
 // learns nothing about which tokens or addresses exist.
 type Unsubscribe struct {
 	Signer     *unsubscribe.Signer // nil: unsubscribe links are off (404)
-	Recipients *store.Recipients
+	Recipients store.PreferenceStore
 	Pages      UnsubscribePages
 	Log        *slog.Logger
 }
@@ -85,7 +85,14 @@ func (u *Unsubscribe) apply(ctx context.Context, token string, all bool) error {
 		return nil
 	}
 	all = all || c.Scope == unsubscribe.ScopeAll
-	if err := u.Recipients.Unsubscribe(ctx, c.RecipientID, c.Scope, all); err != nil {
+	// Leaving a repository is muting it: the one set the preference page
+	// shows and edits.
+	if all {
+		err = u.Recipients.UnsubscribeAll(ctx, c.RecipientID)
+	} else {
+		err = u.Recipients.Mute(ctx, c.RecipientID, c.Scope)
+	}
+	if err != nil {
 		return err
 	}
 	scope := "repository"

@@ -31,6 +31,16 @@ func Higher(a, b Severity) Severity {
 // below warning not shown." (R-REPO-5). It returns how many findings it
 // dropped; the stored critique keeps them all.
 func DropBelow(c Critique, min Severity) (Critique, int) {
+	c, dropped := LeaveOutBelow(c, min)
+	if dropped > 0 {
+		c.Summary = strings.TrimSpace(c.Summary + " " + plural(dropped, "finding", "findings") + " below " + string(min) + " not shown.")
+	}
+	return c, dropped
+}
+
+// LeaveOutBelow is DropBelow without the summary's note: a recipient's own
+// minimum (R-PREF-3), which the email states in text of its own.
+func LeaveOutBelow(c Critique, min Severity) (Critique, int) {
 	if min.rank() <= 0 {
 		return c, 0
 	}
@@ -52,9 +62,6 @@ func DropBelow(c Critique, min Severity) (Critique, int) {
 		cp.ResolvedCount -= len(cp.Resolved) - len(resolved)
 		cp.Resolved = resolved
 		c.Changes = &cp
-	}
-	if dropped > 0 {
-		c.Summary = strings.TrimSpace(c.Summary + " " + plural(dropped, "finding", "findings") + " below " + string(min) + " not shown.")
 	}
 	return c, dropped
 }

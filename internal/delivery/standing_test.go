@@ -1,9 +1,14 @@
 package delivery
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/criticizer/criticizer/internal/prefs"
+)
 
 // The standings that settle a row without a send: suppressed, skipped_unsubscribed.
-// Suppression wins; an unsubscribe is per repository unless it is from all.
+// Suppression wins; an unsubscribe is per repository (a mute) unless it is
+// from all.
 // Rules: R-UNSUB-2.
 func TestStanding_SkipAs(t *testing.T) {
 	for _, c := range []struct {
@@ -14,10 +19,10 @@ func TestStanding_SkipAs(t *testing.T) {
 	}{
 		{"nothing known", Standing{}, "", false},
 		{"suppressed", Standing{Suppressed: true, Reason: "bounce"}, StatusSuppressed, true},
-		{"suppressed and unsubscribed", Standing{Suppressed: true, UnsubscribedAll: true}, StatusSuppressed, true},
-		{"left everything", Standing{UnsubscribedAll: true}, StatusSkippedUnsubscribed, true},
-		{"left this repository", Standing{Repositories: []string{"github:o/x", "github:o/r"}}, StatusSkippedUnsubscribed, true},
-		{"left another repository", Standing{Repositories: []string{"github:o/x"}}, "", false},
+		{"suppressed and unsubscribed", Standing{Suppressed: true, Preferences: prefs.Preferences{UnsubscribedAll: true}}, StatusSuppressed, true},
+		{"left everything", Standing{Preferences: prefs.Preferences{UnsubscribedAll: true}}, StatusSkippedUnsubscribed, true},
+		{"muted this repository", Standing{Preferences: prefs.Preferences{Muted: []string{"github:o/r", "github:o/x"}}}, StatusSkippedUnsubscribed, true},
+		{"muted another repository", Standing{Preferences: prefs.Preferences{Muted: []string{"github:o/x"}}}, "", false},
 	} {
 		got, skip := c.st.SkipAs("github:o/r")
 		if got != c.want || skip != c.skip {

@@ -33,6 +33,9 @@ const (
 	publicVote = "A reader's vote on a finding, opened from a link in an email by a recipient without AWS credentials; " +
 		"the signed, expiring token in the path (no address in it) is the credential, which intake verifies before " +
 		"recording anything, and a GET records nothing (R-VOTE-1)."
+	publicPreferences = "A reader's preference page, opened from a link in an email by a recipient without AWS credentials; " +
+		"the signed, expiring token in the path (no address in it) is the credential, which intake verifies before " +
+		"reading or saving anything, and a GET saves nothing (R-PREF-2)."
 )
 
 // Routes is every route intake serves, and nothing else (R-DEPLOY-1):
@@ -42,7 +45,8 @@ const (
 // them). One webhook route per source, so each is throttled on its own: a
 // flood at one source leaves the others their whole rate.
 //
-// HEAD /unsubscribe/{token} and /vote/{token} are deployed too: mail
+// HEAD /unsubscribe/{token}, /vote/{token} and /preferences/{token} are
+// deployed too: mail
 // scanners and link checkers probe links with HEAD, and a HEAD answered
 // 404 would mark the link broken.
 func Routes() []Route {
@@ -59,6 +63,10 @@ func Routes() []Route {
 		Route{Method: "GET", Path: "/vote/{token}", Public: publicVote},
 		Route{Method: "HEAD", Path: "/vote/{token}", Public: publicVote},
 		Route{Method: "POST", Path: "/vote/{token}", Public: publicVote},
+		// A reader's preference page (R-PREF-2): GET shows it, POST saves.
+		Route{Method: "GET", Path: "/preferences/{token}", Public: publicPreferences},
+		Route{Method: "HEAD", Path: "/preferences/{token}", Public: publicPreferences},
+		Route{Method: "POST", Path: "/preferences/{token}", Public: publicPreferences},
 		Route{Method: "POST", Path: "/admin/rerun", IAM: true},
 		Route{Method: "GET", Path: "/admin/previews", IAM: true},
 		Route{Method: "GET", Path: "/admin/previews/{template+}", IAM: true}, // names hold "/"

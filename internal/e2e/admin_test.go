@@ -279,7 +279,7 @@ func TestAdminPreviews_RenderEveryTemplate_DryRunShowsUnsubscribed(t *testing.T)
 	cl := "octo/dry#" + strings.TrimPrefix(testenv.Prefix(t), "t")
 	j := accept(t, s, "v1-"+cl, sample(t, cl, 1, "ann@example.com", "bo@example.com"))
 	s.waitJob(j, 30*time.Second, job.StatusSucceeded)
-	if err := s.fns.Recipients.Unsubscribe(context.Background(), unsubscribe.RecipientID("ann@example.com"), unsubscribe.Repository("generic", cl), false); err != nil {
+	if err := s.fns.Recipients.Mute(context.Background(), unsubscribe.RecipientID("ann@example.com"), unsubscribe.Repository("generic", cl)); err != nil {
 		t.Fatal(err)
 	}
 	code, b = s.admin(http.MethodPost, "/admin/rerun", adminKey, map[string]any{"source": "generic", "changelist_id": cl, "dry_run": true})

@@ -91,6 +91,12 @@ func critiqueHTML(v view) string {
   <div style="padding:8px 12px;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;font-size:13px;line-height:1.45;color:#57606a;">` + hiddenText(d.Hidden) + `</div>
 </td></tr>`)
 	}
+	if d.LeftOut != 0 {
+		w(`
+<tr><td style="padding:10px 24px 4px;">
+  <div style="padding:8px 12px;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;font-size:13px;line-height:1.45;color:#57606a;">` + escText(leftOutText(d.LeftOut, d.LeftOutBelow)) + `</div>
+</td></tr>`)
+	}
 	if ch := v.Changes; ch == nil {
 		htmlFiles(&b, v.Files, false)
 	} else {
@@ -123,6 +129,9 @@ func critiqueHTML(v view) string {
 		w(` <a href="` + escURL(d.UnsubscribeURL) + `" style="color:#57606a;text-decoration:underline;">Unsubscribe</a> from Criticizer reviews.`)
 	} else {
 		w(` To stop these emails, ask your Criticizer operator to remove your address from the reviewer directory.`)
+	}
+	if d.PreferencesURL != "" {
+		w(` <a href="` + escURL(d.PreferencesURL) + `" style="color:#57606a;text-decoration:underline;">Email preferences</a>: delivery, minimum severity, muted repositories.`)
 	}
 	w(`</div>
 </td></tr>
@@ -242,6 +251,9 @@ func critiqueText(v view) string {
 	if d.Hidden != 0 {
 		w("\n\n" + hiddenText(d.Hidden))
 	}
+	if d.LeftOut != 0 {
+		w("\n\n" + leftOutText(d.LeftOut, d.LeftOutBelow))
+	}
 	w("\n")
 	if ch := v.Changes; ch == nil {
 		textFiles(&b, v.Files, d.URL, false)
@@ -269,6 +281,9 @@ func critiqueText(v view) string {
 		w("Unsubscribe: " + d.UnsubscribeURL)
 	} else {
 		w("To stop these emails, ask your Criticizer operator to remove your address from the reviewer directory.")
+	}
+	if d.PreferencesURL != "" {
+		w("\nEmail preferences (delivery, minimum severity, muted repositories): " + d.PreferencesURL)
 	}
 	w("\n")
 	return b.String()
@@ -305,4 +320,13 @@ func hiddenText(n int) string {
 		return "1 finding you marked wrong is hidden; its Useful link in an earlier email shows it again."
 	}
 	return strconv.Itoa(n) + " findings you marked wrong are hidden; the Useful link under one in an earlier email shows it again."
+}
+
+// leftOutText says how many findings the reader's own minimum severity
+// left out (R-PREF-3), and where that is set. It links nowhere itself.
+func leftOutText(n int, below string) string {
+	if n == 1 {
+		return "1 finding below " + below + " is left out by your email preferences."
+	}
+	return strconv.Itoa(n) + " findings below " + below + " are left out by your email preferences."
 }

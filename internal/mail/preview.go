@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/prefs"
 )
 
 // Content types of the previews.
@@ -14,11 +15,12 @@ const (
 )
 
 // PreviewNames lists every template that can be previewed: the critique's
-// HTML and text forms, a rerun's, the unsubscribe endpoint's two pages and
-// the vote endpoint's two.
+// HTML and text forms, a rerun's, the unsubscribe endpoint's two pages,
+// the vote endpoint's two and the preference page.
 func (r *Renderer) PreviewNames() []string {
 	return []string{TemplateVersion + ".html", TemplateVersion + ".txt", RerunTemplateVersion + ".html", RerunTemplateVersion + ".txt",
-		UnsubscribeVersion + ".html", UnsubscribedVersion + ".html", VoteVersion + ".html", VotedVersion + ".html"}
+		UnsubscribeVersion + ".html", UnsubscribedVersion + ".html", VoteVersion + ".html", VotedVersion + ".html",
+		PreferencesVersion + ".html"}
 }
 
 // Preview renders a template with built-in sample data (SampleData), so an
@@ -52,6 +54,9 @@ func (r *Renderer) Preview(name string) (contentType string, body []byte, err er
 	case VotedVersion + ".html":
 		b, err := r.VotedPage("useful")
 		return ContentTypeHTML, b, err
+	case PreferencesVersion + ".html":
+		b, err := r.PreferencesHTML(SamplePreferencesPage())
+		return ContentTypeHTML, b, err
 	}
 	return "", nil, fmt.Errorf("%w: %q", ErrUnknownTemplate, name)
 }
@@ -69,6 +74,7 @@ func SampleData() Data {
 		Author:         "ana.lópez",
 		Source:         SourceGitHub,
 		UnsubscribeURL: "https://criticizer.example.com/unsubscribe?token=sample-token",
+		PreferencesURL: "https://criticizer.example.com/preferences/" + strings.Repeat("sample-token-", 9),
 		Votes:          sampleVotes,
 		Critique: critic.Critique{
 			Critic: "offline/v1",
@@ -132,4 +138,15 @@ func SampleRerunData() Data {
 			Message: "Old code without tests."},
 	}}
 	return d
+}
+
+// SamplePreferencesPage is the preference page of a reader who chose a
+// daily digest and errors only, muted one repository and opened the link
+// of an email about another, with long repository names.
+func SamplePreferencesPage() PreferencesPage {
+	p := prefs.Preferences{Mode: prefs.Mixed, DigestHour: 8, TimeZone: "Europe/Berlin", MinSeverity: prefs.SeverityWarning,
+		Muted: []string{"gitlab:platform/infrastructure/terraform-modules-for-every-environment-we-run"}, Rev: 4}
+	link := "github:acme/billing"
+	return PreferencesPage{Action: "/preferences/sample-token", Preferences: p, Offered: prefs.Offered(p, link), LinkRepository: link,
+		Zones: prefs.Zones(p.TimeZone), Saved: true}
 }

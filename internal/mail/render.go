@@ -79,6 +79,15 @@ type Data struct {
 	// many. Zero: nothing is said.
 	Hidden int
 
+	// LeftOut is how many of this version's findings the recipient's own
+	// minimum severity, LeftOutBelow, left out of Critique (R-PREF-3):
+	// the email says how many, and below what. Zero: nothing is said.
+	LeftOut      int
+	LeftOutBelow string
+	// PreferencesURL is the recipient's preference page (R-PREF-2),
+	// linked in the footer. Empty: no such link.
+	PreferencesURL string
+
 	// Thread is the recipient's conversation root about the changelist
 	// (Threads.Root), ListID the deploy's list id (config's
 	// CRITICIZER_LIST_ID), Reason why the recipient is mailed (Reason*).

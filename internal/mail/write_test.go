@@ -77,6 +77,18 @@ func firstCases() []Data {
 	d = base()
 	d.Critique.Findings, d.Critique.Truncated, d.Hidden = nil, true, 2
 	out = append(out, d)
+	// The reader's own minimum severity left findings out (R-PREF-3),
+	// and the footer's preference link, with characters to escape
+	// (R-PREF-2); without an unsubscribe link too.
+	for _, n := range []int{1, 4} {
+		d = base()
+		d.LeftOut, d.LeftOutBelow, d.Hidden = n, "warning", n-1
+		d.PreferencesURL = "https://api.example.com/preferences/p+r.ef?a=1&b='2' x"
+		out = append(out, d)
+	}
+	d = base()
+	d.UnsubscribeURL, d.PreferencesURL = "", "https://api.example.com/preferences/tok"
+	out = append(out, d)
 	return out
 }
 
@@ -124,6 +136,10 @@ func rerunCases() []Data {
 	d = base()
 	d.Critique.Findings[0].New = false
 	d.Critique.Changes.New, d.Hidden = 0, 1
+	out = append(out, d)
+	d = base()
+	d.LeftOut, d.LeftOutBelow = 2, "error"
+	d.PreferencesURL = "https://api.example.com/preferences/p+r.ef?a=1&b='2' x"
 	out = append(out, d)
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/prefs"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
@@ -80,8 +81,10 @@ type Notify struct {
 	MarkTimeout time.Duration
 	// SendTimeout bounds one send (the Sender's own timeout too).
 	SendTimeout time.Duration
-	// Recipients holds unsubscribes and suppressions, checked once per job
-	// before any send. Nil: every recipient is mailed.
+	// Recipients holds suppressions and preference records (mutes,
+	// unsubscribes, minimum severities), read once per run for every
+	// recipient before any row is rendered (R-UNSUB-2, R-PREF-3). Nil:
+	// every recipient is mailed every finding.
 	Recipients Standings
 	// AllowedDomains are the domains mail may go to; an address outside
 	// them is settled skipped_domain (R-RECIPIENT-1). Zero: every domain.
@@ -93,6 +96,9 @@ type Notify struct {
 	// Votes mints each finding's feedback links under PublicURL
 	// (R-VOTE-1). Nil or no PublicURL: no links.
 	Votes *vote.Signer
+	// Prefs mints each recipient's preference link under PublicURL, in
+	// the footer (R-PREF-2). Nil or no PublicURL: no link.
+	Prefs *prefs.Signer
 	// Dismissals, if set, keeps from each recipient's email the findings
 	// they marked wrong in an earlier one, while the lines those flag are
 	// unchanged (R-VOTE-3, notify_dismiss.go). Nil: every finding is shown.
@@ -129,8 +135,8 @@ type Evidence interface {
 	ForgetProbe(ctx context.Context, set string) error
 }
 
-// Standings reads recipients' unsubscribes and suppressions
-// (store.Recipients).
+// Standings reads recipients' suppressions and preference records in one
+// read (store.PreferenceStore.Standings).
 type Standings interface {
 	Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error)
 }
@@ -176,14 +182,21 @@ func (n *Notify) run(ctx context.Context, j job.Job, attempt int) error {
 		return retry.Permanent(retry.SchemaInvalid, fmt.Errorf("job %s critique: %w", j.ID, err))
 	}
 	c = n.belowMinSeverity(ctx, j, c)
-	rows, err := n.ensureRows(ctx, j, c)
+	// Every recipient's standing and preferences, read once, before any
+	// row is rendered: the minimum severity shapes the email, the mutes
+	// and unsubscribes settle the row.
+	standings, err := n.readStandings(ctx, j)
+	if err != nil {
+		return err
+	}
+	rows, err := n.ensureRows(ctx, j, c, standings)
 	if err != nil {
 		return err
 	}
 	if err := n.gateDomains(ctx, j, rows); err != nil {
 		return err
 	}
-	if err := n.gate(ctx, j, rows); err != nil {
+	if err := n.gate(ctx, j, rows, standings); err != nil {
 		return err
 	}
 	wait, err := n.quiet(ctx, j, c, rows)

@@ -8,6 +8,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/prefs"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 )
@@ -19,7 +20,7 @@ import (
 // its "<source>:<username>" identity, created terminal as skipped_no_email:
 // it is never sent (no address is ever guessed), and it counts as settled
 // when the job is finalized.
-func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) ([]delivery.Row, error) {
+func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique, standings map[string]delivery.Standing) ([]delivery.Row, error) {
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
 	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
 	data := mail.Data{Source: j.Source, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion, Title: j.Title, URL: j.URL, Author: j.Author, Critique: c}
@@ -37,6 +38,7 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 		}
 	}
 	now := n.Now().UTC()
+	floor := n.minSeverity(j)
 	recipients := j.AllRecipients()
 	// Each recipient's marks, read before any row is rendered (R-VOTE-3).
 	marks, err := n.readDismissed(ctx, clKey, j.ReviewVersion, recipients, c)
@@ -50,10 +52,24 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 		// unsubscribe link, and the findings they marked wrong are left
 		// out. A row that exists keeps the bytes it was created with
 		// (Ensure does not overwrite), whatever was voted since.
-		data.UnsubscribeURL = n.Signer.URL(n.PublicURL, unsubscribe.RecipientID(rcpt), repo)
+		rid := unsubscribe.RecipientID(rcpt)
+		data.UnsubscribeURL = n.Signer.URL(n.PublicURL, rid, repo)
+		data.PreferencesURL = n.Prefs.URL(n.PublicURL, rid, repo, now.Add(prefs.LinkLifetime))
 		data.Votes = n.voteLinks(delivery.ID(clKey, rcpt, j.ReviewVersion), now)
 		data.Thread, data.Reason = n.Threads.Root(clKey, rcpt), reason(j, rcpt)
 		data.Critique, data.Hidden = marks.forRecipient(rcpt, c)
+		// Whether the version holds anything new for the reader is judged
+		// on what they marked wrong, not on their minimum severity.
+		since := n.onlyDismissedNew(j, c, data.Critique)
+		// The reader's own minimum narrows what the floor lets through,
+		// never widens it (R-PREF-3); the email says how many it left out.
+		data.LeftOut, data.LeftOutBelow = 0, ""
+		if own := ownMinimum(floor, standings[rid].Preferences); own != "" {
+			data.Critique, data.LeftOut = critic.LeaveOutBelow(data.Critique, own)
+			if data.LeftOut > 0 {
+				data.LeftOutBelow = string(own)
+			}
+		}
 		msg, err := n.Renderer.Render(data)
 		if err != nil {
 			return nil, retry.Permanent(retry.RuntimeBug, err)
@@ -63,8 +79,13 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 			Recipient: delivery.NormalizeRecipient(rcpt), ReviewVersion: j.ReviewVersion,
 			Status: delivery.StatusPending, Message: msg, CreatedAt: now, UpdatedAt: now,
 		}
-		if v := n.onlyDismissedNew(j, c, data.Critique); v > 0 {
-			quietSince[r.Recipient] = v
+		if since > 0 {
+			quietSince[r.Recipient] = since
+		}
+		if data.LeftOut > 0 {
+			n.Log.InfoContext(ctx, "findings left out by the recipient's minimum severity", "delivery_id", r.ID, "job_id", j.ID,
+				"min_severity", data.LeftOutBelow, "left_out", data.LeftOut)
+			obs.Metric(ctx, n.Log, nil, map[string]float64{"FindingsLeftOutByPreference": float64(data.LeftOut)})
 		}
 		fresh = append(fresh, r)
 	}
@@ -101,37 +122,45 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 	return rows, nil
 }
 
-// gate settles, without a send, the rows of recipients who unsubscribed
-// from this repository (or from everything) as skipped_unsubscribed, and of
-// suppressed addresses as suppressed (R-UNSUB-2, R-EVIDENCE-6). It reads every recipient's
-// standing in one BatchGetItem, and touches only rows that were never sent;
-// a row in flight or sent keeps its course. rows is updated in place.
-func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row) error {
+// readStandings reads every recipient's suppression and preference
+// record in one read (BatchGetItem), before any row is rendered; nil
+// without a store. A recipient absent from the answer has the defaults.
+func (n *Notify) readStandings(ctx context.Context, j job.Job) (map[string]delivery.Standing, error) {
 	if n.Recipients == nil {
+		return nil, nil
+	}
+	var ids []string
+	for _, r := range j.AllRecipients() {
+		ids = append(ids, unsubscribe.RecipientID(r))
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return n.Recipients.Standings(ctx, ids)
+}
+
+// gate settles, without a send, the rows of recipients who muted this
+// repository (unsubscribed from it) or unsubscribed from everything as
+// skipped_unsubscribed, and of suppressed addresses as suppressed
+// (R-UNSUB-2, R-EVIDENCE-6), from the standings read before the rows were
+// rendered (readStandings). It touches only rows that were never sent; a
+// row in flight or sent keeps its course. rows is updated in place.
+func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row, standings map[string]delivery.Standing) error {
+	if standings == nil {
 		return nil
 	}
 	unsent := func(r delivery.Row) bool {
 		return r.Status.Claimable() && r.NotificationID == "" && r.NotifiedAt.IsZero() && !r.HasEvidence()
-	}
-	var ids []string
-	for _, r := range rows {
-		if unsent(r) {
-			ids = append(ids, unsubscribe.RecipientID(r.Recipient))
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	standings, err := n.Recipients.Standings(ctx, ids)
-	if err != nil {
-		return err
 	}
 	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
 	for i, r := range rows {
 		if !unsent(r) {
 			continue
 		}
-		st := standings[unsubscribe.RecipientID(r.Recipient)]
+		st, ok := standings[unsubscribe.RecipientID(r.Recipient)]
+		if !ok {
+			continue
+		}
 		status, skip := st.SkipAs(repo)
 		if !skip {
 			continue
@@ -139,7 +168,7 @@ func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row) error
 		reason := st.Reason
 		if status == delivery.StatusSkippedUnsubscribed {
 			reason = "repository"
-			if st.UnsubscribedAll {
+			if st.Preferences.UnsubscribedAll {
 				reason = "all"
 			}
 		}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -11,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/prefs"
 	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
@@ -18,12 +18,15 @@ import (
 // jobs table under the recipient's opaque id (unsubscribe.RecipientID; never
 // the address):
 //
-//	PREF#<id>  kind "preference": unsubscribed_all, repositories (string set)
+//	PREF#<id>  kind "preference": the preference record (preferences.go):
+//	           unsubscribed_all, repositories (the muted set), mode,
+//	           digest_hour, time_zone, min_severity, rev, updated_at
 //	SUPP#<id>  kind "suppression": reason, first_at, last_at, events
 //
-// Both are written with UpdateItem expressions that are idempotent (SET to
-// true, ADD to a set), so a repeated one-click POST or a redelivered SES
-// event changes nothing.
+// A one-click unsubscribe and a suppression are written with UpdateItem
+// expressions that are idempotent (SET to true, ADD to a set), so a
+// repeated one-click POST or a redelivered SES event changes nothing; the
+// preference page saves the record whole, on the revision it read.
 type Recipients struct {
 	db    *dynamodb.Client
 	table string
@@ -44,19 +47,6 @@ func prefKey(id string) map[string]types.AttributeValue {
 
 func suppKey(id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"pk": str(schema.PrefixSuppression + id)}
-}
-
-// Unsubscribe records that the recipient left scope: every email when all
-// is true, else the one repository.
-func (r *Recipients) Unsubscribe(ctx context.Context, recipientID, repository string, all bool) error {
-	upd := expression.Set(expression.Name("kind"), expression.Value("preference")).
-		Set(expression.Name("updated_at"), expression.Value(ts(r.now())))
-	if all {
-		upd = upd.Set(expression.Name("unsubscribed_all"), expression.Value(true))
-	} else {
-		upd = upd.Add(expression.Name("repositories"), expression.Value(&types.AttributeValueMemberSS{Value: []string{repository}}))
-	}
-	return r.update(ctx, prefKey(recipientID), upd)
 }
 
 // Suppress records a permanent bounce or a complaint for the recipient. The
@@ -83,9 +73,10 @@ func (r *Recipients) update(ctx context.Context, key map[string]types.AttributeV
 	return nil
 }
 
-// Standings reads the standing of every recipient id, with one BatchGetItem
-// per 50 recipients (one call for any realistic reviewer list). Recipients
-// with no items have the zero Standing: send.
+// Standings implements PreferenceStore.Standings: the standing of every
+// recipient id, with one BatchGetItem per 50 recipients (one call for any
+// realistic reviewer list) reading both items of each. Recipients with no
+// items have no suppression and the default preferences: send.
 func (r *Recipients) Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error) {
 	out := make(map[string]delivery.Standing, len(ids))
 	var keys []map[string]types.AttributeValue
@@ -93,7 +84,7 @@ func (r *Recipients) Standings(ctx context.Context, ids []string) (map[string]de
 		if _, dup := out[id]; dup {
 			continue
 		}
-		out[id] = delivery.Standing{}
+		out[id] = delivery.Standing{Preferences: prefs.Default().Normalized()}
 		keys = append(keys, prefKey(id), suppKey(id))
 	}
 	if err := batchGet(ctx, r.db, r.table, keys, func(item map[string]types.AttributeValue) error {
@@ -102,26 +93,4 @@ func (r *Recipients) Standings(ctx context.Context, ids []string) (map[string]de
 		return nil, err
 	}
 	return out, nil
-}
-
-func mergeStanding(out map[string]delivery.Standing, item map[string]types.AttributeValue) error {
-	var it struct {
-		PK              string   `dynamodbav:"pk"`
-		UnsubscribedAll bool     `dynamodbav:"unsubscribed_all"`
-		Repositories    []string `dynamodbav:"repositories,stringset"`
-		Reason          string   `dynamodbav:"reason"`
-	}
-	if err := unmarshal(item, &it); err != nil {
-		return err
-	}
-	if id, ok := strings.CutPrefix(it.PK, schema.PrefixPreference); ok {
-		s := out[id]
-		s.UnsubscribedAll, s.Repositories = it.UnsubscribedAll, it.Repositories
-		out[id] = s
-	} else if id, ok := strings.CutPrefix(it.PK, schema.PrefixSuppression); ok {
-		s := out[id]
-		s.Suppressed, s.Reason = true, it.Reason
-		out[id] = s
-	}
-	return nil
 }

@@ -42,7 +42,9 @@ func TestEachFunctionLinksOnlyWhatItCalls(t *testing.T) {
 			t.Fatalf("go list %s: %v\n%s", fn, err, out)
 		}
 		var got []string
+		tzdata := false
 		for _, p := range strings.Fields(string(out)) {
+			tzdata = tzdata || p == "time/tzdata"
 			if m := servicePkg.FindStringSubmatch(p); m != nil {
 				got = append(got, m[1])
 			}
@@ -52,6 +54,11 @@ func TestEachFunctionLinksOnlyWhatItCalls(t *testing.T) {
 			if p == "text/template" || strings.Contains(p, "/internal/devstack") || strings.Contains(p, "/internal/fault") || strings.Contains(p, "/internal/chaos") {
 				t.Errorf("%s links %s", fn, p)
 			}
+		}
+		// intake validates the preference page's time zones (R-PREF-1)
+		// and carries the zone database: a runtime image need not.
+		if fn == "intake" && !tzdata {
+			t.Errorf("intake does not link time/tzdata")
 		}
 		sort.Strings(got)
 		if !slices.Equal(got, want) {

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/store"
 )
 
@@ -96,38 +95,6 @@ func (e *Evidence) State(_ context.Context, set string) (store.EvidenceState, er
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return *e.state(set), nil
-}
-
-// Recipients keeps suppressions in memory.
-type Recipients struct {
-	mu         sync.Mutex
-	suppressed map[string]string // recipient id -> first reason
-}
-
-// NewRecipients returns a set with no suppression.
-func NewRecipients() *Recipients { return &Recipients{suppressed: map[string]string{}} }
-
-// Suppress records a suppression; the first reason is kept.
-func (r *Recipients) Suppress(_ context.Context, recipientID, reason string, _ time.Time) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.suppressed[recipientID]; !ok {
-		r.suppressed[recipientID] = reason
-	}
-	return nil
-}
-
-// Standings is every recipient's standing (suppressions only: the
-// in-memory store records no unsubscribes).
-func (r *Recipients) Standings(_ context.Context, ids []string) (map[string]delivery.Standing, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]delivery.Standing, len(ids))
-	for _, id := range ids {
-		reason, ok := r.suppressed[id]
-		out[id] = delivery.Standing{Suppressed: ok, Reason: reason}
-	}
-	return out, nil
 }
 
 // Suppressed reports a recipient's suppression and its reason.

@@ -41,3 +41,9 @@ func TestVotes_Memstore(t *testing.T) {
 func TestDismissals_Memstore(t *testing.T) {
 	storetest.Dismissals(t, func(*testing.T) store.DismissalStore { return memstore.NewDismissals() })
 }
+
+// The in-memory preference store keeps the contract DynamoDB keeps.
+// Rules: R-STORE-1, R-PREF-1.
+func TestPreferences_Memstore(t *testing.T) {
+	storetest.Preferences(t, func(*testing.T) store.PreferenceStore { return memstore.NewRecipients() })
+}

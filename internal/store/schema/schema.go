@@ -31,7 +31,7 @@ const (
 	PrefixDeadLetter  = "DL#"             // an operator's dead-letter audit: DL#<envelope id>
 	PrefixAudit       = "AUDIT#DELIVERY#" // a delivery's audit trail: AUDIT#DELIVERY#<delivery id>
 	PrefixEvidence    = "EVIDENCE#"       // the evidence watermark: EVIDENCE#<configuration set>
-	PrefixPreference  = "PREF#"           // a recipient's unsubscribe preferences: PREF#<recipient id>
+	PrefixPreference  = "PREF#"           // a recipient's preference record (mutes, unsubscribe, delivery mode, minimum severity): PREF#<recipient id>
 	PrefixSuppression = "SUPP#"           // a suppressed address: SUPP#<recipient id>
 	PrefixHeadSHA     = "SHA#"            // a head commit's version: SHA#<changelist key>#<sha>
 	PrefixVersionSeq  = "VSEQ#"           // a changelist's version counter: VSEQ#<changelist key>

@@ -62,6 +62,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if err != nil {
 		return nil, err
 	}
+	prefSigner, err := wire.PrefsSigner(cfg)
+	if err != nil {
+		return nil, err
+	}
 	votes := store.NewVotes(b.DynamoDB, cfg.JobsTable, b.Now)
 	votes.Retention = cfg.Retention
 	// A wrong keeps the finding out of the reader's later emails (R-VOTE-3).
@@ -79,6 +83,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		Unsubscribe: &api.Unsubscribe{Signer: signer, Recipients: b.Recipients, Pages: pages, Log: log},
 		Votes: &api.Votes{Signer: voteSigner, Store: votes, Pages: pages, Log: log, Now: b.Now,
 			Marks: dismissals, Rows: b.Deliveries, Jobs: b.Jobs},
+		// The preference page every email's footer links (R-PREF-2).
+		Preferences: &api.Preferences{Signer: prefSigner, Store: b.Recipients, Pages: pages, Log: log, Now: b.Now},
 		Ready: func(ctx context.Context) error {
 			_, err := b.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(cfg.JobsTable),
 				Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "HEALTH"}}})

@@ -65,6 +65,10 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	if n.Votes, err = wire.VoteSigner(cfg); err != nil {
 		return nil, nil, err
 	}
+	// Each email's footer links the recipient's preference page (R-PREF-2).
+	if n.Prefs, err = wire.PrefsSigner(cfg); err != nil {
+		return nil, nil, err
+	}
 	// Each recipient's email leaves out the findings they marked wrong
 	// (R-VOTE-3): their marks are read once per run, before rendering.
 	n.Dismissals = store.NewDismissals(b.DynamoDB, cfg.JobsTable, b.Now)

@@ -1,0 +1,150 @@
+package pipeline_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/prefs"
+	"github.com/criticizer/criticizer/internal/store/memstore"
+	"github.com/criticizer/criticizer/internal/unsubscribe"
+)
+
+// prefsCritique has one error, two warnings and one info.
+func prefsCritique() critic.Critique {
+	return critic.Critique{Critic: "offline/v1", Summary: "Four findings.", Files: 1, Additions: 9, Findings: []critic.Finding{
+		{File: "a.go", Line: 1, Severity: critic.SeverityError, Rule: "secret-added", Message: "A secret."},
+		{File: "a.go", Line: 2, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "A print."},
+		{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "long-line", Message: "A long line."},
+		{File: "a.go", Line: 4, Severity: critic.SeverityInfo, Rule: "todo-added", Message: "A TODO."},
+	}}
+}
+
+func save(t *testing.T, r *memstore.Recipients, addr string, edit func(*prefs.Preferences)) {
+	t.Helper()
+	p, _ := r.Preferences(context.Background(), unsubscribe.RecipientID(addr))
+	edit(&p)
+	if _, err := r.SavePreferences(context.Background(), unsubscribe.RecipientID(addr), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A reader's own minimum severity leaves lower findings out of their
+// email only, and the email says how many; the other reader of the same
+// version is mailed every finding. The deployment's and the repository's
+// minimum stay floors: a reader asking for less than the floor is mailed
+// what the floor lets through, and their email says nothing of their own
+// setting. The footer links each reader's own preference page.
+// Rules: R-PREF-3, R-PREF-2.
+func TestPreferences_OwnMinimumNarrowsThatReadersEmailOnly(t *testing.T) {
+	w := newDismissWorld(t, "pref-1", nil)
+	rcpts := memstore.NewRecipients()
+	w.n.Recipients = rcpts
+	signer, err := prefs.NewSigner("0123456789abcdef0123456789abcdef-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.n.Prefs = signer
+	save(t, rcpts, "ann@example.com", func(p *prefs.Preferences) { p.MinSeverity = prefs.SeverityError })
+	if err := w.version(1, prefsCritique()); err != nil {
+		t.Fatal(err)
+	}
+	ann, bo := w.box.last(t, "ann@example.com"), w.box.last(t, "bo@example.com")
+	for part, body := range map[string]string{"html": ann.HTML, "text": ann.Text} {
+		if strings.Contains(body, "debug-print") || strings.Contains(body, "todo-added") || !strings.Contains(body, "secret-added") {
+			t.Errorf("ann's %s has findings below error, or lacks the error", part)
+		}
+		if !strings.Contains(body, "3 findings below error are left out by your email preferences.") {
+			t.Errorf("ann's %s does not say what her minimum left out", part)
+		}
+	}
+	if ann.Severity != "error" {
+		t.Errorf("ann's severity header %q", ann.Severity)
+	}
+	for _, rule := range []string{"secret-added", "debug-print", "long-line", "todo-added"} {
+		if !strings.Contains(bo.Text, rule) {
+			t.Errorf("bo's email lacks %s", rule)
+		}
+	}
+	if strings.Contains(bo.Text, "left out by your email preferences") {
+		t.Error("bo's email speaks of preferences he never set")
+	}
+	// Each footer links its own reader's page, which names them by id.
+	links := map[string]string{}
+	for who, m := range map[string]string{"ann@example.com": ann.Text, "bo@example.com": bo.Text} {
+		i := strings.Index(m, "Email preferences (delivery, minimum severity, muted repositories): https://api.example.com/preferences/")
+		if i < 0 {
+			t.Fatalf("%s's footer has no preference link:\n%s", who, m)
+		}
+		link := strings.Fields(m[i:])[7]
+		c, err := signer.Verify(strings.TrimPrefix(link, "https://api.example.com/preferences/"), w.now)
+		if err != nil || c.RecipientID != unsubscribe.RecipientID(who) || c.Repository != unsubscribe.Repository("generic", "pref-1") {
+			t.Fatalf("%s's link %s: %+v, %v", who, link, c, err)
+		}
+		links[who] = link
+	}
+	if links["ann@example.com"] == links["bo@example.com"] {
+		t.Fatal("both readers share a link")
+	}
+
+	// Floors: the deployment mails warnings and up; ann asks for info
+	// (less than the floor: nothing of hers to say), bo for error.
+	w.n.MinSeverity = critic.SeverityWarning
+	save(t, rcpts, "ann@example.com", func(p *prefs.Preferences) { p.MinSeverity = prefs.SeverityInfo })
+	save(t, rcpts, "bo@example.com", func(p *prefs.Preferences) { p.MinSeverity = prefs.SeverityError })
+	if err := w.version(2, prefsCritique()); err != nil {
+		t.Fatal(err)
+	}
+	ann, bo = w.box.last(t, "ann@example.com"), w.box.last(t, "bo@example.com")
+	if strings.Contains(ann.Text, "todo-added") || !strings.Contains(ann.Text, "debug-print") || strings.Contains(ann.Text, "your email preferences") ||
+		!strings.Contains(ann.Text, "1 finding below warning not shown.") {
+		t.Errorf("ann, asking below the deployment's floor, got:\n%s", ann.Text)
+	}
+	if strings.Contains(bo.Text, "debug-print") || !strings.Contains(bo.Text, "2 findings below error are left out by your email preferences.") {
+		t.Errorf("bo, asking for errors over a warning floor, got:\n%s", bo.Text)
+	}
+}
+
+// A muted repository and unsubscribe-all settle the row without a send,
+// as skipped_unsubscribed, whatever else the record says; a mute of
+// another repository changes nothing.
+// Rules: R-PREF-3, R-UNSUB-2.
+func TestPreferences_MutedOrUnsubscribedIsNotMailed(t *testing.T) {
+	w := newDismissWorld(t, "pref-2", nil)
+	rcpts := memstore.NewRecipients()
+	w.n.Recipients = rcpts
+	ctx := context.Background()
+	if err := rcpts.Mute(ctx, unsubscribe.RecipientID("ann@example.com"), unsubscribe.Repository("generic", "pref-2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := rcpts.Mute(ctx, unsubscribe.RecipientID("bo@example.com"), "github:someone/else"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.version(1, prefsCritique()); err != nil {
+		t.Fatal(err)
+	}
+	if w.box.count("ann@example.com") != 0 || w.box.count("bo@example.com") != 1 {
+		t.Fatalf("sent to ann %d, bo %d; want 0 and 1", w.box.count("ann@example.com"), w.box.count("bo@example.com"))
+	}
+	row, err := w.rows.Get(ctx, w.id("ann@example.com", 1))
+	if err != nil || row.Status != delivery.StatusSkippedUnsubscribed || row.SkipReason != "repository" {
+		t.Fatalf("ann's row %s %q (%v), want skipped_unsubscribed for the repository", row.Status, row.SkipReason, err)
+	}
+	save(t, rcpts, "bo@example.com", func(p *prefs.Preferences) { p.UnsubscribedAll, p.Mode = true, prefs.Daily })
+	if err := w.version(2, prefsCritique()); err != nil {
+		t.Fatal(err)
+	}
+	if w.box.count("bo@example.com") != 1 {
+		t.Fatal("bo, unsubscribed from all, was mailed")
+	}
+	row, err = w.rows.Get(ctx, w.id("bo@example.com", 2))
+	if err != nil || row.Status != delivery.StatusSkippedUnsubscribed || row.SkipReason != "all" {
+		t.Fatalf("bo's row %s %q (%v)", row.Status, row.SkipReason, err)
+	}
+	if j, _ := w.jobs.Get(ctx, job.NewID("generic", "pref-2", 2)); j.Status != job.StatusSucceeded {
+		t.Fatalf("job %s, want succeeded (skipped rows are settled)", j.Status)
+	}
+}
