@@ -152,5 +152,5 @@ func unsubscribedPage(all bool) string {
 	return page("Criticizer: unsubscribed", "You are unsubscribed", `  <p style="margin:14px 0 0;font-size:15px;line-height:1.55;">`+
 		pick(all, `You will not receive Criticizer emails any more.`, `You will not receive Criticizer emails for this repository any more.`)+
 		` Emails already on their way may still arrive.</p>
-  <p style="margin:12px 0 0;font-size:14px;line-height:1.55;color:#57606a;">Nothing else is needed; you can close this page. To receive reviews again, ask your Criticizer operator.</p>`)
+  <p style="margin:12px 0 0;font-size:14px;line-height:1.55;color:#57606a;">Nothing else is needed; you can close this page. To receive reviews again, open the &ldquo;Email preferences&rdquo; link at the foot of any Criticizer email.</p>`)
 }
