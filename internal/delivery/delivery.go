@@ -164,10 +164,10 @@ type Row struct {
 	// Digest, on a version row settled digested, is the id of the digest
 	// row its entry went into (R-DIGEST-2).
 	Digest string `dynamodbav:"digest,omitempty"`
-	// Period, DueAt and Entries are a digest row's (a non-empty Period
-	// marks one, IsDigest): the recipient's local date it covers
-	// ("2026-11-28"), when it is due, and the ids of the version rows it
-	// gathered.
+	// Period is a digest row's local date ("2026-11-28"), and a digested
+	// version row's digest's. DueAt and Entries are a digest row's (its
+	// id marks one, IsDigest): when it is due, and the ids of the version
+	// rows it gathered.
 	Period  string    `dynamodbav:"period,omitempty"`
 	DueAt   time.Time `dynamodbav:"due_at,omitempty"`
 	Entries []string  `dynamodbav:"entries,stringset,omitempty"`

@@ -74,7 +74,11 @@ func DigestDue(id string) (time.Time, bool) {
 }
 
 // IsDigest reports whether the row is a digest's rather than a version's.
-func (r Row) IsDigest() bool { return r.Period != "" }
+func (r Row) IsDigest() bool { return strings.HasPrefix(r.ID, digestPrefix) }
+
+// DigestReason is the SkipReason of a version row gathered into the
+// digest of period (its local date).
+func DigestReason(period string) string { return "daily digest of " + period }
 
 // HasEntry reports whether a digest row gathered the version row id.
 func (r Row) HasEntry(id string) bool { return slices.Contains(r.Entries, id) }

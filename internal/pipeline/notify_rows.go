@@ -105,10 +105,13 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 // from this repository (or from everything) as skipped_unsubscribed, and of
 // suppressed addresses as suppressed (R-UNSUB-2, R-EVIDENCE-6). It reads every recipient's
 // standing in one BatchGetItem, and touches only rows that were never sent;
-// a row in flight or sent keeps its course. rows is updated in place.
-func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row) error {
+// a row in flight or sent keeps its course. rows is updated in place. The
+// standings read are returned (by recipient id; nil when none was read):
+// the delivery mode in them routes the rows left to a digest
+// (notify_digest.go) without a second read.
+func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row) (map[string]delivery.Standing, error) {
 	if n.Recipients == nil {
-		return nil
+		return nil, nil
 	}
 	unsent := func(r delivery.Row) bool {
 		return r.Status.Claimable() && r.NotificationID == "" && r.NotifiedAt.IsZero() && !r.HasEvidence()
@@ -120,11 +123,11 @@ func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row) error
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	standings, err := n.Recipients.Standings(ctx, ids)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
 	for i, r := range rows {
@@ -147,12 +150,12 @@ func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row) error
 		// Claimed or settled since we read it: take it as it is now.
 		got, _, err = n.current(ctx, r.ID, got, err)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rows[i] = got
 		if got.Status == status {
 			n.Log.InfoContext(ctx, "delivery skipped", "delivery_id", r.ID, "job_id", j.ID, "status", status, "reason", reason)
 		}
 	}
-	return nil
+	return standings, nil
 }

@@ -25,14 +25,14 @@ import (
 // (R-STORE-1).
 type Digests interface {
 	// SettleDigested settles a version row that was never sent as
-	// digested, naming the digest its entry goes into (digestID) and why
-	// (reason): only while it is claimable and carries no sign of a send,
+	// digested, naming the digest its entry goes into (d: its id and
+	// period): only while it is claimable and carries no sign of a send,
 	// as Skip. ErrConflict: the row is no longer so.
-	SettleDigested(ctx context.Context, id, digestID, reason string) (delivery.Row, error)
-	// MoveDigested points a digested version row at another digest, from
-	// the one it names (which closed without its entry): only while it
-	// still names from. ErrConflict: it names another one.
-	MoveDigested(ctx context.Context, id, from, to, reason string) (delivery.Row, error)
+	SettleDigested(ctx context.Context, id string, d delivery.Row) (delivery.Row, error)
+	// MoveDigested points a digested version row at another digest (to),
+	// from the one it names (which closed without its entry): only while
+	// it still names from. ErrConflict: it names another one.
+	MoveDigested(ctx context.Context, id, from string, to delivery.Row) (delivery.Row, error)
 	// AddToDigest adds entry (a version row's id) to digest d.ID, creating
 	// the digest open (d's recipient, period and due time) if it does not
 	// exist: only while it is open and holds fewer than max entries or
@@ -72,26 +72,28 @@ var _ Digests = (*Deliveries)(nil)
 const sweepDigest = "digest"
 
 // SettleDigested implements Digests.
-func (s *Deliveries) SettleDigested(ctx context.Context, id, digestID, reason string) (delivery.Row, error) {
+func (s *Deliveries) SettleDigested(ctx context.Context, id string, d delivery.Row) (delivery.Row, error) {
 	upd := setStatus(delivery.StatusDigested).
-		Set(expression.Name(attrDigest), expression.Value(digestID)).
-		Set(expression.Name(attrSkipReason), expression.Value(reason)).
+		Set(expression.Name(attrDigest), expression.Value(d.ID)).
+		Set(expression.Name(attrPeriod), expression.Value(d.Period)).
+		Set(expression.Name(attrSkipReason), expression.Value(delivery.DigestReason(d.Period))).
 		Set(expression.Name(attrUpdatedAt), expression.Value(ts(s.now())))
 	row, err := s.updateReturn(ctx, id, upd, claimableStatus().And(neverSent()))
 	return s.ours(ctx, id, row, err, func(r delivery.Row) bool {
-		return r.Status == delivery.StatusDigested && r.Digest == digestID
+		return r.Status == delivery.StatusDigested && r.Digest == d.ID
 	})
 }
 
 // MoveDigested implements Digests.
-func (s *Deliveries) MoveDigested(ctx context.Context, id, from, to, reason string) (delivery.Row, error) {
-	upd := expression.Set(expression.Name(attrDigest), expression.Value(to)).
-		Set(expression.Name(attrSkipReason), expression.Value(reason)).
+func (s *Deliveries) MoveDigested(ctx context.Context, id, from string, to delivery.Row) (delivery.Row, error) {
+	upd := expression.Set(expression.Name(attrDigest), expression.Value(to.ID)).
+		Set(expression.Name(attrPeriod), expression.Value(to.Period)).
+		Set(expression.Name(attrSkipReason), expression.Value(delivery.DigestReason(to.Period))).
 		Set(expression.Name(attrUpdatedAt), expression.Value(ts(s.now())))
 	cond := statusIs(delivery.StatusDigested).And(expression.Name(attrDigest).Equal(expression.Value(from)))
 	row, err := s.updateReturn(ctx, id, upd, cond)
 	return s.ours(ctx, id, row, err, func(r delivery.Row) bool {
-		return r.Status == delivery.StatusDigested && r.Digest == to
+		return r.Status == delivery.StatusDigested && r.Digest == to.ID
 	})
 }
 

@@ -13,21 +13,21 @@ import (
 var _ store.Digests = (*Deliveries)(nil)
 
 // SettleDigested implements store.Digests.
-func (s *Deliveries) SettleDigested(ctx context.Context, id, digestID, reason string) (delivery.Row, error) {
+func (s *Deliveries) SettleDigested(ctx context.Context, id string, d delivery.Row) (delivery.Row, error) {
 	now := s.clock()
 	row, err := s.update(id, func(r delivery.Row) bool { return r.Status.Claimable() && neverSent(r) }, func(r *delivery.Row) {
-		r.Status, r.Digest, r.SkipReason, r.UpdatedAt = delivery.StatusDigested, digestID, reason, now
+		r.Status, r.Digest, r.Period, r.SkipReason, r.UpdatedAt = delivery.StatusDigested, d.ID, d.Period, delivery.DigestReason(d.Period), now
 	})
-	return s.ours(ctx, id, row, err, func(r delivery.Row) bool { return r.Status == delivery.StatusDigested && r.Digest == digestID })
+	return s.ours(ctx, id, row, err, func(r delivery.Row) bool { return r.Status == delivery.StatusDigested && r.Digest == d.ID })
 }
 
 // MoveDigested implements store.Digests.
-func (s *Deliveries) MoveDigested(ctx context.Context, id, from, to, reason string) (delivery.Row, error) {
+func (s *Deliveries) MoveDigested(ctx context.Context, id, from string, to delivery.Row) (delivery.Row, error) {
 	now := s.clock()
 	row, err := s.update(id, func(r delivery.Row) bool { return r.Status == delivery.StatusDigested && r.Digest == from }, func(r *delivery.Row) {
-		r.Digest, r.SkipReason, r.UpdatedAt = to, reason, now
+		r.Digest, r.Period, r.SkipReason, r.UpdatedAt = to.ID, to.Period, delivery.DigestReason(to.Period), now
 	})
-	return s.ours(ctx, id, row, err, func(r delivery.Row) bool { return r.Status == delivery.StatusDigested && r.Digest == to })
+	return s.ours(ctx, id, row, err, func(r delivery.Row) bool { return r.Status == delivery.StatusDigested && r.Digest == to.ID })
 }
 
 // AddToDigest implements store.Digests.

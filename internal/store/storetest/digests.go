@@ -271,27 +271,30 @@ func settleDigestedUnsentOnlyMoveFromTheNamedDigest(t *testing.T, open DigestOpe
 	if _, err := d.Claim(ctx, "d_v2", "tok", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.SettleDigested(ctx, "d_v2", "g_1_x", "digest 2026-06-10"); !errors.Is(err, store.ErrConflict) {
+	g1 := delivery.Row{ID: "g_1_x", Period: "2026-06-10"}
+	g2 := delivery.Row{ID: "g_2_y", Period: "2026-06-11"}
+	if _, err := d.SettleDigested(ctx, "d_v2", g1); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("digest a row in flight: %v, want ErrConflict", err)
 	}
-	r, err := d.SettleDigested(ctx, "d_v1", "g_1_x", "digest 2026-06-10")
-	if err != nil || r.Status != delivery.StatusDigested || r.Digest != "g_1_x" || r.SkipReason != "digest 2026-06-10" || !r.Status.Done() {
+	r, err := d.SettleDigested(ctx, "d_v1", g1)
+	if err != nil || r.Status != delivery.StatusDigested || r.Digest != "g_1_x" || r.Period != "2026-06-10" ||
+		r.SkipReason != delivery.DigestReason("2026-06-10") || !r.Status.Done() || r.IsDigest() {
 		t.Fatalf("settle: %v %+v", err, r)
 	}
-	if _, err := d.SettleDigested(ctx, "d_v1", "g_1_x", "digest 2026-06-10"); err != nil {
+	if _, err := d.SettleDigested(ctx, "d_v1", g1); err != nil {
 		t.Fatalf("the same settle again: %v", err)
 	}
-	if _, err := d.SettleDigested(ctx, "d_v1", "g_2_y", "digest 2026-06-11"); !errors.Is(err, store.ErrConflict) {
+	if _, err := d.SettleDigested(ctx, "d_v1", g2); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("settle into another digest: %v, want ErrConflict", err)
 	}
-	if _, err := d.MoveDigested(ctx, "d_v1", "g_9_z", "g_2_y", "digest 2026-06-11"); !errors.Is(err, store.ErrConflict) {
+	if _, err := d.MoveDigested(ctx, "d_v1", "g_9_z", g2); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("move from a digest it does not name: %v, want ErrConflict", err)
 	}
-	r, err = d.MoveDigested(ctx, "d_v1", "g_1_x", "g_2_y", "digest 2026-06-11")
-	if err != nil || r.Digest != "g_2_y" || r.SkipReason != "digest 2026-06-11" {
+	r, err = d.MoveDigested(ctx, "d_v1", "g_1_x", g2)
+	if err != nil || r.Digest != "g_2_y" || r.Period != "2026-06-11" || r.SkipReason != delivery.DigestReason("2026-06-11") {
 		t.Fatalf("move: %v %+v", err, r)
 	}
-	if _, err := d.MoveDigested(ctx, "d_v1", "g_1_x", "g_2_y", "digest 2026-06-11"); err != nil {
+	if _, err := d.MoveDigested(ctx, "d_v1", "g_1_x", g2); err != nil {
 		t.Fatalf("the same move again: %v", err)
 	}
 	if _, err := d.Claim(ctx, "d_v1", "t", time.Minute); !errors.Is(err, store.ErrConflict) {
