@@ -68,9 +68,11 @@ type world struct {
 	evidenceView func(store.EvidenceState) store.EvidenceState
 	// budgets spent on this path
 	faults, ticks, sweeps, redrives int
-	// rowIDs are every row the scenario's jobs can have.
-	rowIDs []string
-	jobIDs []job.ID
+	// rowIDs are every row the scenario's jobs can have; digestIDs every
+	// digest row its daily readers can have (digest.go).
+	rowIDs    []string
+	digestIDs []string
+	jobIDs    []job.ID
 	// succeeded is each job's verdict as the last safety check saw it.
 	succeeded map[job.ID]bool
 }
@@ -78,7 +80,7 @@ type world struct {
 func newWorld(sc Scenario, v *Variant) *world {
 	w := &world{sc: sc, sched: newSched(), now: epoch(), succeeded: map[job.ID]bool{}, blobs: map[string][]byte{}, created: map[job.ID]int{}}
 	clock := func() time.Time { return w.now }
-	w.jobsMem, w.outbox, w.evidence, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), memstore.NewRecipients()
+	w.jobsMem, w.outbox, w.evidence, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), memstore.NewRecipientsAt(clock)
 	cfg := sc.Config
 	w.notifyQ = &queue{name: "notify", visibility: cfg.Visibility, maxReceives: cfg.MaxReceives, dlq: &queue{name: "notify-dlq"}}
 	w.fetchQ = &queue{name: "fetch", visibility: cfg.Visibility, maxReceives: cfg.MaxReceives, dlq: &queue{name: "fetch-dlq"}}
@@ -111,6 +113,7 @@ func newWorld(sc Scenario, v *Variant) *world {
 		Drain: &drain.Checker{Counter: counter{w}, Queue: w.feedback.name, DLQ: w.feedback.dlq.name, Evidence: gev,
 			Set: sc.ConfigurationSet, Now: clock}}
 	w.wireIntake(gj, log)
+	w.wireDigests(gout)
 	if v != nil && v.Apply != nil {
 		v.Apply(w)
 	}
@@ -141,6 +144,10 @@ func newWorld(sc Scenario, v *Variant) *world {
 		}
 		if js.OverBudget {
 			w.overBudget(j)
+			continue
+		}
+		if js.Digested {
+			w.alreadyDigested(j)
 			continue
 		}
 		w.jobsMem.Put(j)
