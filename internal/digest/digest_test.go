@@ -172,3 +172,30 @@ func TestDigestID_PerRecipientAndPeriod(t *testing.T) {
 		t.Errorf("id %s: want %s and 32 characters", a, want)
 	}
 }
+
+// The digest's statuses are stored: their values never change. A
+// digested version row and a digest settled empty are terminal and never
+// claimed; an open digest is neither terminal nor claimable (notify
+// closes it first).
+// Rules: R-DIGEST-1, R-DIGEST-2.
+func TestDigestStatuses_StoredValuesNeverChange(t *testing.T) {
+	want := map[delivery.Status]string{delivery.StatusDigested: "digested", delivery.StatusOpen: "open", delivery.StatusSkippedEmpty: "skipped_empty"}
+	for _, s := range delivery.DigestStatuses() {
+		if string(s) != want[s] {
+			t.Errorf("status %q; want %q", s, want[s])
+		}
+	}
+	now := time.Now()
+	for _, s := range []delivery.Status{delivery.StatusDigested, delivery.StatusSkippedEmpty} {
+		r := delivery.Row{Status: s}
+		if !s.Done() || s.Claimable() || delivery.Decide(r, now) != delivery.Skip || r.Unsent() {
+			t.Errorf("%s: want terminal, never claimed", s)
+		}
+	}
+	if open := (delivery.Row{Status: delivery.StatusOpen}); delivery.StatusOpen.Done() || delivery.StatusOpen.Claimable() || delivery.Decide(open, now) == delivery.Claim {
+		t.Error("open: want neither terminal nor claimable")
+	}
+	if delivery.Summarize([]delivery.Row{{Status: delivery.StatusDigested}, {Status: delivery.StatusSent}}) != delivery.Complete {
+		t.Error("a digested row must count as settled for its job (R-OUTBOX-8)")
+	}
+}

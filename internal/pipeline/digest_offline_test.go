@@ -504,3 +504,41 @@ func TestDigest_ClosedNeverClaimed_SweeperHandsItBack_Offline(t *testing.T) {
 		t.Fatalf("after the send: %d digest messages, %d emails", n, len(w.box.of(daily)))
 	}
 }
+
+// A digest whose reader left every email before it closed, or whose
+// domain the operator no longer allows, is settled without a send.
+// Rules: R-DIGEST-4, R-RECIPIENT-1.
+func TestDigest_ReaderLeftOrDomainRefused_NotSent_Offline(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		then func(w *digestWorld, rcpt string)
+		want delivery.Status
+	}{
+		{"left every email", func(w *digestWorld, rcpt string) {
+			if err := w.rcpts.UnsubscribeAll(context.Background(), unsubscribe.RecipientID(rcpt)); err != nil {
+				t.Fatal(err)
+			}
+		}, delivery.StatusSkippedUnsubscribed},
+		{"domain no longer allowed", func(w *digestWorld, _ string) {
+			d, err := delivery.ParseDomains("other.example")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.n.AllowedDomains = d
+		}, delivery.StatusSkippedDomain},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newDigestWorld(t)
+			const daily = "dana@example.com"
+			w.choose(daily, prefs.Daily)
+			w.review("cl-a", crit(warnA), daily)
+			id := w.row("cl-a", daily, 1).Digest
+			c.then(w, daily)
+			w.day = time.Date(2026, 6, 11, 9, 0, 30, 0, time.UTC)
+			w.sweep()
+			if g, _ := w.rows.Get(context.Background(), id); g.Status != c.want || len(w.box.of(daily)) != 0 {
+				t.Fatalf("digest %s with %d emails; want %s, none", g.Status, len(w.box.of(daily)), c.want)
+			}
+		})
+	}
+}

@@ -193,7 +193,8 @@ func (n *Notify) handleDigest(ctx context.Context, id string) error {
 }
 
 // closeDigest closes an open digest that is due, as it was read: sent to
-// nobody when its reader is suppressed or left every email; settled
+// nobody when its reader's domain is no longer allowed, the address is
+// suppressed or the reader left every email; settled
 // skipped_empty when nothing it gathered is left to show; otherwise
 // pending with its message, rendered now, once (R-OUTBOX-2).
 func (n *Notify) closeDigest(ctx context.Context, r delivery.Row) (delivery.Row, error) {
@@ -211,6 +212,10 @@ func (n *Notify) closeDigest(ctx context.Context, r delivery.Row) (delivery.Row,
 	var c store.DigestClose
 	var sel digest.Selection
 	switch {
+	case n.AllowedDomains.On() && !n.AllowedDomains.Allows(r.Recipient):
+		// The operator narrowed the allowed domains since the entries
+		// came in (R-RECIPIENT-1).
+		c = store.DigestClose{Status: delivery.StatusSkippedDomain, Reason: skipReasonDomain}
 	case st.Suppressed:
 		c = store.DigestClose{Status: delivery.StatusSuppressed, Reason: st.Reason}
 	case st.Preferences.UnsubscribedAll:
