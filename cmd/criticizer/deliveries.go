@@ -22,7 +22,9 @@ naming it (then it is sent again, or, under CRITICIZER_UNCERTAIN_SEND=hold,
 kept for you). While the evidence path is stalled, or under hold, such a
 row is held, its job reads needs_intervention and the HeldDeliveries and
 EvidenceLag alarms fire. A row marked sent that the evidence path never
-confirmed moves to 'reconciling' (OrderingViolations alarm).
+confirmed moves to 'reconciling' (OrderingViolations alarm). A reader's daily
+digest is such a row too (its id starts g_, its JOB column reads "digest"
+and the date): held, shown and settled the same way.
 
   criticizer deliveries held          the held rows, with what each waits for
   criticizer deliveries show <id>     one row: its evidence, its audit trail, the evidence path
@@ -59,7 +61,7 @@ func (c *cli) deliveriesHeld(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(c.out, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "DELIVERY\tJOB\tSTATUS\tSENT BY\tWHY")
 	for _, h := range held {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.DeliveryID, h.JobID, h.Status, h.SentBy, h.Why)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.DeliveryID, h.Job(), h.Status, h.SentBy, h.Why)
 	}
 	return tw.Flush()
 }
@@ -102,6 +104,10 @@ func (c *cli) deliveriesSettle(ctx context.Context, verb string, v ops.Verdict, 
 	row, err := o.Settle(ctx, pos[0], v, note, operator())
 	if err != nil {
 		return err
+	}
+	if row.IsDigest() {
+		fmt.Fprintf(c.out, "%s: %s (digest %s); the note is recorded and notify will finish the digest\n", verb, row.ID, row.Period)
+		return nil
 	}
 	fmt.Fprintf(c.out, "%s: %s (job %s); the note is recorded and notify will finalize the job\n", verb, row.ID, row.JobID)
 	return nil

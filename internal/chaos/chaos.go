@@ -53,6 +53,7 @@ import (
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/stage"
+	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
@@ -212,6 +213,11 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	res.Apply(&cfg)
 
 	specs := generate(rng, run, c.Jobs, c.DupRate, c.PoisonRate, planted.token)
+	dclk := &digestClock{}
+	dailyReaders, err := chooseDaily(ctx, store.NewRecipients(clean.DynamoDB, res.JobsTable, time.Now), specs)
+	if err != nil {
+		return nil, err
+	}
 	needles := newLeakScanner(specs, planted.all())
 	logw := &scanWriter{scan: needles, next: c.Log}
 	log := obs.NewLogger(logw, "info")
@@ -238,8 +244,10 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 			NoEventBridge: true,
 			// The SDK's own debug lines (S3 checksum notes) go nowhere.
 			Wire: wire.Options{
-				AWS:    []awsclient.Option{fi.Option(), func(c *aws.Config) { c.Logger = logging.Nop{} }},
-				Runner: []stage.Option{jitter},
+				// The daily digests' own clock (digest.go).
+				DigestNow: dclk.now,
+				AWS:       []awsclient.Option{fi.Option(), func(c *aws.Config) { c.Logger = logging.Nop{} }},
+				Runner:    []stage.Option{jitter},
 				Wrap: func(_ job.Stage, fn stage.Func) stage.Func {
 					return func(ctx context.Context, m job.Message, attempt int) error {
 						return fn(withScope(ctx, &scope{crashable: true, jobs: []job.ID{m.JobID}, fn: string(m.Stage)}), m, attempt)
@@ -297,7 +305,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	srv := httptest.NewServer(intakeCrashes(http.HandlerFunc(w.serveHTTP)))
 	defer srv.Close()
 
-	rep := &Report{Seed: c.Seed, Jobs: c.Jobs, Rate: c.Rate, Concurrency: c.Concurrency, Run: run}
+	rep := &Report{Seed: c.Seed, Jobs: c.Jobs, Rate: c.Rate, Concurrency: c.Concurrency, Run: run, DailyReaders: dailyReaders}
 	snd := &sender{url: srv.URL, secret: []byte(planted.webhook), client: &http.Client{Timeout: 20 * time.Second},
 		stats: &rep.intake, maxAttempts: 40}
 
@@ -307,6 +315,14 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	pf.on.Store(true)
 	progress("run %s: %d jobs, seed %d, rate %.3f, concurrency %d; faults on", run, c.Jobs, c.Seed, c.Rate, c.Concurrency)
 	stopRestarts := w.restartEvery(c.RestartEvery)
+	// The daily readers' hour comes once a tenth of their versions are
+	// gathered into digests, faults on: the sweeper, through the faulty
+	// clients, hands their digests to notify while the pipeline is busy
+	// (digest.go).
+	dg := &digestWatch{clean: clean, res: res, ses: st.SESURL, run: run, specs: specs}
+	stopSweeps := w.digestsDueMidway(ctx, dclk, func() bool { return dg.gathered(ctx) }, func() {
+		progress("digest clock a day on: %d daily readers' digests due under faults", dailyReaders)
+	})
 	accepted, errs := snd.postAll(ctx, specs, c.Concurrency, rng)
 	progress("%d webhooks answered (%d deliveries, %d retries)", len(accepted), rep.intake.Posts.Load(), rep.intake.Retries.Load())
 	for _, e := range errs {
@@ -316,13 +332,15 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	case <-ctx.Done():
 	case <-time.After(c.Linger):
 	}
-	// Faults stay on until every platform kind has fired and every
+	// Faults stay on until every platform kind has fired, every
 	// function was killed at its timeout (each at its first chance; a
-	// short campaign can end its linger first).
-	for until := time.Now().Add(forceWait); !(inj.stalled() && pf.forced()) && time.Now().Before(until) && ctx.Err() == nil; {
+	// short campaign can end its linger first) and a digest was sent.
+	for until := time.Now().Add(forceWait); !(inj.stalled() && pf.forced() && dg.sent(ctx, dailyReaders)) && time.Now().Before(until) && ctx.Err() == nil; {
 		time.Sleep(250 * time.Millisecond)
 	}
 	rep.Restarts = stopRestarts()
+	stopSweeps()
+	rep.faultsOff = time.Now()
 	inj.on.Store(false)
 	evf.on.Store(false)
 	pf.on.Store(false)
@@ -333,17 +351,28 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// and every held-back event delivered.
 	chk := &checker{clean: clean, res: res, ses: st.SESURL}
 	deadline := time.Now().Add(c.Drain)
+	digestsDue := false
 	for {
 		open, busy, err := chk.quiet(ctx, accepted)
-		fb := 0
+		fb, dg := 0, 0
 		if err == nil && open == 0 && busy == 0 {
 			fb, err = chk.feedbackBusy(ctx)
 		}
 		if err == nil && open == 0 && busy == 0 && fb == 0 && evf.drained() {
-			break
+			if !digestsDue {
+				// Every job is done: the digests of the versions that came
+				// after the first jump come due too.
+				digestsDue = true
+				dclk.jump(48 * time.Hour)
+				progress("drained; digest clock two days on: the remaining digests due")
+				continue
+			}
+			if dg, err = chk.digestsBusy(ctx, specs, accepted); err == nil && dg == 0 {
+				break
+			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			progress("drain deadline: %d jobs not terminal, %d stage messages and %d feedback messages queued", open, busy, fb)
+			progress("drain deadline: %d jobs not terminal, %d stage messages, %d feedback messages queued, %d digests unsettled", open, busy, fb, dg)
 			rep.StagesBusy = busy
 			break
 		}

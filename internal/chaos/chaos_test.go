@@ -22,8 +22,10 @@ import (
 // feedback messages held late, dead-lettered and redriven with new ids,
 // SES's validation notice published again; then every (changelist,
 // recipient, version) must be emailed exactly once or its job
-// dead-lettered with a complete envelope; nothing lost, stuck or leaked,
-// and every feedback message processed.
+// dead-lettered with a complete envelope — a daily reader's in exactly
+// one digest, closed and sent under the same faults; nothing lost, stuck
+// or leaked, and every feedback message processed.
+// Rules: R-DIGEST-2.
 func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	env := testenv.Stack(t)
 	var logs bytes.Buffer
@@ -64,6 +66,11 @@ func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	}
 	if rep.Poisoned == 0 {
 		t.Fatal("no review with a malformed diff: the dead-letter path went untested")
+	}
+	// Daily readers' versions (R-DIGEST-1, R-DIGEST-2) were emailed in
+	// digests, counted with every (changelist, recipient, version).
+	if rep.DailyReaders == 0 || rep.Digests == 0 || rep.DigestEntries == 0 {
+		t.Errorf("%d daily readers, %d digests showing %d versions: the digests went untested", rep.DailyReaders, rep.Digests, rep.DigestEntries)
 	}
 	if f := rep.Failures(); len(f) > 0 {
 		t.Fatalf("invariants broken: %v", f)

@@ -43,13 +43,22 @@ type Report struct {
 	DeadLetteredHealthy                  int // good reviews that still ended dead-lettered (faults exhausted a budget)
 	Unhit                                int // accepted jobs no fault touched
 	Emails, Duplicates                   int
-	Stray, Misaddressed                  int
-	DLQMessages, RawDLQ, FeedbackDLQ     int
-	DeliveredWithDLQ                     int // succeeded, yet an earlier attempt left a dead letter
-	LogLines                             int64
-	LogLeaks                             []string // secrets or addresses found in log lines
-	DLQLeaks                             []string // ... and in dead letters
-	addrCount                            int
+	// Daily digests (digest.go): readers on daily delivery, the digest
+	// emails sent, and the daily readers' versions they showed (counted
+	// in Emails and Duplicates as every (changelist, recipient,
+	// version)).
+	DailyReaders, Digests, DigestEntries int
+	// DigestsUnderFaults are the digest emails SES accepted before the
+	// faults stopped (faultsOff).
+	DigestsUnderFaults               int
+	faultsOff                        time.Time
+	Stray, Misaddressed              int
+	DLQMessages, RawDLQ, FeedbackDLQ int
+	DeliveredWithDLQ                 int // succeeded, yet an earlier attempt left a dead letter
+	LogLines                         int64
+	LogLeaks                         []string // secrets or addresses found in log lines
+	DLQLeaks                         []string // ... and in dead letters
+	addrCount                        int
 
 	// The platform kinds' figures (platform.go): invocations killed at
 	// their timeout per function (fetch, llm, notify, feedback); feedback
@@ -166,6 +175,8 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "jobs: %d posted, %d accepted (%d untouched by faults): %d delivered, %d dead-lettered (%d with a malformed diff, %d good ones whose budget faults exhausted; %d needs_intervention), %d lost, %d stuck, %d never accepted\n",
 		r.Jobs, r.Accepted, r.Unhit, r.Delivered, r.DeadLettered, r.Poisoned-r.PoisonNotDeadLettered, r.DeadLetteredHealthy, r.NeedsIntervention, r.Lost, r.Stuck, r.NotAccepted)
 	fmt.Fprintf(w, "emails: %d, duplicates %d, stray %d, misaddressed %d\n", r.Emails, r.Duplicates, r.Stray, r.Misaddressed)
+	fmt.Fprintf(w, "digests: %d daily readers; %d digest emails (%d sent while faults were on) showing %d of their versions (each counted in emails above)\n",
+		r.DailyReaders, r.Digests, r.DigestsUnderFaults, r.DigestEntries)
 	fmt.Fprintf(w, "dead letters: %d in the stage DLQs (%d raw, moved by the redrive policy), %d in the feedback DLQ; %d delivered jobs also left one\n",
 		r.DLQMessages, r.RawDLQ, r.FeedbackDLQ, r.DeliveredWithDLQ)
 	fmt.Fprintf(w, "platform: invocations killed at their timeout: fetch %d, llm %d, notify %d, feedback %d; feedback messages held 18–36 s: %d (%d Send events of sends whose answer was lost); doomed to the feedback DLQ: %d, redriven by %d move tasks: %d messages with new ids (%d tasks failed); validation notices: %d; feedback messages never processed: %d\n",

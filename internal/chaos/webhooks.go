@@ -70,6 +70,10 @@ func generate(rng *rand.Rand, run string, n int, dupRate, poisonRate float64, pl
 	pool := make([]string, max(10, n/2))
 	for i := range pool {
 		pool[i] = fmt.Sprintf("reviewer%03d.%s@example.com", i, run)
+		if i%5 == 0 {
+			// One reader in five is on daily delivery (digest.go).
+			pool[i] = fmt.Sprintf("%s%03d.%s@example.com", dailyPrefix, i, run)
+		}
 	}
 	specs := make([]spec, n)
 	for i := range specs {

@@ -27,6 +27,8 @@ import (
 //	suppressed, skipped_unsubscribed, skipped_no_email, skipped_domain: terminal, never sent
 //	pending/failed_transient ─► skipped_same_diff, skipped_nothing_new, superseded:
 //	  terminal, never sent (quiet.go), decided before a claim
+//	pending/failed_transient ─► digested: into the recipient's daily digest (digest.go)
+//	a digest row: open ─close─► pending … as above, or skipped_empty (digest.go)
 type Status string
 
 const (
@@ -83,7 +85,7 @@ func (s Status) Claimable() bool {
 func (s Status) Done() bool {
 	switch s {
 	case StatusSent, StatusDelivered, StatusSuppressed, StatusSkippedUnsubscribed, StatusSkippedNoEmail,
-		StatusSkippedDomain:
+		StatusSkippedDomain, StatusDigested, StatusSkippedEmpty:
 		return true
 	}
 	return s.Quiet()
@@ -159,6 +161,16 @@ type Row struct {
 	// "operator: requeued"); a row resolved as sent is never reconciled
 	// again.
 	Resolution string `dynamodbav:"resolution,omitempty"`
+	// Digest, on a version row settled digested, is the id of the digest
+	// row its entry went into (R-DIGEST-2).
+	Digest string `dynamodbav:"digest,omitempty"`
+	// Period is a digest row's local date ("2026-11-28"), and a digested
+	// version row's digest's. DueAt and Entries are a digest row's (its
+	// id marks one, IsDigest): when it is due, and the ids of the version
+	// rows it gathered.
+	Period  string    `dynamodbav:"period,omitempty"`
+	DueAt   time.Time `dynamodbav:"due_at,omitempty"`
+	Entries []string  `dynamodbav:"entries,stringset,omitempty"`
 	// Sweep is the store's bookkeeping: set while the row is in the live
 	// index the sweeps read (internal/store/index.go).
 	Sweep     string    `dynamodbav:"sweep,omitempty"`

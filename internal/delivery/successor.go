@@ -22,8 +22,9 @@ const (
 	Undecided
 	// Reached: the recipient has the newer version's content: their row
 	// was sent (SES accepted it), settled because they had that content
-	// already (the same diff, nothing new), or superseded by a version
-	// that reached them in turn.
+	// already (the same diff, nothing new), superseded by a version
+	// that reached them in turn, or gathered into their daily digest,
+	// whose row carries it on (R-DIGEST-2).
 	Reached
 )
 
@@ -43,7 +44,7 @@ func Judge(newer job.Job, r Row, ok bool) Successor {
 		return Undecided
 	}
 	switch {
-	case r.HasContent() || r.Status == StatusSuperseded:
+	case r.HasContent() || r.Status == StatusSuperseded || r.Status == StatusDigested:
 		return Reached
 	case r.Status == StatusSending:
 		return Undecided

@@ -283,12 +283,14 @@ func (w *world) nextTick() (time.Time, bool) {
 			}
 		}
 	}
-	for _, id := range w.rowIDs {
+	for _, id := range w.allRows() {
 		r, err := w.outbox.Get(context.Background(), id)
 		if err != nil {
 			continue
 		}
 		switch r.Status {
+		case delivery.StatusOpen:
+			consider(r.DueAt) // a digest comes due (digest.go)
 		case delivery.StatusSending:
 			consider(r.LeaseUntil)
 			consider(r.SentBy().Add(cfg.Margin))

@@ -56,13 +56,18 @@ func (w *world) safety(o Options) *Violation {
 			emails[m.delivery]++
 		}
 	}
-	for _, id := range w.rowIDs {
+	for _, id := range w.allRows() {
 		if emails[id] > 1 && o.checks("duplicate") {
 			return &Violation{Rule: "duplicate", Message: fmt.Sprintf("%d emails for %s", emails[id], id)}
 		}
 	}
 	if w.sc.Quiet && o.checks("quiet") {
 		if v := w.quietSafety(emails); v != nil {
+			return v
+		}
+	}
+	if len(w.sc.Daily) > 0 {
+		if v := w.digestSafety(o); v != nil {
 			return v
 		}
 	}
@@ -137,6 +142,11 @@ func (w *world) settle(o Options) ([]Action, *Violation) {
 	}
 	if w.sc.Evidence.MustSettle && o.checks("settled") {
 		if v := w.settled(); v != nil {
+			return done, v
+		}
+	}
+	if len(w.sc.Daily) > 0 && o.checks("lost") {
+		if v := w.digestLiveness(); v != nil {
 			return done, v
 		}
 	}
@@ -283,14 +293,14 @@ func (w *world) canonical(budgets bool) string {
 		j, _ := w.jobsMem.Get(ctx, id)
 		fmt.Fprintf(&b, "job %s %s/%s a=%v rev=%d up=%s\n", id, j.Stage, j.Status, j.Attempts, j.AddedRev, stamp(j.UpdatedAt))
 	}
-	for _, id := range w.rowIDs {
+	for _, id := range w.allRows() {
 		r, err := w.outbox.Get(ctx, id)
 		if err != nil {
 			continue
 		}
-		fmt.Fprintf(&b, "row %s %s n=%s s=%s d=%s b=%s c=%s r=%s err=%s chk=%s dup=%v bounced=%v att=%d\n", id, rowDigest(r), stamp(r.NotifiedAt),
+		fmt.Fprintf(&b, "row %s %s n=%s s=%s d=%s b=%s c=%s r=%s err=%s chk=%s dup=%v bounced=%v att=%d dg=%s e=%v\n", id, rowDigest(r), stamp(r.NotifiedAt),
 			stamp(r.SendEventAt), stamp(r.DeliveredAt), stamp(r.BouncedAt), stamp(r.ComplainedAt), stamp(r.RejectedAt),
-			r.LastErrorClass, stamp(r.EvidenceCheckedAt), r.DuplicateMessageIDs, r.BouncedMessageIDs, r.Attempts)
+			r.LastErrorClass, stamp(r.EvidenceCheckedAt), r.DuplicateMessageIDs, r.BouncedMessageIDs, r.Attempts, r.Digest, r.Entries)
 	}
 	st, _ := w.evidence.State(ctx, w.sc.ConfigurationSet)
 	fmt.Fprintf(&b, "evidence newest=%s drained=%s probe=%s\n", stamp(st.Newest), stamp(st.Drained), stamp(st.ProbeSentAt))

@@ -374,7 +374,7 @@ func Explain(sc Scenario, v *Variant, trace []Action) string {
 // rowsLine is the rows' states, one line.
 func (w *world) rowsLine() string {
 	var parts []string
-	for _, id := range w.rowIDs {
+	for _, id := range w.allRows() {
 		r, err := w.outbox.Get(context.Background(), id)
 		if err != nil {
 			continue

@@ -24,14 +24,17 @@ const maxStates = 400_000
 // is never sent, the latest version is mailed, a row is superseded only
 // by a version that reached its recipient, and when the newer version
 // fails before, during or after the older one's look, the recipient is
-// mailed one version, the newest that could reach them. In every
+// mailed one version, the newest that could reach them. With a daily
+// reader (digest-close): each version reaches them once, in one digest,
+// whatever the order of its notify and the digest's close and send, and
+// a job succeeds only once its rows' entries are held. In every
 // scenario, what AWS does besides (two sweepers, two notifiers and a
 // sweeper, deadlines, batches): no stage message is deleted with its work
 // neither done nor handed on, no Send event's message before the event is
 // on its row, no message of a batch starts past its last start, no row is
 // reconciled in a world that keeps the publish bound, and the sweeper
 // hands back a stuck row and a stuck job. The deep run is make explore.
-// Rules: R-OUTBOX-10, R-EVIDENCE-2, R-OUTBOX-8, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3, R-STAGE-8, R-STAGE-9, R-STAGE-10, R-RECON-1, R-EVIDENCE-1.
+// Rules: R-OUTBOX-10, R-EVIDENCE-2, R-OUTBOX-8, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3, R-STAGE-8, R-STAGE-9, R-STAGE-10, R-RECON-1, R-EVIDENCE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3.
 func TestExplore_ProtocolAsBuilt(t *testing.T) {
 	for _, sc := range Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
@@ -93,8 +96,10 @@ func TestExplore_MainRuleLateEventDuplicate(t *testing.T) {
 // transaction's conditions (one job per key and version), answering a
 // repeated key afresh (the first answer byte for byte); and the rule
 // R-QUIET-3 had before: superseding by a newer version still on its way,
-// which leaves nobody mailed when that version then fails.
-// Rules: R-OUTBOX-5, R-OUTBOX-6, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3.
+// which leaves nobody mailed when that version then fails; and two
+// digests that lose a version: closed on entries added after it was
+// rendered, or taking a closed digest's refusal for the entry held.
+// Rules: R-OUTBOX-5, R-OUTBOX-6, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3, R-DIGEST-2, R-DIGEST-3.
 func TestExplore_BrokenVariantsAreCaught(t *testing.T) {
 	for _, v := range Variants() {
 		for _, name := range v.CaughtIn {
@@ -243,6 +248,9 @@ func TestScenarios_DeepKeepsPublishedBounds(t *testing.T) {
 		"duplicate-webhooks": 15, "hold-late-send": 28, "undecodable-on-feedback": 24,
 		"requeue-race": 26, "overlapping-sweeps": 32, "deadline-batches": 24, "lost-message-sweeps": 28}
 	for name, d := range supersedeDeepDepths() {
+		want[name] = d
+	}
+	for name, d := range digestDeepDepths() {
 		want[name] = d
 	}
 	for _, sc := range Scenarios() {

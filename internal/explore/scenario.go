@@ -1,6 +1,9 @@
 package explore
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Scenario is a small world to explore exhaustively: the jobs waiting at
 // notify, what becomes of each recipient's mail, and the bounds of the
@@ -83,6 +86,14 @@ type Scenario struct {
 	// each recipient must be mailed one version of the changelist, the
 	// newest that can reach them (R-QUIET-3; supersede.go).
 	OneVersion bool
+	// Daily are the recipients on daily delivery (R-DIGEST-*; digest.go):
+	// their critiques go into digests due at 10:00 UTC, an hour after the
+	// world's epoch first, which the clock reaches by its ticks.
+	Daily []string
+	// DigestMessage puts on the notify queue, visible when it is due,
+	// the message that closes and sends each daily reader's first digest:
+	// the one the sweeper sends then (a sweep may send another).
+	DigestMessage bool
 
 	// The evidence path's own options (policy.go).
 	Evidence EvidenceOptions
@@ -106,6 +117,10 @@ type JobSpec struct {
 	// budget of model runs spent: the real llm stage refuses it
 	// (R-BUDGET-1) when its message is delivered (supersede.go).
 	OverBudget bool
+	// Digested: the job's notify ran before the world starts, and each
+	// recipient's row went into their first digest, which holds it
+	// (digest.go); the job succeeded.
+	Digested bool
 	// Posts, when set, makes the job intake's to create: nothing exists
 	// at the start but one webhook delivery per entry, each the job's
 	// signed body under that Idempotency-Key (a key named twice is the
@@ -209,7 +224,7 @@ func protocolScenarios() []Scenario {
 		{Name: "duplicate-webhooks", Jobs: []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"},
 			Posts: []string{"k1", "k1", "k2"}}},
 			MaxFaults: 1, SendFaults: []Outcome{}, Kills: true, KillOnly: []string{"intake"}, MaxTicks: 1, MaxSweeps: 1, MaxDepth: 9},
-	}, append(supersedeScenarios(), policyScenarios()...)...)
+	}, slices.Concat(supersedeScenarios(), policyScenarios(), digestScenarios())...)
 }
 
 // Deep returns the scenario with the bounds of `make explore`: DeepDepth,

@@ -36,6 +36,7 @@ type sesMail struct {
 	delivery string // the delivery id tag; "" for a probe
 	probe    string
 	to       string
+	text     string    // the text part: what a digest covers (digest.go)
 	at       time.Time // accepted (mail.timestamp)
 	fate     Fate
 	events   []*sesEvent
@@ -93,17 +94,17 @@ type ses struct {
 func sendFaults() []Outcome { return []Outcome{AnswerLost, Slow, FailBefore, Refused} }
 
 // Send implements pipeline.Sender.
-func (s *ses) Send(ctx context.Context, deliveryID, to string, _ delivery.Message) (string, error) {
-	return s.send(ctx, deliveryID, to, "")
+func (s *ses) Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error) {
+	return s.send(ctx, deliveryID, to, "", m.Text)
 }
 
 // SendProbe implements pipeline.Prober: a message to the mailbox
 // simulator through the configuration set.
 func (s *ses) SendProbe(ctx context.Context, id string) (string, error) {
-	return s.send(ctx, "", "probe@simulator", id)
+	return s.send(ctx, "", "probe@simulator", id, "")
 }
 
-func (s *ses) send(ctx context.Context, deliveryID, to, probe string) (string, error) {
+func (s *ses) send(ctx context.Context, deliveryID, to, probe, text string) (string, error) {
 	w := s.w
 	o := op{name: "ses.Send", key: deliveryID + probe, write: true, faults: sendFaults()}
 	out := w.sched.gate(ctx, o)
@@ -120,6 +121,7 @@ func (s *ses) send(ctx context.Context, deliveryID, to, probe string) (string, e
 			&smithy.GenericAPIError{Code: "MessageRejected", Message: "Email address is not verified", Fault: smithy.FaultClient})}
 	}
 	m := w.accept("ses-"+w.name(ctx), deliveryID, to, probe)
+	m.text = text
 	switch out {
 	case AnswerLost:
 		return "", fmt.Errorf("ses send: read tcp 127.0.0.1:443: %w", syscall.ECONNRESET)

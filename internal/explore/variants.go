@@ -16,7 +16,7 @@ import (
 // evidence rule main had before the drain time (kept to show the bug it
 // had), and two deliberately broken ones (to show the explorer can fail).
 func Variants() []*Variant {
-	return []*Variant{
+	return append([]*Variant{
 		{Name: "main-watermark", CaughtIn: []string{"send-faults", "lost-answer-two-reviews"}, Doc: "the evidence rule of main before the drain time: a send is resent once the newest event " +
 			"recorded, held back by events received but not recorded, is past the send plus the margin", Apply: mainWatermark},
 		{Name: "resend-without-evidence", CaughtIn: []string{"send-faults", "lost-answer-two-reviews"}, Doc: "broken on purpose: a send whose answer was lost is resent once its lease ends, " +
@@ -45,7 +45,7 @@ func Variants() []*Variant {
 			Doc: "broken on purpose: a repeated key is answered from the job as it is now, not with the stored first answer", Apply: func(w *world) {
 				w.intake.Jobs = freshReplay{w.intake.Jobs}
 			}},
-	}
+	}, digestVariants()...)
 }
 
 // VariantByName finds a variant; nil for "" (the protocol as built).

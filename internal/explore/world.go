@@ -71,9 +71,11 @@ type world struct {
 	evidenceView func(store.EvidenceState) store.EvidenceState
 	// budgets spent on this path
 	faults, ticks, sweeps, redrives int
-	// rowIDs are every row the scenario's jobs can have.
-	rowIDs []string
-	jobIDs []job.ID
+	// rowIDs are every row the scenario's jobs can have; digestIDs every
+	// digest row its daily readers can have (digest.go).
+	rowIDs    []string
+	digestIDs []string
+	jobIDs    []job.ID
 	// succeeded is each job's verdict as the last safety check saw it.
 	succeeded map[job.ID]bool
 	// dropped are stage messages deleted with their work neither done
@@ -86,7 +88,7 @@ type world struct {
 func newWorld(sc Scenario, v *Variant) *world {
 	w := &world{sc: sc, sched: newSched(), now: epoch(), succeeded: map[job.ID]bool{}, blobs: map[string][]byte{}, created: map[job.ID]int{}}
 	clock := func() time.Time { return w.now }
-	w.jobsMem, w.outbox, w.evidence, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), memstore.NewRecipients()
+	w.jobsMem, w.outbox, w.evidence, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), memstore.NewRecipientsAt(clock)
 	cfg := sc.Config
 	w.notifyQ = &queue{name: "notify", visibility: cfg.Visibility, maxReceives: cfg.MaxReceives, dlq: &queue{name: "notify-dlq"}}
 	w.fetchQ = &queue{name: "fetch", visibility: cfg.Visibility, maxReceives: cfg.MaxReceives, dlq: &queue{name: "fetch-dlq"}}
@@ -122,6 +124,7 @@ func newWorld(sc Scenario, v *Variant) *world {
 	if sc.Deadlines {
 		w.wireDeployed()
 	}
+	w.wireDigests(gout)
 	if v != nil && v.Apply != nil {
 		v.Apply(w)
 	}
@@ -152,6 +155,10 @@ func newWorld(sc Scenario, v *Variant) *world {
 		}
 		if js.OverBudget {
 			w.overBudget(j)
+			continue
+		}
+		if js.Digested {
+			w.alreadyDigested(j)
 			continue
 		}
 		w.jobsMem.Put(j)

@@ -279,7 +279,7 @@ func (h *Handler) reject(ctx context.Context, id string, ev SESEvent) error {
 	case err != nil:
 		return err
 	}
-	if h.Jobs != nil {
+	if h.Jobs != nil && !row.IsDigest() { // a digest has no job: its row, failed, is what is held
 		if err := h.Jobs.Intervene(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
 			return err
 		}
@@ -321,10 +321,12 @@ func (h *Handler) resend(ctx context.Context, id string, e store.Event) (bool, e
 	} else if err != nil {
 		return false, err
 	}
-	if err := h.Jobs.Reopen(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
-		return false, err
+	if !row.IsDigest() { // a digest has no job; its own message carries it
+		if err := h.Jobs.Reopen(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
+			return false, err
+		}
 	}
-	if err := h.Queue.Enqueue(ctx, job.Message{JobID: row.JobID, Stage: job.StageNotify}); err != nil {
+	if err := h.Queue.Enqueue(ctx, row.NotifyMessage()); err != nil {
 		return false, err
 	}
 	obs.Metric(ctx, h.Log, map[string]string{"Reason": "transient_bounce"}, map[string]float64{"Resends": 1})

@@ -289,7 +289,7 @@ type Message struct {
 	// ReplayOf names the dead-letter envelope this message replays, if any.
 	ReplayOf string `json:"replay_of,omitempty"`
 	// Task, when set, asks the stage for a side task on the job rather
-	// than the job's own stage work: TaskReviewers. A task's failures are
+	// than the job's own stage work: TaskReviewers, TaskDigest. A task's failures are
 	// not the job's (the job's status and attempts are left alone); they
 	// are retried, and dead-lettered, like any message.
 	Task string `json:"task,omitempty"`
@@ -303,6 +303,11 @@ type Message struct {
 // job's version and to add anyone new (R-REVIEWERS-1): a reviewer was
 // requested after the version's reviewers were fetched.
 const TaskReviewers = "reviewers"
+
+// TaskDigest asks the notify stage to close and send one recipient's
+// daily digest (R-DIGEST-3). A digest has no job: JobID then names the
+// digest's row (delivery.DigestID), which is all the message carries.
+const TaskDigest = "digest"
 
 // Deferral is the bookkeeping a rate-limited message carries to its
 // re-sent copy. SQS counts receives per message, so a fresh copy starts at

@@ -16,11 +16,12 @@ const (
 
 // PreviewNames lists every template that can be previewed: the critique's
 // HTML and text forms, a rerun's, the unsubscribe endpoint's two pages,
-// the vote endpoint's two and the preference page.
+// the vote endpoint's two, the preference page, and the daily digest's
+// HTML and text.
 func (r *Renderer) PreviewNames() []string {
 	return []string{TemplateVersion + ".html", TemplateVersion + ".txt", RerunTemplateVersion + ".html", RerunTemplateVersion + ".txt",
 		UnsubscribeVersion + ".html", UnsubscribedVersion + ".html", VoteVersion + ".html", VotedVersion + ".html",
-		PreferencesVersion + ".html"}
+		PreferencesVersion + ".html", DigestVersion + ".html", DigestVersion + ".txt"}
 }
 
 // Preview renders a template with built-in sample data (SampleData), so an
@@ -57,6 +58,15 @@ func (r *Renderer) Preview(name string) (contentType string, body []byte, err er
 	case PreferencesVersion + ".html":
 		b, err := r.PreferencesHTML(SamplePreferencesPage())
 		return ContentTypeHTML, b, err
+	case DigestVersion + ".html", DigestVersion + ".txt":
+		m, err := r.RenderDigest(SampleDigestData())
+		if err != nil {
+			return "", nil, err
+		}
+		if strings.HasSuffix(name, ".txt") {
+			return ContentTypeText, []byte(m.Text), nil
+		}
+		return ContentTypeHTML, []byte(m.HTML), nil
 	}
 	return "", nil, fmt.Errorf("%w: %q", ErrUnknownTemplate, name)
 }
@@ -149,4 +159,30 @@ func SamplePreferencesPage() PreferencesPage {
 	link := "github:acme/billing"
 	return PreferencesPage{Action: "/preferences/sample-token", Preferences: p, Offered: prefs.Offered(p, link), LinkRepository: link,
 		Zones: prefs.Zones(p.TimeZone), Saved: true}
+}
+
+// SampleDigestData is a day's digest for previews and screenshots: the
+// sample critique, a model's review of another changelist gathered over
+// three versions (its summary naming a foreign link, defanged), a
+// changelist with nothing found, and two more past the cap.
+func SampleDigestData() DigestData {
+	first := SampleData()
+	model := SampleRerunData()
+	model.Critique.Critic = "bedrock/anthropic.claude-sonnet-4-5"
+	model.Critique.Summary = "The refund path commits before it validates; see https://evil.example/fix for a patch."
+	return DigestData{
+		Date:           "2026-11-28",
+		UnsubscribeURL: first.UnsubscribeURL,
+		PreferencesURL: "https://criticizer.example.com/preferences/sample-token",
+		More:           2,
+		Items: []DigestItem{
+			{Source: first.Source, ChangelistID: first.ChangelistID, ReviewVersion: first.ReviewVersion, Versions: 1, Title: first.Title,
+				URL: first.URL, Author: first.Author, Critique: first.Critique, Votes: sampleVotes},
+			{Source: SourceGitHub, ChangelistID: "acme/ledger#77", ReviewVersion: 4, Versions: 3, Title: "Ledger: batch refund postings",
+				URL: "https://github.com/acme/ledger/pull/77", Author: "li.wei", Critique: model.Critique, Hidden: 1, Votes: sampleVotes},
+			{Source: SourceGitHub, ChangelistID: "acme/web#310", ReviewVersion: 1, Versions: 1, Title: "Docs: fix a typo",
+				URL: "https://github.com/acme/web/pull/310", Author: "sam",
+				Critique: critic.Critique{Critic: "offline/v1", Summary: "No issues were found.", Files: 1, Additions: 1, Deletions: 1}},
+		},
+	}
 }

@@ -26,6 +26,8 @@ func TestPreview_EveryListedTemplateRenders(t *testing.T) {
 		"vote/v1.html":         "text/html; charset=utf-8",
 		"voted/v1.html":        "text/html; charset=utf-8",
 		"preferences/v1.html":  "text/html; charset=utf-8",
+		"digest/v1.html":       "text/html; charset=utf-8",
+		"digest/v1.txt":        "text/plain; charset=utf-8",
 	}
 	if len(names) != len(want) {
 		t.Errorf("PreviewNames() = %v; want %d names", names, len(want))

@@ -34,8 +34,25 @@ type HeldDelivery struct {
 	LastErrorClass        string   `json:"last_error_class,omitempty"`
 	// SkipReason says why a row was settled without a send (a
 	// suppression's cause, the scope unsubscribed from, R-QUIET-*: the
-	// version mailed instead).
+	// version mailed instead, R-DIGEST-2: the digest it went into).
 	SkipReason string `json:"skip_reason,omitempty"`
+	// A daily digest's row (R-DIGEST-1) has no job: Period is the
+	// reader's date it covers, DueAt when it was due, Entries how many
+	// versions it gathered. A version's row gathered into a digest names
+	// it in Digest (and its Period).
+	Period  string `json:"period,omitempty"`
+	DueAt   string `json:"due_at,omitempty"`
+	Entries int    `json:"entries,omitempty"`
+	Digest  string `json:"digest_id,omitempty"`
+}
+
+// Job is what the held list's JOB column shows: the job, or for a
+// digest's row "digest <date>".
+func (h HeldDelivery) Job() string {
+	if h.JobID == "" && h.Period != "" {
+		return "digest " + h.Period
+	}
+	return string(h.JobID)
 }
 
 // EvidenceView is the evidence path's state, for an operator
@@ -75,7 +92,8 @@ func heldView(r delivery.Row, margin time.Duration, policy delivery.UncertainSen
 	v := HeldDelivery{DeliveryID: r.ID, JobID: r.JobID, Recipient: r.Recipient, Status: r.Status, Attempts: r.Attempts,
 		NotificationID: r.NotificationID, NotifiedAt: rfc(r.NotifiedAt), ProviderMessageID: r.ProviderMessageID,
 		DuplicateMessageIDs: r.DuplicateMessageIDs, BouncedMessageIDs: r.BouncedMessageIDs,
-		ResentWithoutEvidence: r.ResentWithoutEvidence, LastErrorClass: r.LastErrorClass, SkipReason: r.SkipReason}
+		ResentWithoutEvidence: r.ResentWithoutEvidence, LastErrorClass: r.LastErrorClass, SkipReason: r.SkipReason,
+		Period: r.Period, DueAt: rfc(r.DueAt), Entries: len(r.Entries), Digest: r.Digest}
 	for _, e := range []struct {
 		name string
 		at   time.Time
@@ -201,15 +219,13 @@ func (o *Ops) Settle(ctx context.Context, id string, v Verdict, note, by string)
 		At: o.Now().UTC(), Status: string(before.Status)}); err != nil {
 		return row, fmt.Errorf("settled, but the note was not recorded: %w", err)
 	}
-	if err := o.Jobs.Reopen(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
-		return row, err
+	if !row.IsDigest() { // a digest has no job; its own message carries it
+		if err := o.Jobs.Reopen(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
+			return row, err
+		}
 	}
-	if err := o.enqueueNotify(ctx, row.JobID); err != nil {
-		return row, fmt.Errorf("settled; enqueue notify for job %s: %w", row.JobID, err)
+	if err := queue.New(o.SQS, o.Queues).Enqueue(ctx, row.NotifyMessage()); err != nil {
+		return row, fmt.Errorf("settled; enqueue notify for %s: %w", row.NotifyMessage().JobID, err)
 	}
 	return row, nil
-}
-
-func (o *Ops) enqueueNotify(ctx context.Context, id job.ID) error {
-	return queue.New(o.SQS, o.Queues).Enqueue(ctx, job.Message{JobID: id, Stage: job.StageNotify})
 }

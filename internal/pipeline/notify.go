@@ -125,6 +125,17 @@ type Notify struct {
 	// the subject stays when the title is edited (R-THREAD-1). Nil: the
 	// subject names the version's own title.
 	Titles ThreadTitles
+
+	// Digests keeps the daily digests' rows (store.Digests, the outbox's
+	// own table): a reader on daily or mixed delivery gets their
+	// critiques in one email a day (R-DIGEST-*, notify_digest.go). Nil:
+	// every critique is mailed at once, whatever the reader chose.
+	Digests store.Digests
+	// DigestClock is the clock digest periods are judged by (which
+	// digest a critique goes into, whether one is due); nil: Now. Only
+	// tests set it, to bring a reader's digest hour about without moving
+	// the leases and evidence times Now governs.
+	DigestClock func() time.Time
 }
 
 // Evidence is what notify reads and claims of the evidence path
@@ -143,6 +154,9 @@ type Standings interface {
 
 // Handle runs the notify stage for one message.
 func (n *Notify) Handle(ctx context.Context, m job.Message, attempt int) error {
+	if m.Task == job.TaskDigest {
+		return n.handleDigest(ctx, string(m.JobID))
+	}
 	j, ok, err := n.begin(ctx, m, job.StageNotify)
 	if err != nil || !ok {
 		return err
@@ -201,6 +215,10 @@ func (n *Notify) run(ctx context.Context, j job.Job, attempt int) error {
 	}
 	wait, err := n.quiet(ctx, j, c, rows)
 	if err != nil {
+		return err
+	}
+	// A reader on a daily digest gets the rest in it (R-DIGEST-2).
+	if err := n.digestRows(ctx, rows, wait, standings); err != nil {
 		return err
 	}
 	var pending error

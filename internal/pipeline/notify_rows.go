@@ -144,7 +144,9 @@ func (n *Notify) readStandings(ctx context.Context, j job.Job) (map[string]deliv
 // skipped_unsubscribed, and of suppressed addresses as suppressed
 // (R-UNSUB-2, R-EVIDENCE-6), from the standings read before the rows were
 // rendered (readStandings). It touches only rows that were never sent; a
-// row in flight or sent keeps its course. rows is updated in place.
+// row in flight or sent keeps its course. rows is updated in place. The
+// delivery mode in the same standings routes the rows left to a digest
+// (notify_digest.go) without a second read.
 func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row, standings map[string]delivery.Standing) error {
 	if standings == nil {
 		return nil

@@ -36,6 +36,13 @@ const (
 	attrResolution            = "resolution"
 	attrUpdatedAt             = "updated_at"
 	attrExpiresAt             = "expires_at"
+	// The daily digest's (digests.go).
+	attrRecipient = "recipient"
+	attrCreatedAt = "created_at"
+	attrDigest    = "digest"
+	attrPeriod    = "period"
+	attrDueAt     = "due_at"
+	attrEntries   = "entries"
 )
 
 // evidenceAttrs are the attributes that hold provider evidence of a send.

@@ -49,12 +49,22 @@ func marshalRow(r delivery.Row) (map[string]types.AttributeValue, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := r.Message
+	gz, err := gzipMessage(r.Message)
+	if err != nil {
+		return nil, fmt.Errorf("delivery %s: %w", r.ID, err)
+	}
+	delete(item, attrMessage)
+	item[attrMessageGz] = &types.AttributeValueMemberB{Value: gz}
+	return item, nil
+}
+
+// gzipMessage is a message's stored form: its JSON, gzipped.
+func gzipMessage(m delivery.Message) ([]byte, error) {
 	raw, err := json.Marshal(storedMessage{Subject: m.Subject, HTML: m.HTML, Text: m.Text, TemplateVersion: m.TemplateVersion,
 		ContentSHA256: m.ContentSHA256, UnsubscribeURL: m.UnsubscribeURL,
 		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings})
 	if err != nil {
-		return nil, fmt.Errorf("marshal delivery %s message: %w", r.ID, err)
+		return nil, fmt.Errorf("marshal message: %w", err)
 	}
 	var z bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&z, gzip.BestCompression)
@@ -62,14 +72,12 @@ func marshalRow(r delivery.Row) (map[string]types.AttributeValue, error) {
 		return nil, err
 	}
 	if _, err := zw.Write(raw); err != nil {
-		return nil, fmt.Errorf("compress delivery %s message: %w", r.ID, err)
+		return nil, fmt.Errorf("compress message: %w", err)
 	}
 	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("compress delivery %s message: %w", r.ID, err)
+		return nil, fmt.Errorf("compress message: %w", err)
 	}
-	delete(item, attrMessage)
-	item[attrMessageGz] = &types.AttributeValueMemberB{Value: z.Bytes()}
-	return item, nil
+	return z.Bytes(), nil
 }
 
 // unmarshalRow reads a row in either form: the message gzipped, or (rows

@@ -19,6 +19,17 @@ func TestOutbox_DynamoDB(t *testing.T) {
 	})
 }
 
+// The digest rows' contract on DynamoDB Local: the outbox's table, its
+// live index's digests partition.
+// Rules: R-STORE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3.
+func TestDigests_DynamoDB(t *testing.T) {
+	storetest.Digests(t, func(t *testing.T, now store.Clock) storetest.DigestStore {
+		env := testenv.Stack(t)
+		res := testenv.Provision(t, env)
+		return store.NewDeliveries(env.Clients.DynamoDB, res.DeliveriesTable, now)
+	})
+}
+
 // The jobs table's and the evidence path's contracts on DynamoDB Local.
 // Rules: R-STORE-1, R-INTAKE-1, R-INTAKE-2, R-INTAKE-3, R-EVIDENCE-2, R-EVIDENCE-3, R-THREAD-1.
 func TestJobStore_DynamoDB(t *testing.T) {

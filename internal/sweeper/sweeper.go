@@ -18,9 +18,14 @@
 //     needs_intervention, and the OrderingViolations metric alerts
 //     (R-RECON-1). While the path is behind, silence proves nothing and
 //     the row is left alone.
+//   - daily digests that are due (R-DIGEST-3): each open one, and each
+//     closed but never claimed for StuckAfter, is handed to notify (a
+//     digest message, job.TaskDigest), which closes it and sends it
+//     through the outbox; a digest claimed since is a row like any other
+//     (above).
 //
-// It reads the store's sparse indexes of live work (StuckJobs, Unsettled;
-// R-COST-1), never the tables' history.
+// It reads the store's sparse indexes of live work (StuckJobs, Unsettled,
+// DueDigests; R-COST-1), never the tables' history.
 //
 // Each sweep first checks whether the feedback queue has drained
 // (internal/drain): on its schedule the evidence path catches up even
@@ -78,6 +83,16 @@ type Sweeper struct {
 	// Margin is the publish bound the evidence rule assumes
 	// (delivery.Evidence.Bound, CRITICIZER_EVIDENCE_MARGIN).
 	Margin time.Duration
+	// Digests finds the daily digests that are due (store.Digests); nil:
+	// none are looked for. DigestClock is the clock they are due by
+	// (nil: Now; tests move it alone, as notify's).
+	Digests     DigestSource
+	DigestClock func() time.Time
+}
+
+// DigestSource finds the digests that are due (store.Digests).
+type DigestSource interface {
+	DueDigests(ctx context.Context, dueBy time.Time, fn func(delivery.Row) error) error
 }
 
 // Jobs is what the sweeper does with jobs (store.JobStore).
@@ -112,13 +127,15 @@ type Report struct {
 	// package comment).
 	HeldDeliveries     int     `json:"held_deliveries"`
 	EvidenceLagSeconds float64 `json:"evidence_lag_seconds"`
+	// DigestsDue counts the digests handed to notify.
+	DigestsDue int `json:"digests_due"`
 }
 
 // Run performs one sweep.
 func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	var rep Report
 	now := s.Now().UTC()
-	requeued := map[job.ID]bool{}
+	requeued := map[job.ID]bool{} // by the message's JobID: a job, or a digest's row
 	err := s.Jobs.StuckJobs(ctx, now.Add(-s.StuckAfter),
 		func(j job.Job) error {
 			if j.Stage == job.StageDone || !j.Stage.Valid() {
@@ -165,12 +182,13 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 				return nil // a notifier is waiting on it
 			}
 			rep.StuckSending++
-			if requeued[r.JobID] {
+			m := r.NotifyMessage()
+			if requeued[m.JobID] {
 				return nil
 			}
-			requeued[r.JobID] = true
+			requeued[m.JobID] = true
 			s.Log.WarnContext(ctx, "delivery stuck in sending; notify will settle it", "delivery_id", r.ID, "job_id", r.JobID)
-			return s.Queue.Enqueue(ctx, job.Message{JobID: r.JobID, Stage: job.StageNotify})
+			return s.Queue.Enqueue(ctx, m)
 		case delivery.StatusSent:
 			return s.unconfirmed(ctx, r, ev, &rep)
 		}
@@ -179,13 +197,16 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("sweep deliveries: %w", err)
 	}
+	if err := s.dueDigests(ctx, now, requeued, &rep); err != nil {
+		return rep, fmt.Errorf("sweep digests: %w", err)
+	}
 	// Measured from each row's send, whatever the evidence path's state:
 	// a path that never drained was reported as the window it should
 	// cover, which never breached the alarm.
 	rep.EvidenceLagSeconds = max(0, longest.Seconds())
 	obs.Metric(ctx, s.Log, map[string]string{"Function": "sweeper"}, map[string]float64{
 		"JobsRequeued": float64(rep.JobsRequeued), "StuckSending": float64(rep.StuckSending), "OrderingViolations": float64(rep.OrderingViolations),
-		"HeldDeliveries": float64(rep.HeldDeliveries)})
+		"HeldDeliveries": float64(rep.HeldDeliveries), "DigestsDue": float64(rep.DigestsDue)})
 	obs.Metric(ctx, s.Log, map[string]string{"Function": "sweeper"}, map[string]float64{"EvidenceLag": rep.EvidenceLagSeconds})
 	return rep, nil
 }
@@ -204,10 +225,40 @@ func (s *Sweeper) unconfirmed(ctx context.Context, r delivery.Row, ev delivery.E
 	}
 	rep.OrderingViolations++
 	rep.HeldDeliveries++
-	if err := s.Jobs.Intervene(ctx, r.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("mark job %s needs_intervention: %w", r.JobID, err)
+	// A digest has no job: the row itself, held, is what the operator sees
+	// (HeldDeliveries, criticizer deliveries).
+	if !r.IsDigest() {
+		if err := s.Jobs.Intervene(ctx, r.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("mark job %s needs_intervention: %w", r.JobID, err)
+		}
 	}
 	s.Log.ErrorContext(ctx, "row marked sent without provider evidence; moved to reconciling, no further sends",
 		"delivery_id", r.ID, "job_id", r.JobID, "notified_at", r.NotifiedAt, "drained", ev.Drained)
 	return nil
+}
+
+// dueDigests hands notify the digests that are due (R-DIGEST-3): every
+// open one at each sweep until notify closes it (a duplicate message
+// finds it closed, and the close is one conditional write anyway), and
+// one closed but never claimed once it has been left StuckAfter (its
+// notify message lost or dead-lettered). A digest claimed since is in
+// flight, Unsettled's.
+func (s *Sweeper) dueDigests(ctx context.Context, now time.Time, requeued map[job.ID]bool, rep *Report) error {
+	if s.Digests == nil {
+		return nil
+	}
+	dueBy := now
+	if s.DigestClock != nil {
+		dueBy = s.DigestClock().UTC()
+	}
+	return s.Digests.DueDigests(ctx, dueBy, func(r delivery.Row) error {
+		m := r.NotifyMessage()
+		if requeued[m.JobID] || (r.Status != delivery.StatusOpen && now.Sub(r.UpdatedAt) < s.StuckAfter) {
+			return nil
+		}
+		requeued[m.JobID] = true
+		rep.DigestsDue++
+		s.Log.InfoContext(ctx, "digest due; notify will close and send it", "digest_id", r.ID, "status", r.Status, "due_at", r.DueAt)
+		return s.Queue.Enqueue(ctx, m)
+	})
 }

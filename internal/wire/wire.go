@@ -35,6 +35,10 @@ type Options struct {
 	AWS []awsclient.Option
 	// Now fixes the clock (default time.Now).
 	Now func() time.Time
+	// DigestNow, if set, is the clock daily digests are due by (notify's
+	// and the sweeper's; default Now): tests bring a reader's digest hour
+	// about with it, leaving leases and evidence times on Now.
+	DigestNow func() time.Time
 	// Wrap wraps a stage's work (fault injection at stage boundaries).
 	Wrap func(job.Stage, stage.Func) stage.Func
 	// Runner options of a stage's runner (the jitter seed).

@@ -52,6 +52,7 @@ func neverSent(r delivery.Row) bool {
 func clone(r delivery.Row) delivery.Row {
 	r.BouncedMessageIDs = slices.Clone(r.BouncedMessageIDs)
 	r.DuplicateMessageIDs = slices.Clone(r.DuplicateMessageIDs)
+	r.Entries = slices.Clone(r.Entries)
 	return r
 }
 

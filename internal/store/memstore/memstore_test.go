@@ -47,3 +47,9 @@ func TestDismissals_Memstore(t *testing.T) {
 func TestPreferences_Memstore(t *testing.T) {
 	storetest.Preferences(t, func(*testing.T) store.PreferenceStore { return memstore.NewRecipients() })
 }
+
+// The in-memory outbox keeps the digest rows' contract DynamoDB keeps.
+// Rules: R-STORE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3.
+func TestDigests_Memstore(t *testing.T) {
+	storetest.Digests(t, func(_ *testing.T, now store.Clock) storetest.DigestStore { return memstore.NewDeliveries(now) })
+}

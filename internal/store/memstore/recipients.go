@@ -114,3 +114,12 @@ func (r *Recipients) Standings(_ context.Context, ids []string) (map[string]deli
 	}
 	return out, nil
 }
+
+// NewRecipientsAt is NewRecipients with the clock records are written at
+// (their UpdatedAt): a world whose runs must be functions of their
+// choices (internal/explore) gives its own.
+func NewRecipientsAt(now store.Clock) *Recipients {
+	r := NewRecipients()
+	r.now = now
+	return r
+}

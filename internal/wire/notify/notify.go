@@ -77,6 +77,9 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	n.Threads, n.ListID = mail.NewThreads(cfg.UnsubscribeKey, cfg.MailDomain), cfg.ListID
 	// The subject keeps the changelist's first title (R-THREAD-1).
 	n.Titles = b.Jobs
+	// Readers on daily or mixed delivery get digests, rows of the same
+	// outbox (R-DIGEST-*).
+	n.Digests, n.DigestClock = b.Deliveries, o.DigestNow
 	var account *sesmail.Account
 	if sender == nil {
 		client := sesmail.NewSES(b.AWS, cfg.Endpoints.SES)

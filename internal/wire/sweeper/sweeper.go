@@ -21,7 +21,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	}
 	s := &sweeper.Sweeper{Jobs: b.Jobs, Deliveries: b.Deliveries, Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Queue: b.Queue, Log: log, Now: b.Now,
-		StuckAfter: cfg.SweepStuckAfter, EvidenceWindow: cfg.EvidenceWindow, Margin: cfg.EvidenceMargin}
+		StuckAfter: cfg.SweepStuckAfter, EvidenceWindow: cfg.EvidenceWindow, Margin: cfg.EvidenceMargin,
+		// Daily digests that are due go to notify (R-DIGEST-3).
+		Digests: b.Deliveries, DigestClock: o.DigestNow}
 	if cfg.FeedbackQueueURL != "" {
 		s.Drain = &drain.Checker{Counter: b.Queue, Queue: cfg.FeedbackQueueURL, DLQ: cfg.FeedbackDLQURL,
 			Lag: cfg.EvidenceCounterLag, Every: cfg.SweepEvery, Evidence: b.Evidence, Set: cfg.ConfigurationSet, Now: b.Now}
