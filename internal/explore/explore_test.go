@@ -220,6 +220,30 @@ func TestFootprint_Independence(t *testing.T) {
 	}
 }
 
+// A read of several rows at once (BatchGetItem: the quiet rules' look
+// at newer and earlier versions of many recipients) conflicts with a
+// write of any of them, and with no other row's: partial-order
+// reduction may not take notify's multi-recipient read and another
+// notifier's claim of one of those rows for independent.
+func TestFootprint_ManyRowsReadEachRow(t *testing.T) {
+	many := opUses(rdMany("outbox.GetMany", []string{"d_a", "d_b"}))
+	for _, c := range []struct {
+		o    op
+		want bool
+	}{
+		{wr("outbox.Claim", "d_a"), false},
+		{wr("outbox.Skip", "d_b"), false},
+		{wr("outbox.Claim", "d_c"), true},
+		{rd("outbox.Get", "d_a"), true},
+		{rd("outbox.Unsettled", "*"), true},
+		{wr("jobs.FinishNotify", "d_a"), true},
+	} {
+		if got := independent(many, opUses(c.o)); got != c.want {
+			t.Errorf("GetMany(d_a,d_b) and %s: independent %t, want %t", c.o, got, c.want)
+		}
+	}
+}
+
 // Every action label parses back to the action.
 func TestParseLabel_RoundTrip(t *testing.T) {
 	for _, a := range []Action{{Kind: Step, Target: "notify#1", Out: AnswerLost}, {Kind: Deliver, Target: "notify-1"},
