@@ -27,12 +27,20 @@ import (
 // judges it, in every order. Each recipient must then be mailed exactly
 // one version, the newest that could reach them (OneVersion), and no row
 // may be superseded by a version that never reached its recipient.
+//
+// In newer-refused the two versions' notifiers run at once (Lambda
+// polls one queue with several invocations): version 1 may judge version
+// 2 while version 2's row is claimed and its send in flight, the one
+// moment its row is `sending` in a world with no lost answer. With one
+// notifier, version 2's run always ended before version 1's began, and a
+// judge that took a send in flight for one that reached the recipient
+// went unseen (mutation quiet-sending-successor-reached).
 func supersedeScenarios() []Scenario {
 	return []Scenario{
 		{Name: "newer-refused", Jobs: []JobSpec{
 			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
 			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}}},
-			Quiet: true, OneVersion: true, MaxFaults: 1, SendFaults: []Outcome{Refused}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 20, DeepDepth: 30},
+			Quiet: true, OneVersion: true, Notifiers: 2, MaxFaults: 1, SendFaults: []Outcome{Refused}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 20, DeepDepth: 30},
 		{Name: "newer-over-budget", Jobs: []JobSpec{
 			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
 			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}, OverBudget: true}},
@@ -62,6 +70,23 @@ func supersedeBeforeReached(w *world) {
 			return delivery.Unreachable
 		}
 		return delivery.Reached
+	}
+}
+
+// sendingCountsAsReached is the judge with mutation
+// quiet-sending-successor-reached: a newer version whose row is claimed,
+// its send in flight, counts as having reached the recipient — and when
+// SES then refuses that send for good, the older version was superseded
+// by a version nobody received.
+func sendingCountsAsReached(w *world) {
+	if w.notify.Quiet == nil {
+		return
+	}
+	w.notify.Quiet.Judge = func(newer job.Job, r delivery.Row, ok bool) delivery.Successor {
+		if ok && r.Status == delivery.StatusSending {
+			return delivery.Reached
+		}
+		return delivery.Judge(newer, r, ok)
 	}
 }
 
