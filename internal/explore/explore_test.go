@@ -20,17 +20,20 @@ const maxStates = 400_000
 // one job per idempotency key and review version, a repeated key answered
 // byte for byte as the first, a stage message only for a job persisted at
 // that stage, and no accepted job lost. With the quiet rules
-// (superseded, newer-refused, newer-over-budget): a row settled quietly
-// is never sent, the latest version is mailed, a row is superseded only
-// by a version that reached its recipient, and when the newer version
-// fails before, during or after the older one's look, the recipient is
-// mailed one version, the newest that could reach them. In every
-// scenario, what AWS does besides (two sweepers, two notifiers and a
-// sweeper, deadlines, batches): no stage message is deleted with its work
-// neither done nor handed on, no Send event's message before the event is
-// on its row, no message of a batch starts past its last start, no row is
-// reconciled in a world that keeps the publish bound, and the sweeper
-// hands back a stuck row and a stuck job. The deep run is make explore.
+// (superseded, newer-refused, newer-over-budget, newer-dead-lettered): a
+// row settled quietly is never sent, the latest version is mailed, a row
+// is superseded only by a version that reached its recipient, and when
+// the newer version fails (refused by SES while the older one looks,
+// refused by its budget, dead-lettered with the row unsent) before,
+// during or after the older one's look, the recipient is mailed one
+// version, the newest that could reach them, and no job waits for ever.
+// In every scenario, what AWS does besides (two sweepers, two notifiers
+// and a sweeper, deadlines, batches): no stage message is deleted with
+// its work neither done nor handed on, no Send event's message before the
+// event is on its row, no message of a batch starts past its last start,
+// no row is reconciled in a world that keeps the publish bound, and the
+// sweeper hands back a stuck row and a stuck job. The deep run is make
+// explore.
 // Rules: R-OUTBOX-10, R-EVIDENCE-2, R-OUTBOX-8, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3, R-STAGE-8, R-STAGE-9, R-STAGE-10, R-RECON-1, R-EVIDENCE-1.
 func TestExplore_ProtocolAsBuilt(t *testing.T) {
 	for _, sc := range Scenarios() {

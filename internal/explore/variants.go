@@ -36,6 +36,9 @@ func Variants() []*Variant {
 		{Name: "sending-counts-as-reached", CaughtIn: []string{"newer-refused"}, Property: "quiet",
 			Doc: "broken on purpose: a newer version whose send is in flight counts as having reached the recipient; " +
 				"when SES then refuses it for good, nobody is mailed", Apply: sendingCountsAsReached},
+		{Name: "dead-lettered-waited-for", CaughtIn: []string{"newer-dead-lettered"}, Property: "stuck",
+			Doc: "broken on purpose: a dead-lettered newer version with the recipient's row never sent is waited for; " +
+				"the older version waits for ever and nobody is mailed", Apply: deadLetteredWaited},
 		{Name: "enqueue-before-commit", CaughtIn: []string{"duplicate-webhooks"}, Property: "persisted",
 			Doc: "broken on purpose: intake enqueues the fetch stage before its transaction commits", Apply: func(w *world) {
 				w.intake.Jobs = enqueueFirst{w.intake.Jobs, stageQueue{w}}
