@@ -56,7 +56,7 @@ func supersedeScenarios() []Scenario {
 			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
 			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}}},
 			Start: newerOnItsLastReceive, Quiet: true, OneVersion: true, Notifiers: 2, MaxFaults: 1, SendFaults: []Outcome{},
-			StoreFaults: []string{"outbox.Claim"}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 20, DeepDepth: 26},
+			StoreFaults: []string{"outbox.Claim"}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 18, DeepDepth: 26},
 	}
 }
 
