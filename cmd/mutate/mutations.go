@@ -194,7 +194,7 @@ func Mutations() []Mutation {
 			What: "a newer version whose row is still sending counts as having reached the recipient (it may yet fail for good)",
 			Old:  "\tcase r.Status == StatusSending:\n\t\treturn Undecided",
 			New:  "\tcase r.Status == StatusSending:\n\t\treturn Reached"},
-		{ID: "quiet-dead-lettered-successor-waits", File: successor, Scenarios: []string{"newer-refused", "newer-over-budget"},
+		{ID: "quiet-dead-lettered-successor-waits", File: successor, Scenarios: []string{"newer-dead-lettered"},
 			What: "a dead-lettered newer version is waited for, as if it could still mail the recipient",
 			Old:  "\t\tif newer.Status == job.StatusDeadLettered {\n\t\t\treturn Unreachable",
 			New:  "\t\tif newer.Status == job.StatusDeadLettered {\n\t\t\treturn Undecided"},

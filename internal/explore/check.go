@@ -178,7 +178,7 @@ func (w *world) liveness() *Violation {
 		visible := j.Status == job.StatusNeedsIntervention || (j.Status == job.StatusDeadLettered && w.envelopeFor(id)) ||
 			j.Status == job.StatusBudgetExceeded
 		if !visible && j.Status != job.StatusSucceeded {
-			return &Violation{Rule: "stuck", Message: fmt.Sprintf("job %s is %s at %s once the world is quiet", id, j.Status, j.Stage)}
+			return &Violation{Rule: "stuck", Message: fmt.Sprintf("job %s is %s at %s %s", id, j.Status, j.Stage, w.atRest())}
 		}
 		rows := w.rowsOf(j)
 		if len(rows) < len(j.AllRecipients()) && !visible {
@@ -192,14 +192,24 @@ func (w *world) liveness() *Violation {
 				// every event here reaches the feedback queue within the
 				// bound, so the evidence settles every send, and a row
 				// still sending was left behind (R-STAGE-8's hand-off).
-				return &Violation{Rule: "stuck", Message: fmt.Sprintf("row %s is still sending once the world is quiet, its job %s", r.ID, j.Status)}
+				return &Violation{Rule: "stuck", Message: fmt.Sprintf("row %s is still sending %s, its job %s", r.ID, w.atRest(), j.Status)}
 			case visible:
 			default:
-				return &Violation{Rule: "stuck", Message: fmt.Sprintf("row %s is %s once the world is quiet, its job %s", r.ID, r.Status, j.Status)}
+				return &Violation{Rule: "stuck", Message: fmt.Sprintf("row %s is %s %s, its job %s", r.ID, r.Status, w.atRest(), j.Status)}
 			}
 		}
 	}
 	return nil
+}
+
+// atRest says when liveness looked: once the world was quiet, or when
+// the healing run stopped at its limit with work still going on (a job
+// that looks again and again, and never ends).
+func (w *world) atRest() string {
+	if w.restless {
+		return "when the healing run stopped, the world never quiet"
+	}
+	return "once the world is quiet"
 }
 
 // envelopeFor reports whether a stage's DLQ holds a dead-letter
@@ -267,6 +277,7 @@ func (w *world) heal(limit int) func(yield func(Action) bool) {
 				return
 			}
 		}
+		w.restless = true
 	}
 }
 

@@ -68,7 +68,9 @@
 // delivered, skipped without a send, or held for a person with its reason
 // in sight (never still sending: every event reaches the feedback queue
 // here, so the evidence settles every send), and every job must have a
-// verdict.
+// verdict. A job that never ends (an older version waiting for ever for
+// a newer one that cannot come) keeps the healing run busy until its
+// limit; liveness then finds it still at work, and says so.
 //
 // Also after every action: a stage message is deleted only when its work
 // is done or handed on (a fresh copy, an envelope in the DLQ, another
@@ -97,8 +99,9 @@
 // next) and explored once from its shallowest depth. Partial-order
 // reduction by sleep sets (Godefroid, 1996) skips orderings of actions
 // that commute: each action has a footprint (the row, job, message or
-// queue it reads, writes or adds to), and two actions with disjoint
-// footprints reach the same state in either order. A violation's trace is
+// queue it reads, writes or adds to; each row of a read of several), and
+// two actions with disjoint footprints reach the same state in either
+// order. A violation's trace is
 // made the shortest within the search by a binary search on the depth
 // bound (a bounded search that re-explores states reached by a shorter
 // path misses nothing within its bound), then printed step by step with

@@ -75,13 +75,15 @@ type Options struct {
 	stopAtFirst bool
 }
 
-// checks reports whether the options check property p.
+// checks reports whether the options check property p. The liveness
+// check is asked for by its own name or by the rules it reports
+// ("stuck", "lost"), as a variant names the rule it breaks.
 func (o Options) checks(p string) bool {
 	if o.Properties == nil {
 		return true
 	}
 	for _, q := range o.Properties {
-		if q == p {
+		if q == p || (p == "liveness" && (q == "stuck" || q == "lost")) {
 			return true
 		}
 	}

@@ -20,14 +20,16 @@ const maxStates = 400_000
 // one job per idempotency key and review version, a repeated key answered
 // byte for byte as the first, a stage message only for a job persisted at
 // that stage, and no accepted job lost. With the quiet rules
-// (superseded, newer-refused, newer-over-budget): a row settled quietly
-// is never sent, the latest version is mailed, a row is superseded only
-// by a version that reached its recipient, and when the newer version
-// fails before, during or after the older one's look, the recipient is
-// mailed one version, the newest that could reach them. With a daily
-// reader (digest-close): each version reaches them once, in one digest,
-// whatever the order of its notify and the digest's close and send, and
-// a job succeeds only once its rows' entries are held. In every
+// (superseded, newer-refused, newer-over-budget, newer-dead-lettered): a
+// row settled quietly is never sent, the latest version is mailed, a row
+// is superseded only by a version that reached its recipient, and when
+// the newer version fails (refused by SES while the older one looks,
+// refused by its budget, dead-lettered with the row unsent) before,
+// during or after the older one's look, the recipient is mailed one
+// version, the newest that could reach them, and no job waits for ever.
+// With a daily reader (digest-close): each version reaches them once, in
+// one digest, whatever the order of its notify and the digest's close and
+// send, and a job succeeds only once its rows' entries are held. In every
 // scenario, what AWS does besides (two sweepers, two notifiers and a
 // sweeper, deadlines, batches): no stage message is deleted with its work
 // neither done nor handed on, no Send event's message before the event is
@@ -221,6 +223,30 @@ func TestFootprint_Independence(t *testing.T) {
 	for i, c := range cases {
 		if got := independent(c.a, c.b); got != c.want {
 			t.Errorf("%d: independent(%v, %v) = %t", i, c.a, c.b, got)
+		}
+	}
+}
+
+// A read of several rows at once (BatchGetItem: the quiet rules' look
+// at newer and earlier versions of many recipients) conflicts with a
+// write of any of them, and with no other row's: partial-order
+// reduction may not take notify's multi-recipient read and another
+// notifier's claim of one of those rows for independent.
+func TestFootprint_ManyRowsReadEachRow(t *testing.T) {
+	many := opUses(rdMany("outbox.GetMany", []string{"d_a", "d_b"}))
+	for _, c := range []struct {
+		o    op
+		want bool
+	}{
+		{wr("outbox.Claim", "d_a"), false},
+		{wr("outbox.Skip", "d_b"), false},
+		{wr("outbox.Claim", "d_c"), true},
+		{rd("outbox.Get", "d_a"), true},
+		{rd("outbox.Unsettled", "*"), true},
+		{wr("jobs.FinishNotify", "d_a"), true},
+	} {
+		if got := independent(many, opUses(c.o)); got != c.want {
+			t.Errorf("GetMany(d_a,d_b) and %s: independent %t, want %t", c.o, got, c.want)
 		}
 	}
 }

@@ -141,6 +141,15 @@ func opUses(o op) footprint {
 		// Standings names several recipients at once: the whole set.
 		return footprint{{"rcpt", acc}}
 	}
+	if len(o.keys) > 0 {
+		// A call on several resources touches each: joined into one key,
+		// "row/a,b" would overlap neither "row/a" nor "row/b".
+		fp := make(footprint, 0, len(o.keys))
+		for _, k := range o.keys {
+			fp = append(fp, use{dom + "/" + k, acc})
+		}
+		return fp
+	}
 	if o.key == "*" || o.key == "" {
 		return footprint{{dom, acc}}
 	}

@@ -43,12 +43,12 @@ func (w *world) quietSafety(emails map[string]int) *Violation {
 
 // quietLiveness: once the world is quiet, the changelist's latest version
 // is mailed to its recipients (its rows are never settled quietly), unless
-// its job is visibly failed.
+// its job is visibly failed, or was and came back (revived).
 func (w *world) quietLiveness() *Violation {
 	ctx := context.Background()
 	for _, id := range w.jobIDs {
 		j, err := w.jobsMem.Get(ctx, id)
-		if err != nil {
+		if err != nil || w.revived(j) {
 			continue
 		}
 		latest, _, err := w.jobsMem.LatestVersion(ctx, j.Source, j.ChangelistID)
@@ -62,4 +62,16 @@ func (w *world) quietLiveness() *Violation {
 		}
 	}
 	return nil
+}
+
+// revived reports whether j was dead-lettered (its envelope is in a DLQ)
+// and has run again since: a copy of its message that raced the dead
+// letter (the sweeper's re-enqueue of the job it found stuck a moment
+// before) or an operator's replay. An older version may have been mailed
+// in its stead meanwhile, judged against it dead-lettered (R-QUIET-3);
+// the revived version is then mailed too, or settled as the same diff
+// that older version mailed (R-QUIET-1) — each version at most once, but
+// no longer one version per recipient, nor the latest mailed.
+func (w *world) revived(j job.Job) bool {
+	return j.Status != job.StatusDeadLettered && w.envelopeFor(j.ID)
 }

@@ -177,7 +177,7 @@ func (s Scenario) withDefaults() Scenario {
 }
 
 // Scenarios are the worlds `make test` explores completely (together,
-// about 257,000 states; docs/chaos.md has the figures) and `make explore`
+// about 320,000 states; docs/chaos.md has the figures) and `make explore`
 // explores again with deeper bounds (Deep). A path's depth counts the
 // explorer's choices; each leaf is then healed (no more faults, a fair
 // schedule) to check that nothing is stuck. duplicate-webhooks is the

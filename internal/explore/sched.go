@@ -56,8 +56,12 @@ func (o Outcome) Fault() bool { return o != OK && o != die }
 // where the explorer may let another process run first, or answer the
 // call with a fault.
 type op struct {
-	name   string    // "outbox.Claim"
-	key    string    // the resource it reads or writes: a row, a job, a queue
+	name string // "outbox.Claim"
+	key  string // the resource it reads or writes: a row, a job, a queue
+	// keys, for a call on several resources of its kind at once
+	// (GetMany's rows), are each of them: the call's footprint names
+	// every one (opUses), and key joins them for people and the hash.
+	keys   []string
 	write  bool      // whether it changes the resource
 	faults []Outcome // outcomes beyond OK the explorer may choose
 }

@@ -43,6 +43,12 @@ func call[T any](w *world, ctx context.Context, o op, f func() (T, error)) (T, e
 func rd(name, key string) op { return op{name: name, key: key} }
 func wr(name, key string) op { return op{name: name, key: key, write: true} }
 
+// rdMany reads several resources of one kind at once (a BatchGetItem):
+// each is its own key, so the read conflicts with a write of any of them.
+func rdMany(name string, keys []string) op {
+	return op{name: name, key: strings.Join(keys, ","), keys: slices.Clone(keys)}
+}
+
 // pair carries a call's two answers through call.
 type pair[A, B any] struct {
 	a A
@@ -74,7 +80,7 @@ func (o outbox) Get(ctx context.Context, id string) (delivery.Row, error) {
 	return call(o.w, ctx, rd("outbox.Get", id), func() (delivery.Row, error) { return o.s.Get(ctx, id) })
 }
 func (o outbox) GetMany(ctx context.Context, ids []string) ([]delivery.Row, error) {
-	return call(o.w, ctx, rd("outbox.GetMany", strings.Join(ids, ",")), func() ([]delivery.Row, error) { return o.s.GetMany(ctx, ids) })
+	return call(o.w, ctx, rdMany("outbox.GetMany", ids), func() ([]delivery.Row, error) { return o.s.GetMany(ctx, ids) })
 }
 func (o outbox) Claim(ctx context.Context, id, token string, lease time.Duration) (delivery.Row, error) {
 	return call(o.w, ctx, wr("outbox.Claim", id), func() (delivery.Row, error) { return o.s.Claim(ctx, id, token, lease) })

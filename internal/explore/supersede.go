@@ -22,28 +22,71 @@ import (
 // superseded only by one that reached the recipient: versions 1 and 2 of
 // one change, both accepted before anything runs, the quiet rules on, and
 // version 2 ending without mailing the recipient — its mail refused for
-// good by SES (a Refused send), or its model run refused by its budget
-// (the real llm stage) — before, during or after version 1's notify
-// judges it, in every order. Each recipient must then be mailed exactly
-// one version, the newest that could reach them (OneVersion), and no row
-// may be superseded by a version that never reached its recipient.
+// good by SES (a Refused send), its model run refused by its budget (the
+// real llm stage), or its notify message dead-lettered on its last
+// receive with the recipient's row never sent (newer-dead-lettered) —
+// before, during or after version 1's notify judges it, in every order.
+// Each recipient must then be mailed exactly one version, the newest that
+// could reach them (OneVersion), no row may be superseded by a version
+// that never reached its recipient, and no job may wait for ever
+// (liveness: version 1 waiting on a version 2 that cannot come stays at
+// notify, in progress).
+//
+// In newer-refused the two versions' notifiers run at once (Lambda
+// polls one queue with several invocations): version 1 may judge version
+// 2 while version 2's row is claimed and its send in flight, the one
+// moment its row is `sending` in a world with no lost answer. With one
+// notifier, version 2's run always ended before version 1's began, and a
+// judge that took a send in flight for one that reached the recipient
+// went unseen (mutation quiet-sending-successor-reached).
 func supersedeScenarios() []Scenario {
 	return []Scenario{
 		{Name: "newer-refused", Jobs: []JobSpec{
 			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
 			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}}},
-			Quiet: true, OneVersion: true, MaxFaults: 1, SendFaults: []Outcome{Refused}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 20, DeepDepth: 30},
+			Quiet: true, OneVersion: true, Notifiers: 2, MaxFaults: 1, SendFaults: []Outcome{Refused}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 20, DeepDepth: 30},
 		{Name: "newer-over-budget", Jobs: []JobSpec{
 			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
 			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}, OverBudget: true}},
 			Quiet: true, OneVersion: true, MaxFaults: 1, SendFaults: []Outcome{AnswerLost}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 18, DeepDepth: 28},
+		// Version 2's notify message on its last receive (the start), its
+		// claim may fail once more: dead-lettered with the row unsent,
+		// while version 1's notifier runs beside it.
+		{Name: "newer-dead-lettered", Jobs: []JobSpec{
+			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
+			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}}},
+			Start: newerOnItsLastReceive, Quiet: true, OneVersion: true, Notifiers: 2, MaxFaults: 1, SendFaults: []Outcome{},
+			StoreFaults: []string{"outbox.Claim"}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 18, DeepDepth: 26},
+	}
+}
+
+// newerOnItsLastReceive: version 2's notify message was received twice,
+// and each time its notifier created the row and then failed to claim it
+// (DynamoDB's 500, through the SDK's retries): the job is
+// retryable_failed at notify, its row pending, never sent, and the
+// message's next receive is the last its queue allows. The notify runner
+// records failures on the job and dead-letters on that last receive, as
+// deployed (wire.Runner gives it the jobs table and maxReceiveCount), so
+// one more failed claim leaves version 2 dead-lettered with its row
+// unsent, before, during or after version 1's look.
+func newerOnItsLastReceive(w *world) {
+	w.runner.Jobs = failures{jobs{w, w.jobsMem}}
+	w.runner.MaxReceives = w.sc.Config.MaxReceives
+	for range w.sc.Config.MaxReceives - 1 {
+		if _, ok := w.apply(Action{Kind: Deliver, Target: "notify-2"}); !ok {
+			panic("explore: start: notify-2 is not visible")
+		}
+		p := w.sched.procs[len(w.sched.procs)-1]
+		w.runTo(p.label, "outbox.Claim")
+		w.sched.step(p, FailBefore)
+		w.runOut(p.label)
 	}
 }
 
 // supersedeDeepDepths are make explore's bounds of supersedeScenarios,
 // those docs/chaos.md's figures were measured at.
 func supersedeDeepDepths() map[string]int {
-	return map[string]int{"newer-refused": 30, "newer-over-budget": 28}
+	return map[string]int{"newer-refused": 30, "newer-over-budget": 28, "newer-dead-lettered": 26}
 }
 
 // supersedeBeforeReached is R-QUIET-3 as it was: a newer version counts
@@ -62,6 +105,40 @@ func supersedeBeforeReached(w *world) {
 			return delivery.Unreachable
 		}
 		return delivery.Reached
+	}
+}
+
+// sendingCountsAsReached is the judge with mutation
+// quiet-sending-successor-reached: a newer version whose row is claimed,
+// its send in flight, counts as having reached the recipient — and when
+// SES then refuses that send for good, the older version was superseded
+// by a version nobody received.
+func sendingCountsAsReached(w *world) {
+	if w.notify.Quiet == nil {
+		return
+	}
+	w.notify.Quiet.Judge = func(newer job.Job, r delivery.Row, ok bool) delivery.Successor {
+		if ok && r.Status == delivery.StatusSending {
+			return delivery.Reached
+		}
+		return delivery.Judge(newer, r, ok)
+	}
+}
+
+// deadLetteredWaited is the judge with mutation
+// quiet-dead-lettered-successor-waits: a dead-lettered newer version
+// whose row for the recipient was never sent is waited for as if it could
+// still mail them — and the older version waits for ever, its job never
+// done, the recipient never mailed.
+func deadLetteredWaited(w *world) {
+	if w.notify.Quiet == nil {
+		return
+	}
+	w.notify.Quiet.Judge = func(newer job.Job, r delivery.Row, ok bool) delivery.Successor {
+		if ok && newer.Status == job.StatusDeadLettered && r.Status.Claimable() {
+			return delivery.Undecided
+		}
+		return delivery.Judge(newer, r, ok)
 	}
 }
 
@@ -126,6 +203,9 @@ func (w *world) supersedeLiveness() *Violation {
 	}
 	versions := map[string]map[int]bool{} // changelist and recipient → versions mailed
 	for _, js := range w.sc.Jobs {
+		if j, err := w.jobsMem.Get(ctx, job.NewID("generic", js.Changelist, js.Version)); err == nil && w.revived(j) {
+			continue // mailed too, if at all (quiet.go)
+		}
 		for _, rcpt := range js.Recipients {
 			id := delivery.ID(job.ChangelistKey("generic", js.Changelist), rcpt, js.Version)
 			for _, m := range w.mails {

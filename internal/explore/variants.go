@@ -33,6 +33,12 @@ func Variants() []*Variant {
 		{Name: "supersede-before-reached", CaughtIn: []string{"newer-refused", "newer-over-budget"}, Property: "quiet",
 			Doc: "R-QUIET-3 as it was: an older version is superseded by a newer one still on its way, unless that one has visibly " +
 				"failed already; when it fails afterwards, nobody is mailed", Apply: supersedeBeforeReached},
+		{Name: "sending-counts-as-reached", CaughtIn: []string{"newer-refused"}, Property: "quiet",
+			Doc: "broken on purpose: a newer version whose send is in flight counts as having reached the recipient; " +
+				"when SES then refuses it for good, nobody is mailed", Apply: sendingCountsAsReached},
+		{Name: "dead-lettered-waited-for", CaughtIn: []string{"newer-dead-lettered"}, Property: "stuck",
+			Doc: "broken on purpose: a dead-lettered newer version with the recipient's row never sent is waited for; " +
+				"the older version waits for ever and nobody is mailed", Apply: deadLetteredWaited},
 		{Name: "enqueue-before-commit", CaughtIn: []string{"duplicate-webhooks"}, Property: "persisted",
 			Doc: "broken on purpose: intake enqueues the fetch stage before its transaction commits", Apply: func(w *world) {
 				w.intake.Jobs = enqueueFirst{w.intake.Jobs, stageQueue{w}}

@@ -83,6 +83,8 @@ type world struct {
 	dropped []string
 	// late are messages started past their batch's last start (aws.go).
 	late []string
+	// restless: the healing run stopped at its limit, the world not quiet.
+	restless bool
 }
 
 func newWorld(sc Scenario, v *Variant) *world {
