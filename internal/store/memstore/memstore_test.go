@@ -41,3 +41,9 @@ func TestVotes_Memstore(t *testing.T) {
 func TestDismissals_Memstore(t *testing.T) {
 	storetest.Dismissals(t, func(*testing.T) store.DismissalStore { return memstore.NewDismissals() })
 }
+
+// The in-memory mutes and reply windows keep the contract DynamoDB keeps.
+// Rules: R-STORE-1, R-REPLY-6, R-REPLY-7.
+func TestReplies_Memstore(t *testing.T) {
+	storetest.Replies(t, func(*testing.T) storetest.ReplyStores { return memstore.NewReplies() })
+}
