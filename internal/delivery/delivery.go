@@ -27,6 +27,8 @@ import (
 //	suppressed, skipped_unsubscribed, skipped_no_email, skipped_domain: terminal, never sent
 //	pending/failed_transient ─► skipped_same_diff, skipped_nothing_new, superseded:
 //	  terminal, never sent (quiet.go), decided before a claim
+//	pending/failed_transient ─► skipped_muted: the reader muted the changelist by reply
+//	  (R-REPLY-7), terminal, never sent
 type Status string
 
 const (
@@ -43,6 +45,9 @@ const (
 	// StatusSkippedDomain: the address's domain is not one the operator
 	// allows (CRITICIZER_ALLOWED_RECIPIENT_DOMAINS, R-RECIPIENT-1).
 	StatusSkippedDomain Status = "skipped_domain"
+	// StatusSkippedMuted: the reader replied "mute" to an email about the
+	// changelist: no more email about it to them (R-REPLY-7).
+	StatusSkippedMuted Status = "skipped_muted"
 )
 
 // ClaimableStatuses are the statuses a worker may take a row from to send
@@ -83,7 +88,7 @@ func (s Status) Claimable() bool {
 func (s Status) Done() bool {
 	switch s {
 	case StatusSent, StatusDelivered, StatusSuppressed, StatusSkippedUnsubscribed, StatusSkippedNoEmail,
-		StatusSkippedDomain:
+		StatusSkippedDomain, StatusSkippedMuted:
 		return true
 	}
 	return s.Quiet()
@@ -106,9 +111,21 @@ func ID(changelistKey, recipient string, reviewVersion int) string {
 	return "d_" + job.Digest("delivery", changelistKey, NormalizeRecipient(recipient), strconv.Itoa(reviewVersion))
 }
 
+// KindReply marks a row that is not a critique but the confirmation of a
+// reply (Row.Kind, R-REPLY-5): keyed by the reply's SES message id
+// (ReplyID), sent by notify's reply task, not its job's run.
+const KindReply = "reply"
+
+// ReplyID is the delivery id of the confirmation of the reply SES
+// received as sesMessageID: a reply delivered twice (SQS redelivery, a
+// redrive with a new SQS message id) is one row, one email.
+func ReplyID(sesMessageID string) string { return "d_" + job.Digest("reply", sesMessageID) }
+
 // Row is one outbox row.
 type Row struct {
-	ID             string    `dynamodbav:"delivery_id"`
+	ID string `dynamodbav:"delivery_id"`
+	// Kind is "" for a critique, KindReply for a reply's confirmation.
+	Kind           string    `dynamodbav:"kind,omitempty"`
 	JobID          job.ID    `dynamodbav:"job_id"`
 	ChangelistKey  string    `dynamodbav:"changelist_key"`
 	Recipient      string    `dynamodbav:"recipient"`
@@ -196,6 +213,11 @@ type Message struct {
 	// ContentSHA256: it says what the bodies show. Empty: no findings, or
 	// a row rendered before it existed.
 	Findings string `dynamodbav:"findings,omitempty"`
+	// ReplyTo is the Reply-To address the email is sent with: the
+	// delivery's reply address (R-REPLY-1). Empty: replies are off (no
+	// inbound domain) and the email has no Reply-To. ContentSHA256 covers
+	// it when set.
+	ReplyTo string `dynamodbav:"reply_to,omitempty"`
 }
 
 // Finding is the id of the finding the email numbers n (from 1), and
@@ -206,6 +228,17 @@ func (m Message) Finding(n int) (string, bool) {
 		return "", false
 	}
 	return ids[n-1], true
+}
+
+// NotifyMessage is the notify message that carries the row on: its job's
+// notify run, or, for a reply's confirmation, the reply task naming the
+// row (the sweeper, the feedback function's resend and the operator's
+// requeue hand rows back with it).
+func (r Row) NotifyMessage() job.Message {
+	if r.Kind == KindReply {
+		return job.Message{JobID: r.JobID, Stage: job.StageNotify, Task: job.TaskReply, Delivery: r.ID}
+	}
+	return job.Message{JobID: r.JobID, Stage: job.StageNotify}
 }
 
 // HasEvidence reports whether the provider confirmed it accepted the

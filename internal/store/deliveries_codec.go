@@ -41,6 +41,7 @@ type storedMessage struct {
 	Reason          string `json:"reason,omitempty"`
 	Severity        string `json:"severity,omitempty"`
 	Findings        string `json:"findings,omitempty"`
+	ReplyTo         string `json:"reply_to,omitempty"`
 }
 
 // marshalRow is a row's item, its message gzipped.
@@ -52,7 +53,7 @@ func marshalRow(r delivery.Row) (map[string]types.AttributeValue, error) {
 	m := r.Message
 	raw, err := json.Marshal(storedMessage{Subject: m.Subject, HTML: m.HTML, Text: m.Text, TemplateVersion: m.TemplateVersion,
 		ContentSHA256: m.ContentSHA256, UnsubscribeURL: m.UnsubscribeURL,
-		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings})
+		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings, ReplyTo: m.ReplyTo})
 	if err != nil {
 		return nil, fmt.Errorf("marshal delivery %s message: %w", r.ID, err)
 	}
@@ -96,6 +97,6 @@ func unmarshalRow(item map[string]types.AttributeValue, r *delivery.Row) error {
 	}
 	r.Message = delivery.Message{Subject: m.Subject, HTML: m.HTML, Text: m.Text, TemplateVersion: m.TemplateVersion,
 		ContentSHA256: m.ContentSHA256, UnsubscribeURL: m.UnsubscribeURL,
-		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings}
+		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings, ReplyTo: m.ReplyTo}
 	return nil
 }
