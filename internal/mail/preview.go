@@ -14,11 +14,12 @@ const (
 )
 
 // PreviewNames lists every template that can be previewed: the critique's
-// HTML and text forms, a rerun's, the unsubscribe endpoint's two pages and
-// the vote endpoint's two.
+// HTML and text forms, a rerun's, the unsubscribe endpoint's two pages,
+// the vote endpoint's two, and a reply's confirmation.
 func (r *Renderer) PreviewNames() []string {
 	return []string{TemplateVersion + ".html", TemplateVersion + ".txt", RerunTemplateVersion + ".html", RerunTemplateVersion + ".txt",
-		UnsubscribeVersion + ".html", UnsubscribedVersion + ".html", VoteVersion + ".html", VotedVersion + ".html"}
+		UnsubscribeVersion + ".html", UnsubscribedVersion + ".html", VoteVersion + ".html", VotedVersion + ".html",
+		ConfirmationVersion + ".html", ConfirmationVersion + ".txt"}
 }
 
 // Preview renders a template with built-in sample data (SampleData), so an
@@ -52,6 +53,12 @@ func (r *Renderer) Preview(name string) (contentType string, body []byte, err er
 	case VotedVersion + ".html":
 		b, err := r.VotedPage("useful")
 		return ContentTypeHTML, b, err
+	case ConfirmationVersion + ".html", ConfirmationVersion + ".txt":
+		m, err := r.RenderConfirmation(SampleConfirmation())
+		if strings.HasSuffix(name, ".txt") {
+			return ContentTypeText, []byte(m.Text), err
+		}
+		return ContentTypeHTML, []byte(m.HTML), err
 	}
 	return "", nil, fmt.Errorf("%w: %q", ErrUnknownTemplate, name)
 }
@@ -70,6 +77,7 @@ func SampleData() Data {
 		Source:         SourceGitHub,
 		UnsubscribeURL: "https://criticizer.example.com/unsubscribe?token=sample-token",
 		Votes:          sampleVotes,
+		ReplyTo:        "reply+" + strings.Repeat("k", 58) + "@replies.criticizer.example.com",
 		Critique: critic.Critique{
 			Critic: "offline/v1",
 			Summary: "This change touches 5 files, adding 214 lines and removing 37 lines. " +
@@ -132,4 +140,15 @@ func SampleRerunData() Data {
 			Message: "Old code without tests."},
 	}}
 	return d
+}
+
+// SampleConfirmation is a reply's confirmation for previews: two findings
+// marked, one number the email does not list, a mute, the vocabulary
+// asked for, and commands past the limit.
+func SampleConfirmation() Confirmation {
+	d := SampleData()
+	return Confirmation{ChangelistID: d.ChangelistID, Subject: Subject(d), Findings: len(d.Critique.Findings),
+		Actions: []ReplyAction{{Verb: "wrong", Finding: 1, Listed: true}, {Verb: "useful", Finding: 3, Listed: true},
+			{Verb: "wrong", Finding: 12}, {Verb: "mute"}, {Verb: "help"}},
+		Ignored: 2, Unknown: 1, ReplyTo: d.ReplyTo}
 }

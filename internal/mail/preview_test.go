@@ -25,6 +25,9 @@ func TestPreview_EveryListedTemplateRenders(t *testing.T) {
 		"unsubscribed/v1.html": "text/html; charset=utf-8",
 		"vote/v1.html":         "text/html; charset=utf-8",
 		"voted/v1.html":        "text/html; charset=utf-8",
+
+		"reply-confirmation/v1.html": "text/html; charset=utf-8",
+		"reply-confirmation/v1.txt":  "text/plain; charset=utf-8",
 	}
 	if len(names) != len(want) {
 		t.Errorf("PreviewNames() = %v; want %d names", names, len(want))

@@ -77,6 +77,17 @@ func firstCases() []Data {
 	d = base()
 	d.Critique.Findings, d.Critique.Truncated, d.Hidden = nil, true, 2
 	out = append(out, d)
+	// A reply address (R-REPLY-1): numbered findings and the reply line,
+	// with links, with a changelist id to escape, and with no finding.
+	d = base()
+	d.ReplyTo, d.Votes = "reply+abc@replies.example.org", testVotes
+	out = append(out, d)
+	d = base()
+	d.ReplyTo, d.ChangelistID = "reply+abc@replies.example.org", "acme/store#42 <b>&'x'"
+	out = append(out, d)
+	d = base()
+	d.ReplyTo, d.Critique.Findings = "reply+abc@replies.example.org", nil
+	out = append(out, d)
 	return out
 }
 
@@ -124,6 +135,9 @@ func rerunCases() []Data {
 	d = base()
 	d.Critique.Findings[0].New = false
 	d.Critique.Changes.New, d.Hidden = 0, 1
+	out = append(out, d)
+	d = base()
+	d.ReplyTo, d.Votes = "reply+abc@replies.example.org", testVotes
 	out = append(out, d)
 	return out
 }
