@@ -212,7 +212,7 @@ func Mutations() []Mutation {
 			New:  "\tif false {\n\t\treturn nil\n\t}"},
 		{ID: "sweeper-leaves-stuck-send", File: sweeperGo, Scenarios: []string{"overlapping-sweeps"},
 			What: "the sweeper finds a row stuck in sending but never hands it to notify",
-			Old:  "\t\t\treturn s.Queue.Enqueue(ctx, job.Message{JobID: r.JobID, Stage: job.StageNotify})",
+			Old:  "\t\t\treturn s.Queue.Enqueue(ctx, r.NotifyMessage())",
 			New:  "\t\t\treturn nil"},
 		{ID: "sweeper-leaves-stuck-job", File: sweeperGo, Scenarios: []string{"lost-message-sweeps"},
 			What: "the sweeper finds a stuck job but never enqueues it again",

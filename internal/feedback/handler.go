@@ -321,10 +321,14 @@ func (h *Handler) resend(ctx context.Context, id string, e store.Event) (bool, e
 	} else if err != nil {
 		return false, err
 	}
-	if err := h.Jobs.Reopen(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
-		return false, err
+	if row.Kind != delivery.KindReply {
+		// A reply's confirmation is resent by its own task; its job's
+		// outcome stands.
+		if err := h.Jobs.Reopen(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
+			return false, err
+		}
 	}
-	if err := h.Queue.Enqueue(ctx, job.Message{JobID: row.JobID, Stage: job.StageNotify}); err != nil {
+	if err := h.Queue.Enqueue(ctx, row.NotifyMessage()); err != nil {
 		return false, err
 	}
 	obs.Metric(ctx, h.Log, map[string]string{"Reason": "transient_bounce"}, map[string]float64{"Resends": 1})

@@ -201,15 +201,13 @@ func (o *Ops) Settle(ctx context.Context, id string, v Verdict, note, by string)
 		At: o.Now().UTC(), Status: string(before.Status)}); err != nil {
 		return row, fmt.Errorf("settled, but the note was not recorded: %w", err)
 	}
-	if err := o.Jobs.Reopen(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
-		return row, err
+	if row.Kind != delivery.KindReply {
+		if err := o.Jobs.Reopen(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
+			return row, err
+		}
 	}
-	if err := o.enqueueNotify(ctx, row.JobID); err != nil {
+	if err := queue.New(o.SQS, o.Queues).Enqueue(ctx, row.NotifyMessage()); err != nil {
 		return row, fmt.Errorf("settled; enqueue notify for job %s: %w", row.JobID, err)
 	}
 	return row, nil
-}
-
-func (o *Ops) enqueueNotify(ctx context.Context, id job.ID) error {
-	return queue.New(o.SQS, o.Queues).Enqueue(ctx, job.Message{JobID: id, Stage: job.StageNotify})
 }

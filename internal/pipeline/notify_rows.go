@@ -52,6 +52,7 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique) (
 		// (Ensure does not overwrite), whatever was voted since.
 		data.UnsubscribeURL = n.Signer.URL(n.PublicURL, unsubscribe.RecipientID(rcpt), repo)
 		data.Votes = n.voteLinks(delivery.ID(clKey, rcpt, j.ReviewVersion), now)
+		data.ReplyTo = n.replyTo(delivery.ID(clKey, rcpt, j.ReviewVersion), now)
 		data.Thread, data.Reason = n.Threads.Root(clKey, rcpt), reason(j, rcpt)
 		data.Critique, data.Hidden = marks.forRecipient(rcpt, c)
 		msg, err := n.Renderer.Render(data)

@@ -165,12 +165,16 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 				return nil // a notifier is waiting on it
 			}
 			rep.StuckSending++
-			if requeued[r.JobID] {
-				return nil
+			if r.Kind != delivery.KindReply {
+				// A job's run settles all its rows; a reply's confirmation
+				// is a task of its own.
+				if requeued[r.JobID] {
+					return nil
+				}
+				requeued[r.JobID] = true
 			}
-			requeued[r.JobID] = true
 			s.Log.WarnContext(ctx, "delivery stuck in sending; notify will settle it", "delivery_id", r.ID, "job_id", r.JobID)
-			return s.Queue.Enqueue(ctx, job.Message{JobID: r.JobID, Stage: job.StageNotify})
+			return s.Queue.Enqueue(ctx, r.NotifyMessage())
 		case delivery.StatusSent:
 			return s.unconfirmed(ctx, r, ev, &rep)
 		}
@@ -204,6 +208,13 @@ func (s *Sweeper) unconfirmed(ctx context.Context, r delivery.Row, ev delivery.E
 	}
 	rep.OrderingViolations++
 	rep.HeldDeliveries++
+	if r.Kind == delivery.KindReply {
+		// A reply's confirmation is not its job's email: the row waits
+		// for an operator, the job's outcome stands.
+		s.Log.ErrorContext(ctx, "reply confirmation marked sent without provider evidence; moved to reconciling, no further sends",
+			"delivery_id", r.ID, "job_id", r.JobID, "notified_at", r.NotifiedAt, "drained", ev.Drained)
+		return nil
+	}
 	if err := s.Jobs.Intervene(ctx, r.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("mark job %s needs_intervention: %w", r.JobID, err)
 	}

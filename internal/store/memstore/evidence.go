@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -98,14 +99,31 @@ func (e *Evidence) State(_ context.Context, set string) (store.EvidenceState, er
 	return *e.state(set), nil
 }
 
-// Recipients keeps suppressions in memory.
+// Recipients keeps suppressions and unsubscribes in memory.
 type Recipients struct {
-	mu         sync.Mutex
-	suppressed map[string]string // recipient id -> first reason
+	mu           sync.Mutex
+	suppressed   map[string]string   // recipient id -> first reason
+	unsubscribed map[string]bool     // recipient id -> left everything
+	repositories map[string][]string // recipient id -> repositories left
 }
 
-// NewRecipients returns a set with no suppression.
-func NewRecipients() *Recipients { return &Recipients{suppressed: map[string]string{}} }
+// NewRecipients returns a set with no suppression and no unsubscribe.
+func NewRecipients() *Recipients {
+	return &Recipients{suppressed: map[string]string{}, unsubscribed: map[string]bool{}, repositories: map[string][]string{}}
+}
+
+// Unsubscribe records that the recipient left a repository, or every
+// email (store.Recipients.Unsubscribe).
+func (r *Recipients) Unsubscribe(_ context.Context, recipientID, repository string, all bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if all {
+		r.unsubscribed[recipientID] = true
+	} else if !slices.Contains(r.repositories[recipientID], repository) {
+		r.repositories[recipientID] = append(r.repositories[recipientID], repository)
+	}
+	return nil
+}
 
 // Suppress records a suppression; the first reason is kept.
 func (r *Recipients) Suppress(_ context.Context, recipientID, reason string, _ time.Time) error {
@@ -117,15 +135,15 @@ func (r *Recipients) Suppress(_ context.Context, recipientID, reason string, _ t
 	return nil
 }
 
-// Standings is every recipient's standing (suppressions only: the
-// in-memory store records no unsubscribes).
+// Standings is every recipient's standing.
 func (r *Recipients) Standings(_ context.Context, ids []string) (map[string]delivery.Standing, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make(map[string]delivery.Standing, len(ids))
 	for _, id := range ids {
 		reason, ok := r.suppressed[id]
-		out[id] = delivery.Standing{Suppressed: ok, Reason: reason}
+		out[id] = delivery.Standing{Suppressed: ok, Reason: reason, UnsubscribedAll: r.unsubscribed[id],
+			Repositories: slices.Clone(r.repositories[id])}
 	}
 	return out, nil
 }
