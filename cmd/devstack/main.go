@@ -240,6 +240,12 @@ func invoke(ctx context.Context, args []string) error {
 		return err
 	}
 	localSecrets(&cfg)
+	if cfg.UnsubscribeKey == "" {
+		cfg.UnsubscribeKey = devstack.LocalUnsubscribeKey
+	}
+	if cfg.InboundDomain == "" {
+		cfg.InboundDomain = LocalInboundDomain
+	}
 	h, err := devstack.Handler(ctx, args[0], cfg, obs.NewLogger(os.Stderr, "info"), wire.Options{})
 	if err != nil {
 		return err
