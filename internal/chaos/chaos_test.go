@@ -23,7 +23,9 @@ import (
 // SES's validation notice published again; then every (changelist,
 // recipient, version) must be emailed exactly once or its job
 // dead-lettered with a complete envelope; nothing lost, stuck or leaked,
-// and every feedback message processed.
+// and every feedback message processed. Reviewers reply to some emails
+// meanwhile (some replies delivered twice): each reply gets exactly one
+// confirmation and records its vote.
 func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	env := testenv.Stack(t)
 	var logs bytes.Buffer
@@ -64,6 +66,11 @@ func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	}
 	if rep.Poisoned == 0 {
 		t.Fatal("no review with a malformed diff: the dead-letter path went untested")
+	}
+	// Reviewers replied while faults were on (R-REPLY-5, R-REPLY-8): each
+	// reply one confirmation and its vote, also those delivered twice.
+	if rep.Replies == 0 || rep.RepliesDoubled == 0 {
+		t.Errorf("%d replies, %d delivered twice: the reply path went untested", rep.Replies, rep.RepliesDoubled)
 	}
 	if f := rep.Failures(); len(f) > 0 {
 		t.Fatalf("invariants broken: %v", f)
