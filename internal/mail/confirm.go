@@ -107,7 +107,10 @@ func (r *Renderer) RenderConfirmation(c Confirmation) (delivery.Message, error) 
 		t.WriteString("- " + l + "\n")
 	}
 	if help {
-		t.WriteString("\nReply to a Criticizer email with one command a line:\n\n")
+		if len(lines) > 0 {
+			t.WriteString("\n")
+		}
+		t.WriteString("Reply to a Criticizer email with one command a line:\n\n")
 		for _, l := range replyHelp {
 			t.WriteString("  " + l + "\n")
 		}

@@ -88,6 +88,10 @@ func TestRenderConfirmation_SaysWhatTheReplyDid(t *testing.T) {
 	if got := confirmationSubject("RE: re:  Re: [Criticizer] x"); got != "Re: [Criticizer] x" {
 		t.Errorf("subject %q: Re: more than once", got)
 	}
+	help, _ := r.RenderConfirmation(Confirmation{ChangelistID: "cl", Subject: "s", Actions: []ReplyAction{{Verb: "help"}}})
+	if !strings.HasPrefix(help.Text, "Criticizer: your reply about cl\n\nReply to a Criticizer email") {
+		t.Errorf("help alone:\n%s", help.Text)
+	}
 	none, _ := r.RenderConfirmation(Confirmation{ChangelistID: "cl", Subject: "s", Unknown: 3})
 	if !strings.Contains(none.Text, "No command was found") || !strings.Contains(none.Text, "unsubscribe    no more") {
 		t.Errorf("a reply with no command is not answered with the vocabulary:\n%s", none.Text)
