@@ -22,9 +22,12 @@ const skipReasonMuted = "reply"
 // the changelist by reply as skipped_muted (R-REPLY-7): every recipient's
 // mute read in one BatchGetItem, and, like gate, only rows never sent are
 // touched. Other recipients of the changelist are mailed as before. rows
-// is updated in place.
+// is updated in place. Version 1, a changelist's first (versions start at
+// 1), costs no read, as readDismissed's reasoning goes: a mute comes from
+// a reply to an email of the changelist, so a reader with one has their
+// row of that version already.
 func (n *Notify) gateMuted(ctx context.Context, j job.Job, rows []delivery.Row) error {
-	if n.Mutes == nil {
+	if n.Mutes == nil || j.ReviewVersion <= 1 {
 		return nil
 	}
 	unsent := func(r delivery.Row) bool {
