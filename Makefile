@@ -9,7 +9,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: explore mutate eval rehearse rules template run test build bench bench-micro chaos deps java chromium fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
+.PHONY: explore mutate eval rehearse rules template run test build bench bench-micro chaos deps java chromium swaks fuzz fuzz-short lambdabench vet clean help infra-test synth deploy $(addprefix invoke-,$(FUNCTIONS))
 
 # Sample events per function (events/). `make invoke-<fn>` runs the function
 # against the local stack of `make run` in this process; with SAM=1 in SAM's
@@ -23,12 +23,14 @@ EVENT_llm      := events/llm-sqs.json
 EVENT_notify   := events/notify-sqs.json
 EVENT_feedback := events/feedback-sqs.json
 EVENT_sweeper  := events/sweeper-schedule.json
+EVENT_reply    := events/reply-sqs.json
 SAM_NAME_intake := IntakeFunction
 SAM_NAME_fetch := FetchFunction
 SAM_NAME_llm := LlmFunction
 SAM_NAME_notify := NotifyFunction
 SAM_NAME_feedback := FeedbackFunction
 SAM_NAME_sweeper := SweeperFunction
+SAM_NAME_reply := ReplyFunction
 
 $(addprefix invoke-,$(FUNCTIONS)): invoke-%:
 	@if [ -n "$(SAM_ENV_VARS)" ]; then \
@@ -196,7 +198,7 @@ fuzz:
 fuzz-short:
 	GO=$(GO) FUZZTIME=1000x scripts/fuzz.sh
 
-deps: java chromium $(NPM_STAMP)
+deps: java chromium swaks $(NPM_STAMP)
 
 $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
@@ -220,6 +222,17 @@ chromium:
 			echo "installing headless Chromium for the email screenshot tests"; \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null; \
 		else echo "warning: the email screenshot tests need Chromium (make test fails without it): install the chromium package" >&2; fi; }
+
+# swaks sends a reply to make run's SMTP listener by hand (README, "Your
+# first review"); a 100 KB Perl script. Installed with apt when missing
+# and we are root; otherwise a hint (go run ./cmd/devstack reply does the
+# same).
+swaks:
+	@command -v swaks >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing swaks, to reply to make run's emails by hand"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq swaks >/dev/null; \
+		else echo "hint: install swaks to reply to make run's emails by hand (or use go run ./cmd/devstack reply)" >&2; fi; }
 
 clean:
 	rm -rf build .devstack infra/cdk.out

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
@@ -65,10 +67,14 @@ var (
 
 // Suppressions lists every suppression the stack may apply, for the
 // report: the route suppressions are the routes' own reasons
-// (deploy.Route.Public).
+// (deploy.Route.Public), and a grant's wildcard suppression its own
+// (deploy.Grant.Wildcard).
 func Suppressions(d deploy.Deployment) []Suppression {
 	out := []Suppression{supDiffs, supQuarantine, supSESAccount, supBucketLogs, supSecretRotation, supStageSecretRotation,
 		supUnsubscribeKeyRotation, supBedrockRegions}
+	for _, f := range d.Functions {
+		out = append(out, grantSuppressions(d, f)...)
+	}
 	seen := map[string]bool{}
 	for _, r := range d.API.Routes {
 		if !r.IAM && !seen[r.Public] {
@@ -108,6 +114,11 @@ func applyNagSuppressions(s *Stack, d deploy.Deployment, cfg Config) {
 			suppress(role, supQuarantine)
 		}
 	}
+	for _, f := range d.Functions {
+		for _, x := range grantSuppressions(d, f) {
+			suppress(deploy.FunctionID(f.Name)+"Role", x)
+		}
+	}
 	if cfg.Values["Critic"] == "bedrock" {
 		suppress(deploy.FunctionID(deploy.FnLLM)+"Role", supBedrockRegions)
 	}
@@ -121,4 +132,38 @@ func applyNagSuppressions(s *Stack, d deploy.Deployment, cfg Config) {
 	suppress(deploy.IDUnsubscribeSecret, supUnsubscribeKeyRotation)
 	suppress(deploy.IDFetchSecret, supStageSecretRotation)
 	suppress(deploy.IDCriticSecret, supStageSecretRotation)
+}
+
+// grantSuppressions are the IAM5 suppressions of f's grants that say why
+// their wildcard is accepted (deploy.Grant.Wildcard), each for exactly
+// its resources, as cdk-nag names them.
+func grantSuppressions(d deploy.Deployment, f deploy.Function) []Suppression {
+	var out []Suppression
+	for _, g := range d.Grants(f) {
+		if g.Wildcard == "" {
+			continue
+		}
+		x := Suppression{Rule: "AwsSolutions-IAM5", Reason: g.Wildcard}
+		for _, r := range g.Resources {
+			x.AppliesTo = append(x.AppliesTo, "Resource::"+nagName(r))
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// nagName writes a resource as cdk-nag's findings name it: a GetAtt as
+// <Id.Attr>, a Ref as <Name>, literals and joins as they read.
+func nagName(v deploy.Value) string {
+	switch v.Op {
+	case "Fn::GetAtt", "Ref":
+		return "<" + v.Lit + ">"
+	case "Fn::Join":
+		parts := make([]string, len(v.Args))
+		for i, a := range v.Args {
+			parts[i] = nagName(a)
+		}
+		return strings.Join(parts, v.Lit)
+	}
+	return v.Lit
 }

@@ -32,6 +32,7 @@ func main() {
 	flag.IntVar(&c.Concurrency, "concurrency", 8, "webhook deliveries posted at once")
 	flag.Float64Var(&c.DupRate, "duplicates", 0.3, "share of webhooks delivered twice")
 	flag.Float64Var(&c.PoisonRate, "poison", 0.05, "share of reviews with a malformed diff, which must end dead-lettered (negative: none)")
+	flag.Float64Var(&c.ReplyRate, "replies", 0.2, "share of critiques a reviewer replies to while faults are on (negative: none)")
 	flag.DurationVar(&c.RestartEvery, "restart-every", 5*time.Second, "stop and start the function workers this often while faults are on")
 	flag.DurationVar(&c.Drain, "drain", 5*time.Minute, "how long to wait, after the faults stop, for every job to finish and the queues to empty")
 	flag.StringVar(&logPath, "log", "", "write the functions' JSON logs to this file")

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -54,6 +55,8 @@ func main() {
 		err = invoke(ctx, os.Args[2:])
 	case "sam-env":
 		err = samEnv(ctx, os.Args[2:])
+	case "reply":
+		err = replyCmd(ctx, os.Args[2:])
 	case "exec":
 		var code int
 		code, err = execCmd(ctx, os.Args[2:])
@@ -80,6 +83,9 @@ func usage() {
   devstack sam-env [-host H]                   print the --env-vars file for sam local invoke against the
                                                running "make run" stack (H: its host seen from SAM's
                                                container, default host.docker.internal)
+  devstack reply [-n N] RECIPIENT 'TEXT'       reply as RECIPIENT to the latest email they got from the
+                                               running "make run" stack (-n N: the Nth latest), through
+                                               its SMTP listener, as a mail client would
 `)
 }
 
@@ -125,6 +131,11 @@ func run(ctx context.Context, args []string) error {
 	localSecrets(&cfg)
 	cfg.SESStoreURL = svc.Ports.SESURL()
 	cfg.AllowPrivateDiffs, cfg.DiffURLPorts = true, []int{0}
+	if cfg.InboundDomain == "" {
+		// Replies by email (R-REPLY-1): the local stack receives them on
+		// its SMTP listener for this domain.
+		cfg.InboundDomain = LocalInboundDomain
+	}
 	if os.Getenv(config.EnvCollapseWindow) == "" {
 		// A first review's email arrives within seconds locally; set the
 		// variable to try the collapse window (R-QUIET-3).
@@ -142,14 +153,19 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	res.Apply(&cfg)
-	fns, err := devstack.StartFunctions(ctx, cfg, res, log, devstack.FunctionOptions{Pollers: 2, SweepEvery: time.Minute})
+	smtpPort := os.Getenv("SMTP_PORT")
+	if smtpPort == "" {
+		smtpPort = strconv.Itoa(LocalSMTPPort)
+	}
+	fns, err := devstack.StartFunctions(ctx, cfg, res, log, devstack.FunctionOptions{Pollers: 2, SweepEvery: time.Minute,
+		SMTP: "127.0.0.1:" + smtpPort})
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (set SMTP_PORT to use another)", err)
 	}
 	defer fns.Stop()
 	srv := &http.Server{Handler: fns.API, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	printWelcome(port, svc.Ports, cfg, res)
+	printWelcome(port, svc.Ports, cfg, res, fns.Inbound.Addr())
 	<-ctx.Done()
 	fmt.Println("\nstopping ...")
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -175,7 +191,7 @@ func localSecrets(cfg *config.Config) {
 	}
 }
 
-func printWelcome(port string, p devstack.Ports, cfg config.Config, res devstack.Resources) {
+func printWelcome(port string, p devstack.Ports, cfg config.Config, res devstack.Resources, smtpAddr string) {
 	sample := filepath.Join("events", "generic-webhook.json")
 	sig := "<sha256=HMAC of the body>"
 	if b, err := os.ReadFile(sample); err == nil {
@@ -187,7 +203,8 @@ Criticizer is running locally.
   API          http://127.0.0.1:%[1]s   (POST /webhooks/generic; the answer links the job status; GET /healthz)
   Mailbox      %[2]s             (sent mail; JSON at %[2]s/store)
   DynamoDB     http://127.0.0.1:%[3]d   tables %[4]s, %[5]s
-  SQS + S3     http://127.0.0.1:%[6]d   queues criticizer-{fetch,llm,notify}[-dlq], bucket %[7]s
+  SQS + S3     http://127.0.0.1:%[6]d   queues criticizer-{fetch,llm,notify,feedback,reply}[-dlq], bucket %[7]s
+  SMTP         %[11]s          replies to the emails, reply+<key>@%[12]s (SES receiving, played locally)
 
 Post the sample webhook (secret %[8]q):
 
@@ -197,8 +214,14 @@ Post the sample webhook (secret %[8]q):
     -H 'X-Criticizer-Signature: %[9]s' \
     --data-binary @%[10]s
 
-Then open %[2]s to read the email. Ctrl-C stops everything.
-`, port, p.SESURL(), p.DynamoDB, res.JobsTable, res.DeliveriesTable, p.SQS, res.PayloadBucket, cfg.WebhookSecret, sig, sample)
+Then open %[2]s to read the email. Reply to it as its reviewer would
+(every SES verdict is PASS locally; the confirmation arrives in the mailbox):
+
+  go run ./cmd/devstack reply reviewer1@example.com 'wrong 1'
+  swaks --server %[11]s --from reviewer1@example.com --to '<the email's Reply-To>' --body 'wrong 1'
+
+Ctrl-C stops everything.
+`, port, p.SESURL(), p.DynamoDB, res.JobsTable, res.DeliveriesTable, p.SQS, res.PayloadBucket, cfg.WebhookSecret, sig, sample, smtpAddr, cfg.InboundDomain)
 }
 
 // invoke runs one function's handler with an event file against the stack
@@ -217,6 +240,12 @@ func invoke(ctx context.Context, args []string) error {
 		return err
 	}
 	localSecrets(&cfg)
+	if cfg.UnsubscribeKey == "" {
+		cfg.UnsubscribeKey = devstack.LocalUnsubscribeKey
+	}
+	if cfg.InboundDomain == "" {
+		cfg.InboundDomain = LocalInboundDomain
+	}
 	h, err := devstack.Handler(ctx, args[0], cfg, obs.NewLogger(os.Stderr, "info"), wire.Options{})
 	if err != nil {
 		return err

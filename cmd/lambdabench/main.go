@@ -62,6 +62,7 @@ var sampleEvents = map[string]string{
 	"notify":   "events/notify-sqs.json",
 	"feedback": "events/feedback-sqs.json",
 	"sweeper":  "events/sweeper-schedule.json",
+	"reply":    "events/reply-sqs.json",
 }
 
 // lambdaMemoryMB is the smallest memory size the functions are meant to

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/smtp"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,7 +22,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/criticizer/criticizer/internal/api"
+	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
 
@@ -107,7 +112,68 @@ func rehearse(ctx context.Context, o options) ([]string, error) {
 	if _, err := r.invoke(ctx, "sweeper", event); err != nil {
 		return r.failed(), nil
 	}
+	if failures := replyStep(ctx, o, st, r, sample.Recipients[0]); len(failures) > 0 {
+		return failures, nil
+	}
 	return check(ctx, st, sample.Recipients, r)
+}
+
+// replyStep replies "wrong 1" to the first recipient's email, as SES's
+// receipt rule receives it (the local SMTP listener: the raw message to
+// the bucket, the notification through the inbound topic to the reply
+// queue, which the template's event source mapping polls into the reply
+// function under RIE), and waits for the vote in the jobs table and the
+// one confirmation notify sends.
+func replyStep(ctx context.Context, o options, st *stack, r *running, to string) []string {
+	ses := &devstack.SESEmulator{BaseURL: st.svc.Ports.SESURL()}
+	emails, err := ses.Emails(ctx)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var e *devstack.StoredEmail
+	for i := range emails {
+		if slices.Contains(emails[i].Destination.To, to) {
+			e = &emails[i]
+		}
+	}
+	if e == nil || len(e.ReplyTo) != 1 || !strings.HasSuffix(e.ReplyTo[0], "@"+inboundDomain) {
+		return []string{fmt.Sprintf("NotifyFunction: the email to %s has no reply address at %s (Reply-To %v): CRITICIZER_INBOUND_DOMAIN not given?", to, inboundDomain, replyTo(e))}
+	}
+	in := &devstack.Inbound{Domain: inboundDomain, S3: st.clients.S3, Bucket: st.res.PayloadBucket, Prefix: deploy.InboundPrefix,
+		SNS: st.clients.SNS, TopicARN: st.res.InboundTopicARN, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := in.Start("127.0.0.1:0"); err != nil {
+		return []string{err.Error()}
+	}
+	defer in.Close()
+	o.step("replying 'wrong 1' as %s over SMTP to %s", to, in.Addr())
+	if err := smtp.SendMail(in.Addr(), nil, to, e.ReplyTo, devstack.ReplyMessage(to, *e, "wrong 1")); err != nil {
+		return []string{"SMTP: " + err.Error()}
+	}
+	votes := store.NewVotes(st.clients.DynamoDB, st.res.JobsTable, nil)
+	deadline := time.Now().Add(o.wait)
+	for len(r.failed()) == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		vs, _ := votes.List(ctx)
+		emails, _ := ses.Emails(ctx)
+		confirmations := 0
+		for _, m := range emails {
+			if strings.HasPrefix(m.Subject, "Re: ") && slices.Contains(m.Destination.To, to) {
+				confirmations++
+			}
+		}
+		if len(vs) == 1 && confirmations == 1 {
+			o.step("the reply's vote is recorded and its confirmation sent")
+			return nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return append(append(r.failed(), fmt.Sprintf("ReplyFunction: the reply of %s was not recorded and confirmed once within %s", to, o.wait)), r.functionErrors()...)
+}
+
+func replyTo(e *devstack.StoredEmail) []string {
+	if e == nil {
+		return nil
+	}
+	return e.ReplyTo
 }
 
 // waitJob polls the job through the API until it succeeded with every
@@ -148,6 +214,9 @@ func check(ctx context.Context, st *stack, recipients []string, r *running) ([]s
 	}
 	got := map[string]int{}
 	for _, e := range emails {
+		if strings.HasPrefix(e.Subject, "Re: ") {
+			continue // a reply's confirmation (replyStep)
+		}
 		for _, to := range e.Destination.To {
 			got[strings.ToLower(to)]++
 		}

@@ -6,10 +6,14 @@
 // against the local stack's resources), and sends one signed review
 // through the whole path: intake as API Gateway invokes it, every queue
 // polled into the function its event source mapping names, SES's events
-// through SNS and SQS to feedback, then one sweeper run.
+// through SNS and SQS to feedback, then one sweeper run; then a reviewer
+// replies "wrong 1" over SMTP as SES receives it (the raw message to the
+// bucket, its notification through the inbound topic to the reply queue,
+// the reply function), and the vote and one confirmation must follow.
 //
 // It passes (PASS, exit 0) when the job succeeded, every recipient has
-// exactly one email and every dead-letter queue is empty; otherwise it
+// exactly one critique, the reply was recorded and confirmed once, and
+// every dead-letter queue is empty; otherwise it
 // says what failed (function, variable, queue) and exits 1. What fails
 // here would fail on AWS: a variable the template forgets or cannot
 // resolve, a bootstrap that does not start, a queue wired to the wrong

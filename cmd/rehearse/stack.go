@@ -27,6 +27,9 @@ func newStackName() string {
 	return "rehearse-" + hex.EncodeToString(b)
 }
 
+// inboundDomain is the rehearsal's InboundDomain parameter.
+const inboundDomain = "replies.rehearse.test"
+
 // stack is the local stack as the template's deployment: the emulators,
 // the resources Provision created bound to the template's logical ids,
 // the secrets CloudFormation would have created, in a local Secrets
@@ -66,7 +69,10 @@ func startStack(ctx context.Context, o options, tpl *devstack.Template) (*stack,
 		s.close()
 		return nil, err
 	}
-	bind := devstack.LocalBinding{Secrets: map[string]string{}, ConfigurationSet: s.name + "-ConfigurationSet", HTTPAPIID: "rehearse"}
+	bind := devstack.LocalBinding{Secrets: map[string]string{}, ConfigurationSet: s.name + "-ConfigurationSet", HTTPAPIID: "rehearse",
+		// Replies on: notify gives each email its Reply-To, and the
+		// review's reviewer replies (replyStep).
+		Parameters: map[string]string{"InboundDomain": inboundDomain}}
 	// Pseudo parameters are all a secret's value may use: bind nothing yet.
 	pre, err := devstack.BindLocal(tpl, s.name, s.res, devstack.LocalBinding{})
 	if err != nil {

@@ -23,6 +23,10 @@ import (
 // ErrNotFound is returned for a reference with no object.
 var ErrNotFound = errors.New("blob not found")
 
+// ErrTooLarge is returned for an object larger than the caller's limit:
+// nothing past the limit is read.
+var ErrTooLarge = errors.New("blob larger than the limit")
+
 // Store is an S3 bucket of content-addressed blobs.
 type Store struct {
 	s3     *s3.Client
@@ -75,7 +79,7 @@ func (s *Store) Get(ctx context.Context, ref string, limit int64) ([]byte, error
 		return nil, fmt.Errorf("s3 read %s: %w", ref, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("s3 get %s: larger than %d bytes", ref, limit)
+		return nil, fmt.Errorf("s3 get %s: larger than %d bytes: %w", ref, limit, ErrTooLarge)
 	}
 	return b, nil
 }

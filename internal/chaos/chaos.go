@@ -47,6 +47,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/fault"
 	"github.com/criticizer/criticizer/internal/job"
@@ -81,6 +82,10 @@ type Config struct {
 	Log io.Writer
 	// Progress, if set, receives one line per phase.
 	Progress io.Writer
+	// ReplyRate is the share of critiques a reviewer replies "wrong 1"
+	// to while faults are on (default 0.2; negative: none); 30% of the
+	// replies are delivered twice.
+	ReplyRate float64
 }
 
 func (c *Config) defaults() {
@@ -116,6 +121,9 @@ func (c *Config) defaults() {
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard
+	}
+	if c.ReplyRate == 0 {
+		c.ReplyRate = 0.2
 	}
 }
 
@@ -177,7 +185,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
 	for q, vis := range map[string]int{res.Queues.Queue[job.StageFetch]: visibilityTimeout, res.Queues.Queue[job.StageLLM]: visibilityTimeout,
-		res.Queues.Queue[job.StageNotify]: visibilityTimeout, res.FeedbackQueue: feedbackVisibility} {
+		res.Queues.Queue[job.StageNotify]: visibilityTimeout, res.FeedbackQueue: feedbackVisibility, res.ReplyQueue: visibilityTimeout} {
 		if _, err := clean.SQS.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(q),
 			Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(vis)}}); err != nil {
 			return nil, fmt.Errorf("queue visibility: %w", err)
@@ -210,6 +218,9 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// Each review is one version: no burst to collapse, and the campaign
 	// measures exactly once, not the wait (R-QUIET-3).
 	cfg.Quiet.CollapseWindow = 0
+	// Reviewers reply to the critiques (replies.go): every email has its
+	// reply address.
+	cfg.InboundDomain = replyDomain
 	res.Apply(&cfg)
 
 	specs := generate(rng, run, c.Jobs, c.DupRate, c.PoisonRate, planted.token)
@@ -274,6 +285,13 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 					return h(withScope(ctx, &scope{crashable: true, fn: "feedback"}), ev)
 				}
 			},
+			// The reply function's calls are faulted like any other's,
+			// and its invocations crash and are killed.
+			Reply: func(h devstack.SQSHandler) devstack.SQSHandler {
+				return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+					return h(withScope(ctx, &scope{crashable: true, fn: "reply"}), ev)
+				}
+			},
 			// Feedback messages held in flight, to arrive late; kills
 			// counted per function.
 			Hold:   pf.hold,
@@ -302,6 +320,27 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 		return nil, err
 	}
 	defer w.stop()
+	// SES's receiving, like its event publishing, is not a worker: one
+	// SMTP listener for the campaign, on fault-free clients.
+	inbound := &devstack.Inbound{Domain: replyDomain, S3: clean.S3, Bucket: res.PayloadBucket, Prefix: deploy.InboundPrefix,
+		SNS: clean.SNS, TopicARN: res.InboundTopicARN, Log: log.With("smtp", "inbound")}
+	if err := inbound.Start("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	defer inbound.Close()
+	rp := newReplier(inbound, st.SESURL, run, rng.Uint64(), c.ReplyRate, log)
+	rctx, cancelReplies := context.WithCancel(ctx)
+	repliesDone := make(chan struct{})
+	// Reviewers reply from the first email until the stack has drained:
+	// stopReplies ends their last pass.
+	stopReplies := func() { cancelReplies(); <-repliesDone }
+	go func() {
+		defer close(repliesDone)
+		if c.ReplyRate > 0 {
+			rp.loop(rctx)
+		}
+	}()
+	defer stopReplies()
 	srv := httptest.NewServer(intakeCrashes(http.HandlerFunc(w.serveHTTP)))
 	defer srv.Close()
 
@@ -354,11 +393,26 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	digestsDue := false
 	for {
 		open, busy, err := chk.quiet(ctx, accepted)
-		fb, dg := 0, 0
+		fb, rb, dg := 0, 0, 0
 		if err == nil && open == 0 && busy == 0 {
 			fb, err = chk.feedbackBusy(ctx)
 		}
-		if err == nil && open == 0 && busy == 0 && fb == 0 && evf.drained() {
+		if err == nil {
+			// A reply dead-lettered under the faults is redriven, as an
+			// operator would (docs/operations.md, "Replies").
+			if moved, _ := devstack.MoveMessages(ctx, clean.SQS, res.ReplyDLQ, res.ReplyQueue, 0, 100); moved > 0 {
+				rep.RepliesRedriven += int(moved)
+			}
+			rb, err = replyBusy(ctx, clean, res)
+		}
+		if err == nil && open == 0 && busy == 0 && fb == 0 && rb == 0 && evf.drained() {
+			if rctx.Err() == nil {
+				// Every email is out: the reviewers' last replies go, then
+				// the stack drains once more.
+				rp.once(ctx)
+				stopReplies()
+				continue
+			}
 			if !digestsDue {
 				// Every job is done: the digests of the versions that came
 				// after the first jump come due too.
@@ -372,7 +426,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			progress("drain deadline: %d jobs not terminal, %d stage messages, %d feedback messages queued, %d digests unsettled", open, busy, fb, dg)
+			progress("drain deadline: %d jobs not terminal, %d stage messages, %d feedback messages and %d replies queued, %d digests unsettled", open, busy, fb, rb, dg)
 			rep.StagesBusy = busy
 			break
 		}
@@ -386,7 +440,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	<-platformDone
 	progress("drained; checking the SES store, DynamoDB and the DLQs")
 
-	if err := chk.verify(ctx, rep, specs, accepted, inj, evf, pf, needles); err != nil {
+	if err := chk.verify(ctx, rep, specs, accepted, inj, evf, pf, needles, rp); err != nil {
 		return nil, err
 	}
 	rep.LogLines, rep.LogLeaks, rep.DLQLeaks, rep.addrCount = logw.lines.Load(), needles.logHits(), needles.dlqHits(), len(needles.addrs)

@@ -24,7 +24,9 @@ import (
 // recipient, version) must be emailed exactly once or its job
 // dead-lettered with a complete envelope — a daily reader's in exactly
 // one digest, closed and sent under the same faults; nothing lost, stuck
-// or leaked, and every feedback message processed.
+// or leaked, and every feedback message processed. Reviewers reply to
+// some emails meanwhile (some replies delivered twice): each reply gets
+// exactly one confirmation and records its vote.
 // Rules: R-DIGEST-2.
 func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	env := testenv.Stack(t)
@@ -71,6 +73,11 @@ func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	// digests, counted with every (changelist, recipient, version).
 	if rep.DailyReaders == 0 || rep.Digests == 0 || rep.DigestEntries == 0 {
 		t.Errorf("%d daily readers, %d digests showing %d versions: the digests went untested", rep.DailyReaders, rep.Digests, rep.DigestEntries)
+	}
+	// Reviewers replied while faults were on (R-REPLY-5, R-REPLY-8): each
+	// reply one confirmation and its vote, also those delivered twice.
+	if rep.Replies == 0 || rep.RepliesDoubled == 0 {
+		t.Errorf("%d replies, %d delivered twice: the reply path went untested", rep.Replies, rep.RepliesDoubled)
 	}
 	if f := rep.Failures(); len(f) > 0 {
 		t.Fatalf("invariants broken: %v", f)

@@ -71,7 +71,14 @@ type Report struct {
 	Redriven                          int64
 	Notices                           int
 	FeedbackLeft                      int // feedback messages never processed (main queue and DLQ) at the end
-	StagesBusy                        int // stage messages still queued or in flight when the drain deadline passed
+	// Replies (replies.go): sent, delivered twice, failed to send;
+	// confirmations as wanted, lost and duplicated; votes recorded and
+	// lost; reply messages redriven from the DLQ, and left unprocessed.
+	Replies, RepliesDoubled, ReplyErrors                     int
+	Confirmations, ConfirmationsLost, ConfirmationDuplicates int
+	Votes, VotesLost                                         int
+	RepliesRedriven, ReplyLeft                               int
+	StagesBusy                                               int // stage messages still queued or in flight when the drain deadline passed
 
 	kinds map[Kind]*KindRow
 	ByOp  map[Kind]map[string]int
@@ -120,6 +127,10 @@ func (r *Report) Failures() []string {
 	}
 	if r.FeedbackLeft > 0 {
 		f = append(f, fmt.Sprintf("%d feedback messages never processed", r.FeedbackLeft))
+	}
+	if r.ConfirmationDuplicates > 0 || r.ConfirmationsLost > 0 || r.VotesLost > 0 || r.ReplyLeft > 0 {
+		f = append(f, fmt.Sprintf("replies: %d duplicate and %d lost confirmations, %d lost votes, %d reply messages never processed",
+			r.ConfirmationDuplicates, r.ConfirmationsLost, r.VotesLost, r.ReplyLeft))
 	}
 	if r.NotAccepted > 0 {
 		f = append(f, fmt.Sprintf("%d webhooks never accepted", r.NotAccepted))
@@ -182,6 +193,9 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "platform: invocations killed at their timeout: fetch %d, llm %d, notify %d, feedback %d; feedback messages held 18–36 s: %d (%d Send events of sends whose answer was lost); doomed to the feedback DLQ: %d, redriven by %d move tasks: %d messages with new ids (%d tasks failed); validation notices: %d; feedback messages never processed: %d\n",
 		r.Killed["fetch"], r.Killed["llm"], r.Killed["notify"], r.Killed["feedback"], r.HeldLate, r.HeldLostSends,
 		r.Doomed, r.Redrives, r.Redriven, r.RedriveFailures, r.Notices, r.FeedbackLeft)
+	fmt.Fprintf(w, "replies: %d sent over SMTP (%d delivered twice, %d not sent), %d redriven from the reply DLQ: confirmations %d, lost %d, duplicates %d; votes %d, lost %d; never processed %d\n",
+		r.Replies, r.RepliesDoubled, r.ReplyErrors, r.RepliesRedriven, r.Confirmations, r.ConfirmationsLost, r.ConfirmationDuplicates,
+		r.Votes, r.VotesLost, r.ReplyLeft)
 	fmt.Fprintf(w, "leaks: %d log lines and %d dead letters scanned for %d addresses and 5 planted secrets: %d found\n",
 		r.LogLines, r.DLQMessages+r.FeedbackDLQ, r.addrCount, len(r.LogLeaks)+len(r.DLQLeaks))
 	fmt.Fprintf(w, "worker restarts: %d; seed %d, rate %.3f, concurrency %d, duration %s\n",

@@ -192,7 +192,7 @@ func complete(e deadletter.Envelope, stage string) []string {
 
 // verify fills the report from the SES store, DynamoDB and the DLQs.
 func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepted map[job.ID]bool, inj *injector, evf *evidenceFaults,
-	pf *platformFaults, leaks *leakScanner) error {
+	pf *platformFaults, leaks *leakScanner, rp *replier) error {
 	// Emails, by delivery id.
 	type want struct {
 		job       job.ID
@@ -221,6 +221,9 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 	for _, e := range emails {
 		id := e.Header(mail.DeliveryIDHeader)
 		w, ok := wanted[id]
+		if !ok && rp.isConfirmation(id) {
+			continue // a reply's confirmation, checked below
+		}
 		if !ok {
 			if strings.Contains(e.Subject, rep.Run+"-cl") {
 				rep.Stray++
@@ -232,6 +235,10 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 		if !slices.ContainsFunc(e.Destination.To, func(to string) bool { return strings.EqualFold(to, w.recipient) }) {
 			rep.Misaddressed++
 		}
+	}
+
+	if err := rp.verify(ctx, c.clean, c.res, emails, rep); err != nil {
+		return err
 	}
 
 	// Dead letters.

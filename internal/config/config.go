@@ -136,6 +136,12 @@ type Config struct {
 	MailDomain string
 	ListID     string
 
+	// InboundDomain is the domain replies are received at (R-REPLY-1);
+	// empty: replies are off. RepliesPerHour bounds the replies to one
+	// email acted on in an hour (inbound.go).
+	InboundDomain  string
+	RepliesPerHour int
+
 	// Critic selects the reviewer: CriticOffline (default), CriticBedrock
 	// or CriticOpenAI, with the settings of the one chosen.
 	Critic         string
@@ -393,6 +399,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.readListID(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.readInbound(getenv); err != nil {
 		return Config{}, err
 	}
 	if err := c.readBudgets(getenv); err != nil {

@@ -29,6 +29,8 @@ import (
 //	  terminal, never sent (quiet.go), decided before a claim
 //	pending/failed_transient ─► digested: into the recipient's daily digest (digest.go)
 //	a digest row: open ─close─► pending … as above, or skipped_empty (digest.go)
+//	pending/failed_transient ─► skipped_muted: the reader muted the changelist by reply
+//	  (R-REPLY-7), terminal, never sent
 type Status string
 
 const (
@@ -45,6 +47,9 @@ const (
 	// StatusSkippedDomain: the address's domain is not one the operator
 	// allows (CRITICIZER_ALLOWED_RECIPIENT_DOMAINS, R-RECIPIENT-1).
 	StatusSkippedDomain Status = "skipped_domain"
+	// StatusSkippedMuted: the reader replied "mute" to an email about the
+	// changelist: no more email about it to them (R-REPLY-7).
+	StatusSkippedMuted Status = "skipped_muted"
 )
 
 // ClaimableStatuses are the statuses a worker may take a row from to send
@@ -85,7 +90,7 @@ func (s Status) Claimable() bool {
 func (s Status) Done() bool {
 	switch s {
 	case StatusSent, StatusDelivered, StatusSuppressed, StatusSkippedUnsubscribed, StatusSkippedNoEmail,
-		StatusSkippedDomain, StatusDigested, StatusSkippedEmpty:
+		StatusSkippedDomain, StatusDigested, StatusSkippedEmpty, StatusSkippedMuted:
 		return true
 	}
 	return s.Quiet()
@@ -108,9 +113,21 @@ func ID(changelistKey, recipient string, reviewVersion int) string {
 	return "d_" + job.Digest("delivery", changelistKey, NormalizeRecipient(recipient), strconv.Itoa(reviewVersion))
 }
 
+// KindReply marks a row that is not a critique but the confirmation of a
+// reply (Row.Kind, R-REPLY-5): keyed by the reply's SES message id
+// (ReplyID), sent by notify's reply task, not its job's run.
+const KindReply = "reply"
+
+// ReplyID is the delivery id of the confirmation of the reply SES
+// received as sesMessageID: a reply delivered twice (SQS redelivery, a
+// redrive with a new SQS message id) is one row, one email.
+func ReplyID(sesMessageID string) string { return "d_" + job.Digest("reply", sesMessageID) }
+
 // Row is one outbox row.
 type Row struct {
-	ID             string    `dynamodbav:"delivery_id"`
+	ID string `dynamodbav:"delivery_id"`
+	// Kind is "" for a critique, KindReply for a reply's confirmation.
+	Kind           string    `dynamodbav:"kind,omitempty"`
 	JobID          job.ID    `dynamodbav:"job_id"`
 	ChangelistKey  string    `dynamodbav:"changelist_key"`
 	Recipient      string    `dynamodbav:"recipient"`
@@ -208,6 +225,11 @@ type Message struct {
 	// ContentSHA256: it says what the bodies show. Empty: no findings, or
 	// a row rendered before it existed.
 	Findings string `dynamodbav:"findings,omitempty"`
+	// ReplyTo is the Reply-To address the email is sent with: the
+	// delivery's reply address (R-REPLY-1). Empty: replies are off (no
+	// inbound domain) and the email has no Reply-To. ContentSHA256 covers
+	// it when set.
+	ReplyTo string `dynamodbav:"reply_to,omitempty"`
 }
 
 // Finding is the id of the finding the email numbers n (from 1), and

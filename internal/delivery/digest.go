@@ -91,12 +91,16 @@ func (r Row) AwaitsClose() bool {
 }
 
 // NotifyMessage is the notify stage message that carries the row on: its
-// job's, or for a digest row the digest's own (job.TaskDigest). The
+// job's, for a digest row the digest's own (job.TaskDigest), for a
+// reply's confirmation the reply task naming the row (job.TaskReply). The
 // sweeper, the feedback function and an operator's verdict hand rows back
 // to notify with it.
 func (r Row) NotifyMessage() job.Message {
-	if r.IsDigest() {
+	switch {
+	case r.IsDigest():
 		return DigestMessage(r.ID)
+	case r.Kind == KindReply:
+		return job.Message{JobID: r.JobID, Stage: job.StageNotify, Task: job.TaskReply, Delivery: r.ID}
 	}
 	return job.Message{JobID: r.JobID, Stage: job.StageNotify}
 }

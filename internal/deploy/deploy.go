@@ -33,6 +33,8 @@ type Deployment struct {
 	Tables  []Table
 	Bucket  Bucket
 	Secrets []Secret
+	// Inbound is SES email receiving for replies.
+	Inbound Inbound
 	API     API
 	Alarms  []Alarm
 	// Dashboard is its rows of graphs, two to a row.
@@ -100,6 +102,11 @@ type Grant struct {
 	Condition []IAMCondition
 	When      string
 	Note      string
+	// Wildcard, when set, is why a wildcard in Resources is accepted: the
+	// CDK app suppresses cdk-nag's AwsSolutions-IAM5 finding for exactly
+	// those resources with it, as a route's Public reason suppresses
+	// APIG4.
+	Wildcard string
 }
 
 // IAMCondition is one condition of a statement: operator, key, values.
@@ -142,6 +149,29 @@ type Expiry struct {
 	// What the prefix holds, for the template's comment.
 	What string
 }
+
+// Inbound is SES email receiving for replies (R-REPLY-1): a receipt rule
+// set holding one rule for the inbound domain's recipients, whose S3
+// action stores each raw message in the payload bucket under Prefix and
+// notifies Topic, which delivers to Queue (raw) for the reply function.
+// The rule set and the rule exist only while the domain parameter is set
+// (Condition); SES receives with them only once the rule set is made the
+// account's active one, which CloudFormation cannot do
+// (docs/deploy.md, "Replies").
+type Inbound struct {
+	// Param is the inbound domain's parameter, Condition the condition
+	// that holds when it is set.
+	Param, Condition string
+	// RuleSet and Rule are the names' suffixes: the rule set is named
+	// <stack>-<RuleSet>, the rule <stack>-<Rule>.
+	RuleSet, Rule string
+	Topic         string
+	Prefix        string
+	Queue         string
+}
+
+// RuleSetName is the receipt rule set's name in a stack.
+func (i Inbound) RuleSetName(stack string) string { return stack + "-" + i.RuleSet }
 
 // Secret is a Secrets Manager secret: a JSON object of setting names
 // (config.SecretEnv) to values. Generate, when set, is the key of a
@@ -245,6 +275,14 @@ const (
 	// addresses, so they go sooner than the diffs (R-EVIDENCE-10).
 	QuarantinePrefix     = "quarantine/"
 	QuarantineExpiryDays = 14
+	// InboundPrefix holds the replies SES stores (reply.InboundPrefix),
+	// expiring after InboundExpiryDays: read once, at once; they hold
+	// addresses, so they go sooner than anything else.
+	InboundPrefix     = "inbound/"
+	InboundExpiryDays = 7
+	// ReplyMaxConcurrency caps the reply function's event source: replies
+	// are few, and the account's concurrency is shared (LLMMaxConcurrency).
+	ReplyMaxConcurrency = 2
 	// FeedbackTimeoutSeconds is the feedback function's timeout, which
 	// sets its queue's visibility timeout and so the drain rule's horizon
 	// (EvidenceLagAlarmSeconds).

@@ -26,7 +26,10 @@ func Describe() Deployment {
 		Bucket: Bucket{ID: IDPayloadBucket, Expire: []Expiry{
 			{Prefix: "diffs/", Days: PayloadExpiryDays, What: "diffs up to 1 MiB, content addressed"},
 			{Prefix: QuarantinePrefix, Days: QuarantineExpiryDays, What: "feedback records that could never be SES events (R-EVIDENCE-10)"},
+			{Prefix: InboundPrefix, Days: InboundExpiryDays, What: "replies SES received, read once by the reply function (R-REPLY-1)"},
 		}},
+		Inbound: Inbound{Param: "InboundDomain", Condition: "HasInboundDomain", RuleSet: "inbound", Rule: "replies",
+			Topic: IDInboundTopic, Prefix: InboundPrefix, Queue: QReply},
 		Secrets: []Secret{
 			{ID: IDWebhookSecret, Generate: config.EnvWebhookSecret, Length: WebhookSecretLength,
 				Description: "Criticizer intake secrets: a JSON object of CRITICIZER_* setting names to values; CRITICIZER_WEBHOOK_SECRET is generated, add the other sources' webhook secrets and CRITICIZER_ADMIN_API_KEY as keys",
@@ -47,8 +50,11 @@ func Describe() Deployment {
 			continue
 		}
 		q := Queue{Name: f.Queue, VisibilitySeconds: VisibilityFactor*f.Timeout + BatchWindowSeconds}
-		if f.Queue == QFeedback {
+		switch f.Queue {
+		case QFeedback:
 			q.FromSNS = IDSESEventsTopic
+		case QReply:
+			q.FromSNS = IDInboundTopic
 		}
 		d.Queues = append(d.Queues, q)
 	}
@@ -83,10 +89,10 @@ const (
 )
 
 func parameters() []Param {
-	all := []string{FnIntake, FnFetch, FnLLM, FnNotify, FnFeedback, FnSweeper}
+	all := []string{FnIntake, FnFetch, FnLLM, FnNotify, FnFeedback, FnSweeper, FnReply}
 	return []Param{
 		{Name: "MailFrom", Default: DefaultMailFrom, MaxLength: 320, Pattern: mailFromPattern, Chars: PrintableASCII,
-			Env: config.EnvMailFrom, Functions: []string{FnNotify},
+			Env: config.EnvMailFrom, Functions: []string{FnNotify, FnReply},
 			Description: `the sender, "Name <address>" or an address, verified in SES (CRITICIZER_MAIL_FROM); printable ASCII, at most 320 characters (a name outside ASCII as an RFC 2047 encoded word)`},
 		{Name: "SesIdentity", MaxLength: 320, Pattern: `^$|^[A-Za-z0-9._+@-]+$`, Chars: PlainASCII,
 			DefaultNote: "the sender's domain",
@@ -115,6 +121,10 @@ func parameters() []Param {
 		{Name: "UncertainSend", Context: "uncertainSend", Default: "resend", Allowed: []string{"resend", "hold"},
 			Env: config.EnvUncertainSend, Functions: []string{FnNotify},
 			Description: "what a send whose answer was lost does once the evidence path caught up past it with no SES event naming it (CRITICIZER_UNCERTAIN_SEND, R-EVIDENCE-9): resend (the email may come twice, alarmed as LateSendEvents) or hold (never resent without evidence: it waits for its events or an operator, criticizer deliveries held)"},
+		{Name: "InboundDomain", MaxLength: config.MaxInboundDomainLen, Pattern: `^$|^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$`, Chars: PlainASCII,
+			Env: config.EnvInboundDomain, Functions: []string{FnNotify, FnReply}, OmitEmpty: true,
+			DefaultNote: "— (replies off)",
+			Description: "the domain replies are received at, a domain verified in SES whose MX is inbound-smtp.<region>.amazonaws.com (CRITICIZER_INBOUND_DOMAIN); each email's Reply-To is reply+<key>@ it, and a receipt rule set is created for it, to be made active by hand (docs/deploy.md); empty: replies off, no Reply-To, no rule set"},
 		{Name: "LogLevel", Default: "info", Allowed: []string{"debug", "info", "warn", "error"},
 			Env: config.EnvLogLevel, Functions: all,
 			Description: "every function's LOG_LEVEL (metrics are written at every level)"},
@@ -338,6 +348,25 @@ func functions() []Function {
 					Note: "suppressions (a permanent bounce, a complaint) are UpdateItem upserts of SUPP# items, and a resend reopens the job with a conditional UpdateItem: nothing else in the jobs table"},
 				send("the resend's notify message; no other queue", q(notify)),
 			}, objects("a copy of each record that can never be evidence, written and never read (R-EVIDENCE-10)", QuarantinePrefix+"*", false, "s3:PutObject")...)},
+		{Name: FnReply, MemoryMB: 256, Timeout: 30, Queue: QReply, MaxConcurrency: ReplyMaxConcurrency,
+			Description: "replies to the emails (SES receipt rule, S3, SNS): wrong N, useful N, mute, unsubscribe, help",
+			Note:        "Each reply is read once from the payload bucket's inbound/ prefix, checked (SES's verdicts, its From, loops, its bounds) and acted on; its confirmation is an outbox row notify sends: no SES permission here.",
+			Env: []Var{jobs, deliveries, bucket, receives,
+				withVarNote(qURL(notify), "the confirmation's reply task"),
+				{Name: config.EnvRepliesPerHour, Value: Lit(strconv.Itoa(config.DefaultRepliesPerHour)), Note: "replies to one email acted on in an hour (R-REPLY-6)"}},
+			// The unsubscribe key: the reply keys are derived from it.
+			Secrets: []string{IDUnsubscribeSecret},
+			Grants: append([]Grant{
+				items("the answered email's job (its critique), the votes and marks a reply records (the vote links' items), mutes, reply windows and unsubscribes",
+					[]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+					schema.PrefixJob, schema.PrefixVote, schema.PrefixDismissal, schema.PrefixMute, schema.PrefixReplyWindow, schema.PrefixPreference),
+				{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem"}, Resources: []Value{GetAtt(IDDeliveriesTable, "Arn")},
+					Note: "the answered email's row; the confirmation's row, created once (a conditional put)"},
+				send("the confirmation's reply task; no other queue", q(notify)),
+			}, wildcard(objects("the replies SES stored, read once", InboundPrefix+"*", true, "s3:GetObject"),
+				"SES names each reply's object by its message id (inbound/<SES message id>), unknown until a reply arrives; the grant is "+
+					"s3:GetObject under the inbound/ prefix of the stack's own payload bucket, which SES writes and a lifecycle rule expires, "+
+					"and the reply function writes nothing there.")...)},
 		{Name: FnSweeper, MemoryMB: 256, Timeout: 120, Schedule: rate(config.DefaultSweepEvery),
 			Description: "every minute: stuck jobs, stuck sends, sends without evidence, the feedback queue drained",
 			Note:        "Every minute: besides its sweeps, each run may find the feedback queue drained, which settles a send whose answer was lost. Invoked without retries: the next run is the retry.",
@@ -359,6 +388,13 @@ func functions() []Function {
 }
 
 func withNote(g Grant, note string) Grant { g.Note = note; return g }
+
+// wildcard gives the first of gs (objects' grant on a prefix) the reason
+// its wildcard is accepted (Grant.Wildcard).
+func wildcard(gs []Grant, reason string) []Grant {
+	gs[0].Wildcard = reason
+	return gs
+}
 
 // rate is an EventBridge schedule expression for every d, in whole
 // minutes.

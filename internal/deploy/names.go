@@ -19,11 +19,16 @@ const (
 	FnNotify   = "notify"
 	FnFeedback = "feedback"
 	FnSweeper  = "sweeper"
+	FnReply    = "reply"
 )
 
 // QFeedback is the queue of SES's events, which the feedback function
 // consumes; the other queues are the pipeline's stages (job.Stages()).
 const QFeedback = "feedback"
+
+// QReply is the queue of SES's notifications of received replies, which
+// the reply function consumes.
+const QReply = "reply"
 
 // Logical ids of the resources that are not per function or queue. They
 // never change: a new id replaces the resource (the tables, queues,
@@ -42,6 +47,10 @@ const (
 	IDTopicKey          = "TopicKey"
 	IDAlarmTopic        = "AlarmTopic"
 	IDHTTPAPI           = "HttpApi"
+	// Email receiving for replies (Deployment.Inbound).
+	IDInboundTopic   = "InboundTopic"
+	IDReceiptRuleSet = "ReceiptRuleSet"
+	IDReceiptRule    = "ReceiptRule"
 )
 
 // FunctionID is a function's logical id (IntakeFunction).

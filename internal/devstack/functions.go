@@ -26,6 +26,7 @@ import (
 	"github.com/criticizer/criticizer/internal/wire/intake"
 	"github.com/criticizer/criticizer/internal/wire/llm"
 	"github.com/criticizer/criticizer/internal/wire/notify"
+	wirereply "github.com/criticizer/criticizer/internal/wire/reply"
 	wiresweeper "github.com/criticizer/criticizer/internal/wire/sweeper"
 )
 
@@ -64,6 +65,14 @@ type FunctionOptions struct {
 	// OnKill, if set, is told about every invocation the pollers kill at
 	// its timeout.
 	OnKill func(function string, ev events.SQSEvent)
+	// SMTP, if set, is the address the local SES receiving (Inbound)
+	// listens on for replies ("127.0.0.1:0": any port); Verdicts, if set,
+	// is its verdict switch (Inbound.Verdicts). Replies need the inbound
+	// domain (cfg.InboundDomain).
+	SMTP     string
+	Verdicts func(*Verdicts)
+	// Reply, if set, wraps the reply function's handler (faults).
+	Reply func(SQSHandler) SQSHandler
 }
 
 // Functions are the Lambda handlers running in this process, each built by
@@ -78,6 +87,9 @@ type Functions struct {
 	Runners map[job.Stage]*stage.Runner
 	// Bridge is the SES event bridge, nil when it is off.
 	Bridge *SESEventBridge
+	// Inbound is the local SES receiving (replies over SMTP), nil when
+	// it is off.
+	Inbound *Inbound
 	*wire.Base
 	Blobs   *blob.Store
 	Sweeper *sweeper.Sweeper
@@ -174,6 +186,32 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 			f.start(func() { f.Bridge.Run(pctx) })
 		}
 	}
+	if res.ReplyQueue != "" {
+		rp, err := wirereply.New(ctx, cfg, log, o.Wire)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("reply: %w", err)
+		}
+		var h SQSHandler = rp.Handle
+		if o.Reply != nil {
+			h = o.Reply(h)
+		}
+		p := o.poller("reply", base, res.ReplyQueue, res.ReplyQueueARN, h, log)
+		f.start(func() { p.Run(pctx) })
+		if o.SMTP != "" && cfg.InboundDomain != "" {
+			clients, err := NewClients(ctx, cfg.Endpoints)
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			f.Inbound = &Inbound{Domain: cfg.InboundDomain, S3: clients.S3, Bucket: cfg.PayloadBucket, Prefix: deploy.InboundPrefix,
+				SNS: clients.SNS, TopicARN: res.InboundTopicARN, Verdicts: o.Verdicts, Log: log.With("smtp", "inbound")}
+			if err := f.Inbound.Start(o.SMTP); err != nil {
+				cancel()
+				return nil, err
+			}
+		}
+	}
 	if o.SweepEvery > 0 {
 		f.start(func() {
 			for pctx.Err() == nil {
@@ -212,8 +250,12 @@ func (f *Functions) start(fn func()) {
 	go func() { defer f.wg.Done(); fn() }()
 }
 
-// Stop stops the pollers and waits for in-flight invocations.
+// Stop stops the pollers and the SMTP listener and waits for in-flight
+// invocations.
 func (f *Functions) Stop() {
+	if f.Inbound != nil {
+		_ = f.Inbound.Close()
+	}
 	f.cancel()
 	f.wg.Wait()
 }
@@ -247,6 +289,12 @@ func Handler(ctx context.Context, name string, cfg config.Config, log *slog.Logg
 		return r.Handle, nil
 	case "feedback":
 		h, err := feedback.New(ctx, cfg, log, o)
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle, nil
+	case "reply":
+		h, err := wirereply.New(ctx, cfg, log, o)
 		if err != nil {
 			return nil, err
 		}

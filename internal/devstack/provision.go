@@ -30,6 +30,9 @@ type Resources struct {
 	QueueARNs                                 map[job.Stage]string
 	// The SES event path: topic → feedback queue (with its DLQ).
 	EventsTopicARN, FeedbackQueue, FeedbackQueueARN, FeedbackDLQ string
+	// Replies: SES's receipt notifications' topic → reply queue (with
+	// its DLQ), as deploy.Inbound describes them.
+	InboundTopicARN, ReplyQueue, ReplyQueueARN, ReplyDLQ string
 }
 
 // Provision creates the tables, the stage queues with their dead-letter
@@ -64,9 +67,12 @@ func Provision(ctx context.Context, c *Clients, prefix string) (Resources, error
 		if err != nil {
 			return r, err
 		}
-		if s := job.Stage(q.Name); s.Valid() {
+		switch s := job.Stage(q.Name); {
+		case s.Valid():
 			r.Queues.Queue[s], r.Queues.DLQ[s], r.QueueARNs[s] = url, dlqURL, arn
-		} else {
+		case q.Name == deploy.QReply:
+			r.ReplyQueue, r.ReplyQueueARN, r.ReplyDLQ = url, arn, dlqURL
+		default:
 			r.FeedbackQueue, r.FeedbackQueueARN, r.FeedbackDLQ = url, arn, dlqURL
 		}
 	}
@@ -78,6 +84,15 @@ func Provision(ctx context.Context, c *Clients, prefix string) (Resources, error
 	if _, err := c.SNS.Subscribe(ctx, &sns.SubscribeInput{TopicArn: topic.TopicArn, Protocol: aws.String("sqs"),
 		Endpoint: aws.String(r.FeedbackQueueARN), Attributes: map[string]string{"RawMessageDelivery": "true"}}); err != nil {
 		return r, fmt.Errorf("subscribe feedback queue: %w", err)
+	}
+	inbound, err := c.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(prefix + "-inbound")})
+	if err != nil {
+		return r, fmt.Errorf("create topic: %w", err)
+	}
+	r.InboundTopicARN = aws.ToString(inbound.TopicArn)
+	if _, err := c.SNS.Subscribe(ctx, &sns.SubscribeInput{TopicArn: inbound.TopicArn, Protocol: aws.String("sqs"),
+		Endpoint: aws.String(r.ReplyQueueARN), Attributes: map[string]string{"RawMessageDelivery": "true"}}); err != nil {
+		return r, fmt.Errorf("subscribe reply queue: %w", err)
 	}
 	if _, err := c.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(r.PayloadBucket)}); err != nil {
 		var owned interface{ ErrorCode() string }

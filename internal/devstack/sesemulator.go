@@ -24,7 +24,9 @@ type StoredEmail struct {
 	Destination struct {
 		To []string `json:"to"`
 	} `json:"destination"`
-	Subject string `json:"subject"`
+	// ReplyTo are the message's Reply-To addresses.
+	ReplyTo []string `json:"replyTo"`
+	Subject string   `json:"subject"`
 	Body    struct {
 		HTML string `json:"html"`
 		Text string `json:"text"`

@@ -42,8 +42,10 @@ func BindLocal(t *Template, name string, res Resources, b LocalBinding) (StackVa
 			queues[queueName(u)] = u
 		}
 	}
-	for _, u := range []string{res.FeedbackQueue, res.FeedbackDLQ} {
-		queues[queueName(u)] = u
+	for _, u := range []string{res.FeedbackQueue, res.FeedbackDLQ, res.ReplyQueue, res.ReplyDLQ} {
+		if u != "" {
+			queues[queueName(u)] = u
+		}
 	}
 	for _, id := range t.Resources("AWS::SQS::Queue") {
 		n := t.Property(id, "QueueName")
@@ -67,6 +69,7 @@ func BindLocal(t *Template, name string, res Resources, b LocalBinding) (StackVa
 		"DeliveriesTable": {Ref: res.DeliveriesTable, Attrs: map[string]string{"Arn": arn("dynamodb", "table/"+res.DeliveriesTable)}},
 		"PayloadBucket":   {Ref: res.PayloadBucket, Attrs: map[string]string{"Arn": "arn:aws:s3:::" + res.PayloadBucket}},
 		"SesEventsTopic":  {Ref: res.EventsTopicARN, Attrs: map[string]string{"TopicName": queueName(res.EventsTopicARN)}},
+		"InboundTopic":    {Ref: res.InboundTopicARN, Attrs: map[string]string{"TopicName": queueName(res.InboundTopicARN)}},
 	}
 	if b.ConfigurationSet != "" {
 		named["ConfigurationSet"] = BoundResource{Ref: b.ConfigurationSet}
@@ -94,7 +97,9 @@ func PlaceholderResources(name string) Resources {
 	res := Resources{JobsTable: name + "-jobs", DeliveriesTable: name + "-deliveries", PayloadBucket: name + "-payloads",
 		Queues: queue.URLs{Queue: map[job.Stage]string{}, DLQ: map[job.Stage]string{}}, QueueARNs: map[job.Stage]string{},
 		EventsTopicARN: fmt.Sprintf("arn:aws:sns:%s:%s:%s-ses-events", LocalRegion, LocalAccount, name),
-		FeedbackQueue:  q("feedback"), FeedbackDLQ: q("feedback-dlq")}
+		FeedbackQueue:  q("feedback"), FeedbackDLQ: q("feedback-dlq"),
+		InboundTopicARN: fmt.Sprintf("arn:aws:sns:%s:%s:%s-inbound", LocalRegion, LocalAccount, name),
+		ReplyQueue:      q("reply"), ReplyDLQ: q("reply-dlq")}
 	for _, s := range job.Stages() {
 		res.Queues.Queue[s], res.Queues.DLQ[s] = q(string(s)), q(string(s)+"-dlq")
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -9,13 +10,18 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/reply"
+	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/testenv"
+	"github.com/criticizer/criticizer/internal/vote"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
@@ -112,5 +118,30 @@ func TestSampleEvents_DriveEachFunction(t *testing.T) {
 	var rep map[string]int
 	if err := json.Unmarshal(invoke("sweeper", "sweeper-schedule.json"), &rep); err != nil || rep["jobs_requeued"] != 0 {
 		t.Fatalf("sweeper report %v %v", rep, err)
+	}
+
+	// A reply to reviewer1's email, as SES stored it and notified it:
+	// "wrong 1" is recorded, and its confirmation's row written for
+	// notify's reply task. The sample's reply address is keyed with the
+	// local stack's key under its inbound domain (make run's).
+	cfg.UnsubscribeKey, cfg.InboundDomain = devstack.LocalUnsubscribeKey, "replies.localhost"
+	const sampleReplyID = "sample0reply0000000000000000000000000001"
+	raw, err := os.ReadFile("../../events/reply-message.eml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Clients.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(res.PayloadBucket),
+		Key: aws.String(reply.InboundPrefix + sampleReplyID), Body: bytes.NewReader(raw)}); err != nil {
+		t.Fatal(err)
+	}
+	noFailures("reply", invoke("reply", "reply-sqs.json", func(b []byte) []byte {
+		return []byte(strings.ReplaceAll(string(b), "criticizer-payloads", res.PayloadBucket))
+	}))
+	confirm, err := a.Deliveries.Get(ctx, delivery.ReplyID(sampleReplyID))
+	if err != nil || confirm.Kind != delivery.KindReply || confirm.Status != delivery.StatusPending || confirm.Recipient != "reviewer1@example.com" {
+		t.Fatalf("the reply's confirmation row: %+v (%v)", confirm, err)
+	}
+	if votes, err := store.NewVotes(a.DynamoDB, cfg.JobsTable, nil).List(ctx); err != nil || len(votes) != 1 || votes[0].Choice != vote.Wrong {
+		t.Fatalf("votes %+v (%v), want reviewer1's wrong on finding 1", votes, err)
 	}
 }

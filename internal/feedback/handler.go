@@ -321,7 +321,9 @@ func (h *Handler) resend(ctx context.Context, id string, e store.Event) (bool, e
 	} else if err != nil {
 		return false, err
 	}
-	if !row.IsDigest() { // a digest has no job; its own message carries it
+	// A digest has no job: its own message carries it. A reply's
+	// confirmation is resent by its own task; its job's outcome stands.
+	if !row.IsDigest() && row.Kind != delivery.KindReply {
 		if err := h.Jobs.Reopen(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
 			return false, err
 		}

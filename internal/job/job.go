@@ -293,6 +293,8 @@ type Message struct {
 	// not the job's (the job's status and attempts are left alone); they
 	// are retried, and dead-lettered, like any message.
 	Task string `json:"task,omitempty"`
+	// Delivery names the delivery row a task is about (TaskReply).
+	Delivery string `json:"delivery_id,omitempty"`
 	// Deferral is set on a copy the stage runner re-sent after a
 	// rate-limited attempt (see internal/stage). Absent on every message
 	// any other component sends.
@@ -308,6 +310,12 @@ const TaskReviewers = "reviewers"
 // daily digest (R-DIGEST-3). A digest has no job: JobID then names the
 // digest's row (delivery.DigestID), which is all the message carries.
 const TaskDigest = "digest"
+
+// TaskReply asks the notify stage to send the confirmation of a reply
+// (R-REPLY-5): the delivery row Message.Delivery names, which the reply
+// function wrote. The job is the one whose email was answered; its own
+// status and attempts are left alone.
+const TaskReply = "reply"
 
 // Deferral is the bookkeeping a rate-limited message carries to its
 // re-sent copy. SQS counts receives per message, so a fresh copy starts at

@@ -133,7 +133,12 @@ func critiqueHTML(v view) string {
 	if d.PreferencesURL != "" {
 		w(` <a href="` + escURL(d.PreferencesURL) + `" style="color:#57606a;text-decoration:underline;">Email preferences</a>: delivery, minimum severity, muted repositories.`)
 	}
-	w(`</div>
+	w(`</div>`)
+	if d.ReplyTo != "" {
+		w(`
+  <div style="margin-top:6px;">Reply to this email with <strong>wrong N</strong> or <strong>useful N</strong> for finding #N, <strong>mute</strong> for no more email about ` + cl + `, <strong>unsubscribe</strong> or <strong>help</strong>.</div>`)
+	}
+	w(`
 </td></tr>
 </table>
 </td></tr>
@@ -180,7 +185,11 @@ func htmlFiles(b *strings.Builder, files []FileFindings, resolved bool) {
 			}
 			w(`
   <tr>
-    <td valign="top" width="78" style="width:78px;padding:8px 0 8px 10px;` + sep + `"><span style="display:inline-block;padding:1px 7px;border-radius:10px;font-size:11px;line-height:1.6;font-weight:600;` + color + `">` + escText(sev) + `</span></td>
+    <td valign="top" width="78" style="width:78px;padding:8px 0 8px 10px;` + sep + `">`)
+			if fv.Number != 0 {
+				w(`<span style="display:block;margin:0 0 2px;font-size:11px;line-height:1.4;font-weight:600;color:#57606a;">#` + strconv.Itoa(fv.Number) + `</span>`)
+			}
+			w(`<span style="display:inline-block;padding:1px 7px;border-radius:10px;font-size:11px;line-height:1.6;font-weight:600;` + color + `">` + escText(sev) + `</span></td>
     <td valign="top" style="padding:8px 10px;font-size:13px;line-height:1.5;overflow-wrap:anywhere;word-break:break-word;` + sep + pick(resolved, "color:#57606a;", "") + `">`)
 			switch {
 			case fv.Line == 0:
@@ -285,6 +294,9 @@ func critiqueText(v view) string {
 	if d.PreferencesURL != "" {
 		w("\nEmail preferences (delivery, minimum severity, muted repositories): " + d.PreferencesURL)
 	}
+	if d.ReplyTo != "" {
+		w("\nReply \"wrong N\" or \"useful N\" for finding #N, \"mute\" for no more email about " + d.ChangelistID + ", \"unsubscribe\" or \"help\".")
+	}
 	w("\n")
 	return b.String()
 }
@@ -299,7 +311,11 @@ func textFiles(b *strings.Builder, files []FileFindings, changeURL string, resol
 			w("\n  " + f.URL)
 		}
 		for _, fv := range f.Findings {
-			w("\n  [" + string(fv.Severity) + "]")
+			w("\n  ")
+			if fv.Number != 0 {
+				w("#" + strconv.Itoa(fv.Number) + " ")
+			}
+			w("[" + string(fv.Severity) + "]")
 			if fv.Line != 0 {
 				w(pick(resolved, " was line ", " line ") + strconv.Itoa(fv.Line) + ":")
 			}

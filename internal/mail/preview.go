@@ -16,12 +16,13 @@ const (
 
 // PreviewNames lists every template that can be previewed: the critique's
 // HTML and text forms, a rerun's, the unsubscribe endpoint's two pages,
-// the vote endpoint's two, the preference page, and the daily digest's
-// HTML and text.
+// the vote endpoint's two, the preference page, the daily digest's HTML
+// and text, and a reply's confirmation.
 func (r *Renderer) PreviewNames() []string {
 	return []string{TemplateVersion + ".html", TemplateVersion + ".txt", RerunTemplateVersion + ".html", RerunTemplateVersion + ".txt",
 		UnsubscribeVersion + ".html", UnsubscribedVersion + ".html", VoteVersion + ".html", VotedVersion + ".html",
-		PreferencesVersion + ".html", DigestVersion + ".html", DigestVersion + ".txt"}
+		PreferencesVersion + ".html", DigestVersion + ".html", DigestVersion + ".txt",
+		ConfirmationVersion + ".html", ConfirmationVersion + ".txt"}
 }
 
 // Preview renders a template with built-in sample data (SampleData), so an
@@ -67,6 +68,12 @@ func (r *Renderer) Preview(name string) (contentType string, body []byte, err er
 			return ContentTypeText, []byte(m.Text), nil
 		}
 		return ContentTypeHTML, []byte(m.HTML), nil
+	case ConfirmationVersion + ".html", ConfirmationVersion + ".txt":
+		m, err := r.RenderConfirmation(SampleConfirmation())
+		if strings.HasSuffix(name, ".txt") {
+			return ContentTypeText, []byte(m.Text), err
+		}
+		return ContentTypeHTML, []byte(m.HTML), err
 	}
 	return "", nil, fmt.Errorf("%w: %q", ErrUnknownTemplate, name)
 }
@@ -86,6 +93,7 @@ func SampleData() Data {
 		UnsubscribeURL: "https://criticizer.example.com/unsubscribe?token=sample-token",
 		PreferencesURL: "https://criticizer.example.com/preferences/" + strings.Repeat("sample-token-", 9),
 		Votes:          sampleVotes,
+		ReplyTo:        "reply+" + strings.Repeat("k", 58) + "@replies.criticizer.example.com",
 		Critique: critic.Critique{
 			Critic: "offline/v1",
 			Summary: "This change touches 5 files, adding 214 lines and removing 37 lines. " +
@@ -185,4 +193,15 @@ func SampleDigestData() DigestData {
 				Critique: critic.Critique{Critic: "offline/v1", Summary: "No issues were found.", Files: 1, Additions: 1, Deletions: 1}},
 		},
 	}
+}
+
+// SampleConfirmation is a reply's confirmation for previews: two findings
+// marked, one number the email does not list, a mute, the vocabulary
+// asked for, and commands past the limit.
+func SampleConfirmation() Confirmation {
+	d := SampleData()
+	return Confirmation{ChangelistID: d.ChangelistID, Subject: Subject(d), Findings: len(d.Critique.Findings),
+		Actions: []ReplyAction{{Verb: "wrong", Finding: 1, Listed: true}, {Verb: "useful", Finding: 3, Listed: true},
+			{Verb: "wrong", Finding: 12}, {Verb: "mute"}, {Verb: "help"}},
+		Ignored: 2, Unknown: 1, ReplyTo: d.ReplyTo}
 }

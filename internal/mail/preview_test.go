@@ -28,6 +28,9 @@ func TestPreview_EveryListedTemplateRenders(t *testing.T) {
 		"preferences/v1.html":  "text/html; charset=utf-8",
 		"digest/v1.html":       "text/html; charset=utf-8",
 		"digest/v1.txt":        "text/plain; charset=utf-8",
+
+		"reply-confirmation/v1.html": "text/html; charset=utf-8",
+		"reply-confirmation/v1.txt":  "text/plain; charset=utf-8",
 	}
 	if len(names) != len(want) {
 		t.Errorf("PreviewNames() = %v; want %d names", names, len(want))

@@ -87,6 +87,10 @@ type Data struct {
 	// PreferencesURL is the recipient's preference page (R-PREF-2),
 	// linked in the footer. Empty: no such link.
 	PreferencesURL string
+	// ReplyTo is the email's reply address (R-REPLY-1), its Reply-To;
+	// with it, the findings of this version are numbered and the footer
+	// says what a reply can do. Empty: neither.
+	ReplyTo string
 
 	// Thread is the recipient's conversation root about the changelist
 	// (Threads.Root), ListID the deploy's list id (config's
@@ -109,6 +113,10 @@ type FindingView struct {
 	// UsefulURL and WrongURL are the finding's feedback links (R-VOTE-1);
 	// both empty when there are none.
 	UsefulURL, WrongURL string
+	// Number is the finding's number in the email, from 1, shown when
+	// the email can be replied to (Data.ReplyTo): what "wrong 3" names
+	// (R-REPLY-4). It is the finding's place in Message.Findings.
+	Number int
 }
 
 // Counts tallies findings by severity for the header.
@@ -230,7 +238,28 @@ func newView(d Data) view {
 		v.NewCount, v.UnchangedCount = len(added), len(same)
 		v.ResolvedMore = max(ch.ResolvedCount-len(resolved), 0)
 	}
+	if d.ReplyTo != "" {
+		n := 0
+		for _, g := range v.listedGroups() {
+			for i := range g {
+				for j := range g[i].Findings {
+					n++
+					g[i].Findings[j].Number = n
+				}
+			}
+		}
+	}
 	return v
+}
+
+// listedGroups are the groups of the findings the email lists under
+// this version, in the order it lists them (a rerun's new ones, then its
+// unchanged ones; resolved ones are not this version's).
+func (v view) listedGroups() [][]FileFindings {
+	if v.Changes != nil {
+		return [][]FileFindings{v.New, v.Unchanged}
+	}
+	return [][]FileFindings{v.Files}
 }
 
 // group groups findings by file for the templates, with links into the
@@ -290,8 +319,13 @@ func (r *Renderer) Render(d Data) (delivery.Message, error) {
 		Reason:          d.Reason,
 		Severity:        highestSeverity(v.Counts),
 		Findings:        listed(v),
+		ReplyTo:         d.ReplyTo,
 	}
-	sum := sha256.Sum256([]byte(m.Subject + "\x00" + m.HTML + "\x00" + m.Text + "\x00" + m.Thread + "\x00" + m.ListID + "\x00" + m.Reason + "\x00" + m.Severity))
+	covered := m.Subject + "\x00" + m.HTML + "\x00" + m.Text + "\x00" + m.Thread + "\x00" + m.ListID + "\x00" + m.Reason + "\x00" + m.Severity
+	if m.ReplyTo != "" {
+		covered += "\x00" + m.ReplyTo
+	}
+	sum := sha256.Sum256([]byte(covered))
 	m.ContentSHA256 = hex.EncodeToString(sum[:])
 	return m, nil
 }
@@ -318,12 +352,8 @@ func (r *Renderer) UnsubscribedPage(all bool) ([]byte, error) {
 // number is resolved against this list (dismiss.Recorder), so the number
 // means what the reader saw, whatever was hidden from them.
 func listed(v view) string {
-	groups := [][]FileFindings{v.Files}
-	if v.Changes != nil {
-		groups = [][]FileFindings{v.New, v.Unchanged}
-	}
 	var out []string
-	for _, g := range groups {
+	for _, g := range v.listedGroups() {
 		for _, f := range g {
 			for _, fv := range f.Findings {
 				out = append(out, vote.FindingID(fv.Finding))

@@ -89,6 +89,17 @@ func firstCases() []Data {
 	d = base()
 	d.UnsubscribeURL, d.PreferencesURL = "", "https://api.example.com/preferences/tok"
 	out = append(out, d)
+	// A reply address (R-REPLY-1): numbered findings and the reply line,
+	// with links, with a changelist id to escape, and with no finding.
+	d = base()
+	d.ReplyTo, d.Votes = "reply+abc@replies.example.org", testVotes
+	out = append(out, d)
+	d = base()
+	d.ReplyTo, d.ChangelistID = "reply+abc@replies.example.org", "acme/store#42 <b>&'x'"
+	out = append(out, d)
+	d = base()
+	d.ReplyTo, d.Critique.Findings = "reply+abc@replies.example.org", nil
+	out = append(out, d)
 	return out
 }
 
@@ -140,6 +151,9 @@ func rerunCases() []Data {
 	d = base()
 	d.LeftOut, d.LeftOutBelow = 2, "error"
 	d.PreferencesURL = "https://api.example.com/preferences/p+r.ef?a=1&b='2' x"
+	out = append(out, d)
+	d = base()
+	d.ReplyTo, d.Votes = "reply+abc@replies.example.org", testVotes
 	out = append(out, d)
 	return out
 }

@@ -219,7 +219,9 @@ func (o *Ops) Settle(ctx context.Context, id string, v Verdict, note, by string)
 		At: o.Now().UTC(), Status: string(before.Status)}); err != nil {
 		return row, fmt.Errorf("settled, but the note was not recorded: %w", err)
 	}
-	if !row.IsDigest() { // a digest has no job; its own message carries it
+	// A digest has no job: its own message carries it. A reply's
+	// confirmation is a task of its own; its job's outcome stands.
+	if !row.IsDigest() && row.Kind != delivery.KindReply {
 		if err := o.Jobs.Reopen(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
 			return row, err
 		}

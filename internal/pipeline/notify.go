@@ -99,6 +99,15 @@ type Notify struct {
 	// Prefs mints each recipient's preference link under PublicURL, in
 	// the footer (R-PREF-2). Nil or no PublicURL: no link.
 	Prefs *prefs.Signer
+	// Mutes, if set, settles the rows of recipients who muted the
+	// changelist by reply as skipped_muted (R-REPLY-7, notify_mute.go).
+	// Nil: nobody is muted.
+	Mutes Mutes
+	// Replies, if set, gives each email its Reply-To address under
+	// InboundDomain (R-REPLY-1, notify_rows.go). Nil or no domain: no
+	// Reply-To.
+	Replies       ReplyAddresses
+	InboundDomain string
 	// Dismissals, if set, keeps from each recipient's email the findings
 	// they marked wrong in an earlier one, while the lines those flag are
 	// unchanged (R-VOTE-3, notify_dismiss.go). Nil: every finding is shown.
@@ -157,6 +166,9 @@ func (n *Notify) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if m.Task == job.TaskDigest {
 		return n.handleDigest(ctx, string(m.JobID))
 	}
+	if m.Task == job.TaskReply {
+		return n.confirm(ctx, m.Delivery) // a reply's confirmation, not the job's run
+	}
 	j, ok, err := n.begin(ctx, m, job.StageNotify)
 	if err != nil || !ok {
 		return err
@@ -211,6 +223,9 @@ func (n *Notify) run(ctx context.Context, j job.Job, attempt int) error {
 		return err
 	}
 	if err := n.gate(ctx, j, rows, standings); err != nil {
+		return err
+	}
+	if err := n.gateMuted(ctx, j, rows); err != nil {
 		return err
 	}
 	wait, err := n.quiet(ctx, j, c, rows)

@@ -56,6 +56,7 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique, s
 		data.UnsubscribeURL = n.Signer.URL(n.PublicURL, rid, repo)
 		data.PreferencesURL = n.Prefs.URL(n.PublicURL, rid, repo, now.Add(prefs.LinkLifetime))
 		data.Votes = n.voteLinks(delivery.ID(clKey, rcpt, j.ReviewVersion), now)
+		data.ReplyTo = n.replyTo(delivery.ID(clKey, rcpt, j.ReviewVersion), now)
 		data.Thread, data.Reason = n.Threads.Root(clKey, rcpt), reason(j, rcpt)
 		data.Critique, data.Hidden = marks.forRecipient(rcpt, c)
 		// Whether the version holds anything new for the reader is judged

@@ -20,3 +20,23 @@ func (n *Notify) voteLinks(deliveryID string, now time.Time) func(critic.Finding
 		return n.Votes.Links(n.PublicURL, deliveryID, f, expires)
 	}
 }
+
+// ReplyAddresses mints a delivery's reply address (reply.Keys).
+type ReplyAddresses interface {
+	Address(domain, deliveryID string, expires time.Time) (string, error)
+}
+
+// replyTo is the Reply-To of the email of deliveryID rendered at now
+// (R-REPLY-1): its reply address, valid as long as its vote links; ""
+// when replies are off.
+func (n *Notify) replyTo(deliveryID string, now time.Time) string {
+	if n.Replies == nil || n.InboundDomain == "" {
+		return ""
+	}
+	addr, err := n.Replies.Address(n.InboundDomain, deliveryID, now.Add(vote.LinkLifetime))
+	if err != nil {
+		n.Log.Warn("no reply address for the email; it has no Reply-To", "delivery_id", deliveryID, "error", err)
+		return ""
+	}
+	return addr
+}

@@ -13,6 +13,7 @@ package sealed
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/base64"
 	"strings"
 )
@@ -67,8 +68,52 @@ func (k Keys) Open(token string) (string, bool) {
 }
 
 func (k Keys) mac(key []byte, payload string) []byte {
+	return k.macFull(key, payload)[:macLen]
+}
+
+// macFull is the whole HMAC, for the short form's own cut.
+func (k Keys) macFull(key []byte, payload string) []byte {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(k.Purpose + "\n"))
 	h.Write([]byte(payload))
-	return h.Sum(nil)[:macLen]
+	return h.Sum(nil)
+}
+
+// The short form seals bytes into one case-insensitive word: payload and a
+// truncated mac, in lower-case base32 without padding. It is for a mail
+// address's local part (internal/reply), which RFC 5321 §4.5.3.1.1
+// bounds at 64 octets and which mail systems may fold to lower or upper
+// case on the way back: base64's two cases would not survive. The mac is
+// the same purpose-labelled HMAC as Seal's, cut to macLen bytes (the
+// caller weighs the length against the room it has).
+var short = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// SealShort returns payload's short token under the current key, with a
+// mac of macLen bytes (1 to 32).
+func (k Keys) SealShort(payload []byte, macLen int) string {
+	return short.EncodeToString(append(append([]byte{}, payload...), k.macFull(k.Current, string(payload))[:macLen]...))
+}
+
+// OpenShort checks a short token sealed with a mac of macLen bytes, in
+// either case, and returns its payload; false for a token that is
+// malformed, longer than MaxTokenLen, or signed under neither key. As in
+// Open, both comparisons always run.
+func (k Keys) OpenShort(token string, macLen int) ([]byte, bool) {
+	if len(token) > MaxTokenLen {
+		return nil, false
+	}
+	b, err := short.DecodeString(strings.ToLower(token))
+	if err != nil || len(b) < macLen || macLen < 1 || macLen > sha256.Size {
+		return nil, false
+	}
+	payload, got := b[:len(b)-macLen], b[len(b)-macLen:]
+	valid := hmac.Equal(got, k.macFull(k.Current, string(payload))[:macLen])
+	if k.Previous != nil {
+		prev := hmac.Equal(got, k.macFull(k.Previous, string(payload))[:macLen])
+		valid = valid || prev
+	}
+	if !valid {
+		return nil, false
+	}
+	return payload, true
 }

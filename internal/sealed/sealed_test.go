@@ -39,3 +39,41 @@ func TestSealOpen_KeyPurposeAndRotation(t *testing.T) {
 		}
 	}
 }
+
+// A short token opens in any case under its key and purpose (or the
+// previous key during a rotation), never under another, nor altered, nor
+// with a mac of another length.
+func TestSealShort_CaseInsensitiveKeyPurposeAndRotation(t *testing.T) {
+	k1, k2 := []byte(strings.Repeat("a", 32)), []byte(strings.Repeat("b", 32))
+	reply := Keys{Purpose: "criticizer-reply", Current: k1}
+	tok := reply.SealShort([]byte("payload-of-24-bytes-long"), 12)
+	if tok != strings.ToLower(tok) || len(tok) != 58 {
+		t.Fatalf("token %q: want 58 lower-case characters", tok)
+	}
+	for _, form := range []string{tok, strings.ToUpper(tok), strings.ToUpper(tok[:10]) + tok[10:]} {
+		if p, ok := reply.OpenShort(form, 12); !ok || string(p) != "payload-of-24-bytes-long" {
+			t.Fatalf("OpenShort(%q) = %q, %t", form, p, ok)
+		}
+	}
+	if _, ok := (Keys{Purpose: reply.Purpose, Current: k2, Previous: k1}).OpenShort(tok, 12); !ok {
+		t.Error("a token of the previous key is refused during the rotation")
+	}
+	flip := []byte(tok)
+	flip[3] ^= 1
+	for name, c := range map[string]struct {
+		k   Keys
+		tok string
+		mac int
+	}{
+		"another purpose": {Keys{Purpose: "criticizer-vote", Current: k1}, tok, 12},
+		"another key":     {Keys{Purpose: reply.Purpose, Current: k2}, tok, 12},
+		"altered":         {reply, string(flip), 12},
+		"mac length":      {reply, tok, 11},
+		"not base32":      {reply, tok[:20] + "1" + tok[21:], 12},
+		"empty":           {reply, "", 12},
+	} {
+		if _, ok := c.k.OpenShort(c.tok, c.mac); ok {
+			t.Errorf("%s: opened", name)
+		}
+	}
+}

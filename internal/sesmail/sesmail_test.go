@@ -212,3 +212,40 @@ func storedEmail(t *testing.T, env testenv.Env, id string) devstack.StoredEmail 
 	t.Fatalf("message %s not in the SES store", id)
 	return devstack.StoredEmail{}
 }
+
+// A message with a reply address is sent with it as its Reply-To (the
+// emulator stores it as the message's replyTo), one without has none; an
+// address SES would refuse is never sent.
+// Rules: R-REPLY-1.
+func TestSender_ReplyToIsTheDeliverysReplyAddress(t *testing.T) {
+	env := testenv.Stack(t)
+	r, err := mail.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := mail.SampleData()
+	d.ChangelistID = testenv.Prefix(t)
+	m, err := r.Render(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sesmail.NewSender(env.Clients.SES, "Criticizer <criticizer@example.com>", "")
+	id, err := s.Send(context.Background(), "d_reply1", "rcpt@example.com", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := storedEmail(t, env, id); len(e.ReplyTo) != 1 || e.ReplyTo[0] != d.ReplyTo {
+		t.Errorf("Reply-To %q, want %q", e.ReplyTo, d.ReplyTo)
+	}
+	m.ReplyTo = ""
+	if id, err = s.Send(context.Background(), "d_reply2", "rcpt@example.com", m); err != nil {
+		t.Fatal(err)
+	}
+	if e := storedEmail(t, env, id); len(e.ReplyTo) != 0 {
+		t.Errorf("Reply-To %q without a reply address", e.ReplyTo)
+	}
+	m.ReplyTo = "reply+" + strings.Repeat("k", 60) + "@replies.example.org"
+	if _, err := s.Send(context.Background(), "d_reply3", "rcpt@example.com", m); retry.Classify(err).Class != retry.RuntimeBug {
+		t.Errorf("a 66-octet local part: %v, want a RUNTIME_BUG refusal", err)
+	}
+}

@@ -41,6 +41,7 @@ type storedMessage struct {
 	Reason          string `json:"reason,omitempty"`
 	Severity        string `json:"severity,omitempty"`
 	Findings        string `json:"findings,omitempty"`
+	ReplyTo         string `json:"reply_to,omitempty"`
 }
 
 // marshalRow is a row's item, its message gzipped.
@@ -62,7 +63,7 @@ func marshalRow(r delivery.Row) (map[string]types.AttributeValue, error) {
 func gzipMessage(m delivery.Message) ([]byte, error) {
 	raw, err := json.Marshal(storedMessage{Subject: m.Subject, HTML: m.HTML, Text: m.Text, TemplateVersion: m.TemplateVersion,
 		ContentSHA256: m.ContentSHA256, UnsubscribeURL: m.UnsubscribeURL,
-		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings})
+		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings, ReplyTo: m.ReplyTo})
 	if err != nil {
 		return nil, fmt.Errorf("marshal message: %w", err)
 	}
@@ -104,6 +105,6 @@ func unmarshalRow(item map[string]types.AttributeValue, r *delivery.Row) error {
 	}
 	r.Message = delivery.Message{Subject: m.Subject, HTML: m.HTML, Text: m.Text, TemplateVersion: m.TemplateVersion,
 		ContentSHA256: m.ContentSHA256, UnsubscribeURL: m.UnsubscribeURL,
-		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings}
+		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings, ReplyTo: m.ReplyTo}
 	return nil
 }

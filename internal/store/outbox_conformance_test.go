@@ -81,3 +81,15 @@ func TestVotes_DynamoDB(t *testing.T) {
 		return store.NewVotes(env.Clients.DynamoDB, res.JobsTable, nil)
 	})
 }
+
+// Mutes and reply windows on DynamoDB Local: a mute per changelist and
+// reader read in one batch; a window's conditional set admits at most
+// max replies, each once.
+// Rules: R-STORE-1, R-REPLY-6, R-REPLY-7.
+func TestReplies_DynamoDB(t *testing.T) {
+	storetest.Replies(t, func(t *testing.T) storetest.ReplyStores {
+		env := testenv.Stack(t)
+		res := testenv.Provision(t, env)
+		return store.NewReplies(env.Clients.DynamoDB, res.JobsTable, nil)
+	})
+}

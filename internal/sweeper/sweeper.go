@@ -183,10 +183,14 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 			}
 			rep.StuckSending++
 			m := r.NotifyMessage()
-			if requeued[m.JobID] {
-				return nil
+			if r.Kind != delivery.KindReply {
+				// A job's run (or a digest's) settles all its rows; a
+				// reply's confirmation is a task of its own.
+				if requeued[m.JobID] {
+					return nil
+				}
+				requeued[m.JobID] = true
 			}
-			requeued[m.JobID] = true
 			s.Log.WarnContext(ctx, "delivery stuck in sending; notify will settle it", "delivery_id", r.ID, "job_id", r.JobID)
 			return s.Queue.Enqueue(ctx, m)
 		case delivery.StatusSent:
@@ -225,6 +229,13 @@ func (s *Sweeper) unconfirmed(ctx context.Context, r delivery.Row, ev delivery.E
 	}
 	rep.OrderingViolations++
 	rep.HeldDeliveries++
+	if r.Kind == delivery.KindReply {
+		// A reply's confirmation is not its job's email: the row waits
+		// for an operator, the job's outcome stands.
+		s.Log.ErrorContext(ctx, "reply confirmation marked sent without provider evidence; moved to reconciling, no further sends",
+			"delivery_id", r.ID, "job_id", r.JobID, "notified_at", r.NotifiedAt, "drained", ev.Drained)
+		return nil
+	}
 	// A digest has no job: the row itself, held, is what the operator sees
 	// (HeldDeliveries, criticizer deliveries).
 	if !r.IsDigest() {

@@ -209,3 +209,59 @@ func TestSweep_EvidenceLagIsTheLongestWait(t *testing.T) {
 		t.Errorf("drained, row still waiting: EvidenceLag %v s, want its whole wait", rep.EvidenceLagSeconds)
 	}
 }
+
+// A reply's confirmation stuck in sending is handed back to notify on
+// its own reply task (not its job's run, which would not look at it),
+// next to a row of the same job; one marked sent without evidence waits
+// for an operator without touching the answered job's outcome.
+// Rules: R-REPLY-5, R-RECON-1.
+func TestSweep_ReplyConfirmationHandedBackOnItsTask(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	clock := func() time.Time { return now }
+	jobs, outbox, ev, q := memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), &queue{}
+	j := storetest.NewJob("cl-answered", 1)
+	j.Stage, j.Status, j.UpdatedAt = job.StageNotify, job.StatusInProgress, now
+	jobs.Put(j)
+	for _, id := range []string{"d_critique", delivery.ReplyID("ses-1"), delivery.ReplyID("ses-2")} {
+		r := storetest.NewRow(id)
+		r.JobID = j.ID
+		if id != "d_critique" {
+			r.Kind = delivery.KindReply
+		}
+		if _, _, err := outbox.Ensure(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(-time.Hour)
+	for _, id := range []string{"d_critique", delivery.ReplyID("ses-1"), delivery.ReplyID("ses-2")} {
+		if _, err := outbox.Claim(ctx, id, "t", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := outbox.MarkSent(ctx, delivery.ReplyID("ses-2"), "t", "ses-sent"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Hour)
+	_ = ev.Advance(ctx, "set", now.Add(-time.Minute))
+	_ = ev.Drain(ctx, "set", now.Add(-time.Minute))
+	s := &sweeper.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: q,
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock,
+		StuckAfter: 10 * time.Minute, EvidenceWindow: 15 * time.Minute, Margin: 2 * time.Minute}
+	if _, err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[job.Message]bool{
+		{JobID: j.ID, Stage: job.StageNotify}: true,
+		{JobID: j.ID, Stage: job.StageNotify, Task: job.TaskReply, Delivery: delivery.ReplyID("ses-1")}: true,
+	}
+	if len(q.msgs) != 2 || !want[q.msgs[0]] || !want[q.msgs[1]] {
+		t.Errorf("enqueued %v, want the job's run and the confirmation's task", q.msgs)
+	}
+	if r, _ := outbox.Get(ctx, delivery.ReplyID("ses-2")); r.Status != delivery.StatusReconciling {
+		t.Errorf("confirmation sent without evidence: %s, want reconciling", r.Status)
+	}
+	if got, _ := jobs.Get(ctx, j.ID); got.Status != job.StatusInProgress {
+		t.Errorf("answered job %s, want its outcome untouched", got.Status)
+	}
+}

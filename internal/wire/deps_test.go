@@ -22,6 +22,7 @@ var wantServices = map[string][]string{
 	"notify":   {"dynamodb", "secretsmanager", "sesv2", "sqs"},
 	"feedback": {"dynamodb", "s3", "sqs"},
 	"sweeper":  {"dynamodb", "sqs"},
+	"reply":    {"dynamodb", "s3", "secretsmanager", "sqs"},
 }
 
 var servicePkg = regexp.MustCompile(`^github\.com/aws/aws-sdk-go-v2/service/([a-z0-9]+)$`)

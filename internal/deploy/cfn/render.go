@@ -113,6 +113,7 @@ func render(d deploy.Deployment, params map[string]string) (*Template, error) {
 		r.secret(s)
 	}
 	r.mail()
+	r.inbound()
 	r.alarms()
 	r.dashboard()
 	root.Set("Resources", r.res)
@@ -530,10 +531,90 @@ func (r *renderer) bucket() {
 		"OwnershipControls", M("Rules", Seq{M("ObjectOwnership", "BucketOwnerEnforced")}),
 		"LifecycleConfiguration", M("Rules", rules))),
 		"Payloads that do not fit a DynamoDB item: "+strings.Join(what, "; ")+".", true)
+	sts := Seq{M("Effect", "Deny", "Principal", M("AWS", "*"), "Action", "s3:*",
+		"Resource", Seq{Fn{"Fn::GetAtt", b.ID + ".Arn"}, Fn{"Fn::Sub", "${" + b.ID + ".Arn}/*"}},
+		"Condition", M("Bool", M("aws:SecureTransport", "false")))}
+	if in := r.d.Inbound; in.Prefix != "" {
+		// SES's receipt rule stores replies under the inbound prefix,
+		// for this account's rule only (no confused deputy).
+		put := M("Sid", "SesStoresRepliesForThisAccountsReceiptRule", "Effect", "Allow", "Principal", M("Service", "ses.amazonaws.com"),
+			"Action", "s3:PutObject", "Resource", Fn{"Fn::Sub", "${" + b.ID + ".Arn}/" + in.Prefix + "*"},
+			"Condition", M("StringEquals", M("AWS:SourceAccount", Fn{"Ref", "AWS::AccountId"}), "ArnLike", M("AWS:SourceArn", r.receiptRuleArn())))
+		if n := r.when(in.Condition, put); n != nil {
+			sts = append(sts, n)
+		}
+	}
 	r.add(b.ID+"Policy", M("Type", "AWS::S3::BucketPolicy", "Properties", M("Bucket", Fn{"Ref", b.ID},
-		"PolicyDocument", M("Version", "2012-10-17", "Statement", Seq{M("Effect", "Deny", "Principal", M("AWS", "*"), "Action", "s3:*",
-			"Resource", Seq{Fn{"Fn::GetAtt", b.ID + ".Arn"}, Fn{"Fn::Sub", "${" + b.ID + ".Arn}/*"}},
-			"Condition", M("Bool", M("aws:SecureTransport", "false")))}))), "", false)
+		"PolicyDocument", M("Version", "2012-10-17", "Statement", sts))), "", false)
+}
+
+// when is n under the named condition: Fn::If in template.yaml; in the
+// CDK app's rendering n, or nil when the condition does not hold.
+func (r *renderer) when(cond string, n any) any {
+	if r.sam {
+		return Fn{"Fn::If", Seq{cond, n, Fn{"Ref", "AWS::NoValue"}}}
+	}
+	on, err := r.v.cond(deploy.Condition(cond))
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	if !on {
+		return nil
+	}
+	return n
+}
+
+// receiptRuleArn is the ARN of the stack's receipt rule, as SES names
+// itself when it acts on this account's behalf (AWS:SourceArn).
+func (r *renderer) receiptRuleArn() any {
+	in := r.d.Inbound
+	return Fn{"Fn::Sub", "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:receipt-rule-set/${AWS::StackName}-" + in.RuleSet +
+		":receipt-rule/${AWS::StackName}-" + in.Rule}
+}
+
+// inbound adds SES email receiving for replies (deploy.Inbound): the
+// topic SES notifies (encrypted with the topics' key), its policy, its
+// raw subscription by the reply queue; and, under the inbound domain's
+// condition, the receipt rule set and its rule, whose S3 action stores
+// each reply under the inbound prefix and notifies the topic. The rule
+// set must still be made active (aws ses set-active-receipt-rule-set):
+// CloudFormation cannot.
+func (r *renderer) inbound() {
+	in := r.d.Inbound
+	if in.Topic == "" {
+		return
+	}
+	rule := r.receiptRuleArn()
+	r.add(in.Topic, M("Type", "AWS::SNS::Topic", "Properties", M("DisplayName", "Criticizer replies",
+		"KmsMasterKeyId", Fn{"Ref", deploy.IDTopicKey})),
+		"Replies: SES's receipt rule notifies this topic of each reply it stored; the reply queue subscribes (raw).", true)
+	r.add(in.Topic+"Policy", M("Type", "AWS::SNS::TopicPolicy", "Properties", M("Topics", Seq{Fn{"Ref", in.Topic}},
+		"PolicyDocument", M("Version", "2012-10-17", "Statement", Seq{
+			tlsOnly("sns:Publish", Fn{"Ref", in.Topic}, "*"),
+			M("Sid", "SesPublishesThisAccountsReceiptRule", "Effect", "Allow", "Principal", M("Service", "ses.amazonaws.com"), "Action", "sns:Publish",
+				"Resource", Fn{"Ref", in.Topic},
+				"Condition", M("StringEquals", M("AWS:SourceAccount", Fn{"Ref", "AWS::AccountId"}), "ArnLike", M("AWS:SourceArn", rule))),
+		}))), "", false)
+	r.add(in.Topic+"Subscription", M("Type", "AWS::SNS::Subscription", "Properties", M(
+		"TopicArn", Fn{"Ref", in.Topic}, "Protocol", "sqs", "Endpoint", Fn{"Fn::GetAtt", deploy.QueueID(in.Queue) + ".Arn"},
+		"RawMessageDelivery", true)), "", false)
+	ruleSet := M("Type", "AWS::SES::ReceiptRuleSet", "Properties", M("RuleSetName", Fn{"Fn::Sub", "${AWS::StackName}-" + in.RuleSet}))
+	receipt := M("Type", "AWS::SES::ReceiptRule", "DependsOn", Seq{deploy.IDPayloadBucket + "Policy", in.Topic + "Policy"},
+		"Properties", M("RuleSetName", Fn{"Ref", deploy.IDReceiptRuleSet}, "Rule", M(
+			"Name", Fn{"Fn::Sub", "${AWS::StackName}-" + in.Rule}, "Enabled", true, "ScanEnabled", true, "TlsPolicy", "Require",
+			"Recipients", Seq{r.val(deploy.Ref(in.Param))},
+			"Actions", Seq{M("S3Action", M("BucketName", Fn{"Ref", deploy.IDPayloadBucket}, "ObjectKeyPrefix", in.Prefix,
+				"TopicArn", Fn{"Ref", in.Topic}))})))
+	if r.sam {
+		ruleSet = M("Type", "AWS::SES::ReceiptRuleSet", "Condition", in.Condition, "Properties", ruleSet.Get("Properties"))
+		receipt = M("Type", "AWS::SES::ReceiptRule", "Condition", in.Condition, "DependsOn", receipt.Get("DependsOn"), "Properties", receipt.Get("Properties"))
+	} else if on, _ := r.v.cond(deploy.Condition(in.Condition)); !on {
+		return
+	}
+	r.add(deploy.IDReceiptRuleSet, ruleSet,
+		"Replies are received by this rule set once it is the account's active one: aws ses set-active-receipt-rule-set (docs/deploy.md, Replies); CloudFormation cannot make it so.", false)
+	r.add(deploy.IDReceiptRule, receipt,
+		"Every recipient at the inbound domain: spam and virus scanned, TLS required, stored under inbound/ (expiring) and notified to the topic.", false)
 }
 
 func (r *renderer) secret(s deploy.Secret) {
@@ -571,7 +652,10 @@ func (r *renderer) mail() {
 			M("Sid", "CloudWatchPublishesThisAccountsAlarms", "Effect", "Allow", "Principal", M("Service", "cloudwatch.amazonaws.com"),
 				"Action", Seq{"kms:GenerateDataKey*", "kms:Decrypt"}, "Resource", "*",
 				"Condition", M("StringEquals", account, "ArnLike", M("aws:SourceArn", alarms))),
-		}))), "The SNS topics' key: SES and CloudWatch may use it for this account's configuration set and alarms only (no confused deputy).", false)
+			M("Sid", "SesNotifiesThisAccountsReceiptRule", "Effect", "Allow", "Principal", M("Service", "ses.amazonaws.com"),
+				"Action", Seq{"kms:GenerateDataKey*", "kms:Decrypt"}, "Resource", "*",
+				"Condition", M("StringEquals", account, "ArnLike", M("aws:SourceArn", r.receiptRuleArn()))),
+		}))), "The SNS topics' key: SES and CloudWatch may use it for this account's configuration set, receipt rule and alarms only (no confused deputy).", false)
 	r.add(deploy.IDSESEventsTopic, M("Type", "AWS::SNS::Topic", "Properties", M("DisplayName", "Criticizer SES events",
 		"KmsMasterKeyId", Fn{"Ref", deploy.IDTopicKey})), "", false)
 	r.add(deploy.IDSESEventsTopic+"Policy", M("Type", "AWS::SNS::TopicPolicy", "Properties", M("Topics", Seq{Fn{"Ref", deploy.IDSESEventsTopic}},

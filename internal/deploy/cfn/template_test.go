@@ -240,6 +240,8 @@ func TestLeastPrivilege(t *testing.T) {
 	q, dlq := deploy.QueueID, deploy.DLQID
 	type access struct {
 		send, consume, write, read, update, objects, secrets []string
+		// putOnly: it creates and changes items, and deletes none.
+		putOnly bool
 	}
 	want := map[string]access{
 		deploy.FnIntake: {send: []string{q("fetch")}, write: []string{deploy.IDJobsTable}, read: []string{deploy.IDDeliveriesTable, deploy.IDJobsTable},
@@ -259,6 +261,12 @@ func TestLeastPrivilege(t *testing.T) {
 			objects: []string{"s3:PutObject"}},
 		deploy.FnSweeper: {send: []string{q("fetch"), q("llm"), q("notify")},
 			write: []string{deploy.IDDeliveriesTable, deploy.IDJobsTable}, read: []string{deploy.IDDeliveriesTable, deploy.IDJobsTable}},
+		// A reply records votes, marks, mutes and unsubscribes (keyed
+		// items only), writes its confirmation's row and hands it to
+		// notify; it reads the replies SES stored, and sends no mail.
+		deploy.FnReply: {send: []string{q("notify")}, consume: []string{q(deploy.QReply)},
+			write: []string{deploy.IDDeliveriesTable, deploy.IDJobsTable}, update: []string{deploy.IDJobsTable},
+			objects: []string{"s3:GetObject"}, secrets: []string{deploy.IDUnsubscribeSecret}, putOnly: true},
 	}
 	for fn, w := range want {
 		gs := grants(t, tmpl, fn)
@@ -273,7 +281,11 @@ func TestLeastPrivilege(t *testing.T) {
 		check("sqs:ReceiveMessage", on(gs, "sqs:ReceiveMessage"), w.consume)
 		check("dynamodb:PutItem", on(gs, "dynamodb:PutItem"), w.write)
 		check("dynamodb:Query", on(gs, "dynamodb:Query"), w.read)
-		check("dynamodb:DeleteItem", on(gs, "dynamodb:DeleteItem"), w.write)
+		if w.putOnly {
+			check("dynamodb:DeleteItem", on(gs, "dynamodb:DeleteItem"), nil)
+		} else {
+			check("dynamodb:DeleteItem", on(gs, "dynamodb:DeleteItem"), w.write)
+		}
 		if w.update != nil {
 			check("dynamodb:UpdateItem", on(gs, "dynamodb:UpdateItem"), w.update)
 		}
@@ -287,7 +299,8 @@ func TestLeastPrivilege(t *testing.T) {
 			// quarantine (R-EVIDENCE-10).
 			settings := fn == deploy.FnLLM && g.action == "s3:GetObject" && g.resource == "${"+deploy.IDPayloadBucket+".Arn}/"+config.ReviewInstructionsKey
 			quarantine := fn == deploy.FnFeedback && g.action == "s3:PutObject" && g.resource == "${"+deploy.IDPayloadBucket+".Arn}/"+deploy.QuarantinePrefix+"*"
-			if !strings.HasSuffix(g.resource, "/diffs/*") && !settings && !quarantine {
+			inbound := fn == deploy.FnReply && g.action == "s3:GetObject" && g.resource == "${"+deploy.IDPayloadBucket+".Arn}/"+deploy.InboundPrefix+"*"
+			if !strings.HasSuffix(g.resource, "/diffs/*") && !settings && !quarantine && !inbound {
 				t.Errorf("%s: %s on %s, want the diffs only", fn, g.action, g.resource)
 			}
 			if !slices.Contains(objects, g.action) {
@@ -417,7 +430,7 @@ func TestSecrets_ReadByTheirFunctionsOnly(t *testing.T) {
 	d := deploy.Describe()
 	tmpl := rendered(t, nil)
 	owners := map[string][]string{deploy.IDWebhookSecret: {deploy.FnIntake}, deploy.IDFetchSecret: {deploy.FnFetch},
-		deploy.IDCriticSecret: {deploy.FnLLM}, deploy.IDUnsubscribeSecret: {deploy.FnIntake, deploy.FnNotify}}
+		deploy.IDCriticSecret: {deploy.FnLLM}, deploy.IDUnsubscribeSecret: {deploy.FnIntake, deploy.FnNotify, deploy.FnReply}}
 	for _, f := range d.Functions {
 		for _, g := range grants(t, tmpl, f.Name) {
 			for id, own := range owners {
@@ -440,9 +453,14 @@ func TestSecrets_ReadByTheirFunctionsOnly(t *testing.T) {
 // model's token quota; in both renderings.
 // Rules: R-LIMIT-4.
 func TestEventSources_CapConcurrency(t *testing.T) {
-	want := map[string]int{deploy.QueueID("llm"): 3, deploy.QueueID("notify"): 5}
+	want := map[string]int{deploy.QueueID("llm"): 3, deploy.QueueID("notify"): 5, deploy.QueueID(deploy.QReply): 2}
 	if want[deploy.QueueID("llm")]+want[deploy.QueueID("notify")] > 10-2 {
 		t.Fatal("the caps leave less than 2 of an account's 10")
+	}
+	// Replies are rare and SQS's smallest cap is 2: with replies flowing
+	// at the peak of a review burst, the three together take the 10.
+	if want[deploy.QueueID(deploy.QReply)] != 2 {
+		t.Fatal("reply's cap is above SQS's smallest")
 	}
 	sam, err := cfn.SAM(deploy.Describe())
 	if err != nil {

@@ -53,3 +53,9 @@ func TestPreferences_Memstore(t *testing.T) {
 func TestDigests_Memstore(t *testing.T) {
 	storetest.Digests(t, func(_ *testing.T, now store.Clock) storetest.DigestStore { return memstore.NewDeliveries(now) })
 }
+
+// The in-memory mutes and reply windows keep the contract DynamoDB keeps.
+// Rules: R-STORE-1, R-REPLY-6, R-REPLY-7.
+func TestReplies_Memstore(t *testing.T) {
+	storetest.Replies(t, func(*testing.T) storetest.ReplyStores { return memstore.NewReplies() })
+}

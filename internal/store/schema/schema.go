@@ -42,6 +42,8 @@ const (
 	PrefixVote        = "VOTE#"           // a reader's vote on a finding: VOTE#<delivery id>#<finding id>
 	PrefixDiff        = "DIFF#"           // versions with one diff content: DIFF#<changelist key>#<diff sha256>
 	PrefixDismissal   = "DISMISS#"        // a reader's marks on a changelist's findings: DISMISS#<changelist key>#<recipient id>
+	PrefixMute        = "MUTE#"           // a reader muted a changelist by reply: MUTE#<changelist key>#<recipient id>
+	PrefixReplyWindow = "REPLYWIN#"       // the replies to one email in an hour: REPLYWIN#<delivery id>#<hour, Unix seconds>
 	// PrefixBudget keys a model-run budget's window:
 	// BUDGET#<name>#<key>#<window start, Unix seconds> (R-BUDGET-1).
 	PrefixBudget = "BUDGET#"

@@ -13,6 +13,7 @@ import (
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/ratelimit"
+	"github.com/criticizer/criticizer/internal/reply"
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/sesmail"
 	"github.com/criticizer/criticizer/internal/stage"
@@ -68,6 +69,17 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	// Each email's footer links the recipient's preference page (R-PREF-2).
 	if n.Prefs, err = wire.PrefsSigner(cfg); err != nil {
 		return nil, nil, err
+	}
+	// Readers who muted the changelist by reply are skipped (R-REPLY-7);
+	// with an inbound domain each email's Reply-To is its reply address
+	// (R-REPLY-1), keyed with the unsubscribe key like the vote links.
+	n.Mutes = store.NewReplies(b.DynamoDB, cfg.JobsTable, b.Now)
+	if cfg.InboundDomain != "" && cfg.UnsubscribeKey != "" {
+		keys, err := reply.NewKeys(cfg.UnsubscribeKey, cfg.UnsubscribeKeyPrevious)
+		if err != nil {
+			return nil, nil, err
+		}
+		n.Replies, n.InboundDomain = keys, cfg.InboundDomain
 	}
 	// Each recipient's email leaves out the findings they marked wrong
 	// (R-VOTE-3): their marks are read once per run, before rendering.

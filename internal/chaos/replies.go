@@ -1,0 +1,210 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/smtp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/queue"
+	"github.com/criticizer/criticizer/internal/store"
+)
+
+// replyDomain is the campaign's inbound domain.
+const replyDomain = "replies.chaos.test"
+
+// replier plays reviewers replying during the campaign: it watches the
+// SES store for this run's critiques, replies "wrong 1" to a seeded share
+// of them over SMTP (the local SES receiving, which is not faulted: it is
+// SES), and delivers a seeded share of those replies' notifications a
+// second time, as SQS's at-least-once delivery and a DLQ redrive do. The
+// reply function, and notify sending the confirmations, run among the
+// workers: restarted, their AWS calls faulted below the SDK, their
+// invocations killed. Each reply must end with one vote on the finding it
+// names (if the email lists one) and exactly one confirmation.
+type replier struct {
+	in   *devstack.Inbound
+	ses  *devstack.SESEmulator
+	run  string
+	rate float64
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	rng     *rand.Rand
+	seen    map[string]bool // delivery ids looked at
+	replies []sentReply
+	doubled int
+	errors  int
+}
+
+// sentReply is one reply the campaign sent.
+type sentReply struct {
+	deliveryID string
+	sesID      string // SES's message id: the confirmation's key
+	listed     bool   // the email numbers a finding 1
+}
+
+func newReplier(in *devstack.Inbound, sesURL, run string, seed uint64, rate float64, log *slog.Logger) *replier {
+	return &replier{in: in, ses: &devstack.SESEmulator{BaseURL: sesURL}, run: run, rate: rate, log: log,
+		rng: rand.New(rand.NewPCG(seed, seed^0x7e9)), seen: map[string]bool{}}
+}
+
+// loop replies until ctx is done.
+func (r *replier) loop(ctx context.Context) {
+	for ctx.Err() == nil {
+		r.once(ctx)
+		sleepCtx(ctx, 500*time.Millisecond)
+	}
+}
+
+func (r *replier) once(ctx context.Context) {
+	emails, err := r.ses.Emails(ctx)
+	if err != nil {
+		return
+	}
+	for _, e := range emails {
+		id := e.Header(mail.DeliveryIDHeader)
+		if id == "" || len(e.ReplyTo) == 0 || strings.HasPrefix(e.Subject, "Re: ") || !strings.Contains(e.Subject, r.run+"-cl") || len(e.Destination.To) != 1 {
+			continue
+		}
+		r.mu.Lock()
+		seen := r.seen[id]
+		r.seen[id] = true
+		reply := !seen && r.rng.Float64() < r.rate
+		double := r.rng.Float64() < 0.3
+		r.mu.Unlock()
+		if !reply {
+			continue
+		}
+		to := e.Destination.To[0]
+		before := len(r.in.Published())
+		var sendErr error
+		for try := 0; try < 5; try++ {
+			if sendErr = smtp.SendMail(r.in.Addr(), nil, to, e.ReplyTo[:1], devstack.ReplyMessage(to, e, "wrong 1")); sendErr == nil {
+				break
+			}
+			sleepCtx(ctx, 200*time.Millisecond)
+		}
+		pub := r.in.Published()
+		if sendErr != nil || len(pub) <= before {
+			r.mu.Lock()
+			r.errors++
+			r.mu.Unlock()
+			continue
+		}
+		body := pub[len(pub)-1]
+		var n struct {
+			Mail struct {
+				MessageID string `json:"messageId"`
+			} `json:"mail"`
+		}
+		_ = json.Unmarshal(body, &n)
+		r.mu.Lock()
+		r.replies = append(r.replies, sentReply{deliveryID: id, sesID: n.Mail.MessageID, listed: strings.Contains(e.Body.Text, "\n  #1 [")})
+		r.mu.Unlock()
+		if double {
+			// The same notification again: what SQS redelivering it, or a
+			// redrive moving it with a new id, hands the reply function.
+			if r.in.Republish(ctx, body) == nil {
+				r.mu.Lock()
+				r.doubled++
+				r.mu.Unlock()
+			}
+		}
+	}
+}
+
+// busy counts the reply queue's and its DLQ's messages; redrive moves the
+// DLQ's back, as an operator would (docs/operations.md).
+func replyBusy(ctx context.Context, c *devstack.Clients, res devstack.Resources) (int, error) {
+	q := queue.New(c.SQS, queue.URLs{})
+	n := 0
+	for _, u := range []string{res.ReplyQueue, res.ReplyDLQ} {
+		cnt, err := q.Counts(ctx, u)
+		if err != nil {
+			return 0, fmt.Errorf("count the reply queues: %w", err)
+		}
+		n += cnt.Visible + cnt.InFlight + cnt.Delayed
+	}
+	return n, nil
+}
+
+// verify checks every reply: exactly one confirmation email (none is
+// lost, none duplicated), and its vote when the email lists finding 1.
+func (r *replier) verify(ctx context.Context, c *devstack.Clients, res devstack.Resources, emails []devstack.StoredEmail, rep *Report) error {
+	r.mu.Lock()
+	replies := append([]sentReply(nil), r.replies...)
+	rep.Replies, rep.RepliesDoubled, rep.ReplyErrors = len(replies), r.doubled, r.errors
+	r.mu.Unlock()
+	confirmations := map[string]int{}
+	for _, e := range emails {
+		confirmations[e.Header(mail.DeliveryIDHeader)]++
+	}
+	votes, err := store.NewVotes(c.DynamoDB, res.JobsTable, nil).List(ctx)
+	if err != nil {
+		return err
+	}
+	voted := map[string]int{}
+	for _, v := range votes {
+		voted[v.DeliveryID]++
+	}
+	for _, sr := range replies {
+		switch n := confirmations[delivery.ReplyID(sr.sesID)]; {
+		case n == 0:
+			rep.ConfirmationsLost++
+			rep.Problems = append(rep.Problems, fmt.Sprintf("the reply to %s has no confirmation", sr.deliveryID))
+		case n > 1:
+			rep.ConfirmationDuplicates += n - 1
+			rep.Problems = append(rep.Problems, fmt.Sprintf("the reply to %s has %d confirmations", sr.deliveryID, n))
+		default:
+			rep.Confirmations++
+		}
+		if sr.listed {
+			switch voted[sr.deliveryID] {
+			case 0:
+				rep.VotesLost++
+				rep.Problems = append(rep.Problems, fmt.Sprintf("the reply to %s recorded no vote", sr.deliveryID))
+			case 1:
+				rep.Votes++
+			default:
+				rep.Problems = append(rep.Problems, fmt.Sprintf("the reply to %s recorded %d votes on one finding", sr.deliveryID, voted[sr.deliveryID]))
+			}
+		}
+	}
+	left, err := replyBusy(ctx, c, res)
+	if err != nil {
+		return err
+	}
+	if rep.ReplyLeft = left; left > 0 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%d reply messages never processed", left))
+	}
+	return nil
+}
+
+// isConfirmation reports whether an email is one of the campaign's
+// replies' confirmations.
+func (r *replier) isConfirmation(deliveryID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, sr := range r.replies {
+		if delivery.ReplyID(sr.sesID) == deliveryID {
+			return true
+		}
+	}
+	return false
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

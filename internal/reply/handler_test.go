@@ -1,0 +1,374 @@
+package reply
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/dismiss"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/store/memstore"
+	"github.com/criticizer/criticizer/internal/store/storetest"
+	"github.com/criticizer/criticizer/internal/unsubscribe"
+	"github.com/criticizer/criticizer/internal/vote"
+)
+
+type objects struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (o *objects) Get(_ context.Context, ref string, limit int64) ([]byte, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b, ok := o.m[ref]
+	if !ok {
+		return nil, fmt.Errorf("get %s: %w", ref, ErrNoObject)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("get %s: %w", ref, ErrTooLarge)
+	}
+	return b, nil
+}
+
+type queue struct {
+	mu   sync.Mutex
+	msgs []job.Message
+}
+
+func (q *queue) Enqueue(_ context.Context, m job.Message) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.msgs = append(q.msgs, m)
+	return nil
+}
+
+// world is one critique emailed to ann and bo, on the in-memory stores,
+// and the reply function.
+type world struct {
+	t       *testing.T
+	h       *Handler
+	now     time.Time
+	jobs    *memstore.Jobs
+	rows    *memstore.Deliveries
+	votes   *memstore.Votes
+	marks   *memstore.Dismissals
+	replies *memstore.Replies
+	rcpts   *memstore.Recipients
+	objs    *objects
+	q       *queue
+	row     delivery.Row // ann's email
+	addr    string       // its reply address
+	log     *bytes.Buffer
+	sesIDs  []string // the replies SES stored
+}
+
+const (
+	domain = "replies.example.org"
+	list   = "criticizer.reviews.example.org"
+)
+
+func newWorld(t *testing.T) *world {
+	w := &world{t: t, now: at, objs: &objects{m: map[string][]byte{}}, q: &queue{}, log: &bytes.Buffer{}}
+	clock := func() time.Time { return w.now }
+	w.jobs, w.rows, w.votes, w.marks, w.replies, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewVotes(),
+		memstore.NewDismissals(), memstore.NewReplies(), memstore.NewRecipients()
+	c := critic.Critique{Critic: "offline/v1", Summary: "Two findings.", Files: 1, Findings: []critic.Finding{
+		{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "fmt.Println left in."},
+		{File: "a.go", Line: 7, Severity: critic.SeverityInfo, Rule: "todo-added", Message: "A TODO was added."},
+	}}
+	raw, _ := json.Marshal(c)
+	j := storetest.NewJob("billing-1042", 1)
+	j.Critique, j.Recipients, j.Stage, j.Status = raw, []string{"ann@example.com", "bo@example.com"}, job.StageDone, job.StatusSucceeded
+	w.jobs.Put(j)
+	k := keys(t)
+	r, _ := mail.NewRenderer()
+	id := delivery.ID(job.ChangelistKey("generic", "billing-1042"), "ann@example.com", 1)
+	w.addr, _ = k.Address(domain, id, at.Add(KeyLifetime))
+	m, err := r.Render(mail.Data{ChangelistID: "billing-1042", ReviewVersion: 1, Title: "Add refunds", URL: "https://x.example/1",
+		Author: "ana", Critique: c, ReplyTo: w.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.row = delivery.Row{ID: id, JobID: j.ID, ChangelistKey: job.ChangelistKey("generic", "billing-1042"), Recipient: "ann@example.com",
+		ReviewVersion: 1, Status: delivery.StatusDelivered, Message: m, CreatedAt: at, UpdatedAt: at}
+	if _, _, err := w.rows.Ensure(context.Background(), w.row); err != nil {
+		t.Fatal(err)
+	}
+	w.h = &Handler{Keys: k, InboundDomain: domain, Bucket: "criticizer-payloads", Objects: w.objs, Rows: w.rows,
+		Recorder: &dismiss.Recorder{Votes: w.votes, Marks: w.marks, Rows: w.rows, Jobs: w.jobs},
+		Mutes:    w.replies, Windows: w.replies, Unsubscribes: w.rcpts, Queue: w.q, Renderer: r, ListID: list, PerHour: 3,
+		Log: slog.New(slog.NewJSONHandler(w.log, nil)), Now: clock}
+	return w
+}
+
+// reply stores a raw reply (a fixture, addressed to ann's reply address)
+// as SES would, and returns its notification, changed by edit.
+func (w *world) reply(fixture, sesID string, edit func(raw string, n map[string]any) string) []byte {
+	w.t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "replies", fixture))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	raw := strings.ReplaceAll(string(b), "reply+ahgfkm6bsqm2qjdjxi2nbpeq3c5wpyu5smdz7ozvzvux3zbwqub6lzofme@replies.example.org", w.addr)
+	nb, err := os.ReadFile(filepath.Join("testdata", "notification.json"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var n map[string]any
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(string(nb), "REPLY_ADDRESS", w.addr)), &n); err != nil {
+		w.t.Fatal(err)
+	}
+	w.sesIDs = append(w.sesIDs, sesID)
+	n["mail"].(map[string]any)["messageId"] = sesID
+	n["receipt"].(map[string]any)["action"].(map[string]any)["objectKey"] = InboundPrefix + sesID
+	if edit != nil {
+		raw = edit(raw, n)
+	}
+	w.objs.mu.Lock()
+	w.objs.m[InboundPrefix+sesID] = []byte(raw)
+	w.objs.mu.Unlock()
+	out, _ := json.Marshal(n)
+	return out
+}
+
+func (w *world) process(body []byte) string {
+	w.t.Helper()
+	got, err := w.h.Process(context.Background(), body)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return got
+}
+
+func (w *world) confirmations() []delivery.Row {
+	var out []delivery.Row
+	seen := map[string]bool{}
+	for _, id := range w.sesIDs {
+		if r, err := w.rows.Get(context.Background(), delivery.ReplyID(id)); err == nil && !seen[id] {
+			seen[id] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A reply from Gmail ("wrong 1", "useful 2") records both votes through
+// the same operation as the vote links, hides finding 1 from ann's later
+// emails, and writes one confirmation row that notify's reply task
+// sends; the same reply again (SQS redelivery, or a redrive with a new
+// SQS id) records nothing more and writes no second row.
+// Rules: R-REPLY-4, R-REPLY-5, R-REPLY-8.
+func TestProcess_ActsOnceConfirmsOnce(t *testing.T) {
+	w := newWorld(t)
+	body := w.reply("gmail.eml", "ses-1", nil)
+	if got := w.process(body); got != Acted {
+		t.Fatalf("outcome %q, want acted\n%s", got, w.log)
+	}
+	ctx := context.Background()
+	votes, _ := w.votes.List(ctx)
+	if len(votes) != 2 {
+		t.Fatalf("%d votes, want 2", len(votes))
+	}
+	id1, _ := w.row.Message.Finding(1)
+	id2, _ := w.row.Message.Finding(2)
+	for _, v := range votes {
+		if v.DeliveryID != w.row.ID || (v.FindingID == id1) != (v.Choice == vote.Wrong) || (v.FindingID != id1 && v.FindingID != id2) {
+			t.Errorf("vote %+v", v)
+		}
+		if !v.VotedAt.Equal(time.Date(2026, 12, 1, 10, 2, 15, 114e6, time.UTC)) {
+			t.Errorf("voted at %v, want the reply's receipt", v.VotedAt)
+		}
+	}
+	marks, _ := w.marks.Marks(ctx, w.row.ChangelistKey, []string{unsubscribe.RecipientID("ann@example.com")})
+	if n := len(marks[unsubscribe.RecipientID("ann@example.com")]); n != 1 {
+		t.Errorf("ann's marks %v, want finding 1 dismissed", marks)
+	}
+	cs := w.confirmations()
+	if len(cs) != 1 || cs[0].ID != delivery.ReplyID("ses-1") || cs[0].Recipient != "ann@example.com" || cs[0].JobID != w.row.JobID {
+		t.Fatalf("confirmations %+v, want one for ann keyed by the SES message id", cs)
+	}
+	c := cs[0].Message
+	if !strings.Contains(c.Text, "Finding #1 is marked wrong") || !strings.Contains(c.Text, "Finding #2 is marked useful") ||
+		c.Thread != "<CAF4hx8vJq=3mT9c2Yw9xT0aZQ+1@mail.gmail.com>" || c.ReplyTo != w.addr || !strings.HasPrefix(c.Subject, "Re: [Criticizer] billing-1042") {
+		t.Errorf("confirmation %q thread %q reply-to %q:\n%s", c.Subject, c.Thread, c.ReplyTo, c.Text)
+	}
+	if len(w.q.msgs) != 1 || w.q.msgs[0] != cs[0].NotifyMessage() {
+		t.Fatalf("enqueued %v, want the confirmation's task", w.q.msgs)
+	}
+	resp, _ := w.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "redriven", Body: string(body)}, {MessageId: "again", Body: string(body)}}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %v", resp.BatchItemFailures)
+	}
+	if votes, _ := w.votes.List(ctx); len(votes) != 2 || len(w.confirmations()) != 1 {
+		t.Errorf("after the same reply twice more: %d votes, %d confirmations; want 2 and 1", len(votes), len(w.confirmations()))
+	}
+	if strings.Count(w.log.String(), `"Outcome":"duplicate"`) != 2 {
+		t.Errorf("the redeliveries are not counted as duplicates:\n%s", w.log)
+	}
+}
+
+// mute, unsubscribe and help from the mail clients' fixtures; a number
+// the email does not list records nothing and is said so.
+// Rules: R-REPLY-4, R-REPLY-7.
+func TestProcess_MuteUnsubscribeAndUnknownNumbers(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	if got := w.process(w.reply("apple-mail.eml", "ses-mute", nil)); got != Acted {
+		t.Fatalf("mute: %q", got)
+	}
+	muted, _ := w.replies.Muted(ctx, w.row.ChangelistKey, []string{unsubscribe.RecipientID("ann@example.com"), unsubscribe.RecipientID("bo@example.com")})
+	if len(muted) != 1 || !muted[unsubscribe.RecipientID("ann@example.com")] {
+		t.Errorf("muted %v, want ann only", muted)
+	}
+	if got := w.process(w.reply("thunderbird.eml", "ses-unsub", nil)); got != Acted {
+		t.Fatalf("unsubscribe: %q", got)
+	}
+	st, _ := w.rcpts.Standings(ctx, []string{unsubscribe.RecipientID("ann@example.com")})
+	if !st[unsubscribe.RecipientID("ann@example.com")].Preferences.UnsubscribedAll {
+		t.Error("unsubscribe did not leave every email")
+	}
+	w.process(w.reply("iphone.eml", "ses-three", func(raw string, _ map[string]any) string {
+		return strings.Replace(raw, "Wrong 1 & 2", "Wrong 3", 1)
+	}))
+	var c delivery.Row
+	for _, r := range w.confirmations() {
+		if r.ID == delivery.ReplyID("ses-three") {
+			c = r
+		}
+	}
+	if !strings.Contains(c.Message.Text, "There is no finding #3 in that email (it lists 2)") {
+		t.Errorf("confirmation of an unknown number:\n%s", c.Message.Text)
+	}
+	if votes, _ := w.votes.List(ctx); len(votes) != 1 {
+		t.Errorf("%d votes, want thunderbird's useful 2 only", len(votes))
+	}
+}
+
+// Whatever fails SES's verdicts, forges its From, names no reply address
+// that opens, is an automatic reply or our own mail come back, is too
+// large or is past the hourly bound is dropped: nothing recorded, nothing
+// queued, counted by reason, and the address never logged.
+// Rules: R-REPLY-2, R-REPLY-3, R-REPLY-6.
+func TestProcess_DroppedNeverAnswered(t *testing.T) {
+	set := func(path string, v any) func(string, map[string]any) string {
+		return func(raw string, n map[string]any) string {
+			parts := strings.Split(path, ".")
+			m := n
+			for _, p := range parts[:len(parts)-1] {
+				m = m[p].(map[string]any)
+			}
+			m[parts[len(parts)-1]] = v
+			return raw
+		}
+	}
+	header := func(h string) func(string, map[string]any) string {
+		return func(raw string, _ map[string]any) string { return h + "\r\n" + raw }
+	}
+	for name, tc := range map[string]struct {
+		edit func(string, map[string]any) string
+		want string
+	}{
+		"forged from": {func(raw string, _ map[string]any) string {
+			return strings.Replace(raw, "From: Ann Reviewer <ann@example.com>", "From: Mallory <mallory@example.com>", 1)
+		}, DropForged},
+		"spf and dkim fail, no dmarc": {func(raw string, n map[string]any) string {
+			r := n["receipt"].(map[string]any)
+			r["spfVerdict"], r["dkimVerdict"], r["dmarcVerdict"] = map[string]any{"status": Fail}, map[string]any{"status": Fail}, map[string]any{"status": Gray}
+			return raw
+		}, DropUnauthenticated},
+		"dmarc reject": {func(raw string, n map[string]any) string {
+			r := n["receipt"].(map[string]any)
+			r["dmarcVerdict"], r["dmarcPolicy"] = map[string]any{"status": Fail}, "reject"
+			return raw
+		}, DropDMARC},
+		"spam":             {set("receipt.spamVerdict", map[string]any{"status": Fail}), DropSpam},
+		"virus":            {set("receipt.virusVerdict", map[string]any{"status": Fail}), DropVirus},
+		"unknown key":      {set("receipt.recipients", []any{"reply+" + strings.Repeat("a", KeyLen) + "@" + domain}), DropUnknownKey},
+		"another domain":   {set("receipt.recipients", []any{"critic@" + domain}), DropUnknownKey},
+		"vacation":         {header("Auto-Submitted: auto-replied"), DropAutoReply},
+		"precedence bulk":  {header("Precedence: bulk"), DropAutoReply},
+		"x-autoreply":      {header("X-Autoreply: yes"), DropAutoReply},
+		"null sender":      {set("mail.source", ""), DropAutoReply},
+		"our list":         {header("List-Id: Criticizer <" + list + ">"), DropLoop},
+		"too large":        {func(raw string, _ map[string]any) string { return raw + strings.Repeat("x", MaxRawBytes) }, DropTooLarge},
+		"another bucket":   {set("receipt.action.bucketName", "someone-elses"), DropUnreadable},
+		"outside inbound/": {set("receipt.action.objectKey", "diffs/abc"), DropUnreadable},
+		"not received":     {set("notificationType", "AmazonSnsSubscriptionSucceeded"), DropNotReceived},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t)
+			got := w.process(w.reply("gmail.eml", "ses-x", tc.edit))
+			if got != tc.want {
+				t.Fatalf("outcome %q, want %q", got, tc.want)
+			}
+			if votes, _ := w.votes.List(context.Background()); len(votes) != 0 || len(w.confirmations()) != 0 || len(w.q.msgs) != 0 {
+				t.Errorf("%d votes, %d confirmations, %d messages: want nothing", len(votes), len(w.confirmations()), len(w.q.msgs))
+			}
+		})
+	}
+	w := newWorld(t)
+	k, _ := KeyOf(w.addr, domain)
+	w.now = at.Add(KeyLifetime + time.Hour)
+	if got := w.process(w.reply("gmail.eml", "ses-late", nil)); got != DropExpired {
+		t.Errorf("an expired address: %q", got)
+	}
+	w.now = at
+	for i := range 4 {
+		got := w.process(w.reply("apple-mail.eml", fmt.Sprint("ses-r", i), nil))
+		if want := map[bool]string{true: Acted, false: DropRateLimited}[i < 3]; got != want {
+			t.Errorf("reply %d in the hour: %q, want %q", i+1, got, want)
+		}
+	}
+	if len(w.confirmations()) != 3 {
+		t.Errorf("%d confirmations, want 3 (the fourth reply in the hour is dropped)", len(w.confirmations()))
+	}
+	resp, _ := w.h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: "not json"}}})
+	if len(resp.BatchItemFailures) != 0 || !strings.Contains(w.log.String(), `"Reason":"malformed"`) {
+		t.Errorf("a malformed record: failures %v; want it dropped and counted", resp.BatchItemFailures)
+	}
+	for _, leak := range []string{"ann@example.com", "example.com>", k} {
+		if strings.Contains(w.log.String(), leak) {
+			t.Errorf("the log holds %q", leak)
+		}
+	}
+}
+
+// A store that fails is retried: the record is a batch item failure, and
+// the retry acts on it once.
+// Rules: R-REPLY-8.
+func TestHandle_StoreFailureRetried(t *testing.T) {
+	w := newWorld(t)
+	body := w.reply("gmail.eml", "ses-retry", nil)
+	failing := &failingQueue{}
+	w.h.Queue = failing
+	resp, _ := w.h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: string(body)}}})
+	if len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("failures %v, want the record retried", resp.BatchItemFailures)
+	}
+	w.h.Queue = w.q
+	if got := w.process(body); got != Duplicate || len(w.q.msgs) != 1 {
+		t.Errorf("retry: %q with %d messages, want the confirmation handed to notify once", got, len(w.q.msgs))
+	}
+	if votes, _ := w.votes.List(context.Background()); len(votes) != 2 || len(w.confirmations()) != 1 {
+		t.Errorf("%d votes, %d confirmations after the retry", len(votes), len(w.confirmations()))
+	}
+}
+
+type failingQueue struct{}
+
+func (failingQueue) Enqueue(context.Context, job.Message) error { return io.ErrUnexpectedEOF }

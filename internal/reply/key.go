@@ -1,0 +1,174 @@
+// Package reply is the answer an email carries back: its Reply-To address
+// names the delivery it answers by a sealed key (R-REPLY-1), and a reply
+// from the address the delivery was sent to, authenticated by SES's
+// verdicts and not an automatic one (R-REPLY-2, R-REPLY-3), is read for a
+// short vocabulary of commands (R-REPLY-4): "wrong 3", "useful 2",
+// "mute", "unsubscribe", "help". Each reply acted on gets one short
+// confirmation, sent through the outbox like any email (R-REPLY-5).
+package reply
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/sealed"
+	"github.com/criticizer/criticizer/internal/vote"
+)
+
+// LocalPrefix starts the local part of every reply address:
+// reply+<key>@<inbound domain>.
+const LocalPrefix = "reply+"
+
+// KeyLifetime is how long a reply address works after its email was
+// rendered: as long as the email's vote links (vote.LinkLifetime).
+const KeyLifetime = vote.LinkLifetime
+
+// A key is, in lower-case base32, version (1 byte) | the delivery id's
+// digest (20 bytes) | its expiry in hours since the epoch (3 bytes, good
+// until the year 3883) | the first 12 bytes of an HMAC-SHA-256 over them:
+// 36 bytes, 58 characters, so "reply+" and the key are exactly the 64
+// octets RFC 5321 allows a local part. It names the delivery and nothing
+// personal: the delivery id is a digest, the address is not in it.
+// 96 bits of mac: a forger guessing keys by sending mail gets one try per
+// message, counted and dropped.
+const (
+	keyVersion = 1
+	digestLen  = 20
+	expiryLen  = 3
+	keyMACLen  = 12
+	payloadLen = 1 + digestLen + expiryLen
+	// KeyLen is a key's length in characters.
+	KeyLen = (8*(payloadLen+keyMACLen) + 4) / 5
+)
+
+// ErrInvalid is a key that does not verify: malformed, altered, signed
+// with another key, or not a reply address of the inbound domain.
+var ErrInvalid = errors.New("reply key is invalid")
+
+// ErrExpired is a key that verifies but whose address has expired.
+var ErrExpired = errors.New("reply key has expired")
+
+// digests is job.Digest's alphabet, which delivery ids are written in.
+var digests = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// Keys mint reply keys and open them, under a key derived from the
+// unsubscribe key (as vote links are): notify, which mints them, and the
+// reply function, which opens them, share one secret, and a reply key can
+// never pass for a vote or unsubscribe token.
+type Keys struct {
+	key, previous []byte
+}
+
+// MinKeyLen is the shortest unsubscribe key accepted.
+const MinKeyLen = vote.MinKeyLen
+
+// NewKeys derives the reply keys from the unsubscribe key and, during a
+// rotation, the previous one. Errors never carry a key.
+func NewKeys(unsubscribeKey string, previous ...string) (*Keys, error) {
+	if len(unsubscribeKey) < MinKeyLen {
+		return nil, fmt.Errorf("reply signing key: %d bytes, need at least %d", len(unsubscribeKey), MinKeyLen)
+	}
+	k := &Keys{key: derive(unsubscribeKey)}
+	switch {
+	case len(previous) > 1:
+		return nil, fmt.Errorf("reply signing key: %d previous keys, at most one", len(previous))
+	case len(previous) == 1 && previous[0] != "":
+		if len(previous[0]) < MinKeyLen {
+			return nil, fmt.Errorf("previous reply signing key: %d bytes, need at least %d", len(previous[0]), MinKeyLen)
+		}
+		k.previous = derive(previous[0])
+	}
+	return k, nil
+}
+
+func derive(key string) []byte {
+	h := hmac.New(sha256.New, []byte(key))
+	h.Write([]byte("criticizer-reply-key/v1"))
+	return h.Sum(nil)
+}
+
+// String keeps the keys out of fmt output.
+func (k Keys) String() string { return fmt.Sprintf("reply.Keys{rotating: %t}", k.previous != nil) }
+
+// GoString is String for %#v.
+func (k Keys) GoString() string { return k.String() }
+
+// LogValue is String for log/slog.
+func (k Keys) LogValue() slog.Value { return slog.StringValue(k.String()) }
+
+func (k *Keys) sealed() sealed.Keys {
+	return sealed.Keys{Purpose: "criticizer-reply", Current: k.key, Previous: k.previous}
+}
+
+// Key returns the key of delivery deliveryID ("d_" and a job.Digest),
+// valid until expires (rounded up to the hour).
+func (k *Keys) Key(deliveryID string, expires time.Time) (string, error) {
+	digest, ok := strings.CutPrefix(deliveryID, "d_")
+	d, err := digests.DecodeString(strings.ToUpper(digest))
+	if !ok || err != nil || len(d) != digestLen {
+		return "", fmt.Errorf("reply key: %q is not a delivery id", deliveryID)
+	}
+	hours := (expires.Unix() + 3599) / 3600
+	if hours < 0 || hours >= 1<<(8*expiryLen) {
+		return "", fmt.Errorf("reply key: expiry %s out of range", expires)
+	}
+	p := make([]byte, payloadLen)
+	p[0] = keyVersion
+	copy(p[1:], d)
+	var h [4]byte
+	binary.BigEndian.PutUint32(h[:], uint32(hours))
+	copy(p[1+digestLen:], h[1:])
+	return k.sealed().SealShort(p, keyMACLen), nil
+}
+
+// Open checks key at now and returns the delivery id it names:
+// ErrInvalid for a key that does not verify, ErrExpired (with the id)
+// for one past its expiry. Case does not matter.
+func (k *Keys) Open(key string, now time.Time) (string, error) {
+	if len(key) != KeyLen {
+		return "", ErrInvalid
+	}
+	p, ok := k.sealed().OpenShort(key, keyMACLen)
+	if !ok || len(p) != payloadLen || p[0] != keyVersion {
+		return "", ErrInvalid
+	}
+	id := "d_" + strings.ToLower(digests.EncodeToString(p[1:1+digestLen]))
+	var h [4]byte
+	copy(h[1:], p[1+digestLen:])
+	if expires := time.Unix(int64(binary.BigEndian.Uint32(h[:]))*3600, 0); !now.Before(expires) {
+		return id, ErrExpired
+	}
+	return id, nil
+}
+
+// Address is the reply address of delivery deliveryID under the inbound
+// domain, valid until expires.
+func (k *Keys) Address(domain, deliveryID string, expires time.Time) (string, error) {
+	key, err := k.Key(deliveryID, expires)
+	if err != nil {
+		return "", err
+	}
+	return LocalPrefix + key + "@" + strings.ToLower(domain), nil
+}
+
+// KeyOf is the key of a reply address at the inbound domain: the local
+// part after LocalPrefix, in any case; false for any other address.
+func KeyOf(addr, domain string) (string, bool) {
+	addr = strings.TrimSpace(addr)
+	at := strings.LastIndexByte(addr, '@')
+	if at < 0 || domain == "" || !strings.EqualFold(strings.TrimSuffix(addr[at+1:], "."), domain) {
+		return "", false
+	}
+	local := addr[:at]
+	if len(local) <= len(LocalPrefix) || !strings.EqualFold(local[:len(LocalPrefix)], LocalPrefix) {
+		return "", false
+	}
+	return strings.ToLower(local[len(LocalPrefix):]), true
+}
