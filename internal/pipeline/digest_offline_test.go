@@ -556,3 +556,36 @@ func TestDigest_ReaderLeftOrDomainRefused_NotSent_Offline(t *testing.T) {
 		})
 	}
 }
+
+// A changelist its daily reader muted by reply after its versions went
+// into the digest is left out of it; the other changelists are shown, and
+// a later version of the muted one is never mailed or digested.
+// Rules: R-REPLY-7, R-DIGEST-4.
+func TestDigest_MutedByReplyBeforeItGoesOut_LeftOut_Offline(t *testing.T) {
+	w := newDigestWorld(t)
+	ctx := context.Background()
+	mutes := memstore.NewReplies()
+	w.n.Mutes = mutes
+	const daily = "dana@example.com"
+	w.choose(daily, prefs.Daily)
+	w.review("cl-a", crit(warnA), daily)
+	w.review("cl-b", crit(errorB), daily)
+	if err := mutes.Mute(ctx, job.ChangelistKey("generic", "cl-a"), unsubscribe.RecipientID(daily), w.now); err != nil {
+		t.Fatal(err)
+	}
+	w.review("cl-a", crit(warnA, errorB), daily)
+	if r := w.row("cl-a", daily, 2); r.Status != delivery.StatusSkippedMuted {
+		t.Fatalf("cl-a v2 after the mute: %s, want skipped_muted", r.Status)
+	}
+	w.day = time.Date(2026, 6, 11, 9, 0, 30, 0, time.UTC)
+	if n := w.sweep(); n != 1 {
+		t.Fatalf("at the hour: %d digest messages, want 1", n)
+	}
+	got := w.box.of(daily)
+	if len(got) != 1 {
+		t.Fatalf("the daily reader has %d emails, want one digest", len(got))
+	}
+	if !strings.Contains(got[0].Text, "== cl-b version 1 ==") || strings.Contains(got[0].Text, "cl-a") {
+		t.Errorf("digest shows the muted changelist, or not the other:\n%s", got[0].Text)
+	}
+}

@@ -261,9 +261,13 @@ func (n *Notify) renderDigest(ctx context.Context, r delivery.Row, p prefs.Prefe
 	if err != nil {
 		return delivery.Message{}, digest.Selection{}, err
 	}
+	muted, err := n.mutedByReply(ctx, r.Recipient, entries)
+	if err != nil {
+		return delivery.Message{}, digest.Selection{}, err
+	}
 	sel := digest.Select(entries, func(cl string) bool {
 		source, id, _ := strings.Cut(cl, ":")
-		return p.Stops(unsubscribe.Repository(source, id))
+		return p.Stops(unsubscribe.Repository(source, id)) || muted[cl]
 	}, func(cl string, _ int) bool { return reached[cl] })
 	versions := map[string]int{}
 	for _, e := range entries {
@@ -303,6 +307,30 @@ func (n *Notify) renderDigest(ctx context.Context, r delivery.Row, p prefs.Prefe
 		return delivery.Message{}, sel, retry.Permanent(retry.RuntimeBug, err)
 	}
 	return msg, sel, nil
+}
+
+// mutedByReply reports which of the digest's changelists its reader
+// muted by replying "mute" to one of their emails (R-REPLY-7): a mute
+// that came after the version went into the digest still leaves the
+// changelist out. One read per changelist the digest gathered (at most
+// digest.MaxEntries); no Mutes, nothing muted.
+func (n *Notify) mutedByReply(ctx context.Context, rcpt string, entries []delivery.Row) (map[string]bool, error) {
+	if n.Mutes == nil {
+		return nil, nil
+	}
+	rid := unsubscribe.RecipientID(rcpt)
+	muted := map[string]bool{}
+	for _, e := range entries {
+		if _, seen := muted[e.ChangelistKey]; seen {
+			continue
+		}
+		m, err := n.Mutes.Muted(ctx, e.ChangelistKey, []string{rid})
+		if err != nil {
+			return nil, fmt.Errorf("digest: mutes of %s: %w", e.ChangelistKey, err)
+		}
+		muted[e.ChangelistKey] = m[rid]
+	}
+	return muted, nil
 }
 
 // reachedSince reports, per changelist, whether a version newer than the
