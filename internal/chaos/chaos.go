@@ -34,7 +34,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -221,6 +223,9 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// Reviewers reply to the critiques (replies.go): every email has its
 	// reply address.
 	cfg.InboundDomain = replyDomain
+	// Evidence probes go to an address of this run, so the bridge knows
+	// them for its own (ownMail).
+	cfg.ProbeAddress = "probe." + run + "@example.com"
 	res.Apply(&cfg)
 
 	specs := generate(rng, run, c.Jobs, c.DupRate, c.PoisonRate, planted.token)
@@ -304,7 +309,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	bctx, stopBridge := context.WithCancel(ctx)
 	defer stopBridge()
 	bridge := &devstack.SESEventBridge{Store: &devstack.SESEmulator{BaseURL: st.SESURL}, SNS: clean.SNS,
-		TopicARN: res.EventsTopicARN, Log: log.With("bridge", "ses-events"), Deliver: evf.deliver}
+		TopicARN: res.EventsTopicARN, Log: log.With("bridge", "ses-events"), Deliver: evf.deliver, Accept: ownMail(run)}
 	go bridge.Run(bctx)
 	go evf.run(bctx)
 	pf.notice = bridge.PublishValidationNotice
@@ -446,6 +451,21 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	rep.LogLines, rep.LogLeaks, rep.DLQLeaks, rep.addrCount = logw.lines.Load(), needles.logHits(), needles.dlqHits(), len(needles.addrs)
 	rep.Duration = time.Since(start)
 	return rep, nil
+}
+
+// ownMail tells this run's mail from other stacks' in the shared SES
+// emulator: every address the campaign mails (reviewers, daily readers,
+// evidence probes) carries the run id. SES publishes events only for mail
+// sent through the stack's configuration set; without this the bridge
+// published the events of other packages' mail (`make test` runs them
+// against the same emulator) onto the campaign's feedback queue, some
+// after the workers had stopped, and the campaign reported them never
+// processed.
+func ownMail(run string) func(devstack.StoredEmail) bool {
+	suffix := "." + strings.ToLower(run) + "@example.com"
+	return func(e devstack.StoredEmail) bool {
+		return slices.ContainsFunc(e.Destination.To, func(to string) bool { return strings.HasSuffix(strings.ToLower(to), suffix) })
+	}
 }
 
 // workers are the function pollers (and the API handler of the same

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/deadletter"
+	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/fault"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/redact"
@@ -101,5 +102,35 @@ func TestInjector_CrashOnlyInInvocations_SameSeedSameChoices(t *testing.T) {
 	}
 	if crashes == 0 {
 		t.Fatal("no crash in 500 invocation calls")
+	}
+}
+
+// The campaign's SES event bridge publishes events of this run's mail
+// only: the emulator is shared with every package `make test` runs, and
+// SES publishes events only for the stack's own configuration set. Every
+// address the run mails carries its id; another run's or test's does not.
+func TestOwnMail_ThisRunsAddressesOnly(t *testing.T) {
+	own := ownMail("x1a2b3c4d")
+	mail := func(to ...string) devstack.StoredEmail {
+		var e devstack.StoredEmail
+		e.Destination.To = to
+		return e
+	}
+	for _, c := range []struct {
+		e    devstack.StoredEmail
+		want bool
+	}{
+		{mail("reviewer003.x1a2b3c4d@example.com"), true},
+		{mail("Daily001.X1A2B3C4D@Example.com"), true},
+		{mail("probe.x1a2b3c4d@example.com"), true},
+		{mail("reviewer003.x9f9f9f9f@example.com"), false},
+		{mail("bridge-test@example.com"), false},
+		{mail("success@simulator.amazonses.com"), false},
+		{mail("x1a2b3c4d@example.com"), false},
+		{mail(), false},
+	} {
+		if got := own(c.e); got != c.want {
+			t.Errorf("ownMail(%v) = %v, want %v", c.e.Destination.To, got, c.want)
+		}
 	}
 }

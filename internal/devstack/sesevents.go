@@ -48,6 +48,13 @@ type SESEventBridge struct {
 	// produced them) through publish, as it likes; nil publishes each once,
 	// in order.
 	Deliver func(ctx context.Context, evs []SESEvent, publish func(context.Context, SESEvent) error) error
+	// Accept, if set, says which stored mail is this stack's: only that
+	// mail gets events. SES publishes events only for mail sent through
+	// the configuration set, but the emulator's store is one mailbox for
+	// every stack that shares it (`make test` runs each package against
+	// one emulator), and it does not keep the configuration set. nil
+	// accepts all mail.
+	Accept func(StoredEmail) bool
 
 	mu     sync.Mutex
 	paused bool
@@ -128,6 +135,10 @@ func (b *SESEventBridge) once(ctx context.Context) error {
 	var ids []string
 	for _, e := range emails {
 		if b.seen[e.MessageID] {
+			continue
+		}
+		if b.Accept != nil && !b.Accept(e) {
+			b.seen[e.MessageID] = true // another stack's: never this one's
 			continue
 		}
 		at := time.Unix(e.At, 0).UTC()

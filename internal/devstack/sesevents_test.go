@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,5 +103,58 @@ func TestSESEventBridge_ValidationNoticeFirst_RawOnTheFeedbackQueue(t *testing.T
 		if json.Unmarshal([]byte(aws.ToString(m.Body)), &ev) == nil && old[ev.Mail.MessageID] {
 			t.Fatalf("an event for mail sent before the bridge started: %.80s", aws.ToString(m.Body))
 		}
+	}
+}
+
+// SES publishes events only for mail sent through the configuration set;
+// the emulator's store is shared by every stack on it (make test runs
+// each package against one), so a bridge with Accept publishes events of
+// its own stack's mail only. Without it the chaos campaign's feedback
+// queue received the events of other packages' mail, some after its
+// workers had stopped, and reported them never processed.
+func TestSESEventBridge_Accept_OnlyThisStacksMailGetsEvents(t *testing.T) {
+	env := testenv.Stack(t)
+	ctx := context.Background()
+	res := testenv.Provision(t, env)
+	mine := "mine." + strconv.FormatInt(time.Now().UnixNano(), 36) + "@example.com"
+	send := func(to, subject string) string {
+		out, err := env.Clients.SES.SendEmail(ctx, &sesv2.SendEmailInput{FromEmailAddress: aws.String("criticizer@example.com"),
+			Destination: &sestypes.Destination{ToAddresses: []string{to}},
+			Content: &sestypes.EmailContent{Simple: &sestypes.Message{Subject: &sestypes.Content{Data: aws.String(subject)},
+				Body: &sestypes.Body{Text: &sestypes.Content{Data: aws.String(subject)}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.MessageId)
+	}
+	b := &devstack.SESEventBridge{Store: env.SES, SNS: env.Clients.SNS, TopicARN: res.EventsTopicARN,
+		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Accept: func(e devstack.StoredEmail) bool { return slices.Contains(e.Destination.To, mine) }}
+	bctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { b.Run(bctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 10*time.Second, func() bool { return queueCount(t, env.Clients.SQS, res.FeedbackQueue) > 0 })
+	// Another stack's mail is stored first: the bridge reaches it before
+	// (or in the same poll as) this stack's, so once this stack's events
+	// are on the queue, any event of the other would be too.
+	other := send("other-stack@example.com", "another stack's mail")
+	own := send(mine, "this stack's mail")
+	var msgs []sqstypes.Message
+	count := func(id string) int {
+		n := 0
+		for _, m := range msgs {
+			if strings.Contains(aws.ToString(m.Body), id) {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		msgs = append(msgs, drain(t, env.Clients.SQS, res.FeedbackQueue)...)
+		return count(own) == 2
+	})
+	if n := count(other); n != 0 {
+		t.Fatalf("%d events of another stack's mail reached this stack's feedback queue; want none", n)
 	}
 }
