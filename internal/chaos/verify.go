@@ -64,12 +64,14 @@ func (c *checker) nonTerminal(ctx context.Context, accepted map[job.ID]bool) (in
 
 // quiet reports whether the campaign has drained: every accepted job
 // terminal, and no message left in a stage queue, visible, in flight or
-// delayed. A job's status alone is not enough: a stage writes
-// dead_lettered before it sends the envelope, and an invocation that dies
-// between the two leaves its message to come back after the visibility
-// timeout and send it; stopping the workers before then would report a
-// job dead-lettered with no envelope (seed 4, rate 0.1). open is the
-// number of jobs not yet terminal, busy the stage messages still queued.
+// delayed. A job's status alone is not enough: a message of a batch that
+// died (a crash, a timeout kill) comes back after the visibility timeout
+// and runs its stage again, which may still change the job or write to a
+// DLQ. (A stage once wrote dead_lettered before it sent the envelope, and
+// stopping the workers early reported a job dead-lettered with no
+// envelope, seed 4, rate 0.1; it now marks the job only after the send,
+// R-STAGE-4.) open is the number of jobs not yet terminal, busy the stage
+// messages still queued.
 func (c *checker) quiet(ctx context.Context, accepted map[job.ID]bool) (open, busy int, err error) {
 	if open, err = c.nonTerminal(ctx, accepted); err != nil || open > 0 {
 		return open, 0, err

@@ -266,10 +266,24 @@ func (r *Runner) record(work, ctx context.Context, rec events.SQSMessage) bool {
 // deadLetter writes the R-STAGE-4 envelope to the stage's DLQ and reports
 // whether the message may go. extra adds to the envelope's sanitized
 // context (plain counts and flags only).
+//
+// The job is marked dead_lettered only once the envelope is in the DLQ
+// (R-STAGE-4): a job recorded dead_lettered always has its envelope
+// there, whatever dies next. Before the send the failure is recorded as
+// retryable_failed, which is what it is until the envelope is written: an
+// invocation that dies at the send (Lambda's timeout, a crash) or a send
+// that fails keeps the message, which comes back and dead-letters again.
+// That first write also returns when the stage first failed, which the
+// envelope carries. A death between the send and the mark leaves the
+// envelope and the message: the redelivery writes the envelope again,
+// with the same id (deadletter.EnvelopeID: stage, message id, first
+// receive), then marks the job. A duplicate envelope is the price; a
+// dead-lettered job with none is never seen.
 func (r *Runner) deadLetter(ctx context.Context, rec events.SQSMessage, m job.Message, prior *deadletter.Envelope,
 	d retry.Decision, err error, attempt int, extra map[string]string, log *slog.Logger) bool {
 	class := string(d.Err.Class)
-	env := r.envelope(ctx, rec, m, prior, d, err, attempt)
+	first := r.recordFailure(ctx, m, class, attempt, job.StatusRetryableFailed, "")
+	env := r.envelope(rec, m, prior, err, attempt, first, d.Exhausted)
 	if len(extra) > 0 {
 		if env.SanitizedContext == nil {
 			env.SanitizedContext = map[string]string{}
@@ -289,6 +303,7 @@ func (r *Runner) deadLetter(ctx context.Context, rec events.SQSMessage, m job.Me
 		log.ErrorContext(ctx, "could not write the dead-letter envelope", "error", merr, "last_receive", r.lastReceive(receiveCount(rec)))
 		return false
 	}
+	r.recordFailure(ctx, m, class, attempt, job.StatusDeadLettered, env.ID)
 	counts := map[string]float64{"DeadLetters": 1}
 	if env.Escalated {
 		counts["Escalations"] = 1
@@ -465,19 +480,19 @@ func sha(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// envelope builds the R-STAGE-4 dead-letter payload and records the dead letter
-// on the job. The envelope id is derived from the message (its id and first
-// receive), so a crash between writing the envelope and deleting the message
-// yields the same id on the next attempt; a failed replay keeps the id of
-// the envelope it replayed, with the replay count up, and is escalated when
-// the same non-retryable class recurs (R-STAGE-5).
-func (r *Runner) envelope(ctx context.Context, rec events.SQSMessage, m job.Message, prior *deadletter.Envelope, d retry.Decision, err error, attempt int) deadletter.Envelope {
+// envelope builds the R-STAGE-4 dead-letter payload; first is when the
+// stage first failed, as the job records it (zero: now). The envelope id is
+// derived from the message (its id and first receive), so a crash between
+// writing the envelope and deleting the message yields the same id on the
+// next attempt; a failed replay keeps the id of the envelope it replayed,
+// with the replay count up, and is escalated when the same non-retryable
+// class recurs (R-STAGE-5).
+func (r *Runner) envelope(rec events.SQSMessage, m job.Message, prior *deadletter.Envelope, err error, attempt int, first time.Time, exhausted bool) deadletter.Envelope {
 	now := r.Now().UTC()
 	id := deadletter.EnvelopeID(string(r.Stage), rec.MessageId, firstReceive(rec, now))
 	if prior != nil {
 		id = prior.ID
 	}
-	first := r.recordFailure(ctx, m, string(d.Err.Class), attempt, job.StatusDeadLettered, id)
 	if first.IsZero() || first.After(now) {
 		first = now
 	}
@@ -486,7 +501,7 @@ func (r *Runner) envelope(ctx context.Context, rec events.SQSMessage, m job.Mess
 		FirstFailureAt: first, LastFailureAt: now,
 		Context: map[string]string{
 			"message_id": rec.MessageId, "queue": rec.EventSourceARN, "receive_count": strconv.Itoa(receiveCount(rec)),
-			"exhausted": strconv.FormatBool(d.Exhausted), "body_sha256": sha(rec.Body),
+			"exhausted": strconv.FormatBool(exhausted), "body_sha256": sha(rec.Body),
 		},
 		Message: deadletter.Original{MessageID: rec.MessageId, Body: rec.Body, Queue: rec.EventSourceARN},
 	})
