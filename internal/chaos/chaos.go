@@ -433,6 +433,8 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			progress("drain deadline: %d jobs not terminal, %d stage messages, %d feedback messages and %d replies queued, %d digests unsettled", open, busy, fb, rb, dg)
 			rep.StagesBusy = busy
+			rep.DrainTimedOut = fmt.Sprintf("%d jobs not terminal, %d stage messages, %d feedback messages and %d replies queued, %d digests unsettled after %s",
+				open, busy, fb, rb, dg, c.Drain)
 			break
 		}
 		time.Sleep(time.Second)

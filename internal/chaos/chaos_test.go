@@ -33,7 +33,7 @@ func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	var logs bytes.Buffer
 	rep, err := chaos.Run(context.Background(), chaos.Stack{Endpoints: env.Endpoints, SESURL: env.SESURL}, chaos.Config{
 		Jobs: 20, Seed: testseed.Seed(t, 20261122), Rate: 0.05, Concurrency: 4, PoisonRate: 0.15,
-		RestartEvery: 3 * time.Second, Linger: 3 * time.Second, Drain: 90 * time.Second,
+		RestartEvery: 3 * time.Second, Linger: 3 * time.Second, Drain: 4 * time.Minute,
 		Log: &logs,
 	})
 	if err != nil {

@@ -134,3 +134,17 @@ func TestOwnMail_ThisRunsAddressesOnly(t *testing.T) {
 		}
 	}
 }
+
+// A drain that times out is a failure of its own, named first, so a slow
+// machine's campaign is not read as jobs lost (CI once reported "lost"
+// jobs of a stack still at work).
+func TestFailures_DrainTimedOutNamedFirst(t *testing.T) {
+	r := &Report{Lost: 2, DrainTimedOut: "1 jobs not terminal"}
+	f := r.Failures()
+	if len(f) != 2 || !strings.HasPrefix(f[0], "the stack did not drain: 1 jobs not terminal") {
+		t.Errorf("Failures() = %q, want the drain first, then the lost jobs", f)
+	}
+	if f := (&Report{}).Failures(); len(f) != 0 {
+		t.Errorf("a clean report fails: %q", f)
+	}
+}
