@@ -61,7 +61,7 @@ const (
 	notifyEv  = "internal/pipeline/notify_evidence.go"
 	notifyGo  = "internal/pipeline/notify.go"
 	quiet     = "internal/pipeline/notify_quiet.go"
-	sweeperGo = "internal/sweeper/sweeper.go"
+	sweeperGo = "internal/sweep/sweeper.go"
 	runnerGo  = "internal/stage/runner.go"
 	stageDl   = "internal/stage/deadline.go"
 )
@@ -238,7 +238,7 @@ func Mutations() []Mutation {
 			New:  "\tif berr == nil && false {\n\t\tberr = r.Queue.Requeue(ctx, r.QueueURL, body, 0)\n\t}"},
 
 		// The feedback function and the drain check.
-		{ID: "feedback-failure-not-reported", File: "internal/feedback/handler.go", Scenarios: []string{"store-faults", "kills-and-redrive"},
+		{ID: "feedback-failure-not-reported", File: "internal/sesevent/handler.go", Scenarios: []string{"store-faults", "kills-and-redrive"},
 			What: "an event that could not be recorded is not reported as a batch item failure, so it is deleted",
 			Old:  "\t\t\th.Log.WarnContext(ctx, \"feedback event not recorded\", \"message_id\", rec.MessageId, \"error\", err)\n\t\t\tfail(rec.MessageId)",
 			New:  "\t\t\th.Log.WarnContext(ctx, \"feedback event not recorded\", \"message_id\", rec.MessageId, \"error\", err)"},

@@ -22,7 +22,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/store/storetest"
-	"github.com/criticizer/criticizer/internal/sweeper"
+	"github.com/criticizer/criticizer/internal/sweep"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
 )
@@ -88,7 +88,7 @@ type digestWorld struct {
 	box        *digestBox
 	q          *queueRecorder
 	n          *pipeline.Notify
-	sw         *sweeper.Sweeper
+	sw         *sweep.Sweeper
 	ev         *memstore.Evidence
 	versionsOf map[string]int
 }
@@ -124,7 +124,7 @@ func newDigestWorld(t *testing.T) *digestWorld {
 		Quiet:   &pipeline.Quiet{Store: w.jobs, MailSameDiff: true, MailUnchangedReruns: true},
 		Digests: w.rows, DigestClock: func() time.Time { return w.day },
 	}
-	w.sw = &sweeper.Sweeper{Jobs: w.jobs, Deliveries: w.rows, Queue: w.q, Log: log, Now: clock, StuckAfter: 10 * time.Minute,
+	w.sw = &sweep.Sweeper{Jobs: w.jobs, Deliveries: w.rows, Queue: w.q, Log: log, Now: clock, StuckAfter: 10 * time.Minute,
 		EvidenceWindow: 10 * time.Minute, Margin: 2 * time.Minute, Digests: w.rows, DigestClock: func() time.Time { return w.day }}
 	return w
 }

@@ -21,7 +21,7 @@ func (n *Notify) voteLinks(deliveryID string, now time.Time) func(critic.Finding
 	}
 }
 
-// ReplyAddresses mints a delivery's reply address (reply.Keys).
+// ReplyAddresses mints a delivery's reply address (inbound.Keys).
 type ReplyAddresses interface {
 	Address(domain, deliveryID string, expires time.Time) (string, error)
 }

@@ -1,4 +1,4 @@
-// Package sweeper is the scheduled safety net (EventBridge, every few
+// Package sweep is the scheduled safety net (EventBridge, every few
 // minutes). It finds work that fell between the cracks and hands it back to
 // the stage that owns it; it never sends mail itself:
 //
@@ -40,7 +40,7 @@
 // (docs/operations.md): it breaches for a row the path never settles —
 // the path stalled, never drained, or the hold policy waiting for an
 // operator (R-RECON-3).
-package sweeper
+package sweep
 
 import (
 	"context"

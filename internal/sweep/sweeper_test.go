@@ -1,4 +1,4 @@
-package sweeper_test
+package sweep_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/store/storetest"
-	"github.com/criticizer/criticizer/internal/sweeper"
+	"github.com/criticizer/criticizer/internal/sweep"
 )
 
 type queue struct {
@@ -90,7 +90,7 @@ func TestSweep_StuckJobsStuckSendsAndSentWithoutEvidence(t *testing.T) {
 	counter := &counts{}
 	check := &drain.Checker{Counter: counter, Queue: "fb", DLQ: "fb-dlq", Lag: 2 * time.Minute, Evidence: ev, Set: "set", Now: clock}
 
-	s := &sweeper.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: q, Drain: check,
+	s := &sweep.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: q, Drain: check,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock,
 		StuckAfter: 10 * time.Minute, EvidenceWindow: 15 * time.Minute, Margin: 2 * time.Minute}
 	rep, err := s.Run(ctx)
@@ -179,7 +179,7 @@ func TestSweep_EvidenceLagIsTheLongestWait(t *testing.T) {
 	now := time.Now().UTC()
 	clock := func() time.Time { return now }
 	jobs, outbox, ev := memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock)
-	s := &sweeper.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: &queue{},
+	s := &sweep.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: &queue{},
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock,
 		StuckAfter: 10 * time.Minute, EvidenceWindow: 15 * time.Minute, Margin: 2 * time.Minute}
 	if rep, err := s.Run(ctx); err != nil || rep.EvidenceLagSeconds != 0 {
@@ -245,7 +245,7 @@ func TestSweep_ReplyConfirmationHandedBackOnItsTask(t *testing.T) {
 	now = now.Add(time.Hour)
 	_ = ev.Advance(ctx, "set", now.Add(-time.Minute))
 	_ = ev.Drain(ctx, "set", now.Add(-time.Minute))
-	s := &sweeper.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: q,
+	s := &sweep.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: q,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock,
 		StuckAfter: 10 * time.Minute, EvidenceWindow: 15 * time.Minute, Margin: 2 * time.Minute}
 	if _, err := s.Run(ctx); err != nil {
