@@ -108,7 +108,7 @@ func newWorld(sc Scenario, v *Variant) *world {
 		Recipients: grc, Tokens: func(ctx context.Context) string { return "tok-" + w.name(ctx) },
 	}
 	if sc.Quiet {
-		w.notify.Quiet = &pipeline.Quiet{Store: quietStore{w, w.jobsMem}}
+		w.notify.Quiet = &pipeline.Quiet{Versions: quietStore{w, w.jobsMem}}
 	}
 	w.runner = stage.New(job.StageNotify, "notify", w.notify.Handle, stageQueue{w}, nil, log)
 	// Full jitter's shortest draw: a retry is visible again at once, or

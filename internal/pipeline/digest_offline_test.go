@@ -121,7 +121,7 @@ func newDigestWorld(t *testing.T) *digestWorld {
 		Deliveries: w.rows, Renderer: r, Sender: w.box, Evidence: w.ev, ConfigurationSet: "set", Recipients: w.rcpts,
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 		Signer: signer, PublicURL: "https://api.example.com", Votes: votes, Dismissals: w.marks, Prefs: ps,
-		Quiet:   &pipeline.Quiet{Store: w.jobs, MailSameDiff: true, MailUnchangedReruns: true},
+		Quiet:   &pipeline.Quiet{Versions: w.jobs, MailSameDiff: true, MailUnchangedReruns: true},
 		Digests: w.rows, DigestClock: func() time.Time { return w.day },
 	}
 	w.sw = &sweep.Sweeper{Jobs: w.jobs, Deliveries: w.rows, Queue: w.q, Log: log, Now: clock, StuckAfter: 10 * time.Minute,

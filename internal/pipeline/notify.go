@@ -43,7 +43,7 @@ type Pacer interface {
 // R-OUTBOX-1, R-OUTBOX-3, R-OUTBOX-8.
 type Notify struct {
 	Base
-	Deliveries store.Outbox
+	Deliveries store.Deliveries
 	Renderer   *mail.Renderer
 	Sender     Sender
 	// Pacer, if set, is waited on before each claim, so a row is claimed
@@ -156,7 +156,7 @@ type Evidence interface {
 }
 
 // Standings reads recipients' suppressions and preference records in one
-// read (store.PreferenceStore.Standings).
+// read (store.Preferences.Standings).
 type Standings interface {
 	Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error)
 }

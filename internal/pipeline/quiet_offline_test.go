@@ -70,7 +70,7 @@ func newQuietWorld(t *testing.T, cl string) *quietWorld {
 		Base:       pipeline.Base{Jobs: w.jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
 		Deliveries: w.outbox, Renderer: r, Sender: w.snd, Evidence: memstore.NewEvidence(clock), ConfigurationSet: "set",
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
-		Quiet: &pipeline.Quiet{Store: w.jobs},
+		Quiet: &pipeline.Quiet{Versions: w.jobs},
 	}
 	return w
 }

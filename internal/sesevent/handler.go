@@ -24,7 +24,7 @@ import (
 // notifier settles lost answers by (the drain time is the other,
 // internal/drain).
 type Handler struct {
-	Deliveries Outbox
+	Deliveries Deliveries
 	// Evidence keeps the newest event time per configuration set. Nil:
 	// not kept (the notifier then never resends a send whose answer was
 	// lost).
@@ -67,15 +67,15 @@ func (h *Handler) now() time.Time {
 	return time.Now()
 }
 
-// Outbox is what feedback does with delivery rows (store.Outbox).
-type Outbox interface {
+// Deliveries is what feedback does with delivery rows (store.Deliveries).
+type Deliveries interface {
 	Get(ctx context.Context, id string) (delivery.Row, error)
 	RecordEvent(ctx context.Context, id string, e store.Event) (delivery.Row, store.EventOutcome, error)
 	ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error)
 	Reject(ctx context.Context, id, providerMessageID string, at time.Time) (delivery.Row, error)
 }
 
-// Evidence keeps the newest event time (store.EvidencePath).
+// Evidence keeps the newest event time (store.Evidence).
 type Evidence interface {
 	Advance(ctx context.Context, set string, at time.Time) error
 }
@@ -86,7 +86,7 @@ type Suppressor interface {
 }
 
 // Reopener puts a finished job back at notify, or marks it for a person
-// (store.JobStore).
+// (store.Jobs).
 type Reopener interface {
 	Reopen(ctx context.Context, id job.ID) error
 	Intervene(ctx context.Context, id job.ID) error

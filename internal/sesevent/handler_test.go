@@ -40,8 +40,8 @@ func (q *queue) Enqueue(_ context.Context, m job.Message) error {
 
 type fixture struct {
 	h    *sesevent.Handler
-	d    store.Outbox
-	ev   store.EvidencePath
+	d    store.Deliveries
+	ev   store.Evidence
 	q    *queue
 	logs *bytes.Buffer
 }
@@ -49,7 +49,7 @@ type fixture struct {
 // forEachStore runs test on a fixture over the in-memory store and, when
 // the stack is up, over DynamoDB Local.
 func forEachStore(t *testing.T, test func(t *testing.T, f *fixture)) {
-	newFixture := func(d store.Outbox, ev store.EvidencePath, jobs sesevent.Reopener) *fixture {
+	newFixture := func(d store.Deliveries, ev store.Evidence, jobs sesevent.Reopener) *fixture {
 		var logs bytes.Buffer
 		f := &fixture{q: &queue{}, logs: &logs, d: d, ev: ev}
 		f.h = &sesevent.Handler{Deliveries: d, Evidence: ev, Jobs: jobs, Queue: f.q, Log: obs.NewLogger(&logs, "info")}

@@ -63,7 +63,7 @@ type Enqueuer interface {
 // Sweeper holds the thresholds and adapters.
 type Sweeper struct {
 	Jobs       Jobs
-	Deliveries Outbox
+	Deliveries Deliveries
 	// Evidence is the evidence path of ConfigurationSet; nil: no sent row
 	// is ever taken for an ordering violation.
 	Evidence         EvidenceReader
@@ -95,19 +95,19 @@ type DigestSource interface {
 	DueDigests(ctx context.Context, dueBy time.Time, fn func(delivery.Row) error) error
 }
 
-// Jobs is what the sweeper does with jobs (store.JobStore).
+// Jobs is what the sweeper does with jobs (store.Jobs).
 type Jobs interface {
 	StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error
 	Intervene(ctx context.Context, id job.ID) error
 }
 
-// Outbox is what the sweeper does with delivery rows (store.Outbox).
-type Outbox interface {
+// Deliveries is what the sweeper does with delivery rows (store.Deliveries).
+type Deliveries interface {
 	Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error
 	MarkReconciling(ctx context.Context, id string) (delivery.Row, error)
 }
 
-// EvidenceReader reads the evidence path's state (store.EvidencePath).
+// EvidenceReader reads the evidence path's state (store.Evidence).
 type EvidenceReader interface {
 	State(ctx context.Context, set string) (store.EvidenceState, error)
 }
