@@ -62,7 +62,7 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 		Lease: cfg.DeliveryLease, Margin: cfg.EvidenceMargin, Policy: cfg.UncertainSend, SendTimeout: sesmail.DefaultSendTimeout,
 		Recipients: b.Recipients, AllowedDomains: cfg.AllowedRecipientDomains, Signer: signer, PublicURL: cfg.PublicURL, MinSeverity: critic.Severity(cfg.MinSeverity),
 		// Quiet unless something is new (R-QUIET-1..3).
-		Quiet: &pipeline.Quiet{Versions: b.Jobs, MailSameDiff: cfg.Quiet.MailSameDiff, MailUnchangedReruns: cfg.Quiet.MailUnchangedReruns}}
+		Quiet: &pipeline.Quiet{Versions: b.Jobs, MailSameDiff: cfg.Notify.MailSameDiff, MailUnchangedReruns: cfg.Notify.MailUnchangedReruns}}
 	if n.Votes, err = wire.VoteSigner(cfg); err != nil {
 		return nil, nil, err
 	}
