@@ -73,7 +73,7 @@ const (
 // and deadline handling, the feedback function and the drain check.
 func Mutations() []Mutation {
 	return []Mutation{
-		// The in-memory outbox (memstore): what the explorer runs on.
+		// The in-memory deliveries (memstore): what the explorer runs on.
 		// The explorer first: it must catch this one (no scenario did
 		// before requeue-race).
 		{ID: "memstore-requeue-live-lease", File: memstore, Scenarios: []string{"requeue-race", "overlapping-sweeps"},
@@ -117,7 +117,7 @@ func Mutations() []Mutation {
 			Old:  "return r.Status == delivery.StatusSent && r.SendEventAt.IsZero() && r.DeliveredAt.IsZero() && r.Resolution != delivery.ResolvedSent",
 			New:  "return r.Status == delivery.StatusSent && r.DeliveredAt.IsZero() && r.Resolution != delivery.ResolvedSent"},
 
-		// The DynamoDB outbox: the conformance suite holds it to the same
+		// The DynamoDB deliveries: the conformance suite holds it to the same
 		// contract. The explorer runs the in-memory store, so it is not
 		// run against these (its package imports the store's types only).
 		{ID: "dynamodb-requeue-live-lease", File: "internal/store/deliveries_held.go", Checks: dynamo,

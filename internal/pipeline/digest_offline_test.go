@@ -423,7 +423,7 @@ func (s *stopAfterSettle) AddToDigest(ctx context.Context, d delivery.Row, entry
 
 var _ store.Digests = (*stopAfterSettle)(nil)
 
-// A digest whose send's answer was lost is an outbox row held for
+// A digest whose send's answer was lost is a delivery row held for
 // provider evidence like any other: not resent, and settled by its Send
 // event; one email.
 // Rules: R-DIGEST-1, R-OUTBOX-6.

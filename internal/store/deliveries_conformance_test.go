@@ -8,8 +8,8 @@ import (
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
-// The outbox's contract on DynamoDB Local: the conformance suite the
-// in-memory outbox passes too (package memstore).
+// The deliveries' contract on DynamoDB Local: the conformance suite the
+// in-memory deliveries pass too (package memstore).
 // Rules: R-STORE-1, R-OUTBOX-1, R-OUTBOX-2, R-OUTBOX-3, R-OUTBOX-4, R-OUTBOX-6, R-OUTBOX-7, R-EVIDENCE-1, R-EVIDENCE-5, R-RECON-2.
 func TestDeliveries_DynamoDB(t *testing.T) {
 	storetest.Deliveries(t, func(t *testing.T, now store.Clock) store.Deliveries {
@@ -19,7 +19,7 @@ func TestDeliveries_DynamoDB(t *testing.T) {
 	})
 }
 
-// The digest rows' contract on DynamoDB Local: the outbox's table, its
+// The digest rows' contract on DynamoDB Local: the deliveries table, its
 // live index's digests partition.
 // Rules: R-STORE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3.
 func TestDigests_DynamoDB(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 )
 
 // Digests is what notify and the sweeper do with the daily digest's rows
-// (R-DIGEST-*) beyond the outbox's own writes: a digest row is an outbox
+// (R-DIGEST-*) beyond the delivery rows' own writes: a digest row is a delivery
 // row (the same table, the same claim, mark and evidence), created open
 // to gather its recipient's version rows until it is due, then closed
 // with its message. DynamoDeliveries keeps it on DynamoDB and

@@ -1,5 +1,5 @@
-// Package memstore is an in-memory outbox with the same contract as the
-// DynamoDB one (store.Deliveries): the same conditions, the same
+// Package memstore keeps the store's contracts in memory, delivery rows
+// first, with the same contract as the DynamoDB drivers (store.Deliveries): the same conditions, the same
 // transitions, the same errors. The protocols' unit tests run on it with
 // no stack; the conformance suite (storetest) proves the two alike, on
 // every run of make test (R-STORE-1).
@@ -20,7 +20,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 )
 
-// Deliveries is the in-memory outbox. Safe for concurrent use: each method
+// Deliveries is the in-memory store.Deliveries. Safe for concurrent use: each method
 // is one atomic step, as each DynamoDB write is.
 type Deliveries struct {
 	mu   sync.Mutex

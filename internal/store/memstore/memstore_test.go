@@ -8,7 +8,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/storetest"
 )
 
-// The in-memory outbox keeps the contract DynamoDB keeps: the same
+// The in-memory deliveries keep the contract DynamoDB keeps: the same
 // conformance suite, with no stack.
 // Rules: R-STORE-1.
 func TestDeliveries_Memstore(t *testing.T) {
@@ -48,7 +48,7 @@ func TestPreferences_Memstore(t *testing.T) {
 	storetest.Preferences(t, func(*testing.T) store.Preferences { return memstore.NewRecipients() })
 }
 
-// The in-memory outbox keeps the digest rows' contract DynamoDB keeps.
+// The in-memory deliveries keep the digest rows' contract DynamoDB keeps.
 // Rules: R-STORE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3.
 func TestDigests_Memstore(t *testing.T) {
 	storetest.Digests(t, func(_ *testing.T, now store.Clock) storetest.DigestRows { return memstore.NewDeliveries(now) })

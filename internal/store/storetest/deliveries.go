@@ -1,6 +1,6 @@
-// Package storetest is the outbox's conformance suite: one set of tests
+// Package storetest is the store's conformance suites: one set of tests
 // run against every implementation of store.Deliveries (DynamoDB Local in
-// package store, the in-memory outbox in package memstore), the way a
+// package store, the in-memory one in package memstore), the way a
 // driver suite is run against every driver, so the fake the protocols'
 // unit tests use behaves as the real store does (R-STORE-1).
 package storetest

@@ -109,7 +109,7 @@ func addToDigestClosedOrFullRefused(t *testing.T, open DigestOpener) {
 
 // R-DIGEST-1, R-DIGEST-3: a digest closes only on the entries it was
 // read with, with its message rendered once; closed pending it is an
-// outbox row: claimed, marked sent, never claimed again. A repeat of the
+// delivery row: claimed, marked sent, never claimed again. A repeat of the
 // same close (an SDK retry) is recognised; another close is refused.
 func closeDigestOnlyWhatWasReadThenADeliveryRow(t *testing.T, open DigestOpener) {
 	d := open(t, nil)
