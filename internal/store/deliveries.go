@@ -15,7 +15,7 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 )
 
-// DynamoDeliveries is the outbox: one item per (changelist, recipient, review
+// DynamoDeliveries is the deliveries table: one item per (changelist, recipient, review
 // version), keyed by the deterministic delivery id (R-OUTBOX-1, R-OUTBOX-1).
 type DynamoDeliveries struct {
 	db    *dynamodb.Client

@@ -27,7 +27,7 @@ type Dismissals interface {
 	Marks(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]vote.Marks, error)
 }
 
-// DynamoDismissals is the Dismissals on the jobs table, one item per
+// DynamoDismissals implements Dismissals on the jobs table, one item per
 // changelist and reader:
 //
 //	DISMISS#<changelist key>#<recipient id>   marks (key → choice, time), rev

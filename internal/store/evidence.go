@@ -25,7 +25,7 @@ import (
 //     found empty (internal/drain) (stored as "drained_at").
 //
 // The notifier resends a send whose answer was lost only when both are
-// past it (delivery.DynamoEvidence.CaughtUp); before that, a missing event
+// past it (delivery.Evidence.CaughtUp); before that, a missing event
 // proves nothing. One item per configuration set in the jobs table (pk
 // EVIDENCE#<set>).
 //

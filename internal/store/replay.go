@@ -66,7 +66,7 @@ type Replays interface {
 	CancelRefresh(ctx context.Context, id job.ID) error
 }
 
-// DynamoReplays is Replays on the jobs table. Each record is one item whose
+// DynamoReplays implements Replays on the jobs table. Each record is one item whose
 // conditional write decides, so concurrent replays of one delivery claim
 // it once, and concurrent events of one version schedule one refresh.
 type DynamoReplays struct {

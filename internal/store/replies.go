@@ -40,7 +40,7 @@ type ReplyWindows interface {
 	Admit(ctx context.Context, deliveryID, messageID string, start time.Time, window time.Duration, max int) (bool, error)
 }
 
-// DynamoReplies is the Mutes and the ReplyWindows on the jobs table:
+// DynamoReplies implements Mutes and ReplyWindows on the jobs table:
 //
 //	MUTE#<changelist key>#<recipient id>        kind "mute", recipient_id, muted_at
 //	REPLYWIN#<delivery id>#<window start>       kind "reply_window", ids (string set)

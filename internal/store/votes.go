@@ -24,7 +24,7 @@ type Votes interface {
 	List(ctx context.Context) ([]vote.Vote, error)
 }
 
-// DynamoVotes is the Votes on the jobs table, under
+// DynamoVotes implements Votes on the jobs table, under
 // VOTE#<delivery id>#<finding id>. A vote is history, not a promise: it
 // expires Retention after its last write (R-COST-2).
 type DynamoVotes struct {

@@ -1,6 +1,6 @@
-// Package memstore keeps the store's contracts in memory, delivery rows
-// first, with the same contract as the DynamoDB drivers (store.Deliveries): the same conditions, the same
-// transitions, the same errors. The protocols' unit tests run on it with
+// Package memstore keeps the store's contracts in memory (store.Deliveries,
+// store.Jobs, ...), as the DynamoDB drivers keep them: the same conditions,
+// the same transitions, the same errors. The protocols' unit tests run on it with
 // no stack; the conformance suite (storetest) proves the two alike, on
 // every run of make test (R-STORE-1).
 //
