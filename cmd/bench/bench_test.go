@@ -59,7 +59,7 @@ func benchConfig(t *testing.T, env testenv.Env) config.Config {
 	}
 	cfg.Endpoints, cfg.WebhookSecret, cfg.SESStoreURL, cfg.AllowPrivateDiffs = env.Endpoints, benchSecret, env.SESURL, true
 	cfg.DiffURLPorts = []int{0}
-	cfg.Quiet.CollapseWindow = 0 // the bench's run does the same
+	cfg.LLM.CollapseWindow = 0 // the bench's run does the same
 	return cfg
 }
 

@@ -112,7 +112,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	cfg.DiffURLPorts = []int{0}
 	// The latency measured is the pipeline's, not the collapse window's
 	// deliberate wait (R-QUIET-3).
-	cfg.Quiet.CollapseWindow = 0
+	cfg.LLM.CollapseWindow = 0
 	runID := os.Getenv("CRITICIZER_TEST_RUN")
 	if runID == "" {
 		runID = strconv.FormatInt(time.Now().Unix(), 36)

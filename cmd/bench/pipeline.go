@@ -59,8 +59,8 @@ type localStack struct {
 	sender *timedSender
 	// Uncounted: for the bench's own polling.
 	plain *devstack.Clients
-	jobs  *store.Jobs
-	rows  *store.Deliveries
+	jobs  *store.DynamoJobs
+	rows  *store.DynamoDeliveries
 	// meter, if set, times every invocation (intake's too).
 	meter *meter
 }

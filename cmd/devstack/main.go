@@ -139,7 +139,7 @@ func run(ctx context.Context, args []string) error {
 	if os.Getenv(config.EnvCollapseWindow) == "" {
 		// A first review's email arrives within seconds locally; set the
 		// variable to try the collapse window (R-QUIET-3).
-		cfg.Quiet.CollapseWindow = 0
+		cfg.LLM.CollapseWindow = 0
 	}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://127.0.0.1:" + port

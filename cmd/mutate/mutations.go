@@ -61,7 +61,7 @@ const (
 	notifyEv  = "internal/pipeline/notify_evidence.go"
 	notifyGo  = "internal/pipeline/notify.go"
 	quiet     = "internal/pipeline/notify_quiet.go"
-	sweeperGo = "internal/sweeper/sweeper.go"
+	sweeperGo = "internal/sweep/sweeper.go"
 	runnerGo  = "internal/stage/runner.go"
 	stageDl   = "internal/stage/deadline.go"
 )
@@ -73,7 +73,7 @@ const (
 // and deadline handling, the feedback function and the drain check.
 func Mutations() []Mutation {
 	return []Mutation{
-		// The in-memory outbox (memstore): what the explorer runs on.
+		// The in-memory deliveries (memstore): what the explorer runs on.
 		// The explorer first: it must catch this one (no scenario did
 		// before requeue-race).
 		{ID: "memstore-requeue-live-lease", File: memstore, Scenarios: []string{"requeue-race", "overlapping-sweeps"},
@@ -117,7 +117,7 @@ func Mutations() []Mutation {
 			Old:  "return r.Status == delivery.StatusSent && r.SendEventAt.IsZero() && r.DeliveredAt.IsZero() && r.Resolution != delivery.ResolvedSent",
 			New:  "return r.Status == delivery.StatusSent && r.DeliveredAt.IsZero() && r.Resolution != delivery.ResolvedSent"},
 
-		// The DynamoDB outbox: the conformance suite holds it to the same
+		// The DynamoDB deliveries: the conformance suite holds it to the same
 		// contract. The explorer runs the in-memory store, so it is not
 		// run against these (its package imports the store's types only).
 		{ID: "dynamodb-requeue-live-lease", File: "internal/store/deliveries_held.go", Checks: dynamo,
@@ -238,7 +238,7 @@ func Mutations() []Mutation {
 			New:  "\tif berr == nil && false {\n\t\tberr = r.Queue.Requeue(ctx, r.QueueURL, body, 0)\n\t}"},
 
 		// The feedback function and the drain check.
-		{ID: "feedback-failure-not-reported", File: "internal/feedback/handler.go", Scenarios: []string{"store-faults", "kills-and-redrive"},
+		{ID: "feedback-failure-not-reported", File: "internal/sesevent/handler.go", Scenarios: []string{"store-faults", "kills-and-redrive"},
 			What: "an event that could not be recorded is not reported as a batch item failure, so it is deleted",
 			Old:  "\t\t\th.Log.WarnContext(ctx, \"feedback event not recorded\", \"message_id\", rec.MessageId, \"error\", err)\n\t\t\tfail(rec.MessageId)",
 			New:  "\t\t\th.Log.WarnContext(ctx, \"feedback event not recorded\", \"message_id\", rec.MessageId, \"error\", err)"},

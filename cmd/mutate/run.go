@@ -50,9 +50,9 @@ func checks() []check {
 	return []check{
 		{name: "explore", pkg: "./cmd/explore", sees: []string{"./cmd/explore"}, timeout: 20 * time.Minute, run: runExplore},
 		{name: "conformance/memstore", pkg: "./internal/store/memstore", sees: []string{"./internal/store/memstore", "./internal/store/storetest"},
-			timeout: 5 * time.Minute, run: goTest(`^Test(Outbox|JobStore)_Memstore$`)},
+			timeout: 5 * time.Minute, run: goTest(`^Test(Deliveries|Jobs)_Memstore$`)},
 		{name: "conformance/dynamodb", pkg: "./internal/store", sees: []string{"./internal/store", "./internal/store/storetest"},
-			stack: true, timeout: 10 * time.Minute, run: goTest(`^Test(Outbox|JobStore)_DynamoDB$`)},
+			stack: true, timeout: 10 * time.Minute, run: goTest(`^Test(Deliveries|Jobs)_DynamoDB$`)},
 	}
 }
 

@@ -39,7 +39,7 @@ type Admin struct {
 	APIKey string
 	// Status mints the job status links a rerun's answer carries.
 	Status *StatusLinks
-	Jobs   *store.Jobs
+	Jobs   *store.DynamoJobs
 	Queue  Enqueuer
 	Log    *slog.Logger
 	// Audience decides, for a dry run, whether a recipient would be

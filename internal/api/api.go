@@ -37,8 +37,8 @@ type EventParser interface {
 type Handler struct {
 	Sources    map[string]Parser // by the {source} path segment; configured sources only
 	Intake     *Intake
-	Jobs       *store.Jobs
-	Deliveries *store.Deliveries
+	Jobs       *store.DynamoJobs
+	Deliveries *store.DynamoDeliveries
 	Log        *slog.Logger
 	// Unsubscribe serves /unsubscribe/{token}; nil answers 404.
 	Unsubscribe *Unsubscribe

@@ -46,7 +46,7 @@ type Intake struct {
 	ReviewerReplays *ReviewerReplays
 }
 
-// JobCreator is what intake does with the jobs table (store.JobStore).
+// JobCreator is what intake does with the jobs table (store.Jobs).
 type JobCreator interface {
 	Create(ctx context.Context, req store.CreateRequest) (store.CreateResult, error)
 	PutSourceRef(ctx context.Context, id job.ID, ref store.SourceRef) error

@@ -38,7 +38,7 @@ import (
 // gets the record, or a Problem naming the field, instead of a page.
 type Preferences struct {
 	Signer *prefs.Signer // nil: preference links are off (404)
-	Store  store.PreferenceStore
+	Store  store.Preferences
 	Pages  PreferencePages
 	Log    *slog.Logger
 	Now    func() time.Time

@@ -19,7 +19,7 @@ import (
 // and the reviewer refreshes of one version are gathered over
 // RefreshWindow into one task.
 type ReviewerReplays struct {
-	Store store.ReplayStore
+	Store store.Replays
 	// Window is how long a delivery id or body is remembered (the replay
 	// window).
 	Window time.Duration

@@ -34,7 +34,7 @@ import (
 // learns nothing about which tokens or addresses exist.
 type Unsubscribe struct {
 	Signer     *unsubscribe.Signer // nil: unsubscribe links are off (404)
-	Recipients store.PreferenceStore
+	Recipients store.Preferences
 	Pages      UnsubscribePages
 	Log        *slog.Logger
 }

@@ -40,10 +40,10 @@ import (
 // dismiss.Recorder, which looks the finding up in the email's critique.
 type Votes struct {
 	Signer *vote.Signer // nil: vote links are off (404)
-	Store  store.VoteStore
+	Store  store.Votes
 	// Marks keeps readers' marks; Rows and Jobs find the email's
 	// recipient, changelist and finding. Any nil: votes only.
-	Marks store.DismissalStore
+	Marks store.Dismissals
 	Rows  dismiss.Rows
 	Jobs  dismiss.Jobs
 	Pages VotePages

@@ -40,9 +40,9 @@ func voteReq(method, path string) events.APIGatewayV2HTTPRequest {
 // each POST by outcome.
 // Rules: R-VOTE-1, R-VOTE-2.
 func TestVote_RecordsOnceRefusesTamperedAndExpired(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) store.VoteStore{
-		"memstore": func(*testing.T) store.VoteStore { return memstore.NewVotes() },
-		"dynamodb": func(t *testing.T) store.VoteStore {
+	for name, open := range map[string]func(t *testing.T) store.Votes{
+		"memstore": func(*testing.T) store.Votes { return memstore.NewVotes() },
+		"dynamodb": func(t *testing.T) store.Votes {
 			env := testenv.Stack(t)
 			res := testenv.Provision(t, env)
 			return store.NewVotes(env.Clients.DynamoDB, res.JobsTable, nil)

@@ -219,7 +219,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	cfg.SweepStuckAfter, cfg.EvidenceWindow = sweepStuckAfter, evidenceWindow
 	// Each review is one version: no burst to collapse, and the campaign
 	// measures exactly once, not the wait (R-QUIET-3).
-	cfg.Quiet.CollapseWindow = 0
+	cfg.LLM.CollapseWindow = 0
 	// Reviewers reply to the critiques (replies.go): every email has its
 	// reply address.
 	cfg.InboundDomain = replyDomain

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/criticizer/criticizer/internal/devstack"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/sesevent"
 )
 
 // evidenceFaults plays a faulty SES event path between the SES emulator's
@@ -199,7 +199,7 @@ func (f *evidenceFaults) jobHits(id job.ID) map[Kind]int {
 
 // deliveryIDOf reads the delivery id of an SES event record, or "".
 func deliveryIDOf(body string) string {
-	ev, err := feedback.ParseSESEvent([]byte(body))
+	ev, err := sesevent.Parse([]byte(body))
 	if err != nil {
 		return ""
 	}

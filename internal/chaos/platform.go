@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/criticizer/criticizer/internal/devstack"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/queue"
+	"github.com/criticizer/criticizer/internal/sesevent"
 )
 
 // platformFaults plays the AWS behaviours the local stack reproduces
@@ -91,7 +91,7 @@ func (f *platformFaults) hit(k Kind, deliveryID string) {
 // A Send event of a lost answer is held even once faults are off: the
 // answer was lost while they were on, and its event comes seconds later.
 func (f *platformFaults) hold(fn string, m events.SQSMessage) time.Duration {
-	if fn != "feedback" || feedback.IsValidationNotice([]byte(m.Body)) {
+	if fn != "feedback" || sesevent.IsValidationNotice([]byte(m.Body)) {
 		return 0
 	}
 	f.mu.Lock()
@@ -254,7 +254,7 @@ func (f *platformFaults) figures(r *Report) {
 
 // eventOf reads an SES event record's delivery id and event type, or "".
 func eventOf(body string) (deliveryID, eventType string) {
-	ev, err := feedback.ParseSESEvent([]byte(body))
+	ev, err := sesevent.Parse([]byte(body))
 	if err != nil {
 		return "", ""
 	}

@@ -27,7 +27,7 @@ type checker struct {
 	ses   string
 }
 
-func (c *checker) jobs() *store.Jobs {
+func (c *checker) jobs() *store.DynamoJobs {
 	return store.NewJobs(c.clean.DynamoDB, c.res.JobsTable, time.Now)
 }
 

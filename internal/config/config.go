@@ -115,8 +115,10 @@ type Config struct {
 	// SESQuotaRecheck is how long a spent SES daily quota pauses sending
 	// (CRITICIZER_SES_QUOTA_RECHECK, sesquota.go).
 	SESQuotaRecheck time.Duration
-	// Quiet keeps a version from mailing reviewers nothing new (quiet.go).
-	Quiet Quiet
+	// LLM and Notify are the llm stage's and the notifier's settings that
+	// keep a version from mailing reviewers nothing new (quiet.go).
+	LLM    LLM
+	Notify Notify
 
 	// PublicURL is the API's public base URL, under which the notifier
 	// builds unsubscribe links (https://<api>/unsubscribe/<token>).
@@ -146,7 +148,7 @@ type Config struct {
 	// or CriticOpenAI, with the settings of the one chosen.
 	Critic         string
 	BedrockModelID string
-	OpenAI         OpenAIConfig
+	OpenAI         OpenAI
 	// LLMMaxFindings caps a model review's findings.
 	LLMMaxFindings int
 	// ReviewInstructions are the deployment's extra instructions to the
@@ -175,9 +177,9 @@ type Config struct {
 
 	// The code review systems. A source whose webhook credential is unset
 	// is not routed.
-	GitHub GitHubConfig
-	GitLab GitLabConfig
-	Gerrit GerritConfig
+	GitHub GitHub
+	GitLab GitLab
+	Gerrit Gerrit
 	// ReviewerDirectory is the JSON of source.StaticDirectory (usernames to
 	// addresses), already read from its file when given as "@/path.json";
 	// empty means no directory (reviewers without an address the source

@@ -14,18 +14,18 @@ import (
 // Anything else is refused, naming the variable.
 func TestFromEnv_Quiet(t *testing.T) {
 	c, err := config.FromEnv(env(nil))
-	if err != nil || c.Quiet != (config.Quiet{CollapseWindow: 90 * time.Second}) {
-		t.Fatalf("defaults: %+v, err %v; want a 90s window, quiet", c.Quiet, err)
+	if err != nil || c.LLM != (config.LLM{CollapseWindow: 90 * time.Second}) || c.Notify != (config.Notify{}) {
+		t.Fatalf("defaults: %+v %+v, err %v; want a 90s window, quiet", c.LLM, c.Notify, err)
 	}
 	for in, want := range map[string]time.Duration{"0": 0, "0s": 0, "5s": 5 * time.Second, "15m": 15 * time.Minute} {
 		c, err := config.FromEnv(env(map[string]string{config.EnvCollapseWindow: in}))
-		if err != nil || c.Quiet.CollapseWindow != want {
-			t.Errorf("%s=%q: %s, err %v; want %s", config.EnvCollapseWindow, in, c.Quiet.CollapseWindow, err, want)
+		if err != nil || c.LLM.CollapseWindow != want {
+			t.Errorf("%s=%q: %s, err %v; want %s", config.EnvCollapseWindow, in, c.LLM.CollapseWindow, err, want)
 		}
 	}
 	c, err = config.FromEnv(env(map[string]string{config.EnvMailSameDiff: "true", config.EnvMailUnchangedReruns: "1"}))
-	if err != nil || !c.Quiet.MailSameDiff || !c.Quiet.MailUnchangedReruns {
-		t.Errorf("both set: %+v, err %v; want both on", c.Quiet, err)
+	if err != nil || !c.Notify.MailSameDiff || !c.Notify.MailUnchangedReruns {
+		t.Errorf("both set: %+v, err %v; want both on", c.Notify, err)
 	}
 	for name, bad := range map[string]string{config.EnvCollapseWindow: "16m", config.EnvMailSameDiff: "sometimes",
 		config.EnvMailUnchangedReruns: "yes please"} {

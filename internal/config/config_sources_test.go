@@ -80,10 +80,10 @@ func TestFromEnv_SourcesAndCriticOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Config{Critic: "openai", OpenAI: config.OpenAIConfig{BaseURL: "http://llm.internal:8000", Model: "gpt-4.1", APIKey: "sk-x"},
-		GitHub: config.GitHubConfig{WebhookSecret: "ghs-0123456789abcdef0123456789abcdef", Token: "ght", APIURL: "https://ghe.example.com/api/v3"},
-		GitLab: config.GitLabConfig{WebhookToken: "glw-0123456789abcdef0123456789abcdef", SigningSecret: "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", Token: "glt", APIURL: "https://gitlab.example.com/api/v4"},
-		Gerrit: config.GerritConfig{WebhookToken: "grw-0123456789abcdef0123456789abcdef", APIURL: "https://review.example.com", Username: "bot", Password: "pw"}}
+	want := config.Config{Critic: "openai", OpenAI: config.OpenAI{BaseURL: "http://llm.internal:8000", Model: "gpt-4.1", APIKey: "sk-x"},
+		GitHub: config.GitHub{WebhookSecret: "ghs-0123456789abcdef0123456789abcdef", Token: "ght", APIURL: "https://ghe.example.com/api/v3"},
+		GitLab: config.GitLab{WebhookToken: "glw-0123456789abcdef0123456789abcdef", SigningSecret: "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", Token: "glt", APIURL: "https://gitlab.example.com/api/v4"},
+		Gerrit: config.Gerrit{WebhookToken: "grw-0123456789abcdef0123456789abcdef", APIURL: "https://review.example.com", Username: "bot", Password: "pw"}}
 	if c.Critic != want.Critic || c.OpenAI != want.OpenAI || c.GitHub != want.GitHub || c.GitLab != want.GitLab || c.Gerrit != want.Gerrit {
 		t.Errorf("got %+v %+v %+v %+v %+v", c.Critic, c.OpenAI, c.GitHub, c.GitLab, c.Gerrit)
 	}

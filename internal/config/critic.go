@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// OpenAIConfig is an OpenAI-compatible chat completions server.
-type OpenAIConfig struct {
+// OpenAI is an OpenAI-compatible chat completions server.
+type OpenAI struct {
 	BaseURL string
 	Model   string
 	APIKey  string
@@ -60,7 +60,7 @@ func (c *Config) readCritic(getenv func(string) string) error {
 	default:
 		return fmt.Errorf("%s: want info, warning or error", EnvMinSeverity)
 	}
-	c.OpenAI = OpenAIConfig{BaseURL: or(strings.TrimSpace(getenv(EnvOpenAIBaseURL)), DefaultOpenAIURL),
+	c.OpenAI = OpenAI{BaseURL: or(strings.TrimSpace(getenv(EnvOpenAIBaseURL)), DefaultOpenAIURL),
 		Model: strings.TrimSpace(getenv(EnvOpenAIModel)), APIKey: getenv(EnvOpenAIAPIKey)}
 	return nil
 }

@@ -38,7 +38,7 @@ func (c *Config) readRetention(getenv func(string) string) error {
 	return nil
 }
 
-// readDelivery reads the outbox's settings: the claim's lease, the
+// readDelivery reads the delivery protocol's settings: the claim's lease, the
 // evidence path (the publish bound, the counters' lag, the feedback queue
 // the sweeper reads, probes), the sweeper's thresholds and the send rate.
 func (c *Config) readDelivery(getenv func(string) string) error {

@@ -10,11 +10,11 @@ import (
 	"strings"
 )
 
-// GitHubAppConfig is a GitHub App the fetch stage authenticates as, in
+// GitHubApp is a GitHub App the fetch stage authenticates as, in
 // place of CRITICIZER_GITHUB_TOKEN: an organisation installs the App on
 // its repositories, and each request carries a short-lived installation
 // token minted with the App's private key.
-type GitHubAppConfig struct {
+type GitHubApp struct {
 	ID string // the App's id (or client id)
 	// InstallationID is the one installation used; empty: looked up per
 	// repository owner.
@@ -23,13 +23,13 @@ type GitHubAppConfig struct {
 }
 
 // Configured reports whether any App setting is set.
-func (a GitHubAppConfig) Configured() bool {
+func (a GitHubApp) Configured() bool {
 	return a.ID != "" || a.InstallationID != "" || a.PrivateKey != ""
 }
 
 // Installation is InstallationID as a number; 0 when unset. Validate has
 // checked it.
-func (a GitHubAppConfig) Installation() int64 {
+func (a GitHubApp) Installation() int64 {
 	n, _ := strconv.ParseInt(a.InstallationID, 10, 64)
 	return n
 }
@@ -37,8 +37,8 @@ func (a GitHubAppConfig) Installation() int64 {
 // readGitHubApp reads the App settings. A private key pasted with its
 // line breaks escaped ("\n", as in a one-line environment value) is
 // restored.
-func readGitHubApp(getenv func(string) string) GitHubAppConfig {
-	return GitHubAppConfig{
+func readGitHubApp(getenv func(string) string) GitHubApp {
+	return GitHubApp{
 		ID:             strings.TrimSpace(getenv(EnvGitHubAppID)),
 		InstallationID: strings.TrimSpace(getenv(EnvGitHubAppInstallationID)),
 		PrivateKey:     appKeyText(getenv(EnvGitHubAppPrivateKey)),

@@ -30,37 +30,46 @@ const DefaultCollapseWindow = 90 * time.Second
 // the notify message, never a sleep in a function.
 const MaxCollapseWindow = 15 * time.Minute
 
-// Quiet is what keeps a version from mailing reviewers nothing new.
-type Quiet struct {
+// LLM holds the llm stage's settings about when its result is handed on
+// (the critic's own settings are Critic, OpenAI and the Bedrock fields).
+type LLM struct {
 	// CollapseWindow delays the notify stage of a version until this long
-	// after it was accepted; zero: no wait.
+	// after it was accepted, applied where llm enqueues notify; zero: no
+	// wait (R-QUIET-3).
 	CollapseWindow time.Duration
+}
+
+// Notify holds the notifier's quiet rules' switches: what keeps a version
+// from mailing reviewers nothing new.
+type Notify struct {
 	// MailSameDiff mails a version whose diff content the recipient was
-	// mailed before.
+	// mailed before (R-QUIET-1 off).
 	MailSameDiff bool
-	// MailUnchangedReruns mails a rerun whose review found nothing new.
+	// MailUnchangedReruns mails a rerun whose review found nothing new
+	// (R-QUIET-2 off).
 	MailUnchangedReruns bool
 }
 
-// readQuiet reads EnvCollapseWindow and EnvMailUnchangedReruns.
+// readQuiet reads EnvCollapseWindow into LLM and EnvMailSameDiff and
+// EnvMailUnchangedReruns into Notify.
 func (c *Config) readQuiet(getenv func(string) string) error {
-	c.Quiet = Quiet{CollapseWindow: DefaultCollapseWindow}
+	c.LLM = LLM{CollapseWindow: DefaultCollapseWindow}
 	switch v := strings.TrimSpace(getenv(EnvCollapseWindow)); v {
 	case "":
 	case "0":
-		c.Quiet.CollapseWindow = 0
+		c.LLM.CollapseWindow = 0
 	default:
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 || d > MaxCollapseWindow {
 			return fmt.Errorf("%s: want a duration from 0 to %s (SQS's longest delay), got %q", EnvCollapseWindow, MaxCollapseWindow, v)
 		}
-		c.Quiet.CollapseWindow = d
+		c.LLM.CollapseWindow = d
 	}
 	var err error
-	if c.Quiet.MailSameDiff, err = boolean(getenv, EnvMailSameDiff); err != nil {
+	if c.Notify.MailSameDiff, err = boolean(getenv, EnvMailSameDiff); err != nil {
 		return err
 	}
-	c.Quiet.MailUnchangedReruns, err = boolean(getenv, EnvMailUnchangedReruns)
+	c.Notify.MailUnchangedReruns, err = boolean(getenv, EnvMailUnchangedReruns)
 	return err
 }
 

@@ -46,7 +46,7 @@ type Retry struct {
 //
 //   - Fetch, Critique: one Task each (a Lambda function each, as now).
 //   - PrepareDeliveries: reads every recipient's standing and creates the
-//     outbox rows with their rendered messages (R-OUTBOX-2), returning the
+//     delivery rows with their rendered messages (R-OUTBOX-2), returning the
 //     rows to send.
 //   - SendEach: a Map over those rows, at most 5 at once (notify's
 //     concurrency now): per row one Send task (rate slot, claim, send,
@@ -65,7 +65,7 @@ func ReviewMachine() Machine {
 		States: map[string]State{
 			"Fetch":             {Type: "Task", Resource: lambda, Comment: "fetch: the diff into S3", Retry: retry, Next: "Critique"},
 			"Critique":          {Type: "Task", Resource: lambda, Comment: "llm: the critique onto the job", Retry: retry, Next: "PrepareDeliveries"},
-			"PrepareDeliveries": {Type: "Task", Resource: lambda, Comment: "notify: standing, outbox rows with rendered messages", Retry: retry, Next: "SendEach"},
+			"PrepareDeliveries": {Type: "Task", Resource: lambda, Comment: "notify: standing, delivery rows with rendered messages", Retry: retry, Next: "SendEach"},
 			"SendEach": {Type: "Map", ItemsPath: "$.Payload.deliveries", MaxConcurrency: 5, Next: "Finalize",
 				ItemProcessor: &Machine{StartAt: "Send", States: map[string]State{
 					"Send": {Type: "Task", Resource: lambda, Comment: "notify: rate slot, claim, SendEmail, mark sent", Retry: retry, End: true},

@@ -1,4 +1,4 @@
-// Package delivery holds the outbox row: one per (changelist, recipient,
+// Package delivery holds the delivery row: one per (changelist, recipient,
 // review version), its deterministic id, its lifecycle, and the pure decisions
 // of the send-then-mark protocol (R-OUTBOX-1, R-OUTBOX-4, the delivery lifecycle).
 //
@@ -96,7 +96,7 @@ func (s Status) Done() bool {
 	return s.Quiet()
 }
 
-// NormalizeRecipient is the form of an address used in the outbox key: trimmed
+// NormalizeRecipient is the form of an address used in the delivery key: trimmed
 // and lower-cased. Local parts are case-sensitive in theory (RFC 5321) but no
 // mail provider Criticizer targets treats them so, and a reviewer listed as
 // Ann@x and ann@x must get one email, not two.
@@ -105,7 +105,7 @@ func NormalizeRecipient(addr string) string {
 }
 
 // ID derives the delivery id from (changelist, recipient, review_version).
-// It is the outbox key and the provider idempotency token: SES has no
+// It is the delivery key and the provider idempotency token: SES has no
 // idempotency key, so the id travels as a message tag and a header and the
 // feedback stream matches provider evidence back to the row by it
 // (R-OUTBOX-3, R-OUTBOX-10).
@@ -123,7 +123,7 @@ const KindReply = "reply"
 // redrive with a new SQS message id) is one row, one email.
 func ReplyID(sesMessageID string) string { return "d_" + job.Digest("reply", sesMessageID) }
 
-// Row is one outbox row.
+// Row is one delivery row.
 type Row struct {
 	ID string `dynamodbav:"delivery_id"`
 	// Kind is "" for a critique, KindReply for a reply's confirmation.

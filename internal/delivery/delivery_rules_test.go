@@ -26,7 +26,7 @@ func TestID_DeterministicPerTuple(t *testing.T) {
 	}
 }
 
-// The delivery id is the outbox key and travels with the email as the
+// The delivery id is the delivery key and travels with the email as the
 // provider idempotency token; rows written by one release must be found by
 // the next, so the derivation is pinned (R-OUTBOX-1, R-OUTBOX-10). The expected value
 // was computed independently:
@@ -87,7 +87,7 @@ func TestID_DiffersByChangelistRecipientVersion(t *testing.T) {
 	}
 }
 
-// NormalizeRecipient is the outbox key's form of an address.
+// NormalizeRecipient is the delivery key's form of an address.
 func TestNormalizeRecipient_TrimsAndLowers(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"ann@example.com", "ann@example.com"},
@@ -102,7 +102,7 @@ func TestNormalizeRecipient_TrimsAndLowers(t *testing.T) {
 	}
 }
 
-// R-OUTBOX-3: "Retries MUST re-read the outbox row first: If notified_at
+// R-OUTBOX-3: "Retries MUST re-read the delivery row first: If notified_at
 // is set, do not send again. If notified_at is null and notification_id is
 // null, safe to attempt send. If notification_id exists but notified_at is
 // null, treat as 'send may have happened' and recover via provider-id lookup

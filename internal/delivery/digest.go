@@ -9,7 +9,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 )
 
-// The daily digest is an outbox row like any other (R-DIGEST-1): keyed by
+// The daily digest is a delivery row like any other (R-DIGEST-1): keyed by
 // a deterministic id, claimed under a lease, sent with that id as the SES
 // tag, marked in one write, settled from provider evidence when an answer
 // is lost. What is its own is before the claim: it is created open, and
@@ -43,7 +43,7 @@ func DigestStatuses() []Status { return []Status{StatusDigested, StatusOpen, Sta
 // digestPrefix starts every digest row's id; "d_" starts a version's.
 const digestPrefix = "g_"
 
-// DigestID is the id of recipient's digest due at due: the outbox key, the
+// DigestID is the id of recipient's digest due at due: the delivery key, the
 // SES tag and the X-Criticizer-Delivery-Id header of that digest, the same
 // for every notifier that computes it. It starts with the due time in
 // Unix seconds, so that a sweep can tell a due digest from its key alone

@@ -270,12 +270,12 @@ const (
 	// PayloadExpiryDays: the payload bucket's diffs expire after it.
 	PayloadExpiryDays = 30
 	// QuarantinePrefix holds the feedback records that could never be
-	// evidence (feedback.QuarantinePrefix is under it), expiring after
-	// QuarantineExpiryDays (feedback.QuarantineExpiryDays): they may hold
+	// evidence (sesevent.QuarantinePrefix is under it), expiring after
+	// QuarantineExpiryDays (sesevent.QuarantineExpiryDays): they may hold
 	// addresses, so they go sooner than the diffs (R-EVIDENCE-10).
 	QuarantinePrefix     = "quarantine/"
 	QuarantineExpiryDays = 14
-	// InboundPrefix holds the replies SES stores (reply.InboundPrefix),
+	// InboundPrefix holds the replies SES stores (inbound.InboundPrefix),
 	// expiring after InboundExpiryDays: read once, at once; they hold
 	// addresses, so they go sooner than anything else.
 	InboundPrefix     = "inbound/"

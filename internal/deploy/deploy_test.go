@@ -9,8 +9,8 @@ import (
 
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/deploy"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/sesevent"
 	"github.com/criticizer/criticizer/internal/stage"
 	"github.com/criticizer/criticizer/internal/wire/llm"
 )
@@ -184,7 +184,7 @@ func TestParameters_Constraints(t *testing.T) {
 // What the feedback function quarantines (R-EVIDENCE-10): it may write
 // only under the quarantine prefix of the payload bucket, and a lifecycle
 // rule expires the copies sooner than the diffs, since they may hold
-// addresses; the prefix and the days are the feedback package's.
+// addresses; the prefix and the days are package sesevent's.
 func TestQuarantine_FeedbackWritesOnlyThereAndItExpires(t *testing.T) {
 	d := deploy.Describe()
 	fb, _ := d.Function(deploy.FnFeedback)
@@ -201,15 +201,15 @@ func TestQuarantine_FeedbackWritesOnlyThereAndItExpires(t *testing.T) {
 	if len(s3) != 1 || !slices.Equal(s3[0].Actions, []string{"s3:PutObject"}) || len(s3[0].Resources) != 1 || !reflect.DeepEqual(s3[0].Resources[0], want) {
 		t.Errorf("feedback's S3 grants %+v, want s3:PutObject on %s* only", s3, deploy.QuarantinePrefix)
 	}
-	if !strings.HasPrefix(feedback.QuarantinePrefix, deploy.QuarantinePrefix) {
-		t.Errorf("feedback quarantines under %q, outside the deployment's %q", feedback.QuarantinePrefix, deploy.QuarantinePrefix)
+	if !strings.HasPrefix(sesevent.QuarantinePrefix, deploy.QuarantinePrefix) {
+		t.Errorf("feedback quarantines under %q, outside the deployment's %q", sesevent.QuarantinePrefix, deploy.QuarantinePrefix)
 	}
 	i := slices.IndexFunc(d.Bucket.Expire, func(e deploy.Expiry) bool { return e.Prefix == deploy.QuarantinePrefix })
 	if i < 0 {
 		t.Fatalf("no lifecycle rule for %s", deploy.QuarantinePrefix)
 	}
-	if e := d.Bucket.Expire[i]; e.Days != feedback.QuarantineExpiryDays || e.Days >= deploy.PayloadExpiryDays {
-		t.Errorf("quarantine expires after %d days, want feedback's %d, sooner than the diffs' %d", e.Days, feedback.QuarantineExpiryDays, deploy.PayloadExpiryDays)
+	if e := d.Bucket.Expire[i]; e.Days != sesevent.QuarantineExpiryDays || e.Days >= deploy.PayloadExpiryDays {
+		t.Errorf("quarantine expires after %d days, want feedback's %d, sooner than the diffs' %d", e.Days, sesevent.QuarantineExpiryDays, deploy.PayloadExpiryDays)
 	}
 }
 

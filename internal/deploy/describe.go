@@ -350,7 +350,7 @@ func functions() []Function {
 			}, objects("a copy of each record that can never be evidence, written and never read (R-EVIDENCE-10)", QuarantinePrefix+"*", false, "s3:PutObject")...)},
 		{Name: FnReply, MemoryMB: 256, Timeout: 30, Queue: QReply, MaxConcurrency: ReplyMaxConcurrency,
 			Description: "replies to the emails (SES receipt rule, S3, SNS): wrong N, useful N, mute, unsubscribe, help",
-			Note:        "Each reply is read once from the payload bucket's inbound/ prefix, checked (SES's verdicts, its From, loops, its bounds) and acted on; its confirmation is an outbox row notify sends: no SES permission here.",
+			Note:        "Each reply is read once from the payload bucket's inbound/ prefix, checked (SES's verdicts, its From, loops, its bounds) and acted on; its confirmation is a delivery row notify sends: no SES permission here.",
 			Env: []Var{jobs, deliveries, bucket, receives,
 				withVarNote(qURL(notify), "the confirmation's reply task"),
 				{Name: config.EnvRepliesPerHour, Value: Lit(strconv.Itoa(config.DefaultRepliesPerHour)), Note: "replies to one email acted on in an hour (R-REPLY-6)"}},

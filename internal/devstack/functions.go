@@ -19,15 +19,15 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/stage"
-	"github.com/criticizer/criticizer/internal/sweeper"
+	"github.com/criticizer/criticizer/internal/sweep"
 	"github.com/criticizer/criticizer/internal/wire"
 	"github.com/criticizer/criticizer/internal/wire/feedback"
 	"github.com/criticizer/criticizer/internal/wire/fetch"
 	"github.com/criticizer/criticizer/internal/wire/intake"
 	"github.com/criticizer/criticizer/internal/wire/llm"
 	"github.com/criticizer/criticizer/internal/wire/notify"
-	wirereply "github.com/criticizer/criticizer/internal/wire/reply"
-	wiresweeper "github.com/criticizer/criticizer/internal/wire/sweeper"
+	"github.com/criticizer/criticizer/internal/wire/reply"
+	"github.com/criticizer/criticizer/internal/wire/sweeper"
 )
 
 // FunctionOptions tune the local functions.
@@ -92,7 +92,7 @@ type Functions struct {
 	Inbound *Inbound
 	*wire.Base
 	Blobs   *blob.Store
-	Sweeper *sweeper.Sweeper
+	Sweeper *sweep.Sweeper
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -131,7 +131,7 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 	if err != nil {
 		return nil, err
 	}
-	sw, err := wiresweeper.New(ctx, cfg, log, o.Wire)
+	sw, err := sweeper.New(ctx, cfg, log, o.Wire)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +187,7 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 		}
 	}
 	if res.ReplyQueue != "" {
-		rp, err := wirereply.New(ctx, cfg, log, o.Wire)
+		rp, err := reply.New(ctx, cfg, log, o.Wire)
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("reply: %w", err)
@@ -218,7 +218,7 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 				sleep(pctx, o.SweepEvery)
 				if rep, err := sw.Run(pctx); err != nil && pctx.Err() == nil {
 					log.WarnContext(pctx, "sweep failed", "error", err)
-				} else if rep != (sweeper.Report{}) {
+				} else if rep != (sweep.Report{}) {
 					log.InfoContext(pctx, "sweep", "jobs_requeued", rep.JobsRequeued, "stuck_sending", rep.StuckSending, "ordering_violations", rep.OrderingViolations,
 						"held_deliveries", rep.HeldDeliveries, "evidence_lag_seconds", rep.EvidenceLagSeconds)
 				}
@@ -294,17 +294,17 @@ func Handler(ctx context.Context, name string, cfg config.Config, log *slog.Logg
 		}
 		return h.Handle, nil
 	case "reply":
-		h, err := wirereply.New(ctx, cfg, log, o)
+		h, err := reply.New(ctx, cfg, log, o)
 		if err != nil {
 			return nil, err
 		}
 		return h.Handle, nil
 	case "sweeper":
-		s, err := wiresweeper.New(ctx, cfg, log, o)
+		s, err := sweeper.New(ctx, cfg, log, o)
 		if err != nil {
 			return nil, err
 		}
-		return wiresweeper.Handler(s), nil
+		return sweeper.Handler(s), nil
 	}
 	return nil, fmt.Errorf("unknown function %q (one of %v)", name, deploy.Describe().Names())
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/sesevent"
 )
 
 // SESEventBridge is the local feedback source. SES publishes events for
@@ -89,7 +89,7 @@ func (b *SESEventBridge) Resume() {
 // publishing to it is set up (a configuration set's event destination
 // created or changed): an SNS notification whose Message is this text, not
 // JSON, with no subject.
-const ValidationNotice = feedback.ValidationNotice
+const ValidationNotice = sesevent.ValidationNotice
 
 // Run publishes the validation notice, then events until ctx is done.
 // Mail already in the emulator's store when it starts gets no events: SES
@@ -206,7 +206,7 @@ func (b *SESEventBridge) Publish(ctx context.Context, e SESEvent) error {
 		tags[mail.ProbeTag] = []string{e.ProbeID}
 	}
 	if b.ConfigurationSet != "" {
-		tags[feedback.ConfigurationSetTag] = []string{b.ConfigurationSet}
+		tags[sesevent.ConfigurationSetTag] = []string{b.ConfigurationSet}
 	}
 	ev := map[string]any{
 		"eventType": e.Type,

@@ -37,21 +37,21 @@ type Ref struct {
 	Rule   string
 }
 
-// Rows reads delivery rows (store.Outbox).
+// Rows reads delivery rows (store.Deliveries).
 type Rows interface {
 	Get(ctx context.Context, id string) (delivery.Row, error)
 }
 
-// Jobs reads jobs (store.JobStore).
+// Jobs reads jobs (store.Jobs).
 type Jobs interface {
 	Get(ctx context.Context, id job.ID) (job.Job, error)
 }
 
 // Recorder records a reader's choice on a finding of one of their emails.
 type Recorder struct {
-	Votes store.VoteStore
+	Votes store.Votes
 	// Marks, Rows and Jobs keep the mark (R-VOTE-3); any nil: votes only.
-	Marks store.DismissalStore
+	Marks store.Dismissals
 	Rows  Rows
 	Jobs  Jobs
 }

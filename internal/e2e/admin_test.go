@@ -185,7 +185,7 @@ func TestAdminRerun_GitHub_RefetchesSameCommit_NextPushStillReviewed(t *testing.
 		readFile(t, sourceData+"github/requested_reviewers.json")) // octocat and hubot, and a team
 	gh.githubReviewsAndTeams(t, "[]", 404) // nobody reviewed yet; the team hidden from the token
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
+		c.GitHub = config.GitHub{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
 		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `"}}`
 		c.AdminAPIKey = adminKey
 	})

@@ -99,7 +99,7 @@ func TestLLM_KilledAtItsDeadline_SlowModelBatch_NothingLostNoneTwice(t *testing.
 		}
 	}
 	s := startStack(t, devstack.FunctionOptions{Timeout: 4 * time.Second, Crash: crash}, func(c *config.Config) {
-		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAIConfig{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
+		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
 		c.ModelTimeout = time.Second
 		c.MaxReceiveCount = deadlineMaxReceives
 	})

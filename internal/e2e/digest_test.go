@@ -101,7 +101,7 @@ func (s *stack) sweepUntil(d time.Duration, what string, cond func() bool) {
 // comes: all three in it, its own conversation, with the one-click
 // unsubscribe; more sweeps send no second one. A reader on instant
 // delivery of the same changelists gets each at once. The digest is an
-// outbox row: sent, its SES events recorded on it.
+// delivery row: sent, its SES events recorded on it.
 // Rules: R-DIGEST-1, R-DIGEST-2, R-DIGEST-3, R-DIGEST-4.
 func TestDigest_DailyReader_OneDigestOfTheDaysThreeChangelists(t *testing.T) {
 	t.Parallel()

@@ -16,9 +16,9 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
-	"github.com/criticizer/criticizer/internal/reply"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/vote"
@@ -131,7 +131,7 @@ func TestSampleEvents_DriveEachFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := env.Clients.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(res.PayloadBucket),
-		Key: aws.String(reply.InboundPrefix + sampleReplyID), Body: bytes.NewReader(raw)}); err != nil {
+		Key: aws.String(inbound.InboundPrefix + sampleReplyID), Body: bytes.NewReader(raw)}); err != nil {
 		t.Fatal(err)
 	}
 	noFailures("reply", invoke("reply", "reply-sqs.json", func(b []byte) []byte {

@@ -91,7 +91,7 @@ func TestGitHubSynchronize_SameDiff_NoSecondEmail(t *testing.T) {
 		readFile(t, sourceData+"github/requested_reviewers.json"))
 	gh.githubReviewsAndTeams(t, "[]", 404)
 	s := startStack(t, devstack.FunctionOptions{}, quietly(0), func(c *config.Config) {
-		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
+		c.GitHub = config.GitHub{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
 		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `"}}`
 	})
 	resp, b := s.postGitHub("pull_request", "delivery-opened-"+domain, githubPayload(t, "pull_request.opened.json", ""), ghSecret)
@@ -144,7 +144,7 @@ func TestQuiet_NewerRefusedByBudgetAfterTheCheck_OlderMailedOnce(t *testing.T) {
 	t.Cleanup(func() { once.Do(func() { close(release) }); diffs.Close() })
 	const window = 3 * time.Second
 	s := startStack(t, devstack.FunctionOptions{}, quietly(window), func(c *config.Config) {
-		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAIConfig{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
+		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
 		c.Budgets.ModelRunsPerChangelistHour = 1
 	})
 	cl := testenv.Prefix(t)

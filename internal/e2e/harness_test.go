@@ -85,7 +85,7 @@ func startStack(t *testing.T, o devstack.FunctionOptions, tweak ...func(*config.
 	cfg.EvidenceCounterLag = time.Second
 	// Every version is mailed at once, as before R-QUIET-1..3: the tests
 	// that are about staying quiet turn it on with a tweak (quietly).
-	cfg.Quiet = config.Quiet{MailSameDiff: true, MailUnchangedReruns: true}
+	cfg.LLM, cfg.Notify = config.LLM{}, config.Notify{MailSameDiff: true, MailUnchangedReruns: true}
 	// Reviewer refreshes gathered over a second, not ten (R-BUDGET-3).
 	cfg.Budgets.ReviewerRefreshWindow = time.Second
 	for _, f := range tweak {

@@ -150,7 +150,7 @@ func TestIncrementalReruns_OnlyChangedFilesSent_EmailSaysWhatChanged(t *testing.
 	model := newBugModel()
 	t.Cleanup(model.Close)
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAIConfig{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
+		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
 		// Every planted bug is kept, so that a finding carried over is
 		// never one the cap dropped.
 		c.LLMMaxFindings, c.AdminAPIKey = 50, adminKey

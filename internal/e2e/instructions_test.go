@@ -28,7 +28,7 @@ func TestReviewInstructions_FromThePayloadBucket(t *testing.T) {
 	model := critictest.NewStandIn()
 	t.Cleanup(model.Close)
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAIConfig{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
+		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
 		c.ReviewInstructions = "FROM THE ENVIRONMENT"
 	})
 	cl := testenv.Prefix(t)

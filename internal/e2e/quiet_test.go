@@ -14,7 +14,7 @@ import (
 
 // quietly turns the quiet rules on, with a collapse window of window.
 func quietly(window time.Duration) func(*config.Config) {
-	return func(c *config.Config) { c.Quiet = config.Quiet{CollapseWindow: window} }
+	return func(c *config.Config) { c.LLM, c.Notify = config.LLM{CollapseWindow: window}, config.Notify{} }
 }
 
 // Three pushes inside the collapse window (generic versions opting in to

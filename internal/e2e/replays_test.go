@@ -31,7 +31,7 @@ func TestGitHubReviewerEventReplayed200Times_OneRefresh(t *testing.T) {
 	gh.on("GET /repos/Codertocat/Hello-World/pulls/2/requested_reviewers", "application/json; charset=utf-8",
 		[]byte(`{"users":[{"login":"octocat","type":"User"}],"teams":[]}`))
 	s := startStack(t, devstack.FunctionOptions{Pollers: 2}, func(c *config.Config) {
-		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
+		c.GitHub = config.GitHub{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
 		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `", "hubot": "` + hubot + `"}}`
 	})
 	clKey := job.ChangelistKey("github", ghChangelist)
@@ -111,7 +111,7 @@ func TestGitHubReviewerEventUnderFreshDeliveryIDs_OneRefresh(t *testing.T) {
 	gh.on("GET /repos/Codertocat/Hello-World/pulls/2/requested_reviewers", "application/json; charset=utf-8",
 		[]byte(`{"users":[{"login":"octocat","type":"User"}],"teams":[]}`))
 	s := startStack(t, devstack.FunctionOptions{Pollers: 2}, func(c *config.Config) {
-		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
+		c.GitHub = config.GitHub{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
 		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `", "hubot": "` + hubot + `", "monalisa": "` + monalisa + `"}}`
 	})
 	clKey := job.ChangelistKey("github", ghChangelist)

@@ -14,8 +14,8 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/reply"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/vote"
 )
@@ -195,10 +195,10 @@ func TestReply_ForgedFailedUnknownAutomatic_DroppedNeverAnswered(t *testing.T) {
 	s.replyTo(e, ann, "wrong 1", devstack.VerdictsHeader+": spf=FAIL dkim=FAIL dmarc=FAIL dmarcPolicy=reject")
 	s.replyTo(e, ann, "wrong 1", devstack.VerdictsHeader+": spf=FAIL dkim=FAIL dmarc=GRAY")
 	forged := e
-	forged.ReplyTo = []string{reply.LocalPrefix + strings.Repeat("a", reply.KeyLen) + "@" + replyDomain}
+	forged.ReplyTo = []string{inbound.LocalPrefix + strings.Repeat("a", inbound.KeyLen) + "@" + replyDomain}
 	s.replyTo(forged, ann, "wrong 1")
 	s.replyTo(e, ann, "I am out of the office until Monday.", "Auto-Submitted: auto-replied")
-	for reason, n := range map[string]int{reply.DropForged: 1, reply.DropDMARC: 1, reply.DropUnauthenticated: 1, reply.DropUnknownKey: 1, reply.DropAutoReply: 1} {
+	for reason, n := range map[string]int{inbound.DropForged: 1, inbound.DropDMARC: 1, inbound.DropUnauthenticated: 1, inbound.DropUnknownKey: 1, inbound.DropAutoReply: 1} {
 		eventually(t, 30*time.Second, "dropped "+reason, func() bool { return s.dropped(reason) == n })
 	}
 	time.Sleep(2 * time.Second)

@@ -51,7 +51,7 @@ func TestRepoSettings_IgnoreSkipLabelAndWarning(t *testing.T) {
 	}
 	gh.mu.Unlock()
 	s := startStack(t, devstack.FunctionOptions{Pollers: 2}, func(c *config.Config) {
-		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
+		c.GitHub = config.GitHub{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
 		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `"}}`
 	})
 

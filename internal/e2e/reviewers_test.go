@@ -142,7 +142,7 @@ func TestGitHubReviewers_LateRequestedReviewedRemoved_DirectoryByCLI(t *testing.
 	requested([]string{"octocat"})
 	reviews(`[]`)
 	s := startStack(t, devstack.FunctionOptions{Pollers: 2}, func(c *config.Config) {
-		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
+		c.GitHub = config.GitHub{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
 		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `"}}` // the seed
 		c.AdminAPIKey = adminKey
 	})
@@ -296,7 +296,7 @@ func TestGitLabReviewers_AddedThenRemoved(t *testing.T) {
 	}
 	reviewersAre("user1", "root")
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.GitLab = config.GitLabConfig{WebhookToken: glToken, Token: "e2e-gitlab-api-token", APIURL: gl.srv.URL + "/api/v4"}
+		c.GitLab = config.GitLab{WebhookToken: glToken, Token: "e2e-gitlab-api-token", APIURL: gl.srv.URL + "/api/v4"}
 		c.ReviewerDirectory = `{"gitlab": {"user1": "` + user1 + `", "user2": "` + user2 + `", "root": "` + root + `"}}`
 	})
 	headers := func(uuid string) map[string]string {
@@ -369,7 +369,7 @@ func TestGerritReviewers_AddedThenDeleted(t *testing.T) {
 	}
 	reviewersAre(false)
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.Gerrit = config.GerritConfig{WebhookToken: gerritToken, APIURL: gr.srv.URL, Username: "criticizer", Password: "http-password"}
+		c.Gerrit = config.Gerrit{WebhookToken: gerritToken, APIURL: gr.srv.URL, Username: "criticizer", Password: "http-password"}
 	})
 	post := func(body []byte) api.Accepted {
 		t.Helper()

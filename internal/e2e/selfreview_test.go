@@ -196,7 +196,7 @@ func TestForkPR_HeadSettingsAndClaimedGenerated_GitHub(t *testing.T) {
 	gh.githubReviewsAndTeams(t, "[]", 404)
 	gh.settingsAt("GET /repos/Codertocat/Hello-World/contents/.criticizer.yaml", forkHead, strings.Join(files[0].lines, "\n")+"\n")
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
+		c.GitHub = config.GitHub{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
 		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `"}}`
 	})
 	body := editJSON(t, githubPayloadAt(t, "pull_request.opened.json", forkHead, ghBaseSHA), func(m map[string]any) {
@@ -244,7 +244,7 @@ func TestForkMR_HeadSettingsAndClaimedGenerated_GitLab(t *testing.T) {
 	gl.on("GET "+mr, "application/json", readFile(t, sourceData+"gitlab/merge_request.json"))
 	gl.settingsAt("GET /api/v4/projects/gitlabhq%2Fgitlab-test/repository/files/.criticizer.yaml/raw", hookHead, strings.Join(files[0].lines, "\n")+"\n")
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.GitLab = config.GitLabConfig{WebhookToken: glToken, Token: "e2e-gitlab-api-token", APIURL: gl.srv.URL + "/api/v4"}
+		c.GitLab = config.GitLab{WebhookToken: glToken, Token: "e2e-gitlab-api-token", APIURL: gl.srv.URL + "/api/v4"}
 		c.ReviewerDirectory = `{"gitlab": {"user1": "` + user1 + `"}}`
 	})
 	body := editJSON(t, readFile(t, webhookData+"gitlab/merge_request.open.json"), func(m map[string]any) {
@@ -288,7 +288,7 @@ func TestGitHub_HeadMovesBeforeFetch_TheEventsCommitIsReviewed(t *testing.T) {
 		readFile(t, sourceData+"github/requested_reviewers.json"))
 	gh.githubReviewsAndTeams(t, "[]", 404)
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
+		c.GitHub = config.GitHub{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
 		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `"}}`
 	})
 	resp, b := s.postGitHub("pull_request", "moved-sync-1", githubPayloadAt(t, "pull_request.synchronize.json", newHeadSHA, ghBaseSHA), ghSecret)

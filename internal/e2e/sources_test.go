@@ -308,7 +308,7 @@ func TestGitHubPullRequest_OneEmailPerMappedReviewer_SkipsUnmapped_RedeliveryNot
 		readFile(t, sourceData+"github/requested_reviewers.json")) // octocat and hubot, and a team
 	gh.githubReviewsAndTeams(t, "[]", 404) // nobody reviewed yet; the team hidden from the token
 	s := startStack(t, devstack.FunctionOptions{Pollers: 2}, func(c *config.Config) {
-		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
+		c.GitHub = config.GitHub{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
 		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `"}}`
 	})
 
@@ -456,7 +456,7 @@ func TestGitHubWebhook_WrongSignature_401_NothingCreated(t *testing.T) {
 	t.Parallel()
 	gh := newFakeReviewAPI(t)
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.GitHub = config.GitHubConfig{WebhookSecret: ghSecret, APIURL: gh.srv.URL}
+		c.GitHub = config.GitHub{WebhookSecret: ghSecret, APIURL: gh.srv.URL}
 	})
 	body := githubPayload(t, "pull_request.opened.json", "")
 	for name, sig := range map[string]string{
@@ -496,7 +496,7 @@ func TestGerritPatchsetCreated_VersionIsPatchset_ReviewersFromREST(t *testing.T)
 	gr.on("GET /a/changes/TestRepo1~2/reviewers/", "application/json; charset=UTF-8",
 		bytes.ReplaceAll(readFile(t, sourceData+"gerrit/reviewers.json"), []byte("@example.com"), []byte("@"+domain)))
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.Gerrit = config.GerritConfig{WebhookToken: gerritToken, APIURL: gr.srv.URL, Username: "criticizer", Password: "http-password"}
+		c.Gerrit = config.Gerrit{WebhookToken: gerritToken, APIURL: gr.srv.URL, Username: "criticizer", Password: "http-password"}
 	})
 	body := readFile(t, webhookData+"gerrit/patchset-created.json")
 
@@ -541,7 +541,7 @@ func TestGitLabMergeRequest_MappedReviewerMailed_UnmappedSkipped(t *testing.T) {
 	gl.on("GET "+mr+"/reviewers", "application/json", readFile(t, sourceData+"gitlab/reviewers.json"))
 	gl.on("GET "+mr, "application/json", readFile(t, sourceData+"gitlab/merge_request.json"))
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.GitLab = config.GitLabConfig{WebhookToken: glToken, Token: "e2e-gitlab-api-token", APIURL: gl.srv.URL + "/api/v4"}
+		c.GitLab = config.GitLab{WebhookToken: glToken, Token: "e2e-gitlab-api-token", APIURL: gl.srv.URL + "/api/v4"}
 		c.ReviewerDirectory = `{"gitlab": {"user1": "user1@` + domain + `"}}`
 	})
 	headers := func(event, uuid string) map[string]string {
@@ -587,7 +587,7 @@ func TestSourceSampleEvents_AcceptedByIntake(t *testing.T) {
 	}
 	cfg.Endpoints = env.Endpoints
 	cfg.GitHub.WebhookSecret, cfg.GitLab.WebhookToken = devstack.LocalGitHubSecret, devstack.LocalGitLabToken
-	cfg.Gerrit = config.GerritConfig{WebhookToken: devstack.LocalGerritToken, APIURL: "http://127.0.0.1:1"}
+	cfg.Gerrit = config.Gerrit{WebhookToken: devstack.LocalGerritToken, APIURL: "http://127.0.0.1:1"}
 	res.Apply(&cfg)
 	h, err := devstack.Handler(context.Background(), "intake", cfg, obs.NewLogger(io.Discard, "error"), wire.Options{})
 	if err != nil {

@@ -21,9 +21,9 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/fault"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/sesevent"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/wire"
 )
@@ -138,7 +138,7 @@ func TestEvidence_UndecodableRecordAndSteadyTraffic_LostRequestSettles(t *testin
 	// The quarantine holds the record; the DLQ does not; no log line holds
 	// its address.
 	objs, err := s.env.Clients.S3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(s.cfg.PayloadBucket),
-		Prefix: aws.String(feedback.QuarantinePrefix + "/")})
+		Prefix: aws.String(sesevent.QuarantinePrefix + "/")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestEvidence_UndecodableRecordAndSteadyTraffic_LostRequestSettles(t *testin
 		found = found || strings.Contains(string(b), undecodable)
 	}
 	if !found {
-		t.Errorf("no quarantined copy of the record under %s/ (%d objects)", feedback.QuarantinePrefix, len(objs.Contents))
+		t.Errorf("no quarantined copy of the record under %s/ (%d objects)", sesevent.QuarantinePrefix, len(objs.Contents))
 	}
 	if n := queueDepth(t, s, s.res.FeedbackDLQ); n != 0 {
 		t.Errorf("%d messages in the feedback DLQ, want none", n)

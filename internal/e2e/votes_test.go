@@ -17,7 +17,7 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// A reader clicks a finding's feedback link in an email the SES emulator
+// A reader clicks a finding's vote link in an email the SES emulator
 // stored: the GET a mail scanner would also make records nothing, the
 // button's POST records one vote however often it is pressed, the other
 // link of the pair replaces it, and a tampered link is refused. The links

@@ -9,7 +9,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/deadline"
 	"github.com/criticizer/criticizer/internal/job"
-	wirefeedback "github.com/criticizer/criticizer/internal/wire/feedback"
+	"github.com/criticizer/criticizer/internal/wire/feedback"
 	wirenotify "github.com/criticizer/criticizer/internal/wire/notify"
 )
 
@@ -54,7 +54,7 @@ func (w *world) wireDeployed() {
 	clock := func() time.Time { return w.now }
 	w.runner.MessageTime = wirenotify.MessageTime
 	w.runner.MaxReceives = w.sc.Config.MaxReceives
-	w.fb.Budget = deadline.Budget{Need: wirefeedback.RecordNeed, Reserve: wirefeedback.RecordReserve, Now: clock}
+	w.fb.Budget = deadline.Budget{Need: feedback.RecordNeed, Reserve: feedback.RecordReserve, Now: clock}
 	// Watch the runner start each message: one started after its batch's
 	// last start (an Overrun) would be cut off by Lambda's timeout.
 	stageFunc := w.runner.Func

@@ -16,7 +16,7 @@ type evidencePath struct {
 	s *memstore.Evidence
 }
 
-var _ store.EvidencePath = evidencePath{}
+var _ store.Evidence = evidencePath{}
 
 func (e evidencePath) Advance(ctx context.Context, set string, at time.Time) error {
 	_, err := call(e.w, ctx, wr("evidence.Advance", set), func() (struct{}, error) { return noval(e.s.Advance(ctx, set, at)) })

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/delivery"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/sesevent"
 )
 
 // EvidenceOptions are a scenario's choices about the evidence path:
@@ -85,7 +85,7 @@ func (s shelf) Put(ctx context.Context, prefix string, b []byte) (string, string
 	return ref, "", err
 }
 
-var _ feedback.Quarantine = shelf{}
+var _ sesevent.Quarantine = shelf{}
 
 // settled checks, once the world has healed, that every row was sent or
 // delivered and every job succeeded (EvidenceOptions.MustSettle).

@@ -10,8 +10,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/criticizer/criticizer/internal/delivery"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/sesevent"
 )
 
 // Fate is what becomes of a message SES accepted, named by the event SES
@@ -59,7 +59,7 @@ func (e *sesEvent) label() string { return e.typ + "(" + e.mail.id + ")" }
 // body is the event as SES publishes it through SNS with raw message
 // delivery: the feedback queue's message body.
 func (e *sesEvent) body(set string) string {
-	tags := map[string][]string{feedback.ConfigurationSetTag: {set}}
+	tags := map[string][]string{sesevent.ConfigurationSetTag: {set}}
 	if e.mail.delivery != "" {
 		tags[mail.DeliveryIDTag] = []string{e.mail.delivery}
 	}

@@ -71,7 +71,7 @@ type outbox struct {
 	s *memstore.Deliveries
 }
 
-var _ store.Outbox = outbox{}
+var _ store.Deliveries = outbox{}
 
 func (o outbox) Ensure(ctx context.Context, r delivery.Row) (delivery.Row, bool, error) {
 	return call2(o.w, ctx, wr("outbox.Ensure", r.ID), func() (delivery.Row, bool, error) { return o.s.Ensure(ctx, r) })

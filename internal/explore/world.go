@@ -14,14 +14,14 @@ import (
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/drain"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/pipeline"
+	"github.com/criticizer/criticizer/internal/sesevent"
 	"github.com/criticizer/criticizer/internal/stage"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/memstore"
-	"github.com/criticizer/criticizer/internal/sweeper"
+	"github.com/criticizer/criticizer/internal/sweep"
 )
 
 // epoch is where every run's clock starts: a century ahead of the wall
@@ -63,8 +63,8 @@ type world struct {
 	created              map[job.ID]int
 	keys                 []string // the idempotency keys recorded, in order (a prefix of each hash)
 	unconditionalCreates bool
-	fb                   *feedback.Handler
-	sweeper              *sweeper.Sweeper
+	fb                   *sesevent.Handler
+	sweeper              *sweep.Sweeper
 
 	// evidenceView, if set, replaces what notify and the sweeper read of
 	// the evidence path (a variant's rule).
@@ -108,17 +108,17 @@ func newWorld(sc Scenario, v *Variant) *world {
 		Recipients: grc, Tokens: func(ctx context.Context) string { return "tok-" + w.name(ctx) },
 	}
 	if sc.Quiet {
-		w.notify.Quiet = &pipeline.Quiet{Store: quietStore{w, w.jobsMem}}
+		w.notify.Quiet = &pipeline.Quiet{Versions: quietStore{w, w.jobsMem}}
 	}
 	w.runner = stage.New(job.StageNotify, "notify", w.notify.Handle, stageQueue{w}, nil, log)
 	// Full jitter's shortest draw: a retry is visible again at once, or
 	// after its Retry-After. Any other draw is a later tick.
 	w.runner.Policy.Initial = 0
 	w.runner.Now = clock
-	w.fb = &feedback.Handler{Deliveries: gout, Evidence: gev, Recipients: grc, Jobs: gj, Queue: stageQueue{w}, Log: log, Now: clock}
+	w.fb = &sesevent.Handler{Deliveries: gout, Evidence: gev, Recipients: grc, Jobs: gj, Queue: stageQueue{w}, Log: log, Now: clock}
 	w.fb.Bound = cfg.Margin
 	w.wireEvidenceOptions()
-	w.sweeper = &sweeper.Sweeper{Jobs: gj, Deliveries: gout, Evidence: gev, ConfigurationSet: sc.ConfigurationSet, Queue: stageQueue{w},
+	w.sweeper = &sweep.Sweeper{Jobs: gj, Deliveries: gout, Evidence: gev, ConfigurationSet: sc.ConfigurationSet, Queue: stageQueue{w},
 		Log: log, Now: clock, StuckAfter: cfg.StuckAfter, EvidenceWindow: cfg.EvidenceWindow, Margin: cfg.Margin,
 		Drain: &drain.Checker{Counter: counter{w}, Queue: w.feedback.name, DLQ: w.feedback.dlq.name, Evidence: gev,
 			Set: sc.ConfigurationSet, Now: clock}}

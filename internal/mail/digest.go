@@ -60,7 +60,7 @@ type DigestItem struct {
 	// out); Hidden is how many they marked wrong (R-VOTE-3).
 	Critique critic.Critique
 	Hidden   int
-	// Votes mints a finding's feedback links under the version's own
+	// Votes mints a finding's vote links under the version's own
 	// delivery id (R-VOTE-1); nil: none.
 	Votes func(f critic.Finding) (useful, wrong string)
 }

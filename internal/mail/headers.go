@@ -7,7 +7,7 @@ package mail
 // needs the SES client to name them.
 
 // DeliveryIDHeader carries the delivery id in every email, so a reply, a
-// bounce or a complaint can be traced to its outbox row.
+// bounce or a complaint can be traced to its delivery row.
 const DeliveryIDHeader = "X-Criticizer-Delivery-Id"
 
 // DeliveryIDTag is the SES message tag with the delivery id. SES has no

@@ -125,7 +125,7 @@ func SampleData() Data {
 	}
 }
 
-// sampleVotes are the previews' feedback links, as long as real ones
+// sampleVotes are the previews' vote links, as long as real ones
 // (a real token is about 150 characters).
 func sampleVotes(f critic.Finding) (string, string) {
 	token := strings.Repeat("sample-token-", 11) + f.Rule

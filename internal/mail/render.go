@@ -1,6 +1,6 @@
 // Package mail renders the critique email and sends it with SES v2.
 //
-// Rendering happens once per outbox row, when the row is created; the result
+// Rendering happens once per delivery row, when the row is created; the result
 // is stored with the row, so a retry sends exactly the bytes the first attempt
 // would have sent.
 //
@@ -69,7 +69,7 @@ type Data struct {
 	// the footer says how to stop the emails without a link.
 	UnsubscribeURL string
 	Critique       critic.Critique
-	// Votes mints a finding's two feedback links, "useful" and "wrong"
+	// Votes mints a finding's two vote links, "useful" and "wrong"
 	// (R-VOTE-1), shown under each finding of this version (not under
 	// resolved ones). Nil, or empty links: none are shown.
 	Votes func(f critic.Finding) (useful, wrong string)
@@ -110,7 +110,7 @@ type FileFindings struct {
 type FindingView struct {
 	critic.Finding
 	URL string // the line (or file) in the review tool's diff view
-	// UsefulURL and WrongURL are the finding's feedback links (R-VOTE-1);
+	// UsefulURL and WrongURL are the finding's vote links (R-VOTE-1);
 	// both empty when there are none.
 	UsefulURL, WrongURL string
 	// Number is the finding's number in the email, from 1, shown when

@@ -21,7 +21,7 @@ func (r *Renderer) VotePage(action, choice string) ([]byte, error) {
 	if choice == "wrong" {
 		label, say = "Mark this finding as wrong", "Tell Criticizer this finding was wrong or not worth your time."
 	}
-	return []byte(page("Criticizer: feedback on a finding", "Feedback on a finding", `  <p style="margin:14px 0 0;font-size:15px;line-height:1.55;">`+say+
+	return []byte(page("Criticizer: your vote on a finding", "Your vote on a finding", `  <p style="margin:14px 0 0;font-size:15px;line-height:1.55;">`+say+
 		` One vote per finding: a later click replaces an earlier one.</p>
   <form method="post" action="`+escURL(action)+`" style="margin:18px 0 0;">
     <button type="submit" name="confirm" value="1" style="font:inherit;font-size:14px;padding:8px 16px;margin:4px 8px 4px 0;border:1px solid #1f6feb;border-radius:6px;background:#1f6feb;color:#ffffff;cursor:pointer;">`+label+`</button>
@@ -39,6 +39,6 @@ func (r *Renderer) VotedPage(choice string) ([]byte, error) {
 // expired, answers.
 func (r *Renderer) VoteRefusedPage(expired bool) ([]byte, error) {
 	return []byte(page("Criticizer: link not valid", pick(expired, "This link has expired", "This link is not valid"), `  <p style="margin:14px 0 0;font-size:15px;line-height:1.55;">`+
-		pick(expired, "Feedback links work for 30 days after the email was sent.", "The link may have been cut or changed on its way; try it from the email again.")+
+		pick(expired, "Vote links work for 30 days after the email was sent.", "The link may have been cut or changed on its way; try it from the email again.")+
 		` Nothing was recorded.</p>`)), nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// Each finding of this version carries its own two feedback links in the
+// Each finding of this version carries its own two vote links in the
 // HTML and the text part; resolved findings carry none; without links
 // configured there are none. Fifty findings with their links keep the
 // HTML under Gmail's 102 KB clipping size, so the footer's unsubscribe
@@ -73,7 +73,7 @@ func TestRender_FeedbackLinksPerFinding(t *testing.T) {
 	big.Votes = links
 	m, _ = r.Render(big)
 	if len(m.HTML) > 102*1024 {
-		t.Errorf("50 findings with feedback links: HTML %d bytes, over Gmail's 102 KB clip", len(m.HTML))
+		t.Errorf("50 findings with vote links: HTML %d bytes, over Gmail's 102 KB clip", len(m.HTML))
 	}
 	t.Logf("50 findings: HTML %d bytes, text %d bytes", len(m.HTML), len(m.Text))
 }

@@ -16,7 +16,7 @@ import (
 // URL with a scheme html/template refuses, non-ASCII.
 func writerCases() []Data { return append(firstCases(), rerunCases()...) }
 
-// testVotes mints feedback links with characters html/template escapes.
+// testVotes mints vote links with characters html/template escapes.
 func testVotes(f critic.Finding) (string, string) {
 	return "https://api.example.com/vote/u." + f.Rule + "?a=1&b='2'", "https://api.example.com/vote/w." + f.Rule + " x"
 }
@@ -58,7 +58,7 @@ func firstCases() []Data {
 	d.Source = "generic"
 	d.Critique.Findings = []critic.Finding{{File: "a b/ü.go", Line: 3, Severity: critic.SeverityWarning, Rule: "x", Message: "y"}}
 	out = append(out, d)
-	// Feedback links (R-VOTE-1), with characters to escape.
+	// Vote links (R-VOTE-1), with characters to escape.
 	d = base()
 	d.Votes = testVotes
 	out = append(out, d)

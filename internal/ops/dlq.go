@@ -30,18 +30,18 @@ import (
 type Ops struct {
 	SQS        *sqs.Client
 	Queues     queue.URLs
-	Jobs       *store.Jobs
-	Deliveries *store.Deliveries
+	Jobs       *store.DynamoJobs
+	Deliveries *store.DynamoDeliveries
 	// Evidence and ConfigurationSet read the SES evidence path;
 	// Margin is the notifier's evidence margin (CRITICIZER_EVIDENCE_MARGIN).
-	Evidence         *store.Evidence
+	Evidence         *store.DynamoEvidence
 	ConfigurationSet string
 	Margin           time.Duration
 	// Policy is the deployment's CRITICIZER_UNCERTAIN_SEND: under hold, a
 	// send whose answer was lost waits for its events or an operator.
 	Policy delivery.UncertainSend
 	// Directory is the reviewer directory (criticizer directory).
-	Directory *store.Directory
+	Directory *store.DynamoDirectory
 	Now       func() time.Time
 	// Sleep waits between replays (rate limiting); tests may shorten it.
 	Sleep func(context.Context, time.Duration)

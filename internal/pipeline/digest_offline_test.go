@@ -22,7 +22,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/store/storetest"
-	"github.com/criticizer/criticizer/internal/sweeper"
+	"github.com/criticizer/criticizer/internal/sweep"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
 )
@@ -88,7 +88,7 @@ type digestWorld struct {
 	box        *digestBox
 	q          *queueRecorder
 	n          *pipeline.Notify
-	sw         *sweeper.Sweeper
+	sw         *sweep.Sweeper
 	ev         *memstore.Evidence
 	versionsOf map[string]int
 }
@@ -121,10 +121,10 @@ func newDigestWorld(t *testing.T) *digestWorld {
 		Deliveries: w.rows, Renderer: r, Sender: w.box, Evidence: w.ev, ConfigurationSet: "set", Recipients: w.rcpts,
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 		Signer: signer, PublicURL: "https://api.example.com", Votes: votes, Dismissals: w.marks, Prefs: ps,
-		Quiet:   &pipeline.Quiet{Store: w.jobs, MailSameDiff: true, MailUnchangedReruns: true},
+		Quiet:   &pipeline.Quiet{Versions: w.jobs, MailSameDiff: true, MailUnchangedReruns: true},
 		Digests: w.rows, DigestClock: func() time.Time { return w.day },
 	}
-	w.sw = &sweeper.Sweeper{Jobs: w.jobs, Deliveries: w.rows, Queue: w.q, Log: log, Now: clock, StuckAfter: 10 * time.Minute,
+	w.sw = &sweep.Sweeper{Jobs: w.jobs, Deliveries: w.rows, Queue: w.q, Log: log, Now: clock, StuckAfter: 10 * time.Minute,
 		EvidenceWindow: 10 * time.Minute, Margin: 2 * time.Minute, Digests: w.rows, DigestClock: func() time.Time { return w.day }}
 	return w
 }
@@ -423,7 +423,7 @@ func (s *stopAfterSettle) AddToDigest(ctx context.Context, d delivery.Row, entry
 
 var _ store.Digests = (*stopAfterSettle)(nil)
 
-// A digest whose send's answer was lost is an outbox row held for
+// A digest whose send's answer was lost is a delivery row held for
 // provider evidence like any other: not resent, and settled by its Send
 // event; one email.
 // Rules: R-DIGEST-1, R-OUTBOX-6.

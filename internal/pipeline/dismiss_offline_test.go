@@ -89,7 +89,7 @@ func newDismissWorld(t *testing.T, cl string, quiet *pipeline.Quiet) *dismissWor
 		t.Fatal(err)
 	}
 	if quiet != nil {
-		quiet.Store = w.jobs
+		quiet.Versions = w.jobs
 	}
 	w.n = &pipeline.Notify{
 		Base:       pipeline.Base{Jobs: w.jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},

@@ -18,7 +18,7 @@ import (
 // critic costs nothing.
 type ModelGuard struct {
 	// Budgets counts the runs (store.Budgets); nil: no budgets.
-	Budgets store.BudgetStore
+	Budgets store.Budgets
 	// PerChangelistHour and PerAuthorDay are the limits; 0 is off.
 	PerChangelistHour int
 	PerAuthorDay      int

@@ -43,7 +43,7 @@ type Pacer interface {
 // R-OUTBOX-1, R-OUTBOX-3, R-OUTBOX-8.
 type Notify struct {
 	Base
-	Deliveries store.Outbox
+	Deliveries store.Deliveries
 	Renderer   *mail.Renderer
 	Sender     Sender
 	// Pacer, if set, is waited on before each claim, so a row is claimed
@@ -93,7 +93,7 @@ type Notify struct {
 	// and List-Unsubscribe header). Either unset: no link.
 	Signer    *unsubscribe.Signer
 	PublicURL string
-	// Votes mints each finding's feedback links under PublicURL
+	// Votes mints each finding's vote links under PublicURL
 	// (R-VOTE-1). Nil or no PublicURL: no links.
 	Votes *vote.Signer
 	// Prefs mints each recipient's preference link under PublicURL, in
@@ -135,8 +135,8 @@ type Notify struct {
 	// subject names the version's own title.
 	Titles ThreadTitles
 
-	// Digests keeps the daily digests' rows (store.Digests, the outbox's
-	// own table): a reader on daily or mixed delivery gets their
+	// Digests keeps the daily digests' rows (store.Digests, in the
+	// deliveries table): a reader on daily or mixed delivery gets their
 	// critiques in one email a day (R-DIGEST-*, notify_digest.go). Nil:
 	// every critique is mailed at once, whatever the reader chose.
 	Digests store.Digests
@@ -156,7 +156,7 @@ type Evidence interface {
 }
 
 // Standings reads recipients' suppressions and preference records in one
-// read (store.PreferenceStore.Standings).
+// read (store.Preferences.Standings).
 type Standings interface {
 	Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error)
 }

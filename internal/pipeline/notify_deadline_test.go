@@ -34,9 +34,9 @@ func (s *slowSender) Send(context.Context, string, string, delivery.Message) (st
 	return "ses-accepted-1", nil
 }
 
-// outbox is a deliveries table on DynamoDB Local. (testenv provisions
+// deliveriesTable is a deliveries table on DynamoDB Local. (testenv provisions
 // through devstack, which imports this package: the table is made here.)
-func outbox(t *testing.T) *store.Deliveries {
+func deliveriesTable(t *testing.T) *store.DynamoDeliveries {
 	t.Helper()
 	if os.Getenv("CRITICIZER_TEST_STACK") == "" {
 		if os.Getenv("CRITICIZER_REQUIRE_STACK") != "" {
@@ -62,7 +62,7 @@ func outbox(t *testing.T) *store.Deliveries {
 	return store.NewDeliveries(db, table, nil)
 }
 
-func pendingRow(t *testing.T, d *store.Deliveries, id string) delivery.Row {
+func pendingRow(t *testing.T, d *store.DynamoDeliveries, id string) delivery.Row {
 	t.Helper()
 	now := time.Now().UTC()
 	r, _, err := d.Ensure(context.Background(), delivery.Row{ID: id, JobID: "j_n", Recipient: "r@example.com",
@@ -80,7 +80,7 @@ func pendingRow(t *testing.T, d *store.Deliveries, id string) delivery.Row {
 // written.
 // Rules: R-OUTBOX-7.
 func TestNotify_MarkSurvivesTheInvocationsDeadline(t *testing.T) {
-	d := outbox(t)
+	d := deliveriesTable(t)
 	r := pendingRow(t, d, "d_deadline")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -102,7 +102,7 @@ func TestNotify_MarkSurvivesTheInvocationsDeadline(t *testing.T) {
 // charged to the budget).
 // Rules: R-OUTBOX-7.
 func TestNotify_NoSendWithoutTimeToMark(t *testing.T) {
-	d := outbox(t)
+	d := deliveriesTable(t)
 	r := pendingRow(t, d, "d_late")
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()

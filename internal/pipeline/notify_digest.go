@@ -20,7 +20,7 @@ import (
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 )
 
-// The daily digest (R-DIGEST-*) is the outbox's, not a copy of it. Here
+// The daily digest (R-DIGEST-*) is a delivery row, not a copy of one. Here
 // is only what comes before a claim:
 //
 //   - a version's row for a reader on daily delivery (or on mixed, for a

@@ -12,7 +12,7 @@ import (
 )
 
 // Dismissals reads readers' marks on a changelist's findings
-// (store.DismissalStore).
+// (store.Dismissals).
 type Dismissals interface {
 	Marks(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]vote.Marks, error)
 }

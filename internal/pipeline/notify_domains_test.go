@@ -27,7 +27,7 @@ func TestNotify_AllowedDomains_OthersSkippedNeverSent(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	clock := func() time.Time { return now }
-	jobs, outbox := memstore.NewJobs(clock), memstore.NewDeliveries(clock)
+	jobs, deliveries := memstore.NewJobs(clock), memstore.NewDeliveries(clock)
 	r, err := mail.NewRenderer()
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestNotify_AllowedDomains_OthersSkippedNeverSent(t *testing.T) {
 	snd := &sender{sent: map[string]int{}}
 	n := &pipeline.Notify{
 		Base:       pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: obs.NewLogger(&logs, "info"), Now: clock},
-		Deliveries: outbox, Renderer: r, Sender: snd, Recipients: memstore.NewRecipients(), AllowedDomains: allowed,
+		Deliveries: deliveries, Renderer: r, Sender: snd, Recipients: memstore.NewRecipients(), AllowedDomains: allowed,
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 	}
 	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{}})
@@ -63,7 +63,7 @@ func TestNotify_AllowedDomains_OthersSkippedNeverSent(t *testing.T) {
 	}
 	clKey := job.ChangelistKey("generic", "cl-domains")
 	for _, who := range []string{"eve@attacker.example", "bob@mail.example.com"} {
-		row, err := outbox.Get(ctx, delivery.ID(clKey, who, 1))
+		row, err := deliveries.Get(ctx, delivery.ID(clKey, who, 1))
 		if err != nil || row.Status != delivery.StatusSkippedDomain || row.SkipReason != "domain" || row.NotificationID != "" ||
 			!row.NotifiedAt.IsZero() || row.Attempts != 0 {
 			t.Errorf("row of %s: %+v %v, want skipped_domain, never claimed", who, row.Status, err)

@@ -48,7 +48,7 @@ func TestNotify_VersionsShareThread_RowsCarryListReasonSeverity_Offline(t *testi
 	ctx := context.Background()
 	now := time.Now().UTC()
 	clock := func() time.Time { return now }
-	jobs, outbox := memstore.NewJobs(clock), memstore.NewDeliveries(clock)
+	jobs, deliveries := memstore.NewJobs(clock), memstore.NewDeliveries(clock)
 	r, err := mail.NewRenderer()
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestNotify_VersionsShareThread_RowsCarryListReasonSeverity_Offline(t *testi
 	snd := &keepSender{sent: map[string]delivery.Message{}}
 	n := &pipeline.Notify{
 		Base:       pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
-		Deliveries: outbox, Renderer: r, Sender: snd,
+		Deliveries: deliveries, Renderer: r, Sender: snd,
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 		Threads: mail.NewThreads(strings.Repeat("k", 32), "reviews.example.org"), ListID: "criticizer.reviews.example.org",
 	}
@@ -97,7 +97,7 @@ func TestNotify_VersionsShareThread_RowsCarryListReasonSeverity_Offline(t *testi
 			if m.ListID != "Criticizer <criticizer.reviews.example.org>" || m.Reason != reason || m.Severity != string(severities[v]) {
 				t.Errorf("%s v%d: List-Id %q, reason %q, severity %q; want the deploy's list, %q, %q", rcpt, v, m.ListID, m.Reason, m.Severity, reason, severities[v])
 			}
-			row, err := outbox.Get(ctx, delivery.ID(job.ChangelistKey("generic", "acme-7"), rcpt, v))
+			row, err := deliveries.Get(ctx, delivery.ID(job.ChangelistKey("generic", "acme-7"), rcpt, v))
 			if err != nil {
 				t.Fatal(err)
 			}

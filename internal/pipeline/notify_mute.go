@@ -10,7 +10,7 @@ import (
 )
 
 // Mutes reads which recipients muted a changelist by replying "mute"
-// (store.MuteStore).
+// (store.Mutes).
 type Mutes interface {
 	Muted(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]bool, error)
 }

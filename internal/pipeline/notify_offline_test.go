@@ -45,7 +45,7 @@ type nopQueue struct{}
 
 func (nopQueue) Enqueue(context.Context, job.Message) error { return nil }
 
-// The outbox protocol on the in-memory store (the outbox's contract, by
+// The outbox protocol on the in-memory store (the deliveries' contract, by
 // the conformance suite), no stack: each recipient is sent once and the
 // row marked with the provider id; a second run sends nothing; a send
 // whose answer was lost keeps its row in sending, held, and is not sent
@@ -56,7 +56,7 @@ func TestNotify_OutboxProtocol_Offline(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	clock := func() time.Time { return now }
-	jobs, outbox, ev := memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock)
+	jobs, deliveries, ev := memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock)
 	r, err := mail.NewRenderer()
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestNotify_OutboxProtocol_Offline(t *testing.T) {
 	snd := &sender{sent: map[string]int{}, loseN: map[string]bool{"lost@example.com": true}}
 	n := &pipeline.Notify{
 		Base:       pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
-		Deliveries: outbox, Renderer: r, Sender: snd, Evidence: ev, ConfigurationSet: "set", Recipients: memstore.NewRecipients(),
+		Deliveries: deliveries, Renderer: r, Sender: snd, Evidence: ev, ConfigurationSet: "set", Recipients: memstore.NewRecipients(),
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 	}
 	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{}})
@@ -80,12 +80,12 @@ func TestNotify_OutboxProtocol_Offline(t *testing.T) {
 	if snd.sent["a@example.com"] != 1 || snd.sent["lost@example.com"] != 1 {
 		t.Fatalf("sends %v, want one each", snd.sent)
 	}
-	okRow, _ := outbox.Get(ctx, delivery.ID(job.ChangelistKey("generic", "cl-notify"), "a@example.com", 1))
+	okRow, _ := deliveries.Get(ctx, delivery.ID(job.ChangelistKey("generic", "cl-notify"), "a@example.com", 1))
 	if okRow.Status != delivery.StatusSent || okRow.NotificationID != "ses-a@example.com" {
 		t.Errorf("row a: %s %q, want sent with the provider id", okRow.Status, okRow.NotificationID)
 	}
 	lostID := delivery.ID(job.ChangelistKey("generic", "cl-notify"), "lost@example.com", 1)
-	if lost, _ := outbox.Get(ctx, lostID); lost.Status != delivery.StatusSending || lost.NotificationID != "" {
+	if lost, _ := deliveries.Get(ctx, lostID); lost.Status != delivery.StatusSending || lost.NotificationID != "" {
 		t.Errorf("lost row: %s %q, want sending, no id", lost.Status, lost.NotificationID)
 	}
 	if got, _ := jobs.Get(ctx, j.ID); got.Status == job.StatusSucceeded {
@@ -100,13 +100,13 @@ func TestNotify_OutboxProtocol_Offline(t *testing.T) {
 	}
 	// Its Send event arrives: backfilled from evidence, no resend, the
 	// job succeeds.
-	if _, _, err := outbox.RecordEvent(ctx, lostID, storetestSend("ses-lost", now.Add(-time.Minute))); err != nil {
+	if _, _, err := deliveries.RecordEvent(ctx, lostID, storetestSend("ses-lost", now.Add(-time.Minute))); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Handle(ctx, job.Message{JobID: j.ID, Stage: job.StageNotify}, 3); err != nil {
 		t.Fatalf("after the evidence: %v", err)
 	}
-	if lost, _ := outbox.Get(ctx, lostID); lost.Status != delivery.StatusSent || lost.NotificationID != "ses-lost" || snd.n != 2 {
+	if lost, _ := deliveries.Get(ctx, lostID); lost.Status != delivery.StatusSent || lost.NotificationID != "ses-lost" || snd.n != 2 {
 		t.Errorf("lost row %s %q after %d sends, want sent from its evidence, no resend", lost.Status, lost.NotificationID, snd.n)
 	}
 	if got, _ := jobs.Get(ctx, j.ID); got.Status != job.StatusSucceeded {

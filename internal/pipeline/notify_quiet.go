@@ -18,9 +18,9 @@ import (
 // events; an explicit version is mailed to everyone (R-RERUN-2). Nil on
 // Notify: every version is mailed.
 type Quiet struct {
-	// Store reads the changelist's head and keeps the versions of each
+	// Versions reads the changelist's head and keeps the versions of each
 	// diff content (store.Jobs; memstore.Jobs in tests).
-	Store QuietStore
+	Versions Versions
 	// MailSameDiff mails a version whose diff content the recipient was
 	// mailed before (R-QUIET-1 off).
 	MailSameDiff bool
@@ -34,8 +34,8 @@ type Quiet struct {
 	Judge func(newer job.Job, r delivery.Row, ok bool) delivery.Successor
 }
 
-// QuietStore is what the quiet rules read and record in the jobs table.
-type QuietStore interface {
+// Versions is what the quiet rules read and record in the jobs table.
+type Versions interface {
 	LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error)
 	SameDiff(ctx context.Context, changelistKey, diffSHA string, version int) ([]int, error)
 }
@@ -72,7 +72,7 @@ func (n *Notify) quiet(ctx context.Context, j job.Job, c critic.Critique, rows [
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
 	var same []int
 	if j.DiffSHA256 != "" {
-		vs, err := q.Store.SameDiff(ctx, clKey, j.DiffSHA256, j.ReviewVersion)
+		vs, err := q.Versions.SameDiff(ctx, clKey, j.DiffSHA256, j.ReviewVersion)
 		if err != nil {
 			return waiting{}, err
 		}
@@ -143,7 +143,7 @@ func anyUnsent(rows []delivery.Row) bool {
 // settings skip, a dead letter, a permanent rejection, the recipient
 // skipped for it).
 func (n *Notify) supersede(ctx context.Context, j job.Job, rows []delivery.Row) (waiting, error) {
-	head, _, err := n.Quiet.Store.LatestVersion(ctx, j.Source, j.ChangelistID)
+	head, _, err := n.Quiet.Versions.LatestVersion(ctx, j.Source, j.ChangelistID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && head <= j.ReviewVersion) {
 		return waiting{}, nil
 	}

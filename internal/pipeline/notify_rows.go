@@ -13,7 +13,7 @@ import (
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 )
 
-// ensureRows creates one outbox row per recipient before any send, each with
+// ensureRows creates one delivery row per recipient before any send, each with
 // its rendered message (R-OUTBOX-1). Existing rows are returned as stored.
 //
 // A reviewer the fetch stage found no address for gets a row too, keyed by

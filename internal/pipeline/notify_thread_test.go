@@ -31,14 +31,14 @@ func TestNotify_TitleEdited_SubjectKeepsTheFirst_Offline(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	clock := func() time.Time { return now }
-	jobs, outbox := memstore.NewJobs(clock), memstore.NewDeliveries(clock)
+	jobs, deliveries := memstore.NewJobs(clock), memstore.NewDeliveries(clock)
 	r, err := mail.NewRenderer()
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := &pipeline.Notify{
 		Base:       pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
-		Deliveries: outbox, Renderer: r, Sender: &keepSender{sent: map[string]delivery.Message{}},
+		Deliveries: deliveries, Renderer: r, Sender: &keepSender{sent: map[string]delivery.Message{}},
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 		Titles: jobs,
 	}
@@ -63,7 +63,7 @@ func TestNotify_TitleEdited_SubjectKeepsTheFirst_Offline(t *testing.T) {
 		if err := n.Handle(ctx, job.Message{JobID: j.ID, Stage: job.StageNotify}, 1); err != nil {
 			t.Fatalf("%s: %v", j.ID, err)
 		}
-		row, err := outbox.Get(ctx, delivery.ID(job.ChangelistKey("generic", j.ChangelistID), "r@example.com", j.ReviewVersion))
+		row, err := deliveries.Get(ctx, delivery.ID(job.ChangelistKey("generic", j.ChangelistID), "r@example.com", j.ReviewVersion))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// voteLinks mints the feedback links of one email's findings (R-VOTE-1):
+// voteLinks mints the vote links of one email's findings (R-VOTE-1):
 // signed for the delivery id (never the address), expiring
 // vote.LinkLifetime after the email is rendered. Nil when links are off,
 // so the email has none.
@@ -21,7 +21,7 @@ func (n *Notify) voteLinks(deliveryID string, now time.Time) func(critic.Finding
 	}
 }
 
-// ReplyAddresses mints a delivery's reply address (reply.Keys).
+// ReplyAddresses mints a delivery's reply address (inbound.Keys).
 type ReplyAddresses interface {
 	Address(domain, deliveryID string, expires time.Time) (string, error)
 }

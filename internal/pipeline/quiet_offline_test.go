@@ -46,31 +46,31 @@ func (s *subjects) all() []string {
 	return append([]string(nil), s.sent...)
 }
 
-// quietWorld is one changelist's jobs table, outbox and notifier on the
+// quietWorld is one changelist's jobs table, deliveries and notifier on the
 // in-memory store, with the quiet rules on.
 type quietWorld struct {
-	t      *testing.T
-	now    time.Time
-	jobs   *memstore.Jobs
-	outbox *memstore.Deliveries
-	snd    *subjects
-	n      *pipeline.Notify
-	cl     string
+	t          *testing.T
+	now        time.Time
+	jobs       *memstore.Jobs
+	deliveries *memstore.Deliveries
+	snd        *subjects
+	n          *pipeline.Notify
+	cl         string
 }
 
 func newQuietWorld(t *testing.T, cl string) *quietWorld {
 	w := &quietWorld{t: t, now: time.Now().UTC(), cl: cl, snd: &subjects{}}
 	clock := func() time.Time { return w.now }
-	w.jobs, w.outbox = memstore.NewJobs(clock), memstore.NewDeliveries(clock)
+	w.jobs, w.deliveries = memstore.NewJobs(clock), memstore.NewDeliveries(clock)
 	r, err := mail.NewRenderer()
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.n = &pipeline.Notify{
 		Base:       pipeline.Base{Jobs: w.jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
-		Deliveries: w.outbox, Renderer: r, Sender: w.snd, Evidence: memstore.NewEvidence(clock), ConfigurationSet: "set",
+		Deliveries: w.deliveries, Renderer: r, Sender: w.snd, Evidence: memstore.NewEvidence(clock), ConfigurationSet: "set",
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
-		Quiet: &pipeline.Quiet{Store: w.jobs},
+		Quiet: &pipeline.Quiet{Versions: w.jobs},
 	}
 	return w
 }
@@ -118,7 +118,7 @@ func (w *quietWorld) waits(j job.Job) {
 
 func (w *quietWorld) row(rcpt string, v int) delivery.Row {
 	w.t.Helper()
-	r, err := w.outbox.Get(context.Background(), delivery.ID(job.ChangelistKey("generic", w.cl), rcpt, v))
+	r, err := w.deliveries.Get(context.Background(), delivery.ID(job.ChangelistKey("generic", w.cl), rcpt, v))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestQuiet_ThreePushesInTheWindow_OneEmailAboutTheLast(t *testing.T) {
 	_, _, _ = w.n.Deliveries.Ensure(ctx, delivery.Row{ID: delivery.ID(job.ChangelistKey("generic", w.cl), "bob@example.com", 2),
 		JobID: versions[1].ID, ChangelistKey: job.ChangelistKey("generic", w.cl), Recipient: "bob@example.com", ReviewVersion: 2,
 		Status: delivery.StatusPending, CreatedAt: w.now, UpdatedAt: w.now})
-	if _, err := w.outbox.Claim(ctx, delivery.ID(job.ChangelistKey("generic", w.cl), "bob@example.com", 2), "other", time.Hour); err != nil {
+	if _, err := w.deliveries.Claim(ctx, delivery.ID(job.ChangelistKey("generic", w.cl), "bob@example.com", 2), "other", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 

@@ -85,7 +85,7 @@ func TestNotify_MutedByReply_SkippedMuted_Offline(t *testing.T) {
 	}
 }
 
-// A reply's confirmation is an outbox row the reply function wrote; the
+// A reply's confirmation is a delivery row the reply function wrote; the
 // reply task sends it through claim, send and mark: once, however often
 // the task comes (redelivery); a send whose answer was lost is held for
 // evidence, not resent; a suppressed address gets nothing; a task naming

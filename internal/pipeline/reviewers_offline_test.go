@@ -57,7 +57,7 @@ func TestNotify_ReviewerAddedWhileItRuns_MailedBeforeTheJobCloses(t *testing.T) 
 	ctx := context.Background()
 	now := time.Now().UTC()
 	clock := func() time.Time { return now }
-	jobs, outbox := memstore.NewJobs(clock), memstore.NewDeliveries(clock)
+	jobs, deliveries := memstore.NewJobs(clock), memstore.NewDeliveries(clock)
 	r, err := mail.NewRenderer()
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestNotify_ReviewerAddedWhileItRuns_MailedBeforeTheJobCloses(t *testing.T) 
 	}}
 	n := &pipeline.Notify{
 		Base:       pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
-		Deliveries: outbox, Renderer: r, Sender: snd, Lease: time.Minute, Margin: time.Minute,
+		Deliveries: deliveries, Renderer: r, Sender: snd, Lease: time.Minute, Margin: time.Minute,
 		MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 	}
 	if err := n.Handle(ctx, job.Message{JobID: j.ID, Stage: job.StageNotify}, 1); err != nil {

@@ -81,7 +81,7 @@ func (k Keys) macFull(key []byte, payload string) []byte {
 
 // The short form seals bytes into one case-insensitive word: payload and a
 // truncated mac, in lower-case base32 without padding. It is for a mail
-// address's local part (internal/reply), which RFC 5321 §4.5.3.1.1
+// address's local part (internal/inbound), which RFC 5321 §4.5.3.1.1
 // bounds at 64 octets and which mail systems may fold to lower or upper
 // case on the way back: base64's two cases would not survive. The mac is
 // the same purpose-labelled HMAC as Seal's, cut to macLen bytes (the

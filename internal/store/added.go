@@ -31,7 +31,7 @@ const (
 // which tells notify that it has someone new to mail. It returns the job
 // as it is after the write. Fetch's own write of recipients does not touch
 // these attributes: the two commute.
-func (s *Jobs) AddReviewers(ctx context.Context, id job.ID, addrs, identities []string) (job.Job, error) {
+func (s *DynamoJobs) AddReviewers(ctx context.Context, id job.ID, addrs, identities []string) (job.Job, error) {
 	upd := expression.Add(expression.Name(attrAddedRev), expression.Value(1))
 	if len(addrs) > 0 {
 		upd = upd.Add(expression.Name(attrAddedRecips), expression.Value(&types.AttributeValueMemberSS{Value: addrs}))
@@ -56,7 +56,7 @@ func (s *Jobs) AddReviewers(ctx context.Context, id job.ID, addrs, identities []
 // revision addedRev (added_seen). Both on condition that the job is still
 // at notify and no reviewer was added since notify read it: ErrConflict
 // then, and notify runs again for the new reviewer.
-func (s *Jobs) FinishNotify(ctx context.Context, id job.ID, attempt int, status job.Status, addedRev int) error {
+func (s *DynamoJobs) FinishNotify(ctx context.Context, id job.ID, attempt int, status job.Status, addedRev int) error {
 	now := ts(s.now())
 	upd := expression.Set(expression.Name("status"), expression.Value(string(status))).
 		Set(expression.Name("updated_at"), expression.Value(now)).
@@ -82,7 +82,7 @@ func sameAddedRev(rev int) expression.ConditionBuilder {
 }
 
 // AddedReviewers is the contract of adding reviewers to a version and of
-// notify's verdict that depends on them (Jobs on DynamoDB, memstore.Jobs
+// notify's verdict that depends on them (DynamoJobs on DynamoDB, memstore.Jobs
 // in memory).
 type AddedReviewers interface {
 	Create(ctx context.Context, req CreateRequest) (CreateResult, error)
@@ -94,4 +94,4 @@ type AddedReviewers interface {
 	Reopen(ctx context.Context, id job.ID) error
 }
 
-var _ AddedReviewers = (*Jobs)(nil)
+var _ AddedReviewers = (*DynamoJobs)(nil)

@@ -46,32 +46,32 @@ type SpendResult struct {
 	Limit   int
 }
 
-// BudgetStore keeps model-run budgets (Budgets on DynamoDB,
+// Budgets keeps model-run budgets (DynamoBudgets on DynamoDB,
 // memstore.Budgets in memory).
-type BudgetStore interface {
+type Budgets interface {
 	Spend(ctx context.Context, s Spend) (SpendResult, error)
 }
 
-// Budgets keeps each window as one item holding the set of job ids that
+// DynamoBudgets keeps each window as one item holding the set of job ids that
 // ran in it, expiring (TTL) a window after it ends. A spend is one
 // TransactWriteItems of an ADD per window, each on condition that the job
 // is in the set already or the set has room: every window or none, the
 // same job counted once however often its stage is retried, and
 // concurrent spends never pass the limit.
-type Budgets struct {
+type DynamoBudgets struct {
 	db    *dynamodb.Client
 	table string
 	now   Clock
 }
 
-var _ BudgetStore = (*Budgets)(nil)
+var _ Budgets = (*DynamoBudgets)(nil)
 
 // NewBudgets returns the budgets on the jobs table.
-func NewBudgets(db *dynamodb.Client, table string, now Clock) *Budgets {
+func NewBudgets(db *dynamodb.Client, table string, now Clock) *DynamoBudgets {
 	if now == nil {
 		now = time.Now
 	}
-	return &Budgets{db: db, table: table, now: now}
+	return &DynamoBudgets{db: db, table: table, now: now}
 }
 
 // WindowStart is the start of w's window holding t (windows are aligned
@@ -82,8 +82,8 @@ func budgetPK(w BudgetWindow, at time.Time) string {
 	return schema.PrefixBudget + w.Name + "#" + w.Key + "#" + strconv.FormatInt(WindowStart(w, at).Unix(), 10)
 }
 
-// Spend implements BudgetStore.
-func (s *Budgets) Spend(ctx context.Context, sp Spend) (SpendResult, error) {
+// Spend implements Budgets.
+func (s *DynamoBudgets) Spend(ctx context.Context, sp Spend) (SpendResult, error) {
 	var items []types.TransactWriteItem
 	var windows []BudgetWindow
 	for _, w := range sp.Windows {

@@ -11,13 +11,13 @@ import (
 // Model-run budgets and reviewer webhooks' replay records on DynamoDB
 // Local: the suites the in-memory stores pass too.
 // Rules: R-STORE-1, R-BUDGET-1, R-BUDGET-3.
-func TestBudgetStores_DynamoDB(t *testing.T) {
-	storetest.Budgets(t, func(t *testing.T) store.BudgetStore {
+func TestBudgets_DynamoDB(t *testing.T) {
+	storetest.Budgets(t, func(t *testing.T) store.Budgets {
 		env := testenv.Stack(t)
 		res := testenv.Provision(t, env)
 		return store.NewBudgets(env.Clients.DynamoDB, res.JobsTable, nil)
 	})
-	storetest.Replays(t, func(t *testing.T, now store.Clock) store.ReplayStore {
+	storetest.Replays(t, func(t *testing.T, now store.Clock) store.Replays {
 		env := testenv.Stack(t)
 		res := testenv.Provision(t, env)
 		return store.NewReplays(env.Clients.DynamoDB, res.JobsTable, now)

@@ -15,9 +15,9 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 )
 
-// Deliveries is the outbox: one item per (changelist, recipient, review
+// DynamoDeliveries is the deliveries table: one item per (changelist, recipient, review
 // version), keyed by the deterministic delivery id (R-OUTBOX-1, R-OUTBOX-1).
-type Deliveries struct {
+type DynamoDeliveries struct {
 	db    *dynamodb.Client
 	table string
 	now   Clock
@@ -27,11 +27,11 @@ type Deliveries struct {
 }
 
 // NewDeliveries returns the outbox repository for table.
-func NewDeliveries(db *dynamodb.Client, table string, now Clock) *Deliveries {
+func NewDeliveries(db *dynamodb.Client, table string, now Clock) *DynamoDeliveries {
 	if now == nil {
 		now = time.Now
 	}
-	return &Deliveries{db: db, table: table, now: now}
+	return &DynamoDeliveries{db: db, table: table, now: now}
 }
 
 func deliveryKey(id string) map[string]types.AttributeValue {
@@ -42,7 +42,7 @@ func deliveryKey(id string) map[string]types.AttributeValue {
 // the new one, or the existing one unchanged (from ALL_OLD, no second read).
 // A row is created once, with its rendered message, before any send; a retry
 // never re-renders.
-func (s *Deliveries) Ensure(ctx context.Context, r delivery.Row) (delivery.Row, bool, error) {
+func (s *DynamoDeliveries) Ensure(ctx context.Context, r delivery.Row) (delivery.Row, bool, error) {
 	item, err := marshalRow(r)
 	if err != nil {
 		return delivery.Row{}, false, err
@@ -70,7 +70,7 @@ func (s *Deliveries) Ensure(ctx context.Context, r delivery.Row) (delivery.Row, 
 }
 
 // Get reads a row with a strongly consistent read.
-func (s *Deliveries) Get(ctx context.Context, id string) (delivery.Row, error) {
+func (s *DynamoDeliveries) Get(ctx context.Context, id string) (delivery.Row, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: deliveryKey(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return delivery.Row{}, fmt.Errorf("get delivery %s: %w", id, err)
@@ -84,7 +84,7 @@ func (s *Deliveries) Get(ctx context.Context, id string) (delivery.Row, error) {
 
 // GetMany reads rows by id (BatchGetItem, strongly consistent), in the
 // order given; missing rows are omitted.
-func (s *Deliveries) GetMany(ctx context.Context, ids []string) ([]delivery.Row, error) {
+func (s *DynamoDeliveries) GetMany(ctx context.Context, ids []string) ([]delivery.Row, error) {
 	byID := make(map[string]delivery.Row, len(ids))
 	var keys []map[string]types.AttributeValue
 	seen := map[string]bool{}
@@ -118,7 +118,7 @@ func (s *Deliveries) GetMany(ctx context.Context, ids []string) ([]delivery.Row,
 // row as it is now shows the write applied (an SDK retry of a write whose
 // answer was lost met the write itself), it is the result; otherwise the
 // conflict stands.
-func (s *Deliveries) ours(ctx context.Context, id string, row delivery.Row, err error, applied func(delivery.Row) bool) (delivery.Row, error) {
+func (s *DynamoDeliveries) ours(ctx context.Context, id string, row delivery.Row, err error, applied func(delivery.Row) bool) (delivery.Row, error) {
 	if !errors.Is(err, ErrConflict) {
 		return row, err
 	}
@@ -134,7 +134,7 @@ func (s *Deliveries) ours(ctx context.Context, id string, row delivery.Row, err 
 
 // updateReturn runs one conditional update of row id and returns the row
 // as written (ALL_NEW); a failed condition is ErrConflict.
-func (s *Deliveries) updateReturn(ctx context.Context, id string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (delivery.Row, error) {
+func (s *DynamoDeliveries) updateReturn(ctx context.Context, id string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (delivery.Row, error) {
 	attrs, err := conditionalUpdate(ctx, s.db, s.table, deliveryKey(id), upd, cond, types.ReturnValueAllNew)
 	if err != nil {
 		return delivery.Row{}, fmt.Errorf("update delivery %s: %w", id, err)
@@ -143,11 +143,11 @@ func (s *Deliveries) updateReturn(ctx context.Context, id string, upd expression
 	return r, unmarshalRow(attrs, &r)
 }
 
-// Outbox is the outbox's contract: what notify, feedback, the sweeper and
-// the operator do with delivery rows. Deliveries keeps it on DynamoDB and
-// memstore.Deliveries in memory; storetest.Outbox proves them alike
+// Deliveries is the delivery rows' contract: what notify, feedback, the
+// sweeper and the operator do with them. DynamoDeliveries keeps it on DynamoDB and
+// memstore.Deliveries in memory; storetest.Deliveries proves them alike
 // (R-STORE-1).
-type Outbox interface {
+type Deliveries interface {
 	Ensure(ctx context.Context, r delivery.Row) (delivery.Row, bool, error)
 	Get(ctx context.Context, id string) (delivery.Row, error)
 	GetMany(ctx context.Context, ids []string) ([]delivery.Row, error)
@@ -168,4 +168,4 @@ type Outbox interface {
 	Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error
 }
 
-var _ Outbox = (*Deliveries)(nil)
+var _ Deliveries = (*DynamoDeliveries)(nil)

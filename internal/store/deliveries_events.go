@@ -72,7 +72,7 @@ const (
 // one seen (provider_message_id). An event of another message proves a
 // second send of the row; it is never stored as evidence, and the outcome
 // says EventDuplicate so the caller alerts. ErrNotFound: no such row.
-func (s *Deliveries) RecordEvent(ctx context.Context, id string, e Event) (delivery.Row, EventOutcome, error) {
+func (s *DynamoDeliveries) RecordEvent(ctx context.Context, id string, e Event) (delivery.Row, EventOutcome, error) {
 	attr, ok := eventAttr[e.Type]
 	if !ok {
 		r, err := s.Get(ctx, id)
@@ -180,7 +180,7 @@ func sentRowEvent(typ string, evidence expression.UpdateBuilder, now time.Time) 
 // reports EventDuplicate only the first time that id is seen (a Send and a
 // Delivery event of the same duplicate, or a redelivered event, count
 // once).
-func (s *Deliveries) recordDuplicate(ctx context.Context, cur delivery.Row, messageID string) (delivery.Row, EventOutcome, error) {
+func (s *DynamoDeliveries) recordDuplicate(ctx context.Context, cur delivery.Row, messageID string) (delivery.Row, EventOutcome, error) {
 	if messageID == cur.NotificationID || (cur.NotificationID == "" && messageID == cur.ProviderMessageID) {
 		return cur, EventIgnored, nil // raced with a write that made it the row's own
 	}
@@ -199,7 +199,7 @@ func (s *Deliveries) recordDuplicate(ctx context.Context, cur delivery.Row, mess
 // RecordDuplicate keeps on the row the message id of a send the notifier
 // made although the row already carried evidence of another (seen when it
 // marked the row sent), reporting whether it was new.
-func (s *Deliveries) RecordDuplicate(ctx context.Context, r delivery.Row, messageID string) (bool, error) {
+func (s *DynamoDeliveries) RecordDuplicate(ctx context.Context, r delivery.Row, messageID string) (bool, error) {
 	_, out, err := s.recordDuplicate(ctx, delivery.Row{ID: r.ID}, messageID)
 	return out == EventDuplicate, err
 }
@@ -222,7 +222,7 @@ func (s *Deliveries) RecordDuplicate(ctx context.Context, r delivery.Row, messag
 // evidence are cleared, so reconciliation does not take the old send for
 // the new one; the message id joins bounced_message_ids, so its later
 // events are ignored; last_bounce_at and bounce_resends remain.
-func (s *Deliveries) ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error) {
+func (s *DynamoDeliveries) ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error) {
 	now := ts(s.now())
 	msg := expression.Value(providerMessageID)
 	upd := setStatus(delivery.StatusFailedTransient).

@@ -20,7 +20,7 @@ import (
 // the rows are then read whole, strongly consistent (batchGet), and each
 // checked as it is now. A sweep reads about twice the live rows, whatever
 // the table holds (R-COST-1).
-func (s *Deliveries) Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error {
+func (s *DynamoDeliveries) Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error {
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(schema.Sweep).Equal(expression.Value(sweepRow))).Build()
 	if err != nil {
 		return fmt.Errorf("build unsettled query: %w", err)

@@ -16,7 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
-// Directory is the reviewer directory people keep (reviewers.Overlay puts
+// DynamoDirectory is the reviewer directory people keep (reviewers.Overlay puts
 // it over the static seed), in the jobs table:
 //
 //	DIR#<source>#<lower-case username>   an entry (email), or a removal
@@ -27,21 +27,21 @@ import (
 // strongly consistent), so an entry set a moment ago counts for the next
 // delivery. Listing reads the sparse index schema.IndexDirectory, which holds the
 // entries and nothing else.
-type Directory struct {
+type DynamoDirectory struct {
 	db    *dynamodb.Client
 	table string
 	now   Clock
 }
 
 // NewDirectory returns the directory on the jobs table.
-func NewDirectory(db *dynamodb.Client, table string, now Clock) *Directory {
+func NewDirectory(db *dynamodb.Client, table string, now Clock) *DynamoDirectory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Directory{db: db, table: table, now: now}
+	return &DynamoDirectory{db: db, table: table, now: now}
 }
 
-var _ reviewers.EntryReader = (*Directory)(nil)
+var _ reviewers.EntryReader = (*DynamoDirectory)(nil)
 
 type directoryItem struct {
 	PK   string `dynamodbav:"pk"`
@@ -68,7 +68,7 @@ func (it directoryItem) entry() reviewers.Entry {
 // Set maps a username of a source to an address (already checked with
 // reviewers.CheckAddress), replacing any entry or removal, and takes the
 // username off the source's unknown list.
-func (d *Directory) Set(ctx context.Context, source, username, email, by string) (reviewers.Entry, error) {
+func (d *DynamoDirectory) Set(ctx context.Context, source, username, email, by string) (reviewers.Entry, error) {
 	e, _, err := d.put(ctx, directoryItem{Username: username, IndexSource: source, Email: email, UpdatedBy: by})
 	return e, err
 }
@@ -76,14 +76,14 @@ func (d *Directory) Set(ctx context.Context, source, username, email, by string)
 // Remove records that a username has no address: a removal, which also
 // hides an entry of the static seed. It reports whether an entry with an
 // address was there (the item the write replaced).
-func (d *Directory) Remove(ctx context.Context, source, username, by string) (bool, error) {
+func (d *DynamoDirectory) Remove(ctx context.Context, source, username, by string) (bool, error) {
 	_, old, err := d.put(ctx, directoryItem{Username: username, IndexSource: source, Removed: true, UpdatedBy: by})
 	return err == nil && old != nil && !old.Removed && old.Email != "", err
 }
 
 // put writes an entry (or a removal) in one PutItem and returns it, with
 // the item it replaced (ALL_OLD; nil when there was none).
-func (d *Directory) put(ctx context.Context, it directoryItem) (reviewers.Entry, *reviewers.Entry, error) {
+func (d *DynamoDirectory) put(ctx context.Context, it directoryItem) (reviewers.Entry, *reviewers.Entry, error) {
 	key := reviewers.Key(it.Username)
 	if it.IndexSource == "" || key == "" {
 		return reviewers.Entry{}, nil, fmt.Errorf("directory: source and username are required")
@@ -120,7 +120,7 @@ func isConditionFailed(err error) bool {
 }
 
 // Get reads one entry (or removal), or ErrNotFound.
-func (d *Directory) Get(ctx context.Context, source, username string) (reviewers.Entry, error) {
+func (d *DynamoDirectory) Get(ctx context.Context, source, username string) (reviewers.Entry, error) {
 	out, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: directoryKey(source, username), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return reviewers.Entry{}, fmt.Errorf("directory: get entry: %w", err)
@@ -137,7 +137,7 @@ func (d *Directory) Get(ctx context.Context, source, username string) (reviewers
 
 // Entries implements reviewers.EntryReader: the entries and removals of
 // the usernames, by reviewers.Key, in one BatchGetItem per 100 names.
-func (d *Directory) Entries(ctx context.Context, source string, usernames []string) (map[string]reviewers.Entry, error) {
+func (d *DynamoDirectory) Entries(ctx context.Context, source string, usernames []string) (map[string]reviewers.Entry, error) {
 	out := map[string]reviewers.Entry{}
 	var keys []string
 	for _, u := range usernames {
@@ -164,7 +164,7 @@ func (d *Directory) Entries(ctx context.Context, source string, usernames []stri
 
 // List returns a source's entries and removals, by username, from the
 // sparse index.
-func (d *Directory) List(ctx context.Context, source string) ([]reviewers.Entry, error) {
+func (d *DynamoDirectory) List(ctx context.Context, source string) ([]reviewers.Entry, error) {
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key("directory").Equal(expression.Value(source))).Build()
 	if err != nil {
 		return nil, fmt.Errorf("directory: build query: %w", err)
@@ -195,7 +195,7 @@ func unknownKey(source string) map[string]types.AttributeValue {
 // NoteUnknown records usernames of a source that reviewers were asked by
 // and no entry resolved (ADD to a set: repeats and concurrent writers
 // change nothing), for an operator to add.
-func (d *Directory) NoteUnknown(ctx context.Context, source string, usernames []string) error {
+func (d *DynamoDirectory) NoteUnknown(ctx context.Context, source string, usernames []string) error {
 	var keys []string
 	for _, u := range usernames {
 		if k := reviewers.Key(u); k != "" && !slices.Contains(keys, k) {
@@ -217,7 +217,7 @@ func (d *Directory) NoteUnknown(ctx context.Context, source string, usernames []
 }
 
 // Unknown lists a source's usernames that no entry resolved, sorted.
-func (d *Directory) Unknown(ctx context.Context, source string) ([]string, error) {
+func (d *DynamoDirectory) Unknown(ctx context.Context, source string) ([]string, error) {
 	out, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: unknownKey(source), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("directory: read unknown reviewers: %w", err)
@@ -235,7 +235,7 @@ func (d *Directory) Unknown(ctx context.Context, source string) ([]string, error
 	return it.Usernames, nil
 }
 
-func (d *Directory) forgetUnknown(ctx context.Context, source, key string) error {
+func (d *DynamoDirectory) forgetUnknown(ctx context.Context, source, key string) error {
 	_, err := d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &d.table, Key: unknownKey(source),
 		UpdateExpression:          aws.String("DELETE usernames :u"),
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
@@ -246,9 +246,9 @@ func (d *Directory) forgetUnknown(ctx context.Context, source, key string) error
 	return nil
 }
 
-// DirectoryStore is the directory's contract (Directory on DynamoDB,
+// Directory is the directory's contract (DynamoDirectory on DynamoDB,
 // memstore.Directory in memory; storetest.Reviewers proves them alike).
-type DirectoryStore interface {
+type Directory interface {
 	reviewers.EntryReader
 	Set(ctx context.Context, source, username, email, by string) (reviewers.Entry, error)
 	Remove(ctx context.Context, source, username, by string) (bool, error)
@@ -258,4 +258,4 @@ type DirectoryStore interface {
 	Unknown(ctx context.Context, source string) ([]string, error)
 }
 
-var _ DirectoryStore = (*Directory)(nil)
+var _ Directory = (*DynamoDirectory)(nil)

@@ -14,10 +14,10 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// DismissalStore keeps readers' marks on findings (R-VOTE-3): per
+// Dismissals keeps readers' marks on findings (R-VOTE-3): per
 // (changelist, recipient), the latest choice on each finding a reader
 // voted on, keyed by the finding's identity across versions.
-type DismissalStore interface {
+type Dismissals interface {
 	// Mark applies choice c, made at at, on the finding of key
 	// (critic.SameKey) for the recipient (unsubscribe.RecipientID) on the
 	// changelist (job.ChangelistKey): vote.Marks.Apply, stored.
@@ -27,7 +27,7 @@ type DismissalStore interface {
 	Marks(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]vote.Marks, error)
 }
 
-// Dismissals is the DismissalStore on the jobs table, one item per
+// DynamoDismissals implements Dismissals on the jobs table, one item per
 // changelist and reader:
 //
 //	DISMISS#<changelist key>#<recipient id>   marks (key → choice, time), rev
@@ -38,7 +38,7 @@ type DismissalStore interface {
 // rev), as Rosters does; the item holds at most vote.MaxMarks marks (about
 // 16 KB). Like a vote it is history: it expires Retention after its last
 // write (R-COST-2).
-type Dismissals struct {
+type DynamoDismissals struct {
 	db    *dynamodb.Client
 	table string
 	now   Clock
@@ -46,14 +46,14 @@ type Dismissals struct {
 	Retention time.Duration
 }
 
-var _ DismissalStore = (*Dismissals)(nil)
+var _ Dismissals = (*DynamoDismissals)(nil)
 
 // NewDismissals returns the dismissals repository on the jobs table.
-func NewDismissals(db *dynamodb.Client, jobsTable string, now Clock) *Dismissals {
+func NewDismissals(db *dynamodb.Client, jobsTable string, now Clock) *DynamoDismissals {
 	if now == nil {
 		now = time.Now
 	}
-	return &Dismissals{db: db, table: jobsTable, now: now}
+	return &DynamoDismissals{db: db, table: jobsTable, now: now}
 }
 
 type dismissalItem struct {
@@ -70,7 +70,7 @@ func dismissalPK(changelistKey, recipientID string) string {
 	return schema.PrefixDismissal + changelistKey + "#" + recipientID
 }
 
-func (s *Dismissals) get(ctx context.Context, pk string) (dismissalItem, error) {
+func (s *DynamoDismissals) get(ctx context.Context, pk string) (dismissalItem, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": str(pk)}})
 	if err != nil {
@@ -85,12 +85,12 @@ func (s *Dismissals) get(ctx context.Context, pk string) (dismissalItem, error) 
 	return it, nil
 }
 
-// Mark implements DismissalStore.Mark: read, apply, write on the rev read.
+// Mark implements Dismissals.Mark: read, apply, write on the rev read.
 // A writer that lost re-reads and applies again; since the latest choice
 // wins by when it was made, the result is the same whichever writer
 // wins. A write the SDK repeated after a lost answer fails its condition,
 // and the choice applied again to the item it wrote changes nothing.
-func (s *Dismissals) Mark(ctx context.Context, changelistKey, recipientID, key string, c vote.Choice, at time.Time) (vote.MarkOutcome, error) {
+func (s *DynamoDismissals) Mark(ctx context.Context, changelistKey, recipientID, key string, c vote.Choice, at time.Time) (vote.MarkOutcome, error) {
 	pk := dismissalPK(changelistKey, recipientID)
 	for range 10 {
 		it, err := s.get(ctx, pk)
@@ -129,9 +129,9 @@ func (s *Dismissals) Mark(ctx context.Context, changelistKey, recipientID, key s
 	return "", fmt.Errorf("write dismissals: %w: too many concurrent writers", ErrConflict)
 }
 
-// Marks implements DismissalStore.Marks: one BatchGetItem (per 100
+// Marks implements Dismissals.Marks: one BatchGetItem (per 100
 // recipients), strongly consistent.
-func (s *Dismissals) Marks(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]vote.Marks, error) {
+func (s *DynamoDismissals) Marks(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]vote.Marks, error) {
 	out := map[string]vote.Marks{}
 	seen := map[string]bool{}
 	var keys []map[string]types.AttributeValue

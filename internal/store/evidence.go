@@ -14,7 +14,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
-// Evidence keeps, per SES configuration set, how far the feedback
+// DynamoEvidence keeps, per SES configuration set, how far the feedback
 // function has processed provider events (R-EVIDENCE-2):
 //
 //   - the newest SES event time (mail.timestamp) it has recorded: proof
@@ -33,18 +33,18 @@ import (
 // message to the SES mailbox simulator through the same configuration
 // set), so that a held row with no other mail flowing still sees the
 // newest event time move, and so probes stay rare.
-type Evidence struct {
+type DynamoEvidence struct {
 	db    *dynamodb.Client
 	table string
 	now   Clock
 }
 
 // NewEvidence returns the evidence path's store on the jobs table.
-func NewEvidence(db *dynamodb.Client, jobsTable string, now Clock) *Evidence {
+func NewEvidence(db *dynamodb.Client, jobsTable string, now Clock) *DynamoEvidence {
 	if now == nil {
 		now = time.Now
 	}
-	return &Evidence{db: db, table: jobsTable, now: now}
+	return &DynamoEvidence{db: db, table: jobsTable, now: now}
 }
 
 func evidenceKey(set string) map[string]types.AttributeValue {
@@ -64,19 +64,19 @@ const (
 
 // Advance moves the newest event time of set forward to at; a time already
 // at or past at is left as it is (events arrive out of order).
-func (e *Evidence) Advance(ctx context.Context, set string, at time.Time) error {
+func (e *DynamoEvidence) Advance(ctx context.Context, set string, at time.Time) error {
 	return e.forward(ctx, set, attrNewest, at, "advance the newest evidence")
 }
 
 // Drain moves the drain time of set forward to at: every message that
 // reached the feedback queue before at has been processed.
-func (e *Evidence) Drain(ctx context.Context, set string, at time.Time) error {
+func (e *DynamoEvidence) Drain(ctx context.Context, set string, at time.Time) error {
 	return e.forward(ctx, set, attrDrained, at, "advance the evidence drain time")
 }
 
 // forward sets attr to at unless it is already at or past it: one
 // conditional write, so concurrent writers only ever move it forward.
-func (e *Evidence) forward(ctx context.Context, set, attr string, at time.Time, what string) error {
+func (e *DynamoEvidence) forward(ctx context.Context, set, attr string, at time.Time, what string) error {
 	upd := expression.Set(expression.Name(attr), expression.Value(ts(at))).
 		Set(expression.Name("updated_at"), expression.Value(ts(e.now())))
 	cond := expression.AttributeNotExists(expression.Name(attr)).
@@ -109,7 +109,7 @@ type EvidenceState struct {
 }
 
 // State reads the evidence state of set, strongly consistent.
-func (e *Evidence) State(ctx context.Context, set string) (EvidenceState, error) {
+func (e *DynamoEvidence) State(ctx context.Context, set string) (EvidenceState, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.table, Key: evidenceKey(set), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return EvidenceState{}, fmt.Errorf("get evidence state: %w", err)
@@ -126,7 +126,7 @@ func (e *Evidence) State(ctx context.Context, set string) (EvidenceState, error)
 	return st, nil
 }
 
-func (e *Evidence) update(ctx context.Context, set string, upd expression.UpdateBuilder) error {
+func (e *DynamoEvidence) update(ctx context.Context, set string, upd expression.UpdateBuilder) error {
 	x, err := expression.NewBuilder().WithUpdate(upd).Build()
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func (e *Evidence) update(ctx context.Context, set string, upd expression.Update
 // newest event time is still before need and no probe was sent since need — or
 // the last one is older than every (its events were lost; try again). A
 // false answer means a probe that serves is already on its way.
-func (e *Evidence) ClaimProbe(ctx context.Context, set string, need time.Time, every time.Duration) (bool, error) {
+func (e *DynamoEvidence) ClaimProbe(ctx context.Context, set string, need time.Time, every time.Duration) (bool, error) {
 	now := e.now().UTC()
 	upd := expression.Set(expression.Name(attrProbeSentAt), expression.Value(ts(now)))
 	cond := expression.Or(expression.AttributeNotExists(expression.Name(attrNewest)),
@@ -161,18 +161,18 @@ func (e *Evidence) ClaimProbe(ctx context.Context, set string, need time.Time, e
 
 // ForgetProbe clears the record of the last probe (one that could not be
 // sent), so the next notifier that needs one sends it.
-func (e *Evidence) ForgetProbe(ctx context.Context, set string) error {
+func (e *DynamoEvidence) ForgetProbe(ctx context.Context, set string) error {
 	if err := e.update(ctx, set, expression.Remove(expression.Name(attrProbeSentAt))); err != nil {
 		return fmt.Errorf("forget evidence probe: %w", err)
 	}
 	return nil
 }
 
-// EvidencePath is the evidence path's contract as feedback, the drain
-// check, the notifier and the sweeper use it; Evidence keeps it on
-// DynamoDB, memstore.Evidence in memory, storetest.EvidencePath proves
+// Evidence is the evidence path's contract as feedback, the drain
+// check, the notifier and the sweeper use it; DynamoEvidence keeps it on
+// DynamoDB, memstore.Evidence in memory, storetest.Evidence proves
 // them alike.
-type EvidencePath interface {
+type Evidence interface {
 	Advance(ctx context.Context, set string, at time.Time) error
 	Drain(ctx context.Context, set string, at time.Time) error
 	State(ctx context.Context, set string) (EvidenceState, error)
@@ -181,4 +181,4 @@ type EvidencePath interface {
 	Observe(ctx context.Context, set string, at time.Time, r Reading, every time.Duration) (time.Time, error)
 }
 
-var _ EvidencePath = (*Evidence)(nil)
+var _ Evidence = (*DynamoEvidence)(nil)

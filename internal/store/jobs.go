@@ -17,7 +17,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
-// Jobs is the jobs table. It holds these kinds of item under one partition
+// DynamoJobs is the jobs table. It holds these kinds of item under one partition
 // key `pk`:
 //
 //	JOB#<job_id>                 the job (one per changelist review version)
@@ -29,7 +29,7 @@ import (
 // and, kept by other repositories on the same table: per-head-SHA versions
 // (versions.go), dead-letter audit records (audit.go), and recipients'
 // preferences and suppressions (Recipients).
-type Jobs struct {
+type DynamoJobs struct {
 	db    *dynamodb.Client
 	table string
 	now   Clock
@@ -49,11 +49,11 @@ func expiresAt(now time.Time, retention time.Duration) int64 {
 }
 
 // NewJobs returns the jobs repository for table.
-func NewJobs(db *dynamodb.Client, table string, now Clock) *Jobs {
+func NewJobs(db *dynamodb.Client, table string, now Clock) *DynamoJobs {
 	if now == nil {
 		now = time.Now
 	}
-	return &Jobs{db: db, table: table, now: now}
+	return &DynamoJobs{db: db, table: table, now: now}
 }
 
 func jobKey(id job.ID) map[string]types.AttributeValue {
@@ -146,7 +146,7 @@ type CreateResult struct {
 // Why a transaction rather than one conditional put: two things must be
 // unique, the caller's key (R-INTAKE-1) and (changelist, version) (R-INTAKE-3),
 // and a DynamoDB condition covers one item. The transaction is one call.
-func (s *Jobs) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
+func (s *DynamoJobs) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
 	j := req.Job
 	now := s.now().UTC()
 	jobAV, err := marshal(newJobItem(j, req.IdempotencyKeySHA, expiresAt(now, s.Retention)))
@@ -247,7 +247,7 @@ func txToken() (*string, error) {
 func idemPK(source, keySHA string) string { return schema.PrefixIdempotency + source + "#" + keySHA }
 
 // decideCanceled reads the cancellation reasons: [job, idempotency, head].
-func (s *Jobs) decideCanceled(reasons []types.CancellationReason, req CreateRequest) (CreateResult, bool, error) {
+func (s *DynamoJobs) decideCanceled(reasons []types.CancellationReason, req CreateRequest) (CreateResult, bool, error) {
 	if len(reasons) != 3 {
 		return CreateResult{}, false, fmt.Errorf("create job: %d cancellation reasons, want 3", len(reasons))
 	}
@@ -293,7 +293,7 @@ func (s *Jobs) decideCanceled(reasons []types.CancellationReason, req CreateRequ
 }
 
 // Get reads a job with a strongly consistent read.
-func (s *Jobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
+func (s *DynamoJobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: jobKey(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return job.Job{}, fmt.Errorf("get job %s: %w", id, err)
@@ -310,7 +310,7 @@ func (s *Jobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
 
 // LatestVersion returns the changelist head: the latest accepted version and
 // its job, or ErrNotFound.
-func (s *Jobs) LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error) {
+func (s *DynamoJobs) LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": str(schema.PrefixChangelist + job.ChangelistKey(source, changelistID))}})
 	if err != nil {
@@ -330,7 +330,7 @@ func (s *Jobs) LatestVersion(ctx context.Context, source, changelistID string) (
 // attempt count and any result fields, on condition that the job is still at
 // `from`. Work is persisted before the next stage is enqueued, so a retry
 // never redoes it. ErrConflict means another worker advanced it first.
-func (s *Jobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, set map[string]any) error {
+func (s *DynamoJobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, set map[string]any) error {
 	now := ts(s.now())
 	upd := expression.Set(expression.Name("stage"), expression.Value(string(from.Next()))).
 		Set(expression.Name("attempts."+string(from)), expression.Value(attempt)).
@@ -347,7 +347,7 @@ func (s *Jobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt i
 
 // SetStatus sets the job status, on condition that the job is at stage
 // `at` and not already in a terminal status other than the target.
-func (s *Jobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error {
+func (s *DynamoJobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error {
 	now := ts(s.now())
 	upd := sweepJobFor(expression.Set(expression.Name("status"), expression.Value(string(status))).
 		Set(expression.Name("updated_at"), expression.Value(now)), status)
@@ -362,7 +362,7 @@ func (s *Jobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status jo
 // status it leaves the job in, and returns when the stage first failed
 // (kept across attempts for the dead-letter envelope's first_failure_at,
 // R-STAGE-4). It never moves a succeeded job backwards.
-func (s *Jobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure, status job.Status) (time.Time, error) {
+func (s *DynamoJobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure, status job.Status) (time.Time, error) {
 	fav, err := marshal(f)
 	if err != nil {
 		return time.Time{}, err
@@ -409,7 +409,7 @@ func (s *Jobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure, stat
 	return first, nil
 }
 
-func (s *Jobs) update(ctx context.Context, id job.ID, upd expression.UpdateBuilder, cond *expression.ConditionBuilder) error {
+func (s *DynamoJobs) update(ctx context.Context, id job.ID, upd expression.UpdateBuilder, cond *expression.ConditionBuilder) error {
 	c := expression.AttributeExists(expression.Name("pk"))
 	if cond != nil {
 		c = *cond
@@ -430,7 +430,7 @@ func Timestamp(t time.Time) string { return ts(t) }
 // checked as it is now (a job that moved on since the index saw it is left
 // alone). The index is eventually consistent; a sweep that misses a job by
 // a moment finds it at the next run.
-func (s *Jobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error {
+func (s *DynamoJobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error {
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(schema.Sweep).Equal(expression.Value(sweepJob)).
 		And(expression.Key("updated_at").LessThan(expression.Value(ts(before))))).Build()
 	if err != nil {
@@ -469,10 +469,10 @@ func (s *Jobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job)
 	return nil
 }
 
-// JobStore is the jobs table's contract as intake, the sweeper and
-// feedback use it. Jobs keeps it on DynamoDB and memstore.Jobs in memory;
-// storetest.JobStore proves them alike (R-STORE-1).
-type JobStore interface {
+// Jobs is the jobs table's contract as intake, the sweeper and
+// feedback use it. DynamoJobs keeps it on DynamoDB and memstore.Jobs in memory;
+// storetest.Jobs proves them alike (R-STORE-1).
+type Jobs interface {
 	Create(ctx context.Context, req CreateRequest) (CreateResult, error)
 	Get(ctx context.Context, id job.ID) (job.Job, error)
 	LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error)
@@ -484,4 +484,4 @@ type JobStore interface {
 	StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error
 }
 
-var _ JobStore = (*Jobs)(nil)
+var _ Jobs = (*DynamoJobs)(nil)

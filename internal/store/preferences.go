@@ -17,10 +17,10 @@ import (
 	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
-// PreferenceStore keeps each recipient's preference record (prefs) and
+// Preferences keeps each recipient's preference record (prefs) and
 // reads it with their suppression for the notifier. Recipients are named
 // by unsubscribe.RecipientID, never by address.
-type PreferenceStore interface {
+type Preferences interface {
 	// Preferences reads one recipient's record, normalized; a recipient
 	// who never chose anything has prefs.Default with Rev 0.
 	Preferences(ctx context.Context, recipientID string) (prefs.Preferences, error)
@@ -44,7 +44,7 @@ type PreferenceStore interface {
 	Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error)
 }
 
-var _ PreferenceStore = (*Recipients)(nil)
+var _ Preferences = (*DynamoRecipients)(nil)
 
 // prefItem is PREF#<recipient id>. "repositories" is the muted set (the
 // name it had when only the one-click unsubscribe wrote it; an attribute
@@ -75,9 +75,9 @@ func (it prefItem) preferences() prefs.Preferences {
 	return p.Normalized()
 }
 
-// Preferences implements PreferenceStore.Preferences: one strongly
+// Preferences implements Preferences.Preferences: one strongly
 // consistent GetItem.
-func (r *Recipients) Preferences(ctx context.Context, recipientID string) (prefs.Preferences, error) {
+func (r *DynamoRecipients) Preferences(ctx context.Context, recipientID string) (prefs.Preferences, error) {
 	out, err := r.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &r.table, Key: prefKey(recipientID), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return prefs.Preferences{}, fmt.Errorf("get preferences: %w", err)
@@ -92,11 +92,11 @@ func (r *Recipients) Preferences(ctx context.Context, recipientID string) (prefs
 	return it.preferences(), nil
 }
 
-// SavePreferences implements PreferenceStore.SavePreferences: one
+// SavePreferences implements Preferences.SavePreferences: one
 // UpdateItem that sets every field and moves rev on, on condition that
 // rev is still p.Rev. An UpdateItem, not a PutItem: attributes this
 // version does not know (a later one's) are kept.
-func (r *Recipients) SavePreferences(ctx context.Context, recipientID string, p prefs.Preferences) (prefs.Preferences, error) {
+func (r *DynamoRecipients) SavePreferences(ctx context.Context, recipientID string, p prefs.Preferences) (prefs.Preferences, error) {
 	p = p.Normalized()
 	if err := p.Validate(); err != nil {
 		return prefs.Preferences{}, err
@@ -140,12 +140,12 @@ func (r *Recipients) SavePreferences(ctx context.Context, recipientID string, p 
 	return p, nil
 }
 
-// Mute implements PreferenceStore.Mute: one UpdateItem that ADDs the
+// Mute implements Preferences.Mute: one UpdateItem that ADDs the
 // repository to the set (a repeat adds nothing) on condition the set has
 // room or holds it already; a full set leaves every email instead. Every
 // write moves rev on, so a page saved from what was read before it fails
 // its condition rather than undo it.
-func (r *Recipients) Mute(ctx context.Context, recipientID, repository string) error {
+func (r *DynamoRecipients) Mute(ctx context.Context, recipientID, repository string) error {
 	if repository == "" || len(repository) > prefs.MaxRepository {
 		return fmt.Errorf("mute: a repository of %d bytes, want 1 to %d", len(repository), prefs.MaxRepository)
 	}
@@ -173,9 +173,9 @@ func (r *Recipients) Mute(ctx context.Context, recipientID, repository string) e
 	return nil
 }
 
-// UnsubscribeAll implements PreferenceStore.UnsubscribeAll: SET to true
+// UnsubscribeAll implements Preferences.UnsubscribeAll: SET to true
 // (a repeat changes nothing but rev).
-func (r *Recipients) UnsubscribeAll(ctx context.Context, recipientID string) error {
+func (r *DynamoRecipients) UnsubscribeAll(ctx context.Context, recipientID string) error {
 	upd := expression.Set(expression.Name("kind"), expression.Value("preference")).
 		Set(expression.Name("updated_at"), expression.Value(ts(r.now()))).
 		Set(expression.Name("unsubscribed_all"), expression.Value(true)).

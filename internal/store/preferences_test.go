@@ -19,7 +19,7 @@ import (
 // in-memory store passes too.
 // Rules: R-STORE-1, R-PREF-1.
 func TestPreferences_DynamoDB(t *testing.T) {
-	storetest.Preferences(t, func(t *testing.T) store.PreferenceStore {
+	storetest.Preferences(t, func(t *testing.T) store.Preferences {
 		env := testenv.Stack(t)
 		res := testenv.Provision(t, env)
 		return store.NewRecipients(env.Clients.DynamoDB, res.JobsTable, nil)

@@ -42,10 +42,10 @@ func ReplayByBody(source string, body []byte) ReplayKey {
 	return ReplayKey{Source: source, Body: true, ID: hex.EncodeToString(sum[:])}
 }
 
-// ReplayStore remembers reviewer webhooks (by delivery id and by body)
-// and the reviewer refreshes scheduled (Replays on DynamoDB,
+// Replays remembers reviewer webhooks (by delivery id and by body)
+// and the reviewer refreshes scheduled (DynamoReplays on DynamoDB,
 // memstore.Replays in memory).
-type ReplayStore interface {
+type Replays interface {
 	// ClaimDelivery records a delivery's key for window. false: the key
 	// was seen within the window (a replay), or another intake is
 	// handling it now (its claim is younger than lease).
@@ -66,23 +66,23 @@ type ReplayStore interface {
 	CancelRefresh(ctx context.Context, id job.ID) error
 }
 
-// Replays is ReplayStore on the jobs table. Each record is one item whose
+// DynamoReplays implements Replays on the jobs table. Each record is one item whose
 // conditional write decides, so concurrent replays of one delivery claim
 // it once, and concurrent events of one version schedule one refresh.
-type Replays struct {
+type DynamoReplays struct {
 	db    *dynamodb.Client
 	table string
 	now   Clock
 }
 
-var _ ReplayStore = (*Replays)(nil)
+var _ Replays = (*DynamoReplays)(nil)
 
 // NewReplays returns the replay records on the jobs table.
-func NewReplays(db *dynamodb.Client, table string, now Clock) *Replays {
+func NewReplays(db *dynamodb.Client, table string, now Clock) *DynamoReplays {
 	if now == nil {
 		now = time.Now
 	}
-	return &Replays{db: db, table: table, now: now}
+	return &DynamoReplays{db: db, table: table, now: now}
 }
 
 func reviewerDeliveryKey(k ReplayKey) map[string]types.AttributeValue {
@@ -99,12 +99,12 @@ func refreshKey(id job.ID) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"pk": str(schema.PrefixRefresh + string(id))}
 }
 
-// ClaimDelivery implements ReplayStore. The item holds when the delivery
+// ClaimDelivery implements Replays. The item holds when the delivery
 // was claimed, whether it was handled, and its TTL; the condition lets a
 // claim through when there is no item, when the item's window has passed
 // (TTL deletes lazily), or when an unhandled claim is older than lease (its
 // intake died).
-func (s *Replays) ClaimDelivery(ctx context.Context, k ReplayKey, window, lease time.Duration) (bool, error) {
+func (s *DynamoReplays) ClaimDelivery(ctx context.Context, k ReplayKey, window, lease time.Duration) (bool, error) {
 	now := s.now().UTC()
 	upd := expression.Set(expression.Name("kind"), expression.Value("reviewer_delivery")).
 		Set(expression.Name("claimed_at"), expression.Value(now.UnixMilli())).
@@ -126,7 +126,7 @@ func (s *Replays) ClaimDelivery(ctx context.Context, k ReplayKey, window, lease 
 // retries a write whose answer was lost; the retry then fails the
 // condition against the first attempt's write, and the token, read back
 // from the failed condition, shows the write was ours all the same.
-func (s *Replays) claim(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (bool, error) {
+func (s *DynamoReplays) claim(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (bool, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return false, err
@@ -150,8 +150,8 @@ func (s *Replays) claim(ctx context.Context, key map[string]types.AttributeValue
 	return err == nil, err
 }
 
-// CompleteDelivery implements ReplayStore.
-func (s *Replays) CompleteDelivery(ctx context.Context, k ReplayKey) error {
+// CompleteDelivery implements Replays.
+func (s *DynamoReplays) CompleteDelivery(ctx context.Context, k ReplayKey) error {
 	upd := expression.Set(expression.Name("handled"), expression.Value(true))
 	_, err := conditionalUpdate(ctx, s.db, s.table, reviewerDeliveryKey(k), upd,
 		expression.AttributeExists(expression.Name("pk")), types.ReturnValueNone)
@@ -161,18 +161,18 @@ func (s *Replays) CompleteDelivery(ctx context.Context, k ReplayKey) error {
 	return nil
 }
 
-// ReleaseDelivery implements ReplayStore.
-func (s *Replays) ReleaseDelivery(ctx context.Context, k ReplayKey) error {
+// ReleaseDelivery implements Replays.
+func (s *DynamoReplays) ReleaseDelivery(ctx context.Context, k ReplayKey) error {
 	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: reviewerDeliveryKey(k)}); err != nil {
 		return fmt.Errorf("release reviewer delivery: %w", err)
 	}
 	return nil
 }
 
-// ScheduleRefresh implements ReplayStore: the item's due time is when the
+// ScheduleRefresh implements Replays: the item's due time is when the
 // scheduled refresh runs; a new one is scheduled only once that has
 // passed.
-func (s *Replays) ScheduleRefresh(ctx context.Context, id job.ID, window time.Duration) (bool, error) {
+func (s *DynamoReplays) ScheduleRefresh(ctx context.Context, id job.ID, window time.Duration) (bool, error) {
 	now := s.now().UTC()
 	due := now.Add(window)
 	upd := expression.Set(expression.Name("kind"), expression.Value("refresh")).
@@ -187,8 +187,8 @@ func (s *Replays) ScheduleRefresh(ctx context.Context, id job.ID, window time.Du
 	return ok, nil
 }
 
-// CancelRefresh implements ReplayStore.
-func (s *Replays) CancelRefresh(ctx context.Context, id job.ID) error {
+// CancelRefresh implements Replays.
+func (s *DynamoReplays) CancelRefresh(ctx context.Context, id job.ID) error {
 	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: refreshKey(id)}); err != nil {
 		return fmt.Errorf("cancel reviewer refresh: %w", err)
 	}

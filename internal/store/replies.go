@@ -14,12 +14,12 @@ import (
 	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
-// MuteStore keeps the changelists readers muted by replying "mute"
+// Mutes keeps the changelists readers muted by replying "mute"
 // (R-REPLY-7): per (changelist, recipient), no more email about that
 // changelist to that recipient. It is not a preference across
 // repositories (the recipient's PREF# item is): one changelist, one
 // reader.
-type MuteStore interface {
+type Mutes interface {
 	// Mute records that the recipient (unsubscribe.RecipientID) muted the
 	// changelist (job.ChangelistKey) at at; muting again changes nothing.
 	Mute(ctx context.Context, changelistKey, recipientID string, at time.Time) error
@@ -28,10 +28,10 @@ type MuteStore interface {
 	Muted(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]bool, error)
 }
 
-// ReplyWindowStore counts the replies to one email in a window
+// ReplyWindows counts the replies to one email in a window
 // (R-REPLY-6), so an outsider who holds a reply address cannot make
 // Criticizer write or mail without end.
-type ReplyWindowStore interface {
+type ReplyWindows interface {
 	// Admit counts the reply messageID (SES's message id) against the
 	// window of the delivery that starts at start, holding at most max;
 	// true when it is counted now or was before (a redelivery of the same
@@ -40,14 +40,14 @@ type ReplyWindowStore interface {
 	Admit(ctx context.Context, deliveryID, messageID string, start time.Time, window time.Duration, max int) (bool, error)
 }
 
-// Replies is the MuteStore and the ReplyWindowStore on the jobs table:
+// DynamoReplies implements Mutes and ReplyWindows on the jobs table:
 //
 //	MUTE#<changelist key>#<recipient id>        kind "mute", recipient_id, muted_at
 //	REPLYWIN#<delivery id>#<window start>       kind "reply_window", ids (string set)
 //
 // A mute is history like a dismissal: it expires Retention after it was
 // written (R-COST-2). A window expires a day after it ends.
-type Replies struct {
+type DynamoReplies struct {
 	db    *dynamodb.Client
 	table string
 	now   Clock
@@ -56,25 +56,25 @@ type Replies struct {
 }
 
 var (
-	_ MuteStore        = (*Replies)(nil)
-	_ ReplyWindowStore = (*Replies)(nil)
+	_ Mutes        = (*DynamoReplies)(nil)
+	_ ReplyWindows = (*DynamoReplies)(nil)
 )
 
 // NewReplies returns the replies repository on the jobs table.
-func NewReplies(db *dynamodb.Client, jobsTable string, now Clock) *Replies {
+func NewReplies(db *dynamodb.Client, jobsTable string, now Clock) *DynamoReplies {
 	if now == nil {
 		now = time.Now
 	}
-	return &Replies{db: db, table: jobsTable, now: now}
+	return &DynamoReplies{db: db, table: jobsTable, now: now}
 }
 
 func mutePK(changelistKey, recipientID string) string {
 	return schema.PrefixMute + changelistKey + "#" + recipientID
 }
 
-// Mute implements MuteStore.Mute: one UpdateItem, idempotent (the first
+// Mute implements Mutes.Mute: one UpdateItem, idempotent (the first
 // time is kept).
-func (s *Replies) Mute(ctx context.Context, changelistKey, recipientID string, at time.Time) error {
+func (s *DynamoReplies) Mute(ctx context.Context, changelistKey, recipientID string, at time.Time) error {
 	upd := expression.Set(expression.Name("kind"), expression.Value("mute")).
 		Set(expression.Name("recipient_id"), expression.Value(recipientID)).
 		Set(expression.Name("muted_at"), expression.IfNotExists(expression.Name("muted_at"), expression.Value(ts(at))))
@@ -94,9 +94,9 @@ func (s *Replies) Mute(ctx context.Context, changelistKey, recipientID string, a
 	return nil
 }
 
-// Muted implements MuteStore.Muted: one BatchGetItem per 100 recipients,
+// Muted implements Mutes.Muted: one BatchGetItem per 100 recipients,
 // strongly consistent.
-func (s *Replies) Muted(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]bool, error) {
+func (s *DynamoReplies) Muted(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]bool, error) {
 	out := map[string]bool{}
 	seen := map[string]bool{}
 	var keys []map[string]types.AttributeValue
@@ -122,12 +122,12 @@ func (s *Replies) Muted(ctx context.Context, changelistKey string, recipientIDs 
 	return out, nil
 }
 
-// Admit implements ReplyWindowStore.Admit with one conditional UpdateItem
+// Admit implements ReplyWindows.Admit with one conditional UpdateItem
 // that adds the message id to the window's set: on condition that the
 // window is new, already holds the id, or holds fewer than max. A repeat
 // (the SDK's retry after a lost answer, a redelivered reply) finds its id
 // in the set and adds nothing, so it is safe to retry.
-func (s *Replies) Admit(ctx context.Context, deliveryID, messageID string, start time.Time, window time.Duration, max int) (bool, error) {
+func (s *DynamoReplies) Admit(ctx context.Context, deliveryID, messageID string, start time.Time, window time.Duration, max int) (bool, error) {
 	pk := schema.PrefixReplyWindow + deliveryID + "#" + strconv.FormatInt(start.Unix(), 10)
 	ids := expression.Name("ids")
 	upd := expression.Set(expression.Name("kind"), expression.Value("reply_window")).

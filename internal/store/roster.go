@@ -15,7 +15,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
-// Rosters keeps each changelist's reviewer roster (reviewers.Roster) in the
+// DynamoRosters keeps each changelist's reviewer roster (reviewers.Roster) in the
 // jobs table, one item per changelist:
 //
 //	ROSTER#<source>:<changelist>   entries (username → mark), rev
@@ -24,7 +24,7 @@ import (
 // it decides who reviews a version. A roster expires after Retention
 // without a change (R-COST-2): it matters while the changelist is being
 // reviewed.
-type Rosters struct {
+type DynamoRosters struct {
 	db        *dynamodb.Client
 	table     string
 	now       Clock
@@ -32,11 +32,11 @@ type Rosters struct {
 }
 
 // NewRosters returns the roster repository on the jobs table.
-func NewRosters(db *dynamodb.Client, table string, now Clock) *Rosters {
+func NewRosters(db *dynamodb.Client, table string, now Clock) *DynamoRosters {
 	if now == nil {
 		now = time.Now
 	}
-	return &Rosters{db: db, table: table, now: now}
+	return &DynamoRosters{db: db, table: table, now: now}
 }
 
 type rosterItem struct {
@@ -55,12 +55,12 @@ func rosterKey(source, changelistID string) map[string]types.AttributeValue {
 }
 
 // Get reads a changelist's roster; an empty one when it has none.
-func (s *Rosters) Get(ctx context.Context, source, changelistID string) (reviewers.Roster, error) {
+func (s *DynamoRosters) Get(ctx context.Context, source, changelistID string) (reviewers.Roster, error) {
 	it, err := s.get(ctx, source, changelistID)
 	return it.Entries, err
 }
 
-func (s *Rosters) get(ctx context.Context, source, changelistID string) (rosterItem, error) {
+func (s *DynamoRosters) get(ctx context.Context, source, changelistID string) (rosterItem, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: rosterKey(source, changelistID), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return rosterItem{}, fmt.Errorf("get roster: %w", err)
@@ -83,7 +83,7 @@ func (s *Rosters) get(ctx context.Context, source, changelistID string) (rosterI
 // it since (its rev); a writer that lost re-reads and merges again, and
 // since merging is order-free (reviewers.Roster) the result is the same
 // whichever writer wins. Events that change nothing write nothing.
-func (s *Rosters) Apply(ctx context.Context, source, changelistID string, events []reviewers.Event) (reviewers.Roster, error) {
+func (s *DynamoRosters) Apply(ctx context.Context, source, changelistID string, events []reviewers.Event) (reviewers.Roster, error) {
 	for attempt := 0; attempt < 10; attempt++ {
 		it, err := s.get(ctx, source, changelistID)
 		if err != nil {
@@ -124,11 +124,11 @@ func (s *Rosters) Apply(ctx context.Context, source, changelistID string, events
 	return nil, fmt.Errorf("write roster: %w: too many concurrent writers", ErrConflict)
 }
 
-// RosterStore is the rosters' contract (Rosters on DynamoDB,
+// Rosters is the rosters' contract (DynamoRosters on DynamoDB,
 // memstore.Rosters in memory).
-type RosterStore interface {
+type Rosters interface {
 	Get(ctx context.Context, source, changelistID string) (reviewers.Roster, error)
 	Apply(ctx context.Context, source, changelistID string, events []reviewers.Event) (reviewers.Roster, error)
 }
 
-var _ RosterStore = (*Rosters)(nil)
+var _ Rosters = (*DynamoRosters)(nil)

@@ -1,7 +1,17 @@
 // Package store keeps Criticizer's state in DynamoDB: jobs with their
 // idempotency records and changelist heads (jobs table), and the delivery
-// outbox (deliveries table). Every state change is one conditional write, so
+// rows (deliveries table). Every state change is one conditional write, so
 // concurrent workers and duplicate messages cannot corrupt a row.
+//
+// Names: each contract is an interface named for what it holds, with no
+// Store suffix (Jobs, Deliveries, Evidence, Votes, Dismissals,
+// Preferences, Mutes, ReplyWindows, Replays, Budgets, Rosters, Directory,
+// Digests, AddedReviewers), and each backend is a driver that implements
+// it: the DynamoDB types carry a Dynamo prefix (DynamoJobs, built by
+// NewJobs; DynamoDeliveries, by NewDeliveries; ...) and package memstore's
+// types carry the contract's bare name (memstore.Jobs), the way river's
+// drivers implement one driver interface per database. Package storetest
+// runs one suite per contract against both (R-STORE-1).
 package store
 
 import (

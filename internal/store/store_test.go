@@ -9,9 +9,9 @@ import (
 
 // These are adapter tests: they run against DynamoDB Local, started by
 // `make test`. The outbox's, the jobs table's and the evidence path's
-// contracts are in outbox_conformance_test.go (package storetest).
+// contracts are in deliveries_conformance_test.go (package storetest).
 
-func newJobs(t *testing.T) *store.Jobs {
+func newJobs(t *testing.T) *store.DynamoJobs {
 	env := testenv.Stack(t)
 	res := testenv.Provision(t, env)
 	return store.NewJobs(env.Clients.DynamoDB, res.JobsTable, nil)

@@ -70,7 +70,7 @@ func counterPK(source, changelistID string) string {
 // A caller that loses the race to create the mapping reads the winner's
 // version from the cancellation (ALL_OLD) and returns it; the number it
 // drew is left unused, so versions are increasing but may have gaps.
-func (s *Jobs) AssignVersion(ctx context.Context, source, changelistID, headSHA string) (int, error) {
+func (s *DynamoJobs) AssignVersion(ctx context.Context, source, changelistID, headSHA string) (int, error) {
 	if source == "" || changelistID == "" || headSHA == "" {
 		return 0, fmt.Errorf("assign version: source, changelist and head commit are required")
 	}
@@ -176,7 +176,7 @@ func sourceRefKey(id job.ID) map[string]types.AttributeValue {
 // PutSourceRef records a job's source reference unless it already has one:
 // the first delivery's is kept. For a given job id (source, changelist,
 // version) the reference names the same commit whichever delivery wrote it.
-func (s *Jobs) PutSourceRef(ctx context.Context, id job.ID, ref SourceRef) error {
+func (s *DynamoJobs) PutSourceRef(ctx context.Context, id job.ID, ref SourceRef) error {
 	if ref.Reviewers == nil {
 		ref.Reviewers = []string{}
 	}
@@ -197,7 +197,7 @@ func (s *Jobs) PutSourceRef(ctx context.Context, id job.ID, ref SourceRef) error
 }
 
 // GetSourceRef reads a job's source reference, or ErrNotFound.
-func (s *Jobs) GetSourceRef(ctx context.Context, id job.ID) (SourceRef, error) {
+func (s *DynamoJobs) GetSourceRef(ctx context.Context, id job.ID) (SourceRef, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: sourceRefKey(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return SourceRef{}, fmt.Errorf("get source reference of %s: %w", id, err)
@@ -217,7 +217,7 @@ func (s *Jobs) GetSourceRef(ctx context.Context, id job.ID) (SourceRef, error) {
 // (AttrNoEmailReviewers), then those added since (AttrAddedNoEmail,
 // sorted), each once. A job without either (every generic job, any job
 // before fetch) has none.
-func (s *Jobs) NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error) {
+func (s *DynamoJobs) NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: jobKey(id), ConsistentRead: aws.Bool(true),
 		ProjectionExpression:     aws.String("#n, #a"),
 		ExpressionAttributeNames: map[string]string{"#n": AttrNoEmailReviewers, "#a": AttrAddedNoEmail}})

@@ -14,9 +14,9 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// VoteStore keeps readers' votes on findings (R-VOTE-1): one item per
+// Votes keeps readers' votes on findings (R-VOTE-1): one item per
 // (delivery, finding), the latest choice.
-type VoteStore interface {
+type Votes interface {
 	// Record stores v, replacing an earlier choice on the same finding of
 	// the same email, and says whether it was new, changed or a repeat.
 	Record(ctx context.Context, v vote.Vote) (vote.Outcome, error)
@@ -24,10 +24,10 @@ type VoteStore interface {
 	List(ctx context.Context) ([]vote.Vote, error)
 }
 
-// Votes is the VoteStore on the jobs table, under
+// DynamoVotes implements Votes on the jobs table, under
 // VOTE#<delivery id>#<finding id>. A vote is history, not a promise: it
 // expires Retention after its last write (R-COST-2).
-type Votes struct {
+type DynamoVotes struct {
 	db    *dynamodb.Client
 	table string
 	now   Clock
@@ -36,11 +36,11 @@ type Votes struct {
 }
 
 // NewVotes returns the votes repository on the jobs table.
-func NewVotes(db *dynamodb.Client, jobsTable string, now Clock) *Votes {
+func NewVotes(db *dynamodb.Client, jobsTable string, now Clock) *DynamoVotes {
 	if now == nil {
 		now = time.Now
 	}
-	return &Votes{db: db, table: jobsTable, now: now}
+	return &DynamoVotes{db: db, table: jobsTable, now: now}
 }
 
 type voteItem struct {
@@ -54,7 +54,7 @@ type voteItem struct {
 
 // Record is one UpdateItem that sets the choice and returns the one it
 // replaced: clicks, however many and from wherever, leave one item.
-func (s *Votes) Record(ctx context.Context, v vote.Vote) (vote.Outcome, error) {
+func (s *DynamoVotes) Record(ctx context.Context, v vote.Vote) (vote.Outcome, error) {
 	now := s.now()
 	upd := expression.Set(expression.Name("kind"), expression.Value("vote")).
 		Set(expression.Name("delivery_id"), expression.Value(v.DeliveryID)).
@@ -95,7 +95,7 @@ func outcome(old map[string]types.AttributeValue, c vote.Choice) vote.Outcome {
 // List reads every vote with a Scan of the jobs table filtered to VOTE#
 // items. It reads (and bills) the whole table: it is make eval's, run by
 // an operator now and then, never on a request's path.
-func (s *Votes) List(ctx context.Context) ([]vote.Vote, error) {
+func (s *DynamoVotes) List(ctx context.Context) ([]vote.Vote, error) {
 	e, err := expression.NewBuilder().WithFilter(expression.Name("pk").BeginsWith(schema.PrefixVote)).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build filter: %w", err)

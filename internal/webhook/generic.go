@@ -283,7 +283,7 @@ func recipients(field string, in []string) ([]string, error) {
 	for i, raw := range in {
 		addr, err := mail.ParseAddress(raw)
 		// A bare address only: "Ann <ann@x>" would put a display name into
-		// the outbox key.
+		// the delivery key.
 		if err != nil || addr.Name != "" || addr.Address != strings.TrimSpace(raw) || !strings.Contains(domainOf(addr.Address), ".") {
 			// The message names the index, never the address (PII in logs).
 			return nil, &FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Message: "must be an email address such as reviewer@example.com"}

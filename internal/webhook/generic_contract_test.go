@@ -530,7 +530,7 @@ func TestGenericParse_URLsMustBeHTTPOrHTTPS(t *testing.T) {
 	})
 }
 
-// R-OUTBOX-1: the outbox key is (changelist_id, recipient,
+// R-OUTBOX-1: the delivery key is (changelist_id, recipient,
 // review_version), so recipients must be bare addresses (a display name
 // would become part of the key) and duplicates after lower-casing are one
 // recipient ("a reviewer listed as Ann@x and ann@x must get one email").

@@ -14,7 +14,7 @@ import (
 // generic adapter. It must never panic; every rejection is a *FieldError
 // naming a field (or a *TooLargeError); and every accepted Change satisfies
 // the contract the rest of the pipeline relies on: 1–50 normalized unique
-// recipients (the outbox key, R-OUTBOX-1), ReviewVersion ≥ 1 (R-INTAKE-3), and
+// recipients (the delivery key, R-OUTBOX-1), ReviewVersion ≥ 1 (R-INTAKE-3), and
 // exactly one of Diff and DiffURL.
 func FuzzGenericParse(f *testing.F) {
 	sample, err := os.ReadFile(genSamplePath)

@@ -5,7 +5,7 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// VoteSigner returns the signer of the feedback links (R-VOTE-1), nil
+// VoteSigner returns the signer of the vote links (R-VOTE-1), nil
 // without an unsubscribe key: its keys are derived from that key and the
 // previous one, so a rotation of the one rotates the other, and the
 // deploy holds no second secret.

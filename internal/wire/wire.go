@@ -78,10 +78,10 @@ type Base struct {
 	AWS        aws.Config
 	DynamoDB   *dynamodb.Client
 	SQS        *sqs.Client
-	Jobs       *store.Jobs
-	Deliveries *store.Deliveries
-	Evidence   *store.Evidence
-	Recipients *store.Recipients
+	Jobs       *store.DynamoJobs
+	Deliveries *store.DynamoDeliveries
+	Evidence   *store.DynamoEvidence
+	Recipients *store.DynamoRecipients
 	Queue      *queue.Client
 	Log        *slog.Logger
 	Now        func() time.Time

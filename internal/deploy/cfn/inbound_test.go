@@ -7,7 +7,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/deploy/cfn"
-	"github.com/criticizer/criticizer/internal/reply"
+	"github.com/criticizer/criticizer/internal/inbound"
 )
 
 // Replies in both renderings: without an inbound domain there is no
@@ -21,8 +21,8 @@ import (
 // set and the bucket statement under HasInboundDomain.
 // Rules: R-REPLY-1.
 func TestInbound_ReceiptRuleOnlyWithADomain_Confined(t *testing.T) {
-	if deploy.InboundPrefix != reply.InboundPrefix {
-		t.Fatalf("the bucket's prefix %q is not the one the reply function reads, %q", deploy.InboundPrefix, reply.InboundPrefix)
+	if deploy.InboundPrefix != inbound.InboundPrefix {
+		t.Fatalf("the bucket's prefix %q is not the one the reply function reads, %q", deploy.InboundPrefix, inbound.InboundPrefix)
 	}
 	rule := "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:receipt-rule-set/${AWS::StackName}-inbound:receipt-rule/${AWS::StackName}-replies"
 	off := resources(rendered(t, nil))

@@ -17,12 +17,12 @@ type Budgets struct {
 	windows map[string][]job.ID
 }
 
-var _ store.BudgetStore = (*Budgets)(nil)
+var _ store.Budgets = (*Budgets)(nil)
 
 // NewBudgets returns empty budgets.
 func NewBudgets() *Budgets { return &Budgets{windows: map[string][]job.ID{}} }
 
-// Spend implements store.BudgetStore: every window or none, a job once.
+// Spend implements store.Budgets: every window or none, a job once.
 func (s *Budgets) Spend(_ context.Context, sp store.Spend) (store.SpendResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -59,7 +59,7 @@ type claim struct {
 	handled     bool
 }
 
-var _ store.ReplayStore = (*Replays)(nil)
+var _ store.Replays = (*Replays)(nil)
 
 // NewReplays returns empty replay records with clock now (time.Now if nil).
 func NewReplays(now store.Clock) *Replays {
@@ -79,7 +79,7 @@ func replayKey(k store.ReplayKey) string {
 	return kind + k.Source + "#" + k.ID
 }
 
-// ClaimDelivery implements store.ReplayStore.
+// ClaimDelivery implements store.Replays.
 func (s *Replays) ClaimDelivery(_ context.Context, key store.ReplayKey, window, lease time.Duration) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -92,7 +92,7 @@ func (s *Replays) ClaimDelivery(_ context.Context, key store.ReplayKey, window, 
 	return true, nil
 }
 
-// CompleteDelivery implements store.ReplayStore.
+// CompleteDelivery implements store.Replays.
 func (s *Replays) CompleteDelivery(_ context.Context, key store.ReplayKey) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -104,7 +104,7 @@ func (s *Replays) CompleteDelivery(_ context.Context, key store.ReplayKey) error
 	return nil
 }
 
-// ReleaseDelivery implements store.ReplayStore.
+// ReleaseDelivery implements store.Replays.
 func (s *Replays) ReleaseDelivery(_ context.Context, key store.ReplayKey) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -112,7 +112,7 @@ func (s *Replays) ReleaseDelivery(_ context.Context, key store.ReplayKey) error 
 	return nil
 }
 
-// ScheduleRefresh implements store.ReplayStore.
+// ScheduleRefresh implements store.Replays.
 func (s *Replays) ScheduleRefresh(_ context.Context, id job.ID, window time.Duration) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -124,7 +124,7 @@ func (s *Replays) ScheduleRefresh(_ context.Context, id job.ID, window time.Dura
 	return true, nil
 }
 
-// CancelRefresh implements store.ReplayStore.
+// CancelRefresh implements store.Replays.
 func (s *Replays) CancelRefresh(_ context.Context, id job.ID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

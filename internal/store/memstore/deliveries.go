@@ -1,6 +1,6 @@
-// Package memstore is an in-memory outbox with the same contract as the
-// DynamoDB one (store.Deliveries): the same conditions, the same
-// transitions, the same errors. The protocols' unit tests run on it with
+// Package memstore keeps the store's contracts in memory (store.Deliveries,
+// store.Jobs, ...), as the DynamoDB drivers keep them: the same conditions,
+// the same transitions, the same errors. The protocols' unit tests run on it with
 // no stack; the conformance suite (storetest) proves the two alike, on
 // every run of make test (R-STORE-1).
 //
@@ -20,7 +20,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 )
 
-// Deliveries is the in-memory outbox. Safe for concurrent use: each method
+// Deliveries is the in-memory store.Deliveries. Safe for concurrent use: each method
 // is one atomic step, as each DynamoDB write is.
 type Deliveries struct {
 	mu   sync.Mutex
@@ -28,7 +28,7 @@ type Deliveries struct {
 	now  store.Clock
 }
 
-var _ store.Outbox = (*Deliveries)(nil)
+var _ store.Deliveries = (*Deliveries)(nil)
 
 // NewDeliveries returns an empty outbox with clock now (time.Now if nil).
 func NewDeliveries(now store.Clock) *Deliveries {
@@ -88,7 +88,7 @@ func (s *Deliveries) ours(ctx context.Context, id string, row delivery.Row, err 
 	return cur, err
 }
 
-// Ensure implements store.Outbox.
+// Ensure implements store.Deliveries.
 func (s *Deliveries) Ensure(_ context.Context, r delivery.Row) (delivery.Row, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -99,7 +99,7 @@ func (s *Deliveries) Ensure(_ context.Context, r delivery.Row) (delivery.Row, bo
 	return clone(r), true, nil
 }
 
-// Get implements store.Outbox.
+// Get implements store.Deliveries.
 func (s *Deliveries) Get(_ context.Context, id string) (delivery.Row, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -110,7 +110,7 @@ func (s *Deliveries) Get(_ context.Context, id string) (delivery.Row, error) {
 	return clone(r), nil
 }
 
-// GetMany implements store.Outbox.
+// GetMany implements store.Deliveries.
 func (s *Deliveries) GetMany(ctx context.Context, ids []string) ([]delivery.Row, error) {
 	var out []delivery.Row
 	seen := map[string]bool{}
@@ -126,7 +126,7 @@ func (s *Deliveries) GetMany(ctx context.Context, ids []string) ([]delivery.Row,
 	return out, nil
 }
 
-// Claim implements store.Outbox.
+// Claim implements store.Deliveries.
 func (s *Deliveries) Claim(ctx context.Context, id, token string, lease time.Duration) (delivery.Row, error) {
 	now := s.clock()
 	row, err := s.update(id, func(r delivery.Row) bool {
@@ -143,7 +143,7 @@ func sendingUnder(token string) func(delivery.Row) bool {
 	return func(r delivery.Row) bool { return r.Status == delivery.StatusSending && r.ClaimToken == token }
 }
 
-// MarkSent implements store.Outbox.
+// MarkSent implements store.Deliveries.
 func (s *Deliveries) MarkSent(ctx context.Context, id, token, notificationID string) (delivery.Row, error) {
 	now := s.clock()
 	row, err := s.update(id, sendingUnder(token), func(r *delivery.Row) {
@@ -153,7 +153,7 @@ func (s *Deliveries) MarkSent(ctx context.Context, id, token, notificationID str
 	return s.ours(ctx, id, row, err, func(r delivery.Row) bool { return r.NotificationID == notificationID })
 }
 
-// Release implements store.Outbox.
+// Release implements store.Deliveries.
 func (s *Deliveries) Release(ctx context.Context, id, token string, status delivery.Status, errorClass string) (delivery.Row, error) {
 	now := s.clock()
 	row, err := s.update(id, sendingUnder(token), func(r *delivery.Row) {
@@ -164,7 +164,7 @@ func (s *Deliveries) Release(ctx context.Context, id, token string, status deliv
 	})
 }
 
-// Reject implements store.Outbox.
+// Reject implements store.Deliveries.
 func (s *Deliveries) Reject(ctx context.Context, id, providerMessageID string, at time.Time) (delivery.Row, error) {
 	now := s.clock()
 	row, err := s.update(id, func(r delivery.Row) bool {
@@ -191,7 +191,7 @@ func (s *Deliveries) Reject(ctx context.Context, id, providerMessageID string, a
 	return row, err
 }
 
-// Backfill implements store.Outbox.
+// Backfill implements store.Deliveries.
 func (s *Deliveries) Backfill(_ context.Context, id, notificationID string, at time.Time) (delivery.Row, error) {
 	now := s.clock()
 	return s.update(id, func(r delivery.Row) bool { return r.NotifiedAt.IsZero() }, func(r *delivery.Row) {
@@ -200,7 +200,7 @@ func (s *Deliveries) Backfill(_ context.Context, id, notificationID string, at t
 	})
 }
 
-// Requeue implements store.Outbox.
+// Requeue implements store.Deliveries.
 func (s *Deliveries) Requeue(_ context.Context, id string, errorClass string) (delivery.Row, error) {
 	now := s.clock()
 	return s.update(id, func(r delivery.Row) bool {
@@ -211,7 +211,7 @@ func (s *Deliveries) Requeue(_ context.Context, id string, errorClass string) (d
 	})
 }
 
-// Awaiting implements store.Outbox.
+// Awaiting implements store.Deliveries.
 func (s *Deliveries) Awaiting(_ context.Context, id string) (delivery.Row, error) {
 	now := s.clock()
 	return s.update(id, func(r delivery.Row) bool { return r.Status == delivery.StatusSending }, func(r *delivery.Row) {
@@ -219,7 +219,7 @@ func (s *Deliveries) Awaiting(_ context.Context, id string) (delivery.Row, error
 	})
 }
 
-// RecordEvent implements store.Outbox.
+// RecordEvent implements store.Deliveries.
 func (s *Deliveries) RecordEvent(ctx context.Context, id string, e store.Event) (delivery.Row, store.EventOutcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -276,7 +276,7 @@ func (s *Deliveries) RecordEvent(ctx context.Context, id string, e store.Event) 
 	return clone(r), store.EventRecorded, nil
 }
 
-// RecordDuplicate implements store.Outbox.
+// RecordDuplicate implements store.Deliveries.
 func (s *Deliveries) RecordDuplicate(_ context.Context, r delivery.Row, messageID string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -289,7 +289,7 @@ func (s *Deliveries) RecordDuplicate(_ context.Context, r delivery.Row, messageI
 	return true, nil
 }
 
-// Skip implements store.Outbox.
+// Skip implements store.Deliveries.
 func (s *Deliveries) Skip(_ context.Context, id string, status delivery.Status, reason string) (delivery.Row, error) {
 	now := s.clock()
 	return s.update(id, func(r delivery.Row) bool {
@@ -297,7 +297,7 @@ func (s *Deliveries) Skip(_ context.Context, id string, status delivery.Status, 
 	}, func(r *delivery.Row) { r.Status, r.SkipReason, r.UpdatedAt = status, reason, now })
 }
 
-// ResendAfterNotDelivered implements store.Outbox.
+// ResendAfterNotDelivered implements store.Deliveries.
 func (s *Deliveries) ResendAfterNotDelivered(_ context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error) {
 	now := s.clock()
 	return s.update(id, func(r delivery.Row) bool {
@@ -317,7 +317,7 @@ func (s *Deliveries) ResendAfterNotDelivered(_ context.Context, id, providerMess
 	})
 }
 
-// MarkReconciling implements store.Outbox.
+// MarkReconciling implements store.Deliveries.
 func (s *Deliveries) MarkReconciling(_ context.Context, id string) (delivery.Row, error) {
 	now := s.clock()
 	return s.update(id, func(r delivery.Row) bool {
@@ -331,7 +331,7 @@ func heldForOperator(now time.Time) func(delivery.Row) bool {
 	}
 }
 
-// ResolveSent implements store.Outbox.
+// ResolveSent implements store.Deliveries.
 func (s *Deliveries) ResolveSent(_ context.Context, id string) (delivery.Row, error) {
 	now := s.clock()
 	return s.update(id, heldForOperator(now), func(r *delivery.Row) {
@@ -343,7 +343,7 @@ func (s *Deliveries) ResolveSent(_ context.Context, id string) (delivery.Row, er
 	})
 }
 
-// ClearAndRequeue implements store.Outbox.
+// ClearAndRequeue implements store.Deliveries.
 func (s *Deliveries) ClearAndRequeue(_ context.Context, id string) (delivery.Row, error) {
 	now := s.clock()
 	held := heldForOperator(now)
@@ -353,7 +353,7 @@ func (s *Deliveries) ClearAndRequeue(_ context.Context, id string) (delivery.Row
 	})
 }
 
-// Unsettled implements store.Outbox.
+// Unsettled implements store.Deliveries.
 func (s *Deliveries) Unsettled(_ context.Context, sentBefore time.Time, fn func(delivery.Row) error) error {
 	s.mu.Lock()
 	var rows []delivery.Row

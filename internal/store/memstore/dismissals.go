@@ -8,7 +8,7 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// Dismissals is the in-memory store.DismissalStore.
+// Dismissals is the in-memory store.Dismissals.
 type Dismissals struct {
 	mu    sync.Mutex
 	marks map[[2]string]vote.Marks // (changelist key, recipient id)
@@ -17,7 +17,7 @@ type Dismissals struct {
 // NewDismissals returns an empty dismissals store.
 func NewDismissals() *Dismissals { return &Dismissals{marks: map[[2]string]vote.Marks{}} }
 
-// Mark implements store.DismissalStore.Mark.
+// Mark implements store.Dismissals.Mark.
 func (s *Dismissals) Mark(_ context.Context, changelistKey, recipientID, key string, c vote.Choice, at time.Time) (vote.MarkOutcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -29,7 +29,7 @@ func (s *Dismissals) Mark(_ context.Context, changelistKey, recipientID, key str
 	return outcome, nil
 }
 
-// Marks implements store.DismissalStore.Marks; the maps returned are
+// Marks implements store.Dismissals.Marks; the maps returned are
 // copies.
 func (s *Dismissals) Marks(_ context.Context, changelistKey string, recipientIDs []string) (map[string]vote.Marks, error) {
 	s.mu.Lock()

@@ -16,7 +16,7 @@ type Evidence struct {
 	now  store.Clock
 }
 
-var _ store.EvidencePath = (*Evidence)(nil)
+var _ store.Evidence = (*Evidence)(nil)
 
 // NewEvidence returns an evidence path on which no event was recorded,
 // with clock now (time.Now if nil).
@@ -27,7 +27,7 @@ func NewEvidence(now store.Clock) *Evidence {
 	return &Evidence{sets: map[string]*store.EvidenceState{}, now: now}
 }
 
-// ClaimProbe implements store.EvidencePath.
+// ClaimProbe implements store.Evidence.
 func (e *Evidence) ClaimProbe(_ context.Context, set string, need time.Time, every time.Duration) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -52,7 +52,7 @@ func (e *Evidence) state(set string) *store.EvidenceState {
 	return st
 }
 
-// Advance implements store.EvidencePath.
+// Advance implements store.Evidence.
 func (e *Evidence) Advance(_ context.Context, set string, at time.Time) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -62,7 +62,7 @@ func (e *Evidence) Advance(_ context.Context, set string, at time.Time) error {
 	return nil
 }
 
-// Drain implements store.EvidencePath.
+// Drain implements store.Evidence.
 func (e *Evidence) Drain(_ context.Context, set string, at time.Time) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -72,7 +72,7 @@ func (e *Evidence) Drain(_ context.Context, set string, at time.Time) error {
 	return nil
 }
 
-// Observe implements store.EvidencePath.
+// Observe implements store.Evidence.
 func (e *Evidence) Observe(_ context.Context, set string, at time.Time, r store.Reading, every time.Duration) (time.Time, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -90,7 +90,7 @@ func (e *Evidence) ForgetProbe(_ context.Context, set string) error {
 	return nil
 }
 
-// State implements store.EvidencePath.
+// State implements store.Evidence.
 func (e *Evidence) State(_ context.Context, set string) (store.EvidenceState, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

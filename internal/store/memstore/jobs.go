@@ -43,7 +43,7 @@ type idemRecord struct {
 	responseBody   []byte
 }
 
-var _ store.JobStore = (*Jobs)(nil)
+var _ store.Jobs = (*Jobs)(nil)
 
 // NewJobs returns an empty jobs table with clock now (time.Now if nil).
 func NewJobs(now store.Clock) *Jobs {
@@ -54,7 +54,7 @@ func NewJobs(now store.Clock) *Jobs {
 		refs: map[job.ID]store.SourceRef{}, extra: map[job.ID]map[string]any{}, now: now}
 }
 
-// Create implements store.JobStore: the job, its idempotency record and
+// Create implements store.Jobs: the job, its idempotency record and
 // the changelist head in one step, each with its condition; the first
 // failing one decides, in store.Jobs's order.
 func (s *Jobs) Create(_ context.Context, req store.CreateRequest) (store.CreateResult, error) {
@@ -91,7 +91,7 @@ func (s *Jobs) Create(_ context.Context, req store.CreateRequest) (store.CreateR
 	return store.CreateResult{Outcome: store.Created, Job: j, ResponseStatus: req.ResponseStatus, ResponseBody: req.ResponseBody}, nil
 }
 
-// Get implements store.JobStore.
+// Get implements store.Jobs.
 func (s *Jobs) Get(_ context.Context, id job.ID) (job.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,7 +102,7 @@ func (s *Jobs) Get(_ context.Context, id job.ID) (job.Job, error) {
 	return j, nil
 }
 
-// LatestVersion implements store.JobStore: the changelist's head, or
+// LatestVersion implements store.Jobs: the changelist's head, or
 // ErrNotFound.
 func (s *Jobs) LatestVersion(_ context.Context, source, changelistID string) (int, job.ID, error) {
 	s.mu.Lock()
@@ -114,14 +114,14 @@ func (s *Jobs) LatestVersion(_ context.Context, source, changelistID string) (in
 	return h.version, h.jobID, nil
 }
 
-// ThreadTitle implements store.JobStore.
+// ThreadTitle implements store.Jobs.
 func (s *Jobs) ThreadTitle(_ context.Context, source, changelistID string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.heads[job.ChangelistKey(source, changelistID)].title, nil
 }
 
-// KeepThreadTitle implements store.JobStore.
+// KeepThreadTitle implements store.Jobs.
 func (s *Jobs) KeepThreadTitle(_ context.Context, source, changelistID, title string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -171,7 +171,7 @@ func (s *Jobs) Put(j job.Job) {
 	s.jobs[j.ID] = j
 }
 
-// PutSourceRef implements store.JobStore: the first write is kept.
+// PutSourceRef implements store.Jobs: the first write is kept.
 func (s *Jobs) PutSourceRef(_ context.Context, id job.ID, ref store.SourceRef) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -321,7 +321,7 @@ func (s *Jobs) GetSourceRef(_ context.Context, id job.ID) (store.SourceRef, erro
 	return ref, nil
 }
 
-// Reopen implements store.JobStore.
+// Reopen implements store.Jobs.
 func (s *Jobs) Reopen(_ context.Context, id job.ID) error {
 	return s.update(id, func(j job.Job) bool {
 		finished := (j.Status == job.StatusSucceeded || j.Status == job.StatusNeedsIntervention) && j.Stage == job.StageDone
@@ -332,14 +332,14 @@ func (s *Jobs) Reopen(_ context.Context, id job.ID) error {
 	})
 }
 
-// Intervene implements store.JobStore.
+// Intervene implements store.Jobs.
 func (s *Jobs) Intervene(_ context.Context, id job.ID) error {
 	return s.update(id, func(j job.Job) bool {
 		return (j.Stage == job.StageNotify || j.Stage == job.StageDone) && j.Status != job.StatusDeadLettered
 	}, func(j *job.Job) { j.Status, j.AddedRev = job.StatusNeedsIntervention, j.AddedRev+1 })
 }
 
-// StuckJobs implements store.JobStore.
+// StuckJobs implements store.Jobs.
 func (s *Jobs) StuckJobs(_ context.Context, before time.Time, fn func(job.Job) error) error {
 	s.mu.Lock()
 	var out []job.Job

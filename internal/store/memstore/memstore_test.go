@@ -8,18 +8,18 @@ import (
 	"github.com/criticizer/criticizer/internal/store/storetest"
 )
 
-// The in-memory outbox keeps the contract DynamoDB keeps: the same
+// The in-memory deliveries keep the contract DynamoDB keeps: the same
 // conformance suite, with no stack.
 // Rules: R-STORE-1.
-func TestOutbox_Memstore(t *testing.T) {
-	storetest.Outbox(t, func(_ *testing.T, now store.Clock) store.Outbox { return memstore.NewDeliveries(now) })
+func TestDeliveries_Memstore(t *testing.T) {
+	storetest.Deliveries(t, func(_ *testing.T, now store.Clock) store.Deliveries { return memstore.NewDeliveries(now) })
 }
 
 // The in-memory jobs table and evidence path keep their contracts too.
 // Rules: R-STORE-1.
-func TestJobStore_Memstore(t *testing.T) {
-	storetest.JobStore(t, func(_ *testing.T, now store.Clock) store.JobStore { return memstore.NewJobs(now) })
-	storetest.EvidencePath(t, func(_ *testing.T, now store.Clock) store.EvidencePath { return memstore.NewEvidence(now) })
+func TestJobs_Memstore(t *testing.T) {
+	storetest.Jobs(t, func(_ *testing.T, now store.Clock) store.Jobs { return memstore.NewJobs(now) })
+	storetest.Evidence(t, func(_ *testing.T, now store.Clock) store.Evidence { return memstore.NewEvidence(now) })
 }
 
 // The in-memory reviewer stores keep the contract DynamoDB keeps.
@@ -33,25 +33,25 @@ func TestReviewerStores_Memstore(t *testing.T) {
 // The in-memory vote store keeps the contract DynamoDB keeps.
 // Rules: R-STORE-1.
 func TestVotes_Memstore(t *testing.T) {
-	storetest.Votes(t, func(*testing.T) store.VoteStore { return memstore.NewVotes() })
+	storetest.Votes(t, func(*testing.T) store.Votes { return memstore.NewVotes() })
 }
 
 // The in-memory dismissal store keeps the contract DynamoDB keeps.
 // Rules: R-STORE-1, R-VOTE-3.
 func TestDismissals_Memstore(t *testing.T) {
-	storetest.Dismissals(t, func(*testing.T) store.DismissalStore { return memstore.NewDismissals() })
+	storetest.Dismissals(t, func(*testing.T) store.Dismissals { return memstore.NewDismissals() })
 }
 
 // The in-memory preference store keeps the contract DynamoDB keeps.
 // Rules: R-STORE-1, R-PREF-1.
 func TestPreferences_Memstore(t *testing.T) {
-	storetest.Preferences(t, func(*testing.T) store.PreferenceStore { return memstore.NewRecipients() })
+	storetest.Preferences(t, func(*testing.T) store.Preferences { return memstore.NewRecipients() })
 }
 
-// The in-memory outbox keeps the digest rows' contract DynamoDB keeps.
+// The in-memory deliveries keep the digest rows' contract DynamoDB keeps.
 // Rules: R-STORE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3.
 func TestDigests_Memstore(t *testing.T) {
-	storetest.Digests(t, func(_ *testing.T, now store.Clock) storetest.DigestStore { return memstore.NewDeliveries(now) })
+	storetest.Digests(t, func(_ *testing.T, now store.Clock) storetest.DigestRows { return memstore.NewDeliveries(now) })
 }
 
 // The in-memory mutes and reply windows keep the contract DynamoDB keeps.

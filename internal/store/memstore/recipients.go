@@ -13,7 +13,7 @@ import (
 )
 
 // Recipients keeps suppressions and preference records in memory: the
-// store.PreferenceStore contract (storetest.Preferences) without a table.
+// store.Preferences contract (storetest.Preferences) without a table.
 type Recipients struct {
 	mu         sync.Mutex
 	suppressed map[string]string            // recipient id -> first reason
@@ -21,7 +21,7 @@ type Recipients struct {
 	now        store.Clock
 }
 
-var _ store.PreferenceStore = (*Recipients)(nil)
+var _ store.Preferences = (*Recipients)(nil)
 
 // NewRecipients returns a set with no suppression and no preference.
 func NewRecipients() *Recipients {
@@ -47,14 +47,14 @@ func (r *Recipients) record(id string) prefs.Preferences {
 	return prefs.Default().Normalized()
 }
 
-// Preferences implements store.PreferenceStore.
+// Preferences implements store.Preferences.
 func (r *Recipients) Preferences(_ context.Context, recipientID string) (prefs.Preferences, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.record(recipientID), nil
 }
 
-// SavePreferences implements store.PreferenceStore.
+// SavePreferences implements store.Preferences.
 func (r *Recipients) SavePreferences(_ context.Context, recipientID string, p prefs.Preferences) (prefs.Preferences, error) {
 	p = p.Normalized()
 	if err := p.Validate(); err != nil {
@@ -71,7 +71,7 @@ func (r *Recipients) SavePreferences(_ context.Context, recipientID string, p pr
 	return p, nil
 }
 
-// Mute implements store.PreferenceStore.
+// Mute implements store.Preferences.
 func (r *Recipients) Mute(_ context.Context, recipientID, repository string) error {
 	if repository == "" || len(repository) > prefs.MaxRepository {
 		return fmt.Errorf("mute: a repository of %d bytes, want 1 to %d", len(repository), prefs.MaxRepository)
@@ -91,7 +91,7 @@ func (r *Recipients) Mute(_ context.Context, recipientID, repository string) err
 	return nil
 }
 
-// UnsubscribeAll implements store.PreferenceStore.
+// UnsubscribeAll implements store.Preferences.
 func (r *Recipients) UnsubscribeAll(_ context.Context, recipientID string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -102,7 +102,7 @@ func (r *Recipients) UnsubscribeAll(_ context.Context, recipientID string) error
 	return nil
 }
 
-// Standings implements store.PreferenceStore: every recipient's
+// Standings implements store.Preferences: every recipient's
 // suppression and preference record.
 func (r *Recipients) Standings(_ context.Context, ids []string) (map[string]delivery.Standing, error) {
 	r.mu.Lock()

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Replies is the in-memory store.MuteStore and store.ReplyWindowStore.
+// Replies is the in-memory store.Mutes and store.ReplyWindows.
 type Replies struct {
 	mu      sync.Mutex
 	mutes   map[[2]string]time.Time    // (changelist key, recipient id)
@@ -18,7 +18,7 @@ func NewReplies() *Replies {
 	return &Replies{mutes: map[[2]string]time.Time{}, windows: map[string]map[string]bool{}}
 }
 
-// Mute implements store.MuteStore.Mute.
+// Mute implements store.Mutes.Mute.
 func (s *Replies) Mute(_ context.Context, changelistKey, recipientID string, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -29,7 +29,7 @@ func (s *Replies) Mute(_ context.Context, changelistKey, recipientID string, at 
 	return nil
 }
 
-// Muted implements store.MuteStore.Muted.
+// Muted implements store.Mutes.Muted.
 func (s *Replies) Muted(_ context.Context, changelistKey string, recipientIDs []string) (map[string]bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -42,7 +42,7 @@ func (s *Replies) Muted(_ context.Context, changelistKey string, recipientIDs []
 	return out, nil
 }
 
-// Admit implements store.ReplyWindowStore.Admit.
+// Admit implements store.ReplyWindows.Admit.
 func (s *Replies) Admit(_ context.Context, deliveryID, messageID string, start time.Time, _ time.Duration, max int) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -9,7 +9,7 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// Votes is the in-memory store.VoteStore.
+// Votes is the in-memory store.Votes.
 type Votes struct {
 	mu    sync.Mutex
 	votes map[[2]string]vote.Vote // (delivery id, finding id)
@@ -18,7 +18,7 @@ type Votes struct {
 // NewVotes returns an empty vote store.
 func NewVotes() *Votes { return &Votes{votes: map[[2]string]vote.Vote{}} }
 
-// Record implements store.VoteStore.Record.
+// Record implements store.Votes.Record.
 func (s *Votes) Record(_ context.Context, v vote.Vote) (vote.Outcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -35,7 +35,7 @@ func (s *Votes) Record(_ context.Context, v vote.Vote) (vote.Outcome, error) {
 	}
 }
 
-// List implements store.VoteStore.List, in key order.
+// List implements store.Votes.List, in key order.
 func (s *Votes) List(context.Context) ([]vote.Vote, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -12,7 +12,7 @@ import (
 )
 
 // BudgetsOpener opens empty budgets for one test.
-type BudgetsOpener func(t *testing.T) store.BudgetStore
+type BudgetsOpener func(t *testing.T) store.Budgets
 
 // Budgets runs the model-run budgets' suite against the store open returns.
 func Budgets(t *testing.T, open BudgetsOpener) {
@@ -107,7 +107,7 @@ func Budgets(t *testing.T, open BudgetsOpener) {
 }
 
 // ReplaysOpener opens empty replay records for one test, on clock now.
-type ReplaysOpener func(t *testing.T, now store.Clock) store.ReplayStore
+type ReplaysOpener func(t *testing.T, now store.Clock) store.Replays
 
 // Replays runs the replay records' suite against the store open returns.
 func Replays(t *testing.T, open ReplaysOpener) {

@@ -13,15 +13,15 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 )
 
-// DigestStore is an outbox that keeps the daily digest's rows too.
-type DigestStore interface {
-	store.Outbox
+// DigestRows is an outbox that keeps the daily digest's rows too.
+type DigestRows interface {
+	store.Deliveries
 	store.Digests
 }
 
 // DigestOpener opens an empty digest store for one test, with clock now
 // (time.Now if nil).
-type DigestOpener func(t *testing.T, now store.Clock) DigestStore
+type DigestOpener func(t *testing.T, now store.Clock) DigestRows
 
 // Digests runs the digest rows' conformance suite: each case on a store
 // of its own.
@@ -32,7 +32,7 @@ func Digests(t *testing.T, open DigestOpener) {
 	}{
 		{"AddToDigest_CreatesOpen_EachEntryOnce", addToDigestCreatesOpenEachEntryOnce},
 		{"AddToDigest_ClosedOrFull_Refused", addToDigestClosedOrFullRefused},
-		{"CloseDigest_OnlyWhatWasRead_ThenAnOutboxRow", closeDigestOnlyWhatWasReadThenAnOutboxRow},
+		{"CloseDigest_OnlyWhatWasRead_ThenADeliveryRow", closeDigestOnlyWhatWasReadThenADeliveryRow},
 		{"CloseDigest_RacingAdds_NoEntryDroppedOrTaken", closeDigestRacingAddsNoEntryDroppedOrTaken},
 		{"DueDigests_DueOpenOrClosedNeverClaimed", dueDigestsDueOpenOrClosedNeverClaimed},
 		{"SettleDigested_UnsentOnly_MoveFromTheNamedDigest", settleDigestedUnsentOnlyMoveFromTheNamedDigest},
@@ -109,9 +109,9 @@ func addToDigestClosedOrFullRefused(t *testing.T, open DigestOpener) {
 
 // R-DIGEST-1, R-DIGEST-3: a digest closes only on the entries it was
 // read with, with its message rendered once; closed pending it is an
-// outbox row: claimed, marked sent, never claimed again. A repeat of the
+// delivery row: claimed, marked sent, never claimed again. A repeat of the
 // same close (an SDK retry) is recognised; another close is refused.
-func closeDigestOnlyWhatWasReadThenAnOutboxRow(t *testing.T, open DigestOpener) {
+func closeDigestOnlyWhatWasReadThenADeliveryRow(t *testing.T, open DigestOpener) {
 	d := open(t, nil)
 	ctx := context.Background()
 	g := newDigest(digestDue)

@@ -16,11 +16,11 @@ import (
 // that changelist only, the latest choice by when it was made wins, the
 // marks are bounded, concurrent votes are all kept, and one read returns
 // every recipient's marks.
-func Dismissals(t *testing.T, open func(t *testing.T) store.DismissalStore) {
+func Dismissals(t *testing.T, open func(t *testing.T) store.Dismissals) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	min := func(m int) time.Time { return at.Add(time.Duration(m) * time.Minute) }
-	marks := func(t *testing.T, s store.DismissalStore, cl string, ids ...string) map[string]vote.Marks {
+	marks := func(t *testing.T, s store.Dismissals, cl string, ids ...string) map[string]vote.Marks {
 		t.Helper()
 		got, err := s.Marks(ctx, cl, ids)
 		if err != nil {
@@ -28,7 +28,7 @@ func Dismissals(t *testing.T, open func(t *testing.T) store.DismissalStore) {
 		}
 		return got
 	}
-	mark := func(t *testing.T, s store.DismissalStore, cl, rid, key string, c vote.Choice, m int, want vote.MarkOutcome) {
+	mark := func(t *testing.T, s store.Dismissals, cl, rid, key string, c vote.Choice, m int, want vote.MarkOutcome) {
 		t.Helper()
 		got, err := s.Mark(ctx, cl, rid, key, c, min(m))
 		if err != nil || got != want {

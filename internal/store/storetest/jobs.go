@@ -36,11 +36,11 @@ func Create(t *testing.T, s Creator, j job.Job, key, bodySHA string) store.Creat
 	return res
 }
 
-// JobStoreOpener opens an empty jobs table for one test.
-type JobStoreOpener func(t *testing.T, now store.Clock) store.JobStore
+// JobsOpener opens an empty jobs table for one test.
+type JobsOpener func(t *testing.T, now store.Clock) store.Jobs
 
-// JobStore runs the jobs table's suite against the stores open returns.
-func JobStore(t *testing.T, open JobStoreOpener) {
+// Jobs runs the jobs table's suite against the stores open returns.
+func Jobs(t *testing.T, open JobsOpener) {
 	// R-INTAKE-1: "If an insert violates that unique constraint, the service
 	// MUST treat it as a duplicate request and return the existing job instead
 	// of creating a second job."
@@ -236,10 +236,10 @@ func JobStore(t *testing.T, open JobStoreOpener) {
 }
 
 // EvidenceOpener opens an empty evidence path for one test.
-type EvidenceOpener func(t *testing.T, now store.Clock) store.EvidencePath
+type EvidenceOpener func(t *testing.T, now store.Clock) store.Evidence
 
-// EvidencePath runs the evidence path's suite.
-func EvidencePath(t *testing.T, open EvidenceOpener) {
+// Evidence runs the evidence path's suite.
+func Evidence(t *testing.T, open EvidenceOpener) {
 	// The newest event time and the drain time move forward only, each on
 	// its own, per configuration set; probes are claimed once per need.
 	// Rules: R-EVIDENCE-2, R-EVIDENCE-3.

@@ -19,9 +19,9 @@ import (
 // saves nothing; a one-click mute and unsubscribe land in the same record
 // the page edits, without undoing its fields; a bad record is refused
 // whole.
-func Preferences(t *testing.T, open func(t *testing.T) store.PreferenceStore) {
+func Preferences(t *testing.T, open func(t *testing.T) store.Preferences) {
 	ctx := context.Background()
-	read := func(t *testing.T, s store.PreferenceStore, id string) prefs.Preferences {
+	read := func(t *testing.T, s store.Preferences, id string) prefs.Preferences {
 		t.Helper()
 		p, err := s.Preferences(ctx, id)
 		if err != nil {
@@ -29,7 +29,7 @@ func Preferences(t *testing.T, open func(t *testing.T) store.PreferenceStore) {
 		}
 		return p
 	}
-	standing := func(t *testing.T, s store.PreferenceStore, id string) delivery.Standing {
+	standing := func(t *testing.T, s store.Preferences, id string) delivery.Standing {
 		t.Helper()
 		st, err := s.Standings(ctx, []string{id, "r_someone_else", id})
 		if err != nil {

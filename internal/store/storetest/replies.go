@@ -12,8 +12,8 @@ import (
 
 // ReplyStores are the stores a reply writes besides votes and marks.
 type ReplyStores interface {
-	store.MuteStore
-	store.ReplyWindowStore
+	store.Mutes
+	store.ReplyWindows
 }
 
 // Replies runs the suite of the reply function's stores against the

@@ -16,8 +16,8 @@ import (
 // ReviewerStores are the stores of one test: rosters, the directory, and
 // the jobs table as reviewer changes use it.
 type ReviewerStores struct {
-	Rosters   store.RosterStore
-	Directory store.DirectoryStore
+	Rosters   store.Rosters
+	Directory store.Directory
 	Jobs      store.AddedReviewers
 }
 

@@ -13,7 +13,7 @@ import (
 // Votes runs the vote store's suite against the stores open returns
 // (R-VOTE-1): a vote records once however often it is cast, the latest
 // choice replaces the earlier, and findings and emails vote apart.
-func Votes(t *testing.T, open func(t *testing.T) store.VoteStore) {
+func Votes(t *testing.T, open func(t *testing.T) store.Votes) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	v := func(delivery, finding string, c vote.Choice, m int) vote.Vote {

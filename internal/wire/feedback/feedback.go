@@ -11,17 +11,17 @@ import (
 	"github.com/criticizer/criticizer/internal/blob"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/deadline"
-	"github.com/criticizer/criticizer/internal/feedback"
+	"github.com/criticizer/criticizer/internal/sesevent"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
 // New builds the feedback function's SQS handler.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options) (*feedback.Handler, error) {
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options) (*sesevent.Handler, error) {
 	b, err := wire.NewBase(ctx, cfg, log, o)
 	if err != nil {
 		return nil, err
 	}
-	h := &feedback.Handler{Deliveries: b.Deliveries, Evidence: b.Evidence, Recipients: b.Recipients, Jobs: b.Jobs,
+	h := &sesevent.Handler{Deliveries: b.Deliveries, Evidence: b.Evidence, Recipients: b.Recipients, Jobs: b.Jobs,
 		Queue: b.Queue, Log: log, Now: b.Now, Bound: cfg.EvidenceMargin,
 		Budget: deadline.Budget{Need: RecordNeed, Reserve: RecordReserve, Now: b.Now}}
 	if cfg.PayloadBucket != "" {

@@ -49,7 +49,7 @@ func TestGitHub_AppConfiguredFetchesWithAnInstallationToken(t *testing.T) {
 	}))
 	defer api.Close()
 	ref := source.Ref{Source: "github", Repo: "o/r", Number: 1, BaseSHA: "b", HeadSHA: "h"}
-	run := func(gh config.GitHubConfig) map[string]string {
+	run := func(gh config.GitHub) map[string]string {
 		t.Helper()
 		mu.Lock()
 		clear(auths)
@@ -63,12 +63,12 @@ func TestGitHub_AppConfiguredFetchesWithAnInstallationToken(t *testing.T) {
 		return maps.Clone(auths)
 	}
 
-	got := run(config.GitHubConfig{Token: "ghp_static"})
+	got := run(config.GitHub{Token: "ghp_static"})
 	if got["GET /repos/o/r/compare/b...h"] != "Bearer ghp_static" || len(got) != 3 {
 		t.Fatalf("static token: %v", got)
 	}
 	key := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
-	got = run(config.GitHubConfig{App: config.GitHubAppConfig{ID: "12345", InstallationID: "42", PrivateKey: key}})
+	got = run(config.GitHub{App: config.GitHubApp{ID: "12345", InstallationID: "42", PrivateKey: key}})
 	if !strings.HasPrefix(got["POST /app/installations/42/access_tokens"], "Bearer ey") {
 		t.Fatalf("the token was not minted with the App's JWT: %v", got)
 	}

@@ -40,7 +40,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	r := &pipeline.LLM{
 		Base: pipeline.Base{Jobs: b.Jobs, Blobs: blobs, Queue: b.Queue, Log: log, Now: b.Now},
 		// A burst of versions is mailed once, about the latest (R-QUIET-3).
-		Collapse: cfg.Quiet.CollapseWindow,
+		Collapse: cfg.LLM.CollapseWindow,
 		// Generated files are the deployment's word or the base's, never
 		// the change's (R-CRITIC-7).
 		GeneratedPaths: cfg.GeneratedPaths,

@@ -91,7 +91,7 @@ func TestLLM_SlowModelCutByTheDerivedTimeout_RetryableOnTheJob(t *testing.T) {
 		{"the invocation's remaining time", time.Hour, 1500 * time.Millisecond},
 	} {
 		cfg := config.Config{Critic: config.CriticOpenAI, ModelTimeout: tc.modelTimeout,
-			OpenAI: config.OpenAIConfig{BaseURL: model.URL, Model: "gpt-4.1"}}
+			OpenAI: config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1"}}
 		c, err := llm.Critic(cfg, aws.Config{})
 		if err != nil {
 			t.Fatal(err)

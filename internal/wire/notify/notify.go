@@ -9,11 +9,11 @@ import (
 
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/ratelimit"
-	"github.com/criticizer/criticizer/internal/reply"
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/sesmail"
 	"github.com/criticizer/criticizer/internal/stage"
@@ -62,7 +62,7 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 		Lease: cfg.DeliveryLease, Margin: cfg.EvidenceMargin, Policy: cfg.UncertainSend, SendTimeout: sesmail.DefaultSendTimeout,
 		Recipients: b.Recipients, AllowedDomains: cfg.AllowedRecipientDomains, Signer: signer, PublicURL: cfg.PublicURL, MinSeverity: critic.Severity(cfg.MinSeverity),
 		// Quiet unless something is new (R-QUIET-1..3).
-		Quiet: &pipeline.Quiet{Store: b.Jobs, MailSameDiff: cfg.Quiet.MailSameDiff, MailUnchangedReruns: cfg.Quiet.MailUnchangedReruns}}
+		Quiet: &pipeline.Quiet{Versions: b.Jobs, MailSameDiff: cfg.Notify.MailSameDiff, MailUnchangedReruns: cfg.Notify.MailUnchangedReruns}}
 	if n.Votes, err = wire.VoteSigner(cfg); err != nil {
 		return nil, nil, err
 	}
@@ -75,7 +75,7 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	// (R-REPLY-1), keyed with the unsubscribe key like the vote links.
 	n.Mutes = store.NewReplies(b.DynamoDB, cfg.JobsTable, b.Now)
 	if cfg.InboundDomain != "" && cfg.UnsubscribeKey != "" {
-		keys, err := reply.NewKeys(cfg.UnsubscribeKey, cfg.UnsubscribeKeyPrevious)
+		keys, err := inbound.NewKeys(cfg.UnsubscribeKey, cfg.UnsubscribeKeyPrevious)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -14,15 +14,15 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/deadline"
 	"github.com/criticizer/criticizer/internal/dismiss"
+	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/mail"
-	"github.com/criticizer/criticizer/internal/reply"
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
 // New builds the reply function's SQS handler.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options) (*reply.Handler, error) {
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options) (*inbound.Handler, error) {
 	b, err := wire.NewBase(ctx, cfg, log, o)
 	if err != nil {
 		return nil, err
@@ -34,7 +34,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		// The reply keys are derived from it, as notify mints them.
 		return nil, errors.New("the reply function needs " + config.EnvUnsubscribeKey)
 	}
-	keys, err := reply.NewKeys(cfg.UnsubscribeKey, cfg.UnsubscribeKeyPrevious)
+	keys, err := inbound.NewKeys(cfg.UnsubscribeKey, cfg.UnsubscribeKeyPrevious)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	dismissals.Retention = cfg.Retention
 	replies := store.NewReplies(b.DynamoDB, cfg.JobsTable, b.Now)
 	replies.Retention = cfg.Retention
-	return &reply.Handler{Keys: keys, InboundDomain: cfg.InboundDomain, Bucket: cfg.PayloadBucket,
+	return &inbound.Handler{Keys: keys, InboundDomain: cfg.InboundDomain, Bucket: cfg.PayloadBucket,
 		Objects: objects{blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket)}, Rows: b.Deliveries,
 		// The one operation a vote link and a reply share (R-VOTE-3).
 		Recorder: &dismiss.Recorder{Votes: votes, Marks: dismissals, Rows: b.Deliveries, Jobs: b.Jobs},
@@ -68,9 +68,9 @@ func (o objects) Get(ctx context.Context, ref string, limit int64) ([]byte, erro
 	b, err := o.s.Get(ctx, ref, limit)
 	switch {
 	case errors.Is(err, blob.ErrTooLarge):
-		return nil, fmt.Errorf("%w: %w", reply.ErrTooLarge, err)
+		return nil, fmt.Errorf("%w: %w", inbound.ErrTooLarge, err)
 	case errors.Is(err, blob.ErrNotFound):
-		return nil, fmt.Errorf("%w: %w", reply.ErrNoObject, err)
+		return nil, fmt.Errorf("%w: %w", inbound.ErrNoObject, err)
 	}
 	return b, err
 }

@@ -9,17 +9,17 @@ import (
 
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/drain"
-	"github.com/criticizer/criticizer/internal/sweeper"
+	"github.com/criticizer/criticizer/internal/sweep"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
 // New builds the sweeper.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options) (*sweeper.Sweeper, error) {
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options) (*sweep.Sweeper, error) {
 	b, err := wire.NewBase(ctx, cfg, log, o)
 	if err != nil {
 		return nil, err
 	}
-	s := &sweeper.Sweeper{Jobs: b.Jobs, Deliveries: b.Deliveries, Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
+	s := &sweep.Sweeper{Jobs: b.Jobs, Deliveries: b.Deliveries, Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Queue: b.Queue, Log: log, Now: b.Now,
 		StuckAfter: cfg.SweepStuckAfter, EvidenceWindow: cfg.EvidenceWindow, Margin: cfg.EvidenceMargin,
 		// Daily digests that are due go to notify (R-DIGEST-3).
@@ -36,6 +36,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 }
 
 // Handler is the sweeper's Lambda handler for its EventBridge schedule.
-func Handler(s *sweeper.Sweeper) func(context.Context, events.EventBridgeEvent) (sweeper.Report, error) {
-	return func(ctx context.Context, _ events.EventBridgeEvent) (sweeper.Report, error) { return s.Run(ctx) }
+func Handler(s *sweep.Sweeper) func(context.Context, events.EventBridgeEvent) (sweep.Report, error) {
+	return func(ctx context.Context, _ events.EventBridgeEvent) (sweep.Report, error) { return s.Run(ctx) }
 }

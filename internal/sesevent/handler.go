@@ -1,4 +1,4 @@
-package feedback
+package sesevent
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // notifier settles lost answers by (the drain time is the other,
 // internal/drain).
 type Handler struct {
-	Deliveries Outbox
+	Deliveries Deliveries
 	// Evidence keeps the newest event time per configuration set. Nil:
 	// not kept (the notifier then never resends a send whose answer was
 	// lost).
@@ -67,15 +67,15 @@ func (h *Handler) now() time.Time {
 	return time.Now()
 }
 
-// Outbox is what feedback does with delivery rows (store.Outbox).
-type Outbox interface {
+// Deliveries is what feedback does with delivery rows (store.Deliveries).
+type Deliveries interface {
 	Get(ctx context.Context, id string) (delivery.Row, error)
 	RecordEvent(ctx context.Context, id string, e store.Event) (delivery.Row, store.EventOutcome, error)
 	ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error)
 	Reject(ctx context.Context, id, providerMessageID string, at time.Time) (delivery.Row, error)
 }
 
-// Evidence keeps the newest event time (store.EvidencePath).
+// Evidence keeps the newest event time (store.Evidence).
 type Evidence interface {
 	Advance(ctx context.Context, set string, at time.Time) error
 }
@@ -86,7 +86,7 @@ type Suppressor interface {
 }
 
 // Reopener puts a finished job back at notify, or marks it for a person
-// (store.JobStore).
+// (store.Jobs).
 type Reopener interface {
 	Reopen(ctx context.Context, id job.ID) error
 	Intervene(ctx context.Context, id job.ID) error
@@ -132,7 +132,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			h.Log.InfoContext(ctx, "SES validated the events topic; notice acknowledged", "message_id", rec.MessageId)
 			continue
 		}
-		e, err := ParseSESEvent([]byte(rec.Body))
+		e, err := Parse([]byte(rec.Body))
 		if err != nil {
 			if qerr := h.quarantine(ctx, rec, err); qerr != nil {
 				h.Log.WarnContext(ctx, "feedback record is not an SES event, and was not quarantined", "message_id", rec.MessageId, "error", qerr)
@@ -169,7 +169,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 // moved back from the feedback DLQ by a move task carries its move's
 // SentTimestamp, so LateSendEvents is to be expected after such a
 // redrive.
-func (h *Handler) measure(ctx context.Context, rec events.SQSMessage, e SESEvent) {
+func (h *Handler) measure(ctx context.Context, rec events.SQSMessage, e Event) {
 	if e.EventType != "Send" || h.Bound <= 0 || rec.Attributes["DeadLetterQueueSourceArn"] != "" {
 		return
 	}
@@ -186,7 +186,7 @@ func (h *Handler) measure(ctx context.Context, rec events.SQSMessage, e SESEvent
 	}
 }
 
-func (h *Handler) record(ctx context.Context, ev SESEvent) error {
+func (h *Handler) record(ctx context.Context, ev Event) error {
 	if ev.ProbeID() != "" {
 		// An evidence probe: it names no row; its time moves the newest
 		// event time.
@@ -256,7 +256,7 @@ func (h *Handler) record(ctx context.Context, ev SESEvent) error {
 // another deployment through the same configuration set, or a row that
 // expired. Retrying cannot create the row, so it is logged and counted,
 // not sent to the feedback DLQ.
-func (h *Handler) unknown(ctx context.Context, id string, ev SESEvent) error {
+func (h *Handler) unknown(ctx context.Context, id string, ev Event) error {
 	obs.Metric(ctx, h.Log, map[string]string{"Function": "feedback"}, map[string]float64{"UnknownDeliveryEvents": 1})
 	h.Log.WarnContext(ctx, "SES event for an unknown delivery id; dropped", "delivery_id", id, "event_type", ev.EventType)
 	return nil
@@ -268,7 +268,7 @@ func (h *Handler) unknown(ctx context.Context, id string, ev SESEvent) error {
 // is failed permanently (REJECTED), never resent, and its job needs a
 // person. A Reject of a message other than the row's send is evidence of
 // nothing and is ignored.
-func (h *Handler) reject(ctx context.Context, id string, ev SESEvent) error {
+func (h *Handler) reject(ctx context.Context, id string, ev Event) error {
 	row, err := h.Deliveries.Reject(ctx, id, ev.Mail.MessageID, ev.At())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -337,7 +337,7 @@ func (h *Handler) resend(ctx context.Context, id string, e store.Event) (bool, e
 	return true, nil
 }
 
-func bounceSubType(ev SESEvent) string {
+func bounceSubType(ev Event) string {
 	if ev.Bounce == nil {
 		return ""
 	}

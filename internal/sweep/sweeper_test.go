@@ -1,4 +1,4 @@
-package sweeper_test
+package sweep_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/store/storetest"
-	"github.com/criticizer/criticizer/internal/sweeper"
+	"github.com/criticizer/criticizer/internal/sweep"
 )
 
 type queue struct {
@@ -40,7 +40,7 @@ func TestSweep_StuckJobsStuckSendsAndSentWithoutEvidence(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	clock := func() time.Time { return now }
-	jobs, outbox, ev, q := memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), &queue{}
+	jobs, deliveries, ev, q := memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), &queue{}
 
 	stuck := storetest.NewJob("cl-stuck", 1)
 	stuck.Stage, stuck.Status, stuck.UpdatedAt = job.StageLLM, job.StatusInProgress, now.Add(-time.Hour)
@@ -56,7 +56,7 @@ func TestSweep_StuckJobsStuckSendsAndSentWithoutEvidence(t *testing.T) {
 	row := func(id string, j job.ID) {
 		r := storetest.NewRow(id)
 		r.JobID = j
-		if _, _, err := outbox.Ensure(ctx, r); err != nil {
+		if _, _, err := deliveries.Ensure(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,19 +65,19 @@ func TestSweep_StuckJobsStuckSendsAndSentWithoutEvidence(t *testing.T) {
 	row("d_confirmed", sentJob.ID)
 	now = now.Add(-time.Hour)
 	for _, id := range []string{"d_unconfirmed", "d_confirmed"} {
-		if _, err := outbox.Claim(ctx, id, "t", time.Minute); err != nil {
+		if _, err := deliveries.Claim(ctx, id, "t", time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := outbox.MarkSent(ctx, id, "t", "ses-"+id); err != nil {
+		if _, err := deliveries.MarkSent(ctx, id, "t", "ses-"+id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := outbox.RecordEvent(ctx, "d_confirmed", storetestEvent("ses-d_confirmed", now)); err != nil {
+	if _, _, err := deliveries.RecordEvent(ctx, "d_confirmed", storetestEvent("ses-d_confirmed", now)); err != nil {
 		t.Fatal(err)
 	}
 	// A send whose answer was lost, its lease long over, nobody watching.
 	row("d_sending", sendJob.ID)
-	if _, err := outbox.Claim(ctx, "d_sending", "t", time.Minute); err != nil {
+	if _, err := deliveries.Claim(ctx, "d_sending", "t", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(time.Hour)
@@ -90,7 +90,7 @@ func TestSweep_StuckJobsStuckSendsAndSentWithoutEvidence(t *testing.T) {
 	counter := &counts{}
 	check := &drain.Checker{Counter: counter, Queue: "fb", DLQ: "fb-dlq", Lag: 2 * time.Minute, Evidence: ev, Set: "set", Now: clock}
 
-	s := &sweeper.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: q, Drain: check,
+	s := &sweep.Sweeper{Jobs: jobs, Deliveries: deliveries, Evidence: ev, ConfigurationSet: "set", Queue: q, Drain: check,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock,
 		StuckAfter: 10 * time.Minute, EvidenceWindow: 15 * time.Minute, Margin: 2 * time.Minute}
 	rep, err := s.Run(ctx)
@@ -104,10 +104,10 @@ func TestSweep_StuckJobsStuckSendsAndSentWithoutEvidence(t *testing.T) {
 	if len(q.msgs) != 2 || !want[q.msgs[0]] || !want[q.msgs[1]] {
 		t.Errorf("enqueued %v, want %v", q.msgs, want)
 	}
-	if r, _ := outbox.Get(ctx, "d_unconfirmed"); r.Status != delivery.StatusReconciling {
+	if r, _ := deliveries.Get(ctx, "d_unconfirmed"); r.Status != delivery.StatusReconciling {
 		t.Errorf("unconfirmed row %s, want reconciling", r.Status)
 	}
-	if r, _ := outbox.Get(ctx, "d_confirmed"); r.Status != delivery.StatusSent {
+	if r, _ := deliveries.Get(ctx, "d_confirmed"); r.Status != delivery.StatusSent {
 		t.Errorf("confirmed row %s, want sent", r.Status)
 	}
 	if j, _ := jobs.Get(ctx, sentJob.ID); j.Status != job.StatusNeedsIntervention {
@@ -178,8 +178,8 @@ func TestSweep_EvidenceLagIsTheLongestWait(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	clock := func() time.Time { return now }
-	jobs, outbox, ev := memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock)
-	s := &sweeper.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: &queue{},
+	jobs, deliveries, ev := memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock)
+	s := &sweep.Sweeper{Jobs: jobs, Deliveries: deliveries, Evidence: ev, ConfigurationSet: "set", Queue: &queue{},
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock,
 		StuckAfter: 10 * time.Minute, EvidenceWindow: 15 * time.Minute, Margin: 2 * time.Minute}
 	if rep, err := s.Run(ctx); err != nil || rep.EvidenceLagSeconds != 0 {
@@ -190,10 +190,10 @@ func TestSweep_EvidenceLagIsTheLongestWait(t *testing.T) {
 	jobs.Put(j)
 	r := storetest.NewRow("d_lag")
 	r.JobID = j.ID
-	if _, _, err := outbox.Ensure(ctx, r); err != nil {
+	if _, _, err := deliveries.Ensure(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := outbox.Claim(ctx, "d_lag", "t", time.Minute); err != nil { // lease until now+1m
+	if _, err := deliveries.Claim(ctx, "d_lag", "t", time.Minute); err != nil { // lease until now+1m
 		t.Fatal(err)
 	}
 	now = now.Add(3 * time.Hour) // never drained, three hours on
@@ -219,7 +219,7 @@ func TestSweep_ReplyConfirmationHandedBackOnItsTask(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	clock := func() time.Time { return now }
-	jobs, outbox, ev, q := memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), &queue{}
+	jobs, deliveries, ev, q := memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), &queue{}
 	j := storetest.NewJob("cl-answered", 1)
 	j.Stage, j.Status, j.UpdatedAt = job.StageNotify, job.StatusInProgress, now
 	jobs.Put(j)
@@ -229,23 +229,23 @@ func TestSweep_ReplyConfirmationHandedBackOnItsTask(t *testing.T) {
 		if id != "d_critique" {
 			r.Kind = delivery.KindReply
 		}
-		if _, _, err := outbox.Ensure(ctx, r); err != nil {
+		if _, _, err := deliveries.Ensure(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	now = now.Add(-time.Hour)
 	for _, id := range []string{"d_critique", delivery.ReplyID("ses-1"), delivery.ReplyID("ses-2")} {
-		if _, err := outbox.Claim(ctx, id, "t", time.Minute); err != nil {
+		if _, err := deliveries.Claim(ctx, id, "t", time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := outbox.MarkSent(ctx, delivery.ReplyID("ses-2"), "t", "ses-sent"); err != nil {
+	if _, err := deliveries.MarkSent(ctx, delivery.ReplyID("ses-2"), "t", "ses-sent"); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(time.Hour)
 	_ = ev.Advance(ctx, "set", now.Add(-time.Minute))
 	_ = ev.Drain(ctx, "set", now.Add(-time.Minute))
-	s := &sweeper.Sweeper{Jobs: jobs, Deliveries: outbox, Evidence: ev, ConfigurationSet: "set", Queue: q,
+	s := &sweep.Sweeper{Jobs: jobs, Deliveries: deliveries, Evidence: ev, ConfigurationSet: "set", Queue: q,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock,
 		StuckAfter: 10 * time.Minute, EvidenceWindow: 15 * time.Minute, Margin: 2 * time.Minute}
 	if _, err := s.Run(ctx); err != nil {
@@ -258,7 +258,7 @@ func TestSweep_ReplyConfirmationHandedBackOnItsTask(t *testing.T) {
 	if len(q.msgs) != 2 || !want[q.msgs[0]] || !want[q.msgs[1]] {
 		t.Errorf("enqueued %v, want the job's run and the confirmation's task", q.msgs)
 	}
-	if r, _ := outbox.Get(ctx, delivery.ReplyID("ses-2")); r.Status != delivery.StatusReconciling {
+	if r, _ := deliveries.Get(ctx, delivery.ReplyID("ses-2")); r.Status != delivery.StatusReconciling {
 		t.Errorf("confirmation sent without evidence: %s, want reconciling", r.Status)
 	}
 	if got, _ := jobs.Get(ctx, j.ID); got.Status != job.StatusInProgress {

@@ -8,22 +8,22 @@ import (
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
-// The outbox's contract on DynamoDB Local: the conformance suite the
-// in-memory outbox passes too (package memstore).
+// The deliveries' contract on DynamoDB Local: the conformance suite the
+// in-memory deliveries pass too (package memstore).
 // Rules: R-STORE-1, R-OUTBOX-1, R-OUTBOX-2, R-OUTBOX-3, R-OUTBOX-4, R-OUTBOX-6, R-OUTBOX-7, R-EVIDENCE-1, R-EVIDENCE-5, R-RECON-2.
-func TestOutbox_DynamoDB(t *testing.T) {
-	storetest.Outbox(t, func(t *testing.T, now store.Clock) store.Outbox {
+func TestDeliveries_DynamoDB(t *testing.T) {
+	storetest.Deliveries(t, func(t *testing.T, now store.Clock) store.Deliveries {
 		env := testenv.Stack(t)
 		res := testenv.Provision(t, env)
 		return store.NewDeliveries(env.Clients.DynamoDB, res.DeliveriesTable, now)
 	})
 }
 
-// The digest rows' contract on DynamoDB Local: the outbox's table, its
+// The digest rows' contract on DynamoDB Local: the deliveries table, its
 // live index's digests partition.
 // Rules: R-STORE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3.
 func TestDigests_DynamoDB(t *testing.T) {
-	storetest.Digests(t, func(t *testing.T, now store.Clock) storetest.DigestStore {
+	storetest.Digests(t, func(t *testing.T, now store.Clock) storetest.DigestRows {
 		env := testenv.Stack(t)
 		res := testenv.Provision(t, env)
 		return store.NewDeliveries(env.Clients.DynamoDB, res.DeliveriesTable, now)
@@ -32,13 +32,13 @@ func TestDigests_DynamoDB(t *testing.T) {
 
 // The jobs table's and the evidence path's contracts on DynamoDB Local.
 // Rules: R-STORE-1, R-INTAKE-1, R-INTAKE-2, R-INTAKE-3, R-EVIDENCE-2, R-EVIDENCE-3, R-THREAD-1.
-func TestJobStore_DynamoDB(t *testing.T) {
-	storetest.JobStore(t, func(t *testing.T, now store.Clock) store.JobStore {
+func TestJobs_DynamoDB(t *testing.T) {
+	storetest.Jobs(t, func(t *testing.T, now store.Clock) store.Jobs {
 		env := testenv.Stack(t)
 		res := testenv.Provision(t, env)
 		return store.NewJobs(env.Clients.DynamoDB, res.JobsTable, now)
 	})
-	storetest.EvidencePath(t, func(t *testing.T, now store.Clock) store.EvidencePath {
+	storetest.Evidence(t, func(t *testing.T, now store.Clock) store.Evidence {
 		env := testenv.Stack(t)
 		res := testenv.Provision(t, env)
 		return store.NewEvidence(env.Clients.DynamoDB, res.JobsTable, now)
@@ -64,7 +64,7 @@ func TestReviewerStores_DynamoDB(t *testing.T) {
 // written on the revision read, read for every recipient in one batch.
 // Rules: R-STORE-1, R-VOTE-3.
 func TestDismissals_DynamoDB(t *testing.T) {
-	storetest.Dismissals(t, func(t *testing.T) store.DismissalStore {
+	storetest.Dismissals(t, func(t *testing.T) store.Dismissals {
 		env := testenv.Stack(t)
 		res := testenv.Provision(t, env)
 		return store.NewDismissals(env.Clients.DynamoDB, res.JobsTable, nil)
@@ -75,7 +75,7 @@ func TestDismissals_DynamoDB(t *testing.T) {
 // choice.
 // Rules: R-STORE-1, R-VOTE-1.
 func TestVotes_DynamoDB(t *testing.T) {
-	storetest.Votes(t, func(t *testing.T) store.VoteStore {
+	storetest.Votes(t, func(t *testing.T) store.Votes {
 		env := testenv.Stack(t)
 		res := testenv.Provision(t, env)
 		return store.NewVotes(env.Clients.DynamoDB, res.JobsTable, nil)

@@ -1,6 +1,6 @@
-// Package storetest is the outbox's conformance suite: one set of tests
-// run against every implementation of store.Outbox (DynamoDB Local in
-// package store, the in-memory outbox in package memstore), the way a
+// Package storetest is the store's conformance suites: one set of tests
+// run against every implementation of store.Deliveries (DynamoDB Local in
+// package store, the in-memory one in package memstore), the way a
 // driver suite is run against every driver, so the fake the protocols'
 // unit tests use behaves as the real store does (R-STORE-1).
 package storetest
@@ -20,7 +20,7 @@ import (
 
 // Opener opens an empty outbox for one test, with clock now (time.Now if
 // nil).
-type Opener func(t *testing.T, now store.Clock) store.Outbox
+type Opener func(t *testing.T, now store.Clock) store.Deliveries
 
 // NewRow is a pending row with a rendered message.
 func NewRow(id string) delivery.Row {
@@ -30,9 +30,9 @@ func NewRow(id string) delivery.Row {
 		CreatedAt: now, UpdatedAt: now}
 }
 
-// Outbox runs the suite against the outboxes open returns: each case,
+// Deliveries runs the suite against the outboxes open returns: each case,
 // by name, on an outbox of its own.
-func Outbox(t *testing.T, open Opener) {
+func Deliveries(t *testing.T, open Opener) {
 	for _, c := range []struct {
 		name string
 		run  func(*testing.T, Opener)
@@ -43,7 +43,7 @@ func Outbox(t *testing.T, open Opener) {
 		{"Requeue_OnlyAfterLeaseExpired", requeueOnlyAfterLeaseExpired},
 		{"ResendAfterNotDelivered_OnlyLatestSend_LateEventsOfBouncedMessageIgnored", resendAfterNotDeliveredOnlyLatestSendLateEventsOfBouncedMessageIgnored},
 		{"Claim_RefusesARowWithProviderEvidence", claimRefusesARowWithProviderEvidence},
-		{"OutboxWrites_RecogniseTheirOwnAppliedWrite", outboxWritesRecogniseTheirOwnAppliedWrite},
+		{"DeliveryWrites_RecogniseTheirOwnAppliedWrite", deliveryWritesRecogniseTheirOwnAppliedWrite},
 		{"RecordEvent_AnotherMessagesEventIsADuplicate", recordEventAnotherMessagesEventIsADuplicate},
 		{"ResendAfterNotDelivered_ARowStillSending", resendAfterNotDeliveredARowStillSending},
 		{"OperatorVerdicts_OnHeldRows", operatorVerdictsOnHeldRows},
@@ -277,7 +277,7 @@ func claimRefusesARowWithProviderEvidence(t *testing.T, open Opener) {
 // its answer was lost, the retry fails its condition on the write itself.
 // Claim, MarkSent and Release recognise their own write.
 // Rules: R-OUTBOX-7.
-func outboxWritesRecogniseTheirOwnAppliedWrite(t *testing.T, open Opener) {
+func deliveryWritesRecogniseTheirOwnAppliedWrite(t *testing.T, open Opener) {
 	d := open(t, nil)
 	ctx := context.Background()
 	if _, _, err := d.Ensure(ctx, NewRow("d_own")); err != nil {

@@ -1,4 +1,4 @@
-package reply
+package inbound
 
 import (
 	"context"
@@ -83,8 +83,8 @@ type Handler struct {
 	Objects  Objects
 	Rows     Rows
 	Recorder Recorder
-	Mutes    store.MuteStore
-	Windows  store.ReplyWindowStore
+	Mutes    store.Mutes
+	Windows  store.ReplyWindows
 	// Unsubscribes records "unsubscribe" (the one-click link's "all").
 	Unsubscribes Unsubscriber
 	// Queue takes the confirmation's notify task: notify sends it.

@@ -1,4 +1,4 @@
-package feedback_test
+package sesevent_test
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/sesevent"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 )
 
@@ -43,7 +43,7 @@ func (s *shelf) Put(_ context.Context, prefix string, b []byte) (string, string,
 func TestFeedback_UndecodableQuarantinedAndAcknowledged(t *testing.T) {
 	logs := &bytes.Buffer{}
 	q := &shelf{}
-	h := &feedback.Handler{Deliveries: memstore.NewDeliveries(nil), Quarantine: q, Log: obs.NewLogger(logs, "info")}
+	h := &sesevent.Handler{Deliveries: memstore.NewDeliveries(nil), Quarantine: q, Log: obs.NewLogger(logs, "info")}
 	bodies := []string{"not json, from secret.person@example.com", `{"mail":{"destination":["other.person@example.com"]}}`}
 	resp, err := h.Handle(context.Background(), batch(bodies...))
 	if err != nil || len(resp.BatchItemFailures) != 0 {
@@ -53,7 +53,7 @@ func TestFeedback_UndecodableQuarantinedAndAcknowledged(t *testing.T) {
 		t.Fatalf("%d quarantined copies, want 2", len(q.objs))
 	}
 	for ref, b := range q.objs {
-		if !strings.HasPrefix(ref, feedback.QuarantinePrefix+"/") || !strings.Contains(strings.Join(bodies, "\n"), string(b)) {
+		if !strings.HasPrefix(ref, sesevent.QuarantinePrefix+"/") || !strings.Contains(strings.Join(bodies, "\n"), string(b)) {
 			t.Errorf("copy %s = %q: not under the prefix, or not the body", ref, b)
 		}
 	}

@@ -1,4 +1,4 @@
-package feedback
+package sesevent
 
 import (
 	"encoding/json"
@@ -53,9 +53,9 @@ func FuzzParseSESEvent(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ev, err := ParseSESEvent(body)
+		ev, err := Parse(body)
 		if err != nil {
-			if !errors.Is(err, ErrNotSESEvent) {
+			if !errors.Is(err, ErrNotEvent) {
 				t.Fatalf("rejection does not wrap ErrNotSESEvent: %v", err)
 			}
 			return
@@ -83,7 +83,7 @@ func FuzzParseSESEvent(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wrapped, err := ParseSESEvent(env)
+		wrapped, err := Parse(env)
 		if err != nil {
 			t.Fatalf("raw body accepted, SNS-wrapped rejected: %v", err)
 		}

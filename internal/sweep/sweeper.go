@@ -1,4 +1,4 @@
-// Package sweeper is the scheduled safety net (EventBridge, every few
+// Package sweep is the scheduled safety net (EventBridge, every few
 // minutes). It finds work that fell between the cracks and hands it back to
 // the stage that owns it; it never sends mail itself:
 //
@@ -40,7 +40,7 @@
 // (docs/operations.md): it breaches for a row the path never settles —
 // the path stalled, never drained, or the hold policy waiting for an
 // operator (R-RECON-3).
-package sweeper
+package sweep
 
 import (
 	"context"
@@ -63,7 +63,7 @@ type Enqueuer interface {
 // Sweeper holds the thresholds and adapters.
 type Sweeper struct {
 	Jobs       Jobs
-	Deliveries Outbox
+	Deliveries Deliveries
 	// Evidence is the evidence path of ConfigurationSet; nil: no sent row
 	// is ever taken for an ordering violation.
 	Evidence         EvidenceReader
@@ -95,19 +95,19 @@ type DigestSource interface {
 	DueDigests(ctx context.Context, dueBy time.Time, fn func(delivery.Row) error) error
 }
 
-// Jobs is what the sweeper does with jobs (store.JobStore).
+// Jobs is what the sweeper does with jobs (store.Jobs).
 type Jobs interface {
 	StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error
 	Intervene(ctx context.Context, id job.ID) error
 }
 
-// Outbox is what the sweeper does with delivery rows (store.Outbox).
-type Outbox interface {
+// Deliveries is what the sweeper does with delivery rows (store.Deliveries).
+type Deliveries interface {
 	Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error
 	MarkReconciling(ctx context.Context, id string) (delivery.Row, error)
 }
 
-// EvidenceReader reads the evidence path's state (store.EvidencePath).
+// EvidenceReader reads the evidence path's state (store.Evidence).
 type EvidenceReader interface {
 	State(ctx context.Context, set string) (store.EvidenceState, error)
 }

@@ -1,4 +1,4 @@
-package feedback_test
+package sesevent_test
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 
 	"github.com/criticizer/criticizer/internal/deadline"
 	"github.com/criticizer/criticizer/internal/delivery"
-	"github.com/criticizer/criticizer/internal/feedback"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/sesevent"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/testenv"
@@ -39,9 +39,9 @@ func (q *queue) Enqueue(_ context.Context, m job.Message) error {
 }
 
 type fixture struct {
-	h    *feedback.Handler
-	d    store.Outbox
-	ev   store.EvidencePath
+	h    *sesevent.Handler
+	d    store.Deliveries
+	ev   store.Evidence
 	q    *queue
 	logs *bytes.Buffer
 }
@@ -49,10 +49,10 @@ type fixture struct {
 // forEachStore runs test on a fixture over the in-memory store and, when
 // the stack is up, over DynamoDB Local.
 func forEachStore(t *testing.T, test func(t *testing.T, f *fixture)) {
-	newFixture := func(d store.Outbox, ev store.EvidencePath, jobs feedback.Reopener) *fixture {
+	newFixture := func(d store.Deliveries, ev store.Evidence, jobs sesevent.Reopener) *fixture {
 		var logs bytes.Buffer
 		f := &fixture{q: &queue{}, logs: &logs, d: d, ev: ev}
-		f.h = &feedback.Handler{Deliveries: d, Evidence: ev, Jobs: jobs, Queue: f.q, Log: obs.NewLogger(&logs, "info")}
+		f.h = &sesevent.Handler{Deliveries: d, Evidence: ev, Jobs: jobs, Queue: f.q, Log: obs.NewLogger(&logs, "info")}
 		return f
 	}
 	t.Run("memstore", func(t *testing.T) {
@@ -218,10 +218,10 @@ func TestFeedback_FailedEventStaysInTheQueue(t *testing.T) {
 // Rules: R-EVIDENCE-8.
 func TestFeedback_ValidationNoticeAcknowledged(t *testing.T) {
 	f := &fixture{q: &queue{}, logs: &bytes.Buffer{}}
-	f.h = &feedback.Handler{Deliveries: memstore.NewDeliveries(nil), Log: obs.NewLogger(f.logs, "info")}
+	f.h = &sesevent.Handler{Deliveries: memstore.NewDeliveries(nil), Log: obs.NewLogger(f.logs, "info")}
 	envelope, _ := json.Marshal(map[string]string{"Type": "Notification", "MessageId": "m", "TopicArn": "arn:aws:sns:us-east-1:1:t",
-		"Message": feedback.ValidationNotice})
-	resp, err := f.h.Handle(context.Background(), batch(feedback.ValidationNotice, string(envelope), "Successfully validated SNS topic, not quite."))
+		"Message": sesevent.ValidationNotice})
+	resp, err := f.h.Handle(context.Background(), batch(sesevent.ValidationNotice, string(envelope), "Successfully validated SNS topic, not quite."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestFeedback_RejectIsPermanent(t *testing.T) {
 // Rules: R-EVIDENCE-7.
 func TestFeedback_LateSendEventCounted(t *testing.T) {
 	logs := &bytes.Buffer{}
-	h := &feedback.Handler{Deliveries: memstore.NewDeliveries(nil), Log: obs.NewLogger(logs, "info"), Bound: 5 * time.Minute}
+	h := &sesevent.Handler{Deliveries: memstore.NewDeliveries(nil), Log: obs.NewLogger(logs, "info"), Bound: 5 * time.Minute}
 	accepted := time.Now().UTC().Add(-time.Hour)
 	rec := func(id string, arrived time.Time) events.SQSMessage {
 		return events.SQSMessage{MessageId: id, Body: sesEvent("Send", "ses-"+id, "", accepted, ""),
@@ -300,7 +300,7 @@ func TestFeedback_DeadlineHandsBackTheRest(t *testing.T) {
 	clock := func() time.Time { calls++; return t0.Add(time.Duration(calls-1) * 2 * time.Second) }
 	logs := &bytes.Buffer{}
 	d := memstore.NewDeliveries(nil)
-	h := &feedback.Handler{Deliveries: d, Log: obs.NewLogger(logs, "info"), Budget: deadline.Budget{Need: 2 * time.Second, Now: clock}}
+	h := &sesevent.Handler{Deliveries: d, Log: obs.NewLogger(logs, "info"), Budget: deadline.Budget{Need: 2 * time.Second, Now: clock}}
 	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(3*time.Second))
 	defer cancel()
 	at := time.Now().UTC()

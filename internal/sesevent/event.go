@@ -1,4 +1,8 @@
-package feedback
+// Package sesevent reads the events SES publishes about each send
+// (configuration set → SNS → the feedback queue) and applies them to the
+// delivery rows they name: the evidence path (R-OUTBOX-6). The feedback
+// function runs its Handler; internal/wire/feedback builds it.
+package sesevent
 
 import (
 	"encoding/json"
@@ -12,10 +16,10 @@ import (
 	"github.com/criticizer/criticizer/internal/mail"
 )
 
-// SESEvent is an SES event-publishing record (configuration set → SNS),
+// Event is an SES event-publishing record (configuration set → SNS),
 // the fields Criticizer reads. See "Contents of event data that Amazon SES
 // publishes to Amazon SNS" in the SES developer guide.
-type SESEvent struct {
+type Event struct {
 	EventType string `json:"eventType"` // Send, Delivery, Bounce, Complaint, Reject, ...
 	Mail      struct {
 		MessageID string              `json:"messageId"`
@@ -38,32 +42,32 @@ type SESEvent struct {
 	} `json:"reject,omitempty"`
 }
 
-// ErrNotSESEvent marks a message that is not an SES event.
-var ErrNotSESEvent = errors.New("not an SES event")
+// ErrNotEvent marks a message that is not an SES event.
+var ErrNotEvent = errors.New("not an SES event")
 
-// ParseSESEvent reads an SQS body: the SES event itself (SNS raw message
+// Parse reads an SQS body: the SES event itself (SNS raw message
 // delivery) or an SNS notification envelope whose Message is the event.
-func ParseSESEvent(body []byte) (SESEvent, error) {
+func Parse(body []byte) (Event, error) {
 	var probe struct {
 		Type    string `json:"Type"`
 		Message string `json:"Message"`
 	}
 	if err := json.Unmarshal(body, &probe); err != nil {
-		return SESEvent{}, fmt.Errorf("%w: %w", ErrNotSESEvent, err)
+		return Event{}, fmt.Errorf("%w: %w", ErrNotEvent, err)
 	}
 	if probe.Type == "Notification" {
 		var n events.SNSEntity
 		if err := json.Unmarshal(body, &n); err != nil {
-			return SESEvent{}, fmt.Errorf("%w: sns envelope: %w", ErrNotSESEvent, err)
+			return Event{}, fmt.Errorf("%w: sns envelope: %w", ErrNotEvent, err)
 		}
 		body = []byte(n.Message)
 	}
-	var ev SESEvent
+	var ev Event
 	if err := json.Unmarshal(body, &ev); err != nil {
-		return SESEvent{}, fmt.Errorf("%w: %w", ErrNotSESEvent, err)
+		return Event{}, fmt.Errorf("%w: %w", ErrNotEvent, err)
 	}
 	if ev.EventType == "" || ev.Mail.MessageID == "" {
-		return SESEvent{}, fmt.Errorf("%w: eventType or mail.messageId missing", ErrNotSESEvent)
+		return Event{}, fmt.Errorf("%w: eventType or mail.messageId missing", ErrNotEvent)
 	}
 	return ev, nil
 }
@@ -88,7 +92,7 @@ func IsValidationNotice(body []byte) bool {
 }
 
 // DeliveryID is the delivery id tag the notifier set, or "".
-func (e SESEvent) DeliveryID() string {
+func (e Event) DeliveryID() string {
 	if v := e.Mail.Tags[mail.DeliveryIDTag]; len(v) > 0 {
 		return v[0]
 	}
@@ -96,7 +100,7 @@ func (e SESEvent) DeliveryID() string {
 }
 
 // At is when the event happened.
-func (e SESEvent) At() time.Time {
+func (e Event) At() time.Time {
 	switch {
 	case e.Delivery != nil && !e.Delivery.Timestamp.IsZero():
 		return e.Delivery.Timestamp
@@ -114,7 +118,7 @@ const ConfigurationSetTag = "ses:configuration-set"
 
 // ConfigurationSet is the configuration set the message was sent
 // through, or "" (the local stack's bridge sends none).
-func (e SESEvent) ConfigurationSet() string {
+func (e Event) ConfigurationSet() string {
 	if v := e.Mail.Tags[ConfigurationSetTag]; len(v) > 0 {
 		return v[0]
 	}
@@ -122,7 +126,7 @@ func (e SESEvent) ConfigurationSet() string {
 }
 
 // ProbeID is the evidence probe's id, or "" for any other message.
-func (e SESEvent) ProbeID() string {
+func (e Event) ProbeID() string {
 	if v := e.Mail.Tags[mail.ProbeTag]; len(v) > 0 {
 		return v[0]
 	}
@@ -131,4 +135,4 @@ func (e SESEvent) ProbeID() string {
 
 // SentAt is when SES accepted the message: the time the evidence
 // watermark is kept in, comparable with when a notifier sent it.
-func (e SESEvent) SentAt() time.Time { return e.Mail.Timestamp }
+func (e Event) SentAt() time.Time { return e.Mail.Timestamp }

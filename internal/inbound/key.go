@@ -1,11 +1,13 @@
-// Package reply is the answer an email carries back: its Reply-To address
-// names the delivery it answers by a sealed key (R-REPLY-1), and a reply
+// Package inbound is the mail received at the inbound domain: the answer
+// an email carries back. Its Reply-To address names the delivery it
+// answers by a sealed key (R-REPLY-1) (key.go), and a reply
 // from the address the delivery was sent to, authenticated by SES's
 // verdicts and not an automatic one (R-REPLY-2, R-REPLY-3), is read for a
 // short vocabulary of commands (R-REPLY-4): "wrong 3", "useful 2",
-// "mute", "unsubscribe", "help". Each reply acted on gets one short
-// confirmation, sent through the outbox like any email (R-REPLY-5).
-package reply
+// "mute", "unsubscribe", "help" (body.go, commands.go, verdict.go). Each
+// reply acted on gets one short confirmation, sent as a delivery like any
+// email (R-REPLY-5) (handler.go, run by the reply function).
+package inbound
 
 import (
 	"crypto/hmac"
