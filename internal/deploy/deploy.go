@@ -275,7 +275,7 @@ const (
 	// addresses, so they go sooner than the diffs (R-EVIDENCE-10).
 	QuarantinePrefix     = "quarantine/"
 	QuarantineExpiryDays = 14
-	// InboundPrefix holds the replies SES stores (inbound.InboundPrefix),
+	// InboundPrefix holds the replies SES stores (inbound.ObjectPrefix),
 	// expiring after InboundExpiryDays: read once, at once; they hold
 	// addresses, so they go sooner than anything else.
 	InboundPrefix     = "inbound/"

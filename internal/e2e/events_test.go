@@ -131,7 +131,7 @@ func TestSampleEvents_DriveEachFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := env.Clients.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(res.PayloadBucket),
-		Key: aws.String(inbound.InboundPrefix + sampleReplyID), Body: bytes.NewReader(raw)}); err != nil {
+		Key: aws.String(inbound.ObjectPrefix + sampleReplyID), Body: bytes.NewReader(raw)}); err != nil {
 		t.Fatal(err)
 	}
 	noFailures("reply", invoke("reply", "reply-sqs.json", func(b []byte) []byte {

@@ -23,10 +23,10 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// InboundPrefix is where SES's receipt rule stores replies in the payload
+// ObjectPrefix is where SES's receipt rule stores replies in the payload
 // bucket (a lifecycle rule expires them): the only objects the reply
 // function reads.
-const InboundPrefix = "inbound/"
+const ObjectPrefix = "inbound/"
 
 // Window is the span of the replies-per-email bound (R-REPLY-6).
 const Window = time.Hour
@@ -78,7 +78,7 @@ type Handler struct {
 	// InboundDomain is the domain of the reply addresses.
 	InboundDomain string
 	// Bucket is the payload bucket; Objects reads it. A notification
-	// naming another bucket, or a key outside InboundPrefix, is not read.
+	// naming another bucket, or a key outside ObjectPrefix, is not read.
 	Bucket   string
 	Objects  Objects
 	Rows     Rows
@@ -194,7 +194,7 @@ func (h *Handler) Process(ctx context.Context, body []byte) (string, error) {
 		return "", err
 	}
 	a := n.Receipt.Action
-	if a.Type != "S3" || a.BucketName != h.Bucket || !strings.HasPrefix(a.ObjectKey, InboundPrefix) || strings.Contains(a.ObjectKey, "..") {
+	if a.Type != "S3" || a.BucketName != h.Bucket || !strings.HasPrefix(a.ObjectKey, ObjectPrefix) || strings.Contains(a.ObjectKey, "..") {
 		return DropUnreadable, nil
 	}
 	raw, err := h.Objects.Get(ctx, a.ObjectKey, MaxRawBytes)

@@ -135,12 +135,12 @@ func (w *world) reply(fixture, sesID string, edit func(raw string, n map[string]
 	}
 	w.sesIDs = append(w.sesIDs, sesID)
 	n["mail"].(map[string]any)["messageId"] = sesID
-	n["receipt"].(map[string]any)["action"].(map[string]any)["objectKey"] = InboundPrefix + sesID
+	n["receipt"].(map[string]any)["action"].(map[string]any)["objectKey"] = ObjectPrefix + sesID
 	if edit != nil {
 		raw = edit(raw, n)
 	}
 	w.objs.mu.Lock()
-	w.objs.m[InboundPrefix+sesID] = []byte(raw)
+	w.objs.m[ObjectPrefix+sesID] = []byte(raw)
 	w.objs.mu.Unlock()
 	out, _ := json.Marshal(n)
 	return out

@@ -21,8 +21,8 @@ import (
 // set and the bucket statement under HasInboundDomain.
 // Rules: R-REPLY-1.
 func TestInbound_ReceiptRuleOnlyWithADomain_Confined(t *testing.T) {
-	if deploy.InboundPrefix != inbound.InboundPrefix {
-		t.Fatalf("the bucket's prefix %q is not the one the reply function reads, %q", deploy.InboundPrefix, inbound.InboundPrefix)
+	if deploy.InboundPrefix != inbound.ObjectPrefix {
+		t.Fatalf("the bucket's prefix %q is not the one the reply function reads, %q", deploy.InboundPrefix, inbound.ObjectPrefix)
 	}
 	rule := "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:receipt-rule-set/${AWS::StackName}-inbound:receipt-rule/${AWS::StackName}-replies"
 	off := resources(rendered(t, nil))
