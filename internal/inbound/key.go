@@ -10,8 +10,6 @@
 package inbound
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base32"
 	"encoding/binary"
 	"errors"
@@ -65,7 +63,7 @@ var digests = base32.StdEncoding.WithPadding(base32.NoPadding)
 // reply function, which opens them, share one secret, and a reply key can
 // never pass for a vote or unsubscribe token.
 type Keys struct {
-	key, previous []byte
+	k sealed.Keys
 }
 
 // MinKeyLen is the shortest unsubscribe key accepted.
@@ -74,30 +72,15 @@ const MinKeyLen = vote.MinKeyLen
 // NewKeys derives the reply keys from the unsubscribe key and, during a
 // rotation, the previous one. Errors never carry a key.
 func NewKeys(unsubscribeKey string, previous ...string) (*Keys, error) {
-	if len(unsubscribeKey) < MinKeyLen {
-		return nil, fmt.Errorf("reply signing key: %d bytes, need at least %d", len(unsubscribeKey), MinKeyLen)
+	k, err := sealed.Derive("criticizer-reply", "criticizer-reply-key/v1", "reply", unsubscribeKey, previous...)
+	if err != nil {
+		return nil, err
 	}
-	k := &Keys{key: derive(unsubscribeKey)}
-	switch {
-	case len(previous) > 1:
-		return nil, fmt.Errorf("reply signing key: %d previous keys, at most one", len(previous))
-	case len(previous) == 1 && previous[0] != "":
-		if len(previous[0]) < MinKeyLen {
-			return nil, fmt.Errorf("previous reply signing key: %d bytes, need at least %d", len(previous[0]), MinKeyLen)
-		}
-		k.previous = derive(previous[0])
-	}
-	return k, nil
-}
-
-func derive(key string) []byte {
-	h := hmac.New(sha256.New, []byte(key))
-	h.Write([]byte("criticizer-reply-key/v1"))
-	return h.Sum(nil)
+	return &Keys{k: k}, nil
 }
 
 // String keeps the keys out of fmt output.
-func (k Keys) String() string { return fmt.Sprintf("reply.Keys{rotating: %t}", k.previous != nil) }
+func (k Keys) String() string { return fmt.Sprintf("reply.Keys{rotating: %t}", k.k.Rotating()) }
 
 // GoString is String for %#v.
 func (k Keys) GoString() string { return k.String() }
@@ -106,7 +89,7 @@ func (k Keys) GoString() string { return k.String() }
 func (k Keys) LogValue() slog.Value { return slog.StringValue(k.String()) }
 
 func (k *Keys) sealed() sealed.Keys {
-	return sealed.Keys{Purpose: "criticizer-reply", Current: k.key, Previous: k.previous}
+	return k.k
 }
 
 // Key returns the key of delivery deliveryID ("d_" and a job.Digest),

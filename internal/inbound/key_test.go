@@ -78,8 +78,10 @@ func TestKey_ForgedAlteredOrOtherKey_Invalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rotated := keys(t)
-	rotated.previous, rotated.key = rotated.key, derive("another-unsubscribe-key-0123456789abcdef")
+	rotated, err := NewKeys("another-unsubscribe-key-0123456789abcdef", testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := rotated.Open(key, at); err != nil {
 		t.Errorf("during a rotation the previous key's address is refused: %v", err)
 	}

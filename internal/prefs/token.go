@@ -1,8 +1,6 @@
 package prefs
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,7 +27,7 @@ import (
 const LinkLifetime = 90 * 24 * time.Hour
 
 // MinKeyLen is the shortest key accepted, the unsubscribe key's minimum.
-const MinKeyLen = 32
+const MinKeyLen = sealed.MinKeyLen
 
 // ErrInvalid is a token that does not verify: malformed, altered or signed
 // with another key.
@@ -49,39 +47,23 @@ type Claims struct {
 // or, during a rotation, the previous one (as the unsubscribe and vote
 // signers do).
 type Signer struct {
-	key, previous []byte
+	k sealed.Keys
 }
 
 // NewSigner derives the preference keys from the unsubscribe key and,
 // when one is given, the previous unsubscribe key. Errors never carry a
 // key.
 func NewSigner(unsubscribeKey string, previous ...string) (*Signer, error) {
-	if len(unsubscribeKey) < MinKeyLen {
-		return nil, fmt.Errorf("preference signing key: %d bytes, need at least %d", len(unsubscribeKey), MinKeyLen)
+	k, err := sealed.Derive("criticizer-preferences", "criticizer-preferences-key/v1", "preference", unsubscribeKey, previous...)
+	if err != nil {
+		return nil, err
 	}
-	s := &Signer{key: derive(unsubscribeKey)}
-	switch {
-	case len(previous) > 1:
-		return nil, fmt.Errorf("preference signing key: %d previous keys, at most one", len(previous))
-	case len(previous) == 1 && previous[0] != "":
-		if len(previous[0]) < MinKeyLen {
-			return nil, fmt.Errorf("previous preference signing key: %d bytes, need at least %d", len(previous[0]), MinKeyLen)
-		}
-		s.previous = derive(previous[0])
-	}
-	return s, nil
-}
-
-// derive is HMAC(key, label): a key of its own for preference links.
-func derive(key string) []byte {
-	h := hmac.New(sha256.New, []byte(key))
-	h.Write([]byte("criticizer-preferences-key/v1"))
-	return h.Sum(nil)
+	return &Signer{k: k}, nil
 }
 
 // String keeps the keys out of fmt output.
 func (s Signer) String() string {
-	return fmt.Sprintf("prefs.Signer{rotating: %t}", s.previous != nil)
+	return fmt.Sprintf("prefs.Signer{rotating: %t}", s.k.Rotating())
 }
 
 // GoString is String for %#v.
@@ -91,7 +73,7 @@ func (s Signer) GoString() string { return s.String() }
 func (s Signer) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 func (s *Signer) keys() sealed.Keys {
-	return sealed.Keys{Purpose: "criticizer-preferences", Current: s.key, Previous: s.previous}
+	return s.k
 }
 
 // Token returns the token of a recipient's page, offering repository,

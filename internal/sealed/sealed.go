@@ -1,6 +1,8 @@
 // Package sealed signs short payloads into URL-safe tokens and opens them:
-// the one format the unsubscribe and vote links share, so the two cannot
-// drift apart in how they are checked.
+// the one format the unsubscribe, vote and preference links and the reply
+// addresses share, and the one way their keys are derived from the
+// unsubscribe key (Derive), so they cannot drift apart in how they are
+// checked or rotated.
 //
 // A token is base64url(payload) "." base64url(mac), the mac the first 128
 // bits of HMAC-SHA-256 over a purpose label and the payload; the label
@@ -15,6 +17,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/base64"
+	"fmt"
 	"strings"
 )
 
@@ -31,6 +34,44 @@ type Keys struct {
 	Purpose           string
 	Current, Previous []byte
 }
+
+// MinKeyLen is the shortest root key accepted: the unsubscribe key's
+// minimum, which every purpose's keys are derived from.
+const MinKeyLen = 32
+
+// Derive returns a purpose's keys: Current is HMAC(root, label), Previous
+// the same of previous during a rotation (at most one; "" or none: no
+// rotation). Each purpose derives under a label of its own, so no MAC of
+// one kind of token is ever valid as another even before Purpose is
+// mixed in. what names the keys in errors, which never carry a key. The
+// vote, preference and reply signers all derive theirs here, from the
+// unsubscribe key.
+func Derive(purpose, label, what, root string, previous ...string) (Keys, error) {
+	if len(root) < MinKeyLen {
+		return Keys{}, fmt.Errorf("%s signing key: %d bytes, need at least %d", what, len(root), MinKeyLen)
+	}
+	k := Keys{Purpose: purpose, Current: derive(root, label)}
+	switch {
+	case len(previous) > 1:
+		return Keys{}, fmt.Errorf("%s signing key: %d previous keys, at most one", what, len(previous))
+	case len(previous) == 1 && previous[0] != "":
+		if len(previous[0]) < MinKeyLen {
+			return Keys{}, fmt.Errorf("previous %s signing key: %d bytes, need at least %d", what, len(previous[0]), MinKeyLen)
+		}
+		k.Previous = derive(previous[0], label)
+	}
+	return k, nil
+}
+
+// derive is HMAC(root, label).
+func derive(root, label string) []byte {
+	h := hmac.New(sha256.New, []byte(root))
+	h.Write([]byte(label))
+	return h.Sum(nil)
+}
+
+// Rotating reports whether a previous key still verifies.
+func (k Keys) Rotating() bool { return k.Previous != nil }
 
 // Seal returns payload's token under the current key.
 func (k Keys) Seal(payload string) string {

@@ -11,8 +11,6 @@
 package vote
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,42 +73,24 @@ func FindingID(f critic.Finding) string {
 // Signer mints vote tokens and verifies them under the current key or,
 // during a rotation, the previous one (as unsubscribe.Signer does).
 type Signer struct {
-	key      []byte
-	previous []byte
+	k sealed.Keys
 }
 
 // MinKeyLen is the shortest key accepted, the unsubscribe key's minimum.
-const MinKeyLen = 32
+const MinKeyLen = sealed.MinKeyLen
 
 // NewSigner derives the vote keys from the unsubscribe key and, when one
 // is given, the previous unsubscribe key. Errors never carry a key.
 func NewSigner(unsubscribeKey string, previous ...string) (*Signer, error) {
-	if len(unsubscribeKey) < MinKeyLen {
-		return nil, fmt.Errorf("vote signing key: %d bytes, need at least %d", len(unsubscribeKey), MinKeyLen)
+	k, err := sealed.Derive("criticizer-vote", "criticizer-vote-key/v1", "vote", unsubscribeKey, previous...)
+	if err != nil {
+		return nil, err
 	}
-	s := &Signer{key: derive(unsubscribeKey)}
-	switch {
-	case len(previous) > 1:
-		return nil, fmt.Errorf("vote signing key: %d previous keys, at most one", len(previous))
-	case len(previous) == 1 && previous[0] != "":
-		if len(previous[0]) < MinKeyLen {
-			return nil, fmt.Errorf("previous vote signing key: %d bytes, need at least %d", len(previous[0]), MinKeyLen)
-		}
-		s.previous = derive(previous[0])
-	}
-	return s, nil
-}
-
-// derive is HMAC(key, label): a key of its own for votes, so no MAC of one
-// kind of token is ever valid as the other.
-func derive(key string) []byte {
-	h := hmac.New(sha256.New, []byte(key))
-	h.Write([]byte("criticizer-vote-key/v1"))
-	return h.Sum(nil)
+	return &Signer{k: k}, nil
 }
 
 // String keeps the keys out of fmt output.
-func (s Signer) String() string { return fmt.Sprintf("vote.Signer{rotating: %t}", s.previous != nil) }
+func (s Signer) String() string { return fmt.Sprintf("vote.Signer{rotating: %t}", s.k.Rotating()) }
 
 // GoString is String for %#v.
 func (s Signer) GoString() string { return s.String() }
@@ -155,7 +135,7 @@ func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
 
 // keys are the signer's keys under the vote purpose label.
 func (s *Signer) keys() sealed.Keys {
-	return sealed.Keys{Purpose: "criticizer-vote", Current: s.key, Previous: s.previous}
+	return s.k
 }
 
 // Links mints the two links of a finding under the API's public base URL,
