@@ -112,7 +112,7 @@ func TestCounter_IntakeUniqueIsOneTransactionOfThreeItems(t *testing.T) {
 func TestCalls_PipelineMakesTheDesignMinimum(t *testing.T) {
 	env := testenv.Stack(t)
 	cfg := benchConfig(t, env)
-	cfg.MaxSendRate = 0
+	cfg.Notify.MaxSendRate = 0
 	t.Chdir("../..") // sampleWebhook reads events/
 	run := testenv.Prefix(t)[:9]
 	got, err := runCalls(context.Background(), cfg, run, 1, 2, 1, time.Minute)

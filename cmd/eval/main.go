@@ -88,7 +88,7 @@ func criticFor(ctx context.Context, name string, cases []eval.Case) (critic.Crit
 		if err != nil {
 			return nil, nil, err
 		}
-		cfg.Critic = name
+		cfg.LLM.Critic = name
 		if err := cfg.Validate(); err != nil {
 			return nil, nil, err
 		}

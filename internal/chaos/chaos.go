@@ -212,11 +212,11 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	}
 	cfg.Endpoints, cfg.SESStoreURL = st.Endpoints, st.SESURL
 	cfg.WebhookSecret = planted.webhook
-	cfg.GitHub.Token, cfg.GitLab.Token, cfg.OpenAI.APIKey = planted.github, planted.gitlab, planted.openai
-	cfg.DeliveryLease, cfg.EvidenceMargin = deliveryLease, evidenceMargin
+	cfg.GitHub.Token, cfg.GitLab.Token, cfg.LLM.OpenAI.APIKey = planted.github, planted.gitlab, planted.openai
+	cfg.Notify.DeliveryLease, cfg.EvidenceMargin = deliveryLease, evidenceMargin
 	// fauxqs's counters are exact at once (internal/drain).
 	cfg.EvidenceCounterLag = time.Second
-	cfg.SweepStuckAfter, cfg.EvidenceWindow = sweepStuckAfter, evidenceWindow
+	cfg.Sweep.StuckAfter, cfg.Sweep.EvidenceWindow = sweepStuckAfter, evidenceWindow
 	// Each review is one version: no burst to collapse, and the campaign
 	// measures exactly once, not the wait (R-QUIET-3).
 	cfg.LLM.CollapseWindow = 0

@@ -70,11 +70,11 @@ type Config struct {
 	// Retention is how long jobs, delivery rows and audit items are kept
 	// (DynamoDB TTL); zero: forever. Changelist heads, preferences and
 	// suppressions never expire.
-	Retention     time.Duration
-	DeliveryLease time.Duration
+	Retention time.Duration
 	// EvidenceMargin is the publish bound the evidence rule assumes: the
 	// longest SES takes to get a message's Send event onto the feedback
-	// queue after accepting it (R-EVIDENCE-2, R-EVIDENCE-7).
+	// queue after accepting it (R-EVIDENCE-2, R-EVIDENCE-7). Read by
+	// notify, feedback and the sweeper, so it stays here.
 	EvidenceMargin time.Duration
 	// EvidenceCounterLag is how stale SQS's approximate counters may be:
 	// an empty reading of the feedback queue speaks for messages older
@@ -84,10 +84,6 @@ type Config struct {
 	// evidence path caught up past it with no event naming it
 	// (CRITICIZER_UNCERTAIN_SEND, R-EVIDENCE-9).
 	UncertainSend delivery.UncertainSend
-	// SweepEvery is the sweeper's schedule (CRITICIZER_SWEEP_EVERY):
-	// readings of the feedback queue further apart than twice this do not
-	// make one run of clear readings (internal/drain).
-	SweepEvery time.Duration
 	// FeedbackQueueURL and FeedbackDLQURL are the feedback queue and its
 	// DLQ, whose counters the sweeper reads (internal/drain).
 	FeedbackQueueURL, FeedbackDLQURL string
@@ -101,24 +97,16 @@ type Config struct {
 	// DiffURLPorts are the ports a diff_url may use; nil means 80 and 443,
 	// a single 0 any port (CRITICIZER_DIFF_URL_PORTS, "*").
 	DiffURLPorts []int
-	// SweepStuckAfter and EvidenceWindow are the sweeper's thresholds.
-	SweepStuckAfter time.Duration
-	EvidenceWindow  time.Duration
 	// SESStoreURL, when set, is the SES emulator's base URL; the notifier
 	// then reads provider evidence from its store (local stack only).
 	SESStoreURL string
 	LogLevel    string
-	// MaxSendRate is the SES account's maximum send rate (emails per
-	// second) that every notifier together keeps under; 0 turns the
-	// limiter off.
-	MaxSendRate int
-	// SESQuotaRecheck is how long a spent SES daily quota pauses sending
-	// (CRITICIZER_SES_QUOTA_RECHECK, sesquota.go).
-	SESQuotaRecheck time.Duration
-	// LLM and Notify are the llm stage's and the notifier's settings that
-	// keep a version from mailing reviewers nothing new (quiet.go).
+	// LLM, Notify, Sweep and Reply are the settings only the llm, notify,
+	// sweeper and reply functions read (stages.go).
 	LLM    LLM
 	Notify Notify
+	Sweep  Sweep
+	Reply  Reply
 
 	// PublicURL is the API's public base URL, under which the notifier
 	// builds unsubscribe links (https://<api>/unsubscribe/<token>).
@@ -139,38 +127,14 @@ type Config struct {
 	ListID     string
 
 	// InboundDomain is the domain replies are received at (R-REPLY-1);
-	// empty: replies are off. RepliesPerHour bounds the replies to one
-	// email acted on in an hour (inbound.go).
-	InboundDomain  string
-	RepliesPerHour int
+	// empty: replies are off (inbound.go). Read by notify (Reply-To) and
+	// the reply function, so it stays here.
+	InboundDomain string
 
-	// Critic selects the reviewer: CriticOffline (default), CriticBedrock
-	// or CriticOpenAI, with the settings of the one chosen.
-	Critic         string
-	BedrockModelID string
-	OpenAI         OpenAI
-	// LLMMaxFindings caps a model review's findings.
-	LLMMaxFindings int
-	// ReviewInstructions are the deployment's extra instructions to the
-	// model; ReviewInstructionsByRepo more per changelist id prefix
-	// ("acme/store" for "acme/store#42").
-	ReviewInstructions       string
-	ReviewInstructionsByRepo map[string]string
-	// IncrementalReview: a rerun sends the critic only the files changed
-	// since the last reviewed version and its email says what changed
-	// (critic.Incremental); off, every version is reviewed whole and
-	// mailed as a first review.
-	IncrementalReview bool
-	// FullReviewEvery: a rerun reviews every file again when the full
-	// review it builds on is this many versions old (R-LEDGER-3).
-	FullReviewEvery int
 	// GeneratedPaths are the deployment's globs of generated files
-	// (EnvGeneratedPaths, R-CRITIC-7): read by fetch and llm.
+	// (EnvGeneratedPaths, R-CRITIC-7): read by fetch and llm, so it stays
+	// here.
 	GeneratedPaths []string
-	// MinSeverity hides findings below it from the email ("", "info",
-	// "warning" or "error"); a repository's min_severity can raise it,
-	// never lower it (R-REPO-5).
-	MinSeverity string
 	// Budgets bound model runs, team expansion and reviewer webhooks
 	// (budgets.go).
 	Budgets Budgets
@@ -197,10 +161,8 @@ type Config struct {
 	SecretsARN string
 
 	// MaxReceiveCount is the stage queues' redrive maxReceiveCount, as
-	// deployed; ModelTimeout the longest one model call may take
-	// (deadlines.go).
+	// deployed (deadlines.go).
 	MaxReceiveCount int
-	ModelTimeout    time.Duration
 }
 
 // Critics.
@@ -435,21 +397,21 @@ func or(v, def string) string {
 // source: the critic's, each configured source's, the directory's. Error
 // messages name variables, never values.
 func (c Config) Validate() error {
-	switch c.Critic {
+	switch c.LLM.Critic {
 	case CriticOffline:
 	case CriticBedrock:
-		if c.BedrockModelID == "" {
+		if c.LLM.BedrockModelID == "" {
 			return fmt.Errorf("%s=bedrock needs %s (a model id, inference profile id or ARN)", EnvCritic, EnvBedrockModelID)
 		}
 	case CriticOpenAI:
-		if c.OpenAI.Model == "" {
+		if c.LLM.OpenAI.Model == "" {
 			return fmt.Errorf("%s=openai needs %s", EnvCritic, EnvOpenAIModel)
 		}
-		if err := checkURL(EnvOpenAIBaseURL, c.OpenAI.BaseURL); err != nil {
+		if err := checkURL(EnvOpenAIBaseURL, c.LLM.OpenAI.BaseURL); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("%s: want offline, bedrock or openai, got %q", EnvCritic, c.Critic)
+		return fmt.Errorf("%s: want offline, bedrock or openai, got %q", EnvCritic, c.LLM.Critic)
 	}
 	// The API roots are checked whether or not the webhook is routed here:
 	// the fetch function has the API settings without the webhook secrets.

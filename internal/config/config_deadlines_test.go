@@ -22,12 +22,12 @@ func TestFromEnv_MaxReceiveCountAndModelTimeout(t *testing.T) {
 	if c.MaxReceiveCount != deploy.MaxReceiveCount {
 		t.Errorf("default maxReceiveCount %d, the deployment's redrive limit is %d", c.MaxReceiveCount, deploy.MaxReceiveCount)
 	}
-	if c.ModelTimeout != config.DefaultModelTimeout {
-		t.Errorf("model timeout %v", c.ModelTimeout)
+	if c.LLM.ModelTimeout != config.DefaultModelTimeout {
+		t.Errorf("model timeout %v", c.LLM.ModelTimeout)
 	}
 	env := map[string]string{config.EnvMaxReceiveCount: "4", config.EnvModelTimeout: "90s"}
-	if c, err = config.FromEnv(func(k string) string { return env[k] }); err != nil || c.MaxReceiveCount != 4 || c.ModelTimeout != 90*time.Second {
-		t.Errorf("set: %d %v %v", c.MaxReceiveCount, c.ModelTimeout, err)
+	if c, err = config.FromEnv(func(k string) string { return env[k] }); err != nil || c.MaxReceiveCount != 4 || c.LLM.ModelTimeout != 90*time.Second {
+		t.Errorf("set: %d %v %v", c.MaxReceiveCount, c.LLM.ModelTimeout, err)
 	}
 	for k, v := range map[string]string{config.EnvMaxReceiveCount: "0", config.EnvModelTimeout: "soon"} {
 		_, err := config.FromEnv(func(n string) string {

@@ -20,8 +20,8 @@ func TestFullReviewEvery_DefaultRangeRefused(t *testing.T) {
 	}
 	for v, want := range map[string]int{"": 10, "1": 1, " 25 ": 25, "100": 100} {
 		c, err := read(v)
-		if err != nil || c.FullReviewEvery != want {
-			t.Errorf("%q: %d, %v; want %d", v, c.FullReviewEvery, err, want)
+		if err != nil || c.LLM.FullReviewEvery != want {
+			t.Errorf("%q: %d, %v; want %d", v, c.LLM.FullReviewEvery, err, want)
 		}
 	}
 	for _, v := range []string{"0", "-3", "101", "ten", "2.5"} {

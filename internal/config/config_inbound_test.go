@@ -12,8 +12,8 @@ import (
 func TestInbound_DomainAndRepliesPerHour(t *testing.T) {
 	read := func(env map[string]string) (Config, error) { return FromEnv(func(k string) string { return env[k] }) }
 	c, err := read(map[string]string{EnvInboundDomain: " Replies.Example.org. "})
-	if err != nil || c.InboundDomain != "replies.example.org" || c.RepliesPerHour != DefaultRepliesPerHour {
-		t.Fatalf("%q %d %v", c.InboundDomain, c.RepliesPerHour, err)
+	if err != nil || c.InboundDomain != "replies.example.org" || c.Reply.PerHour != DefaultRepliesPerHour {
+		t.Fatalf("%q %d %v", c.InboundDomain, c.Reply.PerHour, err)
 	}
 	if c, err := read(nil); err != nil || c.InboundDomain != "" {
 		t.Fatalf("unset: %q %v", c.InboundDomain, err)
@@ -23,8 +23,8 @@ func TestInbound_DomainAndRepliesPerHour(t *testing.T) {
 			t.Errorf("%q accepted (%v)", bad, err)
 		}
 	}
-	if c, err := read(map[string]string{EnvRepliesPerHour: "3"}); err != nil || c.RepliesPerHour != 3 {
-		t.Errorf("3: %d %v", c.RepliesPerHour, err)
+	if c, err := read(map[string]string{EnvRepliesPerHour: "3"}); err != nil || c.Reply.PerHour != 3 {
+		t.Errorf("3: %d %v", c.Reply.PerHour, err)
 	}
 	for _, bad := range []string{"0", "-1", "1001", "ten"} {
 		if _, err := read(map[string]string{EnvRepliesPerHour: bad}); err == nil {

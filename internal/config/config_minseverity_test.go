@@ -12,8 +12,8 @@ import (
 func TestFromEnv_MinSeverity(t *testing.T) {
 	for in, want := range map[string]string{"": "", "info": "info", " Warning ": "warning", "ERROR": "error"} {
 		c, err := config.FromEnv(env(map[string]string{config.EnvMinSeverity: in}))
-		if err != nil || c.MinSeverity != want {
-			t.Errorf("%q: %q, err %v; want %q", in, c.MinSeverity, err, want)
+		if err != nil || c.Notify.MinSeverity != want {
+			t.Errorf("%q: %q, err %v; want %q", in, c.Notify.MinSeverity, err, want)
 		}
 	}
 	for _, bad := range []string{"critical", "2", "warn"} {

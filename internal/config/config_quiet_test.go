@@ -14,7 +14,7 @@ import (
 // Anything else is refused, naming the variable.
 func TestFromEnv_Quiet(t *testing.T) {
 	c, err := config.FromEnv(env(nil))
-	if err != nil || c.LLM != (config.LLM{CollapseWindow: 90 * time.Second}) || c.Notify != (config.Notify{}) {
+	if err != nil || c.LLM.CollapseWindow != 90*time.Second || c.Notify.MailSameDiff || c.Notify.MailUnchangedReruns {
 		t.Fatalf("defaults: %+v %+v, err %v; want a 90s window, quiet", c.LLM, c.Notify, err)
 	}
 	for in, want := range map[string]time.Duration{"0": 0, "0s": 0, "5s": 5 * time.Second, "15m": 15 * time.Minute} {

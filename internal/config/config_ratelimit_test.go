@@ -21,8 +21,8 @@ func TestFromEnv_MaxSendRate(t *testing.T) {
 		want int
 	}{{"", 14}, {"0", 0}, {"1", 1}, {" 50 ", 50}} {
 		c, err := config.FromEnv(env(map[string]string{config.EnvMaxSendRate: tt.in}))
-		if err != nil || c.MaxSendRate != tt.want {
-			t.Errorf("%s=%q: rate %d, err %v; want %d", config.EnvMaxSendRate, tt.in, c.MaxSendRate, err, tt.want)
+		if err != nil || c.Notify.MaxSendRate != tt.want {
+			t.Errorf("%s=%q: rate %d, err %v; want %d", config.EnvMaxSendRate, tt.in, c.Notify.MaxSendRate, err, tt.want)
 		}
 	}
 	for _, bad := range []string{"-1", "14.5", "fast", "14/s"} {

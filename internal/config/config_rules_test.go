@@ -31,7 +31,7 @@ func TestFromEnv_Defaults(t *testing.T) {
 		{"MailFrom", c.MailFrom, "Criticizer <criticizer@example.com>"},
 		{"LogLevel", c.LogLevel, "info"},
 		{"IdempotencyTTL", c.IdempotencyTTL, 720 * time.Hour},
-		{"DeliveryLease", c.DeliveryLease, 2 * time.Minute},
+		{"DeliveryLease", c.Notify.DeliveryLease, 2 * time.Minute},
 		{"EvidenceMargin", c.EvidenceMargin, 5 * time.Minute},
 		{"EvidenceCounterLag", c.EvidenceCounterLag, 2 * time.Minute},
 		{"ProbeAddress", c.ProbeAddress, "success@simulator.amazonses.com"},
@@ -87,7 +87,7 @@ func TestFromEnv_Overrides(t *testing.T) {
 		{"MailFrom", c.MailFrom, "Reviews <reviews@corp.example>"},
 		{"ConfigurationSet", c.ConfigurationSet, "criticizer-events"},
 		{"IdempotencyTTL", c.IdempotencyTTL, 168 * time.Hour},
-		{"DeliveryLease", c.DeliveryLease, 45 * time.Second},
+		{"DeliveryLease", c.Notify.DeliveryLease, 45 * time.Second},
 		{"EvidenceMargin", c.EvidenceMargin, 10*time.Minute + 30*time.Second},
 		{"ProbeAddress", c.ProbeAddress, ""},
 		{"AllowPrivateDiffs", c.AllowPrivateDiffs, true},
@@ -220,8 +220,8 @@ func TestFromEnv_ValidDurations(t *testing.T) {
 			t.Errorf("%s=%q: %v", config.EnvDeliveryLease, tt.v, err)
 			continue
 		}
-		if c.DeliveryLease != tt.want {
-			t.Errorf("%s=%q: DeliveryLease = %v; want %v", config.EnvDeliveryLease, tt.v, c.DeliveryLease, tt.want)
+		if c.Notify.DeliveryLease != tt.want {
+			t.Errorf("%s=%q: DeliveryLease = %v; want %v", config.EnvDeliveryLease, tt.v, c.Notify.DeliveryLease, tt.want)
 		}
 	}
 }

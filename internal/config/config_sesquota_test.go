@@ -17,8 +17,8 @@ func TestFromEnv_SESQuotaRecheck(t *testing.T) {
 		want time.Duration
 	}{{"", 5 * time.Minute}, {"1s", time.Second}, {"15m", 15 * time.Minute}, {"90s", 90 * time.Second}} {
 		c, err := config.FromEnv(env(map[string]string{config.EnvSESQuotaRecheck: tt.in}))
-		if err != nil || c.SESQuotaRecheck != tt.want {
-			t.Errorf("%s=%q: %s, err %v; want %s", config.EnvSESQuotaRecheck, tt.in, c.SESQuotaRecheck, err, tt.want)
+		if err != nil || c.Notify.SESQuotaRecheck != tt.want {
+			t.Errorf("%s=%q: %s, err %v; want %s", config.EnvSESQuotaRecheck, tt.in, c.Notify.SESQuotaRecheck, err, tt.want)
 		}
 	}
 	for _, bad := range []string{"500ms", "16m", "1h", "soon", "-5m"} {

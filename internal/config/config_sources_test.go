@@ -48,8 +48,8 @@ func TestFromEnv_SourceAndCriticDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Critic != config.CriticOffline || c.OpenAI.BaseURL != "https://api.openai.com" {
-		t.Errorf("critic %q, openai %+v", c.Critic, c.OpenAI)
+	if c.LLM.Critic != config.CriticOffline || c.LLM.OpenAI.BaseURL != "https://api.openai.com" {
+		t.Errorf("critic %q, openai %+v", c.LLM.Critic, c.LLM.OpenAI)
 	}
 	if c.GitHub.Configured() || c.GitLab.Configured() || c.Gerrit.Configured() {
 		t.Errorf("a source is configured with nothing set: %+v %+v %+v", c.GitHub, c.GitLab, c.Gerrit)
@@ -60,11 +60,11 @@ func TestFromEnv_SourceAndCriticDefaults(t *testing.T) {
 	if c.ReviewerDirectory != "" || c.SecretsARN != "" {
 		t.Errorf("directory %q, secrets %q", c.ReviewerDirectory, c.SecretsARN)
 	}
-	if !c.IncrementalReview {
+	if !c.LLM.IncrementalReview {
 		t.Error("incremental review is off by default")
 	}
-	if c, err := config.FromEnv(env(map[string]string{config.EnvIncrementalReview: "false"})); err != nil || c.IncrementalReview {
-		t.Errorf("%s=false: on %v, %v", config.EnvIncrementalReview, c.IncrementalReview, err)
+	if c, err := config.FromEnv(env(map[string]string{config.EnvIncrementalReview: "false"})); err != nil || c.LLM.IncrementalReview {
+		t.Errorf("%s=false: on %v, %v", config.EnvIncrementalReview, c.LLM.IncrementalReview, err)
 	}
 }
 
@@ -80,12 +80,12 @@ func TestFromEnv_SourcesAndCriticOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Config{Critic: "openai", OpenAI: config.OpenAI{BaseURL: "http://llm.internal:8000", Model: "gpt-4.1", APIKey: "sk-x"},
+	want := config.Config{LLM: config.LLM{Critic: "openai", OpenAI: config.OpenAI{BaseURL: "http://llm.internal:8000", Model: "gpt-4.1", APIKey: "sk-x"}},
 		GitHub: config.GitHub{WebhookSecret: "ghs-0123456789abcdef0123456789abcdef", Token: "ght", APIURL: "https://ghe.example.com/api/v3"},
 		GitLab: config.GitLab{WebhookToken: "glw-0123456789abcdef0123456789abcdef", SigningSecret: "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", Token: "glt", APIURL: "https://gitlab.example.com/api/v4"},
 		Gerrit: config.Gerrit{WebhookToken: "grw-0123456789abcdef0123456789abcdef", APIURL: "https://review.example.com", Username: "bot", Password: "pw"}}
-	if c.Critic != want.Critic || c.OpenAI != want.OpenAI || c.GitHub != want.GitHub || c.GitLab != want.GitLab || c.Gerrit != want.Gerrit {
-		t.Errorf("got %+v %+v %+v %+v %+v", c.Critic, c.OpenAI, c.GitHub, c.GitLab, c.Gerrit)
+	if c.LLM.Critic != want.LLM.Critic || c.LLM.OpenAI != want.LLM.OpenAI || c.GitHub != want.GitHub || c.GitLab != want.GitLab || c.Gerrit != want.Gerrit {
+		t.Errorf("got %+v %+v %+v %+v %+v", c.LLM.Critic, c.LLM.OpenAI, c.GitHub, c.GitLab, c.Gerrit)
 	}
 	if c.ReviewerDirectory != `{"github": {"octocat": "octo@example.com"}}` {
 		t.Errorf("directory %q", c.ReviewerDirectory)
@@ -160,8 +160,8 @@ func TestApplySecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.GitHub.WebhookSecret != "ghs-0123456789abcdef0123456789abcdef" || got.GitHub.Token != "from-env" || got.Gerrit.WebhookToken != "grw-0123456789abcdef0123456789abcdef" || got.OpenAI.APIKey != "sk" || got.ReviewerDirectory == "" {
-		t.Errorf("after ApplySecrets: %+v %+v %q", got.GitHub, got.Gerrit, got.OpenAI.APIKey)
+	if got.GitHub.WebhookSecret != "ghs-0123456789abcdef0123456789abcdef" || got.GitHub.Token != "from-env" || got.Gerrit.WebhookToken != "grw-0123456789abcdef0123456789abcdef" || got.LLM.OpenAI.APIKey != "sk" || got.ReviewerDirectory == "" {
+		t.Errorf("after ApplySecrets: %+v %+v %q", got.GitHub, got.Gerrit, got.LLM.OpenAI.APIKey)
 	}
 	_, err = c.ApplySecrets(map[string]string{"CRITICIZER_GITHUB_SECRET": "hunter2", config.EnvJobsTable: "x"})
 	if err == nil || !strings.Contains(err.Error(), "CRITICIZER_GITHUB_SECRET") || !strings.Contains(err.Error(), config.EnvJobsTable) || strings.Contains(err.Error(), "hunter2") {

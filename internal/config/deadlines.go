@@ -34,6 +34,6 @@ func (c *Config) readDeadlines(getenv func(string) string) error {
 		c.MaxReceiveCount = n
 	}
 	var err error
-	c.ModelTimeout, err = duration(getenv, EnvModelTimeout, DefaultModelTimeout)
+	c.LLM.ModelTimeout, err = duration(getenv, EnvModelTimeout, DefaultModelTimeout)
 	return err
 }

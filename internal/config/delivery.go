@@ -43,7 +43,7 @@ func (c *Config) readRetention(getenv func(string) string) error {
 // the sweeper reads, probes), the sweeper's thresholds and the send rate.
 func (c *Config) readDelivery(getenv func(string) string) error {
 	var err error
-	if c.DeliveryLease, err = duration(getenv, EnvDeliveryLease, DefaultDeliveryLease); err != nil {
+	if c.Notify.DeliveryLease, err = duration(getenv, EnvDeliveryLease, DefaultDeliveryLease); err != nil {
 		return err
 	}
 	if c.EvidenceMargin, err = duration(getenv, EnvEvidenceMargin, DefaultEvidenceMargin); err != nil {
@@ -66,19 +66,19 @@ func (c *Config) readDelivery(getenv func(string) string) error {
 		}
 		c.ProbeAddress = v
 	}
-	if c.SweepStuckAfter, err = duration(getenv, EnvSweepStuckAfter, DefaultSweepStuckAfter); err != nil {
+	if c.Sweep.StuckAfter, err = duration(getenv, EnvSweepStuckAfter, DefaultSweepStuckAfter); err != nil {
 		return err
 	}
-	if c.EvidenceWindow, err = duration(getenv, EnvEvidenceWindow, DefaultEvidenceWindow); err != nil {
+	if c.Sweep.EvidenceWindow, err = duration(getenv, EnvEvidenceWindow, DefaultEvidenceWindow); err != nil {
 		return err
 	}
-	c.MaxSendRate = DefaultMaxSendRate
+	c.Notify.MaxSendRate = DefaultMaxSendRate
 	if v := strings.TrimSpace(getenv(EnvMaxSendRate)); v != "" {
-		if c.MaxSendRate, err = strconv.Atoi(v); err != nil || c.MaxSendRate < 0 {
+		if c.Notify.MaxSendRate, err = strconv.Atoi(v); err != nil || c.Notify.MaxSendRate < 0 {
 			return fmt.Errorf("%s: want a whole number of emails per second (0 turns the limit off), got %q", EnvMaxSendRate, v)
 		}
 	}
-	if c.SESQuotaRecheck, err = sesQuotaRecheck(getenv); err != nil {
+	if c.Notify.SESQuotaRecheck, err = sesQuotaRecheck(getenv); err != nil {
 		return err
 	}
 	return c.readDeadlines(getenv)

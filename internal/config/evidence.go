@@ -14,11 +14,11 @@ func (c *Config) readEvidence(getenv func(string) string) error {
 		return fmt.Errorf("%s: %w", EnvUncertainSend, err)
 	}
 	c.UncertainSend = p
-	if c.SweepEvery, err = duration(getenv, EnvSweepEvery, DefaultSweepEvery); err != nil {
+	if c.Sweep.Every, err = duration(getenv, EnvSweepEvery, DefaultSweepEvery); err != nil {
 		return err
 	}
-	if c.SweepEvery <= 0 {
-		return fmt.Errorf("%s: want a positive duration, got %s", EnvSweepEvery, c.SweepEvery)
+	if c.Sweep.Every <= 0 {
+		return fmt.Errorf("%s: want a positive duration, got %s", EnvSweepEvery, c.Sweep.Every)
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ const maxFullReviewEvery = 100
 // readFullReviewEvery reads EnvFullReviewEvery: a whole number from 1 (every
 // version reviewed in full, still compared) to maxFullReviewEvery.
 func (c *Config) readFullReviewEvery(getenv func(string) string) error {
-	c.FullReviewEvery = DefaultFullReviewEvery
+	c.LLM.FullReviewEvery = DefaultFullReviewEvery
 	v := strings.TrimSpace(getenv(EnvFullReviewEvery))
 	if v == "" {
 		return nil
@@ -30,6 +30,6 @@ func (c *Config) readFullReviewEvery(getenv func(string) string) error {
 	if err != nil || n < 1 || n > maxFullReviewEvery {
 		return fmt.Errorf("%s: want a whole number from 1 to %d", EnvFullReviewEvery, maxFullReviewEvery)
 	}
-	c.FullReviewEvery = n
+	c.LLM.FullReviewEvery = n
 	return nil
 }

@@ -30,13 +30,13 @@ func (c *Config) readInbound(getenv func(string) string) error {
 			EnvInboundDomain, MaxInboundDomainLen)
 	}
 	c.InboundDomain = d
-	c.RepliesPerHour = DefaultRepliesPerHour
+	c.Reply.PerHour = DefaultRepliesPerHour
 	if v := strings.TrimSpace(getenv(EnvRepliesPerHour)); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
 			return fmt.Errorf("%s: want a whole number from 1 to 1000, got %q", EnvRepliesPerHour, v)
 		}
-		c.RepliesPerHour = n
+		c.Reply.PerHour = n
 	}
 	return nil
 }

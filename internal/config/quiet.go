@@ -30,30 +30,10 @@ const DefaultCollapseWindow = 90 * time.Second
 // the notify message, never a sleep in a function.
 const MaxCollapseWindow = 15 * time.Minute
 
-// LLM holds the llm stage's settings about when its result is handed on
-// (the critic's own settings are Critic, OpenAI and the Bedrock fields).
-type LLM struct {
-	// CollapseWindow delays the notify stage of a version until this long
-	// after it was accepted, applied where llm enqueues notify; zero: no
-	// wait (R-QUIET-3).
-	CollapseWindow time.Duration
-}
-
-// Notify holds the notifier's quiet rules' switches: what keeps a version
-// from mailing reviewers nothing new.
-type Notify struct {
-	// MailSameDiff mails a version whose diff content the recipient was
-	// mailed before (R-QUIET-1 off).
-	MailSameDiff bool
-	// MailUnchangedReruns mails a rerun whose review found nothing new
-	// (R-QUIET-2 off).
-	MailUnchangedReruns bool
-}
-
 // readQuiet reads EnvCollapseWindow into LLM and EnvMailSameDiff and
 // EnvMailUnchangedReruns into Notify.
 func (c *Config) readQuiet(getenv func(string) string) error {
-	c.LLM = LLM{CollapseWindow: DefaultCollapseWindow}
+	c.LLM.CollapseWindow = DefaultCollapseWindow
 	switch v := strings.TrimSpace(getenv(EnvCollapseWindow)); v {
 	case "":
 	case "0":

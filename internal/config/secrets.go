@@ -24,7 +24,7 @@ type secretSetting struct {
 func (c *Config) secretSettings() []secretSetting {
 	return []secretSetting{
 		{EnvWebhookSecret, &c.WebhookSecret, nil},
-		{EnvOpenAIAPIKey, &c.OpenAI.APIKey, nil},
+		{EnvOpenAIAPIKey, &c.LLM.OpenAI.APIKey, nil},
 		{EnvGitHubWebhookSecret, &c.GitHub.WebhookSecret, nil},
 		{EnvGitHubToken, &c.GitHub.Token, nil},
 		{EnvGitHubAppID, &c.GitHub.App.ID, nil},

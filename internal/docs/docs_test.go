@@ -555,8 +555,8 @@ func TestConfiguration_EveryVariableHasARow(t *testing.T) {
 	values := map[string]string{
 		config.EnvJobsTable: cfg.JobsTable, config.EnvDeliveriesTable: cfg.DeliveriesTable,
 		config.EnvPayloadBucket: cfg.PayloadBucket, config.EnvMailFrom: cfg.MailFrom,
-		config.EnvCritic: cfg.Critic, config.EnvBedrockModelID: cfg.BedrockModelID,
-		config.EnvOpenAIBaseURL: cfg.OpenAI.BaseURL, config.EnvOpenAIModel: cfg.OpenAI.Model, config.EnvOpenAIAPIKey: cfg.OpenAI.APIKey,
+		config.EnvCritic: cfg.LLM.Critic, config.EnvBedrockModelID: cfg.LLM.BedrockModelID,
+		config.EnvOpenAIBaseURL: cfg.LLM.OpenAI.BaseURL, config.EnvOpenAIModel: cfg.LLM.OpenAI.Model, config.EnvOpenAIAPIKey: cfg.LLM.OpenAI.APIKey,
 		config.EnvGitHubAPIURL: cfg.GitHub.APIURL, config.EnvGitLabAPIURL: cfg.GitLab.APIURL, config.EnvGerritAPIURL: cfg.Gerrit.APIURL,
 		config.EnvWebhookSecret: cfg.WebhookSecret, config.EnvGitHubWebhookSecret: cfg.GitHub.WebhookSecret,
 		config.EnvGitLabWebhookToken: cfg.GitLab.WebhookToken, config.EnvGerritWebhookToken: cfg.Gerrit.WebhookToken,
@@ -564,9 +564,9 @@ func TestConfiguration_EveryVariableHasARow(t *testing.T) {
 		config.EnvUnsubscribeKey: cfg.UnsubscribeKey, config.EnvAdminAPIKey: cfg.AdminAPIKey, config.EnvSecretsARN: cfg.SecretsARN,
 		config.EnvSESStoreURL: cfg.SESStoreURL, config.EnvReviewerDirectory: cfg.ReviewerDirectory,
 		config.EnvProbeAddress: cfg.ProbeAddress, config.EnvLogLevel: cfg.LogLevel,
-		config.EnvMaxSendRate:       strconv.Itoa(cfg.MaxSendRate),
-		config.EnvLLMMaxFindings:    strconv.Itoa(cfg.LLMMaxFindings),
-		config.EnvIncrementalReview: strconv.FormatBool(cfg.IncrementalReview),
+		config.EnvMaxSendRate:       strconv.Itoa(cfg.Notify.MaxSendRate),
+		config.EnvLLMMaxFindings:    strconv.Itoa(cfg.LLM.MaxFindings),
+		config.EnvIncrementalReview: strconv.FormatBool(cfg.LLM.IncrementalReview),
 		config.EnvAllowPrivateDiffs: strconv.FormatBool(cfg.AllowPrivateDiffs),
 	}
 	for v, got := range values {
@@ -576,8 +576,8 @@ func TestConfiguration_EveryVariableHasARow(t *testing.T) {
 	}
 	durations := map[string]time.Duration{
 		config.EnvIdempotencyTTL: cfg.IdempotencyTTL, config.EnvRetention: cfg.Retention,
-		config.EnvDeliveryLease: cfg.DeliveryLease, config.EnvEvidenceMargin: cfg.EvidenceMargin,
-		config.EnvSweepStuckAfter: cfg.SweepStuckAfter, config.EnvEvidenceWindow: cfg.EvidenceWindow,
+		config.EnvDeliveryLease: cfg.Notify.DeliveryLease, config.EnvEvidenceMargin: cfg.EvidenceMargin,
+		config.EnvSweepStuckAfter: cfg.Sweep.StuckAfter, config.EnvEvidenceWindow: cfg.Sweep.EvidenceWindow,
 	}
 	for v, got := range durations {
 		d, err := time.ParseDuration(defaultValue(defaults[v]))

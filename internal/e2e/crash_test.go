@@ -160,7 +160,7 @@ func TestCrashPoints_ExactlyOneEmailPerRecipient(t *testing.T) {
 				opts.Wire.Wrap = func(st job.Stage, fn stage.Func) stage.Func { return c.wrap(s)(st, fn) }
 			}
 			s = startStack(t, opts, func(cfg *config.Config) {
-				cfg.DeliveryLease, cfg.EvidenceMargin = time.Second, 2*time.Second
+				cfg.Notify.DeliveryLease, cfg.EvidenceMargin = time.Second, 2*time.Second
 			})
 			// A crashed invocation's message returns after the queue's
 			// visibility timeout: keep it short here (Lambda: 6× the timeout).

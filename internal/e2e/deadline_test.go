@@ -99,8 +99,8 @@ func TestLLM_KilledAtItsDeadline_SlowModelBatch_NothingLostNoneTwice(t *testing.
 		}
 	}
 	s := startStack(t, devstack.FunctionOptions{Timeout: 4 * time.Second, Crash: crash}, func(c *config.Config) {
-		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
-		c.ModelTimeout = time.Second
+		c.LLM.Critic, c.LLM.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
+		c.LLM.ModelTimeout = time.Second
 		c.MaxReceiveCount = deadlineMaxReceives
 	})
 	// The local stack provisions maxReceiveCount 10: lower it on the stage

@@ -208,7 +208,7 @@ func TestDigest_SendAnswerLost_StillOneEmail(t *testing.T) {
 			strings.Contains(*m.Content.Simple.Subject.Data, "Daily digest")
 	}})
 	s := digestStack(t, clock, devstack.FunctionOptions{Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}}, func(cfg *config.Config) {
-		cfg.DeliveryLease, cfg.EvidenceMargin = time.Second, 3*time.Second
+		cfg.Notify.DeliveryLease, cfg.EvidenceMargin = time.Second, 3*time.Second
 	})
 	ctx := context.Background()
 	p := testenv.Prefix(t)

@@ -38,7 +38,7 @@ func TestSampleEvents_DriveEachFunction(t *testing.T) {
 	// answer: the send-rate limiter, which gives a slot up when DynamoDB
 	// Local answers late under a loaded machine, is tested elsewhere
 	// (ratelimit_test.go) and is off here.
-	cfg.MaxSendRate = 0
+	cfg.Notify.MaxSendRate = 0
 	res.Apply(&cfg)
 	var logs strings.Builder
 	log := obs.NewLogger(&syncWriter{w: &logs}, "info")

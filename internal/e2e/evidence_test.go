@@ -81,7 +81,7 @@ func TestEvidencePathStopped_AmbiguousSendsHeld_SettleWhenItResumes(t *testing.T
 		return fault.Rule{}, false
 	})
 	s := startStack(t, devstack.FunctionOptions{SweepEvery: time.Second, Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}},
-		func(c *config.Config) { c.DeliveryLease, c.EvidenceMargin = time.Second, 2*time.Second })
+		func(c *config.Config) { c.Notify.DeliveryLease, c.EvidenceMargin = time.Second, 2*time.Second })
 	s.fns.Bridge.Pause()
 	cl := testenv.Prefix(t)
 	id := accept(t, s, "k-"+cl, sample(t, cl, 1, stored, lost))
@@ -156,7 +156,7 @@ func TestRemainingWindow_EveryEventOfALostAnswerLost_ResentAndDetected(t *testin
 	did := delivery.ID(job.ChangelistKey("generic", cl), rcpt, 1)
 	first := ""
 	s := startStack(t, devstack.FunctionOptions{SweepEvery: time.Second, Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}},
-		func(c *config.Config) { c.DeliveryLease, c.EvidenceMargin = time.Second, 2*time.Second })
+		func(c *config.Config) { c.Notify.DeliveryLease, c.EvidenceMargin = time.Second, 2*time.Second })
 	s.fns.Bridge.Deliver = func(ctx context.Context, evs []devstack.SESEvent, publish func(context.Context, devstack.SESEvent) error) error {
 		for _, e := range evs {
 			mu.Lock()
@@ -212,7 +212,7 @@ func TestOperator_ReconcilingRowRequeuedWithANote(t *testing.T) {
 	var mu sync.Mutex
 	first := ""
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.DeliveryLease, c.EvidenceMargin, c.EvidenceWindow = time.Second, time.Second, time.Second
+		c.Notify.DeliveryLease, c.EvidenceMargin, c.Sweep.EvidenceWindow = time.Second, time.Second, time.Second
 	})
 	s.fns.Bridge.Deliver = func(ctx context.Context, evs []devstack.SESEvent, publish func(context.Context, devstack.SESEvent) error) error {
 		for _, e := range evs {

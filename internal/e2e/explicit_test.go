@@ -144,7 +144,7 @@ func TestQuiet_NewerRefusedByBudgetAfterTheCheck_OlderMailedOnce(t *testing.T) {
 	t.Cleanup(func() { once.Do(func() { close(release) }); diffs.Close() })
 	const window = 3 * time.Second
 	s := startStack(t, devstack.FunctionOptions{}, quietly(window), func(c *config.Config) {
-		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
+		c.LLM.Critic, c.LLM.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
 		c.Budgets.ModelRunsPerChangelistHour = 1
 	})
 	cl := testenv.Prefix(t)

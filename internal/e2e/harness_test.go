@@ -85,7 +85,8 @@ func startStack(t *testing.T, o devstack.FunctionOptions, tweak ...func(*config.
 	cfg.EvidenceCounterLag = time.Second
 	// Every version is mailed at once, as before R-QUIET-1..3: the tests
 	// that are about staying quiet turn it on with a tweak (quietly).
-	cfg.LLM, cfg.Notify = config.LLM{}, config.Notify{MailSameDiff: true, MailUnchangedReruns: true}
+	// Field by field: LLM and Notify hold the stages' other settings too.
+	cfg.LLM.CollapseWindow, cfg.Notify.MailSameDiff, cfg.Notify.MailUnchangedReruns = 0, true, true
 	// Reviewer refreshes gathered over a second, not ten (R-BUDGET-3).
 	cfg.Budgets.ReviewerRefreshWindow = time.Second
 	for _, f := range tweak {

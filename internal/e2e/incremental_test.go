@@ -150,10 +150,10 @@ func TestIncrementalReruns_OnlyChangedFilesSent_EmailSaysWhatChanged(t *testing.
 	model := newBugModel()
 	t.Cleanup(model.Close)
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
+		c.LLM.Critic, c.LLM.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
 		// Every planted bug is kept, so that a finding carried over is
 		// never one the cap dropped.
-		c.LLMMaxFindings, c.AdminAPIKey = 50, adminKey
+		c.LLM.MaxFindings, c.AdminAPIKey = 50, adminKey
 	})
 	ctx := context.Background()
 	cl := testenv.Prefix(t)

@@ -28,8 +28,8 @@ func TestReviewInstructions_FromThePayloadBucket(t *testing.T) {
 	model := critictest.NewStandIn()
 	t.Cleanup(model.Close)
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
-		c.ReviewInstructions = "FROM THE ENVIRONMENT"
+		c.LLM.Critic, c.LLM.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
+		c.LLM.ReviewInstructions = "FROM THE ENVIRONMENT"
 	})
 	cl := testenv.Prefix(t)
 	deployment := strings.Repeat(`Amounts are "int64" cents — never a float; `, 40)

@@ -66,7 +66,7 @@ func TestEvidence_SendEventLateInTheQueue_OneEmailNoResend(t *testing.T) {
 			}
 			return hold.Hold(m)
 		}},
-		func(c *config.Config) { c.DeliveryLease, c.EvidenceMargin = time.Second, 2*time.Second })
+		func(c *config.Config) { c.Notify.DeliveryLease, c.EvidenceMargin = time.Second, 2*time.Second })
 	id := accept(t, s, "k-"+cl, sample(t, cl, 1, rcpt))
 	sent := time.Now()
 
@@ -155,7 +155,7 @@ func TestEvidence_FeedbackEventDeadLetteredAndRedriven_HeldRowSettles(t *testing
 				return resp, err
 			}
 		}},
-		func(c *config.Config) { c.DeliveryLease, c.EvidenceMargin = time.Second, 2*time.Second })
+		func(c *config.Config) { c.Notify.DeliveryLease, c.EvidenceMargin = time.Second, 2*time.Second })
 	ctx := context.Background()
 	// Dead-letter at the second receive, and soon.
 	dlqARN := queueARN(t, s, s.res.FeedbackDLQ)

@@ -85,7 +85,7 @@ func TestLedger_DecoysFillTheCap_RealBugReachesTheInbox(t *testing.T) {
 	model := newDecoyModel()
 	t.Cleanup(model.Close)
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
+		c.LLM.Critic, c.LLM.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
 	})
 	cl := testenv.Prefix(t)
 	x := newFile("x.go", "package x", "", "func Get(k string) *Item {", "\tp := cache[k]", "\treturn p.Clone() // BUG", "}")
@@ -156,7 +156,7 @@ func TestBound_MiBOfKeyLines_OneBoundedEmail(t *testing.T) {
 		return http.StatusOK, critictest.Completion(`{"summary":"Credentials are committed.","findings":[]}`, "stop", critictest.Tokens(r), 20)
 	}
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
+		c.LLM.Critic, c.LLM.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
 	})
 	var d strings.Builder
 	for f := 0; d.Len() < 1<<20-70_000; f++ {

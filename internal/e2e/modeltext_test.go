@@ -37,7 +37,7 @@ func TestModelWritesAttackerText_EmailHasNoForeignLink(t *testing.T) {
 		return 200, critictest.Completion(string(reply), "stop", 1500, 220)
 	}
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
-		c.Critic, c.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
+		c.LLM.Critic, c.LLM.OpenAI = config.CriticOpenAI, config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1", APIKey: "sk-test"}
 	})
 	cl := testenv.Prefix(t)
 	id := accept(t, s, "k-"+cl, sample(t, cl, 1, "reader@example.com"))

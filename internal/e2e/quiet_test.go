@@ -14,7 +14,9 @@ import (
 
 // quietly turns the quiet rules on, with a collapse window of window.
 func quietly(window time.Duration) func(*config.Config) {
-	return func(c *config.Config) { c.LLM, c.Notify = config.LLM{CollapseWindow: window}, config.Notify{} }
+	return func(c *config.Config) {
+		c.LLM.CollapseWindow, c.Notify.MailSameDiff, c.Notify.MailUnchangedReruns = window, false, false
+	}
 }
 
 // Three pushes inside the collapse window (generic versions opting in to

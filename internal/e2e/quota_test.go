@@ -26,7 +26,7 @@ func quotaStack(t *testing.T, q devstack.SESQuotaConfig, recheck time.Duration, 
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	s := startStack(t, devstack.FunctionOptions{Pollers: 2}, func(c *config.Config) {
-		c.Endpoints.SES, c.SESQuotaRecheck = p.URL, recheck
+		c.Endpoints.SES, c.Notify.SESQuotaRecheck = p.URL, recheck
 		if tweak != nil {
 			tweak(c)
 		}
@@ -157,7 +157,7 @@ func TestQuota_SpentDailyQuotaHoldsThenSendsOnce(t *testing.T) {
 func TestQuota_RateThrottleDeferredAndSent(t *testing.T) {
 	t.Parallel()
 	s, p := quotaStack(t, devstack.SESQuotaConfig{Max24HourSend: -1, MaxSendRate: 1, EnforceRate: true}, 2*time.Second,
-		func(c *config.Config) { c.MaxSendRate = 0 })
+		func(c *config.Config) { c.Notify.MaxSendRate = 0 })
 	ids, cls, rcpts := jobsWithRecipients(t, s, testenv.Prefix(t), 1, 4)
 
 	s.waitJob(ids[0], 4*time.Minute, job.StatusSucceeded)

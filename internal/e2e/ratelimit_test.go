@@ -36,13 +36,13 @@ func TestRateLimit_BurstKeepsConfiguredRate(t *testing.T) {
 	t.Parallel()
 	const webhooks, perHook = 50, 4
 	s := startStack(t, devstack.FunctionOptions{Pollers: 6}, func(c *config.Config) {
-		c.MaxSendRate = burstRate
+		c.Notify.MaxSendRate = burstRate
 		// A row left `sending` by a send that failed ambiguously under load
 		// (a timeout or 5xx from the emulator) is settled by reconciliation
 		// after its lease and the evidence margin; shortened here so that
 		// happens within the test, which is about the rate, not about
 		// reconciliation (crash_test.go covers that).
-		c.DeliveryLease, c.EvidenceMargin = 15*time.Second, 5*time.Second
+		c.Notify.DeliveryLease, c.EvidenceMargin = 15*time.Second, 5*time.Second
 	})
 	prefix := testenv.Prefix(t)
 	var ids []job.ID

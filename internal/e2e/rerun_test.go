@@ -101,7 +101,7 @@ func TestPermanentRejection_RowFailedPermanent_JobNeedsIntervention(t *testing.T
 func TestSweeper_RecoversUnenqueuedJob_FlagsSentWithoutEvidence(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, devstack.FunctionOptions{NoEventBridge: true}, func(c *config.Config) {
-		c.SweepStuckAfter, c.EvidenceWindow = time.Millisecond, time.Millisecond
+		c.Sweep.StuckAfter, c.Sweep.EvidenceWindow = time.Millisecond, time.Millisecond
 	})
 	ctx := context.Background()
 	cl := testenv.Prefix(t)

@@ -104,7 +104,7 @@ func TestNotify_SendAnswerLost_SettledFromEvidence_NotResent(t *testing.T) {
 				// the stage's first retry, so the row is seen held first.
 				fault.Rule{Service: "DynamoDB", Operation: "UpdateItem", Match: evidenceWrite(did), Kind: fault.Latency, Latency: 1500 * time.Millisecond})
 			s := startStack(t, devstack.FunctionOptions{Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}}, func(cfg *config.Config) {
-				cfg.DeliveryLease, cfg.EvidenceMargin = time.Second, 3*time.Second
+				cfg.Notify.DeliveryLease, cfg.EvidenceMargin = time.Second, 3*time.Second
 			})
 			id := accept(t, s, "k-"+cl, sample(t, cl, 1, rcpt))
 			v := s.waitJob(id, 60*time.Second, job.StatusSucceeded)

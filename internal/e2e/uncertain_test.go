@@ -99,7 +99,7 @@ func TestEvidence_UndecodableRecordAndSteadyTraffic_LostRequestSettles(t *testin
 			return inFlight.Hold(m)
 		}},
 		func(c *config.Config) {
-			c.DeliveryLease, c.EvidenceMargin, c.SweepEvery = time.Second, 2*time.Second, 500*time.Millisecond
+			c.Notify.DeliveryLease, c.EvidenceMargin, c.Sweep.Every = time.Second, 2*time.Second, 500*time.Millisecond
 		})
 	ctx := context.Background()
 	redrive, _ := json.Marshal(map[string]string{"deadLetterTargetArn": queueARN(t, s, s.res.FeedbackDLQ), "maxReceiveCount": fmt.Sprint(maxReceives)})
@@ -111,7 +111,7 @@ func TestEvidence_UndecodableRecordAndSteadyTraffic_LostRequestSettles(t *testin
 	// documented bound on a row's wait: the publish bound, the horizon, two
 	// sweeps and notify's longest wait between looks (the retry policy's
 	// maximum backoff).
-	every, lag := s.cfg.SweepEvery, s.cfg.EvidenceCounterLag
+	every, lag := s.cfg.Sweep.Every, s.cfg.EvidenceCounterLag
 	horizon := (maxReceives+1)*(3*every+lag) + maxReceives*visibility
 	bound := s.cfg.EvidenceMargin + horizon + 2*every + retry.DefaultPolicy().Max
 
@@ -249,7 +249,7 @@ func lateSendWorld(t *testing.T, policy delivery.UncertainSend) (s *stack, rcpt,
 	inj := fault.New(fault.Rule{Service: "SESv2", Operation: "SendEmail", Match: to(rcpt), Kind: fault.LoseAnswer, Times: 1})
 	s = startStack(t, devstack.FunctionOptions{SweepEvery: 500 * time.Millisecond, Wire: wire.Options{AWS: []awsclient.Option{inj.Option()}}},
 		func(c *config.Config) {
-			c.DeliveryLease, c.EvidenceMargin, c.UncertainSend = time.Second, 2*time.Second, policy
+			c.Notify.DeliveryLease, c.EvidenceMargin, c.UncertainSend = time.Second, 2*time.Second, policy
 		})
 	var mu sync.Mutex
 	var withheld []devstack.SESEvent

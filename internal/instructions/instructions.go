@@ -53,7 +53,7 @@ func (s Set) Equal(o Set) bool {
 // what a local run or the evaluation uses, and what a deployment without
 // the object reviews with.
 func FromConfig(c config.Config) Set {
-	return Set{Deployment: c.ReviewInstructions, ByRepository: c.ReviewInstructionsByRepo}
+	return Set{Deployment: c.LLM.ReviewInstructions, ByRepository: c.LLM.ReviewInstructionsByRepo}
 }
 
 // ErrInvalid is wrapped by Parse's errors.

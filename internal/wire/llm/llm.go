@@ -49,12 +49,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	// with a full review at least every FullReviewEvery versions
 	// (R-LEDGER-3), unless CRITICIZER_INCREMENTAL_REVIEW is false.
 	incremental := func(c critic.Critic) critic.Critic {
-		if !cfg.IncrementalReview {
+		if !cfg.LLM.IncrementalReview {
 			return c
 		}
-		return critic.NewIncremental(c, critic.WithFullReviewEvery(cfg.FullReviewEvery))
+		return critic.NewIncremental(c, critic.WithFullReviewEvery(cfg.LLM.FullReviewEvery))
 	}
-	if cfg.IncrementalReview {
+	if cfg.LLM.IncrementalReview {
 		r.LookBack = pipeline.DefaultLookBack
 	}
 	switch m, err := model(cfg, b.AWS); {
@@ -72,7 +72,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 			Build:  func(set instructions.Set) critic.Critic { return incremental(llmCritic(cfg, m, set)) },
 		}
 	}
-	if cfg.Critic == config.CriticBedrock || cfg.Critic == config.CriticOpenAI {
+	if cfg.LLM.Critic == config.CriticBedrock || cfg.LLM.Critic == config.CriticOpenAI {
 		// A model costs per run: no run nobody reads, none past the
 		// budgets (R-BUDGET-1, R-BUDGET-2).
 		r.Guard = &pipeline.ModelGuard{Budgets: store.NewBudgets(b.DynamoDB, cfg.JobsTable, b.Now),
@@ -90,9 +90,9 @@ const Overhead = 20 * time.Second
 // call's worst case (CRITICIZER_MODEL_TIMEOUT) and the Overhead around
 // it. The offline critic calls no model: the runner's default.
 func MessageTime(cfg config.Config) time.Duration {
-	switch cfg.Critic {
+	switch cfg.LLM.Critic {
 	case config.CriticBedrock, config.CriticOpenAI:
-		return cfg.ModelTimeout + Overhead
+		return cfg.LLM.ModelTimeout + Overhead
 	}
 	return stage.DefaultMessageTime
 }
@@ -110,7 +110,7 @@ func Critic(cfg config.Config, awsCfg aws.Config) (critic.Critic, error) {
 
 // llmCritic is the model's critic with the instructions set.
 func llmCritic(cfg config.Config, m critic.Model, set instructions.Set) critic.Critic {
-	c, err := critic.NewLLM(m, critic.WithLLMMaxFindings(cfg.LLMMaxFindings), critic.WithInstructions(set.Deployment, set.ByRepository))
+	c, err := critic.NewLLM(m, critic.WithLLMMaxFindings(cfg.LLM.MaxFindings), critic.WithInstructions(set.Deployment, set.ByRepository))
 	if err != nil {
 		panic("llm: a model is set: " + err.Error()) // NewLLM refuses only a nil model
 	}
@@ -119,7 +119,7 @@ func llmCritic(cfg config.Config, m critic.Model, set instructions.Set) critic.C
 
 // model is the model CRITICIZER_CRITIC names; nil for the offline critic.
 func model(cfg config.Config, awsCfg aws.Config) (critic.Model, error) {
-	switch cfg.Critic {
+	switch cfg.LLM.Critic {
 	case "", config.CriticOffline:
 		return nil, nil
 	case config.CriticBedrock:
@@ -127,10 +127,10 @@ func model(cfg config.Config, awsCfg aws.Config) (critic.Model, error) {
 		// letters); SDK retries would multiply them. A call's timeout
 		// derives from the invocation, not the SDK's constant.
 		client := bedrockruntime.NewFromConfig(awsCfg, bedrock.ClientOptions)
-		return bedrock.New(client, cfg.BedrockModelID, bedrock.WithTimeout(cfg.ModelTimeout))
+		return bedrock.New(client, cfg.LLM.BedrockModelID, bedrock.WithTimeout(cfg.LLM.ModelTimeout))
 	case config.CriticOpenAI:
-		return openai.New(openai.Config{BaseURL: cfg.OpenAI.BaseURL, APIKey: cfg.OpenAI.APIKey, Model: cfg.OpenAI.Model,
-			Timeout: cfg.ModelTimeout})
+		return openai.New(openai.Config{BaseURL: cfg.LLM.OpenAI.BaseURL, APIKey: cfg.LLM.OpenAI.APIKey, Model: cfg.LLM.OpenAI.Model,
+			Timeout: cfg.LLM.ModelTimeout})
 	}
-	return nil, fmt.Errorf("%s: unknown critic %q", config.EnvCritic, cfg.Critic)
+	return nil, fmt.Errorf("%s: unknown critic %q", config.EnvCritic, cfg.LLM.Critic)
 }

@@ -90,8 +90,8 @@ func TestLLM_SlowModelCutByTheDerivedTimeout_RetryableOnTheJob(t *testing.T) {
 		{"CRITICIZER_MODEL_TIMEOUT", 300 * time.Millisecond, time.Hour},
 		{"the invocation's remaining time", time.Hour, 1500 * time.Millisecond},
 	} {
-		cfg := config.Config{Critic: config.CriticOpenAI, ModelTimeout: tc.modelTimeout,
-			OpenAI: config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1"}}
+		cfg := config.Config{LLM: config.LLM{Critic: config.CriticOpenAI, ModelTimeout: tc.modelTimeout,
+			OpenAI: config.OpenAI{BaseURL: model.URL, Model: "gpt-4.1"}}}
 		c, err := llm.Critic(cfg, aws.Config{})
 		if err != nil {
 			t.Fatal(err)
@@ -133,10 +133,10 @@ func TestLLM_SlowModelCutByTheDerivedTimeout_RetryableOnTheJob(t *testing.T) {
 // the offline critic needs the runner's default.
 // Rules: R-STAGE-9.
 func TestMessageTime_FollowsTheModelTimeout(t *testing.T) {
-	if got := llm.MessageTime(config.Config{Critic: config.CriticBedrock, ModelTimeout: 5 * time.Minute}); got != 5*time.Minute+llm.Overhead {
+	if got := llm.MessageTime(config.Config{LLM: config.LLM{Critic: config.CriticBedrock, ModelTimeout: 5 * time.Minute}}); got != 5*time.Minute+llm.Overhead {
 		t.Errorf("bedrock: %v", got)
 	}
-	if got := llm.MessageTime(config.Config{Critic: config.CriticOffline, ModelTimeout: time.Hour}); got != stage.DefaultMessageTime {
+	if got := llm.MessageTime(config.Config{LLM: config.LLM{Critic: config.CriticOffline, ModelTimeout: time.Hour}}); got != stage.DefaultMessageTime {
 		t.Errorf("offline: %v", got)
 	}
 }

@@ -59,8 +59,8 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	n := &pipeline.Notify{Base: pipeline.Base{Jobs: b.Jobs, Queue: b.Queue, Log: log, Now: b.Now},
 		Deliveries: b.Deliveries, Renderer: r, Sender: sender,
 		Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
-		Lease: cfg.DeliveryLease, Margin: cfg.EvidenceMargin, Policy: cfg.UncertainSend, SendTimeout: sesmail.DefaultSendTimeout,
-		Recipients: b.Recipients, AllowedDomains: cfg.AllowedRecipientDomains, Signer: signer, PublicURL: cfg.PublicURL, MinSeverity: critic.Severity(cfg.MinSeverity),
+		Lease: cfg.Notify.DeliveryLease, Margin: cfg.EvidenceMargin, Policy: cfg.UncertainSend, SendTimeout: sesmail.DefaultSendTimeout,
+		Recipients: b.Recipients, AllowedDomains: cfg.AllowedRecipientDomains, Signer: signer, PublicURL: cfg.PublicURL, MinSeverity: critic.Severity(cfg.Notify.MinSeverity),
 		// Quiet unless something is new (R-QUIET-1..3).
 		Quiet: &pipeline.Quiet{Versions: b.Jobs, MailSameDiff: cfg.Notify.MailSameDiff, MailUnchangedReruns: cfg.Notify.MailUnchangedReruns}}
 	if n.Votes, err = wire.VoteSigner(cfg); err != nil {
@@ -100,17 +100,17 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 		// The account's own quota (GetAccount, read at the first send and
 		// every few minutes): its rate caps the configured one (R-RATE-2),
 		// and a spent daily quota pauses sending (R-RATE-3).
-		account = sesmail.NewAccount(client, log, cfg.SESQuotaRecheck)
+		account = sesmail.NewAccount(client, log, cfg.Notify.SESQuotaRecheck)
 		ses.Account = account
 		n.Sender = ses
 		if cfg.ProbeAddress != "" {
 			n.Prober = ses
 		}
 	}
-	if cfg.MaxSendRate > 0 || account != nil {
+	if cfg.Notify.MaxSendRate > 0 || account != nil {
 		// Every notifier counts its sends in the same per-second windows
 		// (internal/ratelimit), whatever sender is in use.
-		l := ratelimit.New(ratelimit.Dynamo{DB: b.DynamoDB, Table: cfg.JobsTable, Name: "ses"}, cfg.MaxSendRate)
+		l := ratelimit.New(ratelimit.Dynamo{DB: b.DynamoDB, Table: cfg.JobsTable, Name: "ses"}, cfg.Notify.MaxSendRate)
 		if account != nil {
 			l.Account = account
 		}

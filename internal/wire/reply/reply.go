@@ -56,7 +56,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		// The one operation a vote link and a reply share (R-VOTE-3).
 		Recorder: &dismiss.Recorder{Votes: votes, Marks: dismissals, Rows: b.Deliveries, Jobs: b.Jobs},
 		Mutes:    replies, Windows: replies, Unsubscribes: b.Recipients, Queue: b.Queue, Renderer: r,
-		ListID: cfg.ListID, PerHour: cfg.RepliesPerHour, Log: log, Now: b.Now,
+		ListID: cfg.ListID, PerHour: cfg.Reply.PerHour, Log: log, Now: b.Now,
 		Budget: deadline.Budget{Need: RecordNeed, Reserve: RecordReserve, Now: b.Now}}, nil
 }
 

@@ -21,12 +21,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	}
 	s := &sweep.Sweeper{Jobs: b.Jobs, Deliveries: b.Deliveries, Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Queue: b.Queue, Log: log, Now: b.Now,
-		StuckAfter: cfg.SweepStuckAfter, EvidenceWindow: cfg.EvidenceWindow, Margin: cfg.EvidenceMargin,
+		StuckAfter: cfg.Sweep.StuckAfter, EvidenceWindow: cfg.Sweep.EvidenceWindow, Margin: cfg.EvidenceMargin,
 		// Daily digests that are due go to notify (R-DIGEST-3).
 		Digests: b.Deliveries, DigestClock: o.DigestNow}
 	if cfg.FeedbackQueueURL != "" {
 		s.Drain = &drain.Checker{Counter: b.Queue, Queue: cfg.FeedbackQueueURL, DLQ: cfg.FeedbackDLQURL,
-			Lag: cfg.EvidenceCounterLag, Every: cfg.SweepEvery, Evidence: b.Evidence, Set: cfg.ConfigurationSet, Now: b.Now}
+			Lag: cfg.EvidenceCounterLag, Every: cfg.Sweep.Every, Evidence: b.Evidence, Set: cfg.ConfigurationSet, Now: b.Now}
 	} else {
 		// Without the drain check the evidence path never catches up: a
 		// send whose answer was lost waits for its event or an operator.
