@@ -39,7 +39,7 @@ func TestLayers_NoForbiddenImport(t *testing.T) {
 	}
 	// A rule naming a package that is not there (renamed, moved) would
 	// pass for ever: each pattern of this module must match a package.
-	for _, r := range layers.Rules {
+	for _, r := range layers.Rules() {
 		for _, pat := range append(append(append([]string{}, r.From...), r.Except...), r.Forbid...) {
 			if strings.HasPrefix(pat, "github.com/") {
 				continue
@@ -49,7 +49,7 @@ func TestLayers_NoForbiddenImport(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range layers.Check(layers.Rules, pkgs) {
+	for _, bad := range layers.Check(layers.Rules(), pkgs) {
 		t.Error(bad)
 	}
 }
@@ -65,7 +65,7 @@ func TestLayers_EachRuleCanFail(t *testing.T) {
 		}
 		return pat
 	}
-	for _, r := range layers.Rules {
+	for _, r := range layers.Rules() {
 		// A package the rule's first pattern covers, importing one its
 		// last forbidden pattern names.
 		below := func(pat, name string) string {
@@ -90,12 +90,12 @@ func TestLayers_EachRuleCanFail(t *testing.T) {
 	// SES client.
 	p := layers.Package{ImportPath: layers.Module + "/internal/delivery",
 		Deps: []string{"github.com/aws/aws-sdk-go-v2/service/sesv2", "github.com/aws/smithy-go"}}
-	if got := layers.Check(layers.Rules, []layers.Package{p}); len(got) != 1 || !strings.HasPrefix(got[0], "internal/delivery links github.com/aws/aws-sdk-go-v2/service/sesv2 and 1 more") {
+	if got := layers.Check(layers.Rules(), []layers.Package{p}); len(got) != 1 || !strings.HasPrefix(got[0], "internal/delivery links github.com/aws/aws-sdk-go-v2/service/sesv2 and 1 more") {
 		t.Errorf("internal/delivery linking the SES client and smithy reported %q, want one violation naming both", got)
 	}
 	// A prefix is not a parent: internal/storex is not under internal/store.
 	p = layers.Package{ImportPath: layers.Module + "/internal/storex", Deps: []string{layers.Module + "/internal/api"}}
-	if got := layers.Check(layers.Rules, []layers.Package{p}); len(got) != 0 {
+	if got := layers.Check(layers.Rules(), []layers.Package{p}); len(got) != 0 {
 		t.Errorf("internal/storex reported %q", got)
 	}
 }
