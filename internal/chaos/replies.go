@@ -79,7 +79,11 @@ func (r *replier) once(ctx context.Context) {
 		seen := r.seen[id]
 		r.seen[id] = true
 		reply := !seen && r.rng.Float64() < r.rate
-		double := r.rng.Float64() < 0.3
+		// Until one reply has been delivered twice, every reply is: each
+		// campaign tries the duplicate at its first chance, then at 30%,
+		// as the platform kinds are injected (inject.go), so a short run
+		// with few replies still tests it.
+		double := r.rng.Float64() < 0.3 || r.doubled == 0
 		r.mu.Unlock()
 		if !reply {
 			continue
