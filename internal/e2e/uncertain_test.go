@@ -129,8 +129,17 @@ func TestEvidence_UndecodableRecordAndSteadyTraffic_LostRequestSettles(t *testin
 	if n := perRecipient(emailsFor(t, s.env.SES, cl))[rcpt]; n != 1 {
 		t.Fatalf("%d emails to %s, want exactly one", n, rcpt)
 	}
-	if countLines(s.logText(), `"msg":"metric"`, `"ResentWithoutEvidence":1`) != 1 {
-		t.Error("the row was not sent again after the evidence path caught up: the test did not test the drain")
+	if n := countLines(s.logText(), `"msg":"metric"`, `"ResentWithoutEvidence":1`); n != 1 {
+		// What the row went through, to tell a resend counted twice from
+		// a send that never waited on the evidence path.
+		var trail []string
+		for _, line := range strings.Split(s.logText(), "\n") {
+			if strings.Contains(line, `"job_id":"`+string(id)+`"`) && !strings.Contains(line, `"msg":"metric"`) {
+				trail = append(trail, line)
+			}
+		}
+		t.Errorf("ResentWithoutEvidence counted %d times, want 1: the row was not sent again after the evidence path caught up, so the test did not test the drain; the job's log:\n%s",
+			n, strings.Join(trail, "\n"))
 	}
 	if others < 5 {
 		t.Errorf("only %d other reviews flowed: no steady traffic", others)
