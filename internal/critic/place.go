@@ -2,6 +2,7 @@ package critic
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"strconv"
 	"strings"
@@ -37,25 +38,31 @@ const placeReach = 3
 //
 // placeIndex is one file's new side, built once for the findings on it.
 type placeIndex struct {
-	lines    []placeLine
-	at       map[int]int      // new line number → index in lines; -1: two lines have it
-	byAnchor map[string][]int // Anchor → indexes with that text
+	lines  []placeLine
+	at     map[int]int      // new line number → index in lines; -1: two lines have it
+	byText map[string][]int // collapsed text → indexes with that text
 	// prev and next are, for each index, the nearest non-blank line
 	// above and below it in the same hunk; -1: none.
 	prev, next []int
-	windows    map[[2]int]string // (index, k) → digest of its window
+	// windows caches window's digests: [i][k-1], 0 when not computed.
+	windows [][placeReach]uint64
+	// texts maps an Anchor to its collapsed text, built by lineOf.
+	texts map[string]string
 }
 
 type placeLine struct {
-	text   string // white space collapsed
-	anchor string
-	hunk   int
+	text string // white space collapsed, as an Anchor digests it
+	hunk int
 }
 
 // newPlaceIndex indexes f's new side: every context and added line of its
 // hunks, in order.
 func newPlaceIndex(f *diff.File) *placeIndex {
-	x := &placeIndex{at: map[int]int{}, byAnchor: map[string][]int{}, windows: map[[2]int]string{}}
+	n := 0
+	for h := range f.Hunks {
+		n += len(f.Hunks[h].Lines)
+	}
+	x := &placeIndex{lines: make([]placeLine, 0, n), at: make(map[int]int, n), byText: map[string][]int{}}
 	for h := range f.Hunks {
 		for _, l := range f.Hunks[h].Lines {
 			if l.Kind == diff.Removed {
@@ -63,8 +70,7 @@ func newPlaceIndex(f *diff.File) *placeIndex {
 			}
 			i := len(x.lines)
 			text := strings.Join(strings.Fields(l.Text), " ")
-			a := lineAnchor(l.Text)
-			x.lines = append(x.lines, placeLine{text: text, anchor: a, hunk: h})
+			x.lines = append(x.lines, placeLine{text: text, hunk: h})
 			if _, dup := x.at[l.NewLine]; dup {
 				// Hunks that overlap (a malformed diff the parser let
 				// through): which line the number names is unknown.
@@ -72,11 +78,11 @@ func newPlaceIndex(f *diff.File) *placeIndex {
 			} else {
 				x.at[l.NewLine] = i
 			}
-			x.byAnchor[a] = append(x.byAnchor[a], i)
+			x.byText[text] = append(x.byText[text], i)
 		}
 	}
-	n := len(x.lines)
-	x.prev, x.next = make([]int, n), make([]int, n)
+	n = len(x.lines)
+	x.prev, x.next, x.windows = make([]int, n), make([]int, n), make([][placeReach]uint64, n)
 	last := -1
 	for i := range n {
 		if i > 0 && x.lines[i].hunk != x.lines[i-1].hunk {
@@ -101,9 +107,11 @@ func newPlaceIndex(f *diff.File) *placeIndex {
 }
 
 // window is the digest of line i's k nearest non-blank neighbours above
-// and below, nearest first, "none" past its hunk's edge.
-func (x *placeIndex) window(i, k int) string {
-	if w, ok := x.windows[[2]int{i, k}]; ok {
+// and below, nearest first, "none" past its hunk's edge: the first 8
+// bytes of a SHA-256, so that a change's author cannot make another line
+// share a place with one a reader dismissed.
+func (x *placeIndex) window(i, k int) uint64 {
+	if w := x.windows[i][k-1]; w != 0 {
 		return w
 	}
 	h := sha256.New()
@@ -122,8 +130,8 @@ func (x *placeIndex) window(i, k int) string {
 		}
 		h.Write([]byte("\x00\x02"))
 	}
-	w := hex.EncodeToString(h.Sum(nil)[:8])
-	x.windows[[2]int{i, k}] = w
+	w := binary.BigEndian.Uint64(h.Sum(nil))
+	x.windows[i][k-1] = w
 	return w
 }
 
@@ -135,7 +143,7 @@ func (x *placeIndex) place(line int) string {
 	if !ok || i < 0 {
 		return ""
 	}
-	same := x.byAnchor[x.lines[i].anchor]
+	same := x.byText[x.lines[i].text]
 	for k := 1; k <= placeReach; k++ {
 		w := x.window(i, k)
 		unique := true
@@ -146,7 +154,9 @@ func (x *placeIndex) place(line int) string {
 			}
 		}
 		if unique {
-			return w
+			var b [8]byte
+			binary.BigEndian.PutUint64(b[:], w)
+			return hex.EncodeToString(b[:])
 		}
 	}
 	return ""
@@ -155,9 +165,19 @@ func (x *placeIndex) place(line int) string {
 // lineOf is the new file's number of the line whose Anchor is a, the one
 // with Place p if there is one, else the first; 0 when none has that text.
 func (x *placeIndex) lineOf(a, p string) int {
+	if x.texts == nil {
+		x.texts = make(map[string]string, len(x.byText))
+		for t := range x.byText {
+			x.texts[lineAnchor(t)] = t
+		}
+	}
+	text, ok := x.texts[a]
+	if !ok {
+		return 0
+	}
 	first := 0
 	for line, i := range x.at {
-		if i < 0 || x.lines[i].anchor != a {
+		if i < 0 || x.lines[i].text != text {
 			continue
 		}
 		if p != "" && x.place(line) == p {

@@ -43,6 +43,12 @@ func TestPlace_NeighboursInTheHunk(t *testing.T) {
 	if x.place(99) != "" || x.place(5) != "" {
 		t.Error("a line the diff does not show has a place")
 	}
+	// A finding still open is put on the line of its text at its place,
+	// else on the first line of its text.
+	a := lineAnchor("dbg()")
+	if got := []int{x.lineOf(a, p12), x.lineOf(a, p22), x.lineOf(a, "0000000000000000"), x.lineOf(lineAnchor("nope"), p2)}; got[0] != 12 || got[1] != 22 || got[2] != 2 || got[3] != 0 {
+		t.Errorf("lineOf: %v, want 12, 22, 2 (the first), 0", got)
+	}
 }
 
 func placeIndexOf(t *testing.T, diffText, path string) *placeIndex {
