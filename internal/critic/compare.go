@@ -36,7 +36,7 @@ type Changes struct {
 // change as a whole is the same as any other of that rule, wherever it is
 // attached.
 type findingKey struct {
-	file, anchor, rule string
+	file, anchor, rule, place string
 }
 
 func keyOf(f Finding, whole map[string]bool) findingKey {
@@ -44,6 +44,19 @@ func keyOf(f Finding, whole map[string]bool) findingKey {
 		return findingKey{rule: f.Rule}
 	}
 	return findingKey{file: f.File, anchor: f.Anchor, rule: f.Rule}
+}
+
+// placedKey is keyOf and the flagged line's Place: paired first, so that
+// of two findings on lines with the same text the one at the earlier
+// finding's place is the one called unchanged, and a copy of the line
+// added elsewhere is the new one (R-VOTE-3 hides by place; an email that
+// called the copy unchanged and the dismissed one new would mislead its
+// reader and R-QUIET-2 alike). None without a Place.
+func placedKey(f Finding, whole map[string]bool) (findingKey, bool) {
+	if whole[f.Rule] || f.Place == "" {
+		return findingKey{}, false
+	}
+	return findingKey{file: f.File, anchor: f.Anchor, rule: f.Rule, place: f.Place}, true
 }
 
 // looseKey matches what keyOf left over when a model renamed the rule of a
@@ -58,8 +71,8 @@ func looseKey(f Finding, whole map[string]bool) (findingKey, bool) {
 
 // compare marks each of cur New or not against prev's findings and lists
 // what prev reported that cur does not. Matching is one to one (two
-// findings on two lines with the same text are two), by keyOf first, then
-// by looseKey. A finding of prev left unmatched is resolved when it is of
+// findings on two lines with the same text are two), by placedKey first,
+// then by keyOf, then by looseKey. A finding of prev left unmatched is resolved when it is of
 // a whole-change rule or resolves says so (resolvedBy: the lines it
 // flagged changed, R-LEDGER-2); the others are returned: still open,
 // though not reported now.
@@ -90,6 +103,7 @@ func compare(prev *Previous, cur []Finding, whole map[string]bool, resolves func
 	for i := range cur {
 		cur[i].New = true
 	}
+	pair(func(f Finding) (findingKey, bool) { return placedKey(f, whole) })
 	pair(func(f Finding) (findingKey, bool) { return keyOf(f, whole), true })
 	pair(func(f Finding) (findingKey, bool) { return looseKey(f, whole) })
 	for _, f := range cur {
@@ -108,7 +122,7 @@ func compare(prev *Previous, cur []Finding, whole map[string]bool, resolves func
 			open = append(open, f)
 			continue
 		}
-		f.New, f.Anchor = false, ""
+		f.New, f.Anchor, f.Place = false, "", ""
 		resolved = append(resolved, f)
 	}
 	ch.ResolvedCount = len(resolved)

@@ -44,6 +44,14 @@ type Finding struct {
 	// text with the white space collapsed (empty for a whole-file
 	// finding). Set by Incremental; see sameFinding.
 	Anchor string `json:"anchor,omitempty"`
+	// Place says where the flagged line stands among the lines around
+	// it: a digest of its nearest non-blank neighbours in the new file,
+	// as few as tell it from any other line with the same text in the
+	// file's diff (place.go). Empty when the line has no Anchor, or its
+	// neighbours cannot tell it from a copy. Set by Incremental; with
+	// Anchor and Rule it is what a reader's "wrong" hides (SameKey,
+	// R-VOTE-3). A digest, 16 hex characters: no source is kept.
+	Place string `json:"place,omitempty"`
 	// New: not reported by the previous reviewed version. Meaningful only
 	// in a critique with Changes.
 	New bool `json:"new,omitempty"`

@@ -107,9 +107,14 @@ func (ic *Incremental) Review(ctx context.Context, in Input) (Critique, error) {
 			byPath[p.path] = p.file
 		}
 	}
+	at := newPlaces(byPath)
 	for i := range c.Findings {
-		c.Findings[i].Anchor = anchor(byPath[c.Findings[i].File], c.Findings[i].Line)
-		c.Findings[i].New = false
+		f := &c.Findings[i]
+		f.Anchor, f.New = anchor(byPath[f.File], f.Line), false
+		f.Place = ""
+		if f.Anchor != "" {
+			f.Place = at.of(f.File, f.Line)
+		}
 	}
 	if same {
 		// A finding of the earlier version not reported now is resolved
@@ -118,7 +123,7 @@ func (ic *Incremental) Review(ctx context.Context, in Input) (Critique, error) {
 		var open []Finding
 		c.Changes, open = compare(prev, c.Findings, wholeChangeRules(ic.critic),
 			resolvedBy(parts, prev.Critique.Ledger, complete(parts, c, carried), c, in.Partial))
-		c.Findings = append(c.Findings, stillOpen(open, parts, prev.Critique.Ledger)...)
+		c.Findings = append(c.Findings, stillOpen(open, parts, prev.Critique.Ledger, at)...)
 	}
 	// The merge of carried and new findings keeps the bounds too; a file
 	// that loses a finding here is not complete (R-BOUND-1, R-LEDGER-1).

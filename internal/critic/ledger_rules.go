@@ -128,10 +128,12 @@ func lineAnchor(text string) string {
 
 // stillOpen are the earlier version's findings compare found neither
 // reported again nor resolved, as they stand in this version: on a file
-// of the diff, a line's finding moved to where its line now is, a finding
-// on a file whose section changed put on the file (line 0). One on no
-// file, or on a name the diff holds twice, is not kept.
-func stillOpen(open []Finding, parts []filePart, prev *Ledger) []Finding {
+// of the diff, a line's finding moved to where its line now is (the line
+// with its text at the same Place, else the first with its text) and
+// given that line's Place, a finding on a file whose section changed put
+// on the file (line 0). One on no file, or on a name the diff holds
+// twice, is not kept.
+func stillOpen(open []Finding, parts []filePart, prev *Ledger, at *places) []Finding {
 	byPath := map[string]filePart{}
 	for _, p := range parts {
 		if p.unique {
@@ -151,28 +153,15 @@ func stillOpen(open []Finding, parts []filePart, prev *Ledger) []Finding {
 		f.New = false
 		switch {
 		case f.Anchor != "":
-			line := lineOf(p.file, f.Anchor)
+			line := at.lineOf(f.File, f.Anchor, f.Place)
 			if line == 0 {
 				continue // resolved: cannot be, resolvedBy found its line
 			}
-			f.Line = line
+			f.Line, f.Place = line, at.of(f.File, line)
 		case was[p.path] != p.sha:
-			f.Line = 0
+			f.Line, f.Place = 0, ""
 		}
 		out = append(out, f)
 	}
 	return out
-}
-
-// lineOf is the new file's number of the first line of f whose Anchor is
-// a; 0 when there is none.
-func lineOf(f *diff.File, a string) int {
-	for _, h := range f.Hunks {
-		for _, l := range h.Lines {
-			if l.Kind != diff.Removed && lineAnchor(l.Text) == a {
-				return l.NewLine
-			}
-		}
-	}
-	return 0
 }

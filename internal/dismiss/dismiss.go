@@ -71,7 +71,9 @@ type Result struct {
 // email deliveryID: the vote first (what make eval reads), then the mark
 // on the reader's changelist, keyed by the finding's identity across
 // versions (critic.SameKey), looked up in the critique the email was
-// rendered from. Both are idempotent: a request retried records once.
+// rendered from. Both are idempotent: a request retried records once. A
+// finding with no key (no line text or place: critic.SameKey) keeps no
+// mark (vote.MarkUnplaced): the vote is all there is.
 //
 // A finding named by id that can no longer be looked up still records
 // the vote; one named by number needs the email's row
@@ -101,7 +103,14 @@ func (r *Recorder) Record(ctx context.Context, deliveryID string, ref Ref, c vot
 	if f == nil || r.Marks == nil {
 		return res, nil
 	}
-	res.Mark, err = r.Marks.Mark(ctx, row.ChangelistKey, unsubscribe.RecipientID(row.Recipient), critic.SameKey(*f), c, now)
+	key := critic.SameKey(*f)
+	if key == "" {
+		// No line text and place to follow it by: a mark would hide
+		// nothing, or (by its line number) other code (R-VOTE-3).
+		res.Mark = vote.MarkUnplaced
+		return res, nil
+	}
+	res.Mark, err = r.Marks.Mark(ctx, row.ChangelistKey, unsubscribe.RecipientID(row.Recipient), key, c, now)
 	if err != nil {
 		return Result{}, fmt.Errorf("delivery %s: %w", deliveryID, err)
 	}

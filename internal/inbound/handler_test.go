@@ -88,8 +88,8 @@ func newWorld(t *testing.T) *world {
 	w.jobs, w.rows, w.votes, w.marks, w.replies, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewVotes(),
 		memstore.NewDismissals(), memstore.NewReplies(), memstore.NewRecipients()
 	c := critic.Critique{Critic: "offline/v1", Summary: "Two findings.", Files: 1, Findings: []critic.Finding{
-		{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "fmt.Println left in."},
-		{File: "a.go", Line: 7, Severity: critic.SeverityInfo, Rule: "todo-added", Message: "A TODO was added."},
+		{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "fmt.Println left in.", Anchor: "line-println", Place: "place-println"},
+		{File: "a.go", Line: 7, Severity: critic.SeverityInfo, Rule: "todo-added", Message: "A TODO was added.", Anchor: "line-todo", Place: "place-todo"},
 	}}
 	raw, _ := json.Marshal(c)
 	j := storetest.NewJob("billing-1042", 1)

@@ -195,8 +195,8 @@ func crit(fs ...critic.Finding) critic.Critique {
 }
 
 var (
-	warnA  = critic.Finding{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "fmt.Println left in.", Anchor: "println"}
-	errorB = critic.Finding{File: "b.go", Line: 9, Severity: critic.SeverityError, Rule: "secret-added", Message: "A secret was added.", Anchor: "secret"}
+	warnA  = critic.Finding{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "fmt.Println left in.", Anchor: "println", Place: "place-println"}
+	errorB = critic.Finding{File: "b.go", Line: 9, Severity: critic.SeverityError, Rule: "secret-added", Message: "A secret was added.", Anchor: "secret", Place: "place-secret"}
 )
 
 // A reader on daily delivery gets nothing at once and, when their hour

@@ -2,10 +2,14 @@ package pipeline_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +24,7 @@ import (
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/store/storetest"
+	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
@@ -70,6 +75,7 @@ type dismissWorld struct {
 	n     *pipeline.Notify
 	rec   *dismiss.Recorder
 	votes *memstore.Votes
+	marks *memstore.Dismissals
 	// explicit makes the versions explicit (R-RERUN-2), as a generic
 	// caller's review_version is.
 	explicit bool
@@ -98,6 +104,7 @@ func newDismissWorld(t *testing.T, cl string, quiet *pipeline.Quiet) *dismissWor
 		Votes: signer, PublicURL: "https://api.example.com", Dismissals: marks, Quiet: quiet,
 	}
 	w.rec = &dismiss.Recorder{Votes: w.votes, Marks: marks, Rows: w.rows, Jobs: w.jobs}
+	w.marks = marks
 	return w
 }
 
@@ -133,12 +140,13 @@ func (w *dismissWorld) vote(rcpt string, v, n int, c vote.Choice) dismiss.Result
 }
 
 // The findings of the changelist: debug on a.go (marked wrong by ann),
-// a TODO on b.go, and a third one v2 adds on c.go. Anchor is the flagged
-// line's text as critic.Incremental digests it.
+// a TODO on b.go, and a third one v2 adds on c.go. Anchor and Place are
+// the flagged line's text and where it stands, as critic.Incremental
+// digests them.
 var (
-	debugV1 = critic.Finding{File: "a.go", Line: 10, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "fmt.Println left in.", Anchor: "line-println"}
-	todoV1  = critic.Finding{File: "b.go", Line: 3, Severity: critic.SeverityInfo, Rule: "todo-added", Message: "A TODO was added.", Anchor: "line-todo"}
-	newC    = critic.Finding{File: "c.go", Line: 7, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "log.Printf left in.", Anchor: "line-printf", New: true}
+	debugV1 = critic.Finding{File: "a.go", Line: 10, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "fmt.Println left in.", Anchor: "line-println", Place: "place-println"}
+	todoV1  = critic.Finding{File: "b.go", Line: 3, Severity: critic.SeverityInfo, Rule: "todo-added", Message: "A TODO was added.", Anchor: "line-todo", Place: "place-todo"}
+	newC    = critic.Finding{File: "c.go", Line: 7, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "log.Printf left in.", Anchor: "line-printf", Place: "place-printf", New: true}
 )
 
 // rerun is a critique compared with version since.
@@ -335,5 +343,145 @@ func TestDismissal_OnlyDismissedFindingsNew_ExplicitVersionStillMailed(t *testin
 	if row.Status != delivery.StatusSent || w.box.count("ann@example.com") != 2 ||
 		!strings.Contains(w.box.last(t, "ann@example.com").Text, "1 finding you marked wrong is hidden") {
 		t.Errorf("ann's explicit v2: %s, %d emails; want sent, the finding hidden", row.Status, w.box.count("ann@example.com"))
+	}
+}
+
+// newGoFile is a diff that adds path with lines.
+func newGoFile(path string, lines ...string) string {
+	var b strings.Builder
+	b.WriteString("diff --git a/" + path + " b/" + path + "\nnew file mode 100644\n--- /dev/null\n+++ b/" + path + "\n")
+	b.WriteString("@@ -0,0 +1," + strconv.Itoa(len(lines)) + " @@\n")
+	for _, l := range lines {
+		b.WriteString("+" + l + "\n")
+	}
+	return b.String()
+}
+
+// reviewed is version v of diffText as the llm stage reviews it by
+// default: the offline critic under critic.Incremental, compared with
+// prev (nil: the first version).
+func reviewed(t *testing.T, v int, diffText string, prev *critic.Critique) critic.Critique {
+	t.Helper()
+	in := critic.Input{ChangelistID: "cl", ReviewVersion: v, Diff: diffText}
+	if prev != nil {
+		in.Previous = &critic.Previous{Version: v - 1, Critique: *prev}
+	}
+	c, err := critic.NewIncremental(critic.NewOffline()).Review(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A dismissal stays where it was given: ann marks wrong the debug print
+// of v1's Total; v2 adds the same print in a new function above it. Her
+// v2 shows the new print, as new, and hides the one she saw (moved down
+// five lines), saying one is hidden; v2 is not "nothing new" for her
+// under the quiet rules. bo sees both. On main both prints were hidden
+// (the key was the line's text) and ann's v2 was settled
+// skipped_nothing_new.
+// Rules: R-VOTE-3, R-QUIET-2.
+func TestDismissal_SameLineElsewhere_ShownTheOneSeenHidden(t *testing.T) {
+	w := newDismissWorld(t, "cl-dismiss-place", &pipeline.Quiet{})
+	total := []string{"func Total(sum int) int {", `	fmt.Println("total", sum)`, "	return sum", "}"}
+	refund := []string{"func Refund(sum int) int {", `	fmt.Println("total", sum)`, "	return -sum", "}"}
+	head := []string{"package a", "", `import "fmt"`, ""}
+	v1 := reviewed(t, 1, newGoFile("a.go", append(head, total...)...), nil)
+	if err := w.version(1, v1); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, f := range v1.Findings {
+		if f.Rule == critic.RuleDebugPrint {
+			n = i + 1
+		}
+	}
+	if n == 0 {
+		t.Fatalf("v1 has no debug-print finding: %+v", v1.Findings)
+	}
+	if res := w.vote("ann@example.com", 1, n, vote.Wrong); res.Mark != vote.MarkDismissed {
+		t.Fatalf("ann's wrong on the print: %+v, want dismissed", res)
+	}
+
+	v2 := reviewed(t, 2, newGoFile("a.go", append(append(head, refund...), append([]string{""}, total...)...)...), &v1)
+	if err := w.version(2, v2); err != nil {
+		t.Fatal(err)
+	}
+	row, err := w.rows.Get(context.Background(), w.id("ann@example.com", 2))
+	if err != nil || row.Status != delivery.StatusSent {
+		t.Fatalf("ann's v2 row: %s %q (%v); want sent: the new print is news to her", row.Status, row.SkipReason, err)
+	}
+	ann, bo := w.box.last(t, "ann@example.com"), w.box.last(t, "bo@example.com")
+	prints := func(text string) []string {
+		return regexp.MustCompile(`line \d+: [^\n]*\(debug-print\)`).FindAllString(text, -1)
+	}
+	if got := prints(ann.Text); len(got) != 1 || !strings.HasPrefix(got[0], "line 6:") || !strings.Contains(ann.Text, "1 finding you marked wrong is hidden") {
+		t.Errorf("ann's v2 prints %q, want only the new one on line 6 and one hidden:\n%s", got, ann.Text)
+	}
+	if !strings.Contains(ann.Text, "== New since version 1 (1) ==\n\na.go\n  [warning] line 6:") {
+		t.Errorf("ann's v2 does not call the print in Refund new:\n%s", ann.Text)
+	}
+	if got := prints(bo.Text); len(got) != 2 {
+		t.Errorf("bo's v2 prints %q, want both:\n%s", got, bo.Text)
+	}
+}
+
+// Without the line's text there is nothing to follow a finding by: a
+// wrong on a finding of a critique reviewed without line text (no
+// critic.Incremental) keeps no mark, and the next version's finding at
+// the same line number — other code — shows. On main the mark was kept
+// by line number and hid it.
+// Rules: R-VOTE-3.
+func TestDismissal_NoLineText_NothingHidden(t *testing.T) {
+	w := newDismissWorld(t, "cl-dismiss-notext", nil)
+	bare := debugV1
+	bare.Anchor, bare.Place = "", ""
+	if err := w.version(1, critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{bare}}); err != nil {
+		t.Fatal(err)
+	}
+	if res := w.vote("ann@example.com", 1, 1, vote.Wrong); res.Mark != vote.MarkUnplaced || res.Vote != vote.Recorded {
+		t.Fatalf("ann's wrong on a finding without line text: %+v, want the vote recorded and no mark (unplaced)", res)
+	}
+	other := bare
+	other.Message = "Another print at the same line."
+	if err := w.version(2, critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{other}}); err != nil {
+		t.Fatal(err)
+	}
+	if ann := w.box.last(t, "ann@example.com"); !strings.Contains(ann.Text, "Another print at the same line.") || strings.Contains(ann.Text, "marked wrong") {
+		t.Errorf("ann's v2 hides the finding at the line number she voted on:\n%s", ann.Text)
+	}
+}
+
+// A mark kept before findings had a Place (keyed by file, rule and line
+// text, or line number) is read as before — same item, same map — and
+// hides nothing: it names no place, so it cannot say which line the
+// reader saw. The finding shows, and a new wrong on it is kept.
+// Rules: R-VOTE-3.
+func TestDismissal_MarkKeptBeforePlaces_ReadAndHidesNothing(t *testing.T) {
+	w := newDismissWorld(t, "cl-dismiss-legacy", nil)
+	if err := w.version(1, critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{debugV1, todoV1}}); err != nil {
+		t.Fatal(err)
+	}
+	clKey, ann := job.ChangelistKey("generic", w.cl), unsubscribe.RecipientID("ann@example.com")
+	for _, at := range []string{"anchor:" + debugV1.Anchor, "line:" + strconv.Itoa(debugV1.Line)} {
+		sum := sha256.Sum256([]byte("same-finding\x00" + debugV1.File + "\x00" + debugV1.Rule + "\x00" + at))
+		if out, err := w.marks.Mark(context.Background(), clKey, ann, hex.EncodeToString(sum[:16]), vote.Wrong, w.now); err != nil || out != vote.MarkDismissed {
+			t.Fatalf("legacy mark: %s %v", out, err)
+		}
+	}
+	if err := w.version(2, rerun(1, debugV1, todoV1)); err != nil {
+		t.Fatal(err)
+	}
+	if v2 := w.box.last(t, "ann@example.com"); !strings.Contains(v2.Text, "fmt.Println left in.") || strings.Contains(v2.Text, "marked wrong") {
+		t.Errorf("ann's v2 hides a finding by a mark kept without its place:\n%s", v2.Text)
+	}
+	if res := w.vote("ann@example.com", 2, 1, vote.Wrong); res.Mark != vote.MarkDismissed {
+		t.Fatalf("ann's wrong again: %+v, want dismissed", res)
+	}
+	if err := w.version(3, rerun(2, debugV1, todoV1)); err != nil {
+		t.Fatal(err)
+	}
+	if v3 := w.box.last(t, "ann@example.com"); strings.Contains(v3.Text, "fmt.Println left in.") || !strings.Contains(v3.Text, "1 finding you marked wrong is hidden") {
+		t.Errorf("ann's v3 shows the finding she marked wrong again:\n%s", v3.Text)
 	}
 }

@@ -40,14 +40,19 @@ func (n *Notify) readDismissed(ctx context.Context, clKey string, version int, r
 }
 
 // forRecipient is the critique as recipient rcpt is mailed it: without
-// the findings they marked wrong while the lines those flag are unchanged
-// (critic.SameKey), and how many were hidden.
+// the findings they marked wrong while the lines those flag, and the
+// lines around them, are unchanged (critic.SameKey: a line with the same
+// text elsewhere is another finding, and shows), and how many were
+// hidden. A finding with no key (no line text or place) is never hidden.
 func (d dismissed) forRecipient(rcpt string, c critic.Critique) (critic.Critique, int) {
 	m := d[unsubscribe.RecipientID(rcpt)]
 	if len(m) == 0 {
 		return c, 0
 	}
-	return critic.Hide(c, func(f critic.Finding) bool { return m.Dismissed(critic.SameKey(f)) })
+	return critic.Hide(c, func(f critic.Finding) bool {
+		k := critic.SameKey(f)
+		return k != "" && m.Dismissed(k)
+	})
 }
 
 // onlyDismissedNew is the version a compared critique found new findings

@@ -8,9 +8,10 @@ import (
 // versions of the same changelist while its line is unchanged (R-VOTE-3).
 // What is kept for that is a reader's Marks on a changelist: one mark per
 // finding they voted on, keyed by the finding's identity across versions
-// (critic.SameKey: file, rule, the flagged line's text), not by the vote's
-// FindingID, which names the finding in one email (its line number and the
-// model's words).
+// (critic.SameKey: file, rule, the flagged line's text and where it stands
+// among its neighbours), not by the vote's FindingID, which names the
+// finding in one email (its line number and the model's words). A key is a
+// fixed-size digest: a mark keeps no source and no address.
 
 // MaxMarks bounds the marks kept for one reader on one changelist: a
 // reader (or a forwarded email) voting on every finding of every version
@@ -52,6 +53,11 @@ const (
 	// MarkFull: a wrong on a new finding with MaxMarks kept already; not
 	// kept, the finding still shows.
 	MarkFull MarkOutcome = "full"
+	// MarkUnplaced: a choice on a finding with no place to follow
+	// (critic.SameKey is empty: a whole-file finding, a review that kept
+	// no line text, a line its neighbours cannot tell from a copy); not
+	// kept, nothing is hidden.
+	MarkUnplaced MarkOutcome = "unplaced"
 )
 
 // Changed reports whether o changed the marks (they must be written).
