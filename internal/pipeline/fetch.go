@@ -137,10 +137,15 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	if cl.BaseSHA != "" {
-		// The base the diff is against: the settings and the files'
-		// first lines are read there, never at the head (R-REPO-6).
-		ref.BaseSHA = cl.BaseSHA
+	if ref.BaseSHA == "" && cl.BaseSHA != "" {
+		// The commit of merged code the settings and the files' first
+		// lines are read at, never the head nor an unmerged parent
+		// (R-REPO-6): pinned on the version's source reference the first
+		// time it is found, so that every later attempt reads the same
+		// bytes (R-SOURCE-5).
+		if ref.BaseSHA, err = f.Jobs.PinBase(ctx, j.ID, cl.BaseSHA); err != nil {
+			return nil, err
+		}
 	}
 	rs, warnings, err := f.repoSettings(ctx, ref)
 	if err != nil {

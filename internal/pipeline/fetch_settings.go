@@ -14,9 +14,12 @@ import (
 const deniedSettings = "could not read " + reposettings.FileName + ": the source's credentials may not read the repository's files " +
 	"(a GitHub token needs contents: read); the review ran with defaults"
 
-// repoSettings reads the repository's .criticizer.yaml at the base of the
-// reviewed version through the source's API (R-REPO-1), never at its
-// head: the change under review cannot set how it is reviewed (R-REPO-6).
+// repoSettings reads the repository's .criticizer.yaml at ref.BaseSHA,
+// code already merged (the upstream repository's base on GitHub, the
+// target project's on GitLab, the destination branch's tip on Gerrit),
+// through the source's API (R-REPO-1), never at the version's head nor
+// an unmerged parent: the change under review cannot set how it is
+// reviewed (R-REPO-6).
 // It parses it: absent, or
 // not readable with the source's credentials, it is defaults; a file
 // with any problem is defaults and warnings (R-REPO-2). A failure to

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/pipeline"
+	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/reviewers"
 	"github.com/criticizer/criticizer/internal/source"
 	"github.com/criticizer/criticizer/internal/store"
@@ -55,10 +57,19 @@ type fileSource struct {
 	base  map[string]string
 	paths []string // what was read, in order
 	limit []int
+	// tips are the bases Fetch names, one per call (the destination
+	// branch moving on between attempts); "ba5e" when none is left.
+	tips []string
+	// failReads fails that many file reads first (an upstream 5xx).
+	failReads int
 }
 
 func (s *fileSource) Fetch(context.Context, source.Ref) (source.Changelist, error) {
-	return source.Changelist{BaseSHA: "ba5e", Diff: cmp.Or(s.diff, settingsDiff), Reviewers: source.Reviewers{Requested: []source.Reviewer{{Username: "alice"}}}}, nil
+	base := "ba5e"
+	if len(s.tips) > 0 {
+		base, s.tips = s.tips[0], s.tips[1:]
+	}
+	return source.Changelist{BaseSHA: base, Diff: cmp.Or(s.diff, settingsDiff), Reviewers: source.Reviewers{Requested: []source.Reviewer{{Username: "alice"}}}}, nil
 }
 
 func (s *fileSource) Reviewers(context.Context, source.Ref) (source.Reviewers, error) {
@@ -68,6 +79,10 @@ func (s *fileSource) Reviewers(context.Context, source.Ref) (source.Reviewers, e
 func (s *fileSource) BaseFile(_ context.Context, ref source.Ref, path string, limit int) (source.RepoFile, error) {
 	s.asked = append(s.asked, ref)
 	s.paths, s.limit = append(s.paths, path), append(s.limit, limit)
+	if s.failReads > 0 {
+		s.failReads--
+		return source.RepoFile{}, retry.Transient(retry.Upstream5xx, errors.New("502 from the code host"))
+	}
 	if s.denied {
 		return source.RepoFile{Denied: true}, nil
 	}
@@ -335,6 +350,43 @@ func TestRepoSettings_SkipAuthorsAndLabels(t *testing.T) {
 				t.Fatalf("recipients %v added to a skipped version", got.AllRecipients())
 			}
 		})
+	}
+}
+
+// The commit the settings are read at is pinned the first time the fetch
+// stage finds it: an attempt that failed after finding it (the settings
+// read answered 502) is retried at the same commit, though the source now
+// names another (the destination branch moved on), so a retry reads the
+// same bytes.
+// Rules: R-SOURCE-5, R-REPO-6.
+func TestRepoSettings_TheBaseIsPinnedAcrossAttempts(t *testing.T) {
+	r := newSettingsRig(t, "skip_authors: [carol]\n")
+	r.src.tips = []string{"71b1", "71b2"}
+	r.src.failReads = 1
+	ctx := context.Background()
+	now := time.Now().UTC()
+	j := job.Job{ID: job.NewID("gerrit", "p~7", 1), Source: "gerrit", ChangelistID: "p~7", ReviewVersion: 1, Title: "t",
+		URL: "https://gerrit.example/c/p/+/7", Author: "dave", Recipients: []string{}, Status: job.StatusAccepted,
+		Stage: job.StageFetch, Attempts: job.Attempts{}, CreatedAt: now, UpdatedAt: now}
+	r.jobs.Put(j)
+	if err := r.jobs.PutSourceRef(ctx, j.ID, store.SourceRef{Source: "gerrit", Repo: "p", Number: 7, Patchset: 1, HeadSHA: "c0ffee"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fetch.Handle(ctx, job.Message{JobID: j.ID, Stage: job.StageFetch}, 1); err == nil {
+		t.Fatal("the first attempt should fail on the settings read")
+	}
+	if err := r.fetch.Handle(ctx, job.Message{JobID: j.ID, Stage: job.StageFetch}, 2); err != nil {
+		t.Fatal(err)
+	}
+	var at []string
+	for _, a := range r.src.asked {
+		at = append(at, a.BaseSHA)
+	}
+	if len(at) != 2 || at[0] != "71b1" || at[1] != "71b1" {
+		t.Fatalf("settings read at %q; want the first attempt's base both times", at)
+	}
+	if ref, err := r.jobs.GetSourceRef(ctx, j.ID); err != nil || ref.BaseSHA != "71b1" {
+		t.Fatalf("source reference base %q %v; want the pin 71b1", ref.BaseSHA, err)
 	}
 }
 
