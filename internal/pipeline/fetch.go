@@ -151,7 +151,10 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	skip, settingsSet := f.applySettings(ctx, j, cmp.Or(cl.Reviewers.Author, j.Author), labels, rs, warnings)
+	skip, settingsSet, err := f.applySettings(ctx, j, ref, cmp.Or(cl.Reviewers.Author, j.Author), labels, rs, warnings)
+	if err != nil {
+		return nil, err
+	}
 	if skip != "" {
 		return settingsSet, nil
 	}

@@ -62,6 +62,10 @@ type fileSource struct {
 	tips []string
 	// failReads fails that many file reads first (an upstream 5xx).
 	failReads int
+	// authorLabels: the author could have set the change's labels, so
+	// none counts (source.LabelJudge); labelAsks counts the questions.
+	authorLabels bool
+	labelAsks    int
 }
 
 func (s *fileSource) Fetch(context.Context, source.Ref) (source.Changelist, error) {
@@ -70,6 +74,14 @@ func (s *fileSource) Fetch(context.Context, source.Ref) (source.Changelist, erro
 		base, s.tips = s.tips[0], s.tips[1:]
 	}
 	return source.Changelist{BaseSHA: base, Diff: cmp.Or(s.diff, settingsDiff), Reviewers: source.Reviewers{Requested: []source.Reviewer{{Username: "alice"}}}}, nil
+}
+
+func (s *fileSource) LabelsBeyondAuthor(_ context.Context, _ source.Ref, _ string, labels []string) (source.LabelVerdict, error) {
+	s.labelAsks++
+	if s.authorLabels {
+		return source.LabelVerdict{Why: "the author may set labels, so skip_labels does not apply"}, nil
+	}
+	return source.LabelVerdict{Beyond: labels}, nil
 }
 
 func (s *fileSource) Reviewers(context.Context, source.Ref) (source.Reviewers, error) {
@@ -311,10 +323,10 @@ func TestRepoSettings_MalformedFileGivesDefaultsAndAWarning(t *testing.T) {
 	}
 }
 
-// An author in skip_authors, or a label in skip_labels, ends the version
-// before any model run: nobody is mailed, the job succeeds saying why, and
-// a reviewer added later is not mailed either. Any other author or label
-// is reviewed.
+// An author in skip_authors, or a label in skip_labels the author cannot
+// have set, ends the version before any model run: nobody is mailed, the
+// job succeeds saying why, and a reviewer added later is not mailed
+// either. Any other author or label is reviewed.
 // Rules: R-REPO-4.
 func TestRepoSettings_SkipAuthorsAndLabels(t *testing.T) {
 	const file = "skip_authors: [\"Renovate[bot]\"]\nskip_labels: [no-review]\n"
@@ -350,6 +362,29 @@ func TestRepoSettings_SkipAuthorsAndLabels(t *testing.T) {
 				t.Fatalf("recipients %v added to a skipped version", got.AllRecipients())
 			}
 		})
+	}
+}
+
+// A label in skip_labels that the change's author could have set (the
+// source says so: Gerrit's hashtags, a GitHub author with triage access, a
+// GitLab Developer) skips nothing: the version is reviewed and mailed, and
+// the job's warnings say why skip_labels did not apply. The source is
+// asked only when skip_labels names one of the change's labels.
+// Rules: R-REPO-7.
+func TestRepoSettings_ALabelTheAuthorCouldSetSkipsNothing(t *testing.T) {
+	r := newSettingsRig(t, "skip_labels: [no-review]\n")
+	r.src.authorLabels = true
+	j := r.run(1, "carol", "No-Review")
+	if j.Status != job.StatusSucceeded || j.Skipped != "" || len(r.model.reqs) != 1 || len(r.mail.msgs["alice@example.com"]) != 1 {
+		t.Fatalf("job %s, skipped %q, model %d, mail %d; want reviewed and mailed", j.Status, j.Skipped, len(r.model.reqs), len(r.mail.msgs["alice@example.com"]))
+	}
+	if w := strings.Join(j.SettingsWarnings, " "); !strings.Contains(w, "skip_labels does not apply") {
+		t.Fatalf("warnings %q; want why skip_labels did not apply", j.SettingsWarnings)
+	}
+	r = newSettingsRig(t, "skip_labels: [no-review]\n")
+	r.src.authorLabels = true
+	if j := r.run(1, "carol", "bug"); j.Skipped != "" || len(j.SettingsWarnings) != 0 || r.src.labelAsks != 0 {
+		t.Fatalf("skipped %q, warnings %q, asked %d; a label skip_labels does not name needs no question", j.Skipped, j.SettingsWarnings, r.src.labelAsks)
 	}
 }
 
