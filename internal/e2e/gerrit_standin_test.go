@@ -23,8 +23,11 @@ import (
 //	GET /a/changes/{project}~{number}/reviewers/                       ReviewerInfo list
 //	GET /a/changes/{project}~{number}/revisions/{ps}/files/{f}/content a file of the patch set,
 //	                                                                   or of its first parent (?parent=1)
+//	GET /a/changes/{project}~{number}/revisions/{ps}/commit            CommitInfo (its parents)
 //	GET /a/projects/{project}/branches/{branch}                        BranchInfo
 //	GET /a/projects/{project}/commits/{commit}/files/{f}/content       a file of a commit
+//	GET /a/projects/{project}/commits/{commit}/in                      IncludedInInfo (the branches
+//	                                                                   whose history holds it)
 //
 // A file, change, branch or commit it does not hold is 404, as Gerrit
 // answers.
@@ -35,8 +38,10 @@ type gerritRepo struct {
 	parent   map[string]string            // commit → first parent
 	branches map[string]string            // name → commit
 	changes  map[int]*gerritChange
-	// patch and reviewers are every change's (the recorded ones).
+	// patch and reviewers are every change's (the recorded ones), unless
+	// patches holds a commit's own.
 	patch, reviewers []byte
+	patches          map[string][]byte
 }
 
 type gerritChange struct {
@@ -49,7 +54,8 @@ type gerritChange struct {
 // patch set's patch (format-patch output) and every change's reviewers.
 func newGerritRepo(api *fakeReviewAPI, project string, patch, reviewers []byte) *gerritRepo {
 	g := &gerritRepo{project: project, files: map[string]map[string]string{}, parent: map[string]string{},
-		branches: map[string]string{}, changes: map[int]*gerritChange{}, patch: patch, reviewers: reviewers}
+		branches: map[string]string{}, changes: map[int]*gerritChange{}, patch: patch, reviewers: reviewers,
+		patches: map[string][]byte{}}
 	api.mu.Lock()
 	defer api.mu.Unlock()
 	api.prefixes["GET /a/"] = g.serve
@@ -69,6 +75,24 @@ func (g *gerritRepo) commit(sha, parent string, add map[string]string) {
 		files[p] = c
 	}
 	g.files[sha], g.parent[sha] = files, parent
+}
+
+// patchOf makes diff the patch of commit sha, as format-patch writes it.
+func (g *gerritRepo) patchOf(sha, subject, diff string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.patches[sha] = []byte("From " + sha + " Mon Sep 17 00:00:00 2001\nFrom: Administrator <admin@example.com>\n" +
+		"Date: Mon, 20 Nov 2023 11:33:15 +0000\nSubject: [PATCH] " + subject + "\n\n---\n" + diff + "-- \n2.39.2\n\n")
+}
+
+// includes reports whether branch's history holds commit.
+func (g *gerritRepo) includes(branch, commit string) bool {
+	for c := g.branches[branch]; c != ""; c = g.parent[c] {
+		if c == commit {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *gerritRepo) branch(name, sha string) {
@@ -144,8 +168,18 @@ func (g *gerritRepo) serve(w http.ResponseWriter, r *http.Request) {
 			case !ok:
 				notFound()
 			case len(rest) == 3 && rest[2] == "patch":
+				patch, ok := g.patches[sha]
+				if !ok {
+					patch = g.patch
+				}
 				w.Header().Set("Content-Type", "text/plain; charset=ISO-8859-1")
-				w.Write([]byte(base64.StdEncoding.EncodeToString(g.patch)))
+				w.Write([]byte(base64.StdEncoding.EncodeToString(patch)))
+			case len(rest) == 3 && rest[2] == "commit":
+				parents := []any{}
+				if p := g.parent[sha]; p != "" {
+					parents = append(parents, map[string]any{"commit": p, "subject": "parent"})
+				}
+				gerritJSON(w, map[string]any{"commit": sha, "parents": parents, "subject": "patch set"})
 			case len(rest) == 5 && rest[2] == "files" && rest[4] == "content":
 				if r.URL.Query().Get("parent") == "1" {
 					sha = g.parent[sha]
@@ -164,6 +198,18 @@ func (g *gerritRepo) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		gerritJSON(w, map[string]any{"ref": "refs/heads/" + strings.TrimPrefix(seg[3], "refs/heads/"), "revision": sha})
+	case len(seg) == 5 && seg[0] == "projects" && seg[1] == g.project && seg[2] == "commits" && seg[4] == "in":
+		if _, ok := g.files[seg[3]]; !ok {
+			notFound()
+			return
+		}
+		branches := []string{}
+		for b := range g.branches {
+			if g.includes(b, seg[3]) {
+				branches = append(branches, b)
+			}
+		}
+		gerritJSON(w, map[string]any{"branches": branches, "tags": []string{}})
 	case len(seg) == 7 && seg[0] == "projects" && seg[1] == g.project && seg[2] == "commits" && seg[4] == "files" && seg[6] == "content":
 		if _, ok := g.files[seg[3]]; !ok {
 			notFound()
@@ -177,9 +223,10 @@ func (g *gerritRepo) serve(w http.ResponseWriter, r *http.Request) {
 
 // gerritBranchAt answers, for a test that serves a Gerrit change route
 // by route, what the fetch stage asks of its destination branch: the
-// change's branch (GET /a/changes/{project}~{number}, ChangeInfo) and
-// the branch's tip (GET /a/projects/{project}/branches/{branch},
-// BranchInfo), as Gerrit's REST API shows them. The settings file is
+// change's branch (GET /a/changes/{project}~{number}, ChangeInfo), the
+// branch's tip (GET /a/projects/{project}/branches/{branch}, BranchInfo)
+// and each patch set's parent (…/revisions/{ps}/commit, CommitInfo: the
+// tip), as Gerrit's REST API shows them. The settings file is
 // absent there (fakeReviewAPI's default).
 func (f *fakeReviewAPI) gerritBranchAt(project string, number int, branch, tip string) {
 	f.mu.Lock()
@@ -189,6 +236,14 @@ func (f *fakeReviewAPI) gerritBranchAt(project string, number int, branch, tip s
 	}
 	f.routes["GET /a/projects/"+url.PathEscape(project)+"/branches/"+url.PathEscape(branch)] = func(w http.ResponseWriter, _ *http.Request) {
 		gerritJSON(w, map[string]any{"ref": "refs/heads/" + branch, "revision": tip})
+	}
+	// Every patch set is made on the tip: its diff is against merged code.
+	f.prefixes["GET /a/changes/"+url.PathEscape(project)+"~"+strconv.Itoa(number)+"/revisions/"] = func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/commit") {
+			http.Error(w, "Not found", http.StatusNotFound)
+			return
+		}
+		gerritJSON(w, map[string]any{"parents": []any{map[string]any{"commit": tip, "subject": "tip"}}})
 	}
 }
 

@@ -180,7 +180,12 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	if len(cl.Reviewers.UnexpandedTeams) > 0 {
 		set[store.AttrUnexpandedTeams] = cl.Reviewers.UnexpandedTeams
 	}
-	if gen := f.generatedAtBase(ctx, j, ref, cl.Diff); len(gen) > 0 {
+	if cl.BaseUnmerged {
+		// The diff is against an open change (a Gerrit stack): what it
+		// shows of its base decides nothing generated (R-CRITIC-7).
+		set[AttrDiffBaseUnmerged] = true
+	}
+	if gen := f.generatedAtBase(ctx, j, ref, cl.Diff, cl.BaseUnmerged); len(gen) > 0 {
 		set[AttrGeneratedAtBase] = gen
 	}
 	if a := cl.Reviewers.Author; a != "" && a != j.Author {

@@ -41,6 +41,8 @@ func (u *fuzzUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("[]"))
 	case strings.HasSuffix(p, "/a/changes/r~2"):
 		w.Write([]byte(")]}'\n{\"project\":\"r\",\"branch\":\"main\",\"_number\":2}"))
+	case strings.HasSuffix(p, "/a/changes/r~2/revisions/2/commit"):
+		w.Write([]byte(")]}'\n{\"parents\":[{\"commit\":\"" + fuzzBase + "\"}]}"))
 	case strings.HasSuffix(p, "/a/projects/r/branches/main"):
 		w.Write([]byte(")]}'\n{\"ref\":\"refs/heads/main\",\"revision\":\"" + fuzzBase + "\"}"))
 	case strings.HasSuffix(p, "/merge_requests/2"):

@@ -75,10 +75,18 @@ type Changelist struct {
 	// destination branch's tip, never the patch set's parent (Diff is
 	// against that parent, which in a stack is an unmerged change). Empty
 	// when the source knows none: no file is read.
-	BaseSHA   string
-	Diff      string // unified diff (git format), at most the fetcher's limit
-	Truncated bool   // Diff is incomplete: cut at the limit, or files the API would not serve
-	Reviewers Reviewers
+	BaseSHA string
+	// BaseUnmerged: the commit Diff is against is not known to be merged
+	// code (a Gerrit change made on another open change, the author's
+	// own): what Diff shows of its base — a file's old name, its removed
+	// and context lines — proves nothing about the repository, and only
+	// what is read at BaseSHA may call a file generated (R-CRITIC-7).
+	// GitHub's and GitLab's diffs are against a merge base of the target
+	// branch: merged.
+	BaseUnmerged bool
+	Diff         string // unified diff (git format), at most the fetcher's limit
+	Truncated    bool   // Diff is incomplete: cut at the limit, or files the API would not serve
+	Reviewers    Reviewers
 }
 
 // Reviewer is a person asked to review. Email is empty when the source does
