@@ -64,7 +64,12 @@ func (f *Fetch) applySettings(ctx context.Context, j job.Job, ref source.Ref, au
 	if named := s.SkipLabelsOf(labels); why == "" && len(named) > 0 {
 		v := source.LabelVerdict{Why: source.WhyNoLabelJudge}
 		if lj, ok := f.Source.(source.LabelJudge); ok {
-			if v, err = lj.LabelsBeyondAuthor(ctx, ref, author, named); err != nil {
+			// Asked only when a label is named, within one file
+			// request's bound, as the settings file itself.
+			lctx, cancel := context.WithTimeout(ctx, source.FileRequestTimeout)
+			v, err = lj.LabelsBeyondAuthor(lctx, ref, author, named)
+			cancel()
+			if err != nil {
 				return "", nil, err
 			}
 		}
