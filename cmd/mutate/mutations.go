@@ -116,6 +116,10 @@ func Mutations() []Mutation {
 			What: "MarkReconciling takes a row whose Send event was recorded",
 			Old:  "return r.Status == delivery.StatusSent && r.SendEventAt.IsZero() && r.DeliveredAt.IsZero() && r.Resolution != delivery.ResolvedSent",
 			New:  "return r.Status == delivery.StatusSent && r.DeliveredAt.IsZero() && r.Resolution != delivery.ResolvedSent"},
+		{ID: "memstore-pin-base-overwritten", File: "internal/store/memstore/pin.go", Checks: memFirst,
+			What: "PinBase replaces the base a version's files were read at (a retry reads other settings, R-SOURCE-5)",
+			Old:  "if ref.BaseSHA == \"\" {",
+			New:  "if true {"},
 
 		// The DynamoDB deliveries: the conformance suite holds it to the same
 		// contract. The explorer runs the in-memory store, so it is not
@@ -148,6 +152,10 @@ func Mutations() []Mutation {
 			What: "an event naming another message of the row is taken as the row's own evidence",
 			Old:  "\t\tAnd(notSetOrEqual(attrNotificationID, msg)).\n\t\tAnd(notSetOrEqual(attrProviderMessageID, msg))",
 			New:  "\t\tAnd(rowExists())"},
+		{ID: "dynamodb-pin-base-overwritten", File: "internal/store/sourceref_pin.go", Checks: dynamo,
+			What: "PinBase replaces the base a version's files were read at (a retry reads other settings, R-SOURCE-5)",
+			Old:  `ConditionExpression:       aws.String("attribute_exists(pk) AND attribute_not_exists(#b)"),`,
+			New:  `ConditionExpression:       aws.String("attribute_exists(pk)"),`},
 		{ID: "dynamodb-evidence-backwards", File: "internal/store/evidence.go", Checks: dynamo,
 			What: "the evidence path's times move backwards as well as forwards",
 			Old:  "cond := expression.AttributeNotExists(expression.Name(attr)).\n\t\tOr(expression.Name(attr).LessThan(expression.Value(ts(at))))",

@@ -24,6 +24,13 @@ type Generated struct {
 	// the source's API and found carrying the marker in its first lines
 	// (MarkerQuestions asks which).
 	AtBase []string
+	// BaseUnmerged: the commit the diff is against is not merged code (a
+	// Gerrit change made on another open change, the author's own): what
+	// the diff shows of it — a file's old name, its removed and context
+	// lines — proves nothing. Only the deployment's globs and AtBase (read
+	// at merged code) call a file generated; every other name, vendored
+	// place or marker is a claim.
+	BaseUnmerged bool
 }
 
 // MarkerLines is how many of a file's first lines a generated-code marker
@@ -37,12 +44,13 @@ const ClaimReason = "claims to be generated"
 
 // provenance is Generated ready for lookups.
 type provenance struct {
-	paths  []string
-	atBase map[string]bool
+	paths        []string
+	atBase       map[string]bool
+	baseUnmerged bool
 }
 
 func provenanceOf(g Generated) provenance {
-	p := provenance{paths: g.Paths, atBase: make(map[string]bool, len(g.AtBase))}
+	p := provenance{paths: g.Paths, atBase: make(map[string]bool, len(g.AtBase)), baseUnmerged: g.BaseUnmerged}
 	for _, f := range g.AtBase {
 		p.atBase[f] = true
 	}
@@ -74,6 +82,10 @@ func (pv provenance) deployment(p string) bool {
 //     claims it (claimed): it is reviewed like any other, after the
 //     hand-written files, and the critique says it claims to be.
 //
+// When the diff's base is not merged code (Generated.BaseUnmerged), the
+// old name and the old side's lines are an open change's: only the
+// deployment's globs and a marker read at merged code (AtBase) count.
+//
 // The repository's settings file is never either: its edit is reviewed.
 func machineWritten(f *diff.File, pv provenance) (generated, vendored, claimed bool) {
 	p := f.Path()
@@ -89,19 +101,25 @@ func machineWritten(f *diff.File, pv provenance) (generated, vendored, claimed b
 	if !claimsName && !claimsVendor && !claimsMarker {
 		return false, false, false
 	}
-	if !f.Added && !f.Copied {
-		old := f.OldPath
-		if old == "" {
-			old = p
-		}
-		switch {
-		case claimsVendor && isVendored(old):
-			return false, true, false
-		case claimsName && isGeneratedPath(old, path.Base(old)):
-			return true, false, false
-		case claimsMarker && (markerOnOldSide(f) || pv.atBase[p]):
-			return true, false, false
-		}
+	if f.Added || f.Copied {
+		return false, false, true
+	}
+	if pv.baseUnmerged {
+		// The diff's old side is an unmerged change's: only the marker
+		// read at merged code counts.
+		return claimsMarker && pv.atBase[p], false, !(claimsMarker && pv.atBase[p])
+	}
+	old := f.OldPath
+	if old == "" {
+		old = p
+	}
+	switch {
+	case claimsVendor && isVendored(old):
+		return false, true, false
+	case claimsName && isGeneratedPath(old, path.Base(old)):
+		return true, false, false
+	case claimsMarker && (markerOnOldSide(f) || pv.atBase[p]):
+		return true, false, false
 	}
 	return false, false, true
 }
@@ -190,18 +208,20 @@ func HasGeneratedMarkerAtTop(content []byte) bool {
 // carry the marker, that existed at the base under the same name, and
 // whose base version's first lines the diff does not show (nor a marker
 // in them): only reading the base can tell whether the base has the
-// marker too. Files the deployment's globs match need no answer. At most
-// limit paths, in the diff's order; more reports that there were others
-// (they are reviewed as claims).
+// marker too. When the diff's base is unmerged (g.BaseUnmerged), what it
+// shows of the base tells nothing: every such file is asked about. Files
+// the deployment's globs match need no answer. At most limit paths, in
+// the diff's order; more reports that there were others (they are
+// reviewed as claims).
 func MarkerQuestions(d *diff.Diff, g Generated, limit int) (paths []string, more bool) {
-	pv := provenanceOf(Generated{Paths: g.Paths})
+	pv := provenanceOf(Generated{Paths: g.Paths, BaseUnmerged: g.BaseUnmerged})
 	for i := range d.Files {
 		f := &d.Files[i]
 		p := f.Path()
 		if f.Added || f.Copied || f.Deleted || f.Binary || (f.OldPath != "" && f.OldPath != p) || p == reposettings.FileName {
 			continue
 		}
-		if pv.deployment(p) || !markerOnNewSide(f) || markerOnOldSide(f) || oldSideShown(f) {
+		if pv.deployment(p) || !markerOnNewSide(f) || (!pv.baseUnmerged && (markerOnOldSide(f) || oldSideShown(f))) {
 			continue
 		}
 		if gen, ven, _ := machineWritten(f, pv); gen || ven {
@@ -234,5 +254,10 @@ func claims(d *diff.Diff, g Generated) []string {
 // is not built on.
 func generatedFingerprint(g Generated) string {
 	b, _ := json.Marshal(g.Paths) // strings: cannot fail
+	if g.BaseUnmerged {
+		// Decided without the diff's old side: not what a ledger
+		// written with it decided.
+		return "generated/v2 unmerged-base " + string(b)
+	}
 	return "generated/v2 " + string(b)
 }

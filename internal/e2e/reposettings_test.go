@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,10 +17,15 @@ import (
 // repository's .criticizer.yaml on GitHub, read at each version's base
 // (the base commit its event names) through the contents API: version 1's
 // base's file ignores hello.go, and the email says so; version 2's skips
-// the label "bug", which the synchronize payload carries, so it is not
-// reviewed and nobody is mailed; version 3's has an unknown key, so it is
-// reviewed with defaults and GET /jobs says why.
-// Rules: R-REPO-1, R-REPO-2, R-REPO-4.
+// the label "bug", which the synchronize payload carries and which its
+// author, with read access only, cannot have set, so it is not reviewed
+// and nobody is mailed; version 3's has an unknown key, so it is
+// reviewed with defaults and GET /jobs says why. Version 4, on version
+// 2's base with the same label, comes after the author was given write
+// access: they could have labelled their own pull request, so it is
+// reviewed and mailed, the job saying why skip_labels did not apply (on
+// main it was skipped).
+// Rules: R-REPO-1, R-REPO-2, R-REPO-4, R-REPO-7.
 func TestRepoSettings_IgnoreSkipLabelAndWarning(t *testing.T) {
 	t.Parallel()
 	const (
@@ -48,6 +54,15 @@ func TestRepoSettings_IgnoreSkipLabelAndWarning(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/vnd.github.raw+json")
 		w.Write([]byte(f))
+	}
+	// The author's role on the repository (GET …/collaborators/{login}/permission).
+	role := "read"
+	gh.routes["GET /repos/Codertocat/Hello-World/collaborators/Codertocat/permission"] = func(w http.ResponseWriter, _ *http.Request) {
+		gh.mu.Lock()
+		r := role
+		gh.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		fmt.Fprintf(w, `{"permission":%q,"role_name":%q,"user":{"login":"Codertocat","id":21031067,"type":"User","site_admin":false}}`, r, r)
 	}
 	gh.mu.Unlock()
 	s := startStack(t, devstack.FunctionOptions{Pollers: 2}, func(c *config.Config) {
@@ -88,6 +103,22 @@ func TestRepoSettings_IgnoreSkipLabelAndWarning(t *testing.T) {
 	emails = emailsTo(t, s.env.SES, octocat)
 	if len(emails) != 2 || strings.Contains(emails[1].Body.Text, "ignored by .criticizer.yaml") {
 		t.Fatalf("%d emails; v3 should be mailed, reviewed with defaults", len(emails))
+	}
+
+	gh.mu.Lock()
+	role = "write"
+	gh.mu.Unlock()
+	const v4SHA = "6c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d"
+	resp, b = s.postGitHub("pull_request", "settings-sync-4", githubPayloadAt(t, "pull_request.synchronize.json", v4SHA, v2Base), ghSecret)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("v4: %d %s", resp.StatusCode, b)
+	}
+	v4 := s.waitJob(decodeAccepted(t, b).JobID, 30*time.Second, job.StatusSucceeded)
+	if v4.Skipped != "" || !strings.Contains(strings.Join(v4.SettingsWarnings, " "), "may set labels") {
+		t.Fatalf("v4: skipped %q, warnings %q; want reviewed, saying the author may set labels", v4.Skipped, v4.SettingsWarnings)
+	}
+	if emails = emailsTo(t, s.env.SES, octocat); len(emails) != 3 {
+		t.Fatalf("%d emails; v4 should be mailed", len(emails))
 	}
 	for _, r := range gh.requests() {
 		if ref := r.URL.Query().Get("ref"); strings.HasSuffix(r.URL.Path, "/.criticizer.yaml") && ref != ghBaseSHA && ref != v2Base && ref != v3Base {

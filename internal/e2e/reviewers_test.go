@@ -368,6 +368,7 @@ func TestGerritReviewers_AddedThenDeleted(t *testing.T) {
 		gr.on("GET /a/changes/TestRepo1~2/reviewers/", "application/json; charset=UTF-8", b)
 	}
 	reviewersAre(false)
+	gr.gerritBranchAt("TestRepo1", 2, "patch_create", gerritTip)
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
 		c.Gerrit = config.Gerrit{WebhookToken: gerritToken, APIURL: gr.srv.URL, Username: "criticizer", Password: "http-password"}
 	})

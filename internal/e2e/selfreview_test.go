@@ -178,10 +178,12 @@ func checkSelfReview(t *testing.T, s *stack, id job.ID, reviewer string) {
 
 // TestForkPR_HeadSettingsAndClaimedGenerated_GitHub: a pull request from a
 // fork, its head adding settings that would switch its review off and a
-// hand-written file that calls itself generated. The settings are read at
-// the event's base commit only (the fake API's request log), the diff is
-// the comparison of the event's commits, and the requested reviewer gets
-// one email with findings on both files.
+// hand-written file that calls itself generated; the fork's own
+// repository holds such settings at every commit too. The settings are
+// read at the event's base commit of the upstream repository only (the
+// fake API's request log: nothing of the fork's repository is read), the
+// diff is the comparison of the event's commits, and the requested
+// reviewer gets one email with findings on both files.
 // Rules: R-REPO-6, R-CRITIC-7, R-SOURCE-5.
 func TestForkPR_HeadSettingsAndClaimedGenerated_GitHub(t *testing.T) {
 	t.Parallel()
@@ -195,6 +197,7 @@ func TestForkPR_HeadSettingsAndClaimedGenerated_GitHub(t *testing.T) {
 		readFile(t, sourceData+"github/requested_reviewers.json"))
 	gh.githubReviewsAndTeams(t, "[]", 404)
 	gh.settingsAt("GET /repos/Codertocat/Hello-World/contents/.criticizer.yaml", forkHead, strings.Join(files[0].lines, "\n")+"\n")
+	gh.forkSettings("GET /repos/mallory/Hello-World/", strings.Join(files[0].lines, "\n")+"\n")
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
 		c.GitHub = config.GitHub{WebhookSecret: ghSecret, Token: "e2e-github-api-token", APIURL: gh.srv.URL}
 		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `"}}`
@@ -213,13 +216,40 @@ func TestForkPR_HeadSettingsAndClaimedGenerated_GitHub(t *testing.T) {
 	if reads := gh.settingsReads(); len(reads) != 1 || reads[0] != ghBaseSHA {
 		t.Fatalf("settings read at %q; want once, at the base %s", reads, ghBaseSHA)
 	}
+	gh.noForkReads(t, "/repos/mallory/")
+}
+
+// forkSettings serves, under prefix (a fork's repository or project),
+// a settings file at every commit and every path: what the fork's author
+// keeps in their own repository.
+func (f *fakeReviewAPI) forkSettings(prefix, file string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prefixes[prefix] = func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte(file))
+	}
+}
+
+// noForkReads fails the test if anything under the fork's path was read.
+func (f *fakeReviewAPI) noForkReads(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, r := range f.requests() {
+		for _, p := range paths {
+			if strings.HasPrefix(r.URL.EscapedPath(), p) {
+				t.Errorf("read the fork's %s", r.URL.EscapedPath())
+			}
+		}
+	}
 }
 
 // TestForkMR_HeadSettingsAndClaimedGenerated_GitLab: the same merge
 // request from a fork on GitLab, whose source branch moved on after the
-// hook (a newer version is listed first). The diff is the version whose
-// head the hook named, the settings are read at that version's base only,
-// and the reviewer gets one email with findings on both files.
+// hook (a newer version is listed first), and whose source project holds
+// settings that skip the author at every commit. The diff is the version
+// whose head the hook named, the settings are read at that version's
+// base in the target project only (nothing of the source project is
+// read), and the reviewer gets one email with findings on both files.
 // Rules: R-REPO-6, R-CRITIC-7, R-SOURCE-5.
 func TestForkMR_HeadSettingsAndClaimedGenerated_GitLab(t *testing.T) {
 	t.Parallel()
@@ -243,12 +273,17 @@ func TestForkMR_HeadSettingsAndClaimedGenerated_GitLab(t *testing.T) {
 	gl.on("GET "+mr+"/reviewers", "application/json", readFile(t, sourceData+"gitlab/reviewers.json"))
 	gl.on("GET "+mr, "application/json", readFile(t, sourceData+"gitlab/merge_request.json"))
 	gl.settingsAt("GET /api/v4/projects/gitlabhq%2Fgitlab-test/repository/files/.criticizer.yaml/raw", hookHead, strings.Join(files[0].lines, "\n")+"\n")
+	gl.forkSettings("GET /api/v4/projects/4242/", strings.Join(files[0].lines, "\n")+"\n")
+	gl.forkSettings("GET /api/v4/projects/mallory%2Fgitlab-test/", strings.Join(files[0].lines, "\n")+"\n")
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
 		c.GitLab = config.GitLab{WebhookToken: glToken, Token: "e2e-gitlab-api-token", APIURL: gl.srv.URL + "/api/v4"}
 		c.ReviewerDirectory = `{"gitlab": {"user1": "` + user1 + `"}}`
 	})
 	body := editJSON(t, readFile(t, webhookData+"gitlab/merge_request.open.json"), func(m map[string]any) {
-		m["object_attributes"].(map[string]any)["source_project_id"] = 4242 // a fork
+		oa := m["object_attributes"].(map[string]any)
+		oa["source_project_id"] = 4242 // a fork
+		oa["source"].(map[string]any)["path_with_namespace"] = "mallory/gitlab-test"
+		oa["source"].(map[string]any)["name"] = "gitlab-test"
 	})
 	resp, b := s.postHook("/webhooks/gitlab", map[string]string{webhook.GitLabTokenHeader: glToken,
 		webhook.GitLabEventHeader: "Merge Request Hook", webhook.GitLabEventUUIDHeader: "fork-open-1"}, body)
@@ -264,6 +299,7 @@ func TestForkMR_HeadSettingsAndClaimedGenerated_GitLab(t *testing.T) {
 			t.Fatalf("read %s: the merge request's head now, not the hook's version", r.URL.Path)
 		}
 	}
+	gl.noForkReads(t, "/api/v4/projects/4242/", "/api/v4/projects/mallory%2Fgitlab-test/")
 }
 
 // TestGitHub_HeadMovesBeforeFetch_TheEventsCommitIsReviewed: the pull

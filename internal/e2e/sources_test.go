@@ -495,6 +495,7 @@ func TestGerritPatchsetCreated_VersionIsPatchset_ReviewersFromREST(t *testing.T)
 		[]byte(base64.StdEncoding.EncodeToString(readFile(t, sourceData+"gerrit/patch.mbox"))))
 	gr.on("GET /a/changes/TestRepo1~2/reviewers/", "application/json; charset=UTF-8",
 		bytes.ReplaceAll(readFile(t, sourceData+"gerrit/reviewers.json"), []byte("@example.com"), []byte("@"+domain)))
+	gr.gerritBranchAt("TestRepo1", 2, "patch_create", gerritTip)
 	s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
 		c.Gerrit = config.Gerrit{WebhookToken: gerritToken, APIURL: gr.srv.URL, Username: "criticizer", Password: "http-password"}
 	})

@@ -155,6 +155,9 @@ func (j jobs) NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error)
 func (j jobs) GetSourceRef(ctx context.Context, id job.ID) (store.SourceRef, error) {
 	return call(j.w, ctx, rd("jobs.GetSourceRef", string(id)), func() (store.SourceRef, error) { return j.s.GetSourceRef(ctx, id) })
 }
+func (j jobs) PinBase(ctx context.Context, id job.ID, sha string) (string, error) {
+	return call(j.w, ctx, wr("jobs.PinBase", string(id)), func() (string, error) { return j.s.PinBase(ctx, id, sha) })
+}
 func (j jobs) AddReviewers(ctx context.Context, id job.ID, addrs, identities []string) (job.Job, error) {
 	return call(j.w, ctx, wr("jobs.AddReviewers", string(id)), func() (job.Job, error) { return j.s.AddReviewers(ctx, id, addrs, identities) })
 }

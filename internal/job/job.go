@@ -224,6 +224,10 @@ type Job struct {
 	// marker the diff cannot confirm at the base, are left out as
 	// generated.
 	GeneratedAtBase []string `dynamodbav:"generated_at_base,omitempty" json:"generated_at_base,omitempty"`
+	// DiffBaseUnmerged: the commit the diff is against is not merged code
+	// (a Gerrit change made on another open change): what the diff shows
+	// of its base decides nothing generated (R-CRITIC-7).
+	DiffBaseUnmerged bool `dynamodbav:"diff_base_unmerged,omitempty" json:"diff_base_unmerged,omitempty"`
 	// Skipped, when set, says why the version was not reviewed (an author
 	// or label the repository's settings skip, R-REPO-4): the job ends
 	// succeeded with no model run and nobody mailed.

@@ -137,16 +137,24 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	if cl.BaseSHA != "" {
-		// The base the diff is against: the settings and the files'
-		// first lines are read there, never at the head (R-REPO-6).
-		ref.BaseSHA = cl.BaseSHA
+	if ref.BaseSHA == "" && cl.BaseSHA != "" {
+		// The commit of merged code the settings and the files' first
+		// lines are read at, never the head nor an unmerged parent
+		// (R-REPO-6): pinned on the version's source reference the first
+		// time it is found, so that every later attempt reads the same
+		// bytes (R-SOURCE-5).
+		if ref.BaseSHA, err = f.Jobs.PinBase(ctx, j.ID, cl.BaseSHA); err != nil {
+			return nil, err
+		}
 	}
 	rs, warnings, err := f.repoSettings(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	skip, settingsSet := f.applySettings(ctx, j, cmp.Or(cl.Reviewers.Author, j.Author), labels, rs, warnings)
+	skip, settingsSet, err := f.applySettings(ctx, j, ref, cmp.Or(cl.Reviewers.Author, j.Author), labels, rs, warnings)
+	if err != nil {
+		return nil, err
+	}
 	if skip != "" {
 		return settingsSet, nil
 	}
@@ -172,7 +180,12 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	if len(cl.Reviewers.UnexpandedTeams) > 0 {
 		set[store.AttrUnexpandedTeams] = cl.Reviewers.UnexpandedTeams
 	}
-	if gen := f.generatedAtBase(ctx, j, ref, cl.Diff); len(gen) > 0 {
+	if cl.BaseUnmerged {
+		// The diff is against an open change (a Gerrit stack): what it
+		// shows of its base decides nothing generated (R-CRITIC-7).
+		set[AttrDiffBaseUnmerged] = true
+	}
+	if gen := f.generatedAtBase(ctx, j, ref, cl.Diff, cl.BaseUnmerged); len(gen) > 0 {
 		set[AttrGeneratedAtBase] = gen
 	}
 	if a := cl.Reviewers.Author; a != "" && a != j.Author {

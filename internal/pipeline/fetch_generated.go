@@ -25,12 +25,19 @@ const (
 // version carries the marker (job.Job.GeneratedAtBase).
 const AttrGeneratedAtBase = "generated_at_base"
 
-// generatedAtBase reads, at the base of the version (ref.BaseSHA, the
-// patch set's parent on Gerrit), the first lines of the files whose new
-// version carries a "Code generated … DO NOT EDIT." marker that the diff
-// cannot show at the base (critic.MarkerQuestions), and returns those
-// whose base version carries it too: only they are left out as
-// generated. A marker the change wrote exempts nothing.
+// AttrDiffBaseUnmerged is the job attribute saying that the diff is
+// against unmerged code (job.Job.DiffBaseUnmerged).
+const AttrDiffBaseUnmerged = "diff_base_unmerged"
+
+// generatedAtBase reads, at merged code (ref.BaseSHA: the base the
+// event named, the merge request version's, Gerrit's destination branch
+// tip — never the patch set's parent), the first lines of the files whose
+// new version carries a "Code generated … DO NOT EDIT." marker that the
+// diff cannot show at the base (critic.MarkerQuestions; every such file
+// when the diff is against an unmerged change, baseUnmerged), and returns
+// those whose version there carries it too: only they are left out as
+// generated. A marker the change, or a change under it, wrote exempts
+// nothing.
 //
 // Bounded and counted: at most MaxBaseReads files, BaseReadBytes of each,
 // all within one source.FileRequestTimeout (the fetch message reserves
@@ -39,7 +46,7 @@ const AttrGeneratedAtBase = "generated_at_base"
 // exempted: they are reviewed, so a source that cannot answer costs
 // budget, never review. A source without a file API (generic) reads
 // nothing.
-func (f *Fetch) generatedAtBase(ctx context.Context, j job.Job, ref source.Ref, diffText string) []string {
+func (f *Fetch) generatedAtBase(ctx context.Context, j job.Job, ref source.Ref, diffText string, baseUnmerged bool) []string {
 	ff, ok := f.Source.(source.FileFetcher)
 	if !ok {
 		return nil
@@ -48,7 +55,7 @@ func (f *Fetch) generatedAtBase(ctx context.Context, j job.Job, ref source.Ref, 
 	if err != nil {
 		return nil // the llm stage refuses the diff
 	}
-	ask, more := critic.MarkerQuestions(d, critic.Generated{Paths: f.GeneratedPaths}, MaxBaseReads)
+	ask, more := critic.MarkerQuestions(d, critic.Generated{Paths: f.GeneratedPaths, BaseUnmerged: baseUnmerged}, MaxBaseReads)
 	if len(ask) == 0 {
 		return nil
 	}

@@ -70,7 +70,7 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 		Settings: j.Settings,
 		// What is generated is the deployment's word or the base's, never
 		// the change's (R-CRITIC-7).
-		Generated: critic.Generated{Paths: l.GeneratedPaths, AtBase: j.GeneratedAtBase},
+		Generated: critic.Generated{Paths: l.GeneratedPaths, AtBase: j.GeneratedAtBase, BaseUnmerged: j.DiffBaseUnmerged},
 	})
 	if errors.Is(err, critic.ErrInvalidDiff) {
 		return retry.Permanent(retry.SchemaInvalid, err)

@@ -46,6 +46,7 @@ type Jobs interface {
 	SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error
 	NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error)
 	GetSourceRef(ctx context.Context, id job.ID) (store.SourceRef, error)
+	PinBase(ctx context.Context, id job.ID, sha string) (string, error)
 	AddReviewers(ctx context.Context, id job.ID, addrs, identities []string) (job.Job, error)
 	FinishNotify(ctx context.Context, id job.ID, attempt int, status job.Status, addedRev int) error
 	Reopen(ctx context.Context, id job.ID) error

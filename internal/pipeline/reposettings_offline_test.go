@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/pipeline"
+	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/reviewers"
 	"github.com/criticizer/criticizer/internal/source"
 	"github.com/criticizer/criticizer/internal/store"
@@ -55,10 +57,31 @@ type fileSource struct {
 	base  map[string]string
 	paths []string // what was read, in order
 	limit []int
+	// tips are the bases Fetch names, one per call (the destination
+	// branch moving on between attempts); "ba5e" when none is left.
+	tips []string
+	// failReads fails that many file reads first (an upstream 5xx).
+	failReads int
+	// authorLabels: the author could have set the change's labels, so
+	// none counts (source.LabelJudge); labelAsks counts the questions.
+	authorLabels bool
+	labelAsks    int
 }
 
 func (s *fileSource) Fetch(context.Context, source.Ref) (source.Changelist, error) {
-	return source.Changelist{BaseSHA: "ba5e", Diff: cmp.Or(s.diff, settingsDiff), Reviewers: source.Reviewers{Requested: []source.Reviewer{{Username: "alice"}}}}, nil
+	base := "ba5e"
+	if len(s.tips) > 0 {
+		base, s.tips = s.tips[0], s.tips[1:]
+	}
+	return source.Changelist{BaseSHA: base, Diff: cmp.Or(s.diff, settingsDiff), Reviewers: source.Reviewers{Requested: []source.Reviewer{{Username: "alice"}}}}, nil
+}
+
+func (s *fileSource) LabelsBeyondAuthor(_ context.Context, _ source.Ref, _ string, labels []string) (source.LabelVerdict, error) {
+	s.labelAsks++
+	if s.authorLabels {
+		return source.LabelVerdict{Why: "the author may set labels, so skip_labels does not apply"}, nil
+	}
+	return source.LabelVerdict{Beyond: labels}, nil
 }
 
 func (s *fileSource) Reviewers(context.Context, source.Ref) (source.Reviewers, error) {
@@ -68,6 +91,10 @@ func (s *fileSource) Reviewers(context.Context, source.Ref) (source.Reviewers, e
 func (s *fileSource) BaseFile(_ context.Context, ref source.Ref, path string, limit int) (source.RepoFile, error) {
 	s.asked = append(s.asked, ref)
 	s.paths, s.limit = append(s.paths, path), append(s.limit, limit)
+	if s.failReads > 0 {
+		s.failReads--
+		return source.RepoFile{}, retry.Transient(retry.Upstream5xx, errors.New("502 from the code host"))
+	}
 	if s.denied {
 		return source.RepoFile{Denied: true}, nil
 	}
@@ -296,10 +323,10 @@ func TestRepoSettings_MalformedFileGivesDefaultsAndAWarning(t *testing.T) {
 	}
 }
 
-// An author in skip_authors, or a label in skip_labels, ends the version
-// before any model run: nobody is mailed, the job succeeds saying why, and
-// a reviewer added later is not mailed either. Any other author or label
-// is reviewed.
+// An author in skip_authors, or a label in skip_labels the author cannot
+// have set, ends the version before any model run: nobody is mailed, the
+// job succeeds saying why, and a reviewer added later is not mailed
+// either. Any other author or label is reviewed.
 // Rules: R-REPO-4.
 func TestRepoSettings_SkipAuthorsAndLabels(t *testing.T) {
 	const file = "skip_authors: [\"Renovate[bot]\"]\nskip_labels: [no-review]\n"
@@ -335,6 +362,66 @@ func TestRepoSettings_SkipAuthorsAndLabels(t *testing.T) {
 				t.Fatalf("recipients %v added to a skipped version", got.AllRecipients())
 			}
 		})
+	}
+}
+
+// A label in skip_labels that the change's author could have set (the
+// source says so: Gerrit's hashtags, a GitHub author with triage access, a
+// GitLab Developer) skips nothing: the version is reviewed and mailed, and
+// the job's warnings say why skip_labels did not apply. The source is
+// asked only when skip_labels names one of the change's labels.
+// Rules: R-REPO-7.
+func TestRepoSettings_ALabelTheAuthorCouldSetSkipsNothing(t *testing.T) {
+	r := newSettingsRig(t, "skip_labels: [no-review]\n")
+	r.src.authorLabels = true
+	j := r.run(1, "carol", "No-Review")
+	if j.Status != job.StatusSucceeded || j.Skipped != "" || len(r.model.reqs) != 1 || len(r.mail.msgs["alice@example.com"]) != 1 {
+		t.Fatalf("job %s, skipped %q, model %d, mail %d; want reviewed and mailed", j.Status, j.Skipped, len(r.model.reqs), len(r.mail.msgs["alice@example.com"]))
+	}
+	if w := strings.Join(j.SettingsWarnings, " "); !strings.Contains(w, "skip_labels does not apply") {
+		t.Fatalf("warnings %q; want why skip_labels did not apply", j.SettingsWarnings)
+	}
+	r = newSettingsRig(t, "skip_labels: [no-review]\n")
+	r.src.authorLabels = true
+	if j := r.run(1, "carol", "bug"); j.Skipped != "" || len(j.SettingsWarnings) != 0 || r.src.labelAsks != 0 {
+		t.Fatalf("skipped %q, warnings %q, asked %d; a label skip_labels does not name needs no question", j.Skipped, j.SettingsWarnings, r.src.labelAsks)
+	}
+}
+
+// The commit the settings are read at is pinned the first time the fetch
+// stage finds it: an attempt that failed after finding it (the settings
+// read answered 502) is retried at the same commit, though the source now
+// names another (the destination branch moved on), so a retry reads the
+// same bytes.
+// Rules: R-SOURCE-5, R-REPO-6.
+func TestRepoSettings_TheBaseIsPinnedAcrossAttempts(t *testing.T) {
+	r := newSettingsRig(t, "skip_authors: [carol]\n")
+	r.src.tips = []string{"71b1", "71b2"}
+	r.src.failReads = 1
+	ctx := context.Background()
+	now := time.Now().UTC()
+	j := job.Job{ID: job.NewID("gerrit", "p~7", 1), Source: "gerrit", ChangelistID: "p~7", ReviewVersion: 1, Title: "t",
+		URL: "https://gerrit.example/c/p/+/7", Author: "dave", Recipients: []string{}, Status: job.StatusAccepted,
+		Stage: job.StageFetch, Attempts: job.Attempts{}, CreatedAt: now, UpdatedAt: now}
+	r.jobs.Put(j)
+	if err := r.jobs.PutSourceRef(ctx, j.ID, store.SourceRef{Source: "gerrit", Repo: "p", Number: 7, Patchset: 1, HeadSHA: "c0ffee"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fetch.Handle(ctx, job.Message{JobID: j.ID, Stage: job.StageFetch}, 1); err == nil {
+		t.Fatal("the first attempt should fail on the settings read")
+	}
+	if err := r.fetch.Handle(ctx, job.Message{JobID: j.ID, Stage: job.StageFetch}, 2); err != nil {
+		t.Fatal(err)
+	}
+	var at []string
+	for _, a := range r.src.asked {
+		at = append(at, a.BaseSHA)
+	}
+	if len(at) != 2 || at[0] != "71b1" || at[1] != "71b1" {
+		t.Fatalf("settings read at %q; want the first attempt's base both times", at)
+	}
+	if ref, err := r.jobs.GetSourceRef(ctx, j.ID); err != nil || ref.BaseSHA != "71b1" {
+		t.Fatalf("source reference base %q %v; want the pin 71b1", ref.BaseSHA, err)
 	}
 }
 

@@ -52,7 +52,8 @@ type Settings struct {
 	// dependabot[bot], renovate[bot]); compared without case.
 	SkipAuthors []string
 	// SkipLabels are labels (GitLab, GitHub; Gerrit's hashtags) that
-	// keep a change from review; compared without case.
+	// keep a change from review, compared without case, when its author
+	// cannot have set them (R-REPO-7: never a Gerrit hashtag).
 	SkipLabels []string
 }
 
@@ -237,19 +238,47 @@ func Match(g, path string) bool {
 }
 
 // SkipReason says why a change by author with labels is not reviewed, or
-// "" when it is.
+// "" when it is: SkipAuthorReason, else the first of labels SkipLabelsOf
+// names. The fetch stage asks the source first whether a label was
+// beyond the author's reach (R-REPO-7).
 func (s Settings) SkipReason(author string, labels []string) string {
+	if why := s.SkipAuthorReason(author); why != "" {
+		return why
+	}
+	if named := s.SkipLabelsOf(labels); len(named) > 0 {
+		return SkipLabelReason(named[0])
+	}
+	return ""
+}
+
+// SkipAuthorReason says why a change by author is not reviewed (the
+// author is in skip_authors), or "".
+func (s Settings) SkipAuthorReason(author string) string {
 	for _, a := range s.SkipAuthors {
 		if author != "" && strings.EqualFold(a, author) {
 			return fmt.Sprintf("not reviewed: the author %s is in skip_authors of %s", author, FileName)
 		}
 	}
-	for _, l := range s.SkipLabels {
-		for _, have := range labels {
+	return ""
+}
+
+// SkipLabelsOf are the labels, of those given, that skip_labels names, in
+// their order.
+func (s Settings) SkipLabelsOf(labels []string) []string {
+	var out []string
+	for _, have := range labels {
+		for _, l := range s.SkipLabels {
 			if strings.EqualFold(l, have) {
-				return fmt.Sprintf("not reviewed: the label %q is in skip_labels of %s", have, FileName)
+				out = append(out, have)
+				break
 			}
 		}
 	}
-	return ""
+	return out
+}
+
+// SkipLabelReason says why a change with label, which skip_labels names,
+// is not reviewed.
+func SkipLabelReason(label string) string {
+	return fmt.Sprintf("not reviewed: the label %q is in skip_labels of %s", label, FileName)
 }

@@ -39,6 +39,12 @@ func (u *fuzzUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(revs)
 	case strings.HasSuffix(p, "/reviews"), strings.HasSuffix(p, "/members"):
 		w.Write([]byte("[]"))
+	case strings.HasSuffix(p, "/a/changes/r~2"):
+		w.Write([]byte(")]}'\n{\"project\":\"r\",\"branch\":\"main\",\"_number\":2}"))
+	case strings.HasSuffix(p, "/a/changes/r~2/revisions/2/commit"):
+		w.Write([]byte(")]}'\n{\"parents\":[{\"commit\":\"" + fuzzBase + "\"}]}"))
+	case strings.HasSuffix(p, "/a/projects/r/branches/main"):
+		w.Write([]byte(")]}'\n{\"ref\":\"refs/heads/main\",\"revision\":\"" + fuzzBase + "\"}"))
 	case strings.HasSuffix(p, "/merge_requests/2"):
 		w.Write([]byte(`{"author":{"username":"author"}}`))
 	case strings.Contains(p, "/compare/") && r.Header.Get("Accept") == "application/vnd.github.diff":
@@ -139,8 +145,8 @@ func FuzzFetch(f *testing.F) {
 		if cl.Reviewers.Requested == nil {
 			t.Fatal("nil reviewers")
 		}
-		if which != 3 && cl.BaseSHA != fuzzBase {
-			t.Fatalf("base %q, want the version's %q (R-SOURCE-5)", cl.BaseSHA, fuzzBase)
+		if cl.BaseSHA != fuzzBase {
+			t.Fatalf("base %q, want the version's %q (R-SOURCE-5; Gerrit's destination branch's tip)", cl.BaseSHA, fuzzBase)
 		}
 		seen := map[string]bool{}
 		for _, r := range cl.Reviewers.Requested {

@@ -25,7 +25,20 @@ import (
 //     base64; the mail header and commit message (which carry the author's
 //     address) are dropped, keeping the diff from the first "diff --git";
 //   - the reviewers: GET /a/changes/{project}~{number}/reviewers/, with
-//     their e-mail addresses (the account needs to see them).
+//     their e-mail addresses (the account needs to see them);
+//   - the commit the repository's files are read at (R-REPO-6): the
+//     destination branch's tip, never the patch set nor its parent, which
+//     in a stack of changes is the author's own unmerged change. GET
+//     /a/changes/{project}~{number} names the branch (ChangeInfo.branch),
+//     GET /a/projects/{project}/branches/{branch} its tip
+//     (BranchInfo.revision): Changelist.BaseSHA. A Ref whose BaseSHA is
+//     set (pinned by an earlier attempt) keeps it, so a retry reads the
+//     same bytes;
+//   - whether the patch set's parent, which its diff is against, is
+//     merged code (Changelist.BaseUnmerged): GET
+//     …/revisions/{revision}/commit names it, GET
+//     /a/projects/{project}/commits/{parent}/in says whether the
+//     destination branch includes it (not asked when it is the tip).
 //
 // The revision is Ref.Patchset, else Ref.HeadSHA, else "current". JSON
 // responses start with Gerrit's ")]}'" anti-XSSI line, which is stripped.
@@ -64,8 +77,11 @@ func (g *Gerrit) change(ref Ref) (string, error) {
 	if g.BaseURL == "" {
 		return "", retry.Permanent(retry.RuntimeBug, fmt.Errorf("source: gerrit base URL is not configured"))
 	}
-	return strings.TrimRight(g.BaseURL, "/") + "/a/changes/" + url.PathEscape(ref.Repo) + "~" + strconv.Itoa(ref.Number), nil
+	return g.root() + "/a/changes/" + url.PathEscape(ref.Repo) + "~" + strconv.Itoa(ref.Number), nil
 }
+
+// root is the server's URL without a trailing slash.
+func (g *Gerrit) root() string { return strings.TrimRight(g.BaseURL, "/") }
 
 // Fetch implements Fetcher.
 func (g *Gerrit) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
@@ -82,7 +98,136 @@ func (g *Gerrit) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
 	if cl.Reviewers, err = g.reviewers(ctx, a, change+"/reviewers/"); err != nil {
 		return Changelist{}, err
 	}
+	var branch string
+	if branch, err = g.destinationBranch(ctx, a, change); err != nil {
+		return Changelist{}, err
+	}
+	cl.BaseSHA = ref.BaseSHA
+	if cl.BaseSHA == "" && branch != "" {
+		if cl.BaseSHA, err = g.branchTip(ctx, a, ref, branch); err != nil {
+			return Changelist{}, err
+		}
+	}
+	if cl.BaseUnmerged, err = g.parentUnmerged(ctx, a, change+"/revisions/"+rev, ref, branch, cl.BaseSHA); err != nil {
+		return Changelist{}, err
+	}
 	return cl, nil
+}
+
+// destinationBranch is the branch the change is for
+// (ChangeInfo.branch); "" when Gerrit does not know the change.
+func (g *Gerrit) destinationBranch(ctx context.Context, a api, change string) (string, error) {
+	var info struct {
+		Branch string `json:"branch"`
+	}
+	found, err := getGerritJSON(ctx, a, "gerrit.GetChange", change, &info)
+	if err != nil || !found {
+		return "", err
+	}
+	if strings.TrimSpace(info.Branch) == "" {
+		return "", malformed("gerrit.GetChange", errors.New("the change names no destination branch"))
+	}
+	return info.Branch, nil
+}
+
+// branchTip is the commit the change's destination branch points at
+// now: code already merged, where its settings and the files' first
+// lines are read (R-REPO-6). A branch Gerrit does not know (404) has
+// none: "" reads no file, so the version is reviewed with defaults and
+// nothing is taken for generated.
+func (g *Gerrit) branchTip(ctx context.Context, a api, ref Ref, branch string) (string, error) {
+	var info struct {
+		Revision string `json:"revision"`
+	}
+	u := g.root() + "/a/projects/" + url.PathEscape(ref.Repo) + "/branches/" + url.PathEscape(branch)
+	found, err := getGerritJSON(ctx, a, "gerrit.GetBranch", u, &info)
+	if err != nil || !found {
+		return "", err
+	}
+	if !isCommitName(info.Revision) {
+		return "", malformed("gerrit.GetBranch", errors.New("the branch names no commit"))
+	}
+	return strings.ToLower(info.Revision), nil
+}
+
+// parentUnmerged reports whether the commit the patch set's diff is
+// against — its first parent (GET …/revisions/{rev}/commit,
+// CommitInfo.parents) — is not known to be merged code: in a stack of
+// changes it is the author's own open change, and what the diff shows
+// of it (a file's old name, its removed and context lines) proves
+// nothing about the branch (R-CRITIC-7). It is merged when it is the
+// tip the files are read at, or when the destination branch includes it
+// (GET /a/projects/{project}/commits/{parent}/in, IncludedInInfo); a
+// root commit has no old side. Anything unknown is unmerged.
+func (g *Gerrit) parentUnmerged(ctx context.Context, a api, revision string, ref Ref, branch, tip string) (bool, error) {
+	var commit struct {
+		Parents []struct {
+			Commit string `json:"commit"`
+		} `json:"parents"`
+	}
+	found, err := getGerritJSON(ctx, a, "gerrit.GetCommit", revision+"/commit", &commit)
+	switch {
+	case err != nil:
+		return false, err
+	case !found || branch == "":
+		return true, nil
+	case len(commit.Parents) == 0:
+		return false, nil
+	}
+	parent := strings.ToLower(commit.Parents[0].Commit)
+	if !isCommitName(parent) {
+		return false, malformed("gerrit.GetCommit", errors.New("the patch set's parent is no commit"))
+	}
+	if parent == tip {
+		return false, nil
+	}
+	var in struct {
+		Branches []string `json:"branches"`
+	}
+	u := g.root() + "/a/projects/" + url.PathEscape(ref.Repo) + "/commits/" + parent + "/in"
+	if found, err = getGerritJSON(ctx, a, "gerrit.GetIncludedIn", u, &in); err != nil || !found {
+		return true, err
+	}
+	for _, b := range in.Branches {
+		if strings.TrimPrefix(b, "refs/heads/") == branch {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// getGerritJSON GETs one of Gerrit's JSON entities (its ")]}'" line
+// stripped) into v; 404 is found false.
+func getGerritJSON(ctx context.Context, a api, op, u string, v any) (bool, error) {
+	resp, err := a.get(ctx, op, u, "application/json")
+	if re, ok := errors.AsType[*retry.Error](err); ok && re.Class == retry.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return false, retry.WithOp(err, op)
+	}
+	if err := json.Unmarshal(stripXSSI(b), v); err != nil {
+		return false, malformed(op, err)
+	}
+	return true, nil
+}
+
+// isCommitName reports whether s is a full SHA-1 or SHA-256 object name.
+func isCommitName(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+			return false
+		}
+	}
+	return true
 }
 
 // Reviewers implements Fetcher. Gerrit keeps a reviewer who voted among

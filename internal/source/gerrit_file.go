@@ -5,22 +5,28 @@ import (
 	"encoding/base64"
 	"io"
 	"net/url"
+	"strings"
 )
 
-// BaseFile implements FileFetcher with Gerrit's file content of the
-// patch set's first parent: GET
-// /a/changes/{project}~{number}/revisions/{revision}/files/{path}/content?parent=1,
-// base64 text, the revision Fetch reads (the patch set, else the head
-// commit, else the current one). The parent is the commit the patch set
-// was made on: the branch as the change found it.
+// BaseFile implements FileFetcher with Gerrit's file content of a
+// commit: GET
+// /a/projects/{project}/commits/{Ref.BaseSHA}/files/{path}/content,
+// base64 text. Ref.BaseSHA is the destination branch's tip Fetch
+// returned (Changelist.BaseSHA), pinned for the version: code already
+// merged (R-REPO-6). Never the patch set, nor its parent (?parent=1),
+// which in a stack of changes is the author's own unmerged change.
+// Without a base commit there is nothing merged to read, and the file
+// counts as absent.
 func (g *Gerrit) BaseFile(ctx context.Context, ref Ref, path string, limit int) (RepoFile, error) {
-	change, err := g.change(ref)
-	if err != nil {
+	if _, err := g.change(ref); err != nil {
 		return RepoFile{}, err
 	}
-	rev := gerritRevision(ref)
-	u := change + "/revisions/" + rev + "/files/" + url.PathEscape(path) + "/content?parent=1"
-	return g.api().getFile(ctx, "gerrit.GetContent", u, "text/plain", limit, func(r io.Reader) io.Reader {
+	if strings.TrimSpace(ref.BaseSHA) == "" {
+		return RepoFile{}, nil
+	}
+	u := g.root() + "/a/projects/" + url.PathEscape(ref.Repo) + "/commits/" + url.PathEscape(ref.BaseSHA) +
+		"/files/" + url.PathEscape(path) + "/content"
+	return g.api().getFile(ctx, "gerrit.GetContentFromCommit", u, "text/plain", limit, func(r io.Reader) io.Reader {
 		return base64.NewDecoder(base64.StdEncoding, r)
 	})
 }

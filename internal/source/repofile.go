@@ -31,12 +31,16 @@ type RepoFile struct {
 	Denied bool
 }
 
-// FileFetcher reads one file of a changelist's repository at the base of
-// the version under review, never at its head (R-REPO-6): what the change
-// wrote is what is reviewed, not what decides how. GitHub's contents API
-// and GitLab's repository files API at Ref.BaseSHA (the event's base, or
-// the one Fetch returned in Changelist.BaseSHA), Gerrit's file content of
-// the patch set's first parent. A missing file is not an error (Found
+// FileFetcher reads one file of a changelist's repository at code
+// already merged, never at the version's head nor anything the change's
+// author controls (R-REPO-6): what the change wrote is what is reviewed,
+// not what decides how. All three read at Ref.BaseSHA (the event's base,
+// or the one Fetch returned in Changelist.BaseSHA, pinned by the fetch
+// stage): GitHub's contents API in the upstream repository (never a
+// fork's), GitLab's repository files API in the target project (never
+// the source project of a fork), Gerrit's file content of a commit, the
+// destination branch's tip (never the patch set's parent, which in a
+// stack of changes is unmerged). A missing file is not an error (Found
 // false); rate limits, 5xx and transport failures are, classified as the
 // diff's are.
 type FileFetcher interface {

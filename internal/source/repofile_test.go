@@ -13,13 +13,15 @@ import (
 
 const settingsYAML = "ignore:\n  - \"gen/**\"\n"
 
-// Each source reads .criticizer.yaml at the base of the version under
-// review, never at its head (R-REPO-1, R-REPO-6): the request each API
-// documents, at the base commit (the patch set's parent on Gerrit), with
-// the fetcher's credentials.
+// Each source reads .criticizer.yaml at code already merged, never at the
+// version's head (R-REPO-1, R-REPO-6): the request each API documents, at
+// the base commit (the destination branch's tip on Gerrit, as
+// Changelist.BaseSHA named it), with the fetcher's credentials.
 func TestBaseFile_ReadsAtTheBase(t *testing.T) {
 	glBaseRef := glRef
 	glBaseRef.BaseSHA = glBase
+	grBaseRef := grRef
+	grBaseRef.BaseSHA = grTip
 	for _, tc := range []struct {
 		name, route string
 		reply       http.HandlerFunc
@@ -41,11 +43,11 @@ func TestBaseFile_ReadsAtTheBase(t *testing.T) {
 				return &GitLab{BaseURL: f.srv.URL + "/api/v4", Token: glToken, Now: testClock}
 			}, glBaseRef,
 			func(r *http.Request) bool { return r.Header.Get("PRIVATE-TOKEN") == glToken }},
-		{"gerrit", "GET /a/changes/TestRepo1~2/revisions/2/files/.criticizer.yaml/content?parent=1",
+		{"gerrit", "GET /a/projects/TestRepo1/commits/" + grTip + "/files/.criticizer.yaml/content",
 			reply(200, []byte(base64.StdEncoding.EncodeToString([]byte(settingsYAML))), "Content-Type", "text/plain; charset=ISO-8859-1"),
 			func(f *fakeAPI) FileFetcher {
 				return &Gerrit{BaseURL: f.srv.URL, Username: grUser, Password: grPassword, Now: testClock}
-			}, grRef,
+			}, grBaseRef,
 			func(r *http.Request) bool { u, p, ok := r.BasicAuth(); return ok && u == grUser && p == grPassword }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,8 +72,9 @@ func TestBaseFile_ReadsAtTheBase(t *testing.T) {
 	}
 }
 
-// Without a base commit, GitHub reads the default branch and GitLab reads
-// nothing: never the head (R-REPO-6).
+// Without a base commit, GitHub reads the default branch and GitLab and
+// Gerrit read nothing: never the head, nor the patch set's parent
+// (R-REPO-6).
 func TestBaseFile_WithoutABaseNeverTheHead(t *testing.T) {
 	f := newFakeAPI(t)
 	f.on("GET /api/v3/repos/Codertocat/Hello-World/contents/.criticizer.yaml", reply(200, []byte(settingsYAML)))
@@ -84,6 +87,10 @@ func TestBaseFile_WithoutABaseNeverTheHead(t *testing.T) {
 	gl := &GitLab{BaseURL: f.srv.URL + "/api/v4", Token: glToken, Now: testClock}
 	if got, err := gl.BaseFile(context.Background(), glRef, ".criticizer.yaml", 1024); err != nil || got.Found {
 		t.Fatalf("gitlab: %+v %v", got, err)
+	}
+	gr := &Gerrit{BaseURL: f.srv.URL, Username: grUser, Password: grPassword, Now: testClock}
+	if got, err := gr.BaseFile(context.Background(), grRef, ".criticizer.yaml", 1024); err != nil || got.Found {
+		t.Fatalf("gerrit: %+v %v", got, err)
 	}
 	if n := len(f.requests()); n != 1 {
 		t.Fatalf("%d requests, want GitHub's one", n)

@@ -50,9 +50,11 @@ type Ref struct {
 	// (or this revision when Patchset is 0). A head that moved on is the
 	// next event's, and the next version's.
 	HeadSHA string
-	// BaseSHA is the base commit the event named (GitHub's
-	// pull_request.base.sha); empty when it named none, and the fetcher
-	// finds the version's base itself (Changelist.BaseSHA).
+	// BaseSHA is the commit of merged code the version's repository
+	// files are read at (R-REPO-6): the base commit the event named
+	// (GitHub's pull_request.base.sha), or the one an earlier attempt
+	// pinned (Changelist.BaseSHA, recorded by the fetch stage); empty
+	// when neither, and the fetcher finds it itself.
 	BaseSHA string
 	// Patchset is the Gerrit patch set number; 0 means HeadSHA, or the
 	// current patch set when HeadSHA is empty too.
@@ -65,14 +67,26 @@ func (r Ref) String() string {
 
 // Changelist is what a fetcher returns.
 type Changelist struct {
-	// BaseSHA is the commit Diff is against, where the repository's
-	// settings are read (R-SOURCE-5): Ref.BaseSHA, else the merge request
-	// version's base (GitLab) or the pull request's (GitHub); empty on
-	// Gerrit, whose files are read at the patch set's parent.
-	BaseSHA   string
-	Diff      string // unified diff (git format), at most the fetcher's limit
-	Truncated bool   // Diff is incomplete: cut at the limit, or files the API would not serve
-	Reviewers Reviewers
+	// BaseSHA is the commit of merged code where the repository's
+	// settings and files' first lines are read (R-SOURCE-5, R-REPO-6):
+	// Ref.BaseSHA when set; else on GitHub the pull request's base and on
+	// GitLab the merge request version's base_commit_sha (of the target
+	// project), both the commit Diff is against; on Gerrit the
+	// destination branch's tip, never the patch set's parent (Diff is
+	// against that parent, which in a stack is an unmerged change). Empty
+	// when the source knows none: no file is read.
+	BaseSHA string
+	// BaseUnmerged: the commit Diff is against is not known to be merged
+	// code (a Gerrit change made on another open change, the author's
+	// own): what Diff shows of its base — a file's old name, its removed
+	// and context lines — proves nothing about the repository, and only
+	// what is read at BaseSHA may call a file generated (R-CRITIC-7).
+	// GitHub's and GitLab's diffs are against a merge base of the target
+	// branch: merged.
+	BaseUnmerged bool
+	Diff         string // unified diff (git format), at most the fetcher's limit
+	Truncated    bool   // Diff is incomplete: cut at the limit, or files the API would not serve
+	Reviewers    Reviewers
 }
 
 // Reviewer is a person asked to review. Email is empty when the source does

@@ -479,6 +479,7 @@ type Jobs interface {
 	ThreadTitle(ctx context.Context, source, changelistID string) (string, error)
 	KeepThreadTitle(ctx context.Context, source, changelistID, title string) (string, error)
 	PutSourceRef(ctx context.Context, id job.ID, ref SourceRef) error
+	PinBase(ctx context.Context, id job.ID, sha string) (string, error)
 	Reopen(ctx context.Context, id job.ID) error
 	Intervene(ctx context.Context, id job.ID) error
 	StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error

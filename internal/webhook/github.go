@@ -28,8 +28,12 @@ type Event struct {
 	Change Change
 
 	// Repo names the repository or project in the source's own terms:
-	// "owner/repo" on GitHub, the project's path_with_namespace on GitLab,
-	// the project name on Gerrit. source.Ref.Repo takes it as is.
+	// "owner/repo" on GitHub (the upstream: the pull request's base
+	// repository, never a fork's), the project's path_with_namespace on
+	// GitLab (the hook's project: the merge request's target, never the
+	// source project of a fork), the project name on Gerrit.
+	// source.Ref.Repo takes it as is; the repository's settings are read
+	// there (R-REPO-6).
 	Repo string
 	// Number is the pull request number, merge request iid or Gerrit change
 	// number.
@@ -41,7 +45,8 @@ type Event struct {
 	// (GitHub's pull_request.base.sha): the diff is of HeadSHA against
 	// it, and the repository's settings are read there (R-SOURCE-5).
 	// GitLab's hooks name none (the fetch stage takes the merge request
-	// version's), nor do Gerrit's (the patch set's parent).
+	// version's), nor do Gerrit's (the fetch stage takes the destination
+	// branch's tip, never the patch set's parent).
 	BaseSHA string
 	// Patchset is the Gerrit patch set number (also Change.ReviewVersion);
 	// 0 for the other sources.
@@ -170,9 +175,15 @@ type githubPullRequest struct {
 		SHA *string `json:"sha"`
 	} `json:"head"`
 	// Base is the base branch's commit the event names: the repository's
-	// settings are read there, never at the head (R-SOURCE-5).
+	// settings are read there, never at the head (R-SOURCE-5), in the
+	// repository the pull request asks to merge into (base.repo, the
+	// upstream), never the head's, which on a pull request from a fork
+	// is the author's own (R-REPO-6).
 	Base *struct {
-		SHA *string `json:"sha"`
+		SHA  *string `json:"sha"`
+		Repo *struct {
+			FullName *string `json:"full_name"`
+		} `json:"repo"`
 	} `json:"base"`
 	UpdatedAt *string `json:"updated_at"`
 	// Users have a login; teams (which may also be requested) have a slug
@@ -263,6 +274,14 @@ func (g GitHub) ParseEvent(r Request) (Event, error) {
 	}
 	if ev.HeadSHA, err = commitSHA("pull_request.head.sha", pr.Head.SHA); err != nil {
 		return Event{}, err
+	}
+	if pr.Base != nil && pr.Base.Repo != nil && pr.Base.Repo.FullName != nil && !strings.EqualFold(*pr.Base.Repo.FullName, ev.Repo) {
+		// The repository the event is for (Event.Repo, where the diff,
+		// the reviewers and the settings are read) is the one the pull
+		// request merges into: GitHub sends pull_request events to the
+		// base repository. Anything else would read another
+		// repository's files as this one's settings.
+		return Event{}, &FieldError{Field: "pull_request.base.repo.full_name", Message: "must be the repository the event is for (repository.full_name)"}
 	}
 	if pr.Base != nil && pr.Base.SHA != nil {
 		// GitHub always sends it; without it the fetch stage asks the

@@ -356,3 +356,29 @@ func checkFuzzedEvent(t *testing.T, source string, ev Event, err error) {
 		}
 	}
 }
+
+// A pull request from a fork is the upstream repository's: Event.Repo,
+// where the diff, the reviewers and the settings are read, is the base
+// repository, never the fork the head lives in. An event whose
+// pull_request.base.repo is not the repository it is for is refused,
+// naming the field, rather than read in either.
+// Rules: R-REPO-6.
+func TestGitHub_RepoIsTheUpstreamNeverTheFork(t *testing.T) {
+	fork := ghEdit(t, "pull_request.opened.json", func(m map[string]any) {
+		head := ghPR(m)["head"].(map[string]any)
+		head["repo"].(map[string]any)["full_name"] = "mallory/Hello-World"
+		head["repo"].(map[string]any)["fork"] = true
+	})
+	ev, err := ghAdapter.ParseEvent(ghRequest("pull_request", fork, nil))
+	if err != nil || ev.Repo != "Codertocat/Hello-World" {
+		t.Fatalf("repo %q, %v; want the upstream Codertocat/Hello-World", ev.Repo, err)
+	}
+	other := ghEdit(t, "pull_request.opened.json", func(m map[string]any) {
+		ghPR(m)["base"].(map[string]any)["repo"].(map[string]any)["full_name"] = "mallory/Hello-World"
+	})
+	_, err = ghAdapter.ParseEvent(ghRequest("pull_request", other, nil))
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "pull_request.base.repo.full_name" || Status(err) != 400 {
+		t.Fatalf("err = %v, want a 400 naming pull_request.base.repo.full_name", err)
+	}
+}

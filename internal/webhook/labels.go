@@ -14,7 +14,10 @@ const MaxLabels = 100
 // request hook's top level, else object_attributes.labels), Gerrit's
 // change.hashtags (Gerrit's "labels" are votes, not tags). The generic
 // format has none. The body has been parsed by the source's adapter
-// already; a body that does not decode here has no labels.
+// already; a body that does not decode here has no labels. They are what
+// the change carries, not who put them there: a label skips a review
+// only when the source says its author cannot have set it, and Gerrit's
+// hashtags, which a change's owner may set, never do (R-REPO-7).
 func Labels(source string, body []byte) []string {
 	var p struct {
 		PullRequest struct {

@@ -233,6 +233,42 @@ func Jobs(t *testing.T, open JobsOpener) {
 			t.Errorf("reopen of no job: %v, want ErrConflict", err)
 		}
 	})
+
+	// The commit a version's repository files are read at is pinned the
+	// first time the fetch stage finds it: a later attempt that found
+	// another (the destination branch moved on) reads the first; a base
+	// the webhook named is never replaced; a job without a source
+	// reference has nothing to pin.
+	// Rules: R-SOURCE-5, R-REPO-6.
+	t.Run("PinBase_TheFirstPinStays", func(t *testing.T) {
+		s := open(t, nil)
+		ctx := context.Background()
+		const first, later, named = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222",
+			"3333333333333333333333333333333333333333"
+		id := job.NewID("gerrit", fmt.Sprintf("p~%d", time.Now().UnixNano()), 1)
+		if _, err := s.PinBase(ctx, id, first); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("pin without a source reference: %v, want ErrNotFound", err)
+		}
+		if err := s.PutSourceRef(ctx, id, store.SourceRef{Source: "gerrit", Repo: "p", Number: 1, Patchset: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.PinBase(ctx, id, first); err != nil || got != first {
+			t.Fatalf("first pin: %q %v, want %q", got, err, first)
+		}
+		if got, err := s.PinBase(ctx, id, later); err != nil || got != first {
+			t.Fatalf("a later pin: %q %v, want the first, %q", got, err, first)
+		}
+		if got, err := s.PinBase(ctx, id, first); err != nil || got != first {
+			t.Fatalf("the same pin again (a retried write): %q %v", got, err)
+		}
+		withBase := job.NewID("github", fmt.Sprintf("o/r#%d", time.Now().UnixNano()), 1)
+		if err := s.PutSourceRef(ctx, withBase, store.SourceRef{Source: "github", Repo: "o/r", Number: 1, BaseSHA: named}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.PinBase(ctx, withBase, later); err != nil || got != named {
+			t.Fatalf("pin over the webhook's base: %q %v, want the webhook's %q", got, err, named)
+		}
+	})
 }
 
 // EvidenceOpener opens an empty evidence path for one test.
