@@ -283,7 +283,8 @@ func TestProcess_DroppedNeverAnswered(t *testing.T) {
 		edit func(string, map[string]any) string
 		want string
 	}{
-		"forged from": {func(raw string, _ map[string]any) string {
+		"forged from": {func(raw string, n map[string]any) string {
+			n["mail"].(map[string]any)["commonHeaders"].(map[string]any)["from"] = []any{"Mallory <mallory@example.com>"}
 			return strings.Replace(raw, "From: Ann Reviewer <ann@example.com>", "From: Mallory <mallory@example.com>", 1)
 		}, DropForged},
 		"spf and dkim fail, no dmarc": {func(raw string, n map[string]any) string {
@@ -372,3 +373,52 @@ func TestHandle_StoreFailureRetried(t *testing.T) {
 type failingQueue struct{}
 
 func (failingQueue) Enqueue(context.Context, job.Message) error { return io.ErrUnexpectedEOF }
+
+// A reply that offers SES's verdicts one From and the reply function
+// another is dropped whatever its commands: two From fields (the first
+// ann's), a Sender other than its From, or a From other than the one
+// SES's notification names. Nothing is recorded — no vote, no mute, no
+// confirmation, nothing queued —, it is counted as ambiguous_from, and
+// no address reaches the log.
+// Rules: R-REPLY-2.
+func TestProcess_TwoFromsOrAnotherSender_DroppedNothingActed(t *testing.T) {
+	ctx := context.Background()
+	command := func(raw string) string {
+		return strings.Replace(raw, "wrong 1\r\nuseful 2", "wrong 1\r\nuseful 2\r\nmute", 1)
+	}
+	for name, edit := range map[string]func(string, map[string]any) string{
+		"two from fields": func(raw string, _ map[string]any) string {
+			return command(strings.Replace(raw, "From: Ann Reviewer <ann@example.com>\r\n",
+				"From: Ann Reviewer <ann@example.com>\r\nFrom: Mallory <mallory@example.com>\r\n", 1))
+		},
+		"a sender other than the from": func(raw string, _ map[string]any) string {
+			return command("Sender: mallory@example.com\r\n" + raw)
+		},
+		"ses judged another from": func(raw string, n map[string]any) string {
+			n["mail"].(map[string]any)["commonHeaders"].(map[string]any)["from"] = []any{"Mallory <mallory@example.com>"}
+			return command(raw)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t)
+			body := w.reply("gmail.eml", "ses-two-froms", edit)
+			if !strings.Contains(string(w.objs.m[ObjectPrefix+"ses-two-froms"]), "mute") {
+				t.Fatal("the reply does not say mute")
+			}
+			resp, _ := w.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: string(body)}}})
+			if len(resp.BatchItemFailures) != 0 || !strings.Contains(w.log.String(), `"Reason":"ambiguous_from"`) {
+				t.Fatalf("failures %v; want the reply dropped and counted as ambiguous_from:\n%s", resp.BatchItemFailures, w.log)
+			}
+			votes, _ := w.votes.List(ctx)
+			muted, _ := w.replies.Muted(ctx, w.row.ChangelistKey, []string{unsubscribe.RecipientID("ann@example.com")})
+			if len(votes) != 0 || len(muted) != 0 || len(w.confirmations()) != 0 || len(w.q.msgs) != 0 {
+				t.Errorf("%d votes, mutes %v, %d confirmations, %d messages: want nothing", len(votes), muted, len(w.confirmations()), len(w.q.msgs))
+			}
+			for _, leak := range []string{"ann@", "mallory@"} {
+				if strings.Contains(w.log.String(), leak) {
+					t.Errorf("the log holds %q", leak)
+				}
+			}
+		})
+	}
+}
