@@ -292,3 +292,36 @@ func TestReply_TwoFromFields_NoConfirmationNoVoteNoMute(t *testing.T) {
 		t.Error("an address is in the log")
 	}
 }
+
+// The same reply sent twice over SMTP — a mail server that lost the
+// answer to its DATA sends it again, and SES gives each receipt its own
+// message id and object — is acted on once and confirmed once: one
+// confirmation email, one vote; the second receipt is counted as a
+// duplicate.
+// Rules: R-REPLY-8.
+func TestReply_SameReplySentTwice_OneConfirmation(t *testing.T) {
+	t.Parallel()
+	s := replyStack(t)
+	cl := strings.ReplaceAll(t.Name(), "_", "-")[:40]
+	ann := "ann@example.com"
+	s.postVersion(cl, 1, reviewDiff(`	fmt.Println("total", sum)`, ""), ann)
+	e := s.emailTo(cl, ann, 1)
+	msg := devstack.ReplyMessage(ann, e, "wrong 1")
+	s.sendReply(ann, e.ReplyTo[0], msg)
+	s.sendReply(ann, e.ReplyTo[0], msg)
+	if n := s.fns.Inbound.Received(); n != 2 {
+		t.Fatalf("SES received %d messages, want the reply twice", n)
+	}
+	eventually(t, 30*time.Second, "both receipts processed", func() bool { return countLines(s.logText(), `"Replies":1`) == 2 })
+	eventually(t, 30*time.Second, "the confirmation", func() bool { return len(s.confirmations(cl, ann)) >= 1 })
+	time.Sleep(2 * time.Second) // a second confirmation would be queued by now; give notify its turn
+	if n := len(s.confirmations(cl, ann)); n != 1 {
+		t.Errorf("%d confirmations of one reply received twice, want 1", n)
+	}
+	if n := countLines(s.logText(), `"Replies":1`, `"Outcome":"duplicate"`); n != 1 {
+		t.Errorf("%d receipts counted as duplicates, want 1", n)
+	}
+	if votes, _ := store.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(context.Background()); len(votes) != 1 {
+		t.Errorf("%d votes, want 1", len(votes))
+	}
+}
