@@ -1,18 +1,20 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	netmail "net/mail"
 	"net/smtp"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/store"
@@ -48,8 +50,10 @@ type replier struct {
 // sentReply is one reply the campaign sent.
 type sentReply struct {
 	deliveryID string
-	sesID      string // SES's message id: the confirmation's key
-	listed     bool   // the email numbers a finding 1
+	// confirmation is its confirmation's delivery id (inbound.Key: the
+	// reader's address and the reply's Message-ID).
+	confirmation string
+	listed       bool // the email numbers a finding 1
 }
 
 func newReplier(in *devstack.Inbound, sesURL, run string, seed uint64, rate float64, log *slog.Logger) *replier {
@@ -90,9 +94,10 @@ func (r *replier) once(ctx context.Context) {
 		}
 		to := e.Destination.To[0]
 		before := len(r.in.Published())
+		msg := devstack.ReplyMessage(to, e, "wrong 1")
 		var sendErr error
 		for try := 0; try < 5; try++ {
-			if sendErr = smtp.SendMail(r.in.Addr(), nil, to, e.ReplyTo[:1], devstack.ReplyMessage(to, e, "wrong 1")); sendErr == nil {
+			if sendErr = smtp.SendMail(r.in.Addr(), nil, to, e.ReplyTo[:1], msg); sendErr == nil {
 				break
 			}
 			sleepCtx(ctx, 200*time.Millisecond)
@@ -105,14 +110,14 @@ func (r *replier) once(ctx context.Context) {
 			continue
 		}
 		body := pub[len(pub)-1]
-		var n struct {
-			Mail struct {
-				MessageID string `json:"messageId"`
-			} `json:"mail"`
-		}
+		var n inbound.Notification
 		_ = json.Unmarshal(body, &n)
+		var confirmation string
+		if m, err := netmail.ReadMessage(bytes.NewReader(msg)); err == nil {
+			confirmation, _ = inbound.Key(n, m.Header, to)
+		}
 		r.mu.Lock()
-		r.replies = append(r.replies, sentReply{deliveryID: id, sesID: n.Mail.MessageID, listed: strings.Contains(e.Body.Text, "\n  #1 [")})
+		r.replies = append(r.replies, sentReply{deliveryID: id, confirmation: confirmation, listed: strings.Contains(e.Body.Text, "\n  #1 [")})
 		r.mu.Unlock()
 		if double {
 			// The same notification again: what SQS redelivering it, or a
@@ -161,7 +166,7 @@ func (r *replier) verify(ctx context.Context, c *devstack.Clients, res devstack.
 		voted[v.DeliveryID]++
 	}
 	for _, sr := range replies {
-		switch n := confirmations[delivery.ReplyID(sr.sesID)]; {
+		switch n := confirmations[sr.confirmation]; {
 		case n == 0:
 			rep.ConfirmationsLost++
 			rep.Problems = append(rep.Problems, fmt.Sprintf("the reply to %s has no confirmation", sr.deliveryID))
@@ -199,7 +204,7 @@ func (r *replier) isConfirmation(deliveryID string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, sr := range r.replies {
-		if delivery.ReplyID(sr.sesID) == deliveryID {
+		if sr.confirmation == deliveryID {
 			return true
 		}
 	}

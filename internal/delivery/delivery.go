@@ -114,14 +114,26 @@ func ID(changelistKey, recipient string, reviewVersion int) string {
 }
 
 // KindReply marks a row that is not a critique but the confirmation of a
-// reply (Row.Kind, R-REPLY-5): keyed by the reply's SES message id
-// (ReplyID), sent by notify's reply task, not its job's run.
+// reply (Row.Kind, R-REPLY-5): keyed by the reply's sender and its own
+// Message-ID (ReplyIDOf), or by SES's message id when it has none fit to
+// key by (ReplyID); sent by notify's reply task, not its job's run.
 const KindReply = "reply"
 
-// ReplyID is the delivery id of the confirmation of the reply SES
-// received as sesMessageID: a reply delivered twice (SQS redelivery, a
-// redrive with a new SQS message id) is one row, one email.
+// ReplyID is the delivery id of the confirmation of a reply without a
+// Message-ID fit to key by, which SES received as sesMessageID: that one
+// receipt delivered twice (SQS redelivery, a redrive with a new SQS
+// message id) is one row, one email.
 func ReplyID(sesMessageID string) string { return "d_" + job.Digest("reply", sesMessageID) }
+
+// ReplyIDOf is the delivery id of the confirmation of the reply sender
+// wrote as messageID (its Message-ID field, angle brackets included): one
+// row, one email, however many times the reply is received — a mail
+// server that lost the answer to its DATA sends it again, and SES gives
+// each receipt its own message id (R-REPLY-8). The sender is part of the
+// key, so a reply can only ever meet the confirmations of its own sender.
+func ReplyIDOf(sender, messageID string) string {
+	return "d_" + job.Digest("reply-message", NormalizeRecipient(sender), messageID)
+}
 
 // Row is one delivery row.
 type Row struct {

@@ -357,9 +357,11 @@ func functions() []Function {
 			// The unsubscribe key: the reply keys are derived from it.
 			Secrets: []string{IDUnsubscribeSecret},
 			Grants: append([]Grant{
-				items("the answered email's job (its critique), the votes and marks a reply records (the vote links' items), mutes, reply windows and unsubscribes",
+				items("the answered email's job (its critique), the votes and marks a reply records (the vote links' items), mutes, reply windows, "+
+					"the claim of the receipt that acts on a reply, and unsubscribes",
 					[]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-					schema.PrefixJob, schema.PrefixVote, schema.PrefixDismissal, schema.PrefixMute, schema.PrefixReplyWindow, schema.PrefixPreference),
+					schema.PrefixJob, schema.PrefixVote, schema.PrefixDismissal, schema.PrefixMute, schema.PrefixReplyWindow, schema.PrefixReplyClaim,
+					schema.PrefixPreference),
 				{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem"}, Resources: []Value{GetAtt(IDDeliveriesTable, "Arn")},
 					Note: "the answered email's row; the confirmation's row, created once (a conditional put)"},
 				send("the confirmation's reply task; no other queue", q(notify)),

@@ -137,7 +137,7 @@ func TestSampleEvents_DriveEachFunction(t *testing.T) {
 	noFailures("reply", invoke("reply", "reply-sqs.json", func(b []byte) []byte {
 		return []byte(strings.ReplaceAll(string(b), "criticizer-payloads", res.PayloadBucket))
 	}))
-	confirm, err := a.Deliveries.Get(ctx, delivery.ReplyID(sampleReplyID))
+	confirm, err := a.Deliveries.Get(ctx, delivery.ReplyIDOf("reviewer1@example.com", "<sample-reply-1@example.com>"))
 	if err != nil || confirm.Kind != delivery.KindReply || confirm.Status != delivery.StatusPending || confirm.Recipient != "reviewer1@example.com" {
 		t.Fatalf("the reply's confirmation row: %+v (%v)", confirm, err)
 	}

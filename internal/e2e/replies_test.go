@@ -17,6 +17,7 @@ import (
 	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
@@ -251,4 +252,76 @@ func TestReply_Mute_NoMoreMailAboutThatChangelist(t *testing.T) {
 	other := cl + "-other"
 	s.postVersion(other, 1, reviewDiff(`	fmt.Println("total", sum)`, ""), ann)
 	s.emailTo(other, ann, 1)
+}
+
+// A reply whose From is not one mailbox SES judged is never acted on,
+// whatever it says: two From fields, the reviewer's first (SES's
+// notification, as the local receipt plays it, names that first one),
+// and a Sender other than its From. Each says "wrong 1" and "mute":
+// no confirmation is sent, no vote recorded, no mute; both are counted
+// as ambiguous_from, and no address reaches the log.
+// Rules: R-REPLY-2.
+func TestReply_TwoFromFields_NoConfirmationNoVoteNoMute(t *testing.T) {
+	t.Parallel()
+	s := replyStack(t)
+	cl := strings.ReplaceAll(t.Name(), "_", "-")[:40]
+	ann := "ann@example.com"
+	s.postVersion(cl, 1, reviewDiff(`	fmt.Println("total", sum)`, ""), ann)
+	e := s.emailTo(cl, ann, 1)
+	msg := string(devstack.ReplyMessage(ann, e, "wrong 1\nmute"))
+	if !strings.HasPrefix(msg, "From: "+ann+"\r\n") {
+		t.Fatalf("the reply does not start with ann's From:\n%s", msg)
+	}
+	twoFroms := strings.Replace(msg, "From: "+ann+"\r\n", "From: "+ann+"\r\nFrom: Mallory <mallory@example.com>\r\n", 1)
+	s.sendReply("mallory@example.com", e.ReplyTo[0], []byte(twoFroms))
+	s.sendReply("mallory@example.com", e.ReplyTo[0], []byte("Sender: mallory@example.com\r\n"+msg))
+	eventually(t, 30*time.Second, "both replies dropped", func() bool { return s.dropped(inbound.DropAmbiguousFrom) == 2 })
+	time.Sleep(2 * time.Second) // a confirmation would be queued by now; give notify its turn
+	if c := s.confirmations(cl, ann); len(c) != 0 {
+		t.Errorf("%d confirmations sent for replies whose From SES did not judge", len(c))
+	}
+	ctx := context.Background()
+	if votes, _ := store.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(ctx); len(votes) != 0 {
+		t.Errorf("votes %+v, want none", votes)
+	}
+	muted, err := store.NewReplies(s.env.Clients.DynamoDB, s.res.JobsTable, nil).Muted(ctx, job.ChangelistKey("generic", cl), []string{unsubscribe.RecipientID(ann)})
+	if err != nil || len(muted) != 0 {
+		t.Errorf("mutes %v (%v), want none", muted, err)
+	}
+	if strings.Contains(s.logText(), ann) || strings.Contains(s.logText(), "mallory@") {
+		t.Error("an address is in the log")
+	}
+}
+
+// The same reply sent twice over SMTP — a mail server that lost the
+// answer to its DATA sends it again, and SES gives each receipt its own
+// message id and object — is acted on once and confirmed once: one
+// confirmation email, one vote; the second receipt is counted as a
+// duplicate.
+// Rules: R-REPLY-8.
+func TestReply_SameReplySentTwice_OneConfirmation(t *testing.T) {
+	t.Parallel()
+	s := replyStack(t)
+	cl := strings.ReplaceAll(t.Name(), "_", "-")[:40]
+	ann := "ann@example.com"
+	s.postVersion(cl, 1, reviewDiff(`	fmt.Println("total", sum)`, ""), ann)
+	e := s.emailTo(cl, ann, 1)
+	msg := devstack.ReplyMessage(ann, e, "wrong 1")
+	s.sendReply(ann, e.ReplyTo[0], msg)
+	s.sendReply(ann, e.ReplyTo[0], msg)
+	if n := s.fns.Inbound.Received(); n != 2 {
+		t.Fatalf("SES received %d messages, want the reply twice", n)
+	}
+	eventually(t, 30*time.Second, "both receipts processed", func() bool { return countLines(s.logText(), `"Replies":1`) == 2 })
+	eventually(t, 30*time.Second, "the confirmation", func() bool { return len(s.confirmations(cl, ann)) >= 1 })
+	time.Sleep(2 * time.Second) // a second confirmation would be queued by now; give notify its turn
+	if n := len(s.confirmations(cl, ann)); n != 1 {
+		t.Errorf("%d confirmations of one reply received twice, want 1", n)
+	}
+	if n := countLines(s.logText(), `"Replies":1`, `"Outcome":"duplicate"`); n != 1 {
+		t.Errorf("%d receipts counted as duplicates, want 1", n)
+	}
+	if votes, _ := store.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(context.Background()); len(votes) != 1 {
+		t.Errorf("%d votes, want 1", len(votes))
+	}
 }

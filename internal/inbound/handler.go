@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	netmail "net/mail"
 	"regexp"
 	"strings"
 	"time"
@@ -85,6 +86,9 @@ type Handler struct {
 	Recorder Recorder
 	Mutes    store.Mutes
 	Windows  store.ReplyWindows
+	// Claims fences the acting on a reply: of the receipts of one reply,
+	// one acts (R-REPLY-8).
+	Claims store.ReplyClaims
 	// Unsubscribes records "unsubscribe" (the one-click link's "all").
 	Unsubscribes Unsubscriber
 	// Queue takes the confirmation's notify task: notify sends it.
@@ -113,17 +117,24 @@ func (h *Handler) now() time.Time {
 const (
 	// Acted: its commands were carried out and its confirmation queued.
 	Acted = "acted"
-	// Duplicate: the same reply again (SQS redelivered it, or a redrive
-	// moved it with a new SQS id): its confirmation is queued again,
-	// nothing else is done, and notify sends it at most once.
+	// Duplicate: the same reply again (the same sender and Message-ID
+	// received again, which SES gives a message id of its own; or the
+	// same receipt again: SQS redelivered it, a redrive moved it with a
+	// new SQS id): its confirmation is queued again, nothing else is
+	// done, and notify sends it at most once.
 	Duplicate = "duplicate"
 )
+
+// errActing is a reply another receipt of which is being acted on (it
+// holds the claim, its confirmation is not written yet): this receipt is
+// retried, and then finds the confirmation.
+var errActing = errors.New("another receipt of the reply is being acted on")
 
 // Handle processes a batch from the reply queue. A record that fails for
 // a reason that may pass (a store or queue error) is reported as a batch
 // item failure and retried; after the queue's maxReceiveCount it is in
 // the reply DLQ, from where it can be redriven (every step is idempotent
-// on SES's message id). Everything else is acted on or dropped, counted,
+// on the reply's key, Key). Everything else is acted on or dropped, counted,
 // and acknowledged. A record after the first starts only while Budget
 // allows; the rest come back whole.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -171,21 +182,6 @@ func (h *Handler) Process(ctx context.Context, body []byte) (string, error) {
 		return drop, nil
 	}
 	log := h.Log.With("ses_message_id", n.Mail.MessageID, "delivery_id", deliveryID)
-	confirmID := delivery.ReplyID(n.Mail.MessageID)
-	if done, err := h.Rows.Get(ctx, confirmID); err == nil {
-		// Acted on before: its commands are recorded; hand the
-		// confirmation to notify again (a crash may have come before the
-		// enqueue), which sends it once.
-		if !done.Status.Done() {
-			if err := h.Queue.Enqueue(ctx, done.NotifyMessage()); err != nil {
-				return "", fmt.Errorf("enqueue confirmation %s: %w", confirmID, err)
-			}
-		}
-		log.InfoContext(ctx, "reply seen before; confirmation handed to notify again")
-		return Duplicate, nil
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return "", err
-	}
 	row, err := h.Rows.Get(ctx, deliveryID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && row.Kind == delivery.KindReply {
 		return DropUnknownDelivery, nil
@@ -219,16 +215,40 @@ func (h *Handler) Process(ctx context.Context, body []byte) (string, error) {
 	if why := Authenticated(n, hdr, row.Recipient); why != "" {
 		return why, nil
 	}
+	confirmID, keyed := Key(n, hdr, row.Recipient)
+	if !keyed {
+		obs.Metric(ctx, h.Log, nil, map[string]float64{"RepliesWithoutMessageID": 1})
+	}
+	log = log.With("confirmation_id", confirmID)
+	if dup, err := h.again(ctx, confirmID); err != nil {
+		return "", err
+	} else if dup {
+		log.InfoContext(ctx, "reply seen before; confirmation handed to notify again")
+		return Duplicate, nil
+	}
 	at := n.Received()
 	if at.IsZero() {
 		at = h.now().UTC()
 	}
-	ok, err := h.Windows.Admit(ctx, deliveryID, n.Mail.MessageID, at.Truncate(Window), Window, max(h.PerHour, 1))
+	ok, err := h.Windows.Admit(ctx, deliveryID, confirmID, at.Truncate(Window), Window, max(h.PerHour, 1))
 	if err != nil {
 		return "", err
 	}
 	if !ok {
 		return DropRateLimited, nil
+	}
+	// One receipt acts: a choice recorded again by a later receipt, at
+	// its own receipt time, would outrank one the reader made since.
+	if ok, err := h.Claims.Claim(ctx, confirmID, n.Mail.MessageID); err != nil {
+		return "", err
+	} else if !ok {
+		if dup, err := h.again(ctx, confirmID); err != nil {
+			return "", err
+		} else if dup {
+			log.InfoContext(ctx, "reply acted on by another receipt; confirmation handed to notify again")
+			return Duplicate, nil
+		}
+		return "", fmt.Errorf("reply %s: %w", confirmID, errActing)
 	}
 	p := Parse(text)
 	actions, err := h.act(ctx, row, p, at)
@@ -253,9 +273,28 @@ func (h *Handler) Process(ctx context.Context, body []byte) (string, error) {
 	if err := h.Queue.Enqueue(ctx, confirm.NotifyMessage()); err != nil {
 		return "", fmt.Errorf("enqueue confirmation %s: %w", confirmID, err)
 	}
-	log.InfoContext(ctx, "reply acted on; confirmation queued", "commands", len(p.Commands), "ignored", p.Ignored, "unknown_lines", p.Unknown,
-		"confirmation_id", confirmID)
+	log.InfoContext(ctx, "reply acted on; confirmation queued", "commands", len(p.Commands), "ignored", p.Ignored, "unknown_lines", p.Unknown)
 	return Acted, nil
+}
+
+// again reports whether the reply's confirmation is written: it was
+// acted on before, its commands are recorded, and its confirmation is
+// handed to notify again (a crash may have come before the enqueue),
+// which sends it once. An error is one that may pass.
+func (h *Handler) again(ctx context.Context, confirmID string) (bool, error) {
+	done, err := h.Rows.Get(ctx, confirmID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !done.Status.Done() {
+		if err := h.Queue.Enqueue(ctx, done.NotifyMessage()); err != nil {
+			return false, fmt.Errorf("enqueue confirmation %s: %w", confirmID, err)
+		}
+	}
+	return true, nil
 }
 
 // key finds the delivery a reply answers: the first envelope recipient
@@ -334,18 +373,48 @@ func changelistID(key string) string {
 	return id
 }
 
-// msgID is a Message-ID fit to be sent back in a header: angle brackets
-// around printable ASCII without spaces, at most 250 characters.
+// msgID is a Message-ID fit to key a reply by and to be sent back in a
+// header: angle brackets around printable ASCII without spaces, at most
+// 250 characters. An outsider wrote it: it is checked, never trusted.
 var msgID = regexp.MustCompile(`^<[!-;=?-~]{1,248}>$`)
 
+// ownMessageID is the reply's own Message-ID: its one Message-ID field
+// (matched as From is, fields), fit by msgID; "" when it has none, several
+// or none fit.
+func ownMessageID(hdr netmail.Header) string {
+	ids := fields(hdr, "Message-Id")
+	if len(ids) != 1 {
+		return ""
+	}
+	if v := strings.TrimSpace(ids[0]); msgID.MatchString(v) {
+		return v
+	}
+	return ""
+}
+
+// Key is the reply's confirmation's delivery id: what it is acted on and
+// confirmed once per (R-REPLY-8). A mail server that lost the answer to
+// its DATA sends the reply again and SES gives each receipt its own
+// message id, so the key is the reply's own: its sender (the delivery's
+// recipient, which Authenticated has tied its From to) and its
+// Message-ID (delivery.ReplyIDOf). A reply without one fit to key by
+// (ownMessageID) is keyed by SES's message id (delivery.ReplyID), and
+// false says so: each of its receipts is a reply of its own.
+func Key(n Notification, hdr netmail.Header, sender string) (string, bool) {
+	if id := ownMessageID(hdr); id != "" {
+		return delivery.ReplyIDOf(sender, id), true
+	}
+	return delivery.ReplyID(n.Mail.MessageID), false
+}
+
 // messageID is the reply's Message-ID, which the confirmation is sent
-// In-Reply-To; "" when it has none fit to be sent back (an outsider
-// wrote it: it is checked, never trusted).
-func messageID(n Notification, h interface{ Get(string) string }) string {
-	for _, v := range []string{h.Get("Message-Id"), n.Mail.CommonHeaders.MessageID} {
-		if v = strings.TrimSpace(v); msgID.MatchString(v) {
-			return v
-		}
+// In-Reply-To; "" when it has none fit to be sent back.
+func messageID(n Notification, h netmail.Header) string {
+	if id := ownMessageID(h); id != "" {
+		return id
+	}
+	if v := strings.TrimSpace(n.Mail.CommonHeaders.MessageID); msgID.MatchString(v) {
+		return v
 	}
 	return ""
 }

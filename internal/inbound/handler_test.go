@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	netmail "net/mail"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -75,6 +78,7 @@ type world struct {
 	addr    string       // its reply address
 	log     *bytes.Buffer
 	sesIDs  []string // the replies SES stored
+	keys    []string // their confirmations' ids (Key), one per reply
 }
 
 const (
@@ -111,7 +115,7 @@ func newWorld(t *testing.T) *world {
 	}
 	w.h = &Handler{Keys: k, InboundDomain: domain, Bucket: "criticizer-payloads", Objects: w.objs, Rows: w.rows,
 		Recorder: &dismiss.Recorder{Votes: w.votes, Marks: w.marks, Rows: w.rows, Jobs: w.jobs},
-		Mutes:    w.replies, Windows: w.replies, Unsubscribes: w.rcpts, Queue: w.q, Renderer: r, ListID: list, PerHour: 3,
+		Mutes:    w.replies, Windows: w.replies, Claims: w.replies, Unsubscribes: w.rcpts, Queue: w.q, Renderer: r, ListID: list, PerHour: 3,
 		Log: slog.New(slog.NewJSONHandler(w.log, nil)), Now: clock}
 	return w
 }
@@ -143,6 +147,13 @@ func (w *world) reply(fixture, sesID string, edit func(raw string, n map[string]
 	w.objs.m[ObjectPrefix+sesID] = []byte(raw)
 	w.objs.mu.Unlock()
 	out, _ := json.Marshal(n)
+	var parsed Notification
+	_ = json.Unmarshal(out, &parsed)
+	if hdr, _, _ := ReadMessage([]byte(raw)); hdr != nil {
+		if k, _ := Key(parsed, hdr, w.row.Recipient); !slices.Contains(w.keys, k) {
+			w.keys = append(w.keys, k)
+		}
+	}
 	return out
 }
 
@@ -155,12 +166,11 @@ func (w *world) process(body []byte) string {
 	return got
 }
 
+// confirmations are the confirmation rows of the replies sent.
 func (w *world) confirmations() []delivery.Row {
 	var out []delivery.Row
-	seen := map[string]bool{}
-	for _, id := range w.sesIDs {
-		if r, err := w.rows.Get(context.Background(), delivery.ReplyID(id)); err == nil && !seen[id] {
-			seen[id] = true
+	for _, k := range w.keys {
+		if r, err := w.rows.Get(context.Background(), k); err == nil {
 			out = append(out, r)
 		}
 	}
@@ -199,8 +209,9 @@ func TestProcess_ActsOnceConfirmsOnce(t *testing.T) {
 		t.Errorf("ann's marks %v, want finding 1 dismissed", marks)
 	}
 	cs := w.confirmations()
-	if len(cs) != 1 || cs[0].ID != delivery.ReplyID("ses-1") || cs[0].Recipient != "ann@example.com" || cs[0].JobID != w.row.JobID {
-		t.Fatalf("confirmations %+v, want one for ann keyed by the SES message id", cs)
+	if len(cs) != 1 || cs[0].ID != delivery.ReplyIDOf("Ann@Example.com", "<CAF4hx8vJq=3mT9c2Yw9xT0aZQ+1@mail.gmail.com>") ||
+		cs[0].Recipient != "ann@example.com" || cs[0].JobID != w.row.JobID {
+		t.Fatalf("confirmations %+v, want one for ann keyed by her address and the reply's Message-ID", cs)
 	}
 	c := cs[0].Message
 	if !strings.Contains(c.Text, "Finding #1 is marked wrong") || !strings.Contains(c.Text, "Finding #2 is marked useful") ||
@@ -245,12 +256,7 @@ func TestProcess_MuteUnsubscribeAndUnknownNumbers(t *testing.T) {
 	w.process(w.reply("iphone.eml", "ses-three", func(raw string, _ map[string]any) string {
 		return strings.Replace(raw, "Wrong 1 & 2", "Wrong 3", 1)
 	}))
-	var c delivery.Row
-	for _, r := range w.confirmations() {
-		if r.ID == delivery.ReplyID("ses-three") {
-			c = r
-		}
-	}
+	c, _ := w.rows.Get(ctx, w.keys[len(w.keys)-1])
 	if !strings.Contains(c.Message.Text, "There is no finding #3 in that email (it lists 2)") {
 		t.Errorf("confirmation of an unknown number:\n%s", c.Message.Text)
 	}
@@ -283,7 +289,8 @@ func TestProcess_DroppedNeverAnswered(t *testing.T) {
 		edit func(string, map[string]any) string
 		want string
 	}{
-		"forged from": {func(raw string, _ map[string]any) string {
+		"forged from": {func(raw string, n map[string]any) string {
+			n["mail"].(map[string]any)["commonHeaders"].(map[string]any)["from"] = []any{"Mallory <mallory@example.com>"}
 			return strings.Replace(raw, "From: Ann Reviewer <ann@example.com>", "From: Mallory <mallory@example.com>", 1)
 		}, DropForged},
 		"spf and dkim fail, no dmarc": {func(raw string, n map[string]any) string {
@@ -329,7 +336,9 @@ func TestProcess_DroppedNeverAnswered(t *testing.T) {
 	}
 	w.now = at
 	for i := range 4 {
-		got := w.process(w.reply("apple-mail.eml", fmt.Sprint("ses-r", i), nil))
+		got := w.process(w.reply("apple-mail.eml", fmt.Sprint("ses-r", i), func(raw string, _ map[string]any) string {
+			return strings.Replace(raw, "Message-Id: <8C1E2F3A", fmt.Sprintf("Message-Id: <%d-8C1E2F3A", i), 1) // four replies
+		}))
 		if want := map[bool]string{true: Acted, false: DropRateLimited}[i < 3]; got != want {
 			t.Errorf("reply %d in the hour: %q, want %q", i+1, got, want)
 		}
@@ -372,3 +381,201 @@ func TestHandle_StoreFailureRetried(t *testing.T) {
 type failingQueue struct{}
 
 func (failingQueue) Enqueue(context.Context, job.Message) error { return io.ErrUnexpectedEOF }
+
+// A reply that offers SES's verdicts one From and the reply function
+// another is dropped whatever its commands: two From fields (the first
+// ann's), a Sender other than its From, or a From other than the one
+// SES's notification names. Nothing is recorded — no vote, no mute, no
+// confirmation, nothing queued —, it is counted as ambiguous_from, and
+// no address reaches the log.
+// Rules: R-REPLY-2.
+func TestProcess_TwoFromsOrAnotherSender_DroppedNothingActed(t *testing.T) {
+	ctx := context.Background()
+	command := func(raw string) string {
+		return strings.Replace(raw, "wrong 1\r\nuseful 2", "wrong 1\r\nuseful 2\r\nmute", 1)
+	}
+	for name, edit := range map[string]func(string, map[string]any) string{
+		"two from fields": func(raw string, _ map[string]any) string {
+			return command(strings.Replace(raw, "From: Ann Reviewer <ann@example.com>\r\n",
+				"From: Ann Reviewer <ann@example.com>\r\nFrom: Mallory <mallory@example.com>\r\n", 1))
+		},
+		"a sender other than the from": func(raw string, _ map[string]any) string {
+			return command("Sender: mallory@example.com\r\n" + raw)
+		},
+		"ses judged another from": func(raw string, n map[string]any) string {
+			n["mail"].(map[string]any)["commonHeaders"].(map[string]any)["from"] = []any{"Mallory <mallory@example.com>"}
+			return command(raw)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t)
+			body := w.reply("gmail.eml", "ses-two-froms", edit)
+			if !strings.Contains(string(w.objs.m[ObjectPrefix+"ses-two-froms"]), "mute") {
+				t.Fatal("the reply does not say mute")
+			}
+			resp, _ := w.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: string(body)}}})
+			if len(resp.BatchItemFailures) != 0 || !strings.Contains(w.log.String(), `"Reason":"ambiguous_from"`) {
+				t.Fatalf("failures %v; want the reply dropped and counted as ambiguous_from:\n%s", resp.BatchItemFailures, w.log)
+			}
+			votes, _ := w.votes.List(ctx)
+			muted, _ := w.replies.Muted(ctx, w.row.ChangelistKey, []string{unsubscribe.RecipientID("ann@example.com")})
+			if len(votes) != 0 || len(muted) != 0 || len(w.confirmations()) != 0 || len(w.q.msgs) != 0 {
+				t.Errorf("%d votes, mutes %v, %d confirmations, %d messages: want nothing", len(votes), muted, len(w.confirmations()), len(w.q.msgs))
+			}
+			for _, leak := range []string{"ann@", "mallory@"} {
+				if strings.Contains(w.log.String(), leak) {
+					t.Errorf("the log holds %q", leak)
+				}
+			}
+		})
+	}
+}
+
+// The same reply received twice — its mail server lost the answer to
+// DATA and sent it again, and SES gave each receipt its own message id
+// and object — is acted on once and confirmed once: the second receipt
+// finds the confirmation keyed by ann's address and the reply's
+// Message-ID, hands it to notify again and records nothing. A choice the
+// reader made between the two receipts stands: the second, received
+// later, does not record "wrong 1" over her "useful 1".
+// Rules: R-REPLY-8.
+func TestProcess_SameReplyReceivedTwice_ActsOnceConfirmsOnce(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	if got := w.process(w.reply("gmail.eml", "ses-first", nil)); got != Acted {
+		t.Fatalf("first receipt: %q\n%s", got, w.log)
+	}
+	// Ann changes her mind on finding 1 with its vote link.
+	id1, _ := w.row.Message.Finding(1)
+	if _, err := w.h.Recorder.Record(ctx, w.row.ID, dismiss.Ref{Number: 1}, vote.Useful, at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	second := w.reply("gmail.eml", "ses-second", func(raw string, n map[string]any) string {
+		n["receipt"].(map[string]any)["timestamp"] = "2026-12-01T13:00:00.000Z" // received later
+		return raw
+	})
+	if got := w.process(second); got != Duplicate {
+		t.Fatalf("second receipt: %q, want duplicate\n%s", got, w.log)
+	}
+	if len(w.keys) != 1 || len(w.confirmations()) != 1 {
+		t.Fatalf("%d confirmation keys, %d rows; want the one reply's one", len(w.keys), len(w.confirmations()))
+	}
+	if len(w.q.msgs) != 2 || w.q.msgs[0] != w.q.msgs[1] {
+		t.Errorf("enqueued %v, want the one confirmation's task, handed on again", w.q.msgs)
+	}
+	votes, _ := w.votes.List(ctx)
+	if len(votes) != 2 {
+		t.Fatalf("%d votes, want 2", len(votes))
+	}
+	for _, v := range votes {
+		if v.FindingID == id1 && v.Choice != vote.Useful {
+			t.Errorf("finding 1 is %q: the second receipt recorded over ann's later choice", v.Choice)
+		}
+	}
+}
+
+// Receipts of one reply processed at once by several invocations: one
+// claims the reply and acts; the others find its confirmation, or, while
+// it is being written, are retried and then find it. One confirmation,
+// the commands recorded once. A receipt whose claim another holds while
+// no confirmation is written (the other crashed after claiming) is
+// retried, never acts.
+// Rules: R-REPLY-8.
+func TestProcess_ReceiptsRacing_OneActs(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	const n = 8
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i] = w.reply("apple-mail.eml", fmt.Sprint("ses-race-", i), nil)
+	}
+	outcomes := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outcomes[i], errs[i] = w.h.Process(ctx, bodies[i])
+		}()
+	}
+	wg.Wait()
+	acted := 0
+	for i := range bodies {
+		switch {
+		case errs[i] != nil && errors.Is(errs[i], errActing):
+			if outcomes[i], errs[i] = w.h.Process(ctx, bodies[i]); outcomes[i] != Duplicate { // SQS's retry
+				t.Errorf("receipt %d retried: %q %v, want duplicate", i, outcomes[i], errs[i])
+			}
+		case errs[i] != nil:
+			t.Fatalf("receipt %d: %v", i, errs[i])
+		case outcomes[i] == Acted:
+			acted++
+		case outcomes[i] != Duplicate:
+			t.Errorf("receipt %d: %q", i, outcomes[i])
+		}
+	}
+	if acted != 1 || len(w.confirmations()) != 1 {
+		t.Errorf("%d receipts acted, %d confirmations; want 1 and 1 (outcomes %v)", acted, len(w.confirmations()), outcomes)
+	}
+	muted, _ := w.replies.Muted(ctx, w.row.ChangelistKey, []string{unsubscribe.RecipientID("ann@example.com")})
+	if !muted[unsubscribe.RecipientID("ann@example.com")] {
+		t.Error("the reply's mute is not recorded")
+	}
+
+	// Another reply, claimed by a receipt that died before writing its
+	// confirmation: a second receipt is retried and records nothing; the
+	// first, redelivered, acts.
+	w2 := newWorld(t)
+	first := w2.reply("gmail.eml", "ses-died", nil)
+	if ok, err := w2.replies.Claim(ctx, w2.keys[0], "ses-died"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if got, err := w2.h.Process(ctx, w2.reply("gmail.eml", "ses-other", nil)); !errors.Is(err, errActing) {
+		t.Fatalf("a receipt meeting another's claim: %q %v, want it retried", got, err)
+	}
+	if votes, _ := w2.votes.List(ctx); len(votes) != 0 || len(w2.confirmations()) != 0 {
+		t.Fatalf("the receipt that lost the claim recorded %d votes, %d confirmations", len(votes), len(w2.confirmations()))
+	}
+	if got := w2.process(first); got != Acted {
+		t.Fatalf("the claimant redelivered: %q", got)
+	}
+	if got := w2.process(w2.reply("gmail.eml", "ses-other", nil)); got != Duplicate || len(w2.confirmations()) != 1 {
+		t.Errorf("the other receipt retried: %q, %d confirmations", got, len(w2.confirmations()))
+	}
+}
+
+// A reply is keyed by its sender and its own Message-ID when it has one
+// fit to key by: one Message-ID field, angle brackets around at most 248
+// printable ASCII characters without spaces. Otherwise — none, two, too
+// long, spaces or control characters: an outsider wrote it — by SES's
+// message id, and said so. The sender is part of the key, case folded.
+// Rules: R-REPLY-8.
+func TestKey_OwnMessageIDBounded(t *testing.T) {
+	n := Notification{Mail: events.SimpleEmailMessage{MessageID: "ses-1"}}
+	own := delivery.ReplyIDOf("ann@example.com", "<a1@example.com>")
+	bound, over := "<"+strings.Repeat("a", 244)+"@x.y>", "<"+strings.Repeat("a", 245)+"@x.y>" // 250 and 251 characters
+	for name, tc := range map[string]struct {
+		h      netmail.Header
+		sender string
+		want   string
+		keyed  bool
+	}{
+		"own":                 {hdr("Message-ID: <a1@example.com>"), "ann@example.com", own, true},
+		"blanks around":       {hdr("Message-ID:   <a1@example.com>  "), "ann@example.com", own, true},
+		"sender case folded":  {hdr("Message-Id: <a1@example.com>"), "Ann@Example.COM", own, true},
+		"another sender":      {hdr("Message-ID: <a1@example.com>"), "bo@example.com", delivery.ReplyIDOf("bo@example.com", "<a1@example.com>"), true},
+		"none":                {hdr("Subject: x"), "ann@example.com", delivery.ReplyID("ses-1"), false},
+		"two":                 {hdr("Message-ID: <a1@example.com>", "Message-ID: <a2@example.com>"), "ann@example.com", delivery.ReplyID("ses-1"), false},
+		"a second, obsolete":  {hdr("Message-ID: <a1@example.com>", "Message-ID : <a2@example.com>"), "ann@example.com", delivery.ReplyID("ses-1"), false},
+		"no brackets":         {hdr("Message-ID: a1@example.com"), "ann@example.com", delivery.ReplyID("ses-1"), false},
+		"a space":             {hdr("Message-ID: <a1 @example.com>"), "ann@example.com", delivery.ReplyID("ses-1"), false},
+		"not ascii":           {hdr("Message-ID: <é1@example.com>"), "ann@example.com", delivery.ReplyID("ses-1"), false},
+		"at the bound":        {hdr("Message-ID: " + bound), "ann@example.com", delivery.ReplyIDOf("ann@example.com", bound), true},
+		"longer than allowed": {hdr("Message-ID: " + over), "ann@example.com", delivery.ReplyID("ses-1"), false},
+	} {
+		if got, keyed := Key(n, tc.h, tc.sender); got != tc.want || keyed != tc.keyed {
+			t.Errorf("%s: %q %v, want %q %v", name, got, keyed, tc.want, tc.keyed)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package inbound
 
 import (
+	"io"
+	"mime"
 	"net/mail"
 	"strings"
 	"time"
@@ -44,6 +46,7 @@ const (
 	DropDMARC           = "dmarc"            // dmarcVerdict FAIL and the domain asks for quarantine or reject
 	DropUnauthenticated = "unauthenticated"  // no SPF or DKIM pass aligned with the From's domain
 	DropForged          = "forged"           // From is not the address the delivery was sent to
+	DropAmbiguousFrom   = "ambiguous_from"   // several From fields or mailboxes, a Sender not the From, or a From SES did not judge
 	DropAutoReply       = "auto_reply"       // Auto-Submitted, Precedence, X-Autoreply, a null sender
 	DropLoop            = "loop"             // our own List-Id: Criticizer's mail came back
 	DropRateLimited     = "rate_limited"     // the delivery's replies this hour are spent
@@ -96,6 +99,11 @@ func isOurs(h mail.Header, listID string) bool {
 //   - spam or virus FAIL: dropped;
 //   - DMARC FAIL with the domain's policy quarantine or reject: dropped
 //     (the domain's owner asked for it);
+//   - the From must be the one SES judged (From: one field, one mailbox,
+//     no other Sender, the notification's commonHeaders.from), else
+//     DropAmbiguousFrom;
+//   - and the address the delivery was sent to
+//     (delivery.NormalizeRecipient: case folded), else DropForged;
 //   - DMARC PASS: SES found SPF or DKIM passing aligned with the From's
 //     domain;
 //   - otherwise (no DMARC record, GRAY; or FAIL under policy none; or
@@ -104,9 +112,7 @@ func isOurs(h mail.Header, listID string) bool {
 //     parent of it, or DKIM PASS with every DKIM-Signature's d= the
 //     From's domain or a parent of it (SES does not say which signature
 //     passed, so all must align). A parent domain's DNS controls its
-//     subdomains, so its pass speaks for them; the reverse is not taken;
-//   - and the From header must be one address, the one the delivery was
-//     sent to (delivery.NormalizeRecipient: case folded).
+//     subdomains, so its pass speaks for them; the reverse is not taken.
 func Authenticated(n Notification, h mail.Header, recipient string) string {
 	r := n.Receipt
 	if r.SpamVerdict.Status == Fail {
@@ -121,12 +127,11 @@ func Authenticated(n Notification, h mail.Header, recipient string) string {
 			return DropDMARC
 		}
 	}
-	from, err := mail.ParseAddressList(h.Get("From"))
-	if err != nil || len(from) != 1 {
-		return DropForged
+	addr, why := From(n, h)
+	if why != "" {
+		return why
 	}
-	addr := delivery.NormalizeRecipient(from[0].Address)
-	if addr == "" || addr != delivery.NormalizeRecipient(recipient) {
+	if addr != delivery.NormalizeRecipient(recipient) {
 		return DropForged
 	}
 	domain := domainOf(addr)
@@ -139,6 +144,91 @@ func Authenticated(n Notification, h mail.Header, recipient string) string {
 		return ""
 	}
 	return DropUnauthenticated
+}
+
+// From is the one address a reply is from, as SES judged it (R-REPLY-2),
+// case folded; or why there is none: DropForged for a reply with no From
+// field or one that is not an address, DropAmbiguousFrom for one whose
+// From is not a single mailbox SES's verdicts were about. SES's DMARC
+// verdict is about one From domain, and which one it chose when the
+// message offers several is not said; RFC 5322 §3.6 allows exactly one
+// From field, and a Sender field names who sent a From of several
+// mailboxes (or on someone's behalf). So the reply must have one From
+// field holding one mailbox, no Sender other than that mailbox, and SES's
+// notification (commonHeaders.from: what SES read as the From) must name
+// that one mailbox and no other. A field is matched as SES and mail
+// clients read RFC 5322's obsolete syntax: in any case, with blanks
+// before the colon ("From :" is a From field too).
+func From(n Notification, h mail.Header) (string, string) {
+	froms := fields(h, "From")
+	switch {
+	case len(froms) == 0:
+		return "", DropForged
+	case len(froms) > 1:
+		return "", DropAmbiguousFrom
+	}
+	addr, why := mailbox(froms[0])
+	if why != "" {
+		return "", why
+	}
+	senders := fields(h, "Sender")
+	if len(senders) > 1 {
+		return "", DropAmbiguousFrom
+	}
+	for _, s := range senders {
+		if a, why := mailbox(s); why != "" || a != addr {
+			return "", DropAmbiguousFrom
+		}
+	}
+	judged := n.Mail.CommonHeaders.From
+	if len(judged) != 1 {
+		return "", DropAmbiguousFrom
+	}
+	if a, why := mailbox(judged[0]); why != "" || a != addr {
+		return "", DropAmbiguousFrom
+	}
+	return addr, ""
+}
+
+// mailbox reads a From (or Sender) field that must hold one mailbox: its
+// address, case folded; DropForged when it is no address list at all,
+// DropAmbiguousFrom when it holds several mailboxes (a group's members
+// count one by one) or none.
+func mailbox(v string) (string, string) {
+	list, err := addresses.ParseList(v)
+	switch {
+	case err != nil:
+		return "", DropForged
+	case len(list) != 1:
+		return "", DropAmbiguousFrom
+	}
+	addr := delivery.NormalizeRecipient(list[0].Address)
+	if addr == "" {
+		return "", DropForged
+	}
+	return addr, ""
+}
+
+// addresses parses address lists for their addresses only: a display
+// name's encoded words in a charset Go does not decode are left as they
+// are instead of failing the whole field (net/mail's default decoder
+// knows UTF-8, US-ASCII and ISO-8859-1 only), since the name is never
+// used.
+var addresses = mail.AddressParser{WordDecoder: &mime.WordDecoder{
+	CharsetReader: func(_ string, input io.Reader) (io.Reader, error) { return input, nil },
+}}
+
+// fields are the values of every field of a header named name, matched
+// as RFC 5322's obsolete syntax allows (obs-optional: blanks before the
+// colon) and in any case: net/mail keys "From :" apart from "From".
+func fields(h mail.Header, name string) []string {
+	var out []string
+	for k, vs := range h {
+		if strings.EqualFold(strings.TrimRight(k, " \t"), name) {
+			out = append(out, vs...)
+		}
+	}
+	return out
 }
 
 // domainOf is an address's domain, lower-cased, without a trailing dot.

@@ -64,13 +64,14 @@ func TestAuthenticated_VerdictsAndAlignment(t *testing.T) {
 		"spam":                                   {notification(Pass, Pass, Pass, "", Fail, Pass, "ann@example.com"), from, DropSpam, ""},
 		"virus":                                  {notification(Pass, Pass, Pass, "", Pass, Fail, "ann@example.com"), from, DropVirus, ""},
 		"another from":                           {notification(Pass, Pass, Pass, "", Pass, Pass, "bo@example.com"), hdr("From: bo@example.com"), DropForged, ""},
-		"two froms":                              {notification(Pass, Pass, Pass, "", Pass, Pass, "ann@example.com"), hdr("From: ann@example.com, bo@example.com"), DropForged, ""},
+		"two froms":                              {notification(Pass, Pass, Pass, "", Pass, Pass, "ann@example.com"), hdr("From: ann@example.com, bo@example.com"), DropAmbiguousFrom, ""},
 		"no from":                                {notification(Pass, Pass, Pass, "", Pass, Pass, "ann@example.com"), hdr("To: x@y.z"), DropForged, ""},
 	} {
 		rcpt := tc.rcpt
 		if rcpt == "" {
 			rcpt = "ann@example.com"
 		}
+		tc.n.Mail.CommonHeaders.From = tc.h["From"] // what SES read as the From
 		if got := Authenticated(tc.n, tc.h, rcpt); got != tc.want {
 			t.Errorf("%s: %q, want %q", name, got, tc.want)
 		}
@@ -104,6 +105,57 @@ func TestLoop_AutomaticRepliesAreDropped(t *testing.T) {
 	} {
 		if got := Loop(tc.h, tc.envelope, list); got != tc.want {
 			t.Errorf("%s: %q, want %q", name, got, tc.want)
+		}
+	}
+}
+
+// A reply is from one mailbox, the one SES judged: one From field (in any
+// case, "From :" counted as RFC 5322's obsolete syntax reads it) holding
+// one mailbox, no Sender but that mailbox, and SES's commonHeaders.from
+// that one mailbox. Anything else is ambiguous_from, whatever the
+// verdicts say; no From at all, or one that is no address, is forged.
+// Rules: R-REPLY-2.
+func TestFrom_OneMailboxTheOneSESJudged(t *testing.T) {
+	pass := notification(Pass, Pass, Pass, "", Pass, Pass, "ann@example.com")
+	judged := func(from ...string) Notification {
+		n := pass
+		n.Mail.CommonHeaders.From = from
+		return n
+	}
+	ann := "Ann Reviewer <ann@example.com>"
+	for name, tc := range map[string]struct {
+		n    Notification
+		h    mail.Header
+		want string
+	}{
+		"one from, judged":                {judged(ann), hdr("From: " + ann), ""},
+		"case and display name differ":    {judged("ann@example.com"), hdr("FROM: \"Reviewer, Ann\" <Ann@Example.com>"), ""},
+		"a sender that is the from":       {judged(ann), hdr("From: "+ann, "Sender: ann@example.com"), ""},
+		"a name in an unknown charset":    {judged(ann), hdr("From: =?iso-2022-jp?B?GyRCJUYlOSVIGyhC?= <ann@example.com>"), ""},
+		"two from fields":                 {judged(ann), hdr("From: "+ann, "From: Mallory <mallory@example.com>"), DropAmbiguousFrom},
+		"two from fields, other first":    {judged("mallory@example.com"), hdr("From: mallory@example.com", "From: "+ann), DropAmbiguousFrom},
+		"a second from in another case":   {judged(ann), hdr("From: "+ann, "fROM: mallory@example.com"), DropAmbiguousFrom},
+		"a second, obsolete from":         {judged(ann), hdr("From: "+ann, "From : mallory@example.com"), DropAmbiguousFrom},
+		"two mailboxes in one from":       {judged(ann, "mallory@example.com"), hdr("From: " + ann + ", mallory@example.com"), DropAmbiguousFrom},
+		"a group":                         {judged(ann), hdr("From: team: ann@example.com, mallory@example.com;"), DropAmbiguousFrom},
+		"an empty group":                  {judged(ann), hdr("From: undisclosed-recipients:;"), DropAmbiguousFrom},
+		"a sender other than the from":    {judged(ann), hdr("From: "+ann, "Sender: mallory@example.com"), DropAmbiguousFrom},
+		"two senders":                     {judged(ann), hdr("From: "+ann, "Sender: ann@example.com", "Sender: mallory@example.com"), DropAmbiguousFrom},
+		"a sender that is no address":     {judged(ann), hdr("From: "+ann, "Sender: nobody"), DropAmbiguousFrom},
+		"ses judged another from":         {judged("mallory@example.com"), hdr("From: " + ann), DropAmbiguousFrom},
+		"ses judged two":                  {judged(ann, "mallory@example.com"), hdr("From: " + ann), DropAmbiguousFrom},
+		"ses judged none":                 {judged(), hdr("From: " + ann), DropAmbiguousFrom},
+		"ses judged something unreadable": {judged("<<>>"), hdr("From: " + ann), DropAmbiguousFrom},
+		"no from":                         {judged(ann), hdr("Sender: " + ann), DropForged},
+		"a from that is no address":       {judged(ann), hdr("From: Ann Reviewer"), DropForged},
+	} {
+		addr, why := From(tc.n, tc.h)
+		if why != tc.want || (why == "" && addr != "ann@example.com") {
+			t.Errorf("%s: %q %q, want %q", name, addr, why, tc.want)
+		}
+		// Whatever the verdicts say, the reply is not acted on.
+		if got := Authenticated(tc.n, tc.h, "ann@example.com"); got != tc.want {
+			t.Errorf("%s: Authenticated %q, want %q", name, got, tc.want)
 		}
 	}
 }

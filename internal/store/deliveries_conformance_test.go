@@ -85,7 +85,7 @@ func TestVotes_DynamoDB(t *testing.T) {
 // Mutes and reply windows on DynamoDB Local: a mute per changelist and
 // reader read in one batch; a window's conditional set admits at most
 // max replies, each once.
-// Rules: R-STORE-1, R-REPLY-6, R-REPLY-7.
+// Rules: R-STORE-1, R-REPLY-6, R-REPLY-7, R-REPLY-8.
 func TestReplies_DynamoDB(t *testing.T) {
 	storetest.Replies(t, func(t *testing.T) storetest.ReplyStores {
 		env := testenv.Stack(t)

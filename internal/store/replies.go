@@ -40,13 +40,29 @@ type ReplyWindows interface {
 	Admit(ctx context.Context, deliveryID, messageID string, start time.Time, window time.Duration, max int) (bool, error)
 }
 
-// DynamoReplies implements Mutes and ReplyWindows on the jobs table:
+// ReplyClaims fences the acting on a reply (R-REPLY-8): SES gives each
+// receipt of one reply its own message id (a mail server that lost the
+// answer to its DATA sends the reply again), and the receipts may be
+// processed at once by two invocations; exactly one of them carries out
+// the reply's commands and writes its confirmation.
+type ReplyClaims interface {
+	// Claim records that SES's receipt sesMessageID acts on the reply
+	// whose confirmation is confirmationID (delivery.ReplyIDOf): true when
+	// it does (claimed now, or by this same receipt before: its retry
+	// goes on where it stopped), false when another receipt holds it.
+	Claim(ctx context.Context, confirmationID, sesMessageID string) (bool, error)
+}
+
+// DynamoReplies implements Mutes, ReplyWindows and ReplyClaims on the
+// jobs table:
 //
 //	MUTE#<changelist key>#<recipient id>        kind "mute", recipient_id, muted_at
 //	REPLYWIN#<delivery id>#<window start>       kind "reply_window", ids (string set)
+//	REPLYACT#<confirmation's delivery id>       kind "reply_claim", ses_message_id
 //
 // A mute is history like a dismissal: it expires Retention after it was
-// written (R-COST-2). A window expires a day after it ends.
+// written (R-COST-2), and so does a claim, with the confirmation row it
+// fences. A window expires a day after it ends.
 type DynamoReplies struct {
 	db    *dynamodb.Client
 	table string
@@ -58,6 +74,7 @@ type DynamoReplies struct {
 var (
 	_ Mutes        = (*DynamoReplies)(nil)
 	_ ReplyWindows = (*DynamoReplies)(nil)
+	_ ReplyClaims  = (*DynamoReplies)(nil)
 )
 
 // NewReplies returns the replies repository on the jobs table.
@@ -142,6 +159,30 @@ func (s *DynamoReplies) Admit(ctx context.Context, deliveryID, messageID string,
 	}
 	if err != nil {
 		return false, fmt.Errorf("count reply: %w", err)
+	}
+	return true, nil
+}
+
+// Claim implements ReplyClaims.Claim with one conditional UpdateItem: the
+// claim's SES message id is set on condition that none is, or that it is
+// this one. A repeat (the SDK's retry after a lost answer, the same
+// receipt redelivered) meets its own id and passes, so it is safe to
+// retry; another receipt's fails the condition.
+func (s *DynamoReplies) Claim(ctx context.Context, confirmationID, sesMessageID string) (bool, error) {
+	owner := expression.Name("ses_message_id")
+	upd := expression.Set(expression.Name("kind"), expression.Value("reply_claim")).
+		Set(owner, expression.Value(sesMessageID))
+	if exp := expiresAt(s.now(), s.Retention); exp != 0 {
+		upd = upd.Set(expression.Name(schema.ExpiresAt), expression.Value(exp))
+	}
+	cond := expression.AttributeNotExists(owner).Or(owner.Equal(expression.Value(sesMessageID)))
+	_, err := conditionalUpdate(ctx, s.db, s.table, map[string]types.AttributeValue{"pk": str(schema.PrefixReplyClaim + confirmationID)},
+		upd, cond, types.ReturnValueNone)
+	if errors.Is(err, ErrConflict) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claim reply: %w", err)
 	}
 	return true, nil
 }

@@ -55,7 +55,7 @@ func TestDigests_Memstore(t *testing.T) {
 }
 
 // The in-memory mutes and reply windows keep the contract DynamoDB keeps.
-// Rules: R-STORE-1, R-REPLY-6, R-REPLY-7.
+// Rules: R-STORE-1, R-REPLY-6, R-REPLY-7, R-REPLY-8.
 func TestReplies_Memstore(t *testing.T) {
 	storetest.Replies(t, func(*testing.T) storetest.ReplyStores { return memstore.NewReplies() })
 }

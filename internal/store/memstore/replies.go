@@ -6,16 +6,18 @@ import (
 	"time"
 )
 
-// Replies is the in-memory store.Mutes and store.ReplyWindows.
+// Replies is the in-memory store.Mutes, store.ReplyWindows and
+// store.ReplyClaims.
 type Replies struct {
 	mu      sync.Mutex
 	mutes   map[[2]string]time.Time    // (changelist key, recipient id)
 	windows map[string]map[string]bool // delivery id and window start -> message ids
+	claims  map[string]string          // confirmation id -> the SES message id acting on it
 }
 
 // NewReplies returns an empty replies store.
 func NewReplies() *Replies {
-	return &Replies{mutes: map[[2]string]time.Time{}, windows: map[string]map[string]bool{}}
+	return &Replies{mutes: map[[2]string]time.Time{}, windows: map[string]map[string]bool{}, claims: map[string]string{}}
 }
 
 // Mute implements store.Mutes.Mute.
@@ -59,5 +61,16 @@ func (s *Replies) Admit(_ context.Context, deliveryID, messageID string, start t
 		return false, nil
 	}
 	w[messageID] = true
+	return true, nil
+}
+
+// Claim implements store.ReplyClaims.Claim.
+func (s *Replies) Claim(_ context.Context, confirmationID, sesMessageID string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if owner, ok := s.claims[confirmationID]; ok {
+		return owner == sesMessageID, nil
+	}
+	s.claims[confirmationID] = sesMessageID
 	return true, nil
 }

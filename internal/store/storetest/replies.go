@@ -14,13 +14,16 @@ import (
 type ReplyStores interface {
 	store.Mutes
 	store.ReplyWindows
+	store.ReplyClaims
 }
 
 // Replies runs the suite of the reply function's stores against the
 // stores open returns: a mute is per changelist and reader, read for
 // every recipient at once, and idempotent (R-REPLY-7); a window admits
 // at most max replies, a reply counted once however often it comes back,
-// even from writers racing (R-REPLY-6).
+// even from writers racing (R-REPLY-6); one receipt of a reply acts on
+// it, whichever receipts race for it, and that receipt's retries go on
+// (R-REPLY-8).
 func Replies(t *testing.T, open func(t *testing.T) ReplyStores) {
 	ctx := context.Background()
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -99,6 +102,62 @@ func Replies(t *testing.T, open func(t *testing.T) ReplyStores) {
 		wg.Wait()
 		if admitted != 5 {
 			t.Errorf("%d distinct replies admitted, want 5", admitted)
+		}
+	})
+
+	// Rules: R-REPLY-8.
+	t.Run("ClaimOneReceiptActsItsRetriesGoOn", func(t *testing.T) {
+		s := open(t)
+		claim := func(confirmation, ses string) bool {
+			t.Helper()
+			ok, err := s.Claim(ctx, confirmation, ses)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if !claim("d_reply1", "ses-a") {
+			t.Fatal("the first receipt of a reply may not act on it")
+		}
+		if claim("d_reply1", "ses-b") {
+			t.Fatal("a second receipt of the reply claimed it too")
+		}
+		if !claim("d_reply1", "ses-a") {
+			t.Fatal("the receipt that claimed the reply, retried, may not go on")
+		}
+		if !claim("d_reply2", "ses-b") {
+			t.Fatal("another reply's claim is held by the first")
+		}
+	})
+
+	// Rules: R-REPLY-8.
+	t.Run("ClaimOneOfConcurrentReceipts", func(t *testing.T) {
+		s := open(t)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var won []string
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ses := fmt.Sprint("ses-", i)
+				ok, err := s.Claim(ctx, "d_race", ses)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					mu.Lock()
+					won = append(won, ses)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if len(won) != 1 {
+			t.Fatalf("receipts %v acted on one reply, want exactly one", won)
+		}
+		if ok, err := s.Claim(ctx, "d_race", won[0]); err != nil || !ok {
+			t.Errorf("the winner, retried: %v, %v", ok, err)
 		}
 	})
 }
