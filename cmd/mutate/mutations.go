@@ -208,9 +208,9 @@ func Mutations() []Mutation {
 			New:  "\t\tif newer.Status == job.StatusDeadLettered {\n\t\t\treturn Undecided"},
 		{ID: "quiet-settles-claimed-rows", File: quiet, Scenarios: []string{"superseded"},
 			What: "the quiet rules try to settle rows already claimed or sent",
-			Equivalent: "the filter is the store's Skip condition (claimable, never sent) read ahead: a row it would have left out " +
-				"is refused by Skip and read again, so the mutant only spends a write",
-			Old: "\tfor i, r := range rows {\n\t\tif !r.Unsent() {\n\t\t\tcontinue\n\t\t}\n\t\tstatus, reason := decide(r)",
+			Equivalent: "the filter is the store's SettleQuiet condition (claimable, never sent) read ahead: a row it would have left out " +
+				"is refused by SettleQuiet and read again, so the mutant only spends a write",
+			Old: "\tfor i, r := range rows {\n\t\tif !r.Unsent() {\n\t\t\tcontinue\n\t\t}\n\t\tstatus, reason, on := decide(r)",
 			New: "\tfor i, r := range rows {\n\t\tstatus, reason := decide(r)"},
 
 		// The sweeper's picks.

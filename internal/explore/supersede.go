@@ -98,6 +98,7 @@ func supersedeBeforeReached(w *world) {
 	if w.notify.Quiet == nil {
 		return
 	}
+	settleAsItWas(w)
 	w.notify.Quiet.Judge = func(newer job.Job, _ delivery.Row, _ bool) delivery.Successor {
 		switch {
 		case newer.Status == job.StatusDeadLettered, newer.Status == job.StatusBudgetExceeded,
@@ -117,12 +118,35 @@ func sendingCountsAsReached(w *world) {
 	if w.notify.Quiet == nil {
 		return
 	}
+	settleAsItWas(w)
 	w.notify.Quiet.Judge = func(newer job.Job, r delivery.Row, ok bool) delivery.Successor {
 		if ok && r.Status == delivery.StatusSending {
 			return delivery.Reached
 		}
 		return delivery.Judge(newer, r, ok)
 	}
+}
+
+// settleAsItWas puts back the quiet settlement the judges above were
+// written against: the row settled alone, as store Skip settles it,
+// standing on nothing (no Row.StandsOn, no condition on the row it rests
+// on). With today's settlement (store SettleQuiet) a judge that counts a
+// version as reached too early meets the store's refusal instead, and
+// the older version is decided again: the variants would show that
+// second guard, not the judge's mistake.
+func settleAsItWas(w *world) { w.notify.Deliveries = settledAlone{w.notify.Deliveries} }
+
+// settledAlone is the outbox with quiet settlements as they were before
+// R-QUIET-4.
+type settledAlone struct{ store.Deliveries }
+
+func (s settledAlone) SettleQuiet(ctx context.Context, id string, status delivery.Status, reason, _ string) (delivery.Row, error) {
+	return s.Skip(ctx, id, status, reason)
+}
+
+func (s settledAlone) Ensure(ctx context.Context, r delivery.Row) (delivery.Row, bool, error) {
+	r.StandsOn = ""
+	return s.Deliveries.Ensure(ctx, r)
 }
 
 // deadLetteredWaited is the judge with mutation
@@ -193,7 +217,7 @@ func (w *world) supersedeLiveness() *Violation {
 			return &Violation{Rule: "quiet", Message: fmt.Sprintf("row %s is superseded by %q, no version", id, r.SkipReason)}
 		}
 		by, err := w.outbox.Get(ctx, delivery.ID(r.ChangelistKey, r.Recipient, v))
-		if err != nil || !(by.HasContent() || by.Status == delivery.StatusSuperseded) {
+		if err != nil || !by.Carries(delivery.StatusSuperseded) {
 			return &Violation{Rule: "quiet", Message: fmt.Sprintf("row %s (v%d) is superseded by v%d, which never reached its recipient (%s)",
 				id, r.ReviewVersion, v, by.Status)}
 		}
