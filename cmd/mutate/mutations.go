@@ -200,18 +200,50 @@ func Mutations() []Mutation {
 			New: "(err == nil && head < j.ReviewVersion)"},
 		{ID: "quiet-sending-successor-reached", File: successor, Scenarios: []string{"newer-refused"},
 			What: "a newer version whose row is still sending counts as having reached the recipient (it may yet fail for good)",
-			Old:  "\tcase r.Status == StatusSending:\n\t\treturn Undecided",
-			New:  "\tcase r.Status == StatusSending:\n\t\treturn Reached"},
+			Equivalent: "masked by the second guard since R-QUIET-4: the older row's settlement is one transaction holding the row it " +
+				"stands on to carrying it (store SettleQuiet, delivery.Row.Carries: sent, or settled on content the reader had), so a " +
+				"row in sending is refused there and notify decides again once it settles; the mutant spends retries, never a wrong " +
+				"settlement. The judge's rule alone is shown by the explorer's variant sending-counts-as-reached (with the settlement " +
+				"as it was) and TestJudge_NewerVersionForARecipient; the guard by memstore-settle-quiet-on-unreached",
+			Old: "\tcase r.Status == StatusSending:\n\t\treturn Undecided",
+			New: "\tcase r.Status == StatusSending:\n\t\treturn Reached"},
 		{ID: "quiet-dead-lettered-successor-waits", File: successor, Scenarios: []string{"newer-dead-lettered"},
 			What: "a dead-lettered newer version is waited for, as if it could still mail the recipient",
 			Old:  "\t\tif newer.Status == job.StatusDeadLettered {\n\t\t\treturn Unreachable",
 			New:  "\t\tif newer.Status == job.StatusDeadLettered {\n\t\t\treturn Undecided"},
 		{ID: "quiet-settles-claimed-rows", File: quiet, Scenarios: []string{"superseded"},
 			What: "the quiet rules try to settle rows already claimed or sent",
-			Equivalent: "the filter is the store's Skip condition (claimable, never sent) read ahead: a row it would have left out " +
-				"is refused by Skip and read again, so the mutant only spends a write",
-			Old: "\tfor i, r := range rows {\n\t\tif !r.Unsent() {\n\t\t\tcontinue\n\t\t}\n\t\tstatus, reason := decide(r)",
-			New: "\tfor i, r := range rows {\n\t\tstatus, reason := decide(r)"},
+			Equivalent: "the filter is the store's SettleQuiet condition (claimable, never sent) read ahead: a row it would have left out " +
+				"is refused by SettleQuiet and read again, so the mutant only spends a write",
+			Old: "\tfor i, r := range rows {\n\t\tif !r.Unsent() {\n\t\t\tcontinue\n\t\t}\n\t\tstatus, reason, on := decide(r)",
+			New: "\tfor i, r := range rows {\n\t\tstatus, reason, on := decide(r)"},
+
+		// Reached means reached (R-QUIET-4): a send SES undid after its
+		// Send event spares no one an email.
+		{ID: "reached-undone-counts", File: "internal/delivery/quiet.go", Scenarios: []string{"newer-rejected"},
+			What: "a row SES rejected or bounced after its Send counts as having reached its reader",
+			Old:  "\tif r.Undone() {\n\t\treturn false\n\t}",
+			New:  "\tif false && r.Undone() {\n\t\treturn false\n\t}"},
+		{ID: "feedback-reject-revives-nothing", File: "internal/sesevent/handler.go", Scenarios: []string{"newer-rejected"},
+			What: "a Reject after the Send leaves the rows settled quietly on the rejected one standing",
+			Old:  "\tif err := h.revive(ctx, row); err != nil {\n\t\treturn err\n\t}\n\tobs.Metric(ctx, h.Log, map[string]string{\"Reason\": \"reject\"}",
+			New:  "\tobs.Metric(ctx, h.Log, map[string]string{\"Reason\": \"reject\"}"},
+		{ID: "memstore-settle-quiet-on-unreached", File: memstore, Checks: memFirst, Scenarios: []string{"newer-rejected"},
+			What: "a quiet settlement stands on a row whatever the row says: one rejected since it was read among them",
+			Old:  "\tif !ok || !o.Carries(status) {",
+			New:  "\tif !ok {"},
+		{ID: "memstore-revive-any-quiet-row", File: memstore, Checks: memFirst, Scenarios: []string{"newer-rejected"},
+			What: "Revive takes a row settled quietly on another row than the undone one",
+			Old:  "return r.Status.Quiet() && r.StandsOn == on",
+			New:  "return r.Status.Quiet()"},
+		{ID: "dynamodb-settle-quiet-on-undone", File: "internal/store/deliveries_quiet.go", Checks: dynamo,
+			What: "a quiet settlement stands on a row SES rejected or bounced after its Send",
+			Old:  "return rowExists().And(notSet(attrEvidenceRejectAt)).And(notSet(attrEvidenceBounceAt)).And(sentOrHad)",
+			New:  "return rowExists().And(sentOrHad)"},
+		{ID: "dynamodb-revive-any-quiet-row", File: "internal/store/deliveries_quiet.go", Checks: dynamo,
+			What: "Revive takes a row settled quietly on another row than the undone one",
+			Old:  "cond := statusIn(delivery.QuietStatuses()).And(expression.Name(attrStandsOn).Equal(expression.Value(on)))",
+			New:  "cond := statusIn(delivery.QuietStatuses())"},
 
 		// The sweeper's picks.
 		{ID: "sweeper-reconciles-behind-path", File: sweeperGo,

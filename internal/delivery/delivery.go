@@ -200,6 +200,20 @@ type Row struct {
 	Period  string    `dynamodbav:"period,omitempty"`
 	DueAt   time.Time `dynamodbav:"due_at,omitempty"`
 	Entries []string  `dynamodbav:"entries,stringset,omitempty"`
+	// StandsOn, on a row settled quietly (superseded, skipped_same_diff,
+	// skipped_nothing_new), is the id of the row whose content reaching
+	// the recipient the settlement rests on: the newer version that
+	// reached them, or the version with the same content they had.
+	// Dependents, on that row, are the ids of the quiet rows standing on
+	// it. Both are written in one transaction (store SettleQuiet), so a
+	// verdict that later undoes the row (a Reject, a bounce: Undone)
+	// finds every row that stood on it, and they are revived (R-QUIET-4).
+	StandsOn   string   `dynamodbav:"stands_on,omitempty"`
+	Dependents []string `dynamodbav:"dependents,stringset,omitempty"`
+	// RevivedFrom, on a row revived that way, is the id of the undone row
+	// it stood on: the row went back to pending, its job is reopened
+	// next, and an operator can tell why a settled row was decided again.
+	RevivedFrom string `dynamodbav:"revived_from,omitempty"`
 	// Sweep is the store's bookkeeping: set while the row is in the live
 	// index the sweeps read (internal/store/index.go).
 	Sweep     string    `dynamodbav:"sweep,omitempty"`

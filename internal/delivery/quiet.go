@@ -35,12 +35,47 @@ func (r Row) Unsent() bool {
 	return r.Status.Claimable() && r.NotificationID == "" && r.NotifiedAt.IsZero() && !r.HasEvidence()
 }
 
-// HasContent reports whether the row's recipient has had its version's
-// content: the row was sent (or is held as sent), or it was settled
-// because the recipient had that content already (same diff, nothing
-// new). A later version with the same content is then news to nobody.
-// A superseded row did not give its recipient anything.
-func (r Row) HasContent() bool {
+// Reached reports whether the row's recipient has its version's content,
+// as far as anyone can know now: the row was sent (SES accepted it, or an
+// operator resolved it as sent), or it was settled because the recipient
+// had that content already (same diff, nothing new) — and no verdict came
+// after the send to undo it (Undone). It is the one predicate every
+// decision that spares a reader an email rests on: a newer version that
+// supersedes an older one (R-QUIET-3, through Carries and Judge), a diff
+// they were mailed already (R-QUIET-1), a rerun with nothing new since a
+// version they had (R-QUIET-2), a digest entry a newer version made moot
+// (R-DIGEST-4).
+//
+// Why not "was sent": SES accepting a message is not the reader having
+// it. SES may publish a Reject (it refused the content, a virus) or a
+// Bounce after the Send event; a row so undone gave its reader nothing,
+// and a decision that counted it would leave them with no email at all.
+// A superseded row did not give its recipient anything either.
+func (r Row) Reached() bool {
+	if r.Undone() {
+		return false
+	}
 	return !r.NotifiedAt.IsZero() || r.NotificationID != "" ||
 		r.Status == StatusSkippedSameDiff || r.Status == StatusSkippedNothingNew
+}
+
+// Undone reports whether provider evidence says the row's send reached
+// nobody: a Reject of its message, or a Bounce of it (permanent; or
+// transient once the resends ran out — a transient bounce that is resent
+// clears the row's evidence). A Complaint is not: the reader had the
+// message, and said so.
+func (r Row) Undone() bool { return !r.RejectedAt.IsZero() || !r.BouncedAt.IsZero() }
+
+// Carries reports whether a row settled quietly as status may stand on r
+// (Row.StandsOn): for superseded, r's recipient has r's version
+// (Reached), or r was itself superseded by one that reached them or
+// gathered into their daily digest, which carries it on (R-DIGEST-2) —
+// what Judge counts as Reached; for the same diff and nothing new, r
+// Reached. The store's SettleQuiet holds r to it in the same transaction
+// that settles the row.
+func (r Row) Carries(status Status) bool {
+	if r.Reached() {
+		return true
+	}
+	return status == StatusSuperseded && (r.Status == StatusSuperseded || r.Status == StatusDigested)
 }

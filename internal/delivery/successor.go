@@ -14,17 +14,19 @@ const (
 	// read it, skipped by its repository's settings, dead-lettered with
 	// their row never sent, finished without a row for them — or their
 	// row was settled without a send (refused for good, unsubscribed,
-	// suppressed, no address, a domain not allowed).
+	// suppressed, no address, a domain not allowed), or sent and then
+	// undone by SES (a Reject, a bounce: Row.Undone).
 	Unreachable Successor = iota
 	// Undecided: the newer version may still reach the recipient: its
 	// job is still on its way, or their row is not sent yet, or its send
 	// is in doubt until provider evidence settles it.
 	Undecided
 	// Reached: the recipient has the newer version's content: their row
-	// was sent (SES accepted it), settled because they had that content
-	// already (the same diff, nothing new), superseded by a version
-	// that reached them in turn, or gathered into their daily digest,
-	// whose row carries it on (R-DIGEST-2).
+	// was sent (SES accepted it) and no Reject or bounce undid it since,
+	// settled because they had that content already (the same diff,
+	// nothing new), superseded by a version that reached them in turn,
+	// or gathered into their daily digest, whose row carries it on
+	// (R-DIGEST-2). Row.Carries(StatusSuperseded).
 	Reached
 )
 
@@ -44,7 +46,7 @@ func Judge(newer job.Job, r Row, ok bool) Successor {
 		return Undecided
 	}
 	switch {
-	case r.HasContent() || r.Status == StatusSuperseded || r.Status == StatusDigested:
+	case r.Carries(StatusSuperseded):
 		return Reached
 	case r.Status == StatusSending:
 		return Undecided

@@ -59,6 +59,41 @@ func TestJudge_NewerVersionForARecipient(t *testing.T) {
 	}
 }
 
+// A newer version SES accepted and then undid — a Reject (its content
+// refused), a permanent bounce, a transient one after its resends — did
+// not reach the recipient: it supersedes nothing, and the older version
+// is mailed. A complaint came from a reader who had it.
+// Rules: R-QUIET-4, R-QUIET-3.
+func TestJudge_SentThenUndone_Unreachable(t *testing.T) {
+	running := job.Job{Status: job.StatusInProgress, Stage: job.StageNotify}
+	done := job.Job{Status: job.StatusNeedsIntervention, Stage: job.StageDone}
+	now := time.Now()
+	sent := delivery.Row{Status: delivery.StatusSent, NotificationID: "m", NotifiedAt: now, SendEventAt: now, ProviderMessageID: "m"}
+	rejected := sent
+	rejected.Status, rejected.LastErrorClass, rejected.RejectedAt = delivery.StatusFailedPermanent, "REJECTED", now
+	bounced := sent
+	bounced.Status, bounced.BouncedAt, bounced.BounceType = delivery.StatusSuppressed, now, "Permanent"
+	softOut := sent
+	softOut.BouncedAt, softOut.BounceType = now, "Transient"
+	complained := sent
+	complained.Status, complained.ComplainedAt = delivery.StatusSuppressed, now
+	for _, c := range []struct {
+		name  string
+		newer job.Job
+		row   delivery.Row
+		want  delivery.Successor
+	}{
+		{"rejected after its Send", done, rejected, delivery.Unreachable},
+		{"bounced for good after its Send", running, bounced, delivery.Unreachable},
+		{"bounced transiently, resends spent", running, softOut, delivery.Unreachable},
+		{"complained", running, complained, delivery.Reached},
+	} {
+		if got := delivery.Judge(c.newer, c.row, true); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
 // An older row is superseded by the newest version that reached its
 // recipient, even while a newer one is still undecided; it waits while
 // none did and one may; it is mailed when none can, or there is none.

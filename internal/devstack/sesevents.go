@@ -63,7 +63,12 @@ type SESEventBridge struct {
 
 // SESEvent is one event the bridge publishes.
 type SESEvent struct {
-	Type       string // Send, Delivery
+	// Type is Send or Delivery, what the bridge makes of each message;
+	// a Deliver hook may publish a Reject or a Bounce instead of the
+	// Delivery (SES's verdicts after the Send: the content refused, the
+	// mailbox gone), in SES's format.
+	Type       string
+	BounceType string // a Bounce's: Permanent or Transient
 	MessageID  string
 	DeliveryID string // "" for a probe or foreign mail
 	ProbeID    string
@@ -220,6 +225,11 @@ func (b *SESEventBridge) Publish(ctx context.Context, e SESEvent) error {
 		ev["send"] = map[string]any{}
 	case "Delivery":
 		ev["delivery"] = map[string]any{"timestamp": e.At.Format(time.RFC3339Nano), "smtpResponse": "250 2.0.0 OK (local emulator)"}
+	case "Reject":
+		ev["reject"] = map[string]any{"reason": "Bad content"}
+	case "Bounce":
+		ev["bounce"] = map[string]any{"bounceType": e.BounceType, "bounceSubType": "General", "timestamp": e.At.Format(time.RFC3339Nano),
+			"bouncedRecipients": []map[string]string{{"action": "failed", "status": "5.1.1", "diagnosticCode": "smtp; 550 5.1.1 user unknown (local emulator)"}}}
 	}
 	body, _ := json.Marshal(ev)
 	_, err := b.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(b.TopicARN), Message: aws.String(string(body))})

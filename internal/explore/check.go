@@ -38,10 +38,12 @@ func (v *Violation) Error() string { return v.Rule + ": " + v.Message }
 //   - verdict: a job is made succeeded only when every recipient's row was
 //     sent, or settled without a send (R-OUTBOX-8). Checked when the
 //     verdict is written. A row sent and then bounced or rejected counts as
-//     sent: the event changes the row, then the job (reopened, or marked for
-//     a person), two writes in that order, and a run that read the row
-//     before the event may finalize between them; that the job does not
-//     then stay succeeded over such a row is liveness's to check.
+//     sent, and a quiet row revived after the send it stood on was undone
+//     (R-QUIET-4) as settled: the event changes the row, then the job
+//     (reopened, or marked for a person), two writes in that order, and a
+//     run that read the row before the event may finalize between them;
+//     that the job does not then stay succeeded over such a row is
+//     liveness's to check.
 func (w *world) safety(o Options) *Violation {
 	ctx := context.Background()
 	if v := w.intakeSafety(o); v != nil {
@@ -87,7 +89,8 @@ func (w *world) safety(o Options) *Violation {
 		rows := w.rowsOf(j)
 		for _, r := range rows {
 			sent := !r.NotifiedAt.IsZero() || r.Status.Done() ||
-				(r.Status == delivery.StatusFailedTransient && len(r.BouncedMessageIDs) > 0) // sent, then bounced
+				(r.Status == delivery.StatusFailedTransient && len(r.BouncedMessageIDs) > 0) || // sent, then bounced
+				(r.Status.Claimable() && r.RevivedFrom != "") // settled on a send SES then undid, revived (R-QUIET-4)
 			if !sent {
 				return &Violation{Rule: "verdict", Message: fmt.Sprintf("job %s made succeeded with row %s %s, never sent", id, r.ID, r.Status)}
 			}

@@ -26,7 +26,10 @@ const maxStates = 400_000
 // the newer version fails (refused by SES while the older one looks,
 // refused by its budget, dead-lettered with the row unsent) before,
 // during or after the older one's look, the recipient is mailed one
-// version, the newest that could reach them, and no job waits for ever.
+// version, the newest that could reach them, and no job waits for ever;
+// and when SES rejects the newer version after its Send (newer-rejected),
+// whether the older one was superseded by it already or looks after, the
+// older one is mailed once and no quiet row stands on the rejected one.
 // With a daily reader (digest-close): each version reaches them once, in
 // one digest, whatever the order of its notify and the digest's close and
 // send, and a job succeeds only once its rows' entries are held. In every
@@ -36,7 +39,7 @@ const maxStates = 400_000
 // on its row, no message of a batch starts past its last start, no row is
 // reconciled in a world that keeps the publish bound, and the sweeper
 // hands back a stuck row and a stuck job. The deep run is make explore.
-// Rules: R-OUTBOX-10, R-EVIDENCE-2, R-OUTBOX-8, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3, R-STAGE-8, R-STAGE-9, R-STAGE-10, R-RECON-1, R-EVIDENCE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3.
+// Rules: R-OUTBOX-10, R-EVIDENCE-2, R-OUTBOX-8, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3, R-QUIET-4, R-STAGE-8, R-STAGE-9, R-STAGE-10, R-RECON-1, R-EVIDENCE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3.
 func TestExplore_ProtocolAsBuilt(t *testing.T) {
 	for _, sc := range Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
@@ -98,10 +101,12 @@ func TestExplore_MainRuleLateEventDuplicate(t *testing.T) {
 // transaction's conditions (one job per key and version), answering a
 // repeated key afresh (the first answer byte for byte); and the rule
 // R-QUIET-3 had before: superseding by a newer version still on its way,
-// which leaves nobody mailed when that version then fails; and two
+// which leaves nobody mailed when that version then fails; the rule it
+// had before R-QUIET-4: a version SES rejected after its Send counted as
+// reached, which leaves nobody mailed; and two
 // digests that lose a version: closed on entries added after it was
 // rendered, or taking a closed digest's refusal for the entry held.
-// Rules: R-OUTBOX-5, R-OUTBOX-6, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3, R-DIGEST-2, R-DIGEST-3.
+// Rules: R-OUTBOX-5, R-OUTBOX-6, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3, R-QUIET-4, R-DIGEST-2, R-DIGEST-3.
 func TestExplore_BrokenVariantsAreCaught(t *testing.T) {
 	for _, v := range Variants() {
 		for _, name := range v.CaughtIn {

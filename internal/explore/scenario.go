@@ -86,6 +86,11 @@ type Scenario struct {
 	// each recipient must be mailed one version of the changelist, the
 	// newest that can reach them (R-QUIET-3; supersede.go).
 	OneVersion bool
+	// Owed names, per "changelist recipient", the one version that
+	// recipient must have been mailed — a mail that reached them — once
+	// the world is quiet (the quiet property; supersede.go): in a world
+	// whose every outcome is fixed, what the reader is owed.
+	Owed map[string]int
 	// Daily are the recipients on daily delivery (R-DIGEST-*; digest.go):
 	// their critiques go into digests due at 10:00 UTC, an hour after the
 	// world's epoch first, which the clock reaches by its ticks.
@@ -117,6 +122,10 @@ type JobSpec struct {
 	// budget of model runs spent: the real llm stage refuses it
 	// (R-BUDGET-1) when its message is delivered (supersede.go).
 	OverBudget bool
+	// Fate, when set, is what SES makes of this job's mail, whoever it
+	// is to (it outranks the scenario's Fates): one version rejected for
+	// its content after its Send, the others delivered (newer-rejected).
+	Fate Fate
 	// Digested: the job's notify ran before the world starts, and each
 	// recipient's row went into their first digest, which holds it
 	// (digest.go); the job succeeded.

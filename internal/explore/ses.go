@@ -137,6 +137,9 @@ func (w *world) accept(id, deliveryID, to, probe string) *sesMail {
 	m := &sesMail{id: id, delivery: deliveryID, probe: probe, to: to, at: w.now, fate: Delivered}
 	m.events = []*sesEvent{{mail: m, typ: "Send"}}
 	f, ok := w.sc.Fates[to]
+	if jf, set := w.fateOf[deliveryID]; set {
+		f, ok = jf, true
+	}
 	if !ok || probe != "" {
 		// Delivered, and its Delivery event left out: it changes nothing
 		// the protocol decides, and each event is a feedback invocation

@@ -49,6 +49,14 @@ func rdMany(name string, keys []string) op {
 	return op{name: name, key: strings.Join(keys, ","), keys: slices.Clone(keys)}
 }
 
+// wrMany writes several resources of one kind in one call (a
+// TransactWriteItems): each is its own key.
+func wrMany(name string, keys []string) op {
+	o := rdMany(name, keys)
+	o.write = true
+	return o
+}
+
 // pair carries a call's two answers through call.
 type pair[A, B any] struct {
 	a A
@@ -74,7 +82,11 @@ type outbox struct {
 var _ store.Deliveries = outbox{}
 
 func (o outbox) Ensure(ctx context.Context, r delivery.Row) (delivery.Row, bool, error) {
-	return call2(o.w, ctx, wr("outbox.Ensure", r.ID), func() (delivery.Row, bool, error) { return o.s.Ensure(ctx, r) })
+	op := wr("outbox.Ensure", r.ID)
+	if r.StandsOn != "" {
+		op = wrMany("outbox.Ensure", []string{r.ID, r.StandsOn}) // one transaction on both rows
+	}
+	return call2(o.w, ctx, op, func() (delivery.Row, bool, error) { return o.s.Ensure(ctx, r) })
 }
 func (o outbox) Get(ctx context.Context, id string) (delivery.Row, error) {
 	return call(o.w, ctx, rd("outbox.Get", id), func() (delivery.Row, error) { return o.s.Get(ctx, id) })
@@ -108,6 +120,15 @@ func (o outbox) RecordDuplicate(ctx context.Context, r delivery.Row, messageID s
 }
 func (o outbox) Skip(ctx context.Context, id string, status delivery.Status, reason string) (delivery.Row, error) {
 	return call(o.w, ctx, wr("outbox.Skip", id), func() (delivery.Row, error) { return o.s.Skip(ctx, id, status, reason) })
+}
+func (o outbox) SettleQuiet(ctx context.Context, id string, status delivery.Status, reason, on string) (delivery.Row, error) {
+	// One transaction on both rows.
+	return call(o.w, ctx, wrMany("outbox.SettleQuiet", []string{id, on}), func() (delivery.Row, error) {
+		return o.s.SettleQuiet(ctx, id, status, reason, on)
+	})
+}
+func (o outbox) Revive(ctx context.Context, id, on string) (delivery.Row, error) {
+	return call(o.w, ctx, wr("outbox.Revive", id), func() (delivery.Row, error) { return o.s.Revive(ctx, id, on) })
 }
 func (o outbox) ResendAfterNotDelivered(ctx context.Context, id, msgID, class string, at time.Time, max int) (delivery.Row, error) {
 	return call(o.w, ctx, wr("outbox.ResendAfterNotDelivered", id), func() (delivery.Row, error) {
@@ -166,6 +187,16 @@ func (j jobs) FinishNotify(ctx context.Context, id job.ID, attempt int, status j
 	return err
 }
 func (j jobs) Reopen(ctx context.Context, id job.ID) error {
+	if p := procOf(ctx); p != nil {
+		// An invocation that reopens a job enqueues it next: it is at
+		// work on it (checkDelete), whichever job its messages name — a
+		// Reject of one version reopens the job of an older one whose row
+		// stood on it (R-QUIET-4).
+		if p.jobs == nil {
+			p.jobs = map[job.ID]bool{}
+		}
+		p.jobs[id] = true
+	}
 	_, err := call(j.w, ctx, wr("jobs.Reopen", string(id)), func() (struct{}, error) { return noval(j.s.Reopen(ctx, id)) })
 	return err
 }
@@ -226,8 +257,8 @@ func digest(v any, err error) string {
 }
 
 func rowDigest(r delivery.Row) string {
-	return fmt.Sprintf("%s/%s/%s/%s/%s/%t/%d/%s", r.Status, r.NotificationID, r.ProviderMessageID, r.ClaimToken,
-		stamp(r.LeaseUntil), r.HasEvidence(), r.BounceResends, r.Resolution)
+	return fmt.Sprintf("%s/%s/%s/%s/%s/%t/%d/%s/%s/%v", r.Status, r.NotificationID, r.ProviderMessageID, r.ClaimToken,
+		stamp(r.LeaseUntil), r.HasEvidence(), r.BounceResends, r.Resolution, r.StandsOn, r.Dependents)
 }
 
 // stamp prints a time compactly for digests and hashes.

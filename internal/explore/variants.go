@@ -36,6 +36,9 @@ func Variants() []*Variant {
 		{Name: "sending-counts-as-reached", CaughtIn: []string{"newer-refused"}, Property: "quiet",
 			Doc: "broken on purpose: a newer version whose send is in flight counts as having reached the recipient; " +
 				"when SES then refuses it for good, nobody is mailed", Apply: sendingCountsAsReached},
+		{Name: "undone-counts-as-reached", CaughtIn: []string{"newer-rejected"}, Property: "quiet",
+			Doc: "R-QUIET-3 as it was before R-QUIET-4: a newer version SES accepted counts as having reached the recipient " +
+				"even once SES rejected it after its Send; the older version is never mailed", Apply: undoneCountsAsReached},
 		{Name: "dead-lettered-waited-for", CaughtIn: []string{"newer-dead-lettered"}, Property: "stuck",
 			Doc: "broken on purpose: a dead-lettered newer version with the recipient's row never sent is waited for; " +
 				"the older version waits for ever and nobody is mailed", Apply: deadLetteredWaited},

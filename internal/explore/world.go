@@ -75,7 +75,10 @@ type world struct {
 	// digest row its daily readers can have (digest.go).
 	rowIDs    []string
 	digestIDs []string
-	jobIDs    []job.ID
+	// fateOf is what SES makes of each row's mail whose job names a Fate
+	// (JobSpec.Fate).
+	fateOf map[string]Fate
+	jobIDs []job.ID
 	// succeeded is each job's verdict as the last safety check saw it.
 	succeeded map[job.ID]bool
 	// dropped are stage messages deleted with their work neither done
@@ -135,7 +138,14 @@ func newWorld(sc Scenario, v *Variant) *world {
 	for _, js := range sc.Jobs {
 		w.jobIDs = append(w.jobIDs, job.NewID("generic", js.Changelist, js.Version))
 		for _, r := range js.Recipients {
-			w.rowIDs = append(w.rowIDs, delivery.ID(job.ChangelistKey("generic", js.Changelist), r, js.Version))
+			id := delivery.ID(job.ChangelistKey("generic", js.Changelist), r, js.Version)
+			w.rowIDs = append(w.rowIDs, id)
+			if js.Fate != "" {
+				if w.fateOf == nil {
+					w.fateOf = map[string]Fate{}
+				}
+				w.fateOf[id] = js.Fate
+			}
 		}
 	}
 	for i, js := range sc.Jobs {

@@ -336,8 +336,10 @@ func (n *Notify) mutedByReply(ctx context.Context, rcpt string, entries []delive
 // reachedSince reports, per changelist, whether a version newer than the
 // newest one the digest gathered reached the reader on its own (mixed
 // mode mails an error at once): their row of one of the next
-// digest.LookAhead versions was sent, or settled because they had its
-// content. One read for the whole digest (GetMany).
+// digest.LookAhead versions was sent and not undone since by a Reject or
+// a bounce, or settled because they had its content
+// (delivery.Row.Reached, R-QUIET-4). One read for the whole digest
+// (GetMany).
 func (n *Notify) reachedSince(ctx context.Context, rcpt string, entries []delivery.Row) (map[string]bool, error) {
 	newest := map[string]int{}
 	for _, e := range entries {
@@ -356,7 +358,7 @@ func (n *Notify) reachedSince(ctx context.Context, rcpt string, entries []delive
 	}
 	reached := map[string]bool{}
 	for _, l := range later {
-		if l.HasContent() {
+		if l.Reached() {
 			reached[l.ChangelistKey] = true
 		}
 	}

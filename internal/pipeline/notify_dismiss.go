@@ -76,10 +76,12 @@ func (n *Notify) onlyDismissedNew(j job.Job, c, mailed critic.Critique) int {
 // settleDismissedOnly settles, as it creates them, the rows of recipients
 // for whom the version holds nothing new but findings they marked wrong
 // (onlyDismissedNew), when they had the content of the version compared
-// with (delivery.Row.HasContent, as R-QUIET-2 asks): skipped_nothing_new,
-// never sent. The decision is taken once, when the row is created with
-// the message it was rendered from, so a vote that arrives later changes
-// neither (R-OUTBOX-2). rows are the rows to be created, in place.
+// with (delivery.Row.Reached, as R-QUIET-2 asks): skipped_nothing_new,
+// never sent, standing on that version's row (Row.StandsOn: created in
+// one transaction with it, R-QUIET-4). The decision is taken once, when
+// the row is created with the message it was rendered from, so a vote
+// that arrives later changes neither (R-OUTBOX-2). rows are the rows to
+// be created, in place.
 func (n *Notify) settleDismissedOnly(ctx context.Context, clKey string, rows []delivery.Row, since map[string]int) error {
 	if len(since) == 0 {
 		return nil
@@ -96,7 +98,7 @@ func (n *Notify) settleDismissedOnly(ctx context.Context, clKey string, rows []d
 	}
 	had := map[string]bool{}
 	for _, e := range earlier {
-		if e.HasContent() && e.ReviewVersion == since[e.Recipient] {
+		if e.Reached() && e.ReviewVersion == since[e.Recipient] {
 			had[e.Recipient] = true
 		}
 	}
@@ -104,6 +106,7 @@ func (n *Notify) settleDismissedOnly(ctx context.Context, clKey string, rows []d
 		if had[r.Recipient] {
 			rows[i].Status = delivery.StatusSkippedNothingNew
 			rows[i].SkipReason = "nothing new since v" + strconv.Itoa(since[r.Recipient]) + " but findings marked wrong"
+			rows[i].StandsOn = delivery.ID(clKey, r.Recipient, since[r.Recipient])
 		}
 	}
 	return nil

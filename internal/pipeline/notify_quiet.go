@@ -10,6 +10,7 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
+	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/store"
 )
 
@@ -64,11 +65,28 @@ const newerLookBack = 10
 // whatever the version, so a later version finds this one whatever
 // happens to its rows. Only a quiet version's rows are settled quietly:
 // an explicit one's recipients are all mailed (R-RERUN-2).
+//
+// Each quiet settlement stands on the row it rests on, in one
+// transaction that fails when that row no longer carries it (a Reject or
+// a bounce recorded on it since it was read, R-QUIET-4): the decision is
+// then taken again from the rows as they are now.
 func (n *Notify) quiet(ctx context.Context, j job.Job, c critic.Critique, rows []delivery.Row) (waiting, error) {
-	q := n.Quiet
-	if q == nil {
+	if n.Quiet == nil {
 		return waiting{}, nil
 	}
+	for range 3 {
+		w, err := n.quietOnce(ctx, j, c, rows)
+		if !errors.Is(err, store.ErrNotReached) {
+			return w, err
+		}
+		n.Log.InfoContext(ctx, "a quiet settlement lost the row it stood on; deciding again", "job_id", j.ID, "error", err)
+	}
+	return waiting{}, retry.Transient(retry.Conflict, fmt.Errorf("job %s: the rows its quiet settlements stand on keep changing", j.ID))
+}
+
+// quietOnce takes quiet's decisions once, from the rows as read.
+func (n *Notify) quietOnce(ctx context.Context, j job.Job, c critic.Critique, rows []delivery.Row) (waiting, error) {
+	q := n.Quiet
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
 	var same []int
 	if j.DiffSHA256 != "" {
@@ -91,11 +109,11 @@ func (n *Notify) quiet(ctx context.Context, j job.Job, c critic.Critique, rows [
 		if err != nil {
 			return waiting{}, err
 		}
-		if err := n.settleQuietly(ctx, j, rows, func(r delivery.Row) (delivery.Status, string) {
+		if err := n.settleQuietly(ctx, j, rows, func(r delivery.Row) (delivery.Status, string, int) {
 			if v, ok := had[r.Recipient]; ok {
-				return delivery.StatusSkippedSameDiff, "same diff as v" + strconv.Itoa(v)
+				return delivery.StatusSkippedSameDiff, "same diff as v" + strconv.Itoa(v), v
 			}
-			return "", ""
+			return "", "", 0
 		}); err != nil {
 			return waiting{}, err
 		}
@@ -106,11 +124,11 @@ func (n *Notify) quiet(ctx context.Context, j job.Job, c critic.Critique, rows [
 			if err != nil {
 				return waiting{}, err
 			}
-			if err := n.settleQuietly(ctx, j, rows, func(r delivery.Row) (delivery.Status, string) {
+			if err := n.settleQuietly(ctx, j, rows, func(r delivery.Row) (delivery.Status, string, int) {
 				if _, ok := had[r.Recipient]; ok {
-					return delivery.StatusSkippedNothingNew, "nothing new since v" + strconv.Itoa(since)
+					return delivery.StatusSkippedNothingNew, "nothing new since v" + strconv.Itoa(since), since
 				}
-				return "", ""
+				return "", "", 0
 			}); err != nil {
 				return waiting{}, err
 			}
@@ -217,11 +235,11 @@ func (n *Notify) supersede(ctx context.Context, j job.Job, rows []delivery.Row) 
 		}
 	}
 	if len(by) > 0 {
-		if err := n.settleQuietly(ctx, j, rows, func(r delivery.Row) (delivery.Status, string) {
+		if err := n.settleQuietly(ctx, j, rows, func(r delivery.Row) (delivery.Status, string, int) {
 			if v, ok := by[r.ID]; ok {
-				return delivery.StatusSuperseded, "v" + strconv.Itoa(v)
+				return delivery.StatusSuperseded, "v" + strconv.Itoa(v), v
 			}
-			return "", ""
+			return "", "", 0
 		}); err != nil {
 			return waiting{}, err
 		}
@@ -231,7 +249,8 @@ func (n *Notify) supersede(ctx context.Context, j job.Job, rows []delivery.Row) 
 
 // hadContent reads the rows of the given earlier versions for every
 // unsent row's recipient and returns, per recipient, the latest of those
-// versions whose content the recipient has had (delivery.Row.HasContent).
+// versions whose content the recipient has (delivery.Row.Reached: sent
+// and not undone since by a Reject or a bounce, R-QUIET-4).
 func (n *Notify) hadContent(ctx context.Context, clKey string, rows []delivery.Row, versions []int) (map[string]int, error) {
 	var ids []string
 	for _, r := range rows {
@@ -247,7 +266,7 @@ func (n *Notify) hadContent(ctx context.Context, clKey string, rows []delivery.R
 	}
 	had := map[string]int{}
 	for _, e := range earlier {
-		if e.HasContent() && e.ReviewVersion > had[e.Recipient] {
+		if e.Reached() && e.ReviewVersion > had[e.Recipient] {
 			had[e.Recipient] = e.ReviewVersion
 		}
 	}
@@ -266,20 +285,23 @@ func nothingNewSince(c critic.Critique) int {
 }
 
 // settleQuietly settles each unsent row that decide gives a status as
-// that status, without a send: one conditional write each (store Skip:
-// only while the row is claimable and carries no sign of a send), so a
-// row another notifier claimed meanwhile keeps its course and is taken
-// as it is now.
-func (n *Notify) settleQuietly(ctx context.Context, j job.Job, rows []delivery.Row, decide func(delivery.Row) (delivery.Status, string)) error {
+// that status, without a send, standing on the recipient's row of the
+// version decide names (the one that reached them, or whose content they
+// had): one transaction each (store SettleQuiet: only while the row is
+// claimable and carries no sign of a send, and the row it stands on still
+// carries it), so a row another notifier claimed meanwhile keeps its
+// course and is taken as it is now. store.ErrNotReached: a row stood on
+// was undone since it was read; the caller decides again.
+func (n *Notify) settleQuietly(ctx context.Context, j job.Job, rows []delivery.Row, decide func(delivery.Row) (delivery.Status, string, int)) error {
 	for i, r := range rows {
 		if !r.Unsent() {
 			continue
 		}
-		status, reason := decide(r)
+		status, reason, on := decide(r)
 		if status == "" {
 			continue
 		}
-		got, err := n.Deliveries.Skip(ctx, r.ID, status, reason)
+		got, err := n.Deliveries.SettleQuiet(ctx, r.ID, status, reason, delivery.ID(r.ChangelistKey, r.Recipient, on))
 		got, _, err = n.current(ctx, r.ID, got, err)
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
@@ -10,6 +11,7 @@ import (
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/prefs"
 	"github.com/criticizer/criticizer/internal/retry"
+	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 )
 
@@ -96,6 +98,13 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique, s
 	rows := make([]delivery.Row, 0, len(recipients)+len(noEmail))
 	for _, r := range fresh {
 		got, created, err := n.Deliveries.Ensure(ctx, r)
+		if errors.Is(err, store.ErrNotReached) {
+			// The version it would stand on was undone since it was read
+			// (a Reject, a bounce, R-QUIET-4): the reader does not have
+			// it, and this version is news to them.
+			r.Status, r.SkipReason, r.StandsOn = delivery.StatusPending, "", ""
+			got, created, err = n.Deliveries.Ensure(ctx, r)
+		}
 		if err != nil {
 			return nil, err
 		}

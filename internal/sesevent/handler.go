@@ -43,8 +43,10 @@ type Handler struct {
 	Recipients Suppressor
 	// Jobs and Queue send a row again after provider evidence that it was
 	// not delivered (a transient bounce): the job is reopened at notify
-	// and a notify message enqueued; and mark the job of a rejected row
-	// needs_intervention. Nil: such events are only recorded.
+	// and a notify message enqueued; mark the job of a rejected row
+	// needs_intervention; and revive the quiet rows that stood on a row a
+	// Reject or a bounce undid (R-QUIET-4), their jobs reopened the same
+	// way. Nil: such events are only recorded.
 	Jobs  Reopener
 	Queue Enqueuer
 	// MaxBounceResends bounds the resends of one delivery after evidence
@@ -73,6 +75,7 @@ type Deliveries interface {
 	RecordEvent(ctx context.Context, id string, e store.Event) (delivery.Row, store.EventOutcome, error)
 	ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error)
 	Reject(ctx context.Context, id, providerMessageID string, at time.Time) (delivery.Row, error)
+	Revive(ctx context.Context, id, on string) (delivery.Row, error)
 }
 
 // Evidence keeps the newest event time (store.Evidence).
@@ -247,6 +250,13 @@ func (h *Handler) record(ctx context.Context, ev Event) error {
 		h.Log.WarnContext(ctx, "address suppressed; it will not be mailed again", "delivery_id", id, "reason", reason,
 			"bounce_sub_type", bounceSubType(ev))
 	}
+	if row.Undone() {
+		// After the suppression: a revived row of a suppressed address is
+		// then settled suppressed by its notify, never sent.
+		if err := h.revive(ctx, row); err != nil {
+			return err
+		}
+	}
 	obs.Metric(ctx, h.Log, map[string]string{"EventType": ev.EventType}, map[string]float64{"ProviderEvents": 1})
 	h.Log.InfoContext(ctx, "provider event recorded", "delivery_id", id, "event_type", ev.EventType, "status", row.Status)
 	return nil
@@ -283,6 +293,9 @@ func (h *Handler) reject(ctx context.Context, id string, ev Event) error {
 		if err := h.Jobs.Intervene(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
 			return err
 		}
+	}
+	if err := h.revive(ctx, row); err != nil {
+		return err
 	}
 	obs.Metric(ctx, h.Log, map[string]string{"Reason": "reject"}, map[string]float64{"Rejects": 1})
 	h.Log.ErrorContext(ctx, "SES rejected the message; the delivery failed permanently and needs a person",
@@ -335,6 +348,82 @@ func (h *Handler) resend(ctx context.Context, id string, e store.Event) (bool, e
 	h.Log.WarnContext(ctx, "provider evidence says the send was not delivered; delivery will be sent again",
 		"delivery_id", id, "job_id", row.JobID, "reason", "transient_bounce", "bounce_resends", row.BounceResends)
 	return true, nil
+}
+
+// maxRevived bounds the rows one undone send revives: the versions of
+// one changelist standing, directly or in turn, on one reader's row.
+const maxRevived = 100
+
+// revive settles again the quiet rows that stood on undone, a row whose
+// send a Reject or a bounce undid (R-QUIET-4): superseded by it, or
+// skipped as the same diff or nothing new since it. Each goes back to
+// pending (store Revive: only while it still stands on that row), its
+// job is reopened at notify and a notify message enqueued, as a resend
+// after a transient bounce is; the notifier then decides it afresh — the
+// newest version that can reach the reader is mailed, through the claim,
+// the send and the mark, once, or the row is settled again (a suppressed
+// address, a newer version that did reach them). A revived row's own
+// dependents stood on it, and are revived in turn. The rejected
+// version's own content is never sent again (R-EVIDENCE-8).
+//
+// A redelivered event finds its rows revived already: a row still
+// unsent and revived from that row (RevivedFrom) was revived by an
+// earlier delivery, and its reopen, enqueue and dependents are done
+// again, all idempotent. A row settled
+// again or sent since keeps its course, and what stands on it stands on
+// a row that carries it.
+func (h *Handler) revive(ctx context.Context, undone delivery.Row) error {
+	if h.Jobs == nil || h.Queue == nil {
+		return nil
+	}
+	type standing struct{ id, on string }
+	var todo []standing
+	for _, d := range undone.Dependents {
+		todo = append(todo, standing{d, undone.ID})
+	}
+	seen := map[string]bool{}
+	for len(todo) > 0 && len(seen) < maxRevived {
+		st := todo[0]
+		todo = todo[1:]
+		if seen[st.id] {
+			continue
+		}
+		seen[st.id] = true
+		row, err := h.Deliveries.Revive(ctx, st.id, st.on)
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+			if row, err = h.Deliveries.Get(ctx, st.id); errors.Is(err, store.ErrNotFound) {
+				continue // expired
+			}
+			if err != nil {
+				return err
+			}
+			if !row.Unsent() || row.RevivedFrom != st.on {
+				continue // settled again, or sent, since: its own course
+			}
+		} else if err != nil {
+			return err
+		}
+		if err := h.Jobs.Reopen(ctx, row.JobID); err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		if err := h.Queue.Enqueue(ctx, row.NotifyMessage()); err != nil {
+			return err
+		}
+		obs.Metric(ctx, h.Log, map[string]string{"Function": "feedback"}, map[string]float64{"QuietRowsRevived": 1})
+		h.Log.WarnContext(ctx, "a quiet row stood on a send SES undid; it is decided again", "delivery_id", row.ID,
+			"job_id", row.JobID, "undone", st.on)
+		for _, d := range row.Dependents {
+			todo = append(todo, standing{d, row.ID})
+		}
+	}
+	if len(todo) > 0 {
+		// Each revived row's notify settles it again; rows further down
+		// the chain stay standing on one not sent yet, and are left for
+		// a person to see.
+		h.Log.ErrorContext(ctx, "more quiet rows stood on an undone send than one event revives", "delivery_id", undone.ID,
+			"revived", len(seen), "left", len(todo))
+	}
+	return nil
 }
 
 func bounceSubType(ev Event) string {

@@ -312,3 +312,96 @@ func TestFeedback_DeadlineHandsBackTheRest(t *testing.T) {
 		t.Fatalf("failures %+v, want the two records that no longer fit", resp.BatchItemFailures)
 	}
 }
+
+// A Reject or a bounce after the Send undoes the send: the quiet rows
+// that stood on it — superseded by it, or the same diff as it — and,
+// in turn, the rows that stood on those, go back to pending, each job
+// reopened at notify and a notify message sent, so the notifier decides
+// them again (R-QUIET-4). A row settled again since keeps its course;
+// the event delivered twice revives nothing twice. A complaint undoes
+// nothing: the reader had the message.
+// Rules: R-QUIET-4, R-EVIDENCE-8, R-EVIDENCE-6.
+func TestFeedback_UndoneSendRevivesTheRowsThatStoodOnIt(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		pending := func(id string, j job.ID) {
+			t.Helper()
+			if _, _, err := f.d.Ensure(ctx, delivery.Row{ID: id, JobID: j, Recipient: "r@example.com", Status: delivery.StatusPending,
+				CreatedAt: now, UpdatedAt: now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		settle := func(id string, status delivery.Status, on string) {
+			t.Helper()
+			if _, err := f.d.SettleQuiet(ctx, id, status, "v9", on); err != nil {
+				t.Fatalf("settle %s on %s: %v", id, on, err)
+			}
+		}
+		for _, c := range []struct{ name, event string }{
+			{"reject", `,"reject":{"reason":"Bad content"}`},
+			{"permanent-bounce", `,"bounce":{"bounceType":"Permanent","bounceSubType":"General"}`},
+			{"complaint", `,"complaint":{"complaintFeedbackType":"abuse"}`},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				f.q.msgs = nil
+				undone, v1, v0, v3, v4 := "d_"+c.name+"_2", "d_"+c.name+"_1", "d_"+c.name+"_0", "d_"+c.name+"_3", "d_"+c.name+"_4"
+				f.sent(t, undone, "ses-"+c.name)
+				pending(v1, "j_v1")
+				pending(v0, "j_v0")
+				pending(v3, "j_v3")
+				pending(v4, "j_v4")
+				settle(v1, delivery.StatusSuperseded, undone)      // v1 superseded by it
+				settle(v0, delivery.StatusSuperseded, v1)          // v0 superseded by v1 in turn
+				settle(v3, delivery.StatusSkippedSameDiff, undone) // v3: the same diff
+				settle(v4, delivery.StatusSkippedSameDiff, v3)     // v4: the same diff as v3
+				typ := map[string]string{"reject": "Reject", "permanent-bounce": "Bounce", "complaint": "Complaint"}[c.name]
+				ev := sesEvent(typ, "ses-"+c.name, undone, now, c.event)
+				for range 2 {
+					if resp, _ := f.h.Handle(ctx, batch(ev)); len(resp.BatchItemFailures) != 0 {
+						t.Fatalf("failures %+v", resp.BatchItemFailures)
+					}
+				}
+				if c.name == "complaint" {
+					for _, id := range []string{v1, v0, v3, v4} {
+						if r, _ := f.d.Get(ctx, id); !r.Status.Quiet() {
+							t.Errorf("%s is %s after a complaint, want it still settled quietly: the reader had the message", id, r.Status)
+						}
+					}
+					if len(f.q.msgs) != 0 {
+						t.Errorf("enqueued %+v after a complaint", f.q.msgs)
+					}
+					return
+				}
+				for _, id := range []string{v1, v0, v3, v4} {
+					r, _ := f.d.Get(ctx, id)
+					if r.Status != delivery.StatusPending || r.StandsOn != "" || r.RevivedFrom == "" || !r.Unsent() {
+						t.Errorf("%s is %s on %q (revived from %q), want pending again, never sent", id, r.Status, r.StandsOn, r.RevivedFrom)
+					}
+				}
+				jobs := map[job.ID]int{}
+				for _, m := range f.q.msgs {
+					if m.Stage != job.StageNotify || m.Task != "" {
+						t.Errorf("enqueued %+v, want a job's notify message", m)
+					}
+					jobs[m.JobID]++
+				}
+				for _, j := range []job.ID{"j_v1", "j_v0", "j_v3", "j_v4"} {
+					if jobs[j] == 0 {
+						t.Errorf("no notify message for %s; enqueued %v", j, jobs)
+					}
+				}
+				// Settled again since (its notify found a newer version that
+				// reached the reader): a late copy of the event leaves it.
+				f.sent(t, "d_"+c.name+"_9", "ses-9-"+c.name)
+				settle(v1, delivery.StatusSuperseded, "d_"+c.name+"_9")
+				if resp, _ := f.h.Handle(ctx, batch(ev)); len(resp.BatchItemFailures) != 0 {
+					t.Fatalf("failures %+v", resp.BatchItemFailures)
+				}
+				if r, _ := f.d.Get(ctx, v1); r.Status != delivery.StatusSuperseded || r.StandsOn != "d_"+c.name+"_9" {
+					t.Errorf("a late copy of the event moved %s, settled again since, to %s", v1, r.Status)
+				}
+			})
+		}
+	})
+}

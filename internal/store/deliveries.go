@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,14 +40,17 @@ func deliveryKey(id string) map[string]types.AttributeValue {
 // Ensure creates the row if it does not exist and returns the row as stored:
 // the new one, or the existing one unchanged (from ALL_OLD, no second read).
 // A row is created once, with its rendered message, before any send; a retry
-// never re-renders.
+// never re-renders. A row created settled quietly on another
+// (r.StandsOn) is created in one transaction with that row's dependents,
+// as SettleQuiet: ErrNotReached when that row does not carry it.
 func (s *DynamoDeliveries) Ensure(ctx context.Context, r delivery.Row) (delivery.Row, bool, error) {
 	item, err := marshalRow(r)
 	if err != nil {
 		return delivery.Row{}, false, err
 	}
-	if exp := expiresAt(s.now(), s.Retention); exp != 0 {
-		item[attrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(exp, 10)}
+	s.expiresItem(item)
+	if r.StandsOn != "" {
+		return s.ensureStanding(ctx, r, item)
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &s.table, Item: item,
@@ -160,6 +162,8 @@ type Deliveries interface {
 	RecordEvent(ctx context.Context, id string, e Event) (delivery.Row, EventOutcome, error)
 	RecordDuplicate(ctx context.Context, r delivery.Row, messageID string) (bool, error)
 	Skip(ctx context.Context, id string, status delivery.Status, reason string) (delivery.Row, error)
+	SettleQuiet(ctx context.Context, id string, status delivery.Status, reason, on string) (delivery.Row, error)
+	Revive(ctx context.Context, id, on string) (delivery.Row, error)
 	ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error)
 	Reject(ctx context.Context, id, providerMessageID string, at time.Time) (delivery.Row, error)
 	MarkReconciling(ctx context.Context, id string) (delivery.Row, error)

@@ -24,7 +24,8 @@ func TestDeliveryAttrs_MatchRowTags(t *testing.T) {
 		attrEvidenceSendAt, attrEvidenceDeliveryAt, attrEvidenceBounceAt, attrEvidenceComplaintAt,
 		attrEvidenceRejectAt, attrBounceType, attrLastBounceAt, attrBounceResends, attrBouncedMessageIDs,
 		attrDuplicateMessageIDs, attrEvidenceCheckedAt, attrResentWithoutEvidence, attrResolution,
-		attrUpdatedAt, schema.Sweep, attrMessage, attrRecipient, attrCreatedAt, attrDigest, attrPeriod, attrDueAt, attrEntries} {
+		attrUpdatedAt, schema.Sweep, attrMessage, attrRecipient, attrCreatedAt, attrDigest, attrPeriod, attrDueAt, attrEntries,
+		attrStandsOn, attrDependents, attrRevivedFrom} {
 		if !tags[a] {
 			t.Errorf("attribute %q is not a dynamodbav tag of delivery.Row", a)
 		}

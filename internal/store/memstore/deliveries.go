@@ -53,6 +53,7 @@ func clone(r delivery.Row) delivery.Row {
 	r.BouncedMessageIDs = slices.Clone(r.BouncedMessageIDs)
 	r.DuplicateMessageIDs = slices.Clone(r.DuplicateMessageIDs)
 	r.Entries = slices.Clone(r.Entries)
+	r.Dependents = slices.Clone(r.Dependents)
 	return r
 }
 
@@ -88,15 +89,71 @@ func (s *Deliveries) ours(ctx context.Context, id string, row delivery.Row, err 
 	return cur, err
 }
 
-// Ensure implements store.Deliveries.
+// Ensure implements store.Deliveries: a row created settled quietly on
+// another (StandsOn) joins that row's dependents in the same step, while
+// it carries the settlement (store.ErrNotReached otherwise).
 func (s *Deliveries) Ensure(_ context.Context, r delivery.Row) (delivery.Row, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.rows[r.ID]; ok {
 		return clone(old), false, nil
 	}
+	if r.StandsOn != "" {
+		if !r.Status.Quiet() || r.StandsOn == r.ID {
+			return delivery.Row{}, false, fmt.Errorf("ensure delivery %s standing on %s as %s: not a quiet settlement", r.ID, r.StandsOn, r.Status)
+		}
+		if err := s.standOn(r.StandsOn, r.ID, r.Status); err != nil {
+			return delivery.Row{}, false, err
+		}
+	}
 	s.rows[r.ID] = clone(r)
 	return clone(r), true, nil
+}
+
+// standOn adds id to the dependents of row on, while on carries a quiet
+// settlement of status (store.carries); the caller holds the lock.
+func (s *Deliveries) standOn(on, id string, status delivery.Status) error {
+	o, ok := s.rows[on]
+	if !ok || !o.Carries(status) {
+		return fmt.Errorf("delivery %s on %s: %w", id, on, store.ErrNotReached)
+	}
+	if !slices.Contains(o.Dependents, id) {
+		o.Dependents = append(o.Dependents, id)
+		slices.Sort(o.Dependents)
+	}
+	s.rows[on] = o
+	return nil
+}
+
+// SettleQuiet implements store.Deliveries: both conditions, then both
+// writes, in one step, as DynamoDB's transaction.
+func (s *Deliveries) SettleQuiet(_ context.Context, id string, status delivery.Status, reason, on string) (delivery.Row, error) {
+	if !status.Quiet() || on == "" || on == id {
+		return delivery.Row{}, fmt.Errorf("settle delivery %s as %s on %q: not a quiet settlement", id, status, on)
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[id]
+	if !ok || !r.Status.Claimable() || !neverSent(r) {
+		return delivery.Row{}, conflict(id)
+	}
+	if err := s.standOn(on, id, status); err != nil {
+		return delivery.Row{}, err
+	}
+	r.Status, r.SkipReason, r.StandsOn, r.UpdatedAt = status, reason, on, now
+	s.rows[id] = r
+	return clone(r), nil
+}
+
+// Revive implements store.Deliveries.
+func (s *Deliveries) Revive(_ context.Context, id, on string) (delivery.Row, error) {
+	now := s.clock()
+	return s.update(id, func(r delivery.Row) bool {
+		return r.Status.Quiet() && r.StandsOn == on
+	}, func(r *delivery.Row) {
+		r.Status, r.SkipReason, r.StandsOn, r.RevivedFrom, r.UpdatedAt = delivery.StatusPending, "", "", on, now
+	})
 }
 
 // Get implements store.Deliveries.

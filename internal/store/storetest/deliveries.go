@@ -52,6 +52,8 @@ func Deliveries(t *testing.T, open Opener) {
 		{"ResolvedAsSent_NeverReconciledAgain", resolvedAsSentNeverReconciledAgain},
 		{"Reject_OnlyTheRowsSend_FailedForGood", rejectOnlyTheRowsSendFailedForGood},
 		{"SkippedDomain_TerminalNeverClaimed", skippedDomainTerminalNeverClaimed},
+		{"SettleQuiet_StandsOnlyOnARowThatReached", settleQuietStandsOnlyOnARowThatReached},
+		{"Revive_OnlyARowStandingOnTheUndoneOne", reviveOnlyARowStandingOnTheUndoneOne},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
 	}
