@@ -64,6 +64,7 @@ const (
 	sweeperGo = "internal/sweep/sweeper.go"
 	runnerGo  = "internal/stage/runner.go"
 	stageDl   = "internal/stage/deadline.go"
+	headsGo   = "internal/store/heads.go"
 )
 
 // Mutations is the fixed list (docs/chaos.md reports what catches each).
@@ -160,6 +161,43 @@ func Mutations() []Mutation {
 			What: "the evidence path's times move backwards as well as forwards",
 			Old:  "cond := expression.AttributeNotExists(expression.Name(attr)).\n\t\tOr(expression.Name(attr).LessThan(expression.Value(ts(at))))",
 			New:  "cond := expression.AttributeNotExists(expression.Name(attr)).\n\t\tOr(expression.Name(attr).LessThan(expression.Value(ts(at)))).Or(expression.AttributeExists(expression.Name(attr)))"},
+
+		// The code hosts' head order (R-SOURCE-6): the decision both
+		// drivers share, and each driver's guards. Intake and the explorer
+		// run generic webhooks only, so the conformance suites are the
+		// checks (storetest.Heads, Create_PlacedVersionBelowTheHead).
+		{ID: "heads-late-push-versioned", File: headsGo, Checks: []string{"conformance/memstore", "conformance/dynamodb"},
+			What: "a head a versioned head named as its before gets the next version when its own webhook comes late",
+			Old:  "\tcase self != nil:\n\t\t// Named as the before of a versioned head: behind it.\n\t\treturn Draw{Stale: true, Current: c.Last}",
+			New:  "\tcase self != nil && self.Version > 0:\n\t\t// Named as the before of a versioned head: behind it.\n\t\treturn Draw{Stale: true, Current: c.Last}"},
+		{ID: "heads-before-not-marked", File: headsGo, Checks: []string{"conformance/memstore", "conformance/dynamodb"},
+			What: "the unknown before a head names is not recorded behind it",
+			Old:  "return Draw{Order: HeadPending, After: c.Head, Mark: unknownBefore(ev, before)}",
+			New:  "return Draw{Order: HeadPending, After: c.Head}"},
+		{ID: "memstore-settle-head-twice", File: "internal/store/memstore/heads.go", Checks: []string{"conformance/memstore"},
+			What: "SettleHead overwrites a verdict already recorded",
+			Old:  "if r.Order == store.HeadPending {",
+			New:  "if r.Order != \"\" {"},
+		{ID: "memstore-placed-below-head-refused", File: "internal/store/memstore/jobs.go", Checks: []string{"conformance/memstore"},
+			What: "a version placed in the code host's order is refused as stale below the changelist's head",
+			Old:  "case headExists && h.version >= j.ReviewVersion && !req.Placed:",
+			New:  "case headExists && h.version >= j.ReviewVersion:"},
+		{ID: "dynamodb-place-head-unconditional", File: "internal/store/versions.go", Checks: dynamo,
+			What: "a version is drawn whatever the counter holds now: two heads placed at once draw one number",
+			Old:  "cond = \"last_version = :last\"",
+			New:  "cond = \"last_version = :last OR last_version <> :last\""},
+		{ID: "dynamodb-place-head-over-a-mark", File: "internal/store/versions.go", Checks: dynamo,
+			What: "a head read as unknown is drawn over a mark another placement wrote since: a late head gets a version",
+			Old:  "headCond := \"attribute_not_exists(pk)\"",
+			New:  "headCond := \"attribute_not_exists(review_version)\""},
+		{ID: "dynamodb-settle-head-twice", File: "internal/store/versions.go", Checks: dynamo,
+			What: "SettleHead overwrites a verdict already recorded",
+			Old:  "ConditionExpression:                 aws.String(\"#o = :pending\"),",
+			New:  "ConditionExpression:                 aws.String(\"#o = :pending OR #o <> :pending\"),"},
+		{ID: "dynamodb-placed-below-head-refused", File: "internal/store/jobs.go", Checks: dynamo,
+			What: "a version placed in the code host's order is refused as stale below the changelist's head",
+			Old:  "if !conflict && res.Outcome == Stale && req.Placed {",
+			New:  "if !conflict && res.Outcome == Stale && req.Placed && false {"},
 
 		// The evidence rule and the claim's lease (internal/delivery).
 		{ID: "caughtup-no-bound", File: decide, Scenarios: []string{"send-faults", "lost-answer-two-reviews"},

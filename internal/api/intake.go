@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
@@ -33,9 +34,10 @@ type Intake struct {
 	Now   func() time.Time
 	// TTL is how long idempotency records live (DynamoDB TTL).
 	TTL time.Duration
-	// Versions assigns review versions to head commits for sources whose
-	// payloads carry none (GitHub, GitLab); usually Jobs.
-	Versions VersionAssigner
+	// Versions places head commits among their changelist's versions,
+	// in the code host's order, for sources whose payloads carry no
+	// version (GitHub, GitLab); usually Jobs.
+	Versions HeadPlacer
 	// Status mints the job status links the answers carry.
 	Status *StatusLinks
 	// Rosters records reviewer webhooks (R-REVIEWERS-2); nil records
@@ -81,11 +83,27 @@ type Ignored struct {
 	Reason string `json:"reason"`
 }
 
-// VersionAssigner gives a head commit of a changelist its review version
-// (store.Jobs.AssignVersion): the same commit always the same version, a
-// commit seen later a higher one.
-type VersionAssigner interface {
-	AssignVersion(ctx context.Context, source, changelistID, headSHA string) (int, error)
+// HeadPlacer gives a head commit of a changelist its review version
+// (store.Heads.PlaceHead, R-SOURCE-6): the same commit always the same
+// version; a new one the next, unless its event shows the code host
+// places it behind a versioned head (stale: no version).
+type HeadPlacer interface {
+	PlaceHead(ctx context.Context, ev store.HeadEvent) (store.Placement, error)
+}
+
+// StaleHead is the body answered, with 200, to a code host's event whose
+// head commit the host places behind a version already given
+// (R-SOURCE-6), or whose version is below the changelist's newest
+// (a Gerrit patch set after a later one): nothing is created, nobody is
+// mailed. A 2xx, not the 409 a generic caller's lower review_version
+// gets: the sender did nothing wrong (webhooks come in any order), and
+// GitHub and GitLab show any other status as a failed delivery, which
+// invites an operator to redeliver it — to be answered the same again.
+type StaleHead struct {
+	Status         string `json:"status"` // always "stale"
+	ChangelistID   string `json:"changelist_id"`
+	CurrentVersion int    `json:"current_version"`
+	Reason         string `json:"reason"`
 }
 
 // Handle runs intake for one request.
@@ -116,7 +134,7 @@ func (in *Intake) Handle(ctx context.Context, p Parser, r webhook.Request) event
 	if err != nil {
 		return in.reject(ctx, "", err)
 	}
-	return in.accept(ctx, c, sha256Hex(r.Body))
+	return in.accept(ctx, c, sha256Hex(r.Body), false)
 }
 
 func (in *Intake) handleEvent(ctx context.Context, p EventParser, r webhook.Request) (resp events.APIGatewayV2HTTPResponse) {
@@ -142,25 +160,62 @@ func (in *Intake) handleEvent(ctx context.Context, p EventParser, r webhook.Requ
 	if ev.ReviewersOnly {
 		return in.reviewersChanged(ctx, ev, r.Body)
 	}
+	placed := false
 	if c.ReviewVersion == 0 {
-		if in.Versions == nil {
-			in.Log.ErrorContext(ctx, "no version assigner configured", "source", c.Source)
-			return problem(http.StatusInternalServerError, "", "intake is not configured for this source")
+		p, answer, ok := in.placeHead(ctx, ev)
+		if !ok {
+			return answer
 		}
-		v, err := in.Versions.AssignVersion(ctx, c.Source, c.ChangelistID, ev.HeadSHA)
-		if err != nil {
-			in.Log.ErrorContext(ctx, "assign review version failed", "source", c.Source, "error", err)
-			return unavailable("could not assign a review version; retry the delivery")
-		}
-		c.ReviewVersion = v
+		c.ReviewVersion, placed = p.Version, in.placedLately(p)
 	}
-	return in.startReview(ctx, ev, c, r.Body)
+	return in.startReview(ctx, ev, c, r.Body, placed)
+}
+
+// placeHead places the event's head commit among its changelist's
+// versions (R-SOURCE-6). ok is false when answer is the whole answer: the
+// head is stale, or the store failed.
+func (in *Intake) placeHead(ctx context.Context, ev webhook.Event) (p store.Placement, answer events.APIGatewayV2HTTPResponse, ok bool) {
+	c := ev.Change
+	if in.Versions == nil {
+		in.Log.ErrorContext(ctx, "no head placer configured", "source", c.Source)
+		return p, problem(http.StatusInternalServerError, "", "intake is not configured for this source"), false
+	}
+	p, err := in.Versions.PlaceHead(ctx, store.HeadEvent{Source: c.Source, ChangelistID: c.ChangelistID, HeadSHA: ev.HeadSHA, BeforeSHA: ev.BeforeSHA})
+	if err != nil {
+		in.Log.ErrorContext(ctx, "place the head commit failed", "source", c.Source, "error", err)
+		return p, unavailable("could not assign a review version; retry the delivery"), false
+	}
+	if p.Stale {
+		return p, in.staleHead(ctx, c, p.Current, "the code host places this head commit behind a version already reviewed"), false
+	}
+	return p, events.APIGatewayV2HTTPResponse{}, true
+}
+
+// placedLately: the head got its version lately enough that its job may
+// be created below the changelist's head (store.CreateRequest.Placed):
+// within the idempotency window, where a retry or a race of its own
+// delivery falls. An older head's job has long been created — or has
+// expired with the rows that showed what its readers got, and must not
+// be reviewed and mailed again.
+func (in *Intake) placedLately(p store.Placement) bool {
+	return !p.PlacedAt.IsZero() && in.Now().Sub(p.PlacedAt) < in.TTL
+}
+
+// staleHead answers a code host's event that asks for no version: its
+// head is behind the changelist's newest (R-SOURCE-6), counted as
+// StaleHeads: the order pushes reach intake is the author's (and
+// GitHub's) to choose.
+func (in *Intake) staleHead(ctx context.Context, c webhook.Change, current int, reason string) events.APIGatewayV2HTTPResponse {
+	in.Log.InfoContext(ctx, "stale head commit", "source", c.Source, "current_version", current)
+	obs.Metric(ctx, in.Log, map[string]string{"Source": c.Source}, map[string]float64{"StaleHeads": 1})
+	return jsonResponse(http.StatusOK, StaleHead{Status: "stale", ChangelistID: c.ChangelistID, CurrentVersion: current, Reason: reason}, nil)
 }
 
 // startReview creates the job of a code review system's version c (its
 // version assigned) and starts it: the source reference first, then the
-// job (accept).
-func (in *Intake) startReview(ctx context.Context, ev webhook.Event, c webhook.Change, body []byte) events.APIGatewayV2HTTPResponse {
+// job (accept). placed: the version was placed in the code host's order
+// lately (placedLately).
+func (in *Intake) startReview(ctx context.Context, ev webhook.Event, c webhook.Change, body []byte, placed bool) events.APIGatewayV2HTTPResponse {
 	id := job.NewID(c.Source, c.ChangelistID, c.ReviewVersion)
 	ref := store.SourceRef{Source: c.Source, Repo: ev.Repo, Number: ev.Number, HeadSHA: ev.HeadSHA, BaseSHA: ev.BaseSHA, Patchset: ev.Patchset,
 		Reviewers: ev.Reviewers, Labels: webhook.Labels(c.Source, body)}
@@ -176,7 +231,7 @@ func (in *Intake) startReview(ctx context.Context, ev webhook.Event, c webhook.C
 		// not be refused as the key reused with another request.
 		reqSHA = sha256Hex(fmt.Appendf(nil, "%q %q %d %q %q %q %q", c.Source, c.ChangelistID, c.ReviewVersion, ev.HeadSHA, c.Title, c.URL, c.Author))
 	}
-	return in.accept(ctx, c, reqSHA)
+	return in.accept(ctx, c, reqSHA, placed)
 }
 
 // reject answers a request the adapter refused (or, for a Parser, asked to
@@ -212,8 +267,9 @@ func sha256Hex(b []byte) string {
 }
 
 // accept creates the job for a validated change (or finds the one a
-// duplicate names) and starts it.
-func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA string) events.APIGatewayV2HTTPResponse {
+// duplicate names) and starts it. placed: its version was placed in the
+// code host's order (store.CreateRequest.Placed).
+func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA string, placed bool) events.APIGatewayV2HTTPResponse {
 	keySum := sha256.Sum256([]byte(c.IdempotencyKey))
 	now := in.Now().UTC()
 	id := job.NewID(c.Source, c.ChangelistID, c.ReviewVersion)
@@ -252,7 +308,7 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 	}
 	res, err := in.Jobs.Create(ctx, store.CreateRequest{
 		Job: j, IdempotencyKeySHA: hex.EncodeToString(keySum[:]), RequestSHA256: requestSHA,
-		ResponseStatus: http.StatusAccepted, ResponseBody: respBody, TTL: in.TTL,
+		ResponseStatus: http.StatusAccepted, ResponseBody: respBody, TTL: in.TTL, Placed: placed,
 	})
 	if err != nil {
 		in.Log.ErrorContext(ctx, "create job failed", "job_id", id, "error", err)
@@ -264,6 +320,11 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 		log.InfoContext(ctx, "idempotency key reused with a different request")
 		return problem(http.StatusUnprocessableEntity, "Idempotency-Key", "this Idempotency-Key was already used with a different request body")
 	case store.Stale:
+		if job.IsReviewSystem(c.Source) {
+			// A code host's event: the sender did nothing wrong
+			// (StaleHead).
+			return in.staleHead(ctx, c, res.CurrentVersion, fmt.Sprintf("version %d is below the newest, %d", c.ReviewVersion, res.CurrentVersion))
+		}
 		log.InfoContext(ctx, "stale review version", "current_version", res.CurrentVersion)
 		if res.CurrentVersion == c.ReviewVersion {
 			// The version was reviewed; its job record expired (retention)

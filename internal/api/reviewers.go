@@ -85,16 +85,18 @@ func (in *Intake) reviewersChanged(ctx context.Context, ev webhook.Event, body [
 		return jsonResponse(http.StatusAccepted, Recorded{Status: "recorded", ChangelistID: c.ChangelistID,
 			Note: "reviewer removals and submitted reviews count from the next version"}, nil)
 	}
-	v := c.ReviewVersion
+	v, placed, stale := c.ReviewVersion, false, false
 	if v == 0 {
-		if in.Versions == nil {
-			in.Log.ErrorContext(ctx, "no version assigner configured", "source", c.Source)
-			return problem(http.StatusInternalServerError, "", "intake is not configured for this source")
-		}
-		var err error
-		if v, err = in.Versions.AssignVersion(ctx, c.Source, c.ChangelistID, ev.HeadSHA); err != nil {
-			in.Log.ErrorContext(ctx, "assign review version failed", "source", c.Source, "error", err)
-			return unavailable("could not assign a review version; retry the delivery")
+		p, answer, ok := in.placeHead(ctx, ev)
+		switch {
+		case !ok && !p.Stale:
+			return answer
+		case p.Stale:
+			// A head behind a versioned one (R-SOURCE-6): the reviewer
+			// joins the latest version, as for an older version.
+			stale = true
+		default:
+			v, placed = p.Version, in.placedLately(p)
 		}
 	}
 	latest, latestID, err := in.Jobs.LatestVersion(ctx, c.Source, c.ChangelistID)
@@ -104,7 +106,11 @@ func (in *Intake) reviewersChanged(ctx context.Context, ev webhook.Event, body [
 	}
 	id := job.NewID(c.Source, c.ChangelistID, v)
 	switch {
-	case latestID != "" && (ev.NoCodeChange || latest > v):
+	case stale && latestID == "":
+		in.Log.InfoContext(ctx, "reviewers recorded; the event's head is stale and nothing is reviewed yet", "source", c.Source)
+		return jsonResponse(http.StatusAccepted, Recorded{Status: "recorded", ChangelistID: c.ChangelistID,
+			Note: "the event's head commit is behind a newer one; the reviewer gets the next versions"}, nil)
+	case latestID != "" && (ev.NoCodeChange || stale || latest > v):
 		// The event's version has the latest reviewed code (a Gerrit patch
 		// set that changed only its message), or is older than it: the
 		// reviewer is added to the latest.
@@ -114,7 +120,7 @@ func (in *Intake) reviewersChanged(ctx context.Context, ev webhook.Event, body [
 	default:
 		if _, err := in.Jobs.Get(ctx, id); errors.Is(err, store.ErrNotFound) {
 			c.ReviewVersion = v
-			return in.startReview(ctx, ev, c, body)
+			return in.startReview(ctx, ev, c, body, placed)
 		} else if err != nil {
 			in.Log.ErrorContext(ctx, "read the version's job failed", "job_id", id, "error", err)
 			return unavailable("could not read the review; retry the delivery")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
@@ -25,14 +26,15 @@ type shaVersions struct {
 	by map[string]int
 }
 
-func (v *shaVersions) AssignVersion(_ context.Context, _, cl, sha string) (int, error) {
+func (v *shaVersions) PlaceHead(_ context.Context, ev store.HeadEvent) (store.Placement, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if n, ok := v.by[cl+sha]; ok {
-		return n, nil
+	k := ev.ChangelistID + ev.HeadSHA
+	if n, ok := v.by[k]; ok {
+		return store.Placement{Version: n}, nil
 	}
-	v.by[cl+sha] = len(v.by) + 1
-	return v.by[cl+sha], nil
+	v.by[k] = len(v.by) + 1
+	return store.Placement{Version: v.by[k], PlacedAt: time.Now()}, nil
 }
 
 func ghHook(t *testing.T, event, file, delivery string, edit func(m map[string]any)) webhook.Request {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
 
@@ -30,8 +31,8 @@ func testHandler(sources map[string]Parser) *Handler {
 // assigning a version.
 type failingVersions struct{}
 
-func (failingVersions) AssignVersion(context.Context, string, string, string) (int, error) {
-	return 0, errors.New("no version expected")
+func (failingVersions) PlaceHead(context.Context, store.HeadEvent) (store.Placement, error) {
+	return store.Placement{}, errors.New("no version expected")
 }
 
 func post(path string, headers, query map[string]string, body []byte) events.APIGatewayV2HTTPRequest {

@@ -287,6 +287,8 @@ func functions() []Function {
 				items("deciding who reviews a version: the changelist's roster", []string{"dynamodb:GetItem"}, schema.PrefixRoster),
 				items("the reviewer directory's entries", []string{"dynamodb:BatchGetItem"}, schema.PrefixDirectory),
 				items("the directory's list of unknown reviewers", []string{"dynamodb:UpdateItem"}, schema.PrefixUnknown),
+				items("a pending head commit's place in its code host's order, read and settled (R-SOURCE-6)",
+					[]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, schema.PrefixHeadSHA),
 				send("the next stage; its own queue (a rate-limited message is deferred as a delayed copy) and its DLQ", q(llm), q(fetch), dlq(fetch)),
 			}, objects("its diffs", "diffs/*", true, "s3:PutObject", "s3:GetObject")...)},
 		{Name: FnLLM, MemoryMB: 512, Timeout: LLMTimeout, Queue: string(llm), BatchSize: 1, MaxConcurrency: LLMMaxConcurrency,

@@ -114,14 +114,11 @@ func (f *fakeReviewAPI) on(route, contentType string, body []byte) {
 }
 
 // githubDiff serves diff as the comparison of any two commits of
-// Codertocat/Hello-World: the diff of every version (R-SOURCE-5).
+// Codertocat/Hello-World: the diff of every version (R-SOURCE-5), and, as
+// JSON, a comparison whose head is ahead of its base (a branch pushed to,
+// never rewritten: githubHistory says otherwise).
 func (f *fakeReviewAPI) githubDiff(diff []byte) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.prefixes["GET /repos/Codertocat/Hello-World/compare/"] = func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write(diff)
-	}
+	f.githubCompare(func(string, string) []byte { return diff }, nil)
 }
 
 // gitlabVersion serves the merge request at mr (its API path) as one

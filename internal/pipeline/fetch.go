@@ -54,6 +54,16 @@ type Fetch struct {
 	// (CRITICIZER_GENERATED_PATHS): files they match need no read of
 	// their base (R-CRITIC-7).
 	GeneratedPaths []string
+	// Heads holds the changelists' head commits in their code host's
+	// order (store.Heads): a head intake placed pending is settled here
+	// before it is reviewed (R-SOURCE-6). nil settles none.
+	Heads HeadOrders
+}
+
+// HeadOrders reads and settles head commits' places (store.Heads).
+type HeadOrders interface {
+	Head(ctx context.Context, source, changelistID, sha string) (store.HeadRecord, error)
+	SettleHead(ctx context.Context, source, changelistID, sha string, order store.HeadOrder) (store.HeadRecord, error)
 }
 
 // RosterReader reads a changelist's roster (store.Rosters).
@@ -132,6 +142,11 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	ref, labels, err := f.sourceRefLabels(ctx, j)
 	if err != nil {
 		return nil, err
+	}
+	if behind, err := f.order(ctx, j, ref); err != nil || behind != "" {
+		// A head the code host places behind a versioned one: skipped,
+		// nobody mailed, nothing more asked of the host (R-SOURCE-6).
+		return map[string]any{"skipped": behind, store.AttrRecipients: []string{}, store.AttrNoEmailReviewers: []string{}}, err
 	}
 	cl, err := f.Source.Fetch(ctx, ref)
 	if err != nil {

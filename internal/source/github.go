@@ -127,6 +127,53 @@ func (g *GitHub) Fetch(ctx context.Context, ref Ref) (Changelist, error) {
 	return cl, nil
 }
 
+var _ Orderer = (*GitHub)(nil)
+
+// Standing implements Orderer with the compare API's status (R-SOURCE-6):
+// GET /repos/{owner}/{repo}/compare/{other}...{head} as JSON, its
+// `status` — "ahead" when head descends from other, "behind" when it is
+// an ancestor of other, "identical", "diverged" when neither (a
+// force-push left other off the branch). Only the answer's first members
+// are read, up to `status`: the comparison lists commits and files after
+// it (per_page=1 keeps the commits to one). A comparison GitHub cannot
+// make (404, 422: other is not in the repository any more, or shares no
+// history with head) is Diverged: other cannot be ahead of a head GitHub
+// does not relate it to.
+func (g *GitHub) Standing(ctx context.Context, ref Ref, other string) (Standing, error) {
+	const op = "github.CompareCommitsStatus"
+	repo, _, err := g.repoURL(ref)
+	if err != nil {
+		return 0, err
+	}
+	if ref.HeadSHA == "" || other == "" {
+		return 0, retry.Permanent(retry.SchemaInvalid, fmt.Errorf("%s: two commits are needed", op))
+	}
+	resp, err := g.api().get(ctx, op, repo+"/compare/"+url.PathEscape(other)+"..."+url.PathEscape(ref.HeadSHA)+"?per_page=1",
+		"application/vnd.github+json")
+	if re, ok := errors.AsType[*retry.Error](err); ok && (re.Status == http.StatusNotFound || re.Status == http.StatusUnprocessableEntity) {
+		return Diverged, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	status, err := memberString(io.LimitReader(resp.Body, 4<<20), "status")
+	if err != nil {
+		return 0, malformed(op, err)
+	}
+	switch status {
+	case "ahead":
+		return Ahead, nil
+	case "behind":
+		return Behind, nil
+	case "identical":
+		return Identical, nil
+	case "diverged":
+		return Diverged, nil
+	}
+	return 0, malformed(op, fmt.Errorf("unknown comparison status %q", status))
+}
+
 // Reviewers implements Fetcher.
 func (g *GitHub) Reviewers(ctx context.Context, ref Ref) (Reviewers, error) {
 	pull, owner, err := g.pull(ref)

@@ -160,6 +160,63 @@ func (g *GitLab) version(ctx context.Context, a api, mr, head string) (gitlabVer
 		fmt.Errorf("%s: no version of the merge request has the event's head commit yet", op))
 }
 
+var _ Orderer = (*GitLab)(nil)
+
+// Standing implements Orderer with the merge request's versions
+// (R-SOURCE-6): GitLab records one per push, a force-push included, and
+// lists them newest first with increasing ids (GET
+// /projects/:id/merge_requests/:iid/versions); the head's version is
+// ahead of other's when its id is higher. A head not listed yet is
+// retried, as the fetch is (GitLab writes a push's version as it
+// refreshes the merge request); an other GitLab does not list is
+// Diverged: it cannot be ahead.
+func (g *GitLab) Standing(ctx context.Context, ref Ref, other string) (Standing, error) {
+	const op = "gitlab.ListMergeRequestVersions"
+	mr, err := g.mr(ref)
+	if err != nil {
+		return 0, err
+	}
+	if strings.EqualFold(ref.HeadSHA, other) {
+		return Identical, nil
+	}
+	var head, old int64 = -1, -1
+	a := g.api()
+	page := "1"
+	for n := 1; page != "" && n <= maxGitLabPages && (head < 0 || old < 0); n++ {
+		resp, err := a.get(ctx, op, mr+"/versions?per_page=100&page="+url.QueryEscape(page), "application/json")
+		if err != nil {
+			return 0, err
+		}
+		var vs []gitlabVersion
+		err = json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&vs)
+		resp.Body.Close()
+		if err != nil {
+			return 0, malformed(op, err)
+		}
+		for _, v := range vs {
+			// A head pushed twice (back and forth) has several versions:
+			// its newest counts, the first met in this newest-first list.
+			switch {
+			case head < 0 && strings.EqualFold(v.HeadCommitSHA, ref.HeadSHA):
+				head = v.ID
+			case old < 0 && strings.EqualFold(v.HeadCommitSHA, other):
+				old = v.ID
+			}
+		}
+		page = strings.TrimSpace(resp.Header.Get("X-Next-Page"))
+	}
+	switch {
+	case head < 0:
+		return 0, retry.Transient(retry.NotFound,
+			fmt.Errorf("%s: no version of the merge request has the event's head commit yet", op))
+	case old < 0:
+		return Diverged, nil
+	case head > old:
+		return Ahead, nil
+	}
+	return Behind, nil
+}
+
 // diff reads a merge request version's diffs, streamed file by file and
 // no further than the limit needs.
 func (g *GitLab) diff(ctx context.Context, a api, version string) (string, bool, error) {

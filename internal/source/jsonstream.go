@@ -69,6 +69,35 @@ func eachElement(r io.Reader, field string, bound int64, each func(dec *json.Dec
 	return false, nil
 }
 
+// memberString reads a JSON object as a stream up to the member field, a
+// string, and returns it, skipping the members before it and reading
+// nothing after it: GitHub's comparison puts its status before the
+// commits and files that make it long.
+func memberString(r io.Reader, field string) (string, error) {
+	dec := json.NewDecoder(r)
+	if err := expectDelim(dec, '{'); err != nil {
+		return "", err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		if key, _ := tok.(string); key == field {
+			var v string
+			if err := dec.Decode(&v); err != nil {
+				return "", fmt.Errorf("%s: %w", field, err)
+			}
+			return v, nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("no %s", field)
+}
+
 func expectDelim(dec *json.Decoder, want json.Delim) error {
 	tok, err := dec.Token()
 	if err != nil {

@@ -128,8 +128,53 @@ type Fetcher interface {
 	Reviewers(ctx context.Context, ref Ref) (Reviewers, error)
 }
 
+// Standing is where a changelist's head commit stands relative to
+// another of its heads, as the code host says (R-SOURCE-6).
+type Standing int
+
+const (
+	// Ahead: the head follows the other (GitHub: it descends from it;
+	// GitLab: a later version of the merge request).
+	Ahead Standing = iota
+	// Behind: the other follows the head (GitHub: the head is an ancestor
+	// of the other; GitLab: an earlier version).
+	Behind
+	// Identical: the same commit.
+	Identical
+	// Diverged: neither follows the other (GitHub: a force-push left the
+	// other off the branch), or the host knows nothing of the other: the
+	// head is a new version.
+	Diverged
+)
+
+func (s Standing) String() string {
+	return [...]string{"ahead", "behind", "identical", "diverged"}[s]
+}
+
+// Orderer says where a changelist's head commit (Ref.HeadSHA) stands
+// relative to another head of it (R-SOURCE-6): GitHub's compare status,
+// GitLab's merge request versions. Gerrit's patch set numbers are their
+// own order; it has none.
+type Orderer interface {
+	Standing(ctx context.Context, ref Ref, other string) (Standing, error)
+}
+
 // Router dispatches on Ref.Source to the fetcher registered for it.
 type Router map[string]Fetcher
+
+// Standing implements Orderer with the source's fetcher. A source
+// without an order of its own (Gerrit: its versions come from the
+// event) has the head ahead, as intake placed it.
+func (r Router) Standing(ctx context.Context, ref Ref, other string) (Standing, error) {
+	f, ok := r[ref.Source]
+	if !ok || f == nil {
+		return 0, retry.Permanent(retry.RuntimeBug, fmt.Errorf("source: no fetcher configured for source %q", ref.Source))
+	}
+	if o, ok := f.(Orderer); ok {
+		return o.Standing(ctx, ref, other)
+	}
+	return Ahead, nil
+}
 
 // Fetch implements Fetcher.
 func (r Router) Fetch(ctx context.Context, ref Ref) (Changelist, error) {

@@ -108,6 +108,15 @@ type CreateRequest struct {
 	ResponseStatus    int
 	ResponseBody      []byte
 	TTL               time.Duration
+	// Placed: the version was placed in its code host's order
+	// (PlaceHead, R-SOURCE-6), which decided it is not stale. A version
+	// below the changelist's head is then created all the same, the head
+	// left where it is: a head placed pending may draw a number above a
+	// newer head placed at the same time and have its job created first,
+	// and the newer one must not be refused for good. The fetch stage
+	// then skips whichever the host places behind, and R-QUIET-3 mails
+	// a lower version only when no higher one reaches its reader.
+	Placed bool
 }
 
 // Outcome says what Create found.
@@ -204,11 +213,48 @@ func (s *DynamoJobs) Create(ctx context.Context, req CreateRequest) (CreateResul
 		if derr != nil {
 			return CreateResult{}, derr
 		}
+		if !conflict && res.Outcome == Stale && req.Placed {
+			return s.createBelowHead(ctx, req, input.TransactItems[:2])
+		}
 		if !conflict {
 			return res, nil
 		}
 		if attempt >= 8 {
 			return CreateResult{}, fmt.Errorf("create job %s: %w", j.ID, err)
+		}
+		select {
+		case <-ctx.Done():
+			return CreateResult{}, ctx.Err()
+		case <-time.After(time.Duration(10*(attempt+1)) * time.Millisecond):
+		}
+	}
+}
+
+// createBelowHead creates a placed version below the changelist's head
+// (CreateRequest.Placed): the job and its idempotency record, each on its
+// condition, the head left as it is (it only ever moves up).
+func (s *DynamoJobs) createBelowHead(ctx context.Context, req CreateRequest, items []types.TransactWriteItem) (CreateResult, error) {
+	input := &dynamodb.TransactWriteItemsInput{TransactItems: items}
+	for attempt := 0; ; attempt++ {
+		var err error
+		if input.ClientRequestToken, err = txToken(); err != nil {
+			return CreateResult{}, fmt.Errorf("create job %s: %w", req.Job.ID, err)
+		}
+		_, err = s.db.TransactWriteItems(ctx, input)
+		if err == nil {
+			return CreateResult{Outcome: Created, Job: req.Job, ResponseStatus: req.ResponseStatus, ResponseBody: req.ResponseBody}, nil
+		}
+		var canceled *types.TransactionCanceledException
+		if !errors.As(err, &canceled) || len(canceled.CancellationReasons) != 2 {
+			return CreateResult{}, fmt.Errorf("create job %s: %w", req.Job.ID, err)
+		}
+		reasons := append(canceled.CancellationReasons, types.CancellationReason{Code: aws.String("None")})
+		res, conflict, derr := s.decideCanceled(reasons, req)
+		if derr != nil || !conflict {
+			return res, derr
+		}
+		if attempt >= 8 {
+			return CreateResult{}, fmt.Errorf("create job %s: %w", req.Job.ID, err)
 		}
 		select {
 		case <-ctx.Done():

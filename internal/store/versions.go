@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -19,8 +20,11 @@ import (
 // to the jobs table:
 //
 //	VSEQ#<source>:<changelist>          the changelist's version counter
-//	                                    (last_version, advanced with ADD)
-//	SHA#<source>:<changelist>#<sha>     the review version of a head commit
+//	                                    (last_version, and head_sha: the
+//	                                    head it was last drawn for)
+//	SHA#<source>:<changelist>#<sha>     a head commit: its review version
+//	                                    and its place in the code host's
+//	                                    order (heads.go, R-SOURCE-6)
 //	SRC#<job_id>                        the job's source reference: where
 //	                                    fetch finds the diff and reviewers
 //
@@ -40,15 +44,32 @@ const AttrRecipients = "recipients"
 // AttrDiffTruncated marks a job whose fetched diff was cut at the limit.
 const AttrDiffTruncated = "diff_truncated"
 
-// versionItem maps a head commit to its review version.
+// versionItem is what is known of a head commit (HeadRecord): its review
+// version, or, for a head known only as the `before` of a versioned one,
+// none (review_version absent, order behind).
 type versionItem struct {
-	PK            string `dynamodbav:"pk"`
-	Kind          string `dynamodbav:"kind"`
-	Source        string `dynamodbav:"source"`
-	ChangelistID  string `dynamodbav:"changelist_id"`
-	HeadSHA       string `dynamodbav:"head_sha"`
-	ReviewVersion int    `dynamodbav:"review_version"`
-	CreatedAt     string `dynamodbav:"created_at"`
+	PK            string    `dynamodbav:"pk"`
+	Kind          string    `dynamodbav:"kind"`
+	Source        string    `dynamodbav:"source"`
+	ChangelistID  string    `dynamodbav:"changelist_id"`
+	HeadSHA       string    `dynamodbav:"head_sha"`
+	ReviewVersion int       `dynamodbav:"review_version,omitempty"`
+	Order         HeadOrder `dynamodbav:"order,omitempty"`
+	After         string    `dynamodbav:"after_sha,omitempty"`
+	BehindVersion int       `dynamodbav:"behind_version,omitempty"`
+	CreatedAt     time.Time `dynamodbav:"created_at"`
+}
+
+func (it versionItem) record() HeadRecord {
+	return HeadRecord{SHA: it.HeadSHA, Version: it.ReviewVersion, Order: it.Order, After: it.After, BehindVersion: it.BehindVersion,
+		PlacedAt: it.CreatedAt}
+}
+
+// counterItem is a changelist's version counter: the last version drawn,
+// and the head PlaceHead drew it for.
+type counterItem struct {
+	LastVersion int    `dynamodbav:"last_version"`
+	HeadSHA     string `dynamodbav:"head_sha"`
 }
 
 func versionPK(source, changelistID, headSHA string) string {
@@ -59,85 +80,213 @@ func counterPK(source, changelistID string) string {
 	return schema.PrefixVersionSeq + job.ChangelistKey(source, changelistID)
 }
 
-// AssignVersion returns the review version of a changelist's head commit,
-// allocating the next one the first time the commit is seen. The same
-// commit always gets the same version, across duplicate and concurrent
-// deliveries; a commit seen later gets a higher version than every commit
-// seen before it.
-//
-// The mapping is one item per commit, created with a conditional put; the
-// number comes from a per-changelist counter advanced with an atomic ADD.
-// A caller that loses the race to create the mapping reads the winner's
-// version from the cancellation (ALL_OLD) and returns it; the number it
-// drew is left unused, so versions are increasing but may have gaps.
+// AssignVersion places a head commit its event says nothing more of
+// (store.AssignVersionOf): the same commit always gets the same version;
+// a new one the next version, pending the code host's word.
 func (s *DynamoJobs) AssignVersion(ctx context.Context, source, changelistID, headSHA string) (int, error) {
-	if source == "" || changelistID == "" || headSHA == "" {
-		return 0, fmt.Errorf("assign version: source, changelist and head commit are required")
-	}
-	pk := versionPK(source, changelistID, headSHA)
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": str(pk)}})
-	if err != nil {
-		return 0, fmt.Errorf("get version of a head commit: %w", err)
-	}
-	if len(out.Item) > 0 {
-		return versionOf(out.Item)
-	}
-	upd, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &s.table,
-		Key:                       map[string]types.AttributeValue{"pk": str(counterPK(source, changelistID))},
-		UpdateExpression:          aws.String("ADD last_version :one SET kind = :kind, updated_at = :now"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}, ":kind": str("version_counter"), ":now": str(ts(s.now()))},
-		ReturnValues:              types.ReturnValueUpdatedNew,
-	})
-	if err != nil {
-		return 0, fmt.Errorf("advance the version counter: %w", err)
-	}
-	n, ok := upd.Attributes["last_version"].(*types.AttributeValueMemberN)
-	if !ok {
-		return 0, fmt.Errorf("advance the version counter: no last_version in the answer")
-	}
-	v, err := strconv.Atoi(n.Value)
-	if err != nil || v < 1 {
-		return 0, fmt.Errorf("advance the version counter: bad last_version %q", n.Value)
-	}
-	item, err := marshal(versionItem{PK: pk, Kind: "version", Source: source, ChangelistID: changelistID, HeadSHA: headSHA,
-		ReviewVersion: v, CreatedAt: ts(s.now())})
-	if err != nil {
-		return 0, err
-	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item,
-		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
-	if err == nil {
-		return v, nil
-	}
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		if len(ccf.Item) > 0 {
-			return versionOf(ccf.Item)
-		}
-		// An emulator that does not return the old item: read it.
-		out, gerr := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{"pk": str(pk)}})
-		if gerr != nil {
-			return 0, fmt.Errorf("get version of a head commit: %w", gerr)
-		}
-		return versionOf(out.Item)
-	}
-	return 0, fmt.Errorf("record version of a head commit: %w", err)
+	return AssignVersionOf(ctx, s, source, changelistID, headSHA)
 }
 
-func versionOf(item map[string]types.AttributeValue) (int, error) {
+// maxPlaceAttempts bounds PlaceHead's retries of a lost race: each loss
+// means another head of the changelist was placed meanwhile.
+const maxPlaceAttempts = 16
+
+// PlaceHead implements Heads (R-SOURCE-6). It reads the head's item, the
+// changelist's counter and the item of the event's before, decides
+// (decidePlacement), and draws a version in one TransactWriteItems: the
+// counter moves to the next version and the head on condition that it
+// still holds the last version read (attribute_not_exists on the first),
+// the head's item is put on condition that it has no version, and an
+// unknown before is marked behind on condition that nothing is known of
+// it. A transaction cancelled for any reason lost a race to another
+// placement (or a rerun, which draws from the same counter): PlaceHead
+// reads again and decides again, so the numbering follows the order the
+// decisions were made in, each against the state the one before it left.
+// Each attempt has a token of its own (txToken, R-STORE-2).
+func (s *DynamoJobs) PlaceHead(ctx context.Context, ev HeadEvent) (Placement, error) {
+	if err := CheckHeadEvent(ev); err != nil {
+		return Placement{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		self, err := s.headItem(ctx, ev.Source, ev.ChangelistID, ev.HeadSHA)
+		if err != nil {
+			return Placement{}, err
+		}
+		if self != nil && self.Version > 0 {
+			return Placement{Version: self.Version, Pending: self.Order == HeadPending, PlacedAt: self.PlacedAt}, nil
+		}
+		c, err := s.counter(ctx, ev.Source, ev.ChangelistID)
+		if err != nil {
+			return Placement{}, err
+		}
+		var before *HeadRecord
+		if ev.BeforeSHA != "" {
+			if before, err = s.headItem(ctx, ev.Source, ev.ChangelistID, ev.BeforeSHA); err != nil {
+				return Placement{}, err
+			}
+		}
+		d := DecidePlacement(ev, self, c, before)
+		if d.Stale {
+			return Placement{Stale: true, Current: d.Current}, nil
+		}
+		v, now := c.Last+1, s.now().UTC()
+		input, err := s.drawInput(ev, c, d, v, now, self != nil)
+		if err != nil {
+			return Placement{}, err
+		}
+		if input.ClientRequestToken, err = txToken(); err != nil {
+			return Placement{}, fmt.Errorf("place head: %w", err)
+		}
+		_, err = s.db.TransactWriteItems(ctx, input)
+		if err == nil {
+			return Placement{Version: v, Pending: d.Order == HeadPending, PlacedAt: now}, nil
+		}
+		var canceled *types.TransactionCanceledException
+		if !errors.As(err, &canceled) {
+			return Placement{}, fmt.Errorf("place head %s of %s: %w", ev.HeadSHA, ev.ChangelistID, err)
+		}
+		if attempt+1 >= maxPlaceAttempts {
+			return Placement{}, fmt.Errorf("place head %s of %s: lost %d races: %w", ev.HeadSHA, ev.ChangelistID, maxPlaceAttempts, err)
+		}
+		select {
+		case <-ctx.Done():
+			return Placement{}, ctx.Err()
+		case <-time.After(time.Duration(5*(attempt+1)) * time.Millisecond):
+		}
+	}
+}
+
+// drawInput is the transaction that draws version v for ev's head. Each
+// item's condition is what PlaceHead read of it: the reads are not one
+// snapshot, so a head read as unknown may have been marked behind since
+// (its before came in another event), and the counter read after it
+// already shows that other draw.
+func (s *DynamoJobs) drawInput(ev HeadEvent, c CounterState, d Draw, v int, at time.Time, marked bool) (*dynamodb.TransactWriteItemsInput, error) {
+	now := ts(at)
+	cond := "attribute_not_exists(pk)"
+	values := map[string]types.AttributeValue{":n": num(v), ":h": str(ev.HeadSHA), ":kind": str("version_counter"), ":now": str(now)}
+	if c.Exists {
+		cond = "last_version = :last"
+		values[":last"] = num(c.Last)
+	}
+	head, err := marshal(versionItem{PK: versionPK(ev.Source, ev.ChangelistID, ev.HeadSHA), Kind: "version", Source: ev.Source,
+		ChangelistID: ev.ChangelistID, HeadSHA: ev.HeadSHA, ReviewVersion: v, Order: d.Order, After: d.After, CreatedAt: at})
+	if err != nil {
+		return nil, err
+	}
+	// A head read as unknown must still be; a head read as a mark (a
+	// head known only as a before, no version) is replaced only by a
+	// push that follows the newest (DecidePlacement), and only while it
+	// has no version.
+	headCond := "attribute_not_exists(pk)"
+	if marked {
+		headCond = "attribute_not_exists(review_version)"
+	}
+	items := []types.TransactWriteItem{
+		{Update: &types.Update{TableName: &s.table, Key: map[string]types.AttributeValue{"pk": str(counterPK(ev.Source, ev.ChangelistID))},
+			UpdateExpression:    aws.String("SET last_version = :n, head_sha = :h, kind = :kind, updated_at = :now"),
+			ConditionExpression: aws.String(cond), ExpressionAttributeValues: values}},
+		{Put: &types.Put{TableName: &s.table, Item: head, ConditionExpression: aws.String(headCond)}},
+	}
+	if d.Mark != "" {
+		mark, err := marshal(versionItem{PK: versionPK(ev.Source, ev.ChangelistID, d.Mark), Kind: "version", Source: ev.Source,
+			ChangelistID: ev.ChangelistID, HeadSHA: d.Mark, Order: HeadBehind, BehindVersion: v, CreatedAt: at})
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: mark,
+			ConditionExpression: aws.String("attribute_not_exists(pk)")}})
+	}
+	return &dynamodb.TransactWriteItemsInput{TransactItems: items}, nil
+}
+
+func num(n int) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.Itoa(n)} }
+
+// headItem reads a head's item; nil when there is none.
+func (s *DynamoJobs) headItem(ctx context.Context, source, changelistID, sha string) (*HeadRecord, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": str(versionPK(source, changelistID, sha))}})
+	if err != nil {
+		return nil, fmt.Errorf("get head commit %s: %w", sha, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	var it versionItem
+	if err := unmarshal(out.Item, &it); err != nil {
+		return nil, err
+	}
+	r := it.record()
+	return &r, nil
+}
+
+// counter reads a changelist's version counter.
+func (s *DynamoJobs) counter(ctx context.Context, source, changelistID string) (CounterState, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": str(counterPK(source, changelistID))}})
+	if err != nil {
+		return CounterState{}, fmt.Errorf("get the version counter: %w", err)
+	}
+	if len(out.Item) == 0 {
+		return CounterState{}, nil
+	}
+	var it counterItem
+	if err := unmarshal(out.Item, &it); err != nil {
+		return CounterState{}, err
+	}
+	return CounterState{Exists: true, Last: it.LastVersion, Head: it.HeadSHA}, nil
+}
+
+// Head implements Heads.
+func (s *DynamoJobs) Head(ctx context.Context, source, changelistID, sha string) (HeadRecord, error) {
+	r, err := s.headItem(ctx, source, changelistID, sha)
+	if err != nil {
+		return HeadRecord{}, err
+	}
+	if r == nil {
+		return HeadRecord{}, fmt.Errorf("head commit %s of %s: %w", sha, changelistID, ErrNotFound)
+	}
+	return *r, nil
+}
+
+// SettleHead implements Heads: one conditional write, from pending only;
+// a head already settled (a retry whose answer was lost, or another
+// fetch) comes back as it stands.
+func (s *DynamoJobs) SettleHead(ctx context.Context, source, changelistID, sha string, order HeadOrder) (HeadRecord, error) {
+	if order != HeadOrdered && order != HeadBehind {
+		return HeadRecord{}, fmt.Errorf("settle head %s: %q is not a verdict", sha, order)
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table,
+		Key:                                 map[string]types.AttributeValue{"pk": str(versionPK(source, changelistID, sha))},
+		UpdateExpression:                    aws.String("SET #o = :v"),
+		ConditionExpression:                 aws.String("#o = :pending"),
+		ExpressionAttributeNames:            map[string]string{"#o": "order"},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":v": str(string(order)), ":pending": str(string(HeadPending))},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	item := map[string]types.AttributeValue(nil)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		item = ccf.Item
+		if len(item) == 0 {
+			// Nothing there, or an emulator that does not return it.
+			return s.Head(ctx, source, changelistID, sha)
+		}
+	case err != nil:
+		return HeadRecord{}, fmt.Errorf("settle head commit %s: %w", sha, err)
+	default:
+		item = out.Attributes
+	}
 	var it versionItem
 	if err := unmarshal(item, &it); err != nil {
-		return 0, err
+		return HeadRecord{}, err
 	}
-	if it.ReviewVersion < 1 {
-		return 0, fmt.Errorf("version item %s has no review version", it.PK)
-	}
-	return it.ReviewVersion, nil
+	return it.record(), nil
 }
+
+var _ Heads = (*DynamoJobs)(nil)
 
 // SourceRef is where a job's changelist lives in its code review system,
 // and who the webhook named as reviewers. Intake records it before the job

@@ -48,6 +48,13 @@ type Event struct {
 	// version's), nor do Gerrit's (the fetch stage takes the destination
 	// branch's tip, never the patch set's parent).
 	BaseSHA string
+	// BeforeSHA is the head the change had just before HeadSHA, when the
+	// event says so: GitHub's synchronize `before` (its `after` being the
+	// pull request's head), GitLab's `object_attributes.oldrev`. Intake
+	// orders the change's heads by it (R-SOURCE-6); empty for opens,
+	// reopens and other events, and for Gerrit, whose patch set numbers
+	// are the order.
+	BeforeSHA string
 	// Patchset is the Gerrit patch set number (also Change.ReviewVersion);
 	// 0 for the other sources.
 	Patchset int
@@ -139,7 +146,11 @@ var githubActions = map[string]bool{
 }
 
 type githubHook struct {
-	Action      *string            `json:"action"`
+	Action *string `json:"action"`
+	// Before and After are a synchronize's previous and new head: the
+	// order of the pull request's heads (R-SOURCE-6).
+	Before      *string            `json:"before"`
+	After       *string            `json:"after"`
 	PullRequest *githubPullRequest `json:"pull_request"`
 	Repository  *struct {
 		FullName *string `json:"full_name"`
@@ -283,6 +294,9 @@ func (g GitHub) ParseEvent(r Request) (Event, error) {
 		// repository's files as this one's settings.
 		return Event{}, &FieldError{Field: "pull_request.base.repo.full_name", Message: "must be the repository the event is for (repository.full_name)"}
 	}
+	if ev.BeforeSHA, err = githubBefore(h, action, ev.HeadSHA); err != nil {
+		return Event{}, err
+	}
 	if pr.Base != nil && pr.Base.SHA != nil {
 		// GitHub always sends it; without it the fetch stage asks the
 		// pull request for its base.
@@ -306,6 +320,22 @@ func (g GitHub) ParseEvent(r Request) (Event, error) {
 		ev.ReviewersOnly = true
 	}
 	return ev, nil
+}
+
+// githubBefore is a synchronize's `before`: the head the pull request had
+// until this push (R-SOURCE-6). It counts only when the event's `after`
+// is the pull request's head, as GitHub always sends it; a payload whose
+// two disagree says nothing of the order. An all-zero `before` (no
+// previous head) is none.
+func githubBefore(h githubHook, action, head string) (string, error) {
+	if action != "synchronize" || h.Before == nil || h.After == nil || !strings.EqualFold(strings.TrimSpace(*h.After), head) {
+		return "", nil
+	}
+	before, err := commitSHA("before", h.Before)
+	if err != nil || strings.Trim(before, "0") == "" {
+		return "", err
+	}
+	return before, nil
 }
 
 // githubChangelist reads which pull request an event is about: its

@@ -236,6 +236,16 @@ func (g GitLab) ParseEvent(r Request) (Event, error) {
 	if ev.HeadSHA, err = commitSHA("object_attributes.last_commit.id", mr.LastCommit.ID); err != nil {
 		return Event{}, err
 	}
+	if mr.OldRev != nil && strings.TrimSpace(*mr.OldRev) != "" && newCode {
+		// The head this push replaced: the order of the merge request's
+		// heads (R-SOURCE-6).
+		if ev.BeforeSHA, err = commitSHA("object_attributes.oldrev", mr.OldRev); err != nil {
+			return Event{}, err
+		}
+		if strings.Trim(ev.BeforeSHA, "0") == "" || ev.BeforeSHA == ev.HeadSHA {
+			ev.BeforeSHA = ""
+		}
+	}
 	names := make([]*string, len(h.Reviewers))
 	for i := range h.Reviewers {
 		names[i] = h.Reviewers[i].Username

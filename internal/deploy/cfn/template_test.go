@@ -351,7 +351,7 @@ func TestNotify_SendsAsTheSenderOnly(t *testing.T) {
 // fetch and llm reach the jobs table only through keyed items: every
 // statement on it carries a dynamodb:LeadingKeys condition, each with
 // exactly its actions on its prefixes.
-// Rules: R-REVIEWERS-4, R-BUDGET-1.
+// Rules: R-REVIEWERS-4, R-BUDGET-1, R-SOURCE-6.
 func TestJobItemsOnly_LeadingKeysCondition(t *testing.T) {
 	tmpl := rendered(t, nil)
 	keys := func(prefixes ...string) string {
@@ -365,7 +365,9 @@ func TestJobItemsOnly_LeadingKeysCondition(t *testing.T) {
 	want := map[string][]string{
 		deploy.FnLLM: {jobItems, "dynamodb:UpdateItem on " + keys(schema.PrefixBudget)},
 		deploy.FnFetch: {jobItems, "dynamodb:GetItem on " + keys(schema.PrefixRoster), "dynamodb:BatchGetItem on " + keys(schema.PrefixDirectory),
-			"dynamodb:UpdateItem on " + keys(schema.PrefixUnknown)},
+			"dynamodb:UpdateItem on " + keys(schema.PrefixUnknown),
+			// A pending head's place, read and settled (R-SOURCE-6).
+			"dynamodb:GetItem,dynamodb:UpdateItem on " + keys(schema.PrefixHeadSHA)},
 	}
 	for fn, w := range want {
 		role := resources(tmpl)[deploy.FunctionID(fn)+"Role"]

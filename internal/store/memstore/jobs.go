@@ -26,7 +26,10 @@ type Jobs struct {
 	// diffs are the versions recorded per changelist and diff content
 	// (SameDiff), made on first use.
 	diffs map[string][]int
-	now   store.Clock
+	// commits are the changelists' head commits and version counters
+	// (heads.go), made on first use.
+	commits map[string]*headState
+	now     store.Clock
 }
 
 type head struct {
@@ -77,12 +80,17 @@ func (s *Jobs) Create(_ context.Context, req store.CreateRequest) (store.CreateR
 		return res, nil
 	case jobExists:
 		return store.CreateResult{Outcome: store.VersionExists, Job: old}, nil
-	case headExists && h.version >= j.ReviewVersion:
+	case headExists && h.version >= j.ReviewVersion && !req.Placed:
 		return store.CreateResult{Outcome: store.Stale, CurrentVersion: h.version}, nil
 	}
 	s.jobs[j.ID] = j
 	s.idem[idemKey] = idemRecord{jobID: j.ID, requestSHA256: req.RequestSHA256, responseStatus: req.ResponseStatus,
 		responseBody: append([]byte(nil), req.ResponseBody...)}
+	if headExists && h.version >= j.ReviewVersion {
+		// A placed version below the head: created, the head left as it
+		// is (store.CreateRequest.Placed).
+		return store.CreateResult{Outcome: store.Created, Job: j, ResponseStatus: req.ResponseStatus, ResponseBody: req.ResponseBody}, nil
+	}
 	title := h.title
 	if title == "" {
 		title = j.Title // if_not_exists, as store.Jobs.Create

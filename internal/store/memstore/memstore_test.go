@@ -15,8 +15,9 @@ func TestDeliveries_Memstore(t *testing.T) {
 	storetest.Deliveries(t, func(_ *testing.T, now store.Clock) store.Deliveries { return memstore.NewDeliveries(now) })
 }
 
-// The in-memory jobs table and evidence path keep their contracts too.
-// Rules: R-STORE-1.
+// The in-memory jobs table and evidence path keep their contracts too,
+// head commits placed in their code host's order included.
+// Rules: R-STORE-1, R-SOURCE-6.
 func TestJobs_Memstore(t *testing.T) {
 	storetest.Jobs(t, func(_ *testing.T, now store.Clock) store.Jobs { return memstore.NewJobs(now) })
 	storetest.Evidence(t, func(_ *testing.T, now store.Clock) store.Evidence { return memstore.NewEvidence(now) })

@@ -269,6 +269,21 @@ func Jobs(t *testing.T, open JobsOpener) {
 			t.Fatalf("pin over the webhook's base: %q %v, want the webhook's %q", got, err, named)
 		}
 	})
+
+	// A version placed in its code host's order is created below the
+	// changelist's head, the head left where it is; one that was not is
+	// stale there (R-INTAKE-3).
+	// Rules: R-SOURCE-6.
+	t.Run("Create_PlacedVersionBelowTheHead", func(t *testing.T) { placedBelowHead(t, open(t, nil)) })
+
+	// The stores that order head commits (both drivers do).
+	Heads(t, func(t *testing.T) store.Heads {
+		h, ok := open(t, nil).(store.Heads)
+		if !ok {
+			t.Skip("this jobs table does not order head commits")
+		}
+		return h
+	})
 }
 
 // EvidenceOpener opens an empty evidence path for one test.

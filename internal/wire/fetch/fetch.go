@@ -42,6 +42,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		// Files the deployment calls generated need no read of their base
 		// (R-CRITIC-7).
 		GeneratedPaths: cfg.GeneratedPaths,
+		// A head intake placed pending is ordered here (R-SOURCE-6).
+		Heads: b.Jobs,
 	}
 	seed, err := Directory(cfg)
 	if err != nil {
@@ -65,7 +67,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 // MessageTime is how long one fetch message may take (R-STAGE-9): a
 // source request's timeout for the diff and reviewers, one for the
 // repository's settings file, and one that bounds every read of files'
-// base versions together.
+// base versions together. A head whose place waits on its code host
+// (R-SOURCE-6, rare: an event that did not say what it follows) is
+// compared first, within one more source.FileRequestTimeout, and its
+// version is then most often skipped, with nothing else asked: the
+// allowance is not raised for it, which would cut every batch to one
+// message; a message that overruns is cut by its calls' own timeouts.
 const MessageTime = source.RequestTimeout + 2*source.FileRequestTimeout
 
 // Directory parses the reviewer directory's seed
