@@ -127,6 +127,17 @@ func (l *LLM) metrics(ctx context.Context, c critic.Critique) {
 		// Findings the bounds left out (R-BOUND-1).
 		counts["FindingsNotShown"] = float64(c.NotShown)
 	}
+	cut := 0
+	for _, f := range c.Findings {
+		if f.Excerpt.Cut {
+			cut++
+		}
+	}
+	if cut > 0 {
+		// The code at findings the critique's size bound left out
+		// (R-BOUND-2, R-MAIL-5): the diff decides how much there is.
+		counts["FindingCodeCut"] = float64(cut)
+	}
 	if len(counts) > 0 {
 		obs.Metric(ctx, l.Log, map[string]string{"Critic": c.Critic}, counts)
 	}
