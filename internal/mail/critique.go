@@ -43,7 +43,7 @@ func critiqueHTML(v view) string {
 <tr><td align="center" style="padding:16px 8px;">
 <table role="presentation" width="600" cellpadding="0" cellspacing="0" border="0" style="width:100%;max-width:600px;table-layout:fixed;background:#ffffff;border:1px solid #d0d7de;border-radius:6px;border-collapse:separate;">
 <tr><td style="padding:20px 24px 16px;border-bottom:1px solid #d0d7de;">
-  <div style="font-size:12px;line-height:1.4;color:#57606a;overflow-wrap:anywhere;"><span style="font-weight:600;color:#1f2328;">Criticizer review</span> &middot; ` + cl + ` &middot; version ` + ver + `</div>
+  <div style="font-size:12px;line-height:1.4;color:#57606a;overflow-wrap:anywhere;"><span style="font-weight:600;color:#1f2328;">Criticizer review</span> &middot; ` + repoHTML(d.Repository) + cl + ` &middot; version ` + ver + `</div>
   <h1 style="margin:8px 0 0;font-size:20px;line-height:1.3;font-weight:600;overflow-wrap:anywhere;word-break:break-word;"><a href="` + url + `" style="color:#0969da;text-decoration:none;">` + escText(d.Title) + `</a></h1>
   <div style="font-size:13px;line-height:1.4;color:#57606a;margin-top:6px;">by ` + escText(d.Author) + ` &middot; ` + strconv.Itoa(c.Files) + ` ` + pick(c.Files == 1, "file", "files") + `, <span style="color:#1a7f37;">+` + strconv.Itoa(c.Additions) + `</span> <span style="color:#cf222e;">&minus;` + strconv.Itoa(c.Deletions) + `</span></div>
   <table role="presentation" cellpadding="0" cellspacing="0" border="0" style="margin-top:14px;"><tr><td style="background:#0969da;border-radius:6px;"><a href="` + url + `" style="display:inline-block;padding:7px 14px;font-size:13px;font-weight:600;color:#ffffff;text-decoration:none;">Open the changelist</a></td></tr></table>
@@ -153,6 +153,16 @@ func critiqueHTML(v view) string {
 </html>
 `)
 	return b.String()
+}
+
+// repoHTML is a generic changelist's repository before its id in the
+// header line ("acme/billing · "), escaped; "" without one (a code
+// host's is in its changelist id).
+func repoHTML(repo string) string {
+	if repo == "" {
+		return ""
+	}
+	return escText(repo) + ` &middot; `
 }
 
 // htmlHeading opens a section of a rerun's findings.
@@ -284,7 +294,7 @@ func critiqueText(v view) string {
 	d := v.Data
 	c := d.Critique
 	n := v.Counts
-	w("Criticizer review: " + d.ChangelistID + " version " + strconv.Itoa(d.ReviewVersion) + "\n" + d.Title + "\nby " + d.Author + " - " +
+	w("Criticizer review: " + d.ChangelistID + pick(d.Repository != "", " ("+d.Repository+")", "") + " version " + strconv.Itoa(d.ReviewVersion) + "\n" + d.Title + "\nby " + d.Author + " - " +
 		strconv.Itoa(c.Files) + " " + pick(c.Files == 1, "file", "files") + ", +" + strconv.Itoa(c.Additions) + " -" + strconv.Itoa(c.Deletions) + "\n" + d.URL + "\n\n")
 	if n.Total != 0 {
 		w("Findings: " + strconv.Itoa(n.Errors) + " " + pick(n.Errors == 1, "error", "errors") + ", " + strconv.Itoa(n.Warnings) + " " +

@@ -51,8 +51,10 @@ type DigestData struct {
 // DigestItem is one changelist of a digest, at its newest version the
 // digest gathered.
 type DigestItem struct {
-	Source        string
-	ChangelistID  string
+	Source       string
+	ChangelistID string
+	// Repository is a generic changelist's repository (Data.Repository).
+	Repository    string
 	ReviewVersion int
 	// Versions is how many of the changelist's versions the digest
 	// gathered (1: this one).
@@ -95,7 +97,7 @@ func digestViews(d DigestData) []digestItemView {
 		// Compared or not, a digest lists the version's findings once:
 		// the day's news is the version, not its difference from the last.
 		c.Changes = nil
-		v := newView(Data{Source: it.Source, ChangelistID: it.ChangelistID, ReviewVersion: it.ReviewVersion, Title: it.Title, URL: it.URL,
+		v := newView(Data{Source: it.Source, ChangelistID: it.ChangelistID, Repository: it.Repository, ReviewVersion: it.ReviewVersion, Title: it.Title, URL: it.URL,
 			Author: it.Author, Critique: c, Votes: it.Votes, Hidden: it.Hidden})
 		v.deliveryID = it.DeliveryID
 		// The counters count the whole review, shown or not.
@@ -250,7 +252,7 @@ func digestHTML(d DigestData, vs []digestItemView, total Counts) string {
 		cl, ver := escText(it.ChangelistID), strconv.Itoa(it.ReviewVersion)
 		w(`
 <tr><td style="padding:18px 24px 0;border-top:1px solid #eaeef2;">
-  <div style="font-size:12px;line-height:1.4;color:#57606a;overflow-wrap:anywhere;">` + cl + ` &middot; version ` + ver + ` &middot; by ` + escText(it.Author) + `</div>
+  <div style="font-size:12px;line-height:1.4;color:#57606a;overflow-wrap:anywhere;">` + repoHTML(it.Repository) + cl + ` &middot; version ` + ver + ` &middot; by ` + escText(it.Author) + `</div>
   <h2 style="margin:4px 0 0;font-size:16px;line-height:1.35;font-weight:600;overflow-wrap:anywhere;word-break:break-word;"><a href="` + escURL(it.URL) + `" style="color:#0969da;text-decoration:none;">` + escText(it.Title) + `</a></h2>
   <div style="font-size:13px;line-height:1.4;color:#57606a;margin-top:4px;">` + escText(countsText(v.Counts)) + ` &middot; ` + strconv.Itoa(c.Files) + ` ` + pick(c.Files == 1, "file", "files") + `</div>`)
 		if v.ByModel {
@@ -332,7 +334,7 @@ func digestText(d DigestData, vs []digestItemView, total Counts) string {
 	for _, v := range vs {
 		it := v.Data
 		c := it.Critique
-		w("\n== " + it.ChangelistID + " version " + strconv.Itoa(it.ReviewVersion) + " ==\n" + it.Title + "\nby " + it.Author + " - " +
+		w("\n== " + it.ChangelistID + pick(it.Repository != "", " ("+it.Repository+")", "") + " version " + strconv.Itoa(it.ReviewVersion) + " ==\n" + it.Title + "\nby " + it.Author + " - " +
 			countsText(v.Counts) + "\n" + it.URL + "\n\n")
 		if v.ByModel {
 			w("[Written by a language model (" + c.Critic + ") about this change. It can be wrong, and nothing in it is an instruction from your team.]\n")

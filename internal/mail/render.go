@@ -60,6 +60,10 @@ type Data struct {
 	ThreadTitle string
 	URL         string
 	Author      string
+	// Repository is the repository a generic caller named (job.Job's
+	// Repository), shown beside the changelist id, where a code host's
+	// changelist id shows its own; empty: none shown.
+	Repository string
 	// Source is the review tool the changelist lives in ("github",
 	// "gitlab", "gerrit", "generic"); it decides how findings link into
 	// the diff (LineURL). Empty or unknown: findings link to URL.

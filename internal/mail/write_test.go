@@ -58,6 +58,11 @@ func firstCases() []Data {
 	d.Source = "generic"
 	d.Critique.Findings = []critic.Finding{{File: "a b/ü.go", Line: 3, Severity: critic.SeverityWarning, Rule: "x", Message: "y"}}
 	out = append(out, d)
+	// A generic caller's repository (R-INTAKE-7), with characters to
+	// escape.
+	d = base()
+	d.Source, d.Repository = "generic", "acme/<billing>&'x'"
+	out = append(out, d)
 	// Vote links (R-VOTE-1), with characters to escape.
 	d = base()
 	d.Votes = testVotes
@@ -183,6 +188,9 @@ func rerunCases() []Data {
 	out = append(out, d)
 	d = base()
 	d.ReplyTo, d.Votes = "reply+abc@replies.example.org", testVotes
+	out = append(out, d)
+	d = base()
+	d.Repository = "acme/billing"
 	out = append(out, d)
 	// Code under new and unchanged findings, none under resolved ones.
 	d = base()

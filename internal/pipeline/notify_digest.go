@@ -298,7 +298,7 @@ func (n *Notify) renderDigest(ctx context.Context, r delivery.Row, p prefs.Prefe
 			return delivery.Message{}, sel, err
 		}
 		c, hidden := marks.forRecipient(r.Recipient, c)
-		d.Items = append(d.Items, mail.DigestItem{Source: j.Source, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
+		d.Items = append(d.Items, mail.DigestItem{Source: j.Source, ChangelistID: j.ChangelistID, Repository: j.Repository, ReviewVersion: j.ReviewVersion,
 			Versions: versions[e.ChangelistKey], Title: j.Title, URL: j.URL, Author: j.Author, Critique: c, Hidden: hidden,
 			Votes: n.voteLinks(e.ID, now), DeliveryID: e.ID})
 	}

@@ -25,7 +25,8 @@ import (
 func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique, standings map[string]delivery.Standing) ([]delivery.Row, error) {
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
 	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
-	data := mail.Data{Source: j.Source, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion, Title: j.Title, URL: j.URL, Author: j.Author, Critique: c}
+	data := mail.Data{Source: j.Source, ChangelistID: j.ChangelistID, Repository: j.Repository, ReviewVersion: j.ReviewVersion, Title: j.Title,
+		URL: j.URL, Author: j.Author, Critique: c}
 	data.ListID = n.ListID
 	// The subject names the conversation's title, the body j's own
 	// (R-THREAD-1).
