@@ -282,7 +282,7 @@ func (in *Intake) accept(ctx context.Context, c webhook.Change, requestSHA strin
 	j := job.Job{
 		ID: id, Source: c.Source, ChangelistID: c.ChangelistID, ReviewVersion: c.ReviewVersion,
 		Title: c.Title, Description: c.Description, URL: c.URL, Author: c.Author, Recipients: recipients, DiffURL: c.DiffURL,
-		Status: job.StatusAccepted, Stage: job.StageFetch, Attempts: job.Attempts{},
+		Repository: c.Repository, Status: job.StatusAccepted, Stage: job.StageFetch, Attempts: job.Attempts{},
 		CreatedAt: now, UpdatedAt: now,
 		// A version a code host's event derives is quiet; a generic
 		// caller's review_version is its explicit request, unless it opted

@@ -24,10 +24,15 @@ var jobIDPattern = regexp.MustCompile(`^j_[a-z2-7]{32}$`)
 // token (StatusLinks), nothing else. Operators see full rows with the
 // criticizer CLI.
 type JobView struct {
-	JobID         job.ID         `json:"job_id"`
-	Status        job.Status     `json:"status"`
-	Stage         job.Stage      `json:"stage"`
-	ChangelistID  string         `json:"changelist_id"`
+	JobID        job.ID     `json:"job_id"`
+	Status       job.Status `json:"status"`
+	Stage        job.Stage  `json:"stage"`
+	ChangelistID string     `json:"changelist_id"`
+	// Repository is the repository the changelist belongs to: a generic
+	// caller's repository field, or the part of a code host's changelist
+	// id before its number (job.Job.RepositoryName); omitted when neither
+	// names one.
+	Repository    string         `json:"repository,omitempty"`
 	ReviewVersion int            `json:"review_version"`
 	Attempts      job.Attempts   `json:"attempts"`
 	LastError     *job.Failure   `json:"last_error,omitempty"`
@@ -101,7 +106,7 @@ func (h *Handler) getJob(ctx context.Context, id string, req events.APIGatewayV2
 // knows its recipients (and, for code review systems, the reviewers it
 // found no address for), so one BatchGetItem finds every row.
 func (h *Handler) view(ctx context.Context, j job.Job) (JobView, error) {
-	v := JobView{JobID: j.ID, Status: j.Status, Stage: j.Stage, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
+	v := JobView{JobID: j.ID, Status: j.Status, Stage: j.Stage, ChangelistID: j.ChangelistID, Repository: j.RepositoryName(), ReviewVersion: j.ReviewVersion,
 		Attempts: j.Attempts, LastError: j.LastError, DeadLetter: j.DeadLetter, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
 		Deliveries: []DeliveryView{}, UnexpandedTeams: j.UnexpandedTeams,
 		SkipReason: j.SkipReason, TeamMembersNotMailed: j.TeamMembersNotMailed}

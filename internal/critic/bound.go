@@ -53,8 +53,9 @@ func capFindings(fs []Finding, perFile, total int) (kept []Finding, dropped int,
 
 // Bound makes c keep the bounds of R-BOUND-1: at most MaxFindingsPerFile
 // findings on a file and MaxFindingsTotal in all, and at most
-// MaxCritiqueBytes of JSON, dropping the least serious findings first
-// (then, should that not do, the list of omitted files and the ledger's
+// MaxCritiqueBytes of JSON, dropping the code at the findings first (the
+// least serious findings' first, each marked Excerpt.Cut), then the least
+// serious findings (then, should that not do, the list of omitted files and the ledger's
 // entries: a file not in the ledger is only reviewed again). Every finding
 // dropped is counted in NotShown and the summary ends with a sentence
 // saying how many are not shown. A file that lost a finding is taken out
@@ -68,6 +69,12 @@ func Bound(c Critique) Critique {
 	c.Findings = kept
 	c.drop(dropped, lost)
 	if size(c) <= MaxCritiqueBytes {
+		return c
+	}
+	// The code at the findings goes first, the least important
+	// findings' first (R-BOUND-2): a finding without its code still says
+	// what is wrong and where.
+	if c = cutExcerpts(c); size(c) <= MaxCritiqueBytes {
 		return c
 	}
 	// The findings that fit, most important first: the largest count
@@ -159,4 +166,37 @@ func size(c Critique) int {
 		return 0 // a Critique always encodes
 	}
 	return len(b)
+}
+
+// cutExcerpts leaves out the excerpts of the least important findings,
+// as few as keep c within MaxCritiqueBytes (all of them when that is not
+// enough), each marked Cut so the email can say so.
+func cutExcerpts(c Critique) Critique {
+	var order []int // findings with an excerpt, most important first
+	for i, f := range c.Findings {
+		if f.Excerpt.Lines != "" {
+			order = append(order, i)
+		}
+	}
+	if len(order) == 0 {
+		return c
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return compareImportance(c.Findings[a], c.Findings[b]) })
+	try := func(n int) Critique {
+		t := c
+		t.Findings = slices.Clone(c.Findings)
+		for _, i := range order[n:] {
+			t.Findings[i].Excerpt = Excerpt{Cut: true}
+		}
+		return t
+	}
+	lo, hi := 0, len(order) // try(lo) is the fallback; hi does not fit
+	for lo < hi-1 {
+		if mid := (lo + hi) / 2; size(try(mid)) <= MaxCritiqueBytes {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return try(lo)
 }

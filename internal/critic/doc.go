@@ -20,5 +20,7 @@
 // Findings are e-mailed to people, so they must never carry sensitive text
 // from the diff: messages are written from fixed templates and numbers only,
 // never quoting the code, and file names are shown with e-mail addresses and
-// token-shaped strings masked.
+// token-shaped strings masked. The code at a finding (Excerpt) is the one
+// place the diff's text is quoted, with credentials, addresses and private
+// keys redacted and control and bidi characters made visible.
 package critic

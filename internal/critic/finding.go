@@ -55,6 +55,10 @@ type Finding struct {
 	// New: not reported by the previous reviewed version. Meaningful only
 	// in a critique with Changes.
 	New bool `json:"new,omitempty"`
+	// Excerpt is the diff's code at the flagged line, set by the llm stage
+	// (Excerpts) and shown under the finding in the email (R-MAIL-5);
+	// zero for a whole-file finding.
+	Excerpt Excerpt `json:"excerpt,omitzero"`
 }
 
 // compareFindings is the presentation order: by file, line and rule, with

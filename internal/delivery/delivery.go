@@ -247,9 +247,10 @@ type Message struct {
 	// Findings are the ids (vote.FindingID) of the findings the email
 	// lists under its version, in the order it lists them, separated by
 	// spaces: the finding a reader calls number n is the n-th (Finding,
-	// R-VOTE-3). A string, so that a Message stays comparable. Not part of
-	// ContentSHA256: it says what the bodies show. Empty: no findings, or
-	// a row rendered before it existed.
+	// R-VOTE-3). A digest's name each finding with the version row it is
+	// recorded on (DigestFinding, R-DIGEST-6). A string, so that a Message
+	// stays comparable. Not part of ContentSHA256: it says what the bodies
+	// show. Empty: no findings, or a row rendered before it existed.
 	Findings string `dynamodbav:"findings,omitempty"`
 	// ReplyTo is the Reply-To address the email is sent with: the
 	// delivery's reply address (R-REPLY-1). Empty: replies are off (no

@@ -52,25 +52,39 @@ const digestPrefix = "g_"
 // period, a period being the moment it is due (R-DIGEST-2).
 func DigestID(recipient string, due time.Time) string {
 	sec := strconv.FormatInt(due.Unix(), 10)
-	return digestPrefix + sec + "_" + job.Digest("digest", NormalizeRecipient(recipient), sec)
+	return JoinDigestID(due, job.Digest("digest", NormalizeRecipient(recipient), sec))
+}
+
+// JoinDigestID is the digest id of its two parts, the due time and the
+// digest of the recipient and that time (SplitDigestID's inverse): a
+// reply key carries the parts (internal/inbound).
+func JoinDigestID(due time.Time, digest string) string {
+	return digestPrefix + strconv.FormatInt(due.Unix(), 10) + "_" + digest
 }
 
 // DigestDue is the due time a digest id names; ok is false for an id that
 // is not a digest's.
 func DigestDue(id string) (time.Time, bool) {
+	due, _, ok := SplitDigestID(id)
+	return due, ok
+}
+
+// SplitDigestID is a digest id's due time and digest; ok is false for an
+// id that is not a digest's.
+func SplitDigestID(id string) (due time.Time, digest string, ok bool) {
 	rest, ok := strings.CutPrefix(id, digestPrefix)
 	if !ok {
-		return time.Time{}, false
+		return time.Time{}, "", false
 	}
-	sec, _, ok := strings.Cut(rest, "_")
+	sec, digest, ok := strings.Cut(rest, "_")
 	if !ok {
-		return time.Time{}, false
+		return time.Time{}, "", false
 	}
 	n, err := strconv.ParseInt(sec, 10, 64)
 	if err != nil {
-		return time.Time{}, false
+		return time.Time{}, "", false
 	}
-	return time.Unix(n, 0).UTC(), true
+	return time.Unix(n, 0).UTC(), digest, true
 }
 
 // IsDigest reports whether the row is a digest's rather than a version's.
@@ -108,4 +122,22 @@ func (r Row) NotifyMessage() job.Message {
 // DigestMessage is the notify message that closes and sends digest id.
 func DigestMessage(id string) job.Message {
 	return job.Message{JobID: job.ID(id), Stage: job.StageNotify, Task: job.TaskDigest}
+}
+
+// digestFindingSep joins a digest's finding to the version row it is
+// recorded on: neither a delivery id nor a finding id holds it.
+const digestFindingSep = "/"
+
+// DigestFinding is how a digest's message lists a finding
+// (Message.Findings): the version row the digest gathered, whose email it
+// stands for, and the finding's id (vote.FindingID). A digest spans many
+// changelists and versions, so its number names both (R-DIGEST-6).
+func DigestFinding(deliveryID, findingID string) string {
+	return deliveryID + digestFindingSep + findingID
+}
+
+// SplitDigestFinding is DigestFinding's inverse; ok is false for a
+// critique email's entry (a finding id alone).
+func SplitDigestFinding(entry string) (deliveryID, findingID string, ok bool) {
+	return strings.Cut(entry, digestFindingSep)
 }

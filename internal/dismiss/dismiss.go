@@ -65,6 +65,11 @@ type Result struct {
 	// was kept: no mark store, or the finding could not be looked up
 	// (its email's row or job expired).
 	Mark vote.MarkOutcome
+	// DeliveryID is the email the vote was recorded on: the one named, or
+	// for a daily digest's number the version row the digest gathered
+	// (R-DIGEST-6). ChangelistKey is its changelist's key ("" when its row
+	// is gone).
+	DeliveryID, ChangelistKey string
 }
 
 // Record records choice c, made at now, on the finding ref names of the
@@ -82,7 +87,10 @@ func (r *Recorder) Record(ctx context.Context, deliveryID string, ref Ref, c vot
 	if !c.Valid() {
 		return Result{}, fmt.Errorf("choice %q: %w", c, ErrUnknownFinding)
 	}
-	res := Result{FindingID: ref.ID, Rule: ref.Rule}
+	if _, isDigest := delivery.DigestDue(deliveryID); isDigest && ref.Number > 0 {
+		return r.recordInDigest(ctx, deliveryID, ref, c, now)
+	}
+	res := Result{FindingID: ref.ID, Rule: ref.Rule, DeliveryID: deliveryID}
 	var row delivery.Row
 	var f *critic.Finding
 	if r.Rows != nil && r.Jobs != nil {
@@ -117,6 +125,33 @@ func (r *Recorder) Record(ctx context.Context, deliveryID string, ref Ref, c vot
 	return res, nil
 }
 
+// recordInDigest records choice c on the finding a daily digest numbers
+// ref.Number: its message lists each finding with the version row the
+// digest gathered (delivery.DigestFinding), so the vote and the mark are
+// those the finding's own Wrong link in the digest records, on that row
+// (R-DIGEST-6). A digest's numbers span changelists; each names one.
+func (r *Recorder) recordInDigest(ctx context.Context, digestID string, ref Ref, c vote.Choice, now time.Time) (Result, error) {
+	if r.Rows == nil {
+		return Result{}, fmt.Errorf("digest %s finding %d: %w", digestID, ref.Number, ErrUnknownFinding)
+	}
+	row, err := r.Rows.Get(ctx, digestID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{}, fmt.Errorf("digest %s: %w", digestID, ErrUnknownFinding)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	entry, ok := row.Message.Finding(ref.Number)
+	if !ok {
+		return Result{}, fmt.Errorf("digest %s finding %d: %w", digestID, ref.Number, ErrUnknownFinding)
+	}
+	version, id, ok := delivery.SplitDigestFinding(entry)
+	if !ok {
+		return Result{}, fmt.Errorf("digest %s finding %d: %w", digestID, ref.Number, ErrUnknownFinding)
+	}
+	return r.Record(ctx, version, Ref{ID: id, Rule: ref.Rule}, c, now)
+}
+
 // lookup finds the email's row and, in the critique of its job, the
 // finding ref names; res gets the finding's id and rule. The finding is
 // nil when the row or the job is gone (retention), or the critique holds
@@ -131,6 +166,7 @@ func (r *Recorder) lookup(ctx context.Context, deliveryID string, res *Result, r
 	case err != nil:
 		return row, nil, err
 	}
+	res.ChangelistKey = row.ChangelistKey
 	if ref.Number > 0 {
 		id, ok := row.Message.Finding(ref.Number)
 		if !ok {

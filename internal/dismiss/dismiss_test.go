@@ -2,12 +2,18 @@ package dismiss_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/dismiss"
+	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store/memstore"
+	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
@@ -38,5 +44,58 @@ func TestRecord_EmailGone_VoteKeptNoMark(t *testing.T) {
 	plain := &dismiss.Recorder{Votes: votes}
 	if res, err := plain.Record(ctx, "d_x", dismiss.Ref{ID: "f2", Rule: "r"}, vote.Useful, now); err != nil || res.Vote != vote.Recorded || res.Mark != "" {
 		t.Fatalf("votes only: %+v, %v", res, err)
+	}
+}
+
+// A daily digest numbers findings across its changelists: "wrong 2" of a
+// digest is recorded on the version row the digest gathered for the
+// finding it numbers 2, as that finding's Wrong link would be, and marks
+// it on that changelist; a number past the digest's findings records
+// nothing.
+// Rules: R-DIGEST-6, R-VOTE-3.
+func TestRecord_DigestNumberNamesTheVersionsFinding(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	rows, jobs := memstore.NewDeliveries(nil), memstore.NewJobs(nil)
+	votes, marks := memstore.NewVotes(), memstore.NewDismissals()
+	r := &dismiss.Recorder{Votes: votes, Marks: marks, Rows: rows, Jobs: jobs}
+	reader := "ann@example.com"
+	var entries []string
+	for i, cl := range []string{"billing-1", "billing-2"} {
+		f := critic.Finding{File: "a.go", Line: 3 + i, Severity: critic.SeverityWarning, Rule: "rule-" + cl, Message: "m", Anchor: "abc", Place: "place-" + cl}
+		crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Findings: []critic.Finding{f}})
+		id := job.NewID("generic", cl, 1)
+		jobs.Put(job.Job{ID: id, Source: "generic", ChangelistID: cl, ReviewVersion: 1, Critique: crit})
+		key := job.ChangelistKey("generic", cl)
+		row := delivery.Row{ID: delivery.ID(key, reader, 1), JobID: id, ChangelistKey: key, Recipient: reader, ReviewVersion: 1,
+			Status: delivery.StatusDigested, CreatedAt: now, UpdatedAt: now}
+		if _, _, err := rows.Ensure(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, delivery.DigestFinding(row.ID, vote.FindingID(f)))
+	}
+	digestID := delivery.DigestID(reader, now)
+	if _, _, err := rows.Ensure(ctx, delivery.Row{ID: digestID, Recipient: reader, Status: delivery.StatusSent, CreatedAt: now, UpdatedAt: now,
+		Message: delivery.Message{Subject: "digest", Findings: strings.Join(entries, " ")}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Record(ctx, digestID, dismiss.Ref{Number: 2}, vote.Wrong, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := delivery.ID(job.ChangelistKey("generic", "billing-2"), reader, 1)
+	if res.DeliveryID != second || res.ChangelistKey != job.ChangelistKey("generic", "billing-2") || res.Rule != "rule-billing-2" || res.Mark == "" {
+		t.Fatalf("wrong 2 of the digest: %+v; want it on %s, rule-billing-2, marked", res, second)
+	}
+	all, _ := votes.List(ctx)
+	if len(all) != 1 || all[0].DeliveryID != second || all[0].Choice != vote.Wrong {
+		t.Fatalf("votes %+v", all)
+	}
+	m, _ := marks.Marks(ctx, job.ChangelistKey("generic", "billing-2"), []string{unsubscribe.RecipientID(reader)})
+	if len(m[unsubscribe.RecipientID(reader)]) != 1 {
+		t.Errorf("marks on billing-2 %+v, want the reader's one", m)
+	}
+	if _, err := r.Record(ctx, digestID, dismiss.Ref{Number: 3}, vote.Wrong, now); !errors.Is(err, dismiss.ErrUnknownFinding) {
+		t.Errorf("wrong 3 of a digest of two: %v, want ErrUnknownFinding", err)
 	}
 }

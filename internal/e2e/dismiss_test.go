@@ -20,8 +20,9 @@ import (
 )
 
 // debugWrong finds, in an email's text, the Wrong link of the debug-print
-// finding, and says whether it is the email's first finding.
-var debugWrong = regexp.MustCompile(`\(debug-print\)\n    Useful: \S+\n    Wrong: (\S+)\n`)
+// finding, past the code shown under it (R-MAIL-5), and says whether it
+// is the email's first finding.
+var debugWrong = regexp.MustCompile(`\(debug-print\)\n(?:    (?:> |  )[ +-].*\n)*    Useful: \S+\n    Wrong: (\S+)\n`)
 
 // A reviewer marks a finding wrong from the email in the SES store, by
 // its button's POST; the next version, with that line unchanged and a

@@ -255,8 +255,14 @@ func (h *Handler) Process(ctx context.Context, body []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	about, jobID := changelistID(row.ChangelistKey), row.JobID
+	if row.IsDigest() {
+		// A digest has no job: its confirmation's notify message names
+		// the digest, as the digest's own does (delivery.DigestMessage).
+		about, jobID = "the daily digest for "+row.Period, job.ID(row.ID)
+	}
 	m, err := h.Renderer.RenderConfirmation(mail.Confirmation{
-		ChangelistID: changelistID(row.ChangelistKey), Subject: row.Message.Subject, Actions: actions,
+		ChangelistID: about, Digest: row.IsDigest(), Subject: row.Message.Subject, Actions: actions,
 		Findings: len(strings.Fields(row.Message.Findings)), Ignored: p.Ignored, Unknown: p.Unknown,
 		Thread: messageID(n, hdr), ReplyTo: to, ListID: h.ListID,
 	})
@@ -264,7 +270,7 @@ func (h *Handler) Process(ctx context.Context, body []byte) (string, error) {
 		return "", err
 	}
 	now := h.now().UTC()
-	confirm := delivery.Row{ID: confirmID, Kind: delivery.KindReply, JobID: row.JobID, ChangelistKey: row.ChangelistKey,
+	confirm := delivery.Row{ID: confirmID, Kind: delivery.KindReply, JobID: jobID, ChangelistKey: row.ChangelistKey,
 		Recipient: row.Recipient, ReviewVersion: row.ReviewVersion, Status: delivery.StatusPending, Message: m,
 		CreatedAt: now, UpdatedAt: now}
 	if _, _, err := h.Rows.Ensure(ctx, confirm); err != nil {
@@ -340,15 +346,23 @@ func (h *Handler) act(ctx context.Context, row delivery.Row, p Parsed, at time.T
 		a := mail.ReplyAction{Verb: string(c.Verb), Finding: c.Finding}
 		switch c.Verb {
 		case Wrong, Useful:
-			_, err := h.Recorder.Record(ctx, row.ID, dismiss.Ref{Number: c.Finding}, vote.Choice(c.Verb), at)
+			res, err := h.Recorder.Record(ctx, row.ID, dismiss.Ref{Number: c.Finding}, vote.Choice(c.Verb), at)
 			switch {
 			case errors.Is(err, dismiss.ErrUnknownFinding):
 			case err != nil:
 				return nil, err
 			default:
 				a.Listed = true
+				if row.IsDigest() {
+					// A digest's number names a finding of one of
+					// its changelists (R-DIGEST-6).
+					a.Changelist = changelistID(res.ChangelistKey)
+				}
 			}
 		case Mute:
+			if row.IsDigest() {
+				break // a digest names no one changelist: nothing muted
+			}
 			if err := h.Mutes.Mute(ctx, row.ChangelistKey, rid, at); err != nil {
 				return nil, err
 			}

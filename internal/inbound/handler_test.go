@@ -579,3 +579,74 @@ func TestKey_OwnMessageIDBounded(t *testing.T) {
 		}
 	}
 }
+
+// A reply to a daily digest acts on the digest's numbers, which span its
+// changelists: "wrong 3" records the vote and the mark on the version row
+// of the changelist whose finding the digest numbered 3, and the
+// confirmation names that changelist; "mute" names no changelist in a
+// digest and mutes nothing, and the confirmation says so.
+// Rules: R-DIGEST-6, R-REPLY-4, R-REPLY-5.
+func TestProcess_DigestReply_NumbersSpanChangelists_MuteNamesNone(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	other := storetest.NewJob("billing-7", 2)
+	oc := critic.Critique{Critic: "offline/v1", Summary: "One finding.", Files: 1, Findings: []critic.Finding{
+		{File: "b.go", Line: 9, Severity: critic.SeverityError, Rule: "conflict-marker", Message: "A conflict marker.", Anchor: "line-conflict", Place: "place-conflict"}}}
+	other.Critique, _ = json.Marshal(oc)
+	w.jobs.Put(other)
+	otherKey := job.ChangelistKey("generic", "billing-7")
+	otherRow := delivery.Row{ID: delivery.ID(otherKey, "ann@example.com", 2), JobID: other.ID, ChangelistKey: otherKey, Recipient: "ann@example.com",
+		ReviewVersion: 2, Status: delivery.StatusDigested, CreatedAt: at, UpdatedAt: at}
+	if _, _, err := w.rows.Ensure(ctx, otherRow); err != nil {
+		t.Fatal(err)
+	}
+	var first critic.Critique
+	j, _ := w.jobs.Get(ctx, w.row.JobID)
+	_ = json.Unmarshal(j.Critique, &first)
+	due := at.Truncate(time.Hour)
+	digestID := delivery.DigestID("ann@example.com", due)
+	w.addr, _ = w.h.Keys.Address(domain, digestID, due)
+	m, err := w.h.Renderer.RenderDigest(mail.DigestData{Date: "2026-12-01", ReplyTo: w.addr, Items: []mail.DigestItem{
+		{Source: "generic", ChangelistID: "billing-1042", ReviewVersion: 1, Title: "Add refunds", URL: "https://x.example/1", Critique: first, DeliveryID: w.row.ID},
+		{Source: "generic", ChangelistID: "billing-7", ReviewVersion: 2, Title: "Refund limits", URL: "https://x.example/7", Critique: oc, DeliveryID: otherRow.ID},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Numbered in the order given: #1 and #2 are billing-1042's, #3 is
+	// billing-7's.
+	if _, _, err := w.rows.Ensure(ctx, delivery.Row{ID: digestID, Recipient: "ann@example.com", Period: "2026-12-01", DueAt: due,
+		Status: delivery.StatusDelivered, Message: m, CreatedAt: at, UpdatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	body := w.reply("apple-mail.eml", "ses-digest", func(raw string, _ map[string]any) string {
+		return strings.Replace(raw, "Mute.", "Wrong 3\r\nMute.", 1)
+	})
+	if got := w.process(body); got != Acted {
+		t.Fatalf("outcome %q\n%s", got, w.log)
+	}
+	votes, _ := w.votes.List(ctx)
+	if len(votes) != 1 || votes[0].DeliveryID != otherRow.ID || votes[0].Rule != "conflict-marker" || votes[0].Choice != vote.Wrong {
+		t.Fatalf("votes %+v; want one wrong on billing-7's row", votes)
+	}
+	marks, _ := w.marks.Marks(ctx, otherKey, []string{unsubscribe.RecipientID("ann@example.com")})
+	if len(marks[unsubscribe.RecipientID("ann@example.com")]) != 1 {
+		t.Errorf("no mark on billing-7: %v", marks)
+	}
+	muted, _ := w.replies.Muted(ctx, "", []string{unsubscribe.RecipientID("ann@example.com")})
+	muted2, _ := w.replies.Muted(ctx, otherKey, []string{unsubscribe.RecipientID("ann@example.com")})
+	if len(muted)+len(muted2) != 0 {
+		t.Errorf("a digest's mute muted %v %v", muted, muted2)
+	}
+	cs := w.confirmations()
+	if len(cs) != 1 || cs[0].JobID != job.ID(digestID) {
+		t.Fatalf("confirmations %+v; want one, carried by the digest's id", cs)
+	}
+	text := cs[0].Message.Text
+	for _, want := range []string{"your reply about the daily digest for 2026-12-01", "Finding #3 is marked wrong: your later emails about billing-7 leave it out",
+		"Nothing muted: a digest is about several changelists."} {
+		if !strings.Contains(text, want) {
+			t.Errorf("confirmation lacks %q:\n%s", want, text)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/sealed"
 	"github.com/criticizer/criticizer/internal/vote"
 )
@@ -38,12 +39,22 @@ const KeyLifetime = vote.LinkLifetime
 // personal: the delivery id is a digest, the address is not in it.
 // 96 bits of mac: a forger guessing keys by sending mail gets one try per
 // message, counted and dropped.
+//
+// A daily digest's key (version 2) names the digest row (R-DIGEST-6),
+// whose id holds its due time beside its digest ("g_<unix seconds>_…",
+// delivery.DigestID): there is no room for both that time and an expiry,
+// so it holds the due time in quarter hours since the epoch (3 bytes,
+// good until the year 2448; every due time is on a quarter hour, as
+// every time zone's offset is) and expires KeyLifetime after it. A
+// digest is rendered when it is closed, at or soon after that time.
 const (
-	keyVersion = 1
-	digestLen  = 20
-	expiryLen  = 3
-	keyMACLen  = 12
-	payloadLen = 1 + digestLen + expiryLen
+	keyVersion       = 1
+	digestKeyVersion = 2
+	quarterHour      = 15 * 60
+	digestLen        = 20
+	expiryLen        = 3
+	keyMACLen        = 12
+	payloadLen       = 1 + digestLen + expiryLen
 	// KeyLen is a key's length in characters.
 	KeyLen = (8*(payloadLen+keyMACLen) + 4) / 5
 )
@@ -93,8 +104,13 @@ func (k *Keys) sealed() sealed.Keys {
 }
 
 // Key returns the key of delivery deliveryID ("d_" and a job.Digest),
-// valid until expires (rounded up to the hour).
+// valid until expires (rounded up to the hour); of a daily digest
+// (delivery.DigestID), valid KeyLifetime after the digest is due,
+// whatever expires says.
 func (k *Keys) Key(deliveryID string, expires time.Time) (string, error) {
+	if due, digest, ok := delivery.SplitDigestID(deliveryID); ok {
+		return k.digestKey(deliveryID, due, digest)
+	}
 	digest, ok := strings.CutPrefix(deliveryID, "d_")
 	d, err := digests.DecodeString(strings.ToUpper(digest))
 	if !ok || err != nil || len(d) != digestLen {
@@ -121,16 +137,40 @@ func (k *Keys) Open(key string, now time.Time) (string, error) {
 		return "", ErrInvalid
 	}
 	p, ok := k.sealed().OpenShort(key, keyMACLen)
-	if !ok || len(p) != payloadLen || p[0] != keyVersion {
+	if !ok || len(p) != payloadLen || (p[0] != keyVersion && p[0] != digestKeyVersion) {
 		return "", ErrInvalid
 	}
-	id := "d_" + strings.ToLower(digests.EncodeToString(p[1:1+digestLen]))
 	var h [4]byte
 	copy(h[1:], p[1+digestLen:])
-	if expires := time.Unix(int64(binary.BigEndian.Uint32(h[:]))*3600, 0); !now.Before(expires) {
+	n := int64(binary.BigEndian.Uint32(h[:]))
+	id, expires := "d_"+strings.ToLower(digests.EncodeToString(p[1:1+digestLen])), time.Unix(n*3600, 0)
+	if p[0] == digestKeyVersion {
+		due := time.Unix(n*quarterHour, 0).UTC()
+		id, expires = delivery.JoinDigestID(due, strings.ToLower(digests.EncodeToString(p[1:1+digestLen]))), due.Add(KeyLifetime)
+	}
+	if !now.Before(expires) {
 		return id, ErrExpired
 	}
 	return id, nil
+}
+
+// digestKey is the key of daily digest id, due at due, of digest digest.
+func (k *Keys) digestKey(id string, due time.Time, digest string) (string, error) {
+	d, err := digests.DecodeString(strings.ToUpper(digest))
+	if err != nil || len(d) != digestLen {
+		return "", fmt.Errorf("reply key: %q is not a digest id", id)
+	}
+	q := due.Unix() / quarterHour
+	if due.Unix()%quarterHour != 0 || q < 0 || q >= 1<<(8*expiryLen) {
+		return "", fmt.Errorf("reply key: digest due at %s, not on a quarter hour in range", due)
+	}
+	p := make([]byte, payloadLen)
+	p[0] = digestKeyVersion
+	copy(p[1:], d)
+	var h [4]byte
+	binary.BigEndian.PutUint32(h[:], uint32(q))
+	copy(p[1+digestLen:], h[1:])
+	return k.sealed().SealShort(p, keyMACLen), nil
 }
 
 // Address is the reply address of delivery deliveryID under the inbound

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/digest"
+	"github.com/criticizer/criticizer/internal/prefs"
 )
 
 const testKey = "test-unsubscribe-key-0123456789abcdef"
@@ -115,6 +117,8 @@ func FuzzOpenKey(f *testing.F) {
 	k := keys(f)
 	good, _ := k.Key(delivery.ID("generic:cl", "a@example.com", 1), at.Add(KeyLifetime))
 	f.Add(good)
+	dg, _ := k.Key(delivery.DigestID("a@example.com", at.Truncate(time.Hour)), at)
+	f.Add(dg)
 	f.Add(strings.ToUpper(good))
 	f.Add(good[:KeyLen-1])
 	f.Add(good + "a")
@@ -131,7 +135,7 @@ func FuzzOpenKey(f *testing.F) {
 			}
 			return
 		}
-		if !strings.HasPrefix(id, "d_") || len(id) != 34 {
+		if _, _, digest := delivery.SplitDigestID(id); !digest && (!strings.HasPrefix(id, "d_") || len(id) != 34) {
 			t.Fatalf("accepted key names %q, not a delivery id", id)
 		}
 		if len(key) != KeyLen {
@@ -141,4 +145,68 @@ func FuzzOpenKey(f *testing.F) {
 			t.Fatalf("the id an accepted key names cannot be keyed again: %v", err)
 		}
 	})
+}
+
+// A daily digest has a reply address too: its key names the digest row,
+// fits the same 64 octets, opens to the digest's id (never to a version's
+// row), and expires KeyLifetime after the digest is due. Every due time
+// a reader's choice can give (each zone the preference page offers, each
+// hour, the days of a year around its clock changes) can be keyed.
+// Rules: R-DIGEST-6, R-REPLY-1.
+func TestKey_DigestNamesTheDigest_EveryDueTimeKeyed(t *testing.T) {
+	k := keys(t)
+	due := time.Date(2026, 11, 28, 7, 30, 0, 0, time.UTC)
+	id := delivery.DigestID("Ann@Example.com", due)
+	addr, err := k.Address("replies.example.org", id, due.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if local, _, _ := strings.Cut(addr, "@"); len(local) != len(LocalPrefix)+KeyLen || strings.Contains(addr, "ann") {
+		t.Fatalf("digest address %q", addr)
+	}
+	key, _ := KeyOf(addr, "replies.example.org")
+	if got, err := k.Open(key, due.Add(KeyLifetime-time.Minute)); err != nil || got != id {
+		t.Fatalf("Open = %q, %v; want %q", got, err, id)
+	}
+	if got, err := k.Open(key, due.Add(KeyLifetime)); !errors.Is(err, ErrExpired) || got != id {
+		t.Errorf("after its lifetime: %q, %v", got, err)
+	}
+	version, _ := k.Key(delivery.ID("generic:cl", "ann@example.com", 1), due.Add(KeyLifetime))
+	if version == key {
+		t.Error("a digest's key is a version's")
+	}
+	if _, err := k.Key(delivery.DigestID("ann@example.com", due.Add(7*time.Minute)), due); err == nil {
+		t.Error("a due time off the quarter hour keyed")
+	}
+	// A due time is the reader's hour in their zone, or a clock change's
+	// instant (digest.Next): on a quarter hour wherever every offset the
+	// zone takes is a whole number of quarter hours.
+	year := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, zone := range prefs.Zones("") {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for at := year; at.Before(year.AddDate(1, 0, 0)); at = at.Add(time.Hour) {
+			if _, off := at.In(loc).Zone(); off%(15*60) != 0 {
+				t.Fatalf("%s at %s: offset %ds, not on a quarter hour", zone, at, off)
+			}
+		}
+		p := prefs.Default()
+		p.TimeZone = zone
+		for hour := range 24 {
+			p.DigestHour = hour
+			for _, day := range []int{0, 68, 88, 180, 298, 305} { // around the clock changes
+				per := digest.Next(p, year.AddDate(0, 0, day))
+				id := delivery.DigestID("ann@example.com", per.Due)
+				key, err := k.Key(id, per.Due)
+				if err != nil {
+					t.Fatalf("%s at %d: %v", zone, hour, err)
+				}
+				if got, err := k.Open(key, per.Due); err != nil || got != id {
+					t.Fatalf("%s at %d: Open = %q, %v; want %q", zone, hour, got, err, id)
+				}
+			}
+		}
+	}
 }

@@ -164,10 +164,14 @@ type Job struct {
 	Title         string `dynamodbav:"title" json:"title"`
 	// Description is the pull request's description (untrusted; given to
 	// the model as data), at most 4 KB.
-	Description string   `dynamodbav:"description,omitempty" json:"description,omitempty"`
-	URL         string   `dynamodbav:"url" json:"url"`
-	Author      string   `dynamodbav:"author" json:"author"`
-	Recipients  []string `dynamodbav:"recipients" json:"-"`
+	Description string `dynamodbav:"description,omitempty" json:"description,omitempty"`
+	URL         string `dynamodbav:"url" json:"url"`
+	Author      string `dynamodbav:"author" json:"author"`
+	// Repository is the repository a generic caller named (its optional
+	// "repository" field, R-INTAKE-7); empty for the code hosts, whose
+	// changelist id holds theirs (RepositoryName).
+	Repository string   `dynamodbav:"repository,omitempty" json:"repository,omitempty"`
+	Recipients []string `dynamodbav:"recipients" json:"-"`
 	// AddedRecipients are the addresses of reviewers added to this version
 	// after its reviewers were fetched (R-REVIEWERS-1): a set the fetch
 	// stage's reviewer refresh adds to, so additions commute with each
@@ -238,6 +242,23 @@ type Job struct {
 	// TeamMembersNotMailed counts, per requested team, the members past
 	// the cap who were not mailed (R-REVIEWERS-6).
 	TeamMembersNotMailed map[string]int `dynamodbav:"team_members_not_mailed,omitempty" json:"team_members_not_mailed,omitempty"`
+}
+
+// RepositoryName is the repository the version belongs to, as people name
+// it: a generic caller's Repository, or the part of a code host's
+// changelist id before its number ("acme/billing" of "acme/billing#7",
+// "group/proj" of "group/proj!3", "project" of "project~42"); "" when
+// neither names one.
+func (j Job) RepositoryName() string {
+	if j.Repository != "" {
+		return j.Repository
+	}
+	if IsReviewSystem(j.Source) {
+		if i := strings.LastIndexAny(j.ChangelistID, "#!~"); i > 0 {
+			return j.ChangelistID[:i]
+		}
+	}
+	return ""
 }
 
 // Quiet reports whether the quiet rules (R-QUIET-1..3) may settle the

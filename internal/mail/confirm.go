@@ -21,11 +21,19 @@ type ReplyAction struct {
 	// whether the email lists it (a number past them did nothing).
 	Finding int
 	Listed  bool
+	// Changelist is the changelist of the finding a daily digest numbers
+	// (R-DIGEST-6); empty: the confirmation's.
+	Changelist string
 }
 
 // Confirmation is what the confirmation of a reply says.
 type Confirmation struct {
+	// ChangelistID is the changelist the answered email is about; for a
+	// daily digest, what it is ("the daily digest for 2026-11-28").
 	ChangelistID string
+	// Digest: the answered email is a daily digest, about several
+	// changelists: "mute" names none (R-DIGEST-6).
+	Digest bool
 	// Subject is the answered email's subject; the confirmation's is
 	// "Re: " and it.
 	Subject string
@@ -61,7 +69,13 @@ func (c Confirmation) sentences() (lines []string, help bool) {
 		case (a.Verb == "wrong" || a.Verb == "useful") && !a.Listed:
 			lines = append(lines, "There is no finding #"+n+" in that email ("+pick(c.Findings == 0, "it lists none", "it lists "+strconv.Itoa(c.Findings))+"): nothing recorded.")
 		case a.Verb == "wrong":
-			lines = append(lines, "Finding #"+n+" is marked wrong: your later emails about "+cl+" leave it out while its line is unchanged.")
+			about := cl
+			if a.Changelist != "" {
+				about = a.Changelist
+			}
+			lines = append(lines, "Finding #"+n+" is marked wrong: your later emails about "+about+" leave it out while its line is unchanged.")
+		case a.Verb == "mute" && c.Digest:
+			lines = append(lines, "Nothing muted: a digest is about several changelists. Reply \"mute\" to a changelist's own email, or mute its repository on your preference page.")
 		case a.Verb == "useful":
 			lines = append(lines, "Finding #"+n+" is marked useful. Thank you.")
 		case a.Verb == "mute":

@@ -43,7 +43,7 @@ func critiqueHTML(v view) string {
 <tr><td align="center" style="padding:16px 8px;">
 <table role="presentation" width="600" cellpadding="0" cellspacing="0" border="0" style="width:100%;max-width:600px;table-layout:fixed;background:#ffffff;border:1px solid #d0d7de;border-radius:6px;border-collapse:separate;">
 <tr><td style="padding:20px 24px 16px;border-bottom:1px solid #d0d7de;">
-  <div style="font-size:12px;line-height:1.4;color:#57606a;overflow-wrap:anywhere;"><span style="font-weight:600;color:#1f2328;">Criticizer review</span> &middot; ` + cl + ` &middot; version ` + ver + `</div>
+  <div style="font-size:12px;line-height:1.4;color:#57606a;overflow-wrap:anywhere;"><span style="font-weight:600;color:#1f2328;">Criticizer review</span> &middot; ` + repoHTML(d.Repository) + cl + ` &middot; version ` + ver + `</div>
   <h1 style="margin:8px 0 0;font-size:20px;line-height:1.3;font-weight:600;overflow-wrap:anywhere;word-break:break-word;"><a href="` + url + `" style="color:#0969da;text-decoration:none;">` + escText(d.Title) + `</a></h1>
   <div style="font-size:13px;line-height:1.4;color:#57606a;margin-top:6px;">by ` + escText(d.Author) + ` &middot; ` + strconv.Itoa(c.Files) + ` ` + pick(c.Files == 1, "file", "files") + `, <span style="color:#1a7f37;">+` + strconv.Itoa(c.Additions) + `</span> <span style="color:#cf222e;">&minus;` + strconv.Itoa(c.Deletions) + `</span></div>
   <table role="presentation" cellpadding="0" cellspacing="0" border="0" style="margin-top:14px;"><tr><td style="background:#0969da;border-radius:6px;"><a href="` + url + `" style="display:inline-block;padding:7px 14px;font-size:13px;font-weight:600;color:#ffffff;text-decoration:none;">Open the changelist</a></td></tr></table>
@@ -95,6 +95,12 @@ func critiqueHTML(v view) string {
 		w(`
 <tr><td style="padding:10px 24px 4px;">
   <div style="padding:8px 12px;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;font-size:13px;line-height:1.45;color:#57606a;">` + escText(leftOutText(d.LeftOut, d.LeftOutBelow)) + `</div>
+</td></tr>`)
+	}
+	if v.CodeCut != 0 {
+		w(`
+<tr><td style="padding:10px 24px 4px;">
+  <div style="padding:8px 12px;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;font-size:13px;line-height:1.45;color:#57606a;">` + codeCutText(v.CodeCut, "email") + `</div>
 </td></tr>`)
 	}
 	if ch := v.Changes; ch == nil {
@@ -149,6 +155,16 @@ func critiqueHTML(v view) string {
 	return b.String()
 }
 
+// repoHTML is a generic changelist's repository before its id in the
+// header line ("acme/billing · "), escaped; "" without one (a code
+// host's is in its changelist id).
+func repoHTML(repo string) string {
+	if repo == "" {
+		return ""
+	}
+	return escText(repo) + ` &middot; `
+}
+
 // htmlHeading opens a section of a rerun's findings.
 func htmlHeading(b *strings.Builder, title string, n int) {
 	b.WriteString(`
@@ -199,6 +215,7 @@ func htmlFiles(b *strings.Builder, files []FileFindings, resolved bool) {
 				w(`<a href="` + escURL(fv.URL) + `" style="color:#0969da;text-decoration:none;font-family:SFMono-Regular,Consolas,'Liberation Mono',Menlo,monospace;font-size:12px;">line ` + strconv.Itoa(fv.Line) + `</a><span style="color:#8c959f;"> &middot; </span>`)
 			}
 			w(escText(fv.Message) + ` <span style="color:#8c959f;font-size:11px;white-space:nowrap;">` + escText(fv.Rule) + `</span>`)
+			htmlCode(b, fv.Code)
 			if fv.UsefulURL != "" {
 				w(`<div style="margin-top:2px;font-size:11px;line-height:1.4;color:#8c959f;">Was this useful? <a href="` + escURL(fv.UsefulURL) + `" style="color:#57606a;">Useful</a> &middot; <a href="` + escURL(fv.WrongURL) + `" style="color:#57606a;">Wrong</a></div>`)
 			}
@@ -209,6 +226,45 @@ func htmlFiles(b *strings.Builder, files []FileFindings, resolved bool) {
   </table>
 </td></tr>`)
 	}
+}
+
+// htmlCode writes a finding's code (R-MAIL-5): monospace, a line each,
+// added lines green, removed ones red, the flagged line marked by a bar
+// on its left and bold; the text escaped, never a link. The lines follow
+// each other with no white space between them: the container keeps
+// white space (pre-wrap, for indentation), so a newline there would be a
+// blank line.
+func htmlCode(b *strings.Builder, code []CodeLine) {
+	if len(code) == 0 {
+		return
+	}
+	w := b.WriteString
+	w(`<div style="margin:6px 0 2px;border:1px solid #d0d7de;border-radius:4px;font-family:SFMono-Regular,Consolas,'Liberation Mono',Menlo,monospace;font-size:12px;line-height:1.45;color:#1f2328;">`)
+	for _, l := range code {
+		w(`<div style="white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-all;`)
+		if l.Flagged {
+			w(`padding:0 6px 0 3px;border-left:3px solid #0969da;font-weight:600;`)
+		} else {
+			w(`padding:0 6px;`)
+		}
+		switch l.Kind {
+		case "added":
+			w(`background:#e6ffec;`)
+		case "removed":
+			w(`background:#ffebe9;`)
+		}
+		w(`">` + escText(l.Marker+l.Text) + `</div>`)
+	}
+	w(`</div>`)
+}
+
+// codeCutText says how many findings' code a size bound left out
+// (R-MAIL-5). It links nowhere and holds no text of the change's.
+func codeCutText(n int, what string) string {
+	if n == 1 {
+		return "The code at 1 finding is left out to keep this " + what + " short; open the changelist to see it."
+	}
+	return "The code at " + strconv.Itoa(n) + " findings is left out to keep this " + what + " short; open the changelist to see it."
 }
 
 // changesText is "2 new, 18 unchanged, 2 resolved".
@@ -238,7 +294,7 @@ func critiqueText(v view) string {
 	d := v.Data
 	c := d.Critique
 	n := v.Counts
-	w("Criticizer review: " + d.ChangelistID + " version " + strconv.Itoa(d.ReviewVersion) + "\n" + d.Title + "\nby " + d.Author + " - " +
+	w("Criticizer review: " + d.ChangelistID + pick(d.Repository != "", " ("+d.Repository+")", "") + " version " + strconv.Itoa(d.ReviewVersion) + "\n" + d.Title + "\nby " + d.Author + " - " +
 		strconv.Itoa(c.Files) + " " + pick(c.Files == 1, "file", "files") + ", +" + strconv.Itoa(c.Additions) + " -" + strconv.Itoa(c.Deletions) + "\n" + d.URL + "\n\n")
 	if n.Total != 0 {
 		w("Findings: " + strconv.Itoa(n.Errors) + " " + pick(n.Errors == 1, "error", "errors") + ", " + strconv.Itoa(n.Warnings) + " " +
@@ -262,6 +318,9 @@ func critiqueText(v view) string {
 	}
 	if d.LeftOut != 0 {
 		w("\n\n" + leftOutText(d.LeftOut, d.LeftOutBelow))
+	}
+	if v.CodeCut != 0 {
+		w("\n\n" + codeCutText(v.CodeCut, "email"))
 	}
 	w("\n")
 	if ch := v.Changes; ch == nil {
@@ -320,6 +379,9 @@ func textFiles(b *strings.Builder, files []FileFindings, changeURL string, resol
 				w(pick(resolved, " was line ", " line ") + strconv.Itoa(fv.Line) + ":")
 			}
 			w(" " + fv.Message + " (" + fv.Rule + ")")
+			for _, l := range fv.Code {
+				w("\n    " + pick(l.Flagged, "> ", "  ") + l.Marker + l.Text)
+			}
 			if fv.UsefulURL != "" {
 				w("\n    Useful: " + fv.UsefulURL + "\n    Wrong: " + fv.WrongURL)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/vote"
 )
 
 // DigestVersion names the daily digest's layout (R-DIGEST-4).
@@ -41,13 +42,19 @@ type DigestData struct {
 	UnsubscribeURL, PreferencesURL string
 	// ListID is the deploy's list id (List-Id).
 	ListID string
+	// ReplyTo is the digest's reply address (R-DIGEST-6): with it, the
+	// findings are numbered across the digest and the footer says what a
+	// reply can do. Empty: neither.
+	ReplyTo string
 }
 
 // DigestItem is one changelist of a digest, at its newest version the
 // digest gathered.
 type DigestItem struct {
-	Source        string
-	ChangelistID  string
+	Source       string
+	ChangelistID string
+	// Repository is a generic changelist's repository (Data.Repository).
+	Repository    string
 	ReviewVersion int
 	// Versions is how many of the changelist's versions the digest
 	// gathered (1: this one).
@@ -63,6 +70,10 @@ type DigestItem struct {
 	// Votes mints a finding's vote links under the version's own
 	// delivery id (R-VOTE-1); nil: none.
 	Votes func(f critic.Finding) (useful, wrong string)
+	// DeliveryID is the version's own row, the one the digest gathered:
+	// a reply's "wrong N" about a finding of this item is recorded on it,
+	// as the finding's Wrong link is (R-DIGEST-6).
+	DeliveryID string
 }
 
 // digestItemView is an item with its derived fields (newView's, so the
@@ -86,8 +97,9 @@ func digestViews(d DigestData) []digestItemView {
 		// Compared or not, a digest lists the version's findings once:
 		// the day's news is the version, not its difference from the last.
 		c.Changes = nil
-		v := newView(Data{Source: it.Source, ChangelistID: it.ChangelistID, ReviewVersion: it.ReviewVersion, Title: it.Title, URL: it.URL,
+		v := newView(Data{Source: it.Source, ChangelistID: it.ChangelistID, Repository: it.Repository, ReviewVersion: it.ReviewVersion, Title: it.Title, URL: it.URL,
 			Author: it.Author, Critique: c, Votes: it.Votes, Hidden: it.Hidden})
+		v.deliveryID = it.DeliveryID
 		// The counters count the whole review, shown or not.
 		for _, f := range fs[len(fs)-more:] {
 			switch f.Severity {
@@ -102,7 +114,42 @@ func digestViews(d DigestData) []digestItemView {
 		}
 		out[i] = digestItemView{view: v, shownMore: more, versions: it.Versions}
 	}
+	if d.ReplyTo != "" {
+		// One numbering across the digest: "wrong 7" names one finding
+		// of one changelist (R-DIGEST-6).
+		n := 0
+		for _, v := range out {
+			for _, fv := range v.listedFindings() {
+				n++
+				fv.Number = n
+			}
+		}
+	}
 	return out
+}
+
+// digestFindings are the findings a digest lists, in the order it lists
+// them, each as the version row it is recorded on and its id
+// (delivery.DigestFinding): what "wrong N" names (R-DIGEST-6).
+func digestFindings(vs []digestItemView) string {
+	var out []string
+	for _, v := range vs {
+		for _, fv := range v.listedFindings() {
+			out = append(out, delivery.DigestFinding(v.deliveryID, vote.FindingID(fv.Finding)))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// digestCodeCut counts the findings the digest lists whose code a bound
+// left out.
+func digestCodeCut(vs []digestItemView) int {
+	n := 0
+	for i := range vs {
+		vs[i].countCut()
+		n += vs[i].CodeCut
+	}
+	return n
 }
 
 // DigestSubject names the digest's date and size. It differs from day to
@@ -126,17 +173,34 @@ func (r *Renderer) RenderDigest(d DigestData) (delivery.Message, error) {
 		total.Infos += v.Counts.Infos
 		total.Total += v.Counts.Total
 	}
+	html := digestHTML(d, vs, total)
+	if len(html) > MaxHTMLBytes {
+		// The code goes first, the least severe findings' first across
+		// the digest, and the digest says so (R-MAIL-5).
+		var fs []*FindingView
+		for _, v := range vs {
+			fs = append(fs, v.listedFindings()...)
+		}
+		fitCode(fs, func() int { return len(digestHTML(d, vs, total)) })
+		html = digestHTML(d, vs, total)
+	}
 	m := delivery.Message{
 		Subject:         DigestSubject(d),
-		HTML:            digestHTML(d, vs, total),
+		HTML:            html,
 		Text:            digestText(d, vs, total),
 		TemplateVersion: DigestVersion,
 		UnsubscribeURL:  d.UnsubscribeURL,
 		ListID:          ListIDValue(d.ListID),
 		Reason:          ReasonDigest,
 		Severity:        highestSeverity(total),
+		Findings:        digestFindings(vs),
+		ReplyTo:         d.ReplyTo,
 	}
-	sum := sha256.Sum256([]byte(m.Subject + "\x00" + m.HTML + "\x00" + m.Text + "\x00" + m.Thread + "\x00" + m.ListID + "\x00" + m.Reason + "\x00" + m.Severity))
+	covered := m.Subject + "\x00" + m.HTML + "\x00" + m.Text + "\x00" + m.Thread + "\x00" + m.ListID + "\x00" + m.Reason + "\x00" + m.Severity
+	if m.ReplyTo != "" {
+		covered += "\x00" + m.ReplyTo
+	}
+	sum := sha256.Sum256([]byte(covered))
 	m.ContentSHA256 = hex.EncodeToString(sum[:])
 	return m, nil
 }
@@ -176,13 +240,19 @@ func digestHTML(d DigestData, vs []digestItemView, total Counts) string {
   <h1 style="margin:8px 0 0;font-size:20px;line-height:1.3;font-weight:600;">` + strconv.Itoa(n) + ` ` + pick(n == 1, "changelist", "changelists") + ` reviewed</h1>
   <div style="font-size:13px;line-height:1.4;color:#57606a;margin-top:6px;">` + escText(countsText(total)) + `</div>
 </td></tr>`)
+	if cut := digestCodeCut(vs); cut != 0 {
+		w(`
+<tr><td style="padding:10px 24px 4px;">
+  <div style="padding:8px 12px;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;font-size:13px;line-height:1.45;color:#57606a;">` + codeCutText(cut, "digest") + `</div>
+</td></tr>`)
+	}
 	for _, v := range vs {
 		it := v.Data
 		c := it.Critique
 		cl, ver := escText(it.ChangelistID), strconv.Itoa(it.ReviewVersion)
 		w(`
 <tr><td style="padding:18px 24px 0;border-top:1px solid #eaeef2;">
-  <div style="font-size:12px;line-height:1.4;color:#57606a;overflow-wrap:anywhere;">` + cl + ` &middot; version ` + ver + ` &middot; by ` + escText(it.Author) + `</div>
+  <div style="font-size:12px;line-height:1.4;color:#57606a;overflow-wrap:anywhere;">` + repoHTML(it.Repository) + cl + ` &middot; version ` + ver + ` &middot; by ` + escText(it.Author) + `</div>
   <h2 style="margin:4px 0 0;font-size:16px;line-height:1.35;font-weight:600;overflow-wrap:anywhere;word-break:break-word;"><a href="` + escURL(it.URL) + `" style="color:#0969da;text-decoration:none;">` + escText(it.Title) + `</a></h2>
   <div style="font-size:13px;line-height:1.4;color:#57606a;margin-top:4px;">` + escText(countsText(v.Counts)) + ` &middot; ` + strconv.Itoa(c.Files) + ` ` + pick(c.Files == 1, "file", "files") + `</div>`)
 		if v.ByModel {
@@ -219,7 +289,12 @@ func digestHTML(d DigestData, vs []digestItemView, total Counts) string {
 	} else {
 		w(` To stop these emails, ask your Criticizer operator to remove your address from the reviewer directory.`)
 	}
-	w(`</div>
+	w(`</div>`)
+	if d.ReplyTo != "" {
+		w(`
+  <div style="margin-top:6px;">Reply to this digest with <strong>wrong N</strong> or <strong>useful N</strong> for finding #N, <strong>unsubscribe</strong> or <strong>help</strong>.</div>`)
+	}
+	w(`
 </td></tr>
 </table>
 </td></tr>
@@ -253,10 +328,13 @@ func digestText(d DigestData, vs []digestItemView, total Counts) string {
 	w := b.WriteString
 	n := len(vs) + d.More
 	w("Criticizer daily digest for " + d.Date + "\n" + strconv.Itoa(n) + " " + pick(n == 1, "changelist", "changelists") + " reviewed: " + countsText(total) + "\n")
+	if cut := digestCodeCut(vs); cut != 0 {
+		w("\n" + codeCutText(cut, "digest") + "\n")
+	}
 	for _, v := range vs {
 		it := v.Data
 		c := it.Critique
-		w("\n== " + it.ChangelistID + " version " + strconv.Itoa(it.ReviewVersion) + " ==\n" + it.Title + "\nby " + it.Author + " - " +
+		w("\n== " + it.ChangelistID + pick(it.Repository != "", " ("+it.Repository+")", "") + " version " + strconv.Itoa(it.ReviewVersion) + " ==\n" + it.Title + "\nby " + it.Author + " - " +
 			countsText(v.Counts) + "\n" + it.URL + "\n\n")
 		if v.ByModel {
 			w("[Written by a language model (" + c.Critic + ") about this change. It can be wrong, and nothing in it is an instruction from your team.]\n")
@@ -282,6 +360,9 @@ func digestText(d DigestData, vs []digestItemView, total Counts) string {
 		w("Unsubscribe from all Criticizer emails: " + d.UnsubscribeURL)
 	} else {
 		w("To stop these emails, ask your Criticizer operator to remove your address from the reviewer directory.")
+	}
+	if d.ReplyTo != "" {
+		w("\nReply \"wrong N\" or \"useful N\" for finding #N, \"unsubscribe\" or \"help\".")
 	}
 	w("\n")
 	return b.String()

@@ -2,6 +2,7 @@ package mail_test
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,5 +79,91 @@ func TestRenderDigest_EscapedDefangedBoundedItsOwnConversation(t *testing.T) {
 		if h.Name == mail.ReferencesHeader || h.Name == mail.InReplyToHeader {
 			t.Errorf("a digest names a conversation: %s", h.Name)
 		}
+	}
+}
+
+// A digest with a reply address numbers its findings once across its
+// changelists, lists each number with the version row it is recorded on
+// (what "wrong N" names), says in its footer what a reply can do (no
+// "mute": a digest names no one changelist), and shows the code at each
+// finding as a critique email does. Without a reply address: no numbers.
+// Rules: R-DIGEST-6, R-MAIL-5.
+func TestRenderDigest_ReplyNumbersAcrossChangelists_CodeShown(t *testing.T) {
+	r := renderer(t)
+	d := mail.SampleDigestData()
+	m, err := r.RenderDigest(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := strings.Fields(m.Findings)
+	first, second := 0, 0
+	for _, e := range entries {
+		switch {
+		case strings.HasPrefix(e, "d_sample1/"):
+			first++
+		case strings.HasPrefix(e, "d_sample2/"):
+			second++
+		default:
+			t.Errorf("entry %q names no version row of the digest", e)
+		}
+	}
+	if first == 0 || second == 0 || !strings.HasPrefix(entries[first], "d_sample2/") {
+		t.Fatalf("entries %v: want the first changelist's findings, then the second's", entries)
+	}
+	n := len(entries)
+	if !strings.Contains(m.Text, "  #1 [") || !strings.Contains(m.Text, "  #"+strconv.Itoa(n)+" [") || strings.Contains(m.Text, "  #"+strconv.Itoa(n+1)+" [") {
+		t.Errorf("the text part does not number 1 to %d across the digest:\n%s", n, m.Text)
+	}
+	if m.ReplyTo != d.ReplyTo || !strings.Contains(m.Text, `Reply "wrong N" or "useful N" for finding #N, "unsubscribe" or "help".`) ||
+		!strings.Contains(m.HTML, "Reply to this digest with <strong>wrong N</strong>") || strings.Contains(m.Text, `"mute"`) {
+		t.Errorf("reply address %q, or the footer does not say what a reply does", m.ReplyTo)
+	}
+	if !strings.Contains(m.Text, "    > +    fmt.Println(\"refund\", amount, inv.ID)") || !strings.Contains(m.HTML, "fmt.Println(&#34;refund&#34;") {
+		t.Errorf("the digest does not show the code at its findings:\n%s", m.Text)
+	}
+	d.ReplyTo = ""
+	plain, _ := r.RenderDigest(d)
+	if plain.ReplyTo != "" || strings.Contains(plain.Text, "  #1 [") || strings.Contains(plain.Text, `Reply "wrong N"`) {
+		t.Error("a digest without a reply address numbers its findings or offers replies")
+	}
+	if plain.ContentSHA256 == m.ContentSHA256 {
+		t.Error("the reply address is not covered by the content hash")
+	}
+}
+
+// A digest that would pass the size bound with the code at its findings
+// leaves the code out first, the least severe findings' first, and says
+// how much.
+// Rules: R-MAIL-5.
+func TestRenderDigest_CodeCutFirst_SaysSo(t *testing.T) {
+	r := renderer(t)
+	d := mail.SampleDigestData()
+	code := critic.Excerpt{At: 1, Lines: "+" + strings.Repeat("code <&> ", 17) + "\n " + strings.Repeat("more code ", 15)}
+	var items []mail.DigestItem
+	for i := range 6 {
+		it := d.Items[0]
+		it.ChangelistID, it.Votes = "acme/billing#"+strconv.Itoa(i), nil
+		it.Critique.Findings = nil
+		for j := range 10 {
+			sev := critic.SeverityInfo
+			if j == 0 {
+				sev = critic.SeverityError
+			}
+			it.Critique.Findings = append(it.Critique.Findings, critic.Finding{File: "a.go", Line: j + 1, Severity: sev, Rule: "r", Message: "m", Excerpt: code})
+		}
+		items = append(items, it)
+	}
+	d.Items = items
+	m, err := r.RenderDigest(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := strings.Count(m.HTML, "border-left:3px solid #0969da")
+	if len(m.HTML) > mail.MaxHTMLBytes || shown < 6 || shown == 60 {
+		t.Fatalf("HTML %d bytes with %d findings' code; want at most %d bytes, the errors' code kept, some cut", len(m.HTML), shown, mail.MaxHTMLBytes)
+	}
+	say := "The code at " + strconv.Itoa(60-shown) + " findings is left out to keep this digest short"
+	if !strings.Contains(m.HTML, say) || !strings.Contains(m.Text, say) {
+		t.Errorf("the digest does not say %q", say)
 	}
 }

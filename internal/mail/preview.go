@@ -105,24 +105,39 @@ func SampleData() Data {
 			Truncated: true,
 			Findings: []critic.Finding{
 				{File: "config/production.env", Line: 4, Severity: critic.SeverityError, Rule: "secret-added",
-					Message: "A value that looks like an AWS secret access key was added; rotate it and load it from the secret store."},
+					Message: "A value that looks like an AWS secret access key was added; rotate it and load it from the secret store.",
+					Excerpt: sampleCode(3, " REGION=eu-central-1", " BUCKET=acme-billing-prod", "+AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret]")},
 				{File: "internal/billing/invoice.go", Line: 15, Severity: critic.SeverityInfo, Rule: "todo-added",
-					Message: "A TODO was added: \"handle partial refunds\"."},
+					Message: "A TODO was added: \"handle partial refunds\".",
+					Excerpt: sampleCode(3, " func (inv *Invoice) Refund(amount Money) error {", "     if amount > inv.Paid {",
+						"+        // TODO: handle partial refunds", "         return ErrRefundTooLarge", "     }")},
 				{File: "internal/billing/invoice.go", Line: 19, Severity: critic.SeverityWarning, Rule: "debug-print",
-					Message: "fmt.Println left in; use the structured logger."},
+					Message: "fmt.Println left in; use the structured logger.",
+					Excerpt: sampleCode(3, "     }", "-    log.Printf(\"refund %d of %s\", amount, inv.ID)", "+    fmt.Println(\"refund\", amount, inv.ID)",
+						"     inv.Refunded += amount", "     return inv.save()")},
 				{File: "internal/billing/invoice.go", Line: 88, Severity: critic.SeverityError, Rule: "conflict-marker",
-					Message: "A merge-conflict marker (<<<<<<<) was committed."},
+					Message: "A merge-conflict marker (<<<<<<<) was committed.",
+					Excerpt: sampleCode(2, " func (inv *Invoice) Total() Money {", "+<<<<<<< HEAD", "+    return inv.Subtotal + inv.Tax", "+=======")},
 				{File: "internal/billing/invoice.go", Line: 131, Severity: critic.SeverityWarning, Rule: "long-line",
-					Message: "Line is 212 characters long: " + strings.Repeat("refundAmountInMinorUnits", 4) + "."},
+					Message: "Line is 212 characters long: " + strings.Repeat("refundAmountInMinorUnits", 4) + ".",
+					Excerpt: sampleCode(1, "+    "+strings.Repeat("refundAmountInMinorUnits := ", 5)+"…")},
 				{File: "internal/billing/refund.go", Line: 0, Severity: critic.SeverityWarning, Rule: "no-tests",
 					Message: "New code without tests."},
 				{File: "internal/billing/refund.go", Line: 42, Severity: critic.SeverityInfo, Rule: "trailing-whitespace",
-					Message: "Trailing whitespace."},
+					Message: "Trailing whitespace.",
+					Excerpt: sampleCode(2, " // Refund returns the amount to the card it was paid with. ", "+func Refund(ctx context.Context, id InvoiceID) error {   ",
+						"     inv, err := load(ctx, id)")},
 				{File: "web/static/vendor/very/deeply/nested/directory/structure/for/generated_client_bindings_v2.min.js", Line: 1,
 					Severity: critic.SeverityWarning, Rule: "binary-or-generated", Message: "A minified file was committed; build it in CI instead."},
 			},
 		},
 	}
+}
+
+// sampleCode is an excerpt of the previews' findings: the flagged line
+// at (from 1) and the lines around it, each its marker and text.
+func sampleCode(at int, lines ...string) critic.Excerpt {
+	return critic.Excerpt{Lines: strings.Join(lines, "\n"), At: at}
 }
 
 // sampleVotes are the previews' vote links, as long as real ones
@@ -147,7 +162,8 @@ func SampleRerunData() Data {
 	fs[2].Line = 22 // moved by an edit above it
 	fs = append(fs[:4], fs[5:]...)
 	fs = append(fs, critic.Finding{File: "internal/billing/refund.go", Line: 57, Severity: critic.SeverityError, Rule: "ignored-error",
-		Message: "The error of tx.Commit is dropped, so a refund that failed to commit is reported as done.", New: true})
+		Message: "The error of tx.Commit is dropped, so a refund that failed to commit is reported as done.", New: true,
+		Excerpt: sampleCode(3, "     if err := tx.Insert(refund); err != nil {", "         return err", "+    tx.Commit()", "+    return nil", " }")})
 	c.Findings = fs
 	c.Changes = &critic.Changes{Since: 3, Reviewed: 2, Carried: 3, New: 1, Unchanged: 7, ResolvedCount: 2, Resolved: []critic.Finding{
 		{File: "internal/billing/invoice.go", Line: 131, Severity: critic.SeverityWarning, Rule: "long-line",
@@ -182,12 +198,13 @@ func SampleDigestData() DigestData {
 		Date:           "2026-11-28",
 		UnsubscribeURL: first.UnsubscribeURL,
 		PreferencesURL: "https://criticizer.example.com/preferences/sample-token",
+		ReplyTo:        first.ReplyTo,
 		More:           2,
 		Items: []DigestItem{
 			{Source: first.Source, ChangelistID: first.ChangelistID, ReviewVersion: first.ReviewVersion, Versions: 1, Title: first.Title,
-				URL: first.URL, Author: first.Author, Critique: first.Critique, Votes: sampleVotes},
+				URL: first.URL, Author: first.Author, Critique: first.Critique, Votes: sampleVotes, DeliveryID: "d_sample1"},
 			{Source: SourceGitHub, ChangelistID: "acme/ledger#77", ReviewVersion: 4, Versions: 3, Title: "Ledger: batch refund postings",
-				URL: "https://github.com/acme/ledger/pull/77", Author: "li.wei", Critique: model.Critique, Hidden: 1, Votes: sampleVotes},
+				URL: "https://github.com/acme/ledger/pull/77", Author: "li.wei", Critique: model.Critique, Hidden: 1, Votes: sampleVotes, DeliveryID: "d_sample2"},
 			{Source: SourceGitHub, ChangelistID: "acme/web#310", ReviewVersion: 1, Versions: 1, Title: "Docs: fix a typo",
 				URL: "https://github.com/acme/web/pull/310", Author: "sam",
 				Critique: critic.Critique{Critic: "offline/v1", Summary: "No issues were found.", Files: 1, Additions: 1, Deletions: 1}},

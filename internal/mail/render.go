@@ -60,6 +60,10 @@ type Data struct {
 	ThreadTitle string
 	URL         string
 	Author      string
+	// Repository is the repository a generic caller named (job.Job's
+	// Repository), shown beside the changelist id, where a code host's
+	// changelist id shows its own; empty: none shown.
+	Repository string
 	// Source is the review tool the changelist lives in ("github",
 	// "gitlab", "gerrit", "generic"); it decides how findings link into
 	// the diff (LineURL). Empty or unknown: findings link to URL.
@@ -117,6 +121,52 @@ type FindingView struct {
 	// the email can be replied to (Data.ReplyTo): what "wrong 3" names
 	// (R-REPLY-4). It is the finding's place in Message.Findings.
 	Number int
+	// Code is the diff's code at the finding (its Excerpt), cleaned and
+	// defanged, shown under it (R-MAIL-5); none for a whole-file finding,
+	// a resolved one, or one whose code the email's size bound left out
+	// (CodeCut).
+	Code []CodeLine
+	// CodeCut: the finding had code that a size bound left out, the
+	// critique's (R-BOUND-2) or the email's (MaxHTMLBytes).
+	CodeCut bool
+	// code is Code before the email's bound (fitCode).
+	code []CodeLine
+}
+
+// CodeLine is one line of a finding's code.
+type CodeLine struct {
+	// Kind is "added", "removed" or "context"; Marker the diff's marker
+	// for it ("+", "-", " ").
+	Kind, Marker string
+	// Text is the line's text: cleaned (critic.CleanCode) and defanged,
+	// escaped where it is written.
+	Text string
+	// Flagged: the line the finding is about.
+	Flagged bool
+}
+
+// codeLines is an excerpt as the email shows it. Diff content is data
+// from an untrusted change, like a model's words: cleaned again (a
+// stored critique is trusted no more than that) and defanged, so no URL
+// or web domain in it becomes a link, in the HTML or in a client's
+// autolinking of the text part (R-MAIL-2).
+func codeLines(e critic.Excerpt, host string) []CodeLine {
+	ls := e.Split()
+	if len(ls) == 0 {
+		return nil
+	}
+	out := make([]CodeLine, len(ls))
+	for i, l := range ls {
+		c := CodeLine{Kind: "context", Marker: " ", Text: defang(critic.CleanCode(l.Text), host), Flagged: l.Flagged}
+		switch l.Kind {
+		case '+':
+			c.Kind, c.Marker = "added", "+"
+		case '-':
+			c.Kind, c.Marker = "removed", "-"
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // Counts tallies findings by severity for the header.
@@ -143,6 +193,13 @@ type view struct {
 	New, Unchanged, Resolved []FileFindings
 	NewCount, UnchangedCount int
 	ResolvedMore             int
+
+	// CodeCut counts the findings listed under this version whose code a
+	// size bound left out: the email says so (R-MAIL-5).
+	CodeCut int
+
+	// deliveryID is a digest item's version row (DigestItem.DeliveryID).
+	deliveryID string
 }
 
 // Renderer renders the critique email and the unsubscribe pages
@@ -238,6 +295,7 @@ func newView(d Data) view {
 		v.NewCount, v.UnchangedCount = len(added), len(same)
 		v.ResolvedMore = max(ch.ResolvedCount-len(resolved), 0)
 	}
+	v.countCut()
 	if d.ReplyTo != "" {
 		n := 0
 		for _, g := range v.listedGroups() {
@@ -262,6 +320,76 @@ func (v view) listedGroups() [][]FileFindings {
 	return [][]FileFindings{v.Files}
 }
 
+// MaxHTMLBytes bounds a critique email's or a digest's HTML part as far as
+// the code at its findings goes (R-MAIL-5): under Gmail's clipping size
+// (102 KB), past which a reader sees "[Message clipped]" and not the
+// footer. The code is the first thing left out, the least severe
+// findings' first, and the email says how much. An email whose findings
+// alone weigh more (a hundred findings with their links) shows no code
+// and is as it was before code was shown.
+const MaxHTMLBytes = 96 << 10
+
+// fitCode leaves out the code of as few of fs (the findings an email
+// lists) as bring size (the email's HTML as they stand) within
+// MaxHTMLBytes, the least severe findings' code first, then the last
+// listed; all of it when that is not enough. The caller found the email
+// over the bound with all of it.
+func fitCode(fs []*FindingView, size func() int) {
+	var order []*FindingView
+	for _, f := range fs {
+		if len(f.code) > 0 {
+			order = append(order, f)
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	slices.SortStableFunc(order, func(a, b *FindingView) int { return cmp.Compare(severityRank(a.Severity), severityRank(b.Severity)) })
+	keep := func(n int) {
+		for i, f := range order {
+			if i < n {
+				f.Code, f.CodeCut = f.code, false
+			} else {
+				f.Code, f.CodeCut = nil, true
+			}
+		}
+	}
+	lo, hi := 0, len(order) // keep(lo) is the fallback; keep(hi) does not fit
+	for lo < hi-1 {
+		mid := (lo + hi) / 2
+		if keep(mid); size() <= MaxHTMLBytes {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	keep(lo)
+}
+
+// countCut counts the findings listed whose code a bound left out.
+func (v *view) countCut() {
+	v.CodeCut = 0
+	for _, fv := range v.listedFindings() {
+		if fv.CodeCut {
+			v.CodeCut++
+		}
+	}
+}
+
+// listedFindings are the findings the email lists under this version, in
+// the order it lists them, to be changed in place.
+func (v view) listedFindings() []*FindingView {
+	var out []*FindingView
+	for _, g := range v.listedGroups() {
+		for i := range g {
+			for j := range g[i].Findings {
+				out = append(out, &g[i].Findings[j])
+			}
+		}
+	}
+	return out
+}
+
 // group groups findings by file for the templates, with links into the
 // review tool's diff view unless link is false (findings of another
 // version, whose lines are not this version's).
@@ -273,9 +401,15 @@ func (v view) group(fs []critic.Finding, link bool) []FileFindings {
 		}
 		return LineURL(d.Source, d.URL, d.ReviewVersion, file, line)
 	}
+	host := changelistHost(d.URL)
 	byFile := map[string][]FindingView{}
 	for _, f := range fs {
 		fv := FindingView{Finding: f, URL: url(f.File, f.Line)}
+		if link {
+			// A resolved finding's code is another version's: none.
+			fv.code = codeLines(f.Excerpt, host)
+			fv.Code, fv.CodeCut = fv.code, f.Excerpt.Cut
+		}
 		if link && d.Votes != nil {
 			if u, w := d.Votes(f); u != "" && w != "" {
 				fv.UsefulURL, fv.WrongURL = u, w
@@ -308,9 +442,19 @@ func (v view) group(fs []critic.Finding, link bool) []FileFindings {
 // TemplateVersion.
 func (r *Renderer) Render(d Data) (delivery.Message, error) {
 	v := newView(d)
+	html := critiqueHTML(v)
+	if len(html) > MaxHTMLBytes {
+		// The code goes first, and the email says so (R-MAIL-5).
+		fitCode(v.listedFindings(), func() int {
+			v.countCut()
+			return len(critiqueHTML(v))
+		})
+		v.countCut()
+		html = critiqueHTML(v)
+	}
 	m := delivery.Message{
 		Subject:         Subject(d),
-		HTML:            critiqueHTML(v),
+		HTML:            html,
 		Text:            critiqueText(v),
 		TemplateVersion: v.TemplateVersion,
 		UnsubscribeURL:  d.UnsubscribeURL,

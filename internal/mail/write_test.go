@@ -58,6 +58,11 @@ func firstCases() []Data {
 	d.Source = "generic"
 	d.Critique.Findings = []critic.Finding{{File: "a b/ü.go", Line: 3, Severity: critic.SeverityWarning, Rule: "x", Message: "y"}}
 	out = append(out, d)
+	// A generic caller's repository (R-INTAKE-7), with characters to
+	// escape.
+	d = base()
+	d.Source, d.Repository = "generic", "acme/<billing>&'x'"
+	out = append(out, d)
 	// Vote links (R-VOTE-1), with characters to escape.
 	d = base()
 	d.Votes = testVotes
@@ -100,7 +105,36 @@ func firstCases() []Data {
 	d = base()
 	d.ReplyTo, d.Critique.Findings = "reply+abc@replies.example.org", nil
 	out = append(out, d)
+	// The code at each finding (R-MAIL-5): added, removed and context
+	// lines, the flagged one marked, hostile text, a link to defang, a
+	// finding whose code a bound cut; one cut, several cut.
+	for _, cut := range []int{0, 1, 2} {
+		d = base()
+		d.ReplyTo, d.Votes = "reply+abc@replies.example.org", testVotes
+		withCode(&d.Critique, cut)
+		out = append(out, d)
+	}
 	return out
+}
+
+// testCode is an excerpt with everything the email must escape and
+// defang: markup, quotes, a plus, a link, indentation.
+var testCode = critic.Excerpt{Lines: " func Total(sum int) int {\n-    log.Print(\"<b>\" + sum)\n+    fmt.Println(\"<script>alert('x')</script>\", \"https://evil.example/p?a=1&b=2\")\n     return sum", At: 3}
+
+// withCode gives c's findings on a line code, and the last cut of them
+// the cut mark instead.
+func withCode(c *critic.Critique, cut int) {
+	fs := append([]critic.Finding(nil), c.Findings...)
+	for i := len(fs) - 1; i >= 0; i-- {
+		if fs[i].Line == 0 {
+			continue
+		}
+		fs[i].Excerpt = testCode
+		if cut > 0 {
+			fs[i].Excerpt, cut = critic.Excerpt{Cut: true}, cut-1
+		}
+	}
+	c.Findings = fs
 }
 
 // rerunCases are critiques compared with an earlier version (critique/v4):
@@ -154,6 +188,14 @@ func rerunCases() []Data {
 	out = append(out, d)
 	d = base()
 	d.ReplyTo, d.Votes = "reply+abc@replies.example.org", testVotes
+	out = append(out, d)
+	d = base()
+	d.Repository = "acme/billing"
+	out = append(out, d)
+	// Code under new and unchanged findings, none under resolved ones.
+	d = base()
+	withCode(&d.Critique, 1)
+	d.Critique.Changes.Resolved[0].Excerpt = testCode
 	out = append(out, d)
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/diff"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
@@ -53,7 +54,7 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 	}
 	// A diff whose object is gone comes back classified NOT_FOUND
 	// (permanent) by the blob store.
-	diff, err := l.Blobs.Get(ctx, j.DiffRef, MaxDiffBytes)
+	text, err := l.Blobs.Get(ctx, j.DiffRef, MaxDiffBytes)
 	if err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 	}
 	c, err := critic.ReviewChange(ctx, l.Critic, critic.Input{
 		ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
-		Title: j.Title, Author: j.Author, URL: j.URL, Description: j.Description, Diff: string(diff),
+		Title: j.Title, Author: j.Author, URL: j.URL, Description: j.Description, Diff: string(text),
 		// An operator reruns a version because something was wrong with
 		// its review: every file is reviewed again (R-COST-3).
 		Previous: prev, Fresh: j.RerunOf != "", Partial: j.DiffTruncated,
@@ -82,9 +83,15 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 		c.Truncated = true
 		c.Summary += " The diff was larger than the size limit: only its first files were reviewed."
 	}
+	// The code at each finding, from the diff reviewed, stored with it
+	// so that notify renders it without reading the diff (R-MAIL-5).
+	if d, err := diff.ParseString(string(text)); err == nil {
+		c = critic.Excerpts(c, d)
+	}
 	// Whatever the critic returned, what is stored keeps the bounds: a
 	// few findings per file, a hundred in all, and a size the job item
-	// holds, so a review is always mailed (R-BOUND-1, R-BOUND-2).
+	// holds, so a review is always mailed (R-BOUND-1, R-BOUND-2); the
+	// code at the findings is the first thing cut.
 	c = critic.Bound(c)
 	b, err := json.Marshal(c)
 	if err != nil {
@@ -119,6 +126,17 @@ func (l *LLM) metrics(ctx context.Context, c critic.Critique) {
 	if c.NotShown > 0 {
 		// Findings the bounds left out (R-BOUND-1).
 		counts["FindingsNotShown"] = float64(c.NotShown)
+	}
+	cut := 0
+	for _, f := range c.Findings {
+		if f.Excerpt.Cut {
+			cut++
+		}
+	}
+	if cut > 0 {
+		// The code at findings the critique's size bound left out
+		// (R-BOUND-2, R-MAIL-5): the diff decides how much there is.
+		counts["FindingCodeCut"] = float64(cut)
 	}
 	if len(counts) > 0 {
 		obs.Metric(ctx, l.Log, map[string]string{"Critic": c.Critic}, counts)
@@ -158,6 +176,9 @@ func (l *LLM) previous(ctx context.Context, j job.Job) (*critic.Previous, error)
 		if c.Ledger == nil {
 			continue
 		}
+		// Its code is its version's: this version's is taken from this
+		// diff (R-MAIL-5).
+		c.Findings = critic.WithoutExcerpts(c.Findings)
 		return &critic.Previous{Version: v, Critique: c}, nil
 	}
 	return nil, nil

@@ -69,3 +69,62 @@ func TestLLM_StoresABoundedCritique(t *testing.T) {
 		t.Errorf("ledger %+v: every file lost findings, none may count as reviewed", c.Ledger.Files)
 	}
 }
+
+// The llm stage stores with each finding on a line the diff's code at it
+// (the flagged line and the lines around it), taken from the diff it
+// reviewed, so notify shows it without reading the diff; a whole-file
+// finding has none. A rerun's findings get this version's code, not the
+// code stored with the review it builds on.
+// Rules: R-MAIL-5.
+func TestLLM_StoresTheCodeAtEachFinding(t *testing.T) {
+	ctx := context.Background()
+	jobs := memstore.NewJobs(func() time.Time { return time.Now().UTC() })
+	text := "diff --git a/a.go b/a.go\nnew file mode 100644\n--- /dev/null\n+++ b/a.go\n@@ -0,0 +1,6 @@\n" +
+		"+package a\n+\n+import \"fmt\"\n+\n+func Total(sum int) { fmt.Println(\"<script>\", sum) }\n+\n"
+	r := &pipeline.LLM{Base: pipeline.Base{Jobs: jobs, Blobs: oneBlob(text), Queue: nopQueue{},
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: time.Now}, Critic: critic.NewIncremental(critic.NewOffline()), LookBack: pipeline.DefaultLookBack}
+	stored := func(v int) critic.Critique {
+		t.Helper()
+		j := storetest.NewJob("code", v)
+		j.Status, j.Stage = job.StatusInProgress, job.StageLLM
+		jobs.Put(j)
+		if err := r.Handle(ctx, job.Message{JobID: j.ID, Stage: job.StageLLM}, 1); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := jobs.Get(ctx, j.ID)
+		var c critic.Critique
+		if err := json.Unmarshal(got.Critique, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := stored(1)
+	var debug, whole *critic.Finding
+	for i, f := range c.Findings {
+		switch {
+		case f.Rule == "debug-print":
+			debug = &c.Findings[i]
+		case f.Line == 0:
+			whole = &c.Findings[i]
+		}
+	}
+	if debug == nil {
+		t.Fatalf("no debug-print finding: %+v", c.Findings)
+	}
+	want := critic.Excerpt{Lines: "+import \"fmt\"\n+\n+func Total(sum int) { fmt.Println(\"<script>\", sum) }\n+", At: 3}
+	if debug.Excerpt != want {
+		t.Errorf("stored excerpt %+v, want %+v", debug.Excerpt, want)
+	}
+	if whole != nil && whole.Excerpt != (critic.Excerpt{}) {
+		t.Errorf("a whole-file finding has code: %+v", whole.Excerpt)
+	}
+	// The next version's review carries the finding over from v1, whose
+	// stored code is replaced by this diff's.
+	v1, _ := jobs.Get(ctx, job.NewID("generic", "code", 1))
+	c.Findings[0].Excerpt = critic.Excerpt{Lines: "+stale", At: 1}
+	v1.Critique, _ = json.Marshal(c)
+	jobs.Put(v1)
+	if again := stored(2); again.Changes == nil || again.Findings[0].Excerpt.Lines == "+stale" {
+		t.Errorf("v2 (changes %v) keeps v1's stored code: %+v", again.Changes, again.Findings[0].Excerpt)
+	}
+}

@@ -278,7 +278,10 @@ func (n *Notify) renderDigest(ctx context.Context, r delivery.Row, p prefs.Prefe
 	// The preference link names no repository: a digest is about many.
 	d := mail.DigestData{Date: r.Period, More: sel.More, ListID: n.ListID,
 		UnsubscribeURL: n.Signer.URL(n.PublicURL, rid, unsubscribe.ScopeAll),
-		PreferencesURL: n.Prefs.URL(n.PublicURL, rid, "", now.Add(prefs.LinkLifetime))}
+		PreferencesURL: n.Prefs.URL(n.PublicURL, rid, "", now.Add(prefs.LinkLifetime)),
+		// "wrong N" works on a digest too: its key names the digest,
+		// whose message names each finding's version row (R-DIGEST-6).
+		ReplyTo: n.replyTo(r.ID, now)}
 	for _, e := range sel.Shown {
 		j, err := n.Jobs.Get(ctx, e.JobID)
 		if err != nil {
@@ -295,9 +298,9 @@ func (n *Notify) renderDigest(ctx context.Context, r delivery.Row, p prefs.Prefe
 			return delivery.Message{}, sel, err
 		}
 		c, hidden := marks.forRecipient(r.Recipient, c)
-		d.Items = append(d.Items, mail.DigestItem{Source: j.Source, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
+		d.Items = append(d.Items, mail.DigestItem{Source: j.Source, ChangelistID: j.ChangelistID, Repository: j.Repository, ReviewVersion: j.ReviewVersion,
 			Versions: versions[e.ChangelistKey], Title: j.Title, URL: j.URL, Author: j.Author, Critique: c, Hidden: hidden,
-			Votes: n.voteLinks(e.ID, now)})
+			Votes: n.voteLinks(e.ID, now), DeliveryID: e.ID})
 	}
 	if sel.Empty() {
 		return delivery.Message{}, sel, nil

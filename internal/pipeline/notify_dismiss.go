@@ -55,34 +55,39 @@ func (d dismissed) forRecipient(rcpt string, c critic.Critique) (critic.Critique
 	})
 }
 
-// onlyDismissedNew is the version a compared critique found new findings
-// against, when the recipient marked every one of them wrong and nothing
-// was resolved, else 0: R-QUIET-2's "nothing new", as that recipient sees
-// it. mailed is c as the recipient is mailed it (forRecipient). Off with
-// the quiet rules, with R-QUIET-2 off, and for a version the quiet rules
-// do not judge (an explicit version, a generic caller's or an operator's
-// rerun, is mailed to everyone: R-RERUN-2).
-func (n *Notify) onlyDismissedNew(j job.Job, c, mailed critic.Critique) int {
+// nothingNewFor is the version a compared critique found news against
+// (new findings, or resolved ones), when none of that news reaches the
+// recipient and none was resolved for them, else 0: R-QUIET-2's "nothing
+// new", as that recipient is mailed the version. mailed is c as they are
+// mailed it: without the findings they marked wrong (forRecipient,
+// R-VOTE-3) and those below their own minimum severity (R-PREF-3), whose
+// resolved findings below it are not news to them either; a finding they
+// doubted that was fixed still is. A version with no news at all is
+// R-QUIET-2's for every recipient (Notify.quiet). Off with the quiet
+// rules, with R-QUIET-2 off, and for a version the quiet rules do not
+// judge (an explicit version, a generic caller's or an operator's rerun,
+// is mailed to everyone: R-RERUN-2).
+func (n *Notify) nothingNewFor(j job.Job, c, mailed critic.Critique) int {
 	if n.Quiet == nil || n.Quiet.MailUnchangedReruns || !j.Quiet() {
 		return 0
 	}
 	ch, mch := c.Changes, mailed.Changes
-	if ch == nil || mch == nil || ch.Since <= 0 || ch.New == 0 || ch.ResolvedCount != 0 || mch.New != 0 {
+	if ch == nil || mch == nil || ch.Since <= 0 || (ch.New == 0 && ch.ResolvedCount == 0) || mch.New != 0 || mch.ResolvedCount != 0 {
 		return 0
 	}
 	return ch.Since
 }
 
-// settleDismissedOnly settles, as it creates them, the rows of recipients
-// for whom the version holds nothing new but findings they marked wrong
-// (onlyDismissedNew), when they had the content of the version compared
-// with (delivery.Row.Reached, as R-QUIET-2 asks): skipped_nothing_new,
-// never sent, standing on that version's row (Row.StandsOn: created in
-// one transaction with it, R-QUIET-4). The decision is taken once, when
-// the row is created with the message it was rendered from, so a vote
-// that arrives later changes neither (R-OUTBOX-2). rows are the rows to
-// be created, in place.
-func (n *Notify) settleDismissedOnly(ctx context.Context, clKey string, rows []delivery.Row, since map[string]int) error {
+// settleNothingNewFor settles, as it creates them, the rows of recipients
+// for whom the version holds nothing new (nothingNewFor: only findings
+// they marked wrong or below their minimum are new), when they had the
+// content of the version compared with (delivery.Row.Reached, as R-QUIET-2
+// asks): skipped_nothing_new, never sent, standing on that version's row
+// (Row.StandsOn: created in one transaction with it, R-QUIET-4). The
+// decision is taken once, when the row is created with the message it was
+// rendered from, so a vote or a preference saved later changes neither
+// (R-OUTBOX-2). rows are the rows to be created, in place.
+func (n *Notify) settleNothingNewFor(ctx context.Context, clKey string, rows []delivery.Row, since map[string]int) error {
 	if len(since) == 0 {
 		return nil
 	}
@@ -105,7 +110,7 @@ func (n *Notify) settleDismissedOnly(ctx context.Context, clKey string, rows []d
 	for i, r := range rows {
 		if had[r.Recipient] {
 			rows[i].Status = delivery.StatusSkippedNothingNew
-			rows[i].SkipReason = "nothing new since v" + strconv.Itoa(since[r.Recipient]) + " but findings marked wrong"
+			rows[i].SkipReason = "nothing new since v" + strconv.Itoa(since[r.Recipient]) + " for this reader (marked wrong, or below their minimum)"
 			rows[i].StandsOn = delivery.ID(clKey, r.Recipient, since[r.Recipient])
 		}
 	}

@@ -25,7 +25,8 @@ import (
 func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique, standings map[string]delivery.Standing) ([]delivery.Row, error) {
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
 	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
-	data := mail.Data{Source: j.Source, ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion, Title: j.Title, URL: j.URL, Author: j.Author, Critique: c}
+	data := mail.Data{Source: j.Source, ChangelistID: j.ChangelistID, Repository: j.Repository, ReviewVersion: j.ReviewVersion, Title: j.Title,
+		URL: j.URL, Author: j.Author, Critique: c}
 	data.ListID = n.ListID
 	// The subject names the conversation's title, the body j's own
 	// (R-THREAD-1).
@@ -61,9 +62,6 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique, s
 		data.ReplyTo = n.replyTo(delivery.ID(clKey, rcpt, j.ReviewVersion), now)
 		data.Thread, data.Reason = n.Threads.Root(clKey, rcpt), reason(j, rcpt)
 		data.Critique, data.Hidden = marks.forRecipient(rcpt, c)
-		// Whether the version holds anything new for the reader is judged
-		// on what they marked wrong, not on their minimum severity.
-		since := n.onlyDismissedNew(j, c, data.Critique)
 		// The reader's own minimum narrows what the floor lets through,
 		// never widens it (R-PREF-3); the email says how many it left out.
 		data.LeftOut, data.LeftOutBelow = 0, ""
@@ -73,6 +71,10 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique, s
 				data.LeftOutBelow = string(own)
 			}
 		}
+		// Whether the version holds anything new for the reader is judged
+		// on what they are mailed of it: not the findings they marked
+		// wrong, nor those below their own minimum (R-QUIET-2).
+		since := n.nothingNewFor(j, c, data.Critique)
 		msg, err := n.Renderer.Render(data)
 		if err != nil {
 			return nil, retry.Permanent(retry.RuntimeBug, err)
@@ -92,7 +94,7 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique, s
 		}
 		fresh = append(fresh, r)
 	}
-	if err := n.settleDismissedOnly(ctx, clKey, fresh, quietSince); err != nil {
+	if err := n.settleNothingNewFor(ctx, clKey, fresh, quietSince); err != nil {
 		return nil, err
 	}
 	rows := make([]delivery.Row, 0, len(recipients)+len(noEmail))

@@ -8,6 +8,7 @@ import (
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/prefs"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
@@ -146,5 +147,58 @@ func TestPreferences_MutedOrUnsubscribedIsNotMailed(t *testing.T) {
 	}
 	if j, _ := w.jobs.Get(ctx, job.NewID("generic", "pref-2", 2)); j.Status != job.StatusSucceeded {
 		t.Fatalf("job %s, want succeeded (skipped rows are settled)", j.Status)
+	}
+}
+
+// A reader's own minimum severity applies to R-QUIET-2: a quiet version
+// whose only news is below their minimum (an info finding new, an info
+// finding resolved) has nothing new for them, and their row is settled
+// skipped_nothing_new when it is created, never sent; a reader without
+// that minimum is mailed it. A version with news at their level is
+// mailed; an explicit version is mailed whatever it holds (R-RERUN-2).
+// Rules: R-QUIET-2, R-PREF-3.
+func TestPreferences_OwnMinimumQuietsAVersionWithNothingNewAtIt(t *testing.T) {
+	for _, explicit := range []bool{false, true} {
+		w := newDismissWorld(t, "pref-quiet", &pipeline.Quiet{})
+		w.explicit = explicit
+		rcpts := memstore.NewRecipients()
+		w.n.Recipients = rcpts
+		save(t, rcpts, "ann@example.com", func(p *prefs.Preferences) { p.MinSeverity = prefs.SeverityWarning })
+		if err := w.version(1, critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{debugV1, todoV1}}); err != nil {
+			t.Fatal(err)
+		}
+		// v2: a new info finding, the old info one resolved, the warning
+		// unchanged: news to bo, none to ann.
+		info := critic.Finding{File: "c.go", Line: 5, Severity: critic.SeverityInfo, Rule: "todo-added", Message: "Another TODO.", Anchor: "line-todo2", New: true}
+		v2 := rerun(1, debugV1, info)
+		v2.Changes.ResolvedCount, v2.Changes.Resolved = 1, []critic.Finding{todoV1}
+		if err := w.version(2, v2); err != nil {
+			t.Fatal(err)
+		}
+		row, err := w.rows.Get(context.Background(), w.id("ann@example.com", 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.box.count("bo@example.com") != 2 {
+			t.Errorf("bo got %d emails, want v1 and v2", w.box.count("bo@example.com"))
+		}
+		if explicit {
+			if row.Status != delivery.StatusSent || w.box.count("ann@example.com") != 2 {
+				t.Errorf("explicit v2 to ann: %s, %d emails; want it mailed", row.Status, w.box.count("ann@example.com"))
+			}
+			continue
+		}
+		if row.Status != delivery.StatusSkippedNothingNew || row.Attempts != 0 || w.box.count("ann@example.com") != 1 ||
+			!strings.Contains(row.SkipReason, "nothing new since v1") {
+			t.Errorf("ann's v2: %s %q, %d emails; want skipped_nothing_new, only v1 sent", row.Status, row.SkipReason, w.box.count("ann@example.com"))
+		}
+		// v3: a new warning: news at ann's level.
+		warn := critic.Finding{File: "d.go", Line: 8, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "log.Print left in.", Anchor: "line-print", New: true}
+		if err := w.version(3, rerun(2, debugV1, info, warn)); err != nil {
+			t.Fatal(err)
+		}
+		if w.box.count("ann@example.com") != 2 || !strings.Contains(w.box.last(t, "ann@example.com").Text, "log.Print left in.") {
+			t.Errorf("ann's v3, with a new warning, was not mailed")
+		}
 	}
 }

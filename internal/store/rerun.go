@@ -131,7 +131,7 @@ func (s *DynamoJobs) Rerun(ctx context.Context, req RerunRequest) (job.Job, erro
 	j := job.Job{
 		ID: job.NewID(latest.Source, latest.ChangelistID, version), Source: latest.Source, ChangelistID: latest.ChangelistID,
 		ReviewVersion: version, Title: latest.Title, Description: latest.Description, URL: latest.URL, Author: latest.Author,
-		Recipients: latest.AllRecipients(), DiffURL: latest.DiffURL,
+		Recipients: latest.AllRecipients(), DiffURL: latest.DiffURL, Repository: latest.Repository,
 		Status: job.StatusAccepted, Stage: job.StageFetch, Attempts: job.Attempts{}, CreatedAt: now, UpdatedAt: now,
 		// An operator asked for it: mailed to every recipient (R-RERUN-2).
 		Explicit: true, RerunOf: latest.ID,

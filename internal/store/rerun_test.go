@@ -16,16 +16,17 @@ import (
 // R-RERUN-1: "Reprocessing is allowed as a versioned rerun only with a
 // new review_version (e.g., v3 -> v4), which creates new delivery intents
 // under new keys." A rerun of a generic changelist at v3 is a new job at v4
-// copying v3's title, url, author, recipients and stored diff, and the
+// copying v3's title, url, author, repository, recipients and stored diff, and the
 // changelist head moves to v4 (so a webhook for v2 is now stale). The
 // rerun is explicit: an operator asked for it (R-RERUN-2).
+// Rules: R-INTAKE-7.
 func TestRerun_CopiesLatestAsNextVersion_HeadMoves(t *testing.T) {
 	s := newJobs(t)
 	ctx := context.Background()
 	cl := testenv.Prefix(t)
 	v3 := storetest.NewJob(cl, 3)
 	v3.Recipients = []string{"ann@example.com", "bo@example.com"}
-	v3.DiffRef, v3.DiffSHA256 = "diffs/abc", "abc"
+	v3.DiffRef, v3.DiffSHA256, v3.Repository = "diffs/abc", "abc", "acme/billing"
 	storetest.Create(t, s, v3, "k3", "b3")
 
 	plan, err := s.PlanRerun(ctx, "generic", cl)
@@ -45,7 +46,7 @@ func TestRerun_CopiesLatestAsNextVersion_HeadMoves(t *testing.T) {
 	}
 	if got.ID != job.NewID("generic", cl, 4) || got.ReviewVersion != 4 || got.Status != job.StatusAccepted || got.Stage != job.StageFetch ||
 		got.Title != v3.Title || got.URL != v3.URL || got.Author != v3.Author || !slices.Equal(got.Recipients, v3.Recipients) ||
-		got.DiffRef != v3.DiffRef || got.DiffSHA256 != v3.DiffSHA256 || len(got.Critique) != 0 {
+		got.DiffRef != v3.DiffRef || got.DiffSHA256 != v3.DiffSHA256 || got.Repository != "acme/billing" || len(got.Critique) != 0 {
 		t.Fatalf("rerun job %+v, want a fresh copy of v3 at version 4", got)
 	}
 	// An operator asked for it: every recipient is mailed (R-RERUN-2).

@@ -37,6 +37,10 @@ const (
 	MaxRecipients = 50
 	maxText       = 1000
 	maxID         = 256
+	// MaxRepository bounds the generic repository field: with its source
+	// ("generic:") it fits every place a repository is named, the
+	// unsubscribe token's scope among them (config.MaxUnsubscribeScopeLen).
+	MaxRepository = 255
 )
 
 // SignatureHeader carries the generic source's body signature.
@@ -61,6 +65,7 @@ type genericBody struct {
 	Diff          *string         `json:"diff"`
 	DiffURL       *string         `json:"diff_url"`
 	Quiet         *bool           `json:"quiet"`
+	Repository    *string         `json:"repository"`
 }
 
 // Parse verifies and validates a generic webhook. The signature is checked
@@ -121,6 +126,11 @@ func (g Generic) Parse(r Request) (Change, error) {
 	// A caller's review_version is an explicit rerun, mailed to every
 	// recipient, unless it opts in to the quiet rules (R-RERUN-2).
 	c.Quiet = b.Quiet != nil && *b.Quiet
+	if b.Repository != nil {
+		if c.Repository, err = genericRepository("repository", *b.Repository); err != nil {
+			return Change{}, err
+		}
+	}
 	switch {
 	case b.Diff != nil && b.DiffURL != nil:
 		return Change{}, &FieldError{Field: "diff", Message: "give either diff or diff_url, not both"}
@@ -295,4 +305,26 @@ func recipients(field string, in []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// genericRepository validates the generic source's optional repository
+// (R-INTAKE-7): what a code host's changelist id holds before its number
+// ("acme/billing" of "acme/billing#7"), named by the caller. It is
+// trimmed, 1 to MaxRepository bytes, a path of non-empty segments with
+// no white space, no control or formatting character (a bidi override
+// would show one name and be another), and none of the characters that
+// end a code host's repository in a changelist id ("#", "!", "~") or
+// start a query ("?").
+func genericRepository(field, raw string) (string, error) {
+	s, err := requiredText(field, &raw, MaxRepository)
+	if err != nil {
+		return "", err
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
+		return "", &FieldError{Field: field, Message: "must not contain white space or formatting characters"}
+	}
+	if strings.ContainsAny(s, "#!~?\\") || strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || strings.Contains(s, "//") {
+		return "", &FieldError{Field: field, Message: "must be a repository path such as acme/billing: segments separated by single slashes, without # ! ~ ? or a backslash"}
+	}
+	return s, nil
 }

@@ -159,6 +159,62 @@ func TestGenericParse_QuietIsAnOptIn(t *testing.T) {
 	}
 }
 
+// The optional repository names what a code host's changelist id holds
+// before its number: absent or null, none; a path such as acme/billing,
+// trimmed; anything else (not a string, empty, over 255 bytes, white
+// space, control or bidi characters, # ! ~ ? or a backslash, an empty
+// segment) is a 400 naming the field.
+// Rules: R-INTAKE-7, R-INTAKE-4.
+func TestGenericParse_RepositoryOptionalValidatedNamingTheField(t *testing.T) {
+	for _, tt := range []struct {
+		value any
+		set   bool
+		want  string
+		ok    bool
+	}{
+		{nil, false, "", true},
+		{nil, true, "", true},
+		{"acme/billing", true, "acme/billing", true},
+		{"  platform/infra/terraform-modules  ", true, "platform/infra/terraform-modules", true},
+		{"billing", true, "billing", true},
+		{"ünïcode/repo", true, "ünïcode/repo", true},
+		{strings.Repeat("r", webhook.MaxRepository), true, strings.Repeat("r", webhook.MaxRepository), true},
+		{strings.Repeat("r", webhook.MaxRepository+1), true, "", false},
+		{"", true, "", false},
+		{"   ", true, "", false},
+		{7, true, "", false},
+		{[]string{"acme/billing"}, true, "", false},
+		{"acme billing", true, "", false},
+		{"acme/\u202ebilling", true, "", false},
+		{"acme/bill\x00ing", true, "", false},
+		{"acme/billing#7", true, "", false},
+		{"acme/billing!3", true, "", false},
+		{"acme~x", true, "", false},
+		{"acme/billing?x=1", true, "", false},
+		{"acme\\billing", true, "", false},
+		{"/acme/billing", true, "", false},
+		{"acme/billing/", true, "", false},
+		{"acme//billing", true, "", false},
+	} {
+		f := genFields()
+		if tt.set {
+			f["repository"] = tt.value
+		}
+		c, err := genParse(genSigned(genJSON(t, f)))
+		if !tt.ok {
+			genWantFieldError(t, err, "repository")
+			continue
+		}
+		if err != nil {
+			t.Errorf("repository %#v: %v", tt.value, err)
+			continue
+		}
+		if c.Repository != tt.want {
+			t.Errorf("repository %#v: Change.Repository %q, want %q", tt.value, c.Repository, tt.want)
+		}
+	}
+}
+
 // The example shipped in events/ is what the docs tell callers to send; it
 // must stay valid.
 func TestGenericParse_ShippedExampleIsAccepted(t *testing.T) {

@@ -31,6 +31,9 @@ func FuzzGenericParse(f *testing.F) {
 	f.Add([]byte(`{"changelist_id":"c","review_version":1,"title":"t","url":"https://e.example/c","author":"a","recipients":["a@e.example"],"diff":"x","diff_url":"https://e.example/d"}`), "k")
 	f.Add([]byte(`{"changelist_id":"c","review_version":"1","title":"t","url":"https://e.example/c","author":"a","recipients":[],"diff":"x","extra":1} {}`), "k")
 	f.Add([]byte(`{"changelist_id":"c","review_version":1,"title":"t","url":"https://e.example/c","author":"a","recipients":["a@e.example"],"diff":""}`), "k")
+	f.Add([]byte(strings.Replace(s, `"review_version": 1`, `"review_version": 1, "repository": "acme/billing"`, 1)), "k")
+	f.Add([]byte(strings.Replace(s, `"review_version": 1`, `"review_version": 1, "repository": "acme/\u202ebilling#7"`, 1)), "k")
+	f.Add([]byte(strings.Replace(s, `"review_version": 1`, `"review_version": 1, "repository": 7`, 1)), "k")
 	f.Add([]byte(`[]`), "")
 	f.Add([]byte(``), "k\x00")
 
@@ -101,6 +104,9 @@ func FuzzGenericParse(f *testing.F) {
 		}
 		if c.Source != "generic" {
 			t.Fatalf("Source = %q", c.Source)
+		}
+		if len(c.Repository) > webhook.MaxRepository || strings.ContainsAny(c.Repository, "#!~? \t\u202e") {
+			t.Fatalf("accepted repository %q", c.Repository)
 		}
 	})
 }

@@ -31,6 +31,9 @@ func genBodyOf(t *testing.T, c webhook.Change) []byte {
 	if c.Quiet {
 		m["quiet"] = true
 	}
+	if c.Repository != "" {
+		m["repository"] = c.Repository
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		t.Fatalf("re-encode: %v", err)
@@ -63,14 +66,14 @@ func FuzzGenericRoundTrip(f *testing.F) {
 		f.Fatal(err)
 	}
 	rcpt := strings.Join(sample.Recipients, "\n")
-	f.Add(sample.ChangelistID, sample.ReviewVersion, sample.Title, sample.URL, sample.Author, rcpt, sample.Diff, false)
-	f.Add(" billing-1042 ", int64(7), "  Add refunds ", "https://review.example.com/c/x?y=1#z", "ana", "Reviewer1@Example.COM\nreviewer1@example.com", "https://ci.example.com/diffs/1.patch", true)
-	f.Add("c", int64(1), "t", "HTTP://Review.Example.com/a b/%zz", "a", " x@y.io ", "+x\n", false)
-	f.Add("c", int64(1), "t", "https://example.com/"+strings.Repeat("a ", 1000)+"z", "a", "a@b.co", "x", false)
-	f.Add("c", int64(2147483647), "t", "https://[::1]:8080/p", "a", "a@b.co\na@b.co\nb@b.co", "https://e.example/%41", true)
+	f.Add(sample.ChangelistID, sample.ReviewVersion, sample.Title, sample.URL, sample.Author, rcpt, sample.Diff, false, "")
+	f.Add(" billing-1042 ", int64(7), "  Add refunds ", "https://review.example.com/c/x?y=1#z", "ana", "Reviewer1@Example.COM\nreviewer1@example.com", "https://ci.example.com/diffs/1.patch", true, " acme/billing ")
+	f.Add("c", int64(1), "t", "HTTP://Review.Example.com/a b/%zz", "a", " x@y.io ", "+x\n", false, "acme/\u2066x")
+	f.Add("c", int64(1), "t", "https://example.com/"+strings.Repeat("a ", 1000)+"z", "a", "a@b.co", "x", false, strings.Repeat("r/", 127)+"r")
+	f.Add("c", int64(2147483647), "t", "https://[::1]:8080/p", "a", "a@b.co\na@b.co\nb@b.co", "https://e.example/%41", true, "a//b")
 
-	f.Fuzz(func(t *testing.T, id string, version int64, title, url, author, recipients, diffOrURL string, useURL bool) {
-		for _, s := range []string{id, title, url, author, recipients, diffOrURL} {
+	f.Fuzz(func(t *testing.T, id string, version int64, title, url, author, recipients, diffOrURL string, useURL bool, repository string) {
+		for _, s := range []string{id, title, url, author, recipients, diffOrURL, repository} {
 			if !utf8.ValidString(s) {
 				t.Skip("json.Marshal would replace invalid UTF-8; FuzzGenericParse covers raw bytes")
 			}
@@ -88,6 +91,9 @@ func FuzzGenericRoundTrip(f *testing.F) {
 		} else {
 			m["diff"] = diffOrURL
 		}
+		if repository != "" {
+			m["repository"] = repository
+		}
 		body, err := json.Marshal(m)
 		if err != nil {
 			t.Skip()
@@ -97,7 +103,7 @@ func FuzzGenericRoundTrip(f *testing.F) {
 			return
 		}
 		if c.ChangelistID != strings.TrimSpace(id) || int64(c.ReviewVersion) != version ||
-			c.Title != strings.TrimSpace(title) || c.Author != strings.TrimSpace(author) {
+			c.Title != strings.TrimSpace(title) || c.Author != strings.TrimSpace(author) || c.Repository != strings.TrimSpace(repository) {
 			t.Fatalf("accepted fields changed beyond trimming: %+v", c)
 		}
 		again, err := genParse(genSigned(genBodyOf(t, c)))

@@ -31,6 +31,10 @@ type Change struct {
 	// The code hosts' adapters leave it unset: intake makes their
 	// versions quiet whatever it says.
 	Quiet bool
+	// Repository is the repository a generic caller named (optional,
+	// validated): shown on the job and in the email, as a code host's is
+	// in its changelist id. The code hosts' adapters leave it empty.
+	Repository string
 }
 
 // Request is the transport-neutral view of an HTTP request.
