@@ -1,0 +1,158 @@
+package vote
+
+import (
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/job"
+)
+
+// A team's votes teach the deployment (R-LEARN-1): when enough distinct
+// readers marked one rule's findings wrong in one repository, and fewer
+// marked them useful, the rule becomes a proposed learning for that
+// repository; an operator accepts or rejects it, and an accepted one
+// leaves that rule's findings out of the repository's later reviews
+// (R-LEARN-2). What is tallied is one choice per reader, per rule and
+// repository (the latest one), by the reader's opaque id, never an
+// address.
+
+// DefaultLearnAfter is how many distinct readers must mark a rule wrong in
+// a repository before it is proposed (CRITICIZER_LEARN_AFTER).
+const DefaultLearnAfter = 3
+
+// Bounds on what readers control (R-LEARN-1): the readers tallied per rule
+// and repository (a choice past it is not counted: TallyFull), and the
+// rules tallied per repository (a new rule past it: TallyFull too). Both
+// are far above what a threshold needs: they only keep an item bounded.
+const (
+	MaxLearnReaders = 100
+	MaxLearnRules   = 50
+)
+
+// LearningState is where a learning stands.
+type LearningState string
+
+const (
+	// Counting: fewer readers than the threshold marked it wrong, or as
+	// many marked it useful.
+	Counting LearningState = "counting"
+	// Proposed: enough readers marked it wrong and fewer useful; an
+	// operator has not decided.
+	Proposed LearningState = "proposed"
+	// Accepted: the repository's reviews leave the rule's findings out.
+	Accepted LearningState = "accepted"
+	// Rejected: an operator said no; the votes keep being counted but it
+	// is never proposed again.
+	Rejected LearningState = "rejected"
+)
+
+// Learning is one rule in one repository, as the votes and an operator
+// left it.
+type Learning struct {
+	// ID names it for the operator: the repository's key and the rule,
+	// digested (LearningID).
+	ID string `json:"id"`
+	// Repository is the repository's key (RepoKey): its source and name.
+	Repository string `json:"repository"`
+	Rule       string `json:"rule"`
+	// Wrong and Useful count distinct readers by their latest choice on
+	// the rule's findings in the repository, the changes' authors' own
+	// votes left out.
+	Wrong  int           `json:"wrong"`
+	Useful int           `json:"useful"`
+	State  LearningState `json:"state"`
+	// DecidedAt is when an operator accepted or rejected it.
+	DecidedAt time.Time `json:"decided_at,omitzero"`
+}
+
+// Classify sets State from the counts for an undecided learning: Proposed
+// when at least k readers marked it wrong and fewer marked it useful.
+// A decided one keeps its state.
+func (l Learning) Classify(k int) Learning {
+	if l.State == Accepted || l.State == Rejected {
+		return l
+	}
+	if k < 1 {
+		k = DefaultLearnAfter
+	}
+	l.State = Counting
+	if l.Wrong >= k && l.Useful < l.Wrong {
+		l.State = Proposed
+	}
+	return l
+}
+
+// RepoKey is a repository's key in the tally: its source and its name as
+// the job names it (job.Job.RepositoryName); "" when the version names no
+// repository, and nothing is tallied.
+func RepoKey(j job.Job) string {
+	name := j.RepositoryName()
+	if name == "" {
+		return ""
+	}
+	return j.Source + ":" + name
+}
+
+// RepoDigest is the digest a repository's learnings are stored under.
+func RepoDigest(repoKey string) string { return job.Digest("learn-repo", repoKey)[:16] }
+
+// LearningID is the operator's name for the learning of rule in the
+// repository of repoKey: "<repository digest>-<rule digest>", short
+// enough to type, with no character a shell or a URL path minds.
+func LearningID(repoKey, rule string) string {
+	return RepoDigest(repoKey) + "-" + job.Digest("learn-rule", rule)[:8]
+}
+
+// SplitLearningID returns the repository digest of a learning id, and
+// whether id has the shape LearningID gives.
+func SplitLearningID(id string) (repoDigest string, ok bool) {
+	if !learningID.MatchString(id) {
+		return "", false
+	}
+	return id[:16], true
+}
+
+var learningID = regexp.MustCompile(`^[a-z2-7]{16}-[a-z2-7]{8}$`)
+
+// Tally is one reader's choice on a rule's findings in a repository.
+type Tally struct {
+	Repository string // RepoKey
+	Rule       string
+	Reader     string // the reader's opaque id (unsubscribe.RecipientID)
+	Choice     Choice
+	At         time.Time
+}
+
+// TallyOutcome is what recording a Tally did.
+type TallyOutcome string
+
+const (
+	// TallyCounted: the reader's choice is counted (new, changed or the
+	// same again).
+	TallyCounted TallyOutcome = "counted"
+	// TallyFull: a bound of R-LEARN-1 was reached; not counted.
+	TallyFull TallyOutcome = "full"
+	// TallyAuthor: the reader is the change's author; not counted.
+	TallyAuthor TallyOutcome = "author"
+	// TallyNoRepository: the version names no repository.
+	TallyNoRepository TallyOutcome = "no_repository"
+)
+
+// IsAuthor reports whether a reader's address is the change's author as
+// the version names them: a generic caller's author given as an address.
+// A code host names its author by username and never mails them their own
+// change (reviewers.Select leaves the author out), so their votes do not
+// reach the tally.
+func IsAuthor(author, address string) bool {
+	a := strings.ToLower(strings.TrimSpace(author))
+	return a != "" && a == strings.ToLower(strings.TrimSpace(address))
+}
+
+// PromptRule reports whether a rule id may be named to a model: the
+// kebab-case ids the critics give, at most 64 bytes. Rules come from a
+// model's answers, which the diff can steer; anything else is left out
+// of the prompt (the findings are still left out of the email).
+func PromptRule(rule string) bool { return promptRule.MatchString(rule) }
+
+var promptRule = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
