@@ -45,6 +45,12 @@ type Input struct {
 	// fetch stage read of the base. A file the change alone calls
 	// generated is reviewed.
 	Generated Generated
+
+	// Unwanted are the rules the team's accepted learnings leave out of
+	// the repository's reviews (R-LEARN-2): the model is told the team
+	// does not want them, after the prompt's cacheable prefix; whatever a
+	// critic still reports of them is left out by LeaveOutLearned.
+	Unwanted []string
 }
 
 // Previous is an earlier version's review: its version number and its
@@ -77,6 +83,10 @@ type Critique struct {
 	// R-BOUND-1 (per file, in total, in bytes); the summary ends with a
 	// sentence saying how many.
 	NotShown int `json:"not_shown,omitempty"`
+	// LearnedOut counts the findings the team's accepted learnings left
+	// out of Findings (R-LEARN-2, LeaveOutLearned); the email says how
+	// many.
+	LearnedOut int `json:"learned_out,omitempty"`
 	// Incomplete are files the critic read but whose findings a cap cut:
 	// their review is not complete (R-LEDGER-1). Read by Incremental in
 	// the same process, never stored.

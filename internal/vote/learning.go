@@ -17,10 +17,6 @@ import (
 // repository (the latest one), by the reader's opaque id, never an
 // address.
 
-// DefaultLearnAfter is how many distinct readers must mark a rule wrong in
-// a repository before it is proposed (CRITICIZER_LEARN_AFTER).
-const DefaultLearnAfter = 3
-
 // Bounds on what readers control (R-LEARN-1): the readers tallied per rule
 // and repository (a choice past it is not counted: TallyFull), and the
 // rules tallied per repository (a new rule past it: TallyFull too). Both
@@ -67,15 +63,14 @@ type Learning struct {
 }
 
 // Classify sets State from the counts for an undecided learning: Proposed
-// when at least k readers marked it wrong and fewer marked it useful.
-// A decided one keeps its state.
+// when at least k readers (CRITICIZER_LEARN_AFTER; below 1 counts as 1)
+// marked it wrong and fewer marked it useful. A decided one keeps its
+// state.
 func (l Learning) Classify(k int) Learning {
 	if l.State == Accepted || l.State == Rejected {
 		return l
 	}
-	if k < 1 {
-		k = DefaultLearnAfter
-	}
+	k = max(k, 1)
 	l.State = Counting
 	if l.Wrong >= k && l.Useful < l.Wrong {
 		l.State = Proposed
@@ -148,11 +143,3 @@ func IsAuthor(author, address string) bool {
 	a := strings.ToLower(strings.TrimSpace(author))
 	return a != "" && a == strings.ToLower(strings.TrimSpace(address))
 }
-
-// PromptRule reports whether a rule id may be named to a model: the
-// kebab-case ids the critics give, at most 64 bytes. Rules come from a
-// model's answers, which the diff can steer; anything else is left out
-// of the prompt (the findings are still left out of the email).
-func PromptRule(rule string) bool { return promptRule.MatchString(rule) }
-
-var promptRule = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
