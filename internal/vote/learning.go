@@ -1,6 +1,9 @@
 package vote
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
@@ -142,4 +145,30 @@ const (
 func IsAuthor(author, address string) bool {
 	a := strings.ToLower(strings.TrimSpace(author))
 	return a != "" && a == strings.ToLower(strings.TrimSpace(address))
+}
+
+// ErrNotProposed: an operator may decide only a proposed learning.
+var ErrNotProposed = errors.New("the learning is not proposed: too few readers marked its rule wrong, or as many marked it useful")
+
+// LearningDecider is the part of the learnings store a decision needs
+// (store.Learnings).
+type LearningDecider interface {
+	Get(ctx context.Context, id string) (Learning, error)
+	Decide(ctx context.Context, id string, s LearningState, at time.Time) (Learning, error)
+}
+
+// Decide records an operator's Accepted or Rejected on the learning id,
+// which must be Proposed under threshold k (ErrNotProposed; the store's
+// ErrNotFound when there is none, ErrConflict when it was decided
+// already). `criticizer learnings accept|reject` and POST
+// /admin/learnings/{id}/accept|reject both decide through it.
+func Decide(ctx context.Context, s LearningDecider, k int, id string, st LearningState, at time.Time) (Learning, error) {
+	l, err := s.Get(ctx, id)
+	if err != nil {
+		return Learning{}, err
+	}
+	if l.State == "" && l.Classify(k).State != Proposed {
+		return Learning{}, fmt.Errorf("learning %s (%d wrong, %d useful): %w", id, l.Wrong, l.Useful, ErrNotProposed)
+	}
+	return s.Decide(ctx, id, st, at)
 }

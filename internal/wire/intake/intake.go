@@ -100,7 +100,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		h.Admin = &api.Admin{APIKey: cfg.AdminAPIKey, Status: status, Jobs: b.Jobs, Queue: b.Queue, Log: log,
 			Audience: audience{b.Recipients, cfg.AllowedRecipientDomains}, Previewer: pages,
 			IsUnknownTemplate: func(err error) bool { return errors.Is(err, mail.ErrUnknownTemplate) },
-			Directory:         store.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)}
+			Directory:         store.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now),
+			Learnings:         learnings, LearnAfter: cfg.LearnAfter, Now: b.Now}
 	}
 	return h, nil
 }
