@@ -49,6 +49,8 @@ type Votes struct {
 	// Learnings tallies the choices per rule and repository (R-LEARN-1);
 	// nil: none.
 	Learnings store.Learnings
+	// Directory tells a code host's author by their address (R-LEARN-1).
+	Directory dismiss.Directory
 	Pages     VotePages
 	Log       *slog.Logger
 	Now       func() time.Time
@@ -92,7 +94,7 @@ func (v *Votes) handle(ctx context.Context, method, token string) events.APIGate
 	if method != http.MethodPost {
 		return v.page(http.StatusOK)(v.Pages.VotePage("/vote/"+url.PathEscape(token), string(c.Choice)))
 	}
-	rec := dismiss.Recorder{Votes: v.Store, Marks: v.Marks, Rows: v.Rows, Jobs: v.Jobs, Learnings: v.Learnings}
+	rec := dismiss.Recorder{Votes: v.Store, Marks: v.Marks, Rows: v.Rows, Jobs: v.Jobs, Learnings: v.Learnings, Directory: v.Directory}
 	res, err := rec.Record(ctx, c.DeliveryID, dismiss.Ref{ID: c.FindingID, Rule: c.Rule}, c.Choice, now())
 	if err != nil {
 		v.Log.ErrorContext(ctx, "vote not recorded", "error", err)

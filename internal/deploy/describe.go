@@ -365,6 +365,7 @@ func functions() []Function {
 					[]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 					schema.PrefixJob, schema.PrefixVote, schema.PrefixDismissal, schema.PrefixMute, schema.PrefixReplyWindow, schema.PrefixReplyClaim,
 					schema.PrefixPreference, schema.PrefixLearning),
+				items("a change's author's directory entry: their own votes are not tallied (R-LEARN-1)", []string{"dynamodb:GetItem"}, schema.PrefixDirectory),
 				{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem"}, Resources: []Value{GetAtt(IDDeliveriesTable, "Arn")},
 					Note: "the answered email's row; the confirmation's row, created once (a conditional put)"},
 				send("the confirmation's reply task; no other queue", q(notify)),

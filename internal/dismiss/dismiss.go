@@ -18,6 +18,7 @@ import (
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/reviewers"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
@@ -58,6 +59,15 @@ type Recorder struct {
 	// (R-LEARN-1); it needs Rows and Jobs to know the repository and the
 	// change's author, whose own votes are not counted.
 	Learnings store.Learnings
+	// Directory, if set, maps a code host's author to their address, so
+	// that an author mailed their own change (a directory entry the
+	// reviewers' choice did not leave out) is known as its author.
+	Directory Directory
+}
+
+// Directory reads a reviewer directory entry (store.Directory).
+type Directory interface {
+	Get(ctx context.Context, source, username string) (reviewers.Entry, error)
 }
 
 // Result is what Record did.
@@ -144,10 +154,14 @@ func (r *Recorder) Record(ctx context.Context, deliveryID string, ref Ref, c vot
 // change.
 func (r *Recorder) tally(ctx context.Context, j job.Job, reader, rule string, c vote.Choice, now time.Time) (vote.TallyOutcome, error) {
 	repo := vote.RepoKey(j)
-	switch {
-	case repo == "":
+	if repo == "" {
 		return vote.TallyNoRepository, nil
-	case vote.IsAuthor(j.Author, reader):
+	}
+	author, err := r.isAuthor(ctx, j, reader)
+	if err != nil {
+		return "", err
+	}
+	if author {
 		return vote.TallyAuthor, nil
 	}
 	out, err := r.Learnings.Tally(ctx, vote.Tally{Repository: repo, Rule: rule, Reader: unsubscribe.RecipientID(reader), Choice: c, At: now.UTC()})
@@ -155,6 +169,26 @@ func (r *Recorder) tally(ctx context.Context, j job.Job, reader, rule string, c 
 		return "", fmt.Errorf("delivery %s: %w", j.ID, err)
 	}
 	return out, nil
+}
+
+// isAuthor reports whether the reader is the change's author: the author
+// a generic caller gave as this address, or a code host's author whose
+// directory entry is this address.
+func (r *Recorder) isAuthor(ctx context.Context, j job.Job, reader string) (bool, error) {
+	if vote.IsAuthor(j.Author, reader) {
+		return true, nil
+	}
+	if r.Directory == nil || !job.IsReviewSystem(j.Source) || j.Author == "" {
+		return false, nil
+	}
+	e, err := r.Directory.Get(ctx, j.Source, j.Author)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("the author of %s: %w", j.ID, err)
+	}
+	return !e.Removed && vote.IsAuthor(e.Email, reader), nil
 }
 
 // recordInDigest records choice c on the finding a daily digest numbers

@@ -137,11 +137,10 @@ const (
 	TallyNoRepository TallyOutcome = "no_repository"
 )
 
-// IsAuthor reports whether a reader's address is the change's author as
-// the version names them: a generic caller's author given as an address.
-// A code host names its author by username and never mails them their own
-// change (reviewers.Select leaves the author out), so their votes do not
-// reach the tally.
+// IsAuthor reports whether a reader's address is the change's author's:
+// a generic caller's author given as an address, or the address a code
+// host's author has in the reviewer directory (dismiss.Recorder looks it
+// up). Addresses compare case-insensitively, white space aside.
 func IsAuthor(author, address string) bool {
 	a := strings.ToLower(strings.TrimSpace(author))
 	return a != "" && a == strings.ToLower(strings.TrimSpace(address))
