@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/api"
+	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/vote"
@@ -20,10 +23,14 @@ import (
 // repository is mailed without the debug print, saying one finding was
 // left out by the team's learnings; a changelist of another repository
 // still shows it.
+// GET /admin/learnings lists what the CLI lists, and a decided learning
+// is not decided again, by the CLI or the admin API.
 // Rules: R-LEARN-1, R-LEARN-2, R-REPLY-4.
 func TestLearn_ThreeReadersWrong_AcceptedRuleLeftOutOfThatRepository(t *testing.T) {
 	t.Parallel()
-	s := replyStack(t)
+	s := startStack(t, devstack.FunctionOptions{SMTP: "127.0.0.1:0"}, func(c *config.Config) {
+		c.InboundDomain, c.AdminAPIKey = replyDomain, adminKey
+	})
 	prefix := strings.ToLower(testenv.Prefix(t))
 	repo, other := "acme/"+prefix+"-billing", "acme/"+prefix+"-ledger"
 	author := "dan@example.com"
@@ -71,11 +78,20 @@ func TestLearn_ThreeReadersWrong_AcceptedRuleLeftOutOfThatRepository(t *testing.
 	if out, err := s.cli("learnings", "list"); err != nil || !strings.Contains(out, ls[0].ID) || !strings.Contains(out, "proposed") {
 		t.Fatalf("criticizer learnings list: %v\n%s", err, out)
 	}
+	// The admin API lists the same learning.
+	var listed api.LearningList
+	if code, b := s.admin("GET", "/admin/learnings", adminKey, nil); code != 200 || json.Unmarshal(b, &listed) != nil ||
+		len(listed.Learnings) != 1 || listed.Learnings[0].ID != ls[0].ID || listed.Learnings[0].State != vote.Proposed {
+		t.Fatalf("GET /admin/learnings: %d %s", code, b)
+	}
 	if out, err := s.cli("learnings", "accept", ls[0].ID); err != nil || !strings.Contains(out, "accepted "+ls[0].ID) {
 		t.Fatalf("criticizer learnings accept: %v\n%s", err, out)
 	}
 	if out, err := s.cli("learnings", "accept", ls[0].ID); err == nil || !strings.Contains(out, "decided already") {
 		t.Errorf("a second accept: %v\n%s", err, out)
+	}
+	if code, b := s.admin("POST", "/admin/learnings/"+ls[0].ID+"/reject", adminKey, nil); code != 409 || !strings.Contains(string(b), `"field":"id"`) {
+		t.Errorf("rejecting an accepted learning: %d %s, want 409 naming id", code, b)
 	}
 
 	// The next review of that repository, and one of another.
