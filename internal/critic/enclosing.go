@@ -161,8 +161,9 @@ func braceFunction(lines []string, first, last int) (span, bool) {
 }
 
 // signature is the text before a block's {, joined with up to
-// maxHeaderLines lines before it while they do not end a statement, and
-// the line it starts on.
+// maxHeaderLines lines before it while the text lacks its parameter list
+// or continues one, and the lines do not end a statement; and the line it
+// starts on.
 func signature(lines []string, b block) (int, string) {
 	text := strings.TrimSpace(lines[b.open-1][:b.col])
 	start := b.open
@@ -172,7 +173,8 @@ func signature(lines []string, b block) (int, string) {
 			strings.HasPrefix(prev, "//") || strings.HasPrefix(prev, "*") || strings.HasPrefix(prev, "@") {
 			break
 		}
-		if text != "" && !strings.HasPrefix(text, ")") && !strings.HasPrefix(text, ",") && !strings.HasSuffix(prev, "(") && !strings.HasSuffix(prev, ",") {
+		if text != "" && strings.Contains(text, "(") && !strings.HasPrefix(text, ")") && !strings.HasPrefix(text, ",") &&
+			!strings.HasSuffix(prev, "(") && !strings.HasSuffix(prev, ",") {
 			break
 		}
 		text = prev + " " + text
