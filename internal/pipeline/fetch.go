@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/job"
@@ -205,13 +206,16 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 		// shows of its base decides nothing generated (R-CRITIC-7).
 		set[AttrDiffBaseUnmerged] = true
 	}
-	gen := f.generatedAtBase(ctx, j, ref, cl.Diff, cl.BaseUnmerged)
+	// Every read of a file, at the base and then at the head, within one
+	// source.FileRequestTimeout: the fetch message reserves one (R-STAGE-9).
+	reads := time.Now().Add(source.FileRequestTimeout)
+	gen := f.generatedAtBase(ctx, j, ref, cl.Diff, cl.BaseUnmerged, reads)
 	if len(gen) > 0 {
 		set[AttrGeneratedAtBase] = gen
 	}
 	// The code around the hunks, read at the head the event named: what
 	// the change wrote, shown to the model, never cited (R-CONTEXT-1).
-	ctxRef, err := f.headContext(ctx, j, ref, cl.Diff, critic.Generated{Paths: f.GeneratedPaths, AtBase: gen, BaseUnmerged: cl.BaseUnmerged})
+	ctxRef, err := f.headContext(ctx, j, ref, cl.Diff, critic.Generated{Paths: f.GeneratedPaths, AtBase: gen, BaseUnmerged: cl.BaseUnmerged}, reads)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/criticizer/criticizer/internal/critic"
@@ -43,10 +44,11 @@ const (
 // fails the stage for a file: a file the host does not serve (404, 403,
 // 5xx, a timeout), one over ContextFileBytes, or not text, is reviewed
 // from its hunks as before, and counted (ContextFilesUnread,
-// ContextFilesTooLarge). The reads share one source.FileRequestTimeout
-// (reserved in the fetch message's time, R-STAGE-9), contextReaders at a
-// time. Only storing the object can fail, as storing the diff can.
-func (f *Fetch) headContext(ctx context.Context, j job.Job, ref source.Ref, diffText string, g critic.Generated) (string, error) {
+// ContextFilesTooLarge). The reads end by deadline, the end of the
+// source.FileRequestTimeout the base reads began (the fetch message
+// reserves one for both, R-STAGE-9), contextReaders at a time. Only
+// storing the object can fail, as storing the diff can.
+func (f *Fetch) headContext(ctx context.Context, j job.Job, ref source.Ref, diffText string, g critic.Generated, deadline time.Time) (string, error) {
 	ff, ok := f.Source.(source.HeadFileFetcher)
 	if !ok || f.ContextFileBytes <= 0 {
 		return "", nil
@@ -59,7 +61,7 @@ func (f *Fetch) headContext(ctx context.Context, j job.Job, ref source.Ref, diff
 	if len(paths) == 0 {
 		return "", nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, source.FileRequestTimeout)
+	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	type result struct {
 		path string

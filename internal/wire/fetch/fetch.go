@@ -63,24 +63,23 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	rosters.Retention = cfg.Retention
 	f.Rosters = rosters
 	// A fetch message needs at least one source request's time, the
-	// repository's settings file's, the reads of files' base versions and
-	// those of changed files at the head (R-STAGE-9, R-REPO-1, R-CRITIC-7,
-	// R-CONTEXT-2).
+	// repository's settings file's, and the reads of files, at the base
+	// and at the head (R-STAGE-9, R-REPO-1, R-CRITIC-7, R-CONTEXT-2).
 	o.Runner = append([]stage.Option{stage.WithMessageTime(MessageTime)}, o.Runner...)
 	return b.Runner(job.StageFetch, f.Handle, o)
 }
 
 // MessageTime is how long one fetch message may take (R-STAGE-9): a
 // source request's timeout for the diff and reviewers, one for the
-// repository's settings file, one that bounds every read of files'
-// base versions together, and one for the changed files read at the head
-// (R-CONTEXT-2). A head whose place waits on its code host
+// repository's settings file, and one that bounds every read of files
+// together: their base versions' first lines and the changed files at
+// the head (R-CONTEXT-2), which get what the first leave. A head whose place waits on its code host
 // (R-SOURCE-6, rare: an event that did not say what it follows) is
 // compared first, within one more source.FileRequestTimeout, and its
 // version is then most often skipped, with nothing else asked: the
 // allowance is not raised for it, which would cut every batch to one
 // message; a message that overruns is cut by its calls' own timeouts.
-const MessageTime = source.RequestTimeout + 3*source.FileRequestTimeout
+const MessageTime = source.RequestTimeout + 2*source.FileRequestTimeout
 
 // Directory parses the reviewer directory's seed
 // (CRITICIZER_REVIEWER_DIRECTORY); nil when none is configured. An error
