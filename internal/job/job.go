@@ -232,6 +232,11 @@ type Job struct {
 	// (a Gerrit change made on another open change): what the diff shows
 	// of its base decides nothing generated (R-CRITIC-7).
 	DiffBaseUnmerged bool `dynamodbav:"diff_base_unmerged,omitempty" json:"diff_base_unmerged,omitempty"`
+	// ContextRef names the blob of the changed files as the version's head
+	// has them, read by the fetch stage for the code around each hunk
+	// (R-CONTEXT-1): a JSON object by path, in S3 like the diff, never in
+	// the item. Empty: the hunks alone.
+	ContextRef string `dynamodbav:"context_ref,omitempty" json:"context_ref,omitempty"`
 	// Skipped, when set, says why the version was not reviewed (an author
 	// or label the repository's settings skip, R-REPO-4): the job ends
 	// succeeded with no model run and nobody mailed.
