@@ -45,7 +45,7 @@ type Claims struct {
 // and suppressions are stored: the same for every spelling NormalizeRecipient
 // folds together.
 func RecipientID(addr string) string {
-	return "r_" + job.Digest("recipient", delivery.NormalizeRecipient(addr))
+	return "r_" + job.Hash("recipient", delivery.NormalizeRecipient(addr))
 }
 
 // Repository is the scope of "this repository's critiques" for a changelist:

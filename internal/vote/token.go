@@ -67,7 +67,7 @@ type Claims struct {
 // digest of its file, line, rule and message, so two findings on one line
 // under one rule still get their own votes.
 func FindingID(f critic.Finding) string {
-	return job.Digest("finding", f.File, strconv.Itoa(f.Line), f.Rule, f.Message)[:16]
+	return job.Hash("finding", f.File, strconv.Itoa(f.Line), f.Rule, f.Message)[:16]
 }
 
 // Signer mints vote tokens and verifies them under the current key or,
