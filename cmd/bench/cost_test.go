@@ -144,8 +144,9 @@ func TestSweep_IndexesAndScanFindTheSameLiveItems(t *testing.T) {
 
 // The bench's rerun figure is what the llm stage does: of a 20-file
 // change pushed 5 times, 2 files changed per push, each rerun sends the
-// model the 2 changed files, for fewer tokens than a full re-review.
-// Rules: R-COST-3.
+// model the 2 changed files, for fewer tokens than a full re-review; with
+// the code around the hunks too.
+// Rules: R-COST-3, R-CONTEXT-2.
 func TestRerunSequence_SendsOnlyTheChangedFiles(t *testing.T) {
 	enc, err := o200k()
 	if err != nil {
@@ -168,6 +169,15 @@ func TestRerunSequence_SendsOnlyTheChangedFiles(t *testing.T) {
 	rt, err := runRerunSequence(t.Context(), llm, stand, 20, 5, 2)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The context case (R-CONTEXT-1): the head's files add each edited
+	// function to the prompt, and a rerun still sends only what changed.
+	ct, err := runContextSequence(t.Context(), llm, 20, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct.LinesShown < 20*10 || ct.FullAfter <= ct.FullBefore || ct.RerunAfter <= ct.RerunBefore || ct.RerunAfter >= float64(ct.FullAfter)*3/10 {
+		t.Fatalf("%+v: want the functions shown, for more tokens, and a rerun under 0.30 of a full review", ct)
 	}
 	if rt.FilesSent != 2 || rt.RerunInput <= 0 || rt.RerunInput >= rt.FullInput || rt.FirstInput < int(rt.FullInput*9/10) {
 		t.Fatalf("%+v: want 2 files sent per rerun, for fewer tokens than a full re-review", rt)

@@ -234,7 +234,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	}
 	if !o.skipTokens {
 		progress("tokens: the LLM critic on the sample change, the eval cases and a rerun sequence")
-		if rep.tokens, rep.reruns, err = runTokens(ctx); err != nil {
+		if rep.tokens, rep.reruns, rep.context, err = runTokens(ctx); err != nil {
 			return err
 		}
 	}

@@ -29,6 +29,7 @@ type report struct {
 	capPeer  *intakeCapacity
 	tokens   []tokenCount
 	reruns   rerunTokens
+	context  contextTokens
 	sweep    *sweepResult
 	sweepErr error
 }
@@ -204,7 +205,7 @@ func (r report) print(w io.Writer) {
 		printIntakeCapacity(w, *r.capCrit, r.capPeer, cost.USEast1())
 	}
 	if len(r.tokens) > 0 {
-		printTokens(w, r.tokens, r.reruns)
+		printTokens(w, r.tokens, r.reruns, r.context)
 	}
 	if r.sweep != nil {
 		printSweep(w, *r.sweep)

@@ -69,6 +69,127 @@ func benchFile(n, rev int) string {
 	return b.String()
 }
 
+// contextTokens is the same kind of sequence for the code around the
+// hunks (R-CONTEXT-1): a change that edits one line deep in a function of
+// each of its files, reviewed with the hunks alone (as before the
+// context) and with the files as the head has them.
+type contextTokens struct {
+	Versions, Files int
+	// Full reviews (version 1) and reruns (the mean of versions 2..n),
+	// input tokens, without and with the context.
+	FullBefore, FullAfter   int
+	RerunBefore, RerunAfter float64
+	// LinesShown is the context lines version 1 showed the model.
+	LinesShown int
+}
+
+// benchModified is file n of the context sequence at revision rev: a
+// handler of 40 lines whose line 24, deep in the function, each push
+// edits. It returns the diff against the file at rev 0 and the file.
+func benchModified(n, rev int) (string, string) {
+	id := fmt.Sprintf("%02d", n)
+	file := func(r int) []string {
+		lines := []string{"package svc", "", "import (", "\t\"context\"", "\t\"fmt\"", ")", "",
+			"// Handler" + id + " prices an order of kind " + id + ".",
+			"func Handler" + id + "(ctx context.Context, in Order" + id + ") (Price" + id + ", error) {",
+			"\tif err := in.Validate(); err != nil {",
+			"\t\treturn Price" + id + "{}, fmt.Errorf(\"handler" + id + ": %w\", err)",
+			"\t}",
+			"\trate, err := rates.Lookup(ctx, in.Currency)",
+			"\tif err != nil {",
+			"\t\treturn Price" + id + "{}, fmt.Errorf(\"handler" + id + ": rate: %w\", err)",
+			"\t}",
+			"\tdiscount, err := discounts.For(ctx, in.Customer)",
+			"\tif err != nil {",
+			"\t\treturn Price" + id + "{}, fmt.Errorf(\"handler" + id + ": discount: %w\", err)",
+			"\t}",
+			"\ttotal := in.Cents * int64(in.Quantity)",
+			"\tif in.Quantity > 100 {",
+			"\t\ttotal -= total / 20",
+			fmt.Sprintf("\ttotal -= discount.Cents // revision %d", r),
+			"\t}",
+			"\tif total < 0 {",
+			"\t\ttotal = 0",
+			"\t}",
+			"\ttax := taxes.Rate(in.Country)",
+			"\ttotal += total * tax.Num / tax.Den",
+			"\tlog.Printf(\"handler" + id + ": %d\", total)",
+			"\treturn Price" + id + "{Cents: total * rate.Num / rate.Den, Currency: in.Currency}, nil",
+			"}"}
+		return lines
+	}
+	old, cur := file(0), file(rev)
+	path := fmt.Sprintf("svc/handler%02d.go", n)
+	var b strings.Builder
+	fmt.Fprintf(&b, "diff --git a/%s b/%s\nindex 1111111..2222222 100644\n--- a/%s\n+++ b/%s\n@@ -21,7 +21,7 @@\n", path, path, path, path)
+	for i := 21; i <= 27; i++ {
+		if i == 24 {
+			b.WriteString("-" + old[i-1] + "\n+" + cur[i-1] + "\n")
+			continue
+		}
+		b.WriteString(" " + cur[i-1] + "\n")
+	}
+	return b.String(), strings.Join(cur, "\n") + "\n"
+}
+
+// runContextSequence pushes a change of files files versions times, one
+// file edited again per push (rev 1 for every file at version 1), through
+// the incremental critic, once with the hunks alone and once with the
+// head's files.
+func runContextSequence(ctx context.Context, llm critic.Critic, files, versions int) (contextTokens, error) {
+	ct := contextTokens{Versions: versions, Files: files}
+	for _, withHead := range []bool{false, true} {
+		inc := critic.NewIncremental(llm)
+		rev := make([]int, files)
+		for i := range rev {
+			rev[i] = 1
+		}
+		var prev *critic.Previous
+		rerun := 0.0
+		for v := 1; v <= versions; v++ {
+			if v > 1 {
+				rev[(v-2)%files]++
+			}
+			var d strings.Builder
+			head := critic.HeadFiles{}
+			for n := range files {
+				text, file := benchModified(n+1, rev[n])
+				d.WriteString(text)
+				head[fmt.Sprintf("svc/handler%02d.go", n+1)] = file
+			}
+			in := critic.Input{ChangelistID: "bench/context", ReviewVersion: v, Title: "Price orders", Author: "bench", Diff: d.String(), Previous: prev}
+			if withHead {
+				in.Head = head
+			}
+			c, err := inc.Review(ctx, in)
+			if err != nil {
+				return ct, fmt.Errorf("version %d: %w", v, err)
+			}
+			if c.Usage == nil {
+				return ct, fmt.Errorf("version %d: no token usage", v)
+			}
+			switch {
+			case v == 1 && withHead:
+				ct.FullAfter = c.Usage.InputTokens
+				if c.Context != nil {
+					ct.LinesShown = c.Context.Lines
+				}
+			case v == 1:
+				ct.FullBefore = c.Usage.InputTokens
+			default:
+				rerun += float64(c.Usage.InputTokens)
+			}
+			prev = &critic.Previous{Version: v, Critique: c}
+		}
+		if withHead {
+			ct.RerunAfter = rerun / float64(versions-1)
+		} else {
+			ct.RerunBefore = rerun / float64(versions-1)
+		}
+	}
+	return ct, nil
+}
+
 // runRerunSequence pushes the change versions times, changed files per
 // push, through the incremental critic, and reviews each version's diff in
 // full too, counting the tokens the stand-in bills.
@@ -143,14 +264,14 @@ func chatTokens(enc *tiktoken.Tiktoken, system, user string) int {
 // LLM critic against the recording stand-in, which answers each request
 // with its case's recorded answer and bills the tokens it counts; the
 // critic keeps them with the critique, as the llm stage stores them.
-func runTokens(ctx context.Context) ([]tokenCount, rerunTokens, error) {
+func runTokens(ctx context.Context) ([]tokenCount, rerunTokens, contextTokens, error) {
 	enc, err := o200k()
 	if err != nil {
-		return nil, rerunTokens{}, fmt.Errorf("tokenizer: %w", err)
+		return nil, rerunTokens{}, contextTokens{}, fmt.Errorf("tokenizer: %w", err)
 	}
 	cases, err := eval.Cases()
 	if err != nil {
-		return nil, rerunTokens{}, err
+		return nil, rerunTokens{}, contextTokens{}, err
 	}
 	type change struct {
 		name   string
@@ -160,13 +281,13 @@ func runTokens(ctx context.Context) ([]tokenCount, rerunTokens, error) {
 	var changes []change
 	b, err := os.ReadFile("events/generic-webhook.json")
 	if err != nil {
-		return nil, rerunTokens{}, fmt.Errorf("run from the repository root: %w", err)
+		return nil, rerunTokens{}, contextTokens{}, fmt.Errorf("run from the repository root: %w", err)
 	}
 	var sample struct {
 		ChangelistID, Title, Author, URL, Diff string
 	}
 	if err := json.Unmarshal(b, &sample); err != nil {
-		return nil, rerunTokens{}, err
+		return nil, rerunTokens{}, contextTokens{}, err
 	}
 	changes = append(changes, change{"bench sample (events/generic-webhook.json)", critic.Input{ChangelistID: "bench/sample", ReviewVersion: 1,
 		Title: sample.Title, Author: sample.Author, URL: sample.URL, Diff: sample.Diff}, critictest.SampleReview})
@@ -183,11 +304,11 @@ func runTokens(ctx context.Context) ([]tokenCount, rerunTokens, error) {
 	}
 	model, err := openai.New(openai.Config{BaseURL: stand.URL, Model: "gpt-4.1"})
 	if err != nil {
-		return nil, rerunTokens{}, err
+		return nil, rerunTokens{}, contextTokens{}, err
 	}
 	llm, err := critic.NewLLM(model)
 	if err != nil {
-		return nil, rerunTokens{}, err
+		return nil, rerunTokens{}, contextTokens{}, err
 	}
 	review := func(in critic.Input) (critic.Usage, int, error) {
 		crit, err := llm.Review(ctx, in)
@@ -213,21 +334,25 @@ func runTokens(ctx context.Context) ([]tokenCount, rerunTokens, error) {
 		answer = c.answer
 		u, limit, err := review(c.in)
 		if err != nil {
-			return nil, rerunTokens{}, fmt.Errorf("%s: %w", c.name, err)
+			return nil, rerunTokens{}, contextTokens{}, fmt.Errorf("%s: %w", c.name, err)
 		}
 		out = append(out, tokenCount{Change: c.name, Input: u.InputTokens, Output: u.OutputTokens, OutputCap: limit})
 	}
 	answer = `{"summary":"No problem found in the handlers.","findings":[]}`
 	rt, err := runRerunSequence(ctx, llm, stand, 20, 5, 2)
 	if err != nil {
-		return nil, rerunTokens{}, fmt.Errorf("rerun sequence: %w", err)
+		return nil, rerunTokens{}, contextTokens{}, fmt.Errorf("rerun sequence: %w", err)
 	}
-	return out, rt, nil
+	ct, err := runContextSequence(ctx, llm, 20, 5)
+	if err != nil {
+		return nil, rerunTokens{}, contextTokens{}, fmt.Errorf("context sequence: %w", err)
+	}
+	return out, rt, ct, nil
 }
 
 // printTokens prints section 7c: tokens per review and per rerun, and
 // what they cost at each model's list price.
-func printTokens(w io.Writer, tcs []tokenCount, rt rerunTokens) {
+func printTokens(w io.Writer, tcs []tokenCount, rt rerunTokens, ct contextTokens) {
 	fmt.Fprintf(w, "\n7c. Model tokens per review and per rerun, LLM critic (prompt counted with o200k_base, the tokenizer of gpt-4o/4.1/5, through the recording\n")
 	fmt.Fprintf(w, "    stand-in; output: the stand-in's recorded answer, and the cap the critic asks for)\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -252,6 +377,13 @@ func printTokens(w io.Writer, tcs []tokenCount, rt rerunTokens) {
 		rt.Files, rt.Versions, rt.ChangedPerPush, rt.FirstInput)
 	fmt.Fprintf(w, "   Per rerun: %.1f files sent, %.0f input tokens; a full re-review of the same diff: %.0f. Rerun / full = %.2f (goal <= 0.30)\n",
 		rt.FilesSent, rt.RerunInput, rt.FullInput, ratio)
+	if ct.FullBefore > 0 && ct.FullAfter > 0 {
+		fmt.Fprintf(w, "   The code around the hunks (R-CONTEXT-1): a %d-file change editing one line deep in a function of each file, pushed %d times,\n", ct.Files, ct.Versions)
+		fmt.Fprintf(w, "   one file per push. Full review: %d input tokens with the hunks alone, %d with their functions (%d context lines), x%.2f;\n",
+			ct.FullBefore, ct.FullAfter, ct.LinesShown, float64(ct.FullAfter)/float64(ct.FullBefore))
+		fmt.Fprintf(w, "   per rerun: %.0f and %.0f, x%.2f. Rerun / full review = %.2f before, %.2f with the context (goal <= 0.30)\n",
+			ct.RerunBefore, ct.RerunAfter, ct.RerunAfter/ct.RerunBefore, ct.RerunBefore/float64(ct.FullBefore), ct.RerunAfter/float64(ct.FullAfter))
+	}
 	fmt.Fprintf(w, "   USD per 1,000 reviews at the mean (output as answered / at the cap), per 1,000 reruns of the sequence; list prices read %s:\n", cost.Models()[0].Input.Taken)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	line = func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }

@@ -139,6 +139,10 @@ type Config struct {
 	// (EnvGeneratedPaths, R-CRITIC-7): read by fetch and llm, so it stays
 	// here.
 	GeneratedPaths []string
+	// ContextFileBytes caps a changed file the fetch stage reads at the
+	// version's head for the code around its hunks (EnvContextFileBytes,
+	// R-CONTEXT-2); 0 reads none.
+	ContextFileBytes int
 	// Budgets bound model runs, team expansion and reviewer webhooks
 	// (budgets.go).
 	Budgets Budgets
@@ -340,6 +344,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.readGeneratedPaths(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.readContextFileBytes(getenv); err != nil {
 		return Config{}, err
 	}
 	if err := c.readSources(getenv); err != nil {

@@ -51,6 +51,13 @@ type Input struct {
 	// does not want them, after the prompt's cacheable prefix; whatever a
 	// critic still reports of them is left out by LeaveOutLearned.
 	Unwanted []string
+
+	// Head holds changed files as the version's head commit has them
+	// (the fetch stage reads them from GitHub, GitLab or Gerrit): the LLM
+	// critic shows the model the code around each hunk from them, as
+	// context it may not cite (R-CONTEXT-1); nil or a missing file: the
+	// hunks alone, as before. The offline critic ignores it.
+	Head HeadFiles
 }
 
 // Previous is an earlier version's review: its version number and its
@@ -91,6 +98,9 @@ type Critique struct {
 	// their review is not complete (R-LEDGER-1). Read by Incremental in
 	// the same process, never stored.
 	Incomplete []string `json:"-"`
+	// Context is what the code around the hunks added to a model's
+	// prompt (R-CONTEXT-1, R-CONTEXT-2); nil when none was shown.
+	Context *ContextUsage `json:"context,omitempty"`
 	// Usage is the model tokens the review was billed for: in a review
 	// that carried findings over (Changes.Carried), only those of the
 	// files sent.

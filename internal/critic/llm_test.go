@@ -341,16 +341,20 @@ func TestReply_MalformedUnlessCut(t *testing.T) {
 
 // The part of the system prompt a model may cache is the same in every
 // request of a deployment: not the boundary drawn per request, not a
-// repository's instructions; the rest of the prompt follows it unchanged.
-// Rules: R-COST-4.
+// repository's instructions, not the code around the hunks; the rest of
+// the prompt follows it unchanged.
+// Rules: R-COST-4, R-CONTEXT-1.
 func TestPrompt_StableSystemPrefixSharedByEveryRequest(t *testing.T) {
 	m := &fakeModel{reply: Reply{Text: `{"summary":"ok","findings":[]}`}}
 	l, err := NewLLM(m, WithInstructions("amounts are int64 cents", map[string]string{"acme/store": "use the store's clock"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"acme/store#42", "acme/web#1"} {
+	for i, id := range []string{"acme/store#42", "acme/web#1"} {
 		in := llmInput(goEdit)
+		if i == 1 {
+			in = headInput() // the code around the hunks goes in the data, after the prefix (R-CONTEXT-1)
+		}
 		in.ChangelistID = id
 		if _, err := l.Review(context.Background(), in); err != nil {
 			t.Fatal(err)
@@ -362,6 +366,9 @@ func TestPrompt_StableSystemPrefixSharedByEveryRequest(t *testing.T) {
 	}
 	if a.System == b.System {
 		t.Fatal("the two system prompts are the same: the test proves nothing")
+	}
+	if !strings.Contains(b.User, "Context of shop/total.go") || strings.Contains(b.System, "Context of shop") {
+		t.Error("the code around the hunks is not in the second request's data")
 	}
 	stable := a.System[:a.StableSystem]
 	if strings.Contains(stable, "UNTRUSTED DATA") || strings.Contains(stable, "store's clock") || !strings.HasSuffix(stable, "\n\n") {

@@ -10,7 +10,7 @@ import (
 
 // PromptVersion identifies the prompt the LLM critic sends. It is bumped
 // whenever the prompt changes, so that critiques can be told apart.
-const PromptVersion = "v2"
+const PromptVersion = "v3"
 
 // Defaults of the LLM critic's options.
 const (

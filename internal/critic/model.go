@@ -69,9 +69,14 @@ type Usage struct {
 //     files left out and named, deleted files by name only, source before
 //     tests before the rest, a file that does not fit skipped while smaller
 //     ones still go; no model call when nothing reviewable is left;
+//   - with what the hunks leave of the budget, the code around each hunk
+//     as the head has it (Input.Head): its enclosing function or ten lines
+//     on each side, numbered as context that may not be cited
+//     (R-CONTEXT-1, R-CONTEXT-2);
 //   - of the answer, findings on an added or context line of a file that
-//     was sent (another line of such a file becomes its line 0; a file not
-//     sent, dropped), errors and warnings only, at most the cap;
+//     was sent (a line shown only as code around the hunks, dropped;
+//     another line of such a file becomes its line 0; a file not sent,
+//     dropped), errors and warnings only, at most the cap;
 //   - an answer cut at the output limit keeps its complete findings and
 //     says so, instead of being retried as malformed;
 //   - the offline critic's high-confidence findings (credentials, merge

@@ -21,14 +21,14 @@ const systemPrompt = systemRules + "\n\n" + systemData
 // systemRules is the fixed part of systemPrompt.
 const systemRules = `You review a code change for a team of engineers who will read your findings in an e-mail. Report only problems that this change introduces and that would cause wrong behaviour, a security hole, data loss, a crash, a leak or a race in real use. For each one, name the scenario that triggers it (the input or sequence of events) and the fix.
 
-Do not report style, naming, formatting, documentation, missing comments, or matters of taste. Do not praise the change or restate it. You see only the changed parts of each file, not the whole file or repository: do not report something as missing, undefined or unused just because you cannot see it. When you are not confident a problem is real, leave it out. Fewer, certain findings are worth more than many possible ones.
+Do not report style, naming, formatting, documentation, missing comments, or matters of taste. Do not praise the change or restate it. You see the changed parts of each file (its hunks) and, for some files, code around them from the file's new version, under "Context of": read that code to understand the change, but report only problems in the hunks and never cite a line shown only as context. You do not see the whole repository: do not report something as missing, undefined or unused just because you cannot see it. When you are not confident a problem is real, leave it out. Fewer, certain findings are worth more than many possible ones.
 
 Answer with a single JSON object and nothing else:
 {"summary": "...", "findings": [{"file": "...", "line": 0, "severity": "error", "rule": "...", "message": "..."}]}
 
 - summary: one or two plain sentences on the risk of the change as a whole.
 - file: the file's path exactly as given after "File:".
-- line: a line number shown in the left column of that file's hunks (a line marked + or a context line); 0 for the file as a whole. Removed lines (marked -) have no number and cannot be cited.
+- line: a line number shown in the left column of that file's hunks (a line marked + or an unmarked line of a hunk, never a line numbered under "Context of"); 0 for the file as a whole. Removed lines (marked -) have no number and cannot be cited.
 - severity: "error" for a problem that must be fixed before merging, "warning" for one a reviewer must look at.
 - rule: a short kebab-case name of the kind of problem, such as "sql-injection" or "nil-dereference".
 - message: the problem, the scenario that triggers it, and the fix, in at most three sentences. Never repeat credentials, personal data or e-mail addresses that appear in the change. Do not include links.
@@ -103,6 +103,9 @@ func buildPrompt(in Input, sel selection, cfg llmConfig, boundary string) llmPro
 	b.WriteByte('\n')
 	for _, f := range sel.sent {
 		b.WriteString(f.text)
+		if f.context != "" {
+			b.WriteString(f.context)
+		}
 		b.WriteByte('\n')
 		for _, name := range []string{f.path, "b/" + f.path, "./" + f.path, "/" + f.path} {
 			p.paths[name] = f.path

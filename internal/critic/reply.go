@@ -118,8 +118,10 @@ func parseReply(text string, p llmPrompt, cut bool) (parsedReply, error) {
 }
 
 // vet keeps a finding only on a file that was sent, on a line the model was
-// shown (else line 0 of the file), at error or warning (R-CRITIC-1,
-// R-CRITIC-4).
+// shown in a hunk (else line 0 of the file), at error or warning
+// (R-CRITIC-1, R-CRITIC-4). A finding on a line shown only as context
+// read at the head is dropped: that code is not the change's, and the
+// prompt says so (R-CONTEXT-1).
 func (p llmPrompt) vet(f rawFinding) (Finding, bool) {
 	path, ok := p.paths[strings.TrimSpace(f.File)]
 	msg := sanitizeModelText(f.Message, maxMessageLen)
@@ -130,6 +132,9 @@ func (p llmPrompt) vet(f rawFinding) (Finding, bool) {
 	line := lineNumber(f.Line)
 	for _, s := range p.sel.sent {
 		if s.path == path && !s.lines[line] {
+			if s.contextLines[line] {
+				return Finding{}, false
+			}
 			line = 0
 		}
 	}

@@ -28,7 +28,7 @@ func FuzzParseReply(f *testing.F) {
 		f.Fatal(err)
 	}
 	cfg := defaultLLMConfig()
-	sel := selectFiles(d, cfg.diffBudget, Generated{})
+	sel := selectFiles(d, cfg.diffBudget, Generated{}, nil)
 	p := buildPrompt(llmInput(goEdit+newFile+deletion), sel, cfg, "B0UNDARY")
 	shown := map[string]map[int]bool{}
 	for _, s := range sel.sent {

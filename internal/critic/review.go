@@ -29,9 +29,12 @@ func reviewWithLLM(ctx context.Context, m Model, cfg llmConfig, in Input) (Criti
 		c.Summary = "The diff is empty, so there is nothing to review."
 		return c, nil
 	}
-	sel := selectFiles(d, cfg.diffBudget, in.Generated)
+	sel := selectFiles(d, cfg.diffBudget, in.Generated, in.Head)
 	sure := highConfidence(d, in.Generated)
 	c.Omitted = sel.omitted
+	if sel.ctx != (ContextUsage{}) {
+		c.Context = &sel.ctx
+	}
 	if len(sel.sent) == 0 {
 		// Nothing worth a model's time: no call, no cost (R-CRITIC-3).
 		var lost map[string]bool

@@ -32,6 +32,11 @@ type sentFile struct {
 	// lines are the new file's line numbers the model may cite: added and
 	// context lines.
 	lines map[int]bool
+	file  *diff.File
+	// context is the code around the hunks read at the head (R-CONTEXT-1),
+	// and contextLines its lines' numbers: shown, never cited.
+	context      string
+	contextLines map[int]bool
 }
 
 // selection is what of a diff is sent.
@@ -40,6 +45,8 @@ type selection struct {
 	deleted []string // named only
 	omitted []Omitted
 	bytes   int
+	// ctx is what the code around the hunks cost and left out.
+	ctx ContextUsage
 }
 
 // priority orders what is worth the budget: source code first, then its
@@ -62,7 +69,10 @@ func priority(cf *changedFile) int {
 
 // selectFiles chooses the files to send under budget bytes of numbered
 // text (R-CRITIC-3); g says which files are machine-written (R-CRITIC-7).
-func selectFiles(d *diff.Diff, budget int, g Generated) selection {
+// The budget goes to hunks first; what they leave goes to the code around
+// them read at the head (head), file by file in the same order of
+// priority, whole regions only (R-CONTEXT-2).
+func selectFiles(d *diff.Diff, budget int, g Generated, head HeadFiles) selection {
 	pv := provenanceOf(g)
 	var s selection
 	type cand struct {
@@ -97,7 +107,23 @@ func selectFiles(d *diff.Diff, budget int, g Generated) selection {
 			continue
 		}
 		s.bytes += len(c.text)
-		s.sent = append(s.sent, sentFile{path: c.cf.path, text: c.text, lines: citable(c.cf.file)})
+		s.sent = append(s.sent, sentFile{path: c.cf.path, text: c.text, lines: citable(c.cf.file), file: c.cf.file})
+	}
+	for i := range s.sent {
+		f := &s.sent[i]
+		content, ok := head[f.path]
+		if !ok {
+			continue
+		}
+		text, nums, left := fileContext(f.file, content, f.lines, budget-s.bytes-contextHeaderBytes)
+		s.ctx.RegionsOverBudget += left
+		if text == "" {
+			continue
+		}
+		f.context, f.contextLines = text, nums
+		s.bytes += len(text)
+		s.ctx.Files++
+		s.ctx.Lines += len(nums)
 	}
 	// The model reads the files in the diff's order.
 	order := map[string]int{}

@@ -110,7 +110,7 @@ func NormalizeRecipient(addr string) string {
 // feedback stream matches provider evidence back to the row by it
 // (R-OUTBOX-3, R-OUTBOX-10).
 func ID(changelistKey, recipient string, reviewVersion int) string {
-	return "d_" + job.Digest("delivery", changelistKey, NormalizeRecipient(recipient), strconv.Itoa(reviewVersion))
+	return "d_" + job.Hash("delivery", changelistKey, NormalizeRecipient(recipient), strconv.Itoa(reviewVersion))
 }
 
 // KindReply marks a row that is not a critique but the confirmation of a
@@ -123,7 +123,7 @@ const KindReply = "reply"
 // Message-ID fit to key by, which SES received as sesMessageID: that one
 // receipt delivered twice (SQS redelivery, a redrive with a new SQS
 // message id) is one row, one email.
-func ReplyID(sesMessageID string) string { return "d_" + job.Digest("reply", sesMessageID) }
+func ReplyID(sesMessageID string) string { return "d_" + job.Hash("reply", sesMessageID) }
 
 // ReplyIDOf is the delivery id of the confirmation of the reply sender
 // wrote as messageID (its Message-ID field, angle brackets included): one
@@ -132,7 +132,7 @@ func ReplyID(sesMessageID string) string { return "d_" + job.Digest("reply", ses
 // each receipt its own message id (R-REPLY-8). The sender is part of the
 // key, so a reply can only ever meet the confirmations of its own sender.
 func ReplyIDOf(sender, messageID string) string {
-	return "d_" + job.Digest("reply-message", NormalizeRecipient(sender), messageID)
+	return "d_" + job.Hash("reply-message", NormalizeRecipient(sender), messageID)
 }
 
 // Row is one delivery row.

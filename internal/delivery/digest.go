@@ -52,7 +52,7 @@ const digestPrefix = "g_"
 // period, a period being the moment it is due (R-DIGEST-2).
 func DigestID(recipient string, due time.Time) string {
 	sec := strconv.FormatInt(due.Unix(), 10)
-	return JoinDigestID(due, job.Digest("digest", NormalizeRecipient(recipient), sec))
+	return JoinDigestID(due, job.Hash("digest", NormalizeRecipient(recipient), sec))
 }
 
 // JoinDigestID is the digest id of its two parts, the due time and the

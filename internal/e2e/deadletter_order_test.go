@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/awsclient"
@@ -83,18 +85,33 @@ func TestDeadLetter_CrashAtTheSend_NeverDeadLetteredWithoutEnvelope(t *testing.T
 }
 
 // envelopesFor reads, without hiding them, the envelopes naming a job in
-// a stage's DLQ (VisibilityTimeout 0 leaves each message visible).
+// a stage's DLQ: it receives them, then makes them visible again at once.
+// A ReceiveMessage with VisibilityTimeout 0 does not do that: the SDK
+// leaves a zero int32 out of the request, so the queue's default hides
+// each message received (30 s), and the next read found the DLQ empty
+// beside a job marked dead_lettered. ChangeMessageVisibilityBatch always
+// sends its entries' timeout, 0 included.
 func envelopesFor(t *testing.T, s *stack, st job.Stage, id job.ID) []deadletter.Envelope {
 	t.Helper()
+	url := aws.String(s.res.Queues.DLQ[st])
 	out, err := s.env.Clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(s.res.Queues.DLQ[st]), MaxNumberOfMessages: 10, VisibilityTimeout: 0})
+		QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var envs []deadletter.Envelope
-	for _, m := range out.Messages {
+	var release []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+	for i, m := range out.Messages {
+		release = append(release, sqstypes.ChangeMessageVisibilityBatchRequestEntry{
+			Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
 		if env, ok, err := deadletter.Decode([]byte(aws.ToString(m.Body))); err == nil && ok && env.JobID == string(id) {
 			envs = append(envs, env)
+		}
+	}
+	if len(release) > 0 {
+		if _, err := s.env.Clients.SQS.ChangeMessageVisibilityBatch(context.Background(), &sqs.ChangeMessageVisibilityBatchInput{
+			QueueUrl: url, Entries: release}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return envs

@@ -87,9 +87,12 @@ func newFakeReviewAPI(t *testing.T) *fakeReviewAPI {
 			}
 		}
 		f.mu.Unlock()
-		if !ok && strings.Contains(r.URL.Path, ".criticizer.yaml") {
-			// A repository without settings (R-REPO-1), unless a test
-			// serves the file.
+		if !ok && (strings.Contains(r.URL.Path, ".criticizer.yaml") || strings.Contains(r.URL.Path, "/contents/") ||
+			strings.Contains(r.URL.Path, "/repository/files/")) {
+			// A repository without settings (R-REPO-1), nor the file a
+			// model's review reads at the head (R-CONTEXT-1), unless a
+			// test serves it: 404, as GitHub's contents API and GitLab's
+			// repository files API answer for a path a commit lacks.
 			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
 			return
 		}

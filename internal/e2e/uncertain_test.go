@@ -262,13 +262,20 @@ func lateSendWorld(t *testing.T, policy delivery.UncertainSend) (s *stack, rcpt,
 		})
 	var mu sync.Mutex
 	var withheld []devstack.SESEvent
+	held := map[devstack.SESEvent]bool{}
 	first := ""
 	s.fns.Bridge.Deliver = func(ctx context.Context, evs []devstack.SESEvent, publish func(context.Context, devstack.SESEvent) error) error {
 		for _, e := range evs {
 			mu.Lock()
 			if e.DeliveryID == did && (first == "" || first == e.MessageID) {
 				first = e.MessageID // the first message's events come late
-				withheld = append(withheld, e)
+				// The bridge offers a batch again when a publish in it
+				// failed (a slow SNS emulator under load): hold each
+				// event once, as SES publishes it once.
+				if !held[e] {
+					held[e] = true
+					withheld = append(withheld, e)
+				}
 				mu.Unlock()
 				continue
 			}

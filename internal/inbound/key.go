@@ -1,6 +1,6 @@
 // Package inbound is the mail received at the inbound domain: the answer
 // an email carries back. Its Reply-To address names the delivery it
-// answers by a sealed key (R-REPLY-1) (key.go), and a reply
+// answers by a signed key (R-REPLY-1) (key.go), and a reply
 // from the address the delivery was sent to, authenticated by SES's
 // verdicts and not an automatic one (R-REPLY-2, R-REPLY-3), is read for a
 // short vocabulary of commands (R-REPLY-4): "wrong 3", "useful 2",
@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/delivery"
-	"github.com/criticizer/criticizer/internal/sealed"
+	"github.com/criticizer/criticizer/internal/signed"
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
@@ -74,7 +74,7 @@ var digests = base32.StdEncoding.WithPadding(base32.NoPadding)
 // reply function, which opens them, share one secret, and a reply key can
 // never pass for a vote or unsubscribe token.
 type Keys struct {
-	k sealed.Keys
+	k signed.Keys
 }
 
 // MinKeyLen is the shortest unsubscribe key accepted.
@@ -83,7 +83,7 @@ const MinKeyLen = vote.MinKeyLen
 // NewKeys derives the reply keys from the unsubscribe key and, during a
 // rotation, the previous one. Errors never carry a key.
 func NewKeys(unsubscribeKey string, previous ...string) (*Keys, error) {
-	k, err := sealed.Derive("criticizer-reply", "criticizer-reply-key/v1", "reply", unsubscribeKey, previous...)
+	k, err := signed.Derive("criticizer-reply", "criticizer-reply-key/v1", "reply", unsubscribeKey, previous...)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (k Keys) GoString() string { return k.String() }
 // LogValue is String for log/slog.
 func (k Keys) LogValue() slog.Value { return slog.StringValue(k.String()) }
 
-func (k *Keys) sealed() sealed.Keys {
+func (k *Keys) tokens() signed.Keys {
 	return k.k
 }
 
@@ -126,7 +126,7 @@ func (k *Keys) Key(deliveryID string, expires time.Time) (string, error) {
 	var h [4]byte
 	binary.BigEndian.PutUint32(h[:], uint32(hours))
 	copy(p[1+digestLen:], h[1:])
-	return k.sealed().SealShort(p, keyMACLen), nil
+	return k.tokens().SignShort(p, keyMACLen), nil
 }
 
 // Open checks key at now and returns the delivery id it names:
@@ -136,7 +136,7 @@ func (k *Keys) Open(key string, now time.Time) (string, error) {
 	if len(key) != KeyLen {
 		return "", ErrInvalid
 	}
-	p, ok := k.sealed().OpenShort(key, keyMACLen)
+	p, ok := k.tokens().VerifyShort(key, keyMACLen)
 	if !ok || len(p) != payloadLen || (p[0] != keyVersion && p[0] != digestKeyVersion) {
 		return "", ErrInvalid
 	}
@@ -170,7 +170,7 @@ func (k *Keys) digestKey(id string, due time.Time, digest string) (string, error
 	var h [4]byte
 	binary.BigEndian.PutUint32(h[:], uint32(q))
 	copy(p[1+digestLen:], h[1:])
-	return k.sealed().SealShort(p, keyMACLen), nil
+	return k.tokens().SignShort(p, keyMACLen), nil
 }
 
 // Address is the reply address of delivery deliveryID under the inbound

@@ -128,7 +128,7 @@ type ID string
 
 // NewID derives the job id for a review version of a changelist.
 func NewID(source, changelistID string, reviewVersion int) ID {
-	return ID("j_" + digest("job", source, changelistID, strconv.Itoa(reviewVersion)))
+	return ID("j_" + hash("job", source, changelistID, strconv.Itoa(reviewVersion)))
 }
 
 // ChangelistKey scopes a changelist id to its source, so GitHub PR 7 and a
@@ -137,9 +137,9 @@ func ChangelistKey(source, changelistID string) string {
 	return source + ":" + changelistID
 }
 
-// digest is a short, URL-safe, case-insensitive hash of the parts, which are
+// hash is a short, URL-safe, case-insensitive hash of the parts, which are
 // joined with a separator that cannot appear ambiguously (length-prefixed).
-func digest(parts ...string) string {
+func hash(parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {
 		h.Write([]byte(strconv.Itoa(len(p))))
@@ -151,9 +151,9 @@ func digest(parts ...string) string {
 	return strings.ToLower(enc)
 }
 
-// Digest exposes the same derivation to sibling packages (delivery ids), so
+// Hash exposes the same derivation to sibling packages (delivery ids), so
 // every deterministic id in the system is built one way.
-func Digest(parts ...string) string { return digest(parts...) }
+func Hash(parts ...string) string { return hash(parts...) }
 
 // Job is the state of one review version of one changelist.
 type Job struct {
@@ -232,6 +232,11 @@ type Job struct {
 	// (a Gerrit change made on another open change): what the diff shows
 	// of its base decides nothing generated (R-CRITIC-7).
 	DiffBaseUnmerged bool `dynamodbav:"diff_base_unmerged,omitempty" json:"diff_base_unmerged,omitempty"`
+	// ContextRef names the blob of the changed files as the version's head
+	// has them, read by the fetch stage for the code around each hunk
+	// (R-CONTEXT-1): a JSON object by path, in S3 like the diff, never in
+	// the item. Empty: the hunks alone.
+	ContextRef string `dynamodbav:"context_ref,omitempty" json:"context_ref,omitempty"`
 	// Skipped, when set, says why the version was not reviewed (an author
 	// or label the repository's settings skip, R-REPO-4): the job ends
 	// succeeded with no model run and nobody mailed.

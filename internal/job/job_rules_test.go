@@ -95,18 +95,18 @@ func TestChangelistKey_ScopesBySource(t *testing.T) {
 	}
 }
 
-// Digest is shared with delivery ids; it has the same alphabet and length as
-// the job id's digest and separates its parts unambiguously.
-func TestDigest_LowerBase32AndUnambiguous(t *testing.T) {
-	d := job.Digest("delivery", "generic:1", "a@example.com", "1")
+// Hash is shared with delivery ids; it has the same alphabet and length as
+// the job id's hash and separates its parts unambiguously.
+func TestHash_LowerBase32AndUnambiguous(t *testing.T) {
+	d := job.Hash("delivery", "generic:1", "a@example.com", "1")
 	if !regexp.MustCompile(`^[a-z2-7]{32}$`).MatchString(d) {
-		t.Errorf("Digest = %q; want 32 lower-case base32 characters", d)
+		t.Errorf("Hash = %q; want 32 lower-case base32 characters", d)
 	}
-	if job.Digest("ab", "c") == job.Digest("a", "bc") {
-		t.Error(`Digest("ab","c") == Digest("a","bc")`)
+	if job.Hash("ab", "c") == job.Hash("a", "bc") {
+		t.Error(`Hash("ab","c") == Hash("a","bc")`)
 	}
-	if job.Digest("a") == job.Digest("a", "") {
-		t.Error(`Digest("a") == Digest("a","")`)
+	if job.Hash("a") == job.Hash("a", "") {
+		t.Error(`Hash("a") == Hash("a","")`)
 	}
 }
 

@@ -42,7 +42,7 @@ func Rules() []Rule {
 		{
 			Name: "the pure domain links no AWS package",
 			From: []string{"internal/job", "internal/delivery", "internal/digest", "internal/prefs", "internal/diff",
-				"internal/reviewers", "internal/unsubscribe", "internal/sealed", "internal/redact", "internal/termtext",
+				"internal/reviewers", "internal/unsubscribe", "internal/signed", "internal/redact", "internal/termtext",
 				"internal/reposettings", "internal/webhook", "internal/cost", "internal/obs", "internal/config"},
 			Deps:   true,
 			Forbid: []string{"github.com/aws/..."},

@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
@@ -54,6 +56,10 @@ type Fetch struct {
 	// (CRITICIZER_GENERATED_PATHS): files they match need no read of
 	// their base (R-CRITIC-7).
 	GeneratedPaths []string
+	// ContextFileBytes caps a changed file read at the version's head
+	// for the code around its hunks (R-CONTEXT-1, R-CONTEXT-2): a larger
+	// one gets none; 0 reads none (the offline critic reads no context).
+	ContextFileBytes int
 	// Heads holds the changelists' head commits in their code host's
 	// order (store.Heads): a head intake placed pending is settled here
 	// before it is reviewed (R-SOURCE-6). nil settles none.
@@ -200,8 +206,21 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 		// shows of its base decides nothing generated (R-CRITIC-7).
 		set[AttrDiffBaseUnmerged] = true
 	}
-	if gen := f.generatedAtBase(ctx, j, ref, cl.Diff, cl.BaseUnmerged); len(gen) > 0 {
+	// Every read of a file, at the base and then at the head, within one
+	// source.FileRequestTimeout: the fetch message reserves one (R-STAGE-9).
+	reads := time.Now().Add(source.FileRequestTimeout)
+	gen := f.generatedAtBase(ctx, j, ref, cl.Diff, cl.BaseUnmerged, reads)
+	if len(gen) > 0 {
 		set[AttrGeneratedAtBase] = gen
+	}
+	// The code around the hunks, read at the head the event named: what
+	// the change wrote, shown to the model, never cited (R-CONTEXT-1).
+	ctxRef, err := f.headContext(ctx, j, ref, cl.Diff, critic.Generated{Paths: f.GeneratedPaths, AtBase: gen, BaseUnmerged: cl.BaseUnmerged}, reads)
+	if err != nil {
+		return nil, err
+	}
+	if ctxRef != "" {
+		set[AttrContextRef] = ctxRef
 	}
 	if a := cl.Reviewers.Author; a != "" && a != j.Author {
 		// The system's own word on the author (GitLab: the merge

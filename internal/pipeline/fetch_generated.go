@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/diff"
@@ -40,13 +41,14 @@ const AttrDiffBaseUnmerged = "diff_base_unmerged"
 // nothing.
 //
 // Bounded and counted: at most MaxBaseReads files, BaseReadBytes of each,
-// all within one source.FileRequestTimeout (the fetch message reserves
+// all by deadline: within one source.FileRequestTimeout, which the reads
+// at the head share after them (the fetch message reserves
 // it, R-STAGE-9); BaseFileReads counts the reads, GeneratedClaimsUnread
 // the files past the bound or whose read failed. Those are never
 // exempted: they are reviewed, so a source that cannot answer costs
 // budget, never review. A source without a file API (generic) reads
 // nothing.
-func (f *Fetch) generatedAtBase(ctx context.Context, j job.Job, ref source.Ref, diffText string, baseUnmerged bool) []string {
+func (f *Fetch) generatedAtBase(ctx context.Context, j job.Job, ref source.Ref, diffText string, baseUnmerged bool, deadline time.Time) []string {
 	ff, ok := f.Source.(source.FileFetcher)
 	if !ok {
 		return nil
@@ -59,7 +61,7 @@ func (f *Fetch) generatedAtBase(ctx context.Context, j job.Job, ref source.Ref, 
 	if len(ask) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, source.FileRequestTimeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var found []string
 	reads, unread := 0, 0

@@ -68,6 +68,10 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil {
 		return err
 	}
+	head, err := l.headFiles(ctx, j)
+	if err != nil {
+		return err
+	}
 	prev, err := l.previous(ctx, j)
 	if err != nil {
 		return err
@@ -91,6 +95,8 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 		// the change's (R-CRITIC-7).
 		Generated: critic.Generated{Paths: l.GeneratedPaths, AtBase: j.GeneratedAtBase, BaseUnmerged: j.DiffBaseUnmerged},
 		Unwanted:  unwanted,
+		// The code around the hunks, as the head has it (R-CONTEXT-1).
+		Head: head,
 	})
 	if errors.Is(err, critic.ErrInvalidDiff) {
 		return retry.Permanent(retry.SchemaInvalid, err)
@@ -144,6 +150,14 @@ func (l *LLM) metrics(ctx context.Context, c critic.Critique) {
 	}
 	if ch := c.Changes; ch != nil {
 		counts["FilesReviewed"], counts["FilesCarried"] = float64(ch.Reviewed), float64(ch.Carried)
+	}
+	if cx := c.Context; cx != nil {
+		// The code around the hunks shown, and what the budget left out
+		// (R-CONTEXT-2).
+		counts["ContextFiles"], counts["ContextLines"] = float64(cx.Files), float64(cx.Lines)
+		if cx.RegionsOverBudget > 0 {
+			counts["ContextRegionsOverBudget"] = float64(cx.RegionsOverBudget)
+		}
 	}
 	if c.NotShown > 0 {
 		// Findings the bounds left out (R-BOUND-1).
@@ -208,4 +222,29 @@ func (l *LLM) previous(ctx context.Context, j job.Job) (*critic.Previous, error)
 		return &critic.Previous{Version: v, Critique: c}, nil
 	}
 	return nil, nil
+}
+
+// headFiles reads the changed files the fetch stage stored as the head
+// has them (job.Job.ContextRef, R-CONTEXT-1); nil when there are none.
+// An object that is gone or does not decode costs the context, never the
+// review: the hunks are reviewed alone, as before. Other failures are
+// the blob store's, retried as the diff's are.
+func (l *LLM) headFiles(ctx context.Context, j job.Job) (critic.HeadFiles, error) {
+	if j.ContextRef == "" {
+		return nil, nil
+	}
+	b, err := l.Blobs.Get(ctx, j.ContextRef, MaxContextBlobBytes)
+	if re, ok := errors.AsType[*retry.Error](err); ok && re.Class == retry.NotFound {
+		l.Log.WarnContext(ctx, "the code around the hunks is gone; the hunks are reviewed alone", "job_id", j.ID)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var head critic.HeadFiles
+	if err := json.Unmarshal(b, &head); err != nil {
+		l.Log.WarnContext(ctx, "the code around the hunks does not decode; the hunks are reviewed alone", "job_id", j.ID)
+		return nil, nil
+	}
+	return head, nil
 }

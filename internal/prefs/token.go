@@ -8,14 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/sealed"
+	"github.com/criticizer/criticizer/internal/signed"
 )
 
 // The preference page's link (R-PREF-2), in every email's footer: it
 // names the recipient by their opaque id (unsubscribe.RecipientID), never
 // the address, and the repository of the email it came from, so the page
-// can offer to mute it; it expires. It is sealed like the vote and
-// unsubscribe links (internal/sealed) under a key derived from the
+// can offer to mute it; it expires. It is signed like the vote and
+// unsubscribe links (internal/signed) under a key derived from the
 // unsubscribe key, so the notifier (which mints links) and the API (which
 // honours them) share one secret, and a preference token never passes for
 // a vote or an unsubscribe token, nor the reverse.
@@ -27,7 +27,7 @@ import (
 const LinkLifetime = 90 * 24 * time.Hour
 
 // MinKeyLen is the shortest key accepted, the unsubscribe key's minimum.
-const MinKeyLen = sealed.MinKeyLen
+const MinKeyLen = signed.MinKeyLen
 
 // ErrInvalid is a token that does not verify: malformed, altered or signed
 // with another key.
@@ -47,14 +47,14 @@ type Claims struct {
 // or, during a rotation, the previous one (as the unsubscribe and vote
 // signers do).
 type Signer struct {
-	k sealed.Keys
+	k signed.Keys
 }
 
 // NewSigner derives the preference keys from the unsubscribe key and,
 // when one is given, the previous unsubscribe key. Errors never carry a
 // key.
 func NewSigner(unsubscribeKey string, previous ...string) (*Signer, error) {
-	k, err := sealed.Derive("criticizer-preferences", "criticizer-preferences-key/v1", "preference", unsubscribeKey, previous...)
+	k, err := signed.Derive("criticizer-preferences", "criticizer-preferences-key/v1", "preference", unsubscribeKey, previous...)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (s Signer) GoString() string { return s.String() }
 // LogValue is String for log/slog.
 func (s Signer) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
-func (s *Signer) keys() sealed.Keys {
+func (s *Signer) keys() signed.Keys {
 	return s.k
 }
 
@@ -84,14 +84,14 @@ func (s *Signer) Token(recipientID, repository string, expires time.Time) string
 	if len(repository) > MaxRepository {
 		repository = ""
 	}
-	return s.keys().Seal(strings.Join([]string{"v1", recipientID, strconv.FormatInt(expires.Unix(), 10), repository}, "\n"))
+	return s.keys().Sign(strings.Join([]string{"v1", recipientID, strconv.FormatInt(expires.Unix(), 10), repository}, "\n"))
 }
 
 // Verify checks a token at now and returns its claims: ErrInvalid for a
 // token that does not verify, ErrExpired (with the claims) for one past
 // its expiry.
 func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
-	payload, ok := s.keys().Open(token)
+	payload, ok := s.keys().Verify(token)
 	if !ok {
 		return Claims{}, ErrInvalid
 	}

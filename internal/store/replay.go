@@ -92,7 +92,7 @@ func reviewerDeliveryKey(k ReplayKey) map[string]types.AttributeValue {
 	}
 	// The id is the source's, bounded by the webhook parsers (printable,
 	// at most 200 bytes); hashed all the same so the key stays short.
-	return map[string]types.AttributeValue{"pk": str(schema.PrefixReviewerDelivery + k.Source + "#" + job.Digest(k.Source, k.ID))}
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixReviewerDelivery + k.Source + "#" + job.Hash(k.Source, k.ID))}
 }
 
 func refreshKey(id job.ID) map[string]types.AttributeValue {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/sealed"
+	"github.com/criticizer/criticizer/internal/signed"
 )
 
 // MinKeyLen is the shortest signing key accepted: 32 bytes, the HMAC-SHA-256
@@ -45,7 +45,7 @@ type Claims struct {
 // and suppressions are stored: the same for every spelling NormalizeRecipient
 // folds together.
 func RecipientID(addr string) string {
-	return "r_" + job.Digest("recipient", delivery.NormalizeRecipient(addr))
+	return "r_" + job.Hash("recipient", delivery.NormalizeRecipient(addr))
 }
 
 // Repository is the scope of "this repository's critiques" for a changelist:
@@ -113,7 +113,7 @@ func (s Signer) LogValue() slog.Value { return slog.StringValue(s.String()) }
 // key.
 func (s *Signer) Token(recipientID, scope string) string {
 	payload := "v1\n" + recipientID + "\n" + scope
-	return s.keys().Seal(payload)
+	return s.keys().Sign(payload)
 }
 
 // Verify checks a token and returns its claims, or ErrInvalid. The MAC is
@@ -121,7 +121,7 @@ func (s *Signer) Token(recipientID, scope string) string {
 // rotation, the previous key's; both comparisons always run, so the time
 // taken does not say which key (if any) matched.
 func (s *Signer) Verify(token string) (Claims, error) {
-	payload, ok := s.keys().Open(token)
+	payload, ok := s.keys().Verify(token)
 	if !ok {
 		return Claims{}, ErrInvalid
 	}
@@ -133,8 +133,8 @@ func (s *Signer) Verify(token string) (Claims, error) {
 }
 
 // keys are the signer's keys under the unsubscribe purpose label.
-func (s *Signer) keys() sealed.Keys {
-	return sealed.Keys{Purpose: "criticizer-unsubscribe", Current: s.key, Previous: s.previous}
+func (s *Signer) keys() signed.Keys {
+	return signed.Keys{Purpose: "criticizer-unsubscribe", Current: s.key, Previous: s.previous}
 }
 
 // URL is the unsubscribe link for a recipient and scope under the API's

@@ -93,13 +93,13 @@ func RepoKey(j job.Job) string {
 }
 
 // RepoDigest is the digest a repository's learnings are stored under.
-func RepoDigest(repoKey string) string { return job.Digest("learn-repo", repoKey)[:16] }
+func RepoDigest(repoKey string) string { return job.Hash("learn-repo", repoKey)[:16] }
 
 // LearningID is the operator's name for the learning of rule in the
 // repository of repoKey: "<repository digest>-<rule digest>", short
 // enough to type, with no character a shell or a URL path minds.
 func LearningID(repoKey, rule string) string {
-	return RepoDigest(repoKey) + "-" + job.Digest("learn-rule", rule)[:8]
+	return RepoDigest(repoKey) + "-" + job.Hash("learn-rule", rule)[:8]
 }
 
 // SplitLearningID returns the repository digest of a learning id, and

@@ -20,7 +20,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/sealed"
+	"github.com/criticizer/criticizer/internal/signed"
 )
 
 // Choice is what a reader says of a finding.
@@ -67,22 +67,22 @@ type Claims struct {
 // digest of its file, line, rule and message, so two findings on one line
 // under one rule still get their own votes.
 func FindingID(f critic.Finding) string {
-	return job.Digest("finding", f.File, strconv.Itoa(f.Line), f.Rule, f.Message)[:16]
+	return job.Hash("finding", f.File, strconv.Itoa(f.Line), f.Rule, f.Message)[:16]
 }
 
 // Signer mints vote tokens and verifies them under the current key or,
 // during a rotation, the previous one (as unsubscribe.Signer does).
 type Signer struct {
-	k sealed.Keys
+	k signed.Keys
 }
 
 // MinKeyLen is the shortest key accepted, the unsubscribe key's minimum.
-const MinKeyLen = sealed.MinKeyLen
+const MinKeyLen = signed.MinKeyLen
 
 // NewSigner derives the vote keys from the unsubscribe key and, when one
 // is given, the previous unsubscribe key. Errors never carry a key.
 func NewSigner(unsubscribeKey string, previous ...string) (*Signer, error) {
-	k, err := sealed.Derive("criticizer-vote", "criticizer-vote-key/v1", "vote", unsubscribeKey, previous...)
+	k, err := signed.Derive("criticizer-vote", "criticizer-vote-key/v1", "vote", unsubscribeKey, previous...)
 	if err != nil {
 		return nil, err
 	}
@@ -107,14 +107,14 @@ func (s *Signer) Token(deliveryID string, f critic.Finding, c Choice, expires ti
 	}
 	rule = strings.NewReplacer("\n", " ", "\r", " ").Replace(rule)
 	payload := strings.Join([]string{"v1", deliveryID, FindingID(f), string(c), strconv.FormatInt(expires.Unix(), 10), rule}, "\n")
-	return s.keys().Seal(payload)
+	return s.keys().Sign(payload)
 }
 
 // Verify checks a token at now and returns its claims: ErrInvalid for a
 // token that does not verify, ErrExpired (with the claims) for one past
 // its expiry. The MAC is compared in constant time under both keys.
 func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
-	payload, ok := s.keys().Open(token)
+	payload, ok := s.keys().Verify(token)
 	if !ok {
 		return Claims{}, ErrInvalid
 	}
@@ -134,7 +134,7 @@ func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
 }
 
 // keys are the signer's keys under the vote purpose label.
-func (s *Signer) keys() sealed.Keys {
+func (s *Signer) keys() signed.Keys {
 	return s.k
 }
 

@@ -45,6 +45,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		// A head intake placed pending is ordered here (R-SOURCE-6).
 		Heads: b.Jobs,
 	}
+	if cfg.LLM.Critic != config.CriticOffline {
+		// The code around each hunk, read at the head for a model; the
+		// offline critic reads the diff alone (R-CONTEXT-1).
+		f.ContextFileBytes = cfg.ContextFileBytes
+	}
 	seed, err := Directory(cfg)
 	if err != nil {
 		return nil, err
@@ -58,16 +63,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	rosters.Retention = cfg.Retention
 	f.Rosters = rosters
 	// A fetch message needs at least one source request's time, the
-	// repository's settings file's, and the reads of files' base versions
-	// (R-STAGE-9, R-REPO-1, R-CRITIC-7).
+	// repository's settings file's, and the reads of files, at the base
+	// and at the head (R-STAGE-9, R-REPO-1, R-CRITIC-7, R-CONTEXT-2).
 	o.Runner = append([]stage.Option{stage.WithMessageTime(MessageTime)}, o.Runner...)
 	return b.Runner(job.StageFetch, f.Handle, o)
 }
 
 // MessageTime is how long one fetch message may take (R-STAGE-9): a
 // source request's timeout for the diff and reviewers, one for the
-// repository's settings file, and one that bounds every read of files'
-// base versions together. A head whose place waits on its code host
+// repository's settings file, and one that bounds every read of files
+// together: their base versions' first lines and the changed files at
+// the head (R-CONTEXT-2), which get what the first leave. A head whose place waits on its code host
 // (R-SOURCE-6, rare: an event that did not say what it follows) is
 // compared first, within one more source.FileRequestTimeout, and its
 // version is then most often skipped, with nothing else asked: the

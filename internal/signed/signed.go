@@ -1,4 +1,4 @@
-// Package sealed signs short payloads into URL-safe tokens and opens them:
+// Package signed signs short payloads into URL-safe tokens and opens them:
 // the one format the unsubscribe, vote and preference links and the reply
 // addresses share, and the one way their keys are derived from the
 // unsubscribe key (Derive), so they cannot drift apart in how they are
@@ -10,7 +10,7 @@
 // the same key. No library is used: the standard library's crypto/hmac
 // is all it takes, and a JWT library would add a header, algorithm choice
 // and 3× the length to a link that must fit a mail header (R-LIMIT-2).
-package sealed
+package signed
 
 import (
 	"crypto/hmac"
@@ -25,7 +25,7 @@ import (
 // guessing.
 const macLen = 16
 
-// MaxTokenLen bounds what Open reads, so a hostile link costs nothing.
+// MaxTokenLen bounds what Verify reads, so a hostile link costs nothing.
 const MaxTokenLen = 1024
 
 // Keys are a purpose's signing keys: Current mints and verifies; Previous,
@@ -73,17 +73,17 @@ func derive(root, label string) []byte {
 // Rotating reports whether a previous key still verifies.
 func (k Keys) Rotating() bool { return k.Previous != nil }
 
-// Seal returns payload's token under the current key.
-func (k Keys) Seal(payload string) string {
+// Sign returns payload's token under the current key.
+func (k Keys) Sign(payload string) string {
 	enc := base64.RawURLEncoding
 	return enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(k.mac(k.Current, payload))
 }
 
-// Open checks token and returns its payload; false for a token that is
+// Verify checks token and returns its payload; false for a token that is
 // malformed, too long, or signed under neither key. The macs are
 // compared in constant time, and both comparisons always run, so the time
 // taken does not say which key (if any) matched.
-func (k Keys) Open(token string) (string, bool) {
+func (k Keys) Verify(token string) (string, bool) {
 	enc := base64.RawURLEncoding
 	p, m, ok := strings.Cut(token, ".")
 	if !ok || len(token) > MaxTokenLen {
@@ -125,21 +125,21 @@ func (k Keys) macFull(key []byte, payload string) []byte {
 // address's local part (internal/inbound), which RFC 5321 §4.5.3.1.1
 // bounds at 64 octets and which mail systems may fold to lower or upper
 // case on the way back: base64's two cases would not survive. The mac is
-// the same purpose-labelled HMAC as Seal's, cut to macLen bytes (the
+// the same purpose-labelled HMAC as Sign's, cut to macLen bytes (the
 // caller weighs the length against the room it has).
 var short = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// SealShort returns payload's short token under the current key, with a
+// SignShort returns payload's short token under the current key, with a
 // mac of macLen bytes (1 to 32).
-func (k Keys) SealShort(payload []byte, macLen int) string {
+func (k Keys) SignShort(payload []byte, macLen int) string {
 	return short.EncodeToString(append(append([]byte{}, payload...), k.macFull(k.Current, string(payload))[:macLen]...))
 }
 
-// OpenShort checks a short token sealed with a mac of macLen bytes, in
+// VerifyShort checks a short token signed with a mac of macLen bytes, in
 // either case, and returns its payload; false for a token that is
 // malformed, longer than MaxTokenLen, or signed under neither key. As in
-// Open, both comparisons always run.
-func (k Keys) OpenShort(token string, macLen int) ([]byte, bool) {
+// Verify, both comparisons always run.
+func (k Keys) VerifyShort(token string, macLen int) ([]byte, bool) {
 	if len(token) > MaxTokenLen {
 		return nil, false
 	}
