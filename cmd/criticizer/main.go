@@ -29,6 +29,7 @@ import (
 	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/termtext"
+	"github.com/criticizer/criticizer/internal/vote"
 )
 
 const help = `criticizer — operate Criticizer's dead-letter queues and jobs.
@@ -129,6 +130,13 @@ var commands = []command{
 	{"directory", "set", (*cli).directorySet},
 	{"directory", "remove", (*cli).directoryRemove},
 	{"directory", "import", (*cli).directoryImport},
+	{"learnings", "list", (*cli).learningsList},
+	{"learnings", "accept", func(c *cli, ctx context.Context, args []string) error {
+		return c.learningsDecide(ctx, "accept", vote.Accepted, args)
+	}},
+	{"learnings", "reject", func(c *cli, ctx context.Context, args []string) error {
+		return c.learningsDecide(ctx, "reject", vote.Rejected, args)
+	}},
 }
 
 func wantsHelp(args []string) bool {
@@ -161,14 +169,14 @@ func dispatch(ctx context.Context, args []string, out io.Writer,
 	stack := fs.String("stack", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(out, help+helpDeliveries+helpDirectory)
+			fmt.Fprint(out, help+helpDeliveries+helpDirectory+helpLearnings)
 			return nil
 		}
 		return usageError{err.Error()}
 	}
 	args = fs.Args()
 	if len(args) == 0 || args[0] == "help" || wantsHelp(args) {
-		fmt.Fprint(out, help+helpDeliveries+helpDirectory)
+		fmt.Fprint(out, help+helpDeliveries+helpDirectory+helpLearnings)
 		return nil
 	}
 	name := *stack
@@ -216,7 +224,8 @@ func connect(ctx context.Context, local bool, stack string) (*ops.Ops, error) {
 		Deliveries: store.NewDeliveries(db, cfg.DeliveriesTable, nil),
 		Evidence:   store.NewEvidence(db, cfg.JobsTable, nil), ConfigurationSet: cfg.ConfigurationSet,
 		Directory: store.NewDirectory(db, cfg.JobsTable, nil),
-		Margin:    cfg.EvidenceMargin, Policy: cfg.UncertainSend}, nil
+		Learnings: store.NewLearnings(db, cfg.JobsTable, nil), LearnAfter: cfg.LearnAfter,
+		Margin: cfg.EvidenceMargin, Policy: cfg.UncertainSend}, nil
 }
 
 // localNames fills in the names of the local stack (make run provisions

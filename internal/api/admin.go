@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -56,6 +57,12 @@ type Admin struct {
 	// Directory is the reviewer directory /admin/directory manages; nil:
 	// no such route.
 	Directory DirectoryAdmin
+	// Learnings are the team's learnings /admin/learnings lists and
+	// decides (R-LEARN-2), proposed at LearnAfter readers; nil: no such
+	// route. Now stamps a decision; nil: the clock.
+	Learnings  LearningsAdmin
+	LearnAfter int
+	Now        func() time.Time
 }
 
 // Audience decides whether a recipient of a changelist would be mailed:
@@ -116,6 +123,8 @@ func (a *Admin) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest, 
 		return a.previews()
 	case path == "/admin/directory" || strings.HasPrefix(path, "/admin/directory/"):
 		return a.directory(ctx, req, method, path)
+	case path == "/admin/learnings" || strings.HasPrefix(path, "/admin/learnings/"):
+		return a.learnings(ctx, req, method, path)
 	case strings.HasPrefix(path, "/admin/previews/"):
 		if method != http.MethodGet {
 			return methodNotAllowed(http.MethodGet)

@@ -64,6 +64,7 @@ func routesHandler(t *testing.T) *Handler {
 	h := adminHandler(testAdminKey, fakePreviewer{}, nil)
 	h.Sources = sources
 	h.Admin.Directory = memstore.NewDirectory(nil)
+	h.Admin.Learnings = memstore.NewLearnings()
 	signer, err := unsubscribe.NewSigner(strings.Repeat("k", 40))
 	if err != nil {
 		t.Fatal(err)

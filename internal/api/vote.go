@@ -46,9 +46,14 @@ type Votes struct {
 	Marks store.Dismissals
 	Rows  dismiss.Rows
 	Jobs  dismiss.Jobs
-	Pages VotePages
-	Log   *slog.Logger
-	Now   func() time.Time
+	// Learnings tallies the choices per rule and repository (R-LEARN-1);
+	// nil: none.
+	Learnings store.Learnings
+	// Directory tells a code host's author by their address (R-LEARN-1).
+	Directory dismiss.Directory
+	Pages     VotePages
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // VotePages renders the endpoint's pages (internal/mail).
@@ -89,7 +94,7 @@ func (v *Votes) handle(ctx context.Context, method, token string) events.APIGate
 	if method != http.MethodPost {
 		return v.page(http.StatusOK)(v.Pages.VotePage("/vote/"+url.PathEscape(token), string(c.Choice)))
 	}
-	rec := dismiss.Recorder{Votes: v.Store, Marks: v.Marks, Rows: v.Rows, Jobs: v.Jobs}
+	rec := dismiss.Recorder{Votes: v.Store, Marks: v.Marks, Rows: v.Rows, Jobs: v.Jobs, Learnings: v.Learnings, Directory: v.Directory}
 	res, err := rec.Record(ctx, c.DeliveryID, dismiss.Ref{ID: c.FindingID, Rule: c.Rule}, c.Choice, now())
 	if err != nil {
 		v.Log.ErrorContext(ctx, "vote not recorded", "error", err)
@@ -102,6 +107,11 @@ func (v *Votes) handle(ctx context.Context, method, token string) events.APIGate
 		// Dismissals counts what votes did to readers' marks (R-VOTE-3):
 		// "full" is a wrong not kept for the bound.
 		obs.Metric(ctx, v.Log, map[string]string{"Outcome": string(res.Mark)}, map[string]float64{"Dismissals": 1})
+	}
+	if res.Learning != "" {
+		// LearningVotes counts what the tally did (R-LEARN-1): "full" is
+		// a choice past its bound, "author" one the author made.
+		obs.Metric(ctx, v.Log, map[string]string{"Outcome": string(res.Learning)}, map[string]float64{"LearningVotes": 1})
 	}
 	v.Log.InfoContext(ctx, "vote", "outcome", res.Vote, "choice", c.Choice, "mark", res.Mark, "delivery_id", c.DeliveryID, "finding_id", c.FindingID, "rule", c.Rule)
 	return v.page(http.StatusOK)(v.Pages.VotedPage(string(c.Choice)))

@@ -67,6 +67,10 @@ type Config struct {
 	MailFrom         string
 	ConfigurationSet string
 	IdempotencyTTL   time.Duration
+	// LearnAfter is how many distinct readers must mark a rule wrong in a
+	// repository, fewer marking it useful, before it is proposed as a
+	// learning (CRITICIZER_LEARN_AFTER, R-LEARN-1).
+	LearnAfter int
 	// Retention is how long jobs, delivery rows and audit items are kept
 	// (DynamoDB TTL); zero: forever. Changelist heads, preferences and
 	// suppressions never expire.
@@ -373,6 +377,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.readInbound(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.readLearn(getenv); err != nil {
 		return Config{}, err
 	}
 	if err := c.readBudgets(getenv); err != nil {

@@ -46,6 +46,12 @@ type Input struct {
 	// generated is reviewed.
 	Generated Generated
 
+	// Unwanted are the rules the team's accepted learnings leave out of
+	// the repository's reviews (R-LEARN-2): the model is told the team
+	// does not want them, after the prompt's cacheable prefix; whatever a
+	// critic still reports of them is left out by LeaveOutLearned.
+	Unwanted []string
+
 	// Head holds changed files as the version's head commit has them
 	// (the fetch stage reads them from GitHub, GitLab or Gerrit): the LLM
 	// critic shows the model the code around each hunk from them, as
@@ -84,6 +90,10 @@ type Critique struct {
 	// R-BOUND-1 (per file, in total, in bytes); the summary ends with a
 	// sentence saying how many.
 	NotShown int `json:"not_shown,omitempty"`
+	// LearnedOut counts the findings the team's accepted learnings left
+	// out of Findings (R-LEARN-2, LeaveOutLearned); the email says how
+	// many.
+	LearnedOut int `json:"learned_out,omitempty"`
 	// Incomplete are files the critic read but whose findings a cap cut:
 	// their review is not complete (R-LEDGER-1). Read by Incremental in
 	// the same process, never stored.

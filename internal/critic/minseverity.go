@@ -44,8 +44,14 @@ func LeaveOutBelow(c Critique, min Severity) (Critique, int) {
 	if min.rank() <= 0 {
 		return c, 0
 	}
-	below := func(f Finding) bool { return f.Severity.rank() < min.rank() }
-	kept := slices.DeleteFunc(slices.Clone(c.Findings), below)
+	return leaveOut(c, func(f Finding) bool { return f.Severity.rank() < min.rank() })
+}
+
+// leaveOut removes the findings out reports from a critique, and from its
+// comparison's resolved ones, the counts recomputed. It returns how many
+// findings it removed.
+func leaveOut(c Critique, out func(Finding) bool) (Critique, int) {
+	kept := slices.DeleteFunc(slices.Clone(c.Findings), out)
 	dropped := len(c.Findings) - len(kept)
 	c.Findings = kept
 	if ch := c.Changes; ch != nil {
@@ -58,7 +64,7 @@ func LeaveOutBelow(c Critique, min Severity) (Critique, int) {
 				cp.Unchanged++
 			}
 		}
-		resolved := slices.DeleteFunc(slices.Clone(cp.Resolved), below)
+		resolved := slices.DeleteFunc(slices.Clone(cp.Resolved), out)
 		cp.ResolvedCount -= len(cp.Resolved) - len(resolved)
 		cp.Resolved = resolved
 		c.Changes = &cp

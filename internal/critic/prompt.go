@@ -2,6 +2,7 @@ package critic
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -71,6 +72,11 @@ func buildPrompt(in Input, sel selection, cfg llmConfig, boundary string) llmPro
 	if len(ins) > 0 {
 		p.system += "\n\nThe team that runs this review adds these instructions:\n" + strings.Join(ins, "\n")
 	}
+	if line := unwantedLine(in.Unwanted); line != "" {
+		// After the cacheable prefix (R-COST-4): a repository's learnings
+		// vary by repository, the rules before them do not.
+		p.system += "\n\n" + line
+	}
 	notes := repositoryNotes(in.Settings, sel.sent)
 	if len(notes) > 0 {
 		p.system += "\n\n" + noteRepository
@@ -131,3 +137,27 @@ func sizeText(n int) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 }
+
+// unwantedLine tells the model which rules the team's accepted learnings
+// leave out of this repository's reviews (R-LEARN-2); "" when none. Only
+// rule ids shaped as the critics give them are named: a rule came from a
+// model's answer, which the diff can steer, so nothing else of it reaches
+// the instructions. An error is still reported: a learning never leaves
+// one out.
+func unwantedLine(rules []string) string {
+	var named []string
+	for _, r := range rules {
+		if promptRule.MatchString(r) {
+			named = append(named, r)
+		}
+	}
+	if len(named) == 0 {
+		return ""
+	}
+	return "The team that reads these reviews does not want findings of these rules in this repository: " +
+		strings.Join(named, ", ") + ". Do not report them, unless the problem is an error that must be fixed before merging."
+}
+
+// promptRule is a rule id that may be named to a model: kebab-case, as
+// the critics give them, at most 64 bytes.
+var promptRule = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)

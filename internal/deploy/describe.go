@@ -304,6 +304,7 @@ func functions() []Function {
 				items("its job's items only: no delete, not the unsubscribe, suppression or idempotency records",
 					[]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, schema.PrefixJob, schema.PrefixSourceRef),
 				items("the model-run budgets' windows, in one TransactWriteItems per run (R-BUDGET-1)", []string{"dynamodb:UpdateItem"}, schema.PrefixBudget),
+				items("the rules a repository's accepted learnings leave out of its reviews (R-LEARN-2)", []string{"dynamodb:GetItem"}, schema.PrefixLearning),
 				send("the next stage; its own queue and its DLQ", q(notify), q(llm), dlq(llm)),
 			}, objects("the diffs", "diffs/*", true, "s3:GetObject")...),
 				Grant{Actions: []string{"s3:GetObject"}, Resources: []Value{Join("", GetAtt(IDPayloadBucket, "Arn"), Lit("/"+config.ReviewInstructionsKey))},
@@ -359,11 +360,12 @@ func functions() []Function {
 			// The unsubscribe key: the reply keys are derived from it.
 			Secrets: []string{IDUnsubscribeSecret},
 			Grants: append([]Grant{
-				items("the answered email's job (its critique), the votes and marks a reply records (the vote links' items), mutes, reply windows, "+
-					"the claim of the receipt that acts on a reply, and unsubscribes",
+				items("the answered email's job (its critique), the votes and marks a reply records (the vote links' items), the team's tally of them "+
+					"(R-LEARN-1), mutes, reply windows, the claim of the receipt that acts on a reply, and unsubscribes",
 					[]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 					schema.PrefixJob, schema.PrefixVote, schema.PrefixDismissal, schema.PrefixMute, schema.PrefixReplyWindow, schema.PrefixReplyClaim,
-					schema.PrefixPreference),
+					schema.PrefixPreference, schema.PrefixLearning),
+				items("a change's author's directory entry: their own votes are not tallied (R-LEARN-1)", []string{"dynamodb:GetItem"}, schema.PrefixDirectory),
 				{Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem"}, Resources: []Value{GetAtt(IDDeliveriesTable, "Arn")},
 					Note: "the answered email's row; the confirmation's row, created once (a conditional put)"},
 				send("the confirmation's reply task; no other queue", q(notify)),

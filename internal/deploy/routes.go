@@ -74,5 +74,9 @@ func Routes() []Route {
 		Route{Method: "GET", Path: "/admin/directory", IAM: true},
 		Route{Method: "PUT", Path: "/admin/directory/{source}/{username}", IAM: true},
 		Route{Method: "DELETE", Path: "/admin/directory/{source}/{username}", IAM: true},
+		// The team's learnings (R-LEARN-2).
+		Route{Method: "GET", Path: "/admin/learnings", IAM: true},
+		Route{Method: "POST", Path: "/admin/learnings/{id}/accept", IAM: true},
+		Route{Method: "POST", Path: "/admin/learnings/{id}/reject", IAM: true},
 	)
 }

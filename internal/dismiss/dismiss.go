@@ -18,6 +18,7 @@ import (
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/reviewers"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
@@ -54,6 +55,19 @@ type Recorder struct {
 	Marks store.Dismissals
 	Rows  Rows
 	Jobs  Jobs
+	// Learnings, if set, tallies the choice per rule and repository
+	// (R-LEARN-1); it needs Rows and Jobs to know the repository and the
+	// change's author, whose own votes are not counted.
+	Learnings store.Learnings
+	// Directory, if set, maps a code host's author to their address, so
+	// that an author mailed their own change (a directory entry the
+	// reviewers' choice did not leave out) is known as its author.
+	Directory Directory
+}
+
+// Directory reads a reviewer directory entry (store.Directory).
+type Directory interface {
+	Get(ctx context.Context, source, username string) (reviewers.Entry, error)
 }
 
 // Result is what Record did.
@@ -70,6 +84,9 @@ type Result struct {
 	// (R-DIGEST-6). ChangelistKey is its changelist's key ("" when its row
 	// is gone).
 	DeliveryID, ChangelistKey string
+	// Learning is what the tally did with the choice (R-LEARN-1); ""
+	// when none is kept or the version could not be looked up.
+	Learning vote.TallyOutcome
 }
 
 // Record records choice c, made at now, on the finding ref names of the
@@ -93,9 +110,10 @@ func (r *Recorder) Record(ctx context.Context, deliveryID string, ref Ref, c vot
 	res := Result{FindingID: ref.ID, Rule: ref.Rule, DeliveryID: deliveryID}
 	var row delivery.Row
 	var f *critic.Finding
+	var j *job.Job
 	if r.Rows != nil && r.Jobs != nil {
 		var err error
-		row, f, err = r.lookup(ctx, deliveryID, &res, ref)
+		row, j, f, err = r.lookup(ctx, deliveryID, &res, ref)
 		if err != nil {
 			return Result{}, err
 		}
@@ -107,6 +125,11 @@ func (r *Recorder) Record(ctx context.Context, deliveryID string, ref Ref, c vot
 	res.Vote, err = r.Votes.Record(ctx, vote.Vote{DeliveryID: deliveryID, FindingID: res.FindingID, Choice: c, Rule: res.Rule, VotedAt: now.UTC()})
 	if err != nil {
 		return Result{}, err
+	}
+	if j != nil && r.Learnings != nil && res.Rule != "" {
+		if res.Learning, err = r.tally(ctx, *j, row.Recipient, res.Rule, c, now); err != nil {
+			return Result{}, err
+		}
 	}
 	if f == nil || r.Marks == nil {
 		return res, nil
@@ -123,6 +146,49 @@ func (r *Recorder) Record(ctx context.Context, deliveryID string, ref Ref, c vot
 		return Result{}, fmt.Errorf("delivery %s: %w", deliveryID, err)
 	}
 	return res, nil
+}
+
+// tally counts the reader's choice on rule toward a learning for the
+// version's repository (R-LEARN-1), unless the reader is the change's
+// author: their own votes never teach the team's deployment about their
+// change.
+func (r *Recorder) tally(ctx context.Context, j job.Job, reader, rule string, c vote.Choice, now time.Time) (vote.TallyOutcome, error) {
+	repo := vote.RepoKey(j)
+	if repo == "" {
+		return vote.TallyNoRepository, nil
+	}
+	author, err := r.isAuthor(ctx, j, reader)
+	if err != nil {
+		return "", err
+	}
+	if author {
+		return vote.TallyAuthor, nil
+	}
+	out, err := r.Learnings.Tally(ctx, vote.Tally{Repository: repo, Rule: rule, Reader: unsubscribe.RecipientID(reader), Choice: c, At: now.UTC()})
+	if err != nil {
+		return "", fmt.Errorf("delivery %s: %w", j.ID, err)
+	}
+	return out, nil
+}
+
+// isAuthor reports whether the reader is the change's author: the author
+// a generic caller gave as this address, or a code host's author whose
+// directory entry is this address.
+func (r *Recorder) isAuthor(ctx context.Context, j job.Job, reader string) (bool, error) {
+	if vote.IsAuthor(j.Author, reader) {
+		return true, nil
+	}
+	if r.Directory == nil || !job.IsReviewSystem(j.Source) || j.Author == "" {
+		return false, nil
+	}
+	e, err := r.Directory.Get(ctx, j.Source, j.Author)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("the author of %s: %w", j.ID, err)
+	}
+	return !e.Removed && vote.IsAuthor(e.Email, reader), nil
 }
 
 // recordInDigest records choice c on the finding a daily digest numbers
@@ -152,46 +218,46 @@ func (r *Recorder) recordInDigest(ctx context.Context, digestID string, ref Ref,
 	return r.Record(ctx, version, Ref{ID: id, Rule: ref.Rule}, c, now)
 }
 
-// lookup finds the email's row and, in the critique of its job, the
-// finding ref names; res gets the finding's id and rule. The finding is
-// nil when the row or the job is gone (retention), or the critique holds
-// no finding of that id.
-func (r *Recorder) lookup(ctx context.Context, deliveryID string, res *Result, ref Ref) (delivery.Row, *critic.Finding, error) {
+// lookup finds the email's row, its job and, in the job's critique, the
+// finding ref names; res gets the finding's id and rule. The job is nil
+// when the row or the job is gone (retention); the finding is nil then
+// too, or when the critique holds no finding of that id.
+func (r *Recorder) lookup(ctx context.Context, deliveryID string, res *Result, ref Ref) (delivery.Row, *job.Job, *critic.Finding, error) {
 	row, err := r.Rows.Get(ctx, deliveryID)
 	switch {
 	case errors.Is(err, store.ErrNotFound) && ref.Number == 0:
-		return row, nil, nil
+		return row, nil, nil, nil
 	case errors.Is(err, store.ErrNotFound):
-		return row, nil, fmt.Errorf("delivery %s: %w", deliveryID, ErrUnknownFinding)
+		return row, nil, nil, fmt.Errorf("delivery %s: %w", deliveryID, ErrUnknownFinding)
 	case err != nil:
-		return row, nil, err
+		return row, nil, nil, err
 	}
 	res.ChangelistKey = row.ChangelistKey
 	if ref.Number > 0 {
 		id, ok := row.Message.Finding(ref.Number)
 		if !ok {
-			return row, nil, fmt.Errorf("delivery %s finding %d: %w", deliveryID, ref.Number, ErrUnknownFinding)
+			return row, nil, nil, fmt.Errorf("delivery %s finding %d: %w", deliveryID, ref.Number, ErrUnknownFinding)
 		}
 		res.FindingID = id
 	}
 	j, err := r.Jobs.Get(ctx, row.JobID)
 	if errors.Is(err, store.ErrNotFound) {
-		return row, nil, nil
+		return row, nil, nil, nil
 	}
 	if err != nil {
-		return row, nil, err
+		return row, nil, nil, err
 	}
 	var c critic.Critique
 	if len(j.Critique) == 0 || json.Unmarshal(j.Critique, &c) != nil {
-		return row, nil, nil
+		return row, &j, nil, nil
 	}
 	for i := range c.Findings {
 		if vote.FindingID(c.Findings[i]) == res.FindingID {
 			if res.Rule == "" {
 				res.Rule = c.Findings[i].Rule
 			}
-			return row, &c.Findings[i], nil
+			return row, &j, &c.Findings[i], nil
 		}
 	}
-	return row, nil, nil
+	return row, &j, nil, nil
 }

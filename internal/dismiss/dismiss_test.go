@@ -99,3 +99,82 @@ func TestRecord_DigestNumberNamesTheVersionsFinding(t *testing.T) {
 		t.Errorf("wrong 3 of a digest of two: %v, want ErrUnknownFinding", err)
 	}
 }
+
+// Each reader's choice on a finding counts toward a learning for the
+// finding's rule in the version's repository, once per reader (the
+// latest choice), by an opaque id; the change's author's own votes and a
+// version that names no repository count nothing.
+// Rules: R-LEARN-1.
+func TestRecord_TalliesPerRepositoryNotTheAuthor(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)
+	rows, jobs, learn := memstore.NewDeliveries(nil), memstore.NewJobs(nil), memstore.NewLearnings()
+	r := &dismiss.Recorder{Votes: memstore.NewVotes(), Marks: memstore.NewDismissals(), Rows: rows, Jobs: jobs, Learnings: learn}
+	f := critic.Finding{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "m", Anchor: "abc", Place: "p"}
+	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Findings: []critic.Finding{f}})
+	email := func(cl, repo, reader string) string {
+		id := job.NewID("generic", cl, 1)
+		jobs.Put(job.Job{ID: id, Source: "generic", ChangelistID: cl, ReviewVersion: 1, Author: "Dan@Example.com", Repository: repo, Critique: crit})
+		key := job.ChangelistKey("generic", cl)
+		row := delivery.Row{ID: delivery.ID(key, reader, 1), JobID: id, ChangelistKey: key, Recipient: reader, ReviewVersion: 1,
+			Status: delivery.StatusSent, CreatedAt: now, UpdatedAt: now, Message: delivery.Message{Findings: vote.FindingID(f)}}
+		if _, _, err := rows.Ensure(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+		return row.ID
+	}
+	for _, c := range []struct {
+		cl, repo, reader string
+		choice           vote.Choice
+		want             vote.TallyOutcome
+	}{
+		{"cl-1", "acme/billing", "ann@example.com", vote.Wrong, vote.TallyCounted},
+		{"cl-2", "acme/billing", "ann@example.com", vote.Wrong, vote.TallyCounted}, // the same reader again
+		{"cl-2", "acme/billing", "bo@example.com", vote.Wrong, vote.TallyCounted},
+		{"cl-2", "acme/billing", "dan@example.com", vote.Wrong, vote.TallyAuthor},
+		{"cl-3", "", "cy@example.com", vote.Wrong, vote.TallyNoRepository},
+	} {
+		res, err := r.Record(ctx, email(c.cl, c.repo, c.reader), dismiss.Ref{Number: 1}, c.choice, now)
+		if err != nil || res.Learning != c.want {
+			t.Fatalf("%s by %s: %+v, %v; want %q", c.cl, c.reader, res, err, c.want)
+		}
+	}
+	all, _ := learn.List(ctx)
+	if len(all) != 1 || all[0].Repository != "generic:acme/billing" || all[0].Rule != "debug-print" || all[0].Wrong != 2 || all[0].Useful != 0 {
+		t.Fatalf("learnings %+v, want two readers' wrong on debug-print in acme/billing", all)
+	}
+}
+
+// A code host's author who is mailed their own change (a directory
+// entry at an address the reviewers' choice did not leave out) is known
+// by that entry: their vote does not count; another reader's does.
+// Rules: R-LEARN-1.
+func TestRecord_CodeHostAuthorKnownByTheDirectory(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)
+	rows, jobs, learn, dir := memstore.NewDeliveries(nil), memstore.NewJobs(nil), memstore.NewLearnings(), memstore.NewDirectory(nil)
+	if _, err := dir.Set(ctx, "github", "dan-gh", "dan@example.com", "test"); err != nil {
+		t.Fatal(err)
+	}
+	r := &dismiss.Recorder{Votes: memstore.NewVotes(), Rows: rows, Jobs: jobs, Learnings: learn, Directory: dir}
+	f := critic.Finding{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "m"}
+	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Findings: []critic.Finding{f}})
+	cl := "acme/billing#7"
+	id := job.NewID("github", cl, 1)
+	jobs.Put(job.Job{ID: id, Source: "github", ChangelistID: cl, ReviewVersion: 1, Author: "Dan-GH", Critique: crit})
+	key := job.ChangelistKey("github", cl)
+	for reader, want := range map[string]vote.TallyOutcome{"dan@example.com": vote.TallyAuthor, "ann@example.com": vote.TallyCounted} {
+		row := delivery.Row{ID: delivery.ID(key, reader, 1), JobID: id, ChangelistKey: key, Recipient: reader, ReviewVersion: 1,
+			Status: delivery.StatusSent, CreatedAt: now, UpdatedAt: now, Message: delivery.Message{Findings: vote.FindingID(f)}}
+		if _, _, err := rows.Ensure(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Record(ctx, row.ID, dismiss.Ref{Number: 1}, vote.Wrong, now)
+		if err != nil || res.Learning != want {
+			t.Fatalf("%s: %+v, %v; want %q", reader, res, err, want)
+		}
+	}
+	if all, _ := learn.List(ctx); len(all) != 1 || all[0].Repository != "github:acme/billing" || all[0].Wrong != 1 {
+		t.Fatalf("learnings %+v, want ann's one wrong in github:acme/billing", all)
+	}
+}

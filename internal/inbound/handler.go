@@ -353,6 +353,11 @@ func (h *Handler) act(ctx context.Context, row delivery.Row, p Parsed, at time.T
 				return nil, err
 			default:
 				a.Listed = true
+				if res.Learning != "" {
+					// What the tally did (R-LEARN-1): "full" is a
+					// choice past its bound, "author" the author's own.
+					obs.Metric(ctx, h.Log, map[string]string{"Outcome": string(res.Learning)}, map[string]float64{"LearningVotes": 1})
+				}
 				if row.IsDigest() {
 					// A digest's number names a finding of one of
 					// its changelists (R-DIGEST-6).

@@ -97,6 +97,12 @@ func critiqueHTML(v view) string {
   <div style="padding:8px 12px;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;font-size:13px;line-height:1.45;color:#57606a;">` + escText(leftOutText(d.LeftOut, d.LeftOutBelow)) + `</div>
 </td></tr>`)
 	}
+	if c.LearnedOut != 0 {
+		w(`
+<tr><td style="padding:10px 24px 4px;">
+  <div style="padding:8px 12px;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;font-size:13px;line-height:1.45;color:#57606a;">` + learnedOutText(c.LearnedOut) + `</div>
+</td></tr>`)
+	}
 	if v.CodeCut != 0 {
 		w(`
 <tr><td style="padding:10px 24px 4px;">
@@ -319,6 +325,9 @@ func critiqueText(v view) string {
 	if d.LeftOut != 0 {
 		w("\n\n" + leftOutText(d.LeftOut, d.LeftOutBelow))
 	}
+	if c.LearnedOut != 0 {
+		w("\n\n" + learnedOutText(c.LearnedOut))
+	}
 	if v.CodeCut != 0 {
 		w("\n\n" + codeCutText(v.CodeCut, "email"))
 	}
@@ -407,4 +416,15 @@ func leftOutText(n int, below string) string {
 		return "1 finding below " + below + " is left out by your email preferences."
 	}
 	return strconv.Itoa(n) + " findings below " + below + " are left out by your email preferences."
+}
+
+// learnedOutText says how many findings the team's accepted learnings
+// left out of the version's review (R-LEARN-2): rules the repository's
+// readers marked wrong and an operator accepted. It links nowhere and
+// holds no text of a model's.
+func learnedOutText(n int) string {
+	if n == 1 {
+		return "1 finding is left out by your team's learnings (a rule its readers marked wrong)."
+	}
+	return strconv.Itoa(n) + " findings are left out by your team's learnings (rules its readers marked wrong)."
 }

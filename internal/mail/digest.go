@@ -265,6 +265,10 @@ func digestHTML(d DigestData, vs []digestItemView, total Counts) string {
 			w(`
   <div style="margin:8px 0 0;font-size:13px;line-height:1.45;color:#57606a;">` + hiddenText(it.Hidden) + `</div>`)
 		}
+		if c.LearnedOut != 0 {
+			w(`
+  <div style="margin:8px 0 0;font-size:13px;line-height:1.45;color:#57606a;">` + learnedOutText(c.LearnedOut) + `</div>`)
+		}
 		w(`
 </td></tr>`)
 		htmlFiles(&b, v.Files, false)
@@ -342,6 +346,9 @@ func digestText(d DigestData, vs []digestItemView, total Counts) string {
 		w(c.Summary + "\n")
 		if it.Hidden != 0 {
 			w(hiddenText(it.Hidden) + "\n")
+		}
+		if c.LearnedOut != 0 {
+			w(learnedOutText(c.LearnedOut) + "\n")
 		}
 		textFiles(&b, v.Files, it.URL, false)
 		if t := v.moreText(); t != "" {

@@ -42,7 +42,11 @@ type Ops struct {
 	Policy delivery.UncertainSend
 	// Directory is the reviewer directory (criticizer directory).
 	Directory *store.DynamoDirectory
-	Now       func() time.Time
+	// Learnings are the team's learnings (criticizer learnings);
+	// LearnAfter is the deployment's CRITICIZER_LEARN_AFTER.
+	Learnings  *store.DynamoLearnings
+	LearnAfter int
+	Now        func() time.Time
 	// Sleep waits between replays (rate limiting); tests may shorten it.
 	Sleep func(context.Context, time.Duration)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/vote"
 )
 
 // DefaultLookBack is how many earlier versions the llm stage walks back to
@@ -36,6 +37,15 @@ type LLM struct {
 	// GeneratedPaths are the deployment's globs of generated files
 	// (CRITICIZER_GENERATED_PATHS, R-CRITIC-7).
 	GeneratedPaths []string
+	// Learnings reads the rules a repository's accepted learnings leave
+	// out of its reviews (R-LEARN-2); nil: none.
+	Learnings LearnedRules
+}
+
+// LearnedRules reads a repository's accepted learnings
+// (store.Learnings.Accepted): one GetItem per review.
+type LearnedRules interface {
+	Accepted(ctx context.Context, repoKey string) ([]string, error)
 }
 
 // Handle runs the llm stage for one message.
@@ -66,6 +76,14 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil {
 		return err
 	}
+	var unwanted []string
+	if l.Learnings != nil {
+		// Read on every attempt: a learning accepted while the version
+		// waited applies to it. A failed read fails the attempt.
+		if unwanted, err = l.Learnings.Accepted(ctx, vote.RepoKey(j)); err != nil {
+			return fmt.Errorf("learnings of %s: %w", j.ID, err)
+		}
+	}
 	c, err := critic.ReviewChange(ctx, l.Critic, critic.Input{
 		ChangelistID: j.ChangelistID, ReviewVersion: j.ReviewVersion,
 		Title: j.Title, Author: j.Author, URL: j.URL, Description: j.Description, Diff: string(text),
@@ -76,6 +94,7 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 		// What is generated is the deployment's word or the base's, never
 		// the change's (R-CRITIC-7).
 		Generated: critic.Generated{Paths: l.GeneratedPaths, AtBase: j.GeneratedAtBase, BaseUnmerged: j.DiffBaseUnmerged},
+		Unwanted:  unwanted,
 		// The code around the hunks, as the head has it (R-CONTEXT-1).
 		Head: head,
 	})
@@ -85,6 +104,9 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil {
 		return fmt.Errorf("review %s: %w", j.ID, err)
 	}
+	// The team's accepted learnings leave their rules' findings out,
+	// errors aside, whichever critic made them (R-LEARN-2).
+	c = critic.LeaveOutLearned(c, unwanted)
 	if j.DiffTruncated {
 		c.Truncated = true
 		c.Summary += " The diff was larger than the size limit: only its first files were reviewed."
@@ -140,6 +162,10 @@ func (l *LLM) metrics(ctx context.Context, c critic.Critique) {
 	if c.NotShown > 0 {
 		// Findings the bounds left out (R-BOUND-1).
 		counts["FindingsNotShown"] = float64(c.NotShown)
+	}
+	if c.LearnedOut > 0 {
+		// Findings the team's learnings left out (R-LEARN-2).
+		counts["FindingsLearnedOut"] = float64(c.LearnedOut)
 	}
 	cut := 0
 	for _, f := range c.Findings {

@@ -93,3 +93,14 @@ func TestReplies_DynamoDB(t *testing.T) {
 		return store.NewReplies(env.Clients.DynamoDB, res.JobsTable, nil)
 	})
 }
+
+// Learnings on DynamoDB Local: one item per repository, its tally's
+// bounds and the operator's decision as conditional writes.
+// Rules: R-STORE-1, R-LEARN-1, R-LEARN-2.
+func TestLearnings_DynamoDB(t *testing.T) {
+	storetest.Learnings(t, func(t *testing.T) store.Learnings {
+		env := testenv.Stack(t)
+		res := testenv.Provision(t, env)
+		return store.NewLearnings(env.Clients.DynamoDB, res.JobsTable, nil)
+	})
+}

@@ -22,7 +22,8 @@ import (
 // Jobs, delivery rows, audit items, reviewer rosters, votes and dismissals carry a TTL of
 // the retention from when they are written; the changelist head (which
 // keeps a repeat of an expired version from being reviewed again),
-// preferences, suppressions and reviewer directory entries carry none. A version whose job expired is refused as already reviewed
+// preferences, suppressions, reviewer directory entries and a
+// repository's learnings (R-LEARN-1) carry none. A version whose job expired is refused as already reviewed
 // (store outcome Stale at that very version).
 // Rules: R-COST-2.
 func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
@@ -63,6 +64,9 @@ func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
 	if _, err := dismissals.Mark(ctx, "generic:cl-retention", "rid-1", "k1", vote.Wrong, now); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := store.NewLearnings(db, res.JobsTable, clock).Tally(ctx, vote.Tally{Repository: "generic:acme/ret", Rule: "r", Reader: "rid-1", Choice: vote.Wrong, At: now}); err != nil {
+		t.Fatal(err)
+	}
 	want := now.Add(90 * 24 * time.Hour).Unix()
 	ttl := func(table, keyName, key string) int64 {
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
@@ -93,6 +97,7 @@ func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
 		"changelist head": ttl(res.JobsTable, "pk", schema.PrefixChangelist+job.ChangelistKey("generic", "cl-retention")),
 		"suppression":     ttl(res.JobsTable, "pk", schema.PrefixSuppression+"rid-1"),
 		"directory entry": ttl(res.JobsTable, "pk", schema.PrefixDirectory+"github#octocat"),
+		"learnings":       ttl(res.JobsTable, "pk", schema.PrefixLearning+vote.RepoDigest("generic:acme/ret")),
 	} {
 		if got != 0 {
 			t.Errorf("%s expires (%d): it must stay", what, got)

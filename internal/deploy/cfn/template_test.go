@@ -363,7 +363,9 @@ func TestJobItemsOnly_LeadingKeysCondition(t *testing.T) {
 	}
 	jobItems := "dynamodb:GetItem,dynamodb:UpdateItem on " + keys(schema.PrefixJob, schema.PrefixSourceRef)
 	want := map[string][]string{
-		deploy.FnLLM: {jobItems, "dynamodb:UpdateItem on " + keys(schema.PrefixBudget)},
+		deploy.FnLLM: {jobItems, "dynamodb:UpdateItem on " + keys(schema.PrefixBudget),
+			// The repository's accepted learnings (R-LEARN-2).
+			"dynamodb:GetItem on " + keys(schema.PrefixLearning)},
 		deploy.FnFetch: {jobItems, "dynamodb:GetItem on " + keys(schema.PrefixRoster), "dynamodb:BatchGetItem on " + keys(schema.PrefixDirectory),
 			"dynamodb:UpdateItem on " + keys(schema.PrefixUnknown),
 			// A pending head's place, read and settled (R-SOURCE-6).

@@ -60,3 +60,9 @@ func TestDigests_Memstore(t *testing.T) {
 func TestReplies_Memstore(t *testing.T) {
 	storetest.Replies(t, func(*testing.T) storetest.ReplyStores { return memstore.NewReplies() })
 }
+
+// The in-memory learnings store keeps the contract DynamoDB keeps.
+// Rules: R-STORE-1, R-LEARN-1, R-LEARN-2.
+func TestLearnings_Memstore(t *testing.T) {
+	storetest.Learnings(t, func(*testing.T) store.Learnings { return memstore.NewLearnings() })
+}

@@ -45,6 +45,7 @@ const (
 	PrefixMute        = "MUTE#"           // a reader muted a changelist by reply: MUTE#<changelist key>#<recipient id>
 	PrefixReplyWindow = "REPLYWIN#"       // the replies to one email in an hour: REPLYWIN#<delivery id>#<hour, Unix seconds>
 	PrefixReplyClaim  = "REPLYACT#"       // the receipt that acts on a reply: REPLYACT#<its confirmation's delivery id>
+	PrefixLearning    = "LEARN#"          // a repository's learnings, its readers' tally per rule: LEARN#<repository digest>
 	// PrefixBudget keys a model-run budget's window:
 	// BUDGET#<name>#<key>#<window start, Unix seconds> (R-BUDGET-1).
 	PrefixBudget = "BUDGET#"

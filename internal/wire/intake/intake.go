@@ -71,6 +71,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	// A wrong keeps the finding out of the reader's later emails (R-VOTE-3).
 	dismissals := store.NewDismissals(b.DynamoDB, cfg.JobsTable, b.Now)
 	dismissals.Retention = cfg.Retention
+	// The team's votes per rule and repository (R-LEARN-1), and the
+	// operator's decisions on them (R-LEARN-2, /admin/learnings).
+	learnings := store.NewLearnings(b.DynamoDB, cfg.JobsTable, b.Now)
+	directory := store.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)
 	h := &api.Handler{
 		Sources: parsers,
 		Intake: &api.Intake{Jobs: b.Jobs, Blobs: blobs, Queue: b.Queue, Log: log, Now: b.Now, TTL: cfg.IdempotencyTTL,
@@ -82,7 +86,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		Jobs:   b.Jobs, Deliveries: b.Deliveries, Log: log,
 		Unsubscribe: &api.Unsubscribe{Signer: signer, Recipients: b.Recipients, Pages: pages, Log: log},
 		Votes: &api.Votes{Signer: voteSigner, Store: votes, Pages: pages, Log: log, Now: b.Now,
-			Marks: dismissals, Rows: b.Deliveries, Jobs: b.Jobs},
+			Marks: dismissals, Rows: b.Deliveries, Jobs: b.Jobs, Learnings: learnings, Directory: directory},
 		// The preference page every email's footer links (R-PREF-2).
 		Preferences: &api.Preferences{Signer: prefSigner, Store: b.Recipients, Pages: pages, Log: log, Now: b.Now},
 		Ready: func(ctx context.Context) error {
@@ -97,7 +101,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		h.Admin = &api.Admin{APIKey: cfg.AdminAPIKey, Status: status, Jobs: b.Jobs, Queue: b.Queue, Log: log,
 			Audience: audience{b.Recipients, cfg.AllowedRecipientDomains}, Previewer: pages,
 			IsUnknownTemplate: func(err error) bool { return errors.Is(err, mail.ErrUnknownTemplate) },
-			Directory:         store.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)}
+			Directory:         directory,
+			Learnings:         learnings, LearnAfter: cfg.LearnAfter, Now: b.Now}
 	}
 	return h, nil
 }

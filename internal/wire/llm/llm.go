@@ -44,6 +44,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		// Generated files are the deployment's word or the base's, never
 		// the change's (R-CRITIC-7).
 		GeneratedPaths: cfg.GeneratedPaths,
+		// The team's accepted learnings (R-LEARN-2).
+		Learnings: store.NewLearnings(b.DynamoDB, cfg.JobsTable, b.Now),
 	}
 	// A rerun builds on the last reviewed version (R-COST-3, R-MAIL-3),
 	// with a full review at least every FullReviewEvery versions
