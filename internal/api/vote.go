@@ -11,10 +11,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/criticizer/criticizer/internal/dismiss"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/vote"
+	"github.com/criticizer/criticizer/internal/voting"
 )
 
 // Votes serves /vote/{token}: the "useful" and "wrong" links under every
@@ -37,20 +37,20 @@ import (
 // A "wrong" also keeps the finding out of the reader's later emails about
 // the changelist while its line is unchanged, and a "useful" brings it
 // back (R-VOTE-3): with Marks, Rows and Jobs set, the vote is recorded by
-// dismiss.Recorder, which looks the finding up in the email's critique.
+// voting.Recorder, which looks the finding up in the email's critique.
 type Votes struct {
 	Signer *vote.Signer // nil: vote links are off (404)
 	Store  store.Votes
 	// Marks keeps readers' marks; Rows and Jobs find the email's
 	// recipient, changelist and finding. Any nil: votes only.
 	Marks store.Dismissals
-	Rows  dismiss.Rows
-	Jobs  dismiss.Jobs
+	Rows  voting.Rows
+	Jobs  voting.Jobs
 	// Learnings tallies the choices per rule and repository (R-LEARN-1);
 	// nil: none.
 	Learnings store.Learnings
 	// Directory tells a code host's author by their address (R-LEARN-1).
-	Directory dismiss.Directory
+	Directory voting.Directory
 	Pages     VotePages
 	Log       *slog.Logger
 	Now       func() time.Time
@@ -94,8 +94,8 @@ func (v *Votes) handle(ctx context.Context, method, token string) events.APIGate
 	if method != http.MethodPost {
 		return v.page(http.StatusOK)(v.Pages.VotePage("/vote/"+url.PathEscape(token), string(c.Choice)))
 	}
-	rec := dismiss.Recorder{Votes: v.Store, Marks: v.Marks, Rows: v.Rows, Jobs: v.Jobs, Learnings: v.Learnings, Directory: v.Directory}
-	res, err := rec.Record(ctx, c.DeliveryID, dismiss.Ref{ID: c.FindingID, Rule: c.Rule}, c.Choice, now())
+	rec := voting.Recorder{Votes: v.Store, Marks: v.Marks, Rows: v.Rows, Jobs: v.Jobs, Learnings: v.Learnings, Directory: v.Directory}
+	res, err := rec.Record(ctx, c.DeliveryID, voting.Ref{ID: c.FindingID, Rule: c.Rule}, c.Choice, now())
 	if err != nil {
 		v.Log.ErrorContext(ctx, "vote not recorded", "error", err)
 		return problem(http.StatusServiceUnavailable, "", "could not record the vote; try again")

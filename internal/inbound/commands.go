@@ -13,7 +13,7 @@ type Verb string
 const (
 	// Wrong marks finding N of the email wrong: a vote, and the finding
 	// is hidden from the reader's later emails about the changelist while
-	// its line is unchanged (dismiss.Recorder).
+	// its line is unchanged (voting.Recorder).
 	Wrong Verb = "wrong"
 	// Useful marks finding N useful (and shows it again if it was
 	// hidden).

@@ -15,13 +15,13 @@ import (
 
 	"github.com/criticizer/criticizer/internal/deadline"
 	"github.com/criticizer/criticizer/internal/delivery"
-	"github.com/criticizer/criticizer/internal/dismiss"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
+	"github.com/criticizer/criticizer/internal/voting"
 )
 
 // ObjectPrefix is where SES's receipt rule stores replies in the payload
@@ -42,9 +42,9 @@ type Rows interface {
 }
 
 // Recorder records a reader's choice on a finding of an email
-// (dismiss.Recorder: the one operation a vote link and a reply share).
+// (voting.Recorder: the one operation a vote link and a reply share).
 type Recorder interface {
-	Record(ctx context.Context, deliveryID string, ref dismiss.Ref, c vote.Choice, now time.Time) (dismiss.Result, error)
+	Record(ctx context.Context, deliveryID string, ref voting.Ref, c vote.Choice, now time.Time) (voting.Result, error)
 }
 
 // Objects reads the raw replies SES stored (blob.Store on the payload
@@ -346,9 +346,9 @@ func (h *Handler) act(ctx context.Context, row delivery.Row, p Parsed, at time.T
 		a := mail.ReplyAction{Verb: string(c.Verb), Finding: c.Finding}
 		switch c.Verb {
 		case Wrong, Useful:
-			res, err := h.Recorder.Record(ctx, row.ID, dismiss.Ref{Number: c.Finding}, vote.Choice(c.Verb), at)
+			res, err := h.Recorder.Record(ctx, row.ID, voting.Ref{Number: c.Finding}, vote.Choice(c.Verb), at)
 			switch {
-			case errors.Is(err, dismiss.ErrUnknownFinding):
+			case errors.Is(err, voting.ErrUnknownFinding):
 			case err != nil:
 				return nil, err
 			default:

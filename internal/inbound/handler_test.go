@@ -21,13 +21,13 @@ import (
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
-	"github.com/criticizer/criticizer/internal/dismiss"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/store/storetest"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
+	"github.com/criticizer/criticizer/internal/voting"
 )
 
 type objects struct {
@@ -114,7 +114,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.h = &Handler{Keys: k, InboundDomain: domain, Bucket: "criticizer-payloads", Objects: w.objs, Rows: w.rows,
-		Recorder: &dismiss.Recorder{Votes: w.votes, Marks: w.marks, Rows: w.rows, Jobs: w.jobs},
+		Recorder: &voting.Recorder{Votes: w.votes, Marks: w.marks, Rows: w.rows, Jobs: w.jobs},
 		Mutes:    w.replies, Windows: w.replies, Claims: w.replies, Unsubscribes: w.rcpts, Queue: w.q, Renderer: r, ListID: list, PerHour: 3,
 		Log: slog.New(slog.NewJSONHandler(w.log, nil)), Now: clock}
 	return w
@@ -447,7 +447,7 @@ func TestProcess_SameReplyReceivedTwice_ActsOnceConfirmsOnce(t *testing.T) {
 	}
 	// Ann changes her mind on finding 1 with its vote link.
 	id1, _ := w.row.Message.Finding(1)
-	if _, err := w.h.Recorder.Record(ctx, w.row.ID, dismiss.Ref{Number: 1}, vote.Useful, at.Add(time.Hour)); err != nil {
+	if _, err := w.h.Recorder.Record(ctx, w.row.ID, voting.Ref{Number: 1}, vote.Useful, at.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	second := w.reply("gmail.eml", "ses-second", func(raw string, n map[string]any) string {

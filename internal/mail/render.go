@@ -493,7 +493,7 @@ func (r *Renderer) UnsubscribedPage(all bool) ([]byte, error) {
 // version, in the order it lists them (a rerun's new ones, then its
 // unchanged ones; resolved ones are not this version's): the finding
 // numbered n in the email is the n-th. A reply naming a finding by its
-// number is resolved against this list (dismiss.Recorder), so the number
+// number is resolved against this list (voting.Recorder), so the number
 // means what the reader saw, whatever was hidden from them.
 func listed(v view) string {
 	var out []string

@@ -17,7 +17,6 @@ import (
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
-	"github.com/criticizer/criticizer/internal/dismiss"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/pipeline"
@@ -26,6 +25,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/storetest"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
+	"github.com/criticizer/criticizer/internal/voting"
 )
 
 // inbox keeps every message sent, per recipient, and fails the next send
@@ -73,7 +73,7 @@ type dismissWorld struct {
 	rows  *memstore.Deliveries
 	box   *inbox
 	n     *pipeline.Notify
-	rec   *dismiss.Recorder
+	rec   *voting.Recorder
 	votes *memstore.Votes
 	marks *memstore.Dismissals
 	// explicit makes the versions explicit (R-RERUN-2), as a generic
@@ -103,7 +103,7 @@ func newDismissWorld(t *testing.T, cl string, quiet *pipeline.Quiet) *dismissWor
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 		Votes: signer, PublicURL: "https://api.example.com", Dismissals: marks, Quiet: quiet,
 	}
-	w.rec = &dismiss.Recorder{Votes: w.votes, Marks: marks, Rows: w.rows, Jobs: w.jobs}
+	w.rec = &voting.Recorder{Votes: w.votes, Marks: marks, Rows: w.rows, Jobs: w.jobs}
 	w.marks = marks
 	return w
 }
@@ -129,10 +129,10 @@ func (w *dismissWorld) id(rcpt string, v int) string {
 
 // vote is the reader's choice on the finding numbered n in their email
 // of version v, through the operation a vote link and a reply share.
-func (w *dismissWorld) vote(rcpt string, v, n int, c vote.Choice) dismiss.Result {
+func (w *dismissWorld) vote(rcpt string, v, n int, c vote.Choice) voting.Result {
 	w.t.Helper()
 	w.now = w.now.Add(time.Minute)
-	res, err := w.rec.Record(context.Background(), w.id(rcpt, v), dismiss.Ref{Number: n}, c, w.now)
+	res, err := w.rec.Record(context.Background(), w.id(rcpt, v), voting.Ref{Number: n}, c, w.now)
 	if err != nil {
 		w.t.Fatalf("%s votes %s on finding %d of v%d: %v", rcpt, c, n, v, err)
 	}
@@ -230,7 +230,7 @@ func TestDismissal_HiddenFromTheReaderWhileTheLineIsUnchanged(t *testing.T) {
 		t.Errorf("votes kept for make eval: %+v, want 2 (one per finding of each email)", votes)
 	}
 	// A number the email does not list is refused, and records nothing.
-	if _, err := w.rec.Record(context.Background(), w.id("ann@example.com", 4), dismiss.Ref{Number: 9}, vote.Wrong, w.now); !errors.Is(err, dismiss.ErrUnknownFinding) {
+	if _, err := w.rec.Record(context.Background(), w.id("ann@example.com", 4), voting.Ref{Number: 9}, vote.Wrong, w.now); !errors.Is(err, voting.ErrUnknownFinding) {
 		t.Errorf("finding 9 of 3: %v, want ErrUnknownFinding", err)
 	}
 }

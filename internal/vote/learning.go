@@ -139,7 +139,7 @@ const (
 
 // IsAuthor reports whether a reader's address is the change's author's:
 // a generic caller's author given as an address, or the address a code
-// host's author has in the reviewer directory (dismiss.Recorder looks it
+// host's author has in the reviewer directory (voting.Recorder looks it
 // up). Addresses compare case-insensitively, white space aside.
 func IsAuthor(author, address string) bool {
 	a := strings.ToLower(strings.TrimSpace(author))

@@ -13,11 +13,11 @@ import (
 	"github.com/criticizer/criticizer/internal/blob"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/deadline"
-	"github.com/criticizer/criticizer/internal/dismiss"
 	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/voting"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
@@ -54,7 +54,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	return &inbound.Handler{Keys: keys, InboundDomain: cfg.InboundDomain, Bucket: cfg.PayloadBucket,
 		Objects: objects{blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket)}, Rows: b.Deliveries,
 		// The one operation a vote link and a reply share (R-VOTE-3).
-		Recorder: &dismiss.Recorder{Votes: votes, Marks: dismissals, Rows: b.Deliveries, Jobs: b.Jobs,
+		Recorder: &voting.Recorder{Votes: votes, Marks: dismissals, Rows: b.Deliveries, Jobs: b.Jobs,
 			Learnings: store.NewLearnings(b.DynamoDB, cfg.JobsTable, b.Now), Directory: store.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)},
 		Mutes: replies, Windows: replies, Claims: replies, Unsubscribes: b.Recipients, Queue: b.Queue, Renderer: r,
 		ListID: cfg.ListID, PerHour: cfg.Reply.PerHour, Log: log, Now: b.Now,

@@ -1,12 +1,15 @@
-// Package dismiss records a reader's say on a finding of an email they
-// were sent: the vote make eval counts (R-VOTE-1, R-VOTE-2), and the mark
-// that keeps a finding the reader called wrong out of their later emails
-// about the same changelist while its line is unchanged (R-VOTE-3).
+// Package voting records a reader's vote on a finding of an email they
+// were sent (package vote holds what a vote and a dismissal mark are;
+// this one applies them to the stores): the vote make eval counts
+// (R-VOTE-1, R-VOTE-2), the dismissal mark that keeps a finding the
+// reader called wrong out of their later emails about the same
+// changelist while its line is unchanged (R-VOTE-3), and the team's tally
+// (R-LEARN-1).
 //
-// Every way a reader can say it goes through Recorder.Record: the vote
+// Every way a reader can vote goes through Recorder.Record: the vote
 // link's POST (internal/api) names the finding by its id, a reply ("wrong
 // 3") by its number in the email.
-package dismiss
+package voting
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package dismiss_test
+package voting_test
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
-	"github.com/criticizer/criticizer/internal/dismiss"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
+	"github.com/criticizer/criticizer/internal/voting"
 )
 
 // A vote on an email whose row is gone (expired with the retention) is
@@ -26,23 +26,23 @@ func TestRecord_EmailGone_VoteKeptNoMark(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	votes, marks := memstore.NewVotes(), memstore.NewDismissals()
-	r := &dismiss.Recorder{Votes: votes, Marks: marks, Rows: memstore.NewDeliveries(nil), Jobs: memstore.NewJobs(nil)}
-	res, err := r.Record(ctx, "d_gone", dismiss.Ref{ID: "f1", Rule: "debug-print"}, vote.Wrong, now)
+	r := &voting.Recorder{Votes: votes, Marks: marks, Rows: memstore.NewDeliveries(nil), Jobs: memstore.NewJobs(nil)}
+	res, err := r.Record(ctx, "d_gone", voting.Ref{ID: "f1", Rule: "debug-print"}, vote.Wrong, now)
 	if err != nil || res.Vote != vote.Recorded || res.Mark != "" {
 		t.Fatalf("vote on a gone email: %+v, %v; want recorded, no mark", res, err)
 	}
 	if all, _ := votes.List(ctx); len(all) != 1 || all[0].Rule != "debug-print" || all[0].Choice != vote.Wrong {
 		t.Fatalf("votes %+v", all)
 	}
-	if _, err := r.Record(ctx, "d_gone", dismiss.Ref{Number: 1}, vote.Wrong, now); !errors.Is(err, dismiss.ErrUnknownFinding) {
+	if _, err := r.Record(ctx, "d_gone", voting.Ref{Number: 1}, vote.Wrong, now); !errors.Is(err, voting.ErrUnknownFinding) {
 		t.Fatalf("by number on a gone email: %v, want ErrUnknownFinding", err)
 	}
-	if _, err := r.Record(ctx, "d_gone", dismiss.Ref{ID: "f1"}, vote.Choice("mute"), now); err == nil {
+	if _, err := r.Record(ctx, "d_gone", voting.Ref{ID: "f1"}, vote.Choice("mute"), now); err == nil {
 		t.Fatal("an unknown choice was recorded")
 	}
 	// Without a mark store: votes only, as before R-VOTE-3.
-	plain := &dismiss.Recorder{Votes: votes}
-	if res, err := plain.Record(ctx, "d_x", dismiss.Ref{ID: "f2", Rule: "r"}, vote.Useful, now); err != nil || res.Vote != vote.Recorded || res.Mark != "" {
+	plain := &voting.Recorder{Votes: votes}
+	if res, err := plain.Record(ctx, "d_x", voting.Ref{ID: "f2", Rule: "r"}, vote.Useful, now); err != nil || res.Vote != vote.Recorded || res.Mark != "" {
 		t.Fatalf("votes only: %+v, %v", res, err)
 	}
 }
@@ -58,7 +58,7 @@ func TestRecord_DigestNumberNamesTheVersionsFinding(t *testing.T) {
 	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
 	rows, jobs := memstore.NewDeliveries(nil), memstore.NewJobs(nil)
 	votes, marks := memstore.NewVotes(), memstore.NewDismissals()
-	r := &dismiss.Recorder{Votes: votes, Marks: marks, Rows: rows, Jobs: jobs}
+	r := &voting.Recorder{Votes: votes, Marks: marks, Rows: rows, Jobs: jobs}
 	reader := "ann@example.com"
 	var entries []string
 	for i, cl := range []string{"billing-1", "billing-2"} {
@@ -79,7 +79,7 @@ func TestRecord_DigestNumberNamesTheVersionsFinding(t *testing.T) {
 		Message: delivery.Message{Subject: "digest", Findings: strings.Join(entries, " ")}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Record(ctx, digestID, dismiss.Ref{Number: 2}, vote.Wrong, now)
+	res, err := r.Record(ctx, digestID, voting.Ref{Number: 2}, vote.Wrong, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestRecord_DigestNumberNamesTheVersionsFinding(t *testing.T) {
 	if len(m[unsubscribe.RecipientID(reader)]) != 1 {
 		t.Errorf("marks on billing-2 %+v, want the reader's one", m)
 	}
-	if _, err := r.Record(ctx, digestID, dismiss.Ref{Number: 3}, vote.Wrong, now); !errors.Is(err, dismiss.ErrUnknownFinding) {
+	if _, err := r.Record(ctx, digestID, voting.Ref{Number: 3}, vote.Wrong, now); !errors.Is(err, voting.ErrUnknownFinding) {
 		t.Errorf("wrong 3 of a digest of two: %v, want ErrUnknownFinding", err)
 	}
 }
@@ -109,7 +109,7 @@ func TestRecord_TalliesPerRepositoryNotTheAuthor(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)
 	rows, jobs, learn := memstore.NewDeliveries(nil), memstore.NewJobs(nil), memstore.NewLearnings()
-	r := &dismiss.Recorder{Votes: memstore.NewVotes(), Marks: memstore.NewDismissals(), Rows: rows, Jobs: jobs, Learnings: learn}
+	r := &voting.Recorder{Votes: memstore.NewVotes(), Marks: memstore.NewDismissals(), Rows: rows, Jobs: jobs, Learnings: learn}
 	f := critic.Finding{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "m", Anchor: "abc", Place: "p"}
 	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Findings: []critic.Finding{f}})
 	email := func(cl, repo, reader string) string {
@@ -134,7 +134,7 @@ func TestRecord_TalliesPerRepositoryNotTheAuthor(t *testing.T) {
 		{"cl-2", "acme/billing", "dan@example.com", vote.Wrong, vote.TallyAuthor},
 		{"cl-3", "", "cy@example.com", vote.Wrong, vote.TallyNoRepository},
 	} {
-		res, err := r.Record(ctx, email(c.cl, c.repo, c.reader), dismiss.Ref{Number: 1}, c.choice, now)
+		res, err := r.Record(ctx, email(c.cl, c.repo, c.reader), voting.Ref{Number: 1}, c.choice, now)
 		if err != nil || res.Learning != c.want {
 			t.Fatalf("%s by %s: %+v, %v; want %q", c.cl, c.reader, res, err, c.want)
 		}
@@ -156,7 +156,7 @@ func TestRecord_CodeHostAuthorKnownByTheDirectory(t *testing.T) {
 	if _, err := dir.Set(ctx, "github", "dan-gh", "dan@example.com", "test"); err != nil {
 		t.Fatal(err)
 	}
-	r := &dismiss.Recorder{Votes: memstore.NewVotes(), Rows: rows, Jobs: jobs, Learnings: learn, Directory: dir}
+	r := &voting.Recorder{Votes: memstore.NewVotes(), Rows: rows, Jobs: jobs, Learnings: learn, Directory: dir}
 	f := critic.Finding{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "m"}
 	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Findings: []critic.Finding{f}})
 	cl := "acme/billing#7"
@@ -169,7 +169,7 @@ func TestRecord_CodeHostAuthorKnownByTheDirectory(t *testing.T) {
 		if _, _, err := rows.Ensure(ctx, row); err != nil {
 			t.Fatal(err)
 		}
-		res, err := r.Record(ctx, row.ID, dismiss.Ref{Number: 1}, vote.Wrong, now)
+		res, err := r.Record(ctx, row.ID, voting.Ref{Number: 1}, vote.Wrong, now)
 		if err != nil || res.Learning != want {
 			t.Fatalf("%s: %+v, %v; want %q", reader, res, err, want)
 		}
