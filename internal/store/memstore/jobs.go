@@ -250,10 +250,12 @@ func (s *Jobs) Advance(_ context.Context, id job.ID, from job.Stage, attempt int
 	return aerr
 }
 
-// SetStatus implements pipeline.Jobs: on condition that the job is at at.
+// SetStatus implements pipeline.Jobs: on condition that the job is at at
+// and not in a final status (succeeded, dead-lettered), as
+// store.DynamoJobs.SetStatus.
 func (s *Jobs) SetStatus(_ context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error {
 	var aerr error
-	err := s.update(id, func(j job.Job) bool { return j.Stage == at }, func(j *job.Job) {
+	err := s.update(id, func(j job.Job) bool { return j.Stage == at && !j.Status.Final() }, func(j *job.Job) {
 		j.Status = status
 		aerr = s.apply(j, set)
 	})
