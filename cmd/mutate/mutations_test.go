@@ -16,9 +16,9 @@ func TestMutations_ApplyToTheCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := Mutations()
-	if len(ms) < 25 {
-		t.Errorf("%d mutations, want at least 25", len(ms))
+	ms := allMutations()
+	if len(ms) < 55 {
+		t.Errorf("%d mutations, want at least 55", len(ms))
 	}
 	seen := map[string]bool{}
 	for _, m := range ms {

@@ -20,6 +20,7 @@ type StageFence interface {
 	SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error
 	AddReviewers(ctx context.Context, id job.ID, addrs, identities []string) (job.Job, error)
 	FinishNotify(ctx context.Context, id job.ID, attempt int, status job.Status, addedRev int) error
+	GetSourceRef(ctx context.Context, id job.ID) (store.SourceRef, error)
 }
 
 // createAt creates a job of changelist cl at stage and status, as a
@@ -155,6 +156,24 @@ func stageFence(t *testing.T, open JobsOpener) {
 		}
 		if _, err := s.Get(ctx, "j_missing"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("a refused addition created a job: %v", err)
+		}
+	})
+
+	// A version's source reference is the first delivery's: a second
+	// delivery of the same webhook writes nothing over it (R-SOURCE-5).
+	t.Run("PutSourceRef_TheFirstStays", func(t *testing.T) {
+		s := fence(t)
+		id := job.NewID("gerrit", "p~ref", 1)
+		first := store.SourceRef{Source: "gerrit", Repo: "p", Number: 1, Patchset: 1, HeadSHA: "1111111111111111111111111111111111111111"}
+		second := first
+		second.HeadSHA = "2222222222222222222222222222222222222222"
+		for _, ref := range []store.SourceRef{first, second} {
+			if err := s.PutSourceRef(ctx, id, ref); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := s.GetSourceRef(ctx, id); err != nil || got.HeadSHA != first.HeadSHA {
+			t.Fatalf("source reference %+v %v, want the first's head %s", got, err, first.HeadSHA)
 		}
 	})
 
