@@ -317,6 +317,24 @@ func storeMutations() []Mutation {
 			Old:  "if !slices.Contains(ids, sp.JobID) && len(ids) >= w.Limit {",
 			New:  "if len(ids) >= w.Limit {"},
 
+		// Replays of reviewer webhooks (R-BUDGET-3), beside the budgets.
+		{ID: "dynamodb-replay-claimed-twice", File: "internal/store/replay.go", Checks: dynamo,
+			What: "a reviewer webhook delivered again within the window is claimed again (its work done twice)",
+			Old:  "cond := expression.AttributeNotExists(expression.Name(\"pk\")).\n\t\tOr(expression.Name(\"expires_at\")",
+			New:  "cond := expression.AttributeNotExists(expression.Name(\"no_such_attribute\")).\n\t\tOr(expression.Name(\"expires_at\")"},
+		{ID: "memstore-replay-claimed-twice", File: memBudget, Checks: memSuite,
+			What: "a reviewer webhook delivered again within the window is claimed again",
+			Old:  "if c, ok := s.deliveries[k]; ok && !c.expires.Before(now.Truncate(time.Second)) && (c.handled || !c.at.Before(now.Add(-lease))) {",
+			New:  "if false {"},
+		{ID: "dynamodb-refresh-scheduled-twice", File: "internal/store/replay.go", Checks: dynamo,
+			What: "a second refresh is scheduled for a job while one is due",
+			Old:  "cond := expression.AttributeNotExists(expression.Name(\"pk\")).\n\t\tOr(expression.Name(\"due_at\")",
+			New:  "cond := expression.AttributeNotExists(expression.Name(\"no_such_attribute\")).\n\t\tOr(expression.Name(\"due_at\")"},
+		{ID: "memstore-refresh-scheduled-twice", File: memBudget, Checks: memSuite,
+			What: "a second refresh is scheduled for a job while one is due",
+			Old:  "if due, ok := s.refreshes[id]; ok && due.After(now) {",
+			New:  "if false {"},
+
 		// Preferences (R-PREF-1).
 		{ID: "dynamodb-prefs-stale-save", File: dynPrefs, Checks: dynamo,
 			What: "a page saved from an old read overwrites a later save",
