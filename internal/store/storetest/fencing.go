@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
@@ -21,6 +22,15 @@ type StageFence interface {
 	AddReviewers(ctx context.Context, id job.ID, addrs, identities []string) (job.Job, error)
 	FinishNotify(ctx context.Context, id job.ID, attempt int, status job.Status, addedRev int) error
 	GetSourceRef(ctx context.Context, id job.ID) (store.SourceRef, error)
+}
+
+// Failures is the part of a jobs table the stage runner and the
+// operator's replay write through: a failure recorded on the job, a
+// dead-lettered job restarted.
+type Failures interface {
+	store.Jobs
+	RecordFailure(ctx context.Context, id job.ID, f job.Failure, status job.Status) (time.Time, error)
+	Restart(ctx context.Context, id job.ID, at job.Stage, refetch bool) error
 }
 
 // createAt creates a job of changelist cl at stage and status, as a
@@ -175,6 +185,68 @@ func stageFence(t *testing.T, open JobsOpener) {
 		if got, err := s.GetSourceRef(ctx, id); err != nil || got.HeadSHA != first.HeadSHA {
 			t.Fatalf("source reference %+v %v, want the first's head %s", got, err, first.HeadSHA)
 		}
+	})
+
+	// A stage's failure is recorded on a job that exists and did not
+	// succeed (R-STAGE-4); a retryable one leaves a job held for a person
+	// as it is; the stage's first failure time is kept across attempts.
+	t.Run("RecordFailure_NeverOnASucceededJob_AHoldKept", func(t *testing.T) {
+		s, ok := open(t, nil).(Failures)
+		if !ok {
+			t.Fatal("this jobs table does not record failures (Failures)")
+		}
+		at := time.Now().UTC().Truncate(time.Millisecond)
+		fail := func(stage job.Stage, attempt int, when time.Time) job.Failure {
+			return job.Failure{Stage: stage, ErrorClass: "UPSTREAM_5XX", Attempt: attempt, At: when}
+		}
+		done := createAt(t, s, "cl-fail-done", job.StageDone, job.StatusSucceeded)
+		_, err := s.RecordFailure(ctx, done.ID, fail(job.StageNotify, 1, at), job.StatusDeadLettered)
+		conflict(t, err, "a failure recorded on a succeeded job")
+		wantJob(t, s, done.ID, job.StageDone, job.StatusSucceeded, "after the refused failure")
+		_, err = s.RecordFailure(ctx, "j_missing", fail(job.StageFetch, 1, at), job.StatusRetryableFailed)
+		conflict(t, err, "a failure recorded on no job")
+		if _, err := s.Get(ctx, "j_missing"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a refused failure created a job: %v", err)
+		}
+		held := createAt(t, s, "cl-fail-held", job.StageNotify, job.StatusNeedsIntervention)
+		if _, err := s.RecordFailure(ctx, held.ID, fail(job.StageNotify, 2, at), job.StatusRetryableFailed); err != nil {
+			t.Fatalf("a retryable failure on a held job: %v", err)
+		}
+		if got := wantJob(t, s, held.ID, job.StageNotify, job.StatusNeedsIntervention, "after a retryable failure"); got.LastError == nil || got.Attempts[job.StageNotify] != 2 {
+			t.Fatalf("the failure was not recorded: %+v", got.LastError)
+		}
+		if _, err := s.RecordFailure(ctx, held.ID, fail(job.StageNotify, 5, at), job.StatusDeadLettered); err != nil {
+			t.Fatal(err)
+		}
+		wantJob(t, s, held.ID, job.StageNotify, job.StatusDeadLettered, "after the last attempt")
+		run := createAt(t, s, "cl-fail-run", job.StageLLM, job.StatusInProgress)
+		first, err := s.RecordFailure(ctx, run.ID, fail(job.StageLLM, 1, at), job.StatusRetryableFailed)
+		if err != nil || !first.Equal(at) {
+			t.Fatalf("first failure: %v %v, want %v", first, err, at)
+		}
+		if first, err = s.RecordFailure(ctx, run.ID, fail(job.StageLLM, 2, at.Add(time.Minute)), job.StatusRetryableFailed); err != nil || !first.Equal(at) {
+			t.Fatalf("second failure: first failure at %v %v, want the first's %v", first, err, at)
+		}
+		wantJob(t, s, run.ID, job.StageLLM, job.StatusRetryableFailed, "after two failures")
+	})
+
+	// The operator's replay restarts a dead-lettered job, and only one
+	// (R-STAGE-5).
+	t.Run("Restart_OnlyADeadLetteredJob", func(t *testing.T) {
+		s, ok := open(t, nil).(Failures)
+		if !ok {
+			t.Fatal("this jobs table does not restart jobs (Failures)")
+		}
+		run := createAt(t, s, "cl-restart-run", job.StageLLM, job.StatusRetryableFailed)
+		conflict(t, s.Restart(ctx, run.ID, job.StageLLM, false), "restart of a job that was not dead-lettered")
+		wantJob(t, s, run.ID, job.StageLLM, job.StatusRetryableFailed, "after the refused restart")
+		conflict(t, s.Restart(ctx, "j_missing", job.StageFetch, false), "restart of no job")
+		dead := createAt(t, s, "cl-restart-dead", job.StageLLM, job.StatusDeadLettered)
+		if err := s.Restart(ctx, dead.ID, job.StageLLM, false); err != nil {
+			t.Fatal(err)
+		}
+		wantJob(t, s, dead.ID, job.StageLLM, job.StatusInProgress, "after the restart")
+		conflict(t, s.Restart(ctx, dead.ID, job.StageFetch, true), "a second restart")
 	})
 
 	// Reopen and Intervene leave a dead-lettered job to the operator's
