@@ -181,8 +181,8 @@ func storeMutations() []Mutation {
 				"which moves the counter under a condition of its own, and PlaceHead reads the before after the counter; " +
 				"a before recorded after that read moved the counter, so the draw's counter condition fails first. " +
 				"(The head's own condition is not masked: the head is read before the counter, dynamodb-place-head-over-a-mark)",
-			Old:  "items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: mark,\n\t\t\tConditionExpression: aws.String(\"attribute_not_exists(pk)\")}})",
-			New:  "items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: mark}})"},
+			Old: "items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: mark,\n\t\t\tConditionExpression: aws.String(\"attribute_not_exists(pk)\")}})",
+			New: "items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: mark}})"},
 		{ID: "dynamodb-sourceref-overwritten", File: dynVers, Checks: dynamo,
 			What: "a second delivery's source reference replaces the first",
 			Old:  "_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item,\n\t\tConditionExpression: aws.String(\"attribute_not_exists(pk)\")})",
