@@ -202,8 +202,8 @@ func Heads(t *testing.T, open func(t *testing.T) store.Heads) {
 	// is never stale. (A driver whose reads are not one snapshot must
 	// write on condition of what it read: a head read as unknown may be
 	// marked behind by the time the counter is read. The race is a few
-	// milliseconds wide: 100 rounds, about two seconds on DynamoDB Local,
-	// meet it under a loaded machine too, where 30 once did not.)
+	// milliseconds wide: 100 rounds (11 s on DynamoDB Local with the
+	// machine loaded) meet it there too, where 30 once did not.)
 	t.Run("PlaceHead_TwoPushesAtOnce_TheNewerIsTheNewest", func(t *testing.T) {
 		h := open(t)
 		for round := range 100 {
