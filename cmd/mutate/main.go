@@ -59,7 +59,7 @@ func mainErr(runRe, checkList string, list bool, jobs int, all, verbose bool) er
 		return err
 	}
 	var ms []Mutation
-	for _, m := range Mutations() {
+	for _, m := range allMutations() {
 		if re.MatchString(m.ID) {
 			ms = append(ms, m)
 		}

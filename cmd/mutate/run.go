@@ -50,11 +50,16 @@ func checks() []check {
 	return []check{
 		{name: "explore", pkg: "./cmd/explore", sees: []string{"./cmd/explore"}, timeout: 20 * time.Minute, run: runExplore},
 		{name: "conformance/memstore", pkg: "./internal/store/memstore", sees: []string{"./internal/store/memstore", "./internal/store/storetest"},
-			timeout: 5 * time.Minute, run: goTest(`^Test(Deliveries|Jobs)_Memstore$`)},
+			timeout: 5 * time.Minute, run: goTest(`^Test` + conformanceSuites + `_Memstore$`)},
 		{name: "conformance/dynamodb", pkg: "./internal/store", sees: []string{"./internal/store", "./internal/store/storetest"},
-			stack: true, timeout: 10 * time.Minute, run: goTest(`^Test(Deliveries|Jobs)_DynamoDB$`)},
+			stack: true, timeout: 10 * time.Minute, run: goTest(`^Test` + conformanceSuites + `_DynamoDB$`)},
 	}
 }
+
+// conformanceSuites are the store suites the conformance checks run, on
+// each driver: every contract whose conditions are mutated
+// (store_mutations.go).
+const conformanceSuites = `(Deliveries|Jobs|Digests|Replies|Budgets|Preferences|ReviewerStores)`
 
 func checkNames() []string {
 	var out []string
@@ -301,7 +306,7 @@ func goTest(pattern string) func(r *runner, c check, m Mutation, overlay, dir st
 		if c.stack {
 			env = []string{"CRITICIZER_REQUIRE_STACK=1"}
 		}
-		out, err := r.goCmd(ctx, env, "test", "-overlay", overlay, "-count=1", "-run", pattern, c.pkg)
+		out, err := r.goCmd(ctx, env, "test", "-overlay", overlay, "-count=1", "-failfast", "-run", pattern, c.pkg)
 		if ctx.Err() != nil {
 			return outcome{output: out}, fmt.Errorf("timed out after %s", c.timeout)
 		}

@@ -71,6 +71,13 @@ func (s Status) Terminal() bool {
 	return false
 }
 
+// Final reports whether no stage's own write may move the job any more:
+// it succeeded, or a stage was dead-lettered. Only an operator's replay
+// or a reopen for a delivery moves it on from there. The other terminal
+// statuses are left by their own stage (notify works on a job it holds
+// needs_intervention; fetch restarts a no_recipients review).
+func (s Status) Final() bool { return s == StatusSucceeded || s == StatusDeadLettered }
+
 // Stage names one step of the pipeline. Each stage has its own queue, its own
 // dead-letter queue and its own attempt budget (R-STAGE-3).
 type Stage string

@@ -10,7 +10,7 @@ import (
 
 // Model-run budgets and reviewer webhooks' replay records on DynamoDB
 // Local: the suites the in-memory stores pass too.
-// Rules: R-STORE-1, R-BUDGET-1, R-BUDGET-3.
+// Rules: R-STORE-1, R-BUDGET-1, R-BUDGET-3, R-STORE-3.
 func TestBudgets_DynamoDB(t *testing.T) {
 	storetest.Budgets(t, func(t *testing.T) store.Budgets {
 		env := testenv.Stack(t)

@@ -10,7 +10,7 @@ import (
 
 // The deliveries' contract on DynamoDB Local: the conformance suite the
 // in-memory deliveries pass too (package memstore).
-// Rules: R-STORE-1, R-OUTBOX-1, R-OUTBOX-2, R-OUTBOX-3, R-OUTBOX-4, R-OUTBOX-6, R-OUTBOX-7, R-EVIDENCE-1, R-EVIDENCE-5, R-RECON-2.
+// Rules: R-STORE-1, R-OUTBOX-1, R-OUTBOX-2, R-OUTBOX-3, R-OUTBOX-4, R-OUTBOX-6, R-OUTBOX-7, R-EVIDENCE-1, R-EVIDENCE-5, R-RECON-2, R-STORE-3.
 func TestDeliveries_DynamoDB(t *testing.T) {
 	storetest.Deliveries(t, func(t *testing.T, now store.Clock) store.Deliveries {
 		env := testenv.Stack(t)
@@ -21,7 +21,7 @@ func TestDeliveries_DynamoDB(t *testing.T) {
 
 // The digest rows' contract on DynamoDB Local: the deliveries table, its
 // live index's digests partition.
-// Rules: R-STORE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3.
+// Rules: R-STORE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3, R-STORE-3.
 func TestDigests_DynamoDB(t *testing.T) {
 	storetest.Digests(t, func(t *testing.T, now store.Clock) storetest.DigestRows {
 		env := testenv.Stack(t)
@@ -31,7 +31,7 @@ func TestDigests_DynamoDB(t *testing.T) {
 }
 
 // The jobs table's and the evidence path's contracts on DynamoDB Local.
-// Rules: R-STORE-1, R-INTAKE-1, R-INTAKE-2, R-INTAKE-3, R-EVIDENCE-2, R-EVIDENCE-3, R-THREAD-1, R-SOURCE-6.
+// Rules: R-STORE-1, R-INTAKE-1, R-INTAKE-2, R-INTAKE-3, R-EVIDENCE-2, R-EVIDENCE-3, R-THREAD-1, R-SOURCE-6, R-STORE-3, R-STAGE-7.
 func TestJobs_DynamoDB(t *testing.T) {
 	storetest.Jobs(t, func(t *testing.T, now store.Clock) store.Jobs {
 		env := testenv.Stack(t)
@@ -47,7 +47,7 @@ func TestJobs_DynamoDB(t *testing.T) {
 
 // The reviewer stores on DynamoDB Local: rosters, the directory (its
 // sparse index) and reviewers added to jobs.
-// Rules: R-STORE-1, R-REVIEWERS-1, R-REVIEWERS-2, R-REVIEWERS-4.
+// Rules: R-STORE-1, R-REVIEWERS-1, R-REVIEWERS-2, R-REVIEWERS-4, R-STORE-3.
 func TestReviewerStores_DynamoDB(t *testing.T) {
 	storetest.Reviewers(t, func(t *testing.T) storetest.ReviewerStores {
 		env := testenv.Stack(t)
@@ -85,7 +85,7 @@ func TestVotes_DynamoDB(t *testing.T) {
 // Mutes and reply windows on DynamoDB Local: a mute per changelist and
 // reader read in one batch; a window's conditional set admits at most
 // max replies, each once.
-// Rules: R-STORE-1, R-REPLY-6, R-REPLY-7, R-REPLY-8.
+// Rules: R-STORE-1, R-REPLY-6, R-REPLY-7, R-REPLY-8, R-STORE-3.
 func TestReplies_DynamoDB(t *testing.T) {
 	storetest.Replies(t, func(t *testing.T) storetest.ReplyStores {
 		env := testenv.Stack(t)

@@ -392,7 +392,15 @@ func (s *DynamoJobs) Advance(ctx context.Context, id job.ID, from job.Stage, att
 }
 
 // SetStatus sets the job status, on condition that the job is at stage
-// `at` and not already in a terminal status other than the target.
+// `at` and not in a final status (job.Status.Final: succeeded or
+// dead-lettered). A stage's status write is decided from a read of the
+// job; one landing after the job finished, or after its stage was
+// dead-lettered, would revive it without an operator (a late notify run
+// waiting over a dead-lettered notify, a fetch restarting the review of
+// a version whose llm stage was dead-lettered since). The other terminal
+// statuses stay movable by their own stage: notify keeps working a job it
+// holds needs_intervention, fetch restarts a no_recipients review.
+// ErrConflict when the condition fails.
 func (s *DynamoJobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error {
 	now := ts(s.now())
 	upd := sweepJobFor(expression.Set(expression.Name("status"), expression.Value(string(status))).
@@ -400,7 +408,9 @@ func (s *DynamoJobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, sta
 	for k, v := range set {
 		upd = upd.Set(expression.Name(k), expression.Value(v))
 	}
-	cond := expression.Name("stage").Equal(expression.Value(string(at)))
+	cond := expression.Name("stage").Equal(expression.Value(string(at))).
+		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusSucceeded)))).
+		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusDeadLettered))))
 	return s.update(ctx, id, upd, &cond)
 }
 

@@ -17,7 +17,7 @@ import (
 
 // Preference records on DynamoDB Local: the conformance suite the
 // in-memory store passes too.
-// Rules: R-STORE-1, R-PREF-1.
+// Rules: R-STORE-1, R-PREF-1, R-STORE-3.
 func TestPreferences_DynamoDB(t *testing.T) {
 	storetest.Preferences(t, func(t *testing.T) store.Preferences {
 		env := testenv.Stack(t)

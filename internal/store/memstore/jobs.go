@@ -250,10 +250,12 @@ func (s *Jobs) Advance(_ context.Context, id job.ID, from job.Stage, attempt int
 	return aerr
 }
 
-// SetStatus implements pipeline.Jobs: on condition that the job is at at.
+// SetStatus implements pipeline.Jobs: on condition that the job is at at
+// and not in a final status (succeeded, dead-lettered), as
+// store.DynamoJobs.SetStatus.
 func (s *Jobs) SetStatus(_ context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error {
 	var aerr error
-	err := s.update(id, func(j job.Job) bool { return j.Stage == at }, func(j *job.Job) {
+	err := s.update(id, func(j job.Job) bool { return j.Stage == at && !j.Status.Final() }, func(j *job.Job) {
 		j.Status = status
 		aerr = s.apply(j, set)
 	})
@@ -314,6 +316,57 @@ func (s *Jobs) FinishNotify(_ context.Context, id job.ID, attempt int, status jo
 				j.Attempts = job.Attempts{}
 			}
 			j.Attempts[job.StageNotify] = attempt
+		}
+	})
+}
+
+// RecordFailure implements stage.FailureRecorder with
+// store.DynamoJobs.RecordFailure's conditions: never on a job that does
+// not exist or succeeded; a retryable failure leaves a job held
+// needs_intervention as it is. It returns when the stage first failed,
+// kept across attempts.
+func (s *Jobs) RecordFailure(_ context.Context, id job.ID, f job.Failure, status job.Status) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok || j.Status == job.StatusSucceeded {
+		return time.Time{}, fmt.Errorf("record failure on job %s: %w", id, store.ErrConflict)
+	}
+	if status != job.StatusRetryableFailed || j.Status != job.StatusNeedsIntervention {
+		j.Status = status
+	}
+	if j.Attempts == nil {
+		j.Attempts = job.Attempts{}
+	}
+	j.Attempts[f.Stage] = f.Attempt
+	j.LastError, j.UpdatedAt = &f, s.now().UTC()
+	if status == job.StatusDeadLettered {
+		j.DeadLetter = &f
+	}
+	if s.extra[id] == nil {
+		s.extra[id] = map[string]any{}
+	}
+	key := "first_failure_at_" + string(f.Stage)
+	first, ok := s.extra[id][key].(time.Time)
+	if !ok {
+		first = f.At.UTC()
+		s.extra[id][key] = first
+	}
+	s.jobs[id] = j
+	return first, nil
+}
+
+// Restart implements store.DynamoJobs.Restart: a dead-lettered job only,
+// back at stage at (from fetch, without its critique, and without its
+// fetched diff when refetch).
+func (s *Jobs) Restart(_ context.Context, id job.ID, at job.Stage, refetch bool) error {
+	return s.update(id, func(j job.Job) bool { return j.Status == job.StatusDeadLettered }, func(j *job.Job) {
+		j.Stage, j.Status = at, job.StatusInProgress
+		if at == job.StageFetch {
+			j.Critique = nil
+			if refetch {
+				j.DiffRef, j.DiffSHA256 = "", ""
+			}
 		}
 	})
 }

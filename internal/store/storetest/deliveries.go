@@ -423,6 +423,22 @@ func operatorVerdictsOnHeldRows(t *testing.T, open Opener) {
 	if r, err = d.ResolveSent(ctx, "d_r3"); err != nil || r.NotifiedAt.IsZero() || delivery.Decide(r, now) != delivery.Skip {
 		t.Fatalf("resolve a held sending row: %+v %v", r, err)
 	}
+	// A held `sending` row that provider evidence names (its send's answer
+	// was lost, its Send event came): the evidence settles it, an
+	// operator's requeue is refused (R-EVIDENCE-9).
+	if _, _, err := d.Ensure(ctx, NewRow("d_r4")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Claim(ctx, "d_r4", "tok", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.RecordEvent(ctx, "d_r4", store.Event{Type: "Send", MessageID: "ses-lost", At: now}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := d.ClearAndRequeue(ctx, "d_r4"); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("requeue of a row provider evidence names: %v, want ErrConflict", err)
+	}
 }
 
 // Skip settles only a claimable row with no sign of a send; Backfill

@@ -276,6 +276,9 @@ func Jobs(t *testing.T, open JobsOpener) {
 	// Rules: R-SOURCE-6.
 	t.Run("Create_PlacedVersionBelowTheHead", func(t *testing.T) { placedBelowHead(t, open(t, nil)) })
 
+	// The stages' fenced writes: each condition refusing.
+	stageFence(t, open)
+
 	// The stores that order head commits (both drivers do).
 	Heads(t, func(t *testing.T) store.Heads {
 		h, ok := open(t, nil).(store.Heads)

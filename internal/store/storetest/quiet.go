@@ -125,6 +125,16 @@ func settleQuietStandsOnlyOnARowThatReached(t *testing.T, open Opener) {
 	if got, created, err := d.Ensure(ctx, again); err != nil || created || got.Status != delivery.StatusSkippedNothingNew || got.StandsOn != "q_sent" {
 		t.Errorf("ensure again: %s on %q, created %v (%v), want the stored row", got.Status, got.StandsOn, created, err)
 	}
+	// The same row ensured standing again (a retried run that decided
+	// the same, or another reason since): the stored row, not rewritten.
+	retried := g
+	retried.SkipReason = "nothing new since v2"
+	if got, created, err := d.Ensure(ctx, retried); err != nil || created || got.SkipReason != g.SkipReason || got.StandsOn != "q_sent" {
+		t.Errorf("ensure standing again: %q on %q, created %v (%v), want the stored row", got.SkipReason, got.StandsOn, created, err)
+	}
+	if got, _ := d.Get(ctx, "q_new"); got.SkipReason != g.SkipReason {
+		t.Errorf("the stored row was rewritten: %q", got.SkipReason)
+	}
 	if on, _ := d.Get(ctx, "q_sent"); !slices.Equal(slices.Sorted(slices.Values(on.Dependents)), []string{"q_d", "q_new"}) {
 		t.Errorf("q_sent's dependents %v, want [q_d q_new]", on.Dependents)
 	}
