@@ -21,7 +21,7 @@ const (
 	memDigests = "internal/store/memstore/digests.go"
 	memReplies = "internal/store/memstore/replies.go"
 	memBudget  = "internal/store/memstore/budget.go"
-	memPrefs   = "internal/store/memstore/recipients.go"
+	memPrefs   = "internal/store/memstore/preferences.go"
 	memEvid    = "internal/store/memstore/evidence.go"
 )
 

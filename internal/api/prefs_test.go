@@ -33,7 +33,7 @@ func prefReq(method, path, body string, headers map[string]string) events.APIGat
 // every page carries the link pages' security headers.
 // Rules: R-PREF-2, R-PREF-1.
 func TestPreferences_GetShowsPostSavesRefusesBadInput(t *testing.T) {
-	store := memstore.NewRecipients()
+	store := memstore.NewPreferences()
 	signer, err := prefs.NewSigner(voteKey)
 	if err != nil {
 		t.Fatal(err)

@@ -80,7 +80,7 @@ func routesHandler(t *testing.T) *Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Preferences = &Preferences{Signer: ps, Store: memstore.NewRecipients(), Pages: &mail.Renderer{}, Log: h.Log}
+	h.Preferences = &Preferences{Signer: ps, Store: memstore.NewPreferences(), Pages: &mail.Renderer{}, Log: h.Log}
 	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{},
 		BaseEndpoint: aws.String("http://127.0.0.1:1"), RetryMaxAttempts: 1, HTTPClient: &http.Client{Transport: downTransport{}}})
 	h.Jobs = store.NewJobs(db, "jobs", nil)

@@ -230,7 +230,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 
 	specs := generate(rng, run, c.Jobs, c.DupRate, c.PoisonRate, planted.token)
 	dclk := &digestClock{}
-	dailyReaders, err := chooseDaily(ctx, store.NewRecipients(clean.DynamoDB, res.JobsTable, time.Now), specs)
+	dailyReaders, err := chooseDaily(ctx, store.NewPreferences(clean.DynamoDB, res.JobsTable, time.Now), specs)
 	if err != nil {
 		return nil, err
 	}

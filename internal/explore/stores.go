@@ -212,7 +212,7 @@ func (j jobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) 
 // recipients is the in-memory standings behind gates.
 type recipients struct {
 	w *world
-	s *memstore.Recipients
+	s *memstore.Preferences
 }
 
 func (r recipients) Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error) {

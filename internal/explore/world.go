@@ -41,7 +41,7 @@ type world struct {
 	jobsMem  *memstore.Jobs
 	outbox   *memstore.Deliveries
 	evidence *memstore.Evidence
-	rcpts    *memstore.Recipients
+	rcpts    *memstore.Preferences
 
 	notifyQ, feedback *queue
 	// fetchQ and llmQ carry jobs from intake to notify (intake
@@ -93,7 +93,7 @@ type world struct {
 func newWorld(sc Scenario, v *Variant) *world {
 	w := &world{sc: sc, sched: newSched(), now: epoch(), succeeded: map[job.ID]bool{}, blobs: map[string][]byte{}, created: map[job.ID]int{}}
 	clock := func() time.Time { return w.now }
-	w.jobsMem, w.outbox, w.evidence, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), memstore.NewRecipientsAt(clock)
+	w.jobsMem, w.outbox, w.evidence, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewEvidence(clock), memstore.NewPreferencesAt(clock)
 	cfg := sc.Config
 	w.notifyQ = &queue{name: "notify", visibility: cfg.Visibility, maxReceives: cfg.MaxReceives, dlq: &queue{name: "notify-dlq"}}
 	w.fetchQ = &queue{name: "fetch", visibility: cfg.Visibility, maxReceives: cfg.MaxReceives, dlq: &queue{name: "fetch-dlq"}}

@@ -71,7 +71,7 @@ type world struct {
 	votes   *memstore.Votes
 	marks   *memstore.Dismissals
 	replies *memstore.Replies
-	rcpts   *memstore.Recipients
+	rcpts   *memstore.Preferences
 	objs    *objects
 	q       *queue
 	row     delivery.Row // ann's email
@@ -90,7 +90,7 @@ func newWorld(t *testing.T) *world {
 	w := &world{t: t, now: at, objs: &objects{m: map[string][]byte{}}, q: &queue{}, log: &bytes.Buffer{}}
 	clock := func() time.Time { return w.now }
 	w.jobs, w.rows, w.votes, w.marks, w.replies, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewVotes(),
-		memstore.NewDismissals(), memstore.NewReplies(), memstore.NewRecipients()
+		memstore.NewDismissals(), memstore.NewReplies(), memstore.NewPreferences()
 	c := critic.Critique{Critic: "offline/v1", Summary: "Two findings.", Files: 1, Findings: []critic.Finding{
 		{File: "a.go", Line: 3, Severity: critic.SeverityWarning, Rule: "debug-print", Message: "fmt.Println left in.", Anchor: "line-println", Place: "place-println"},
 		{File: "a.go", Line: 7, Severity: critic.SeverityInfo, Rule: "todo-added", Message: "A TODO was added.", Anchor: "line-todo", Place: "place-todo"},

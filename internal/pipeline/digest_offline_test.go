@@ -83,7 +83,7 @@ type digestWorld struct {
 	now, day   time.Time
 	jobs       *memstore.Jobs
 	rows       *memstore.Deliveries
-	rcpts      *memstore.Recipients
+	rcpts      *memstore.Preferences
 	marks      *memstore.Dismissals
 	box        *digestBox
 	q          *queueRecorder
@@ -98,7 +98,7 @@ func newDigestWorld(t *testing.T) *digestWorld {
 		ids: map[string][]string{}, lose: map[string]bool{}}, q: &queueRecorder{}, versionsOf: map[string]int{}}
 	w.day = w.now
 	clock := func() time.Time { return w.now }
-	w.jobs, w.rows, w.rcpts, w.marks, w.ev = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewRecipients(), memstore.NewDismissals(), memstore.NewEvidence(clock)
+	w.jobs, w.rows, w.rcpts, w.marks, w.ev = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewPreferences(), memstore.NewDismissals(), memstore.NewEvidence(clock)
 	r, err := mail.NewRenderer()
 	if err != nil {
 		t.Fatal(err)

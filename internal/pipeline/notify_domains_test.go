@@ -40,7 +40,7 @@ func TestNotify_AllowedDomains_OthersSkippedNeverSent(t *testing.T) {
 	snd := &sender{sent: map[string]int{}}
 	n := &pipeline.Notify{
 		Base:       pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: obs.NewLogger(&logs, "info"), Now: clock},
-		Deliveries: deliveries, Renderer: r, Sender: snd, Recipients: memstore.NewRecipients(), AllowedDomains: allowed,
+		Deliveries: deliveries, Renderer: r, Sender: snd, Recipients: memstore.NewPreferences(), AllowedDomains: allowed,
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 	}
 	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{}})

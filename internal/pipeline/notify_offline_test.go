@@ -64,7 +64,7 @@ func TestNotify_OutboxProtocol_Offline(t *testing.T) {
 	snd := &sender{sent: map[string]int{}, loseN: map[string]bool{"lost@example.com": true}}
 	n := &pipeline.Notify{
 		Base:       pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
-		Deliveries: deliveries, Renderer: r, Sender: snd, Evidence: ev, ConfigurationSet: "set", Recipients: memstore.NewRecipients(),
+		Deliveries: deliveries, Renderer: r, Sender: snd, Evidence: ev, ConfigurationSet: "set", Recipients: memstore.NewPreferences(),
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 	}
 	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{}})

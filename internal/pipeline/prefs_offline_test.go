@@ -24,7 +24,7 @@ func prefsCritique() critic.Critique {
 	}}
 }
 
-func save(t *testing.T, r *memstore.Recipients, addr string, edit func(*prefs.Preferences)) {
+func save(t *testing.T, r *memstore.Preferences, addr string, edit func(*prefs.Preferences)) {
 	t.Helper()
 	p, _ := r.Preferences(context.Background(), unsubscribe.RecipientID(addr))
 	edit(&p)
@@ -42,7 +42,7 @@ func save(t *testing.T, r *memstore.Recipients, addr string, edit func(*prefs.Pr
 // Rules: R-PREF-3, R-PREF-2.
 func TestPreferences_OwnMinimumNarrowsThatReadersEmailOnly(t *testing.T) {
 	w := newDismissWorld(t, "pref-1", nil)
-	rcpts := memstore.NewRecipients()
+	rcpts := memstore.NewPreferences()
 	w.n.Recipients = rcpts
 	signer, err := prefs.NewSigner("0123456789abcdef0123456789abcdef-test")
 	if err != nil {
@@ -115,7 +115,7 @@ func TestPreferences_OwnMinimumNarrowsThatReadersEmailOnly(t *testing.T) {
 // Rules: R-PREF-3, R-UNSUB-2.
 func TestPreferences_MutedOrUnsubscribedIsNotMailed(t *testing.T) {
 	w := newDismissWorld(t, "pref-2", nil)
-	rcpts := memstore.NewRecipients()
+	rcpts := memstore.NewPreferences()
 	w.n.Recipients = rcpts
 	ctx := context.Background()
 	if err := rcpts.Mute(ctx, unsubscribe.RecipientID("ann@example.com"), unsubscribe.Repository("generic", "pref-2")); err != nil {
@@ -161,7 +161,7 @@ func TestPreferences_OwnMinimumQuietsAVersionWithNothingNewAtIt(t *testing.T) {
 	for _, explicit := range []bool{false, true} {
 		w := newDismissWorld(t, "pref-quiet", &pipeline.Quiet{})
 		w.explicit = explicit
-		rcpts := memstore.NewRecipients()
+		rcpts := memstore.NewPreferences()
 		w.n.Recipients = rcpts
 		save(t, rcpts, "ann@example.com", func(p *prefs.Preferences) { p.MinSeverity = prefs.SeverityWarning })
 		if err := w.version(1, critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{debugV1, todoV1}}); err != nil {

@@ -23,7 +23,7 @@ import (
 
 // sesFeedback is the feedback function over a world's rows and jobs, its
 // notify messages kept for the test to run.
-func sesFeedback(rows *memstore.Deliveries, jobs *memstore.Jobs, rcpts *memstore.Recipients, q *queueRecorder) *sesevent.Handler {
+func sesFeedback(rows *memstore.Deliveries, jobs *memstore.Jobs, rcpts *memstore.Preferences, q *queueRecorder) *sesevent.Handler {
 	h := &sesevent.Handler{Deliveries: rows, Jobs: jobs, Queue: q, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	if rcpts != nil {
 		h.Recipients = rcpts
@@ -180,7 +180,7 @@ func TestReached_SameDiffAsARejectedVersion_Mailed(t *testing.T) {
 // Rules: R-QUIET-4, R-EVIDENCE-6.
 func TestReached_NewerBouncedForGood_OlderSuppressedNotSuperseded(t *testing.T) {
 	w := newQuietWorld(t, "cl-bounce")
-	rcpts := memstore.NewRecipients()
+	rcpts := memstore.NewPreferences()
 	w.n.Recipients = rcpts
 	q := &queueRecorder{}
 	fb := sesFeedback(w.deliveries, w.jobs, rcpts, q)

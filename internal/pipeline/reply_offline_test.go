@@ -24,7 +24,7 @@ type replyWorld struct {
 	jobs    *memstore.Jobs
 	rows    *memstore.Deliveries
 	replies *memstore.Replies
-	rcpts   *memstore.Recipients
+	rcpts   *memstore.Preferences
 	snd     *sender
 	n       *pipeline.Notify
 }
@@ -32,7 +32,7 @@ type replyWorld struct {
 func newReplyWorld(t *testing.T) *replyWorld {
 	w := &replyWorld{now: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
 	clock := func() time.Time { return w.now }
-	w.jobs, w.rows, w.replies, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewReplies(), memstore.NewRecipients()
+	w.jobs, w.rows, w.replies, w.rcpts = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewReplies(), memstore.NewPreferences()
 	w.snd = &sender{sent: map[string]int{}, loseN: map[string]bool{}}
 	r, err := mail.NewRenderer()
 	if err != nil {

@@ -44,7 +44,7 @@ type Preferences interface {
 	Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error)
 }
 
-var _ Preferences = (*DynamoRecipients)(nil)
+var _ Preferences = (*DynamoPreferences)(nil)
 
 // prefItem is PREF#<recipient id>. "repositories" is the muted set (the
 // name it had when only the one-click unsubscribe wrote it; an attribute
@@ -77,7 +77,7 @@ func (it prefItem) preferences() prefs.Preferences {
 
 // Preferences implements Preferences.Preferences: one strongly
 // consistent GetItem.
-func (r *DynamoRecipients) Preferences(ctx context.Context, recipientID string) (prefs.Preferences, error) {
+func (r *DynamoPreferences) Preferences(ctx context.Context, recipientID string) (prefs.Preferences, error) {
 	out, err := r.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &r.table, Key: prefKey(recipientID), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return prefs.Preferences{}, fmt.Errorf("get preferences: %w", err)
@@ -96,7 +96,7 @@ func (r *DynamoRecipients) Preferences(ctx context.Context, recipientID string) 
 // UpdateItem that sets every field and moves rev on, on condition that
 // rev is still p.Rev. An UpdateItem, not a PutItem: attributes this
 // version does not know (a later one's) are kept.
-func (r *DynamoRecipients) SavePreferences(ctx context.Context, recipientID string, p prefs.Preferences) (prefs.Preferences, error) {
+func (r *DynamoPreferences) SavePreferences(ctx context.Context, recipientID string, p prefs.Preferences) (prefs.Preferences, error) {
 	p = p.Normalized()
 	if err := p.Validate(); err != nil {
 		return prefs.Preferences{}, err
@@ -145,7 +145,7 @@ func (r *DynamoRecipients) SavePreferences(ctx context.Context, recipientID stri
 // room or holds it already; a full set leaves every email instead. Every
 // write moves rev on, so a page saved from what was read before it fails
 // its condition rather than undo it.
-func (r *DynamoRecipients) Mute(ctx context.Context, recipientID, repository string) error {
+func (r *DynamoPreferences) Mute(ctx context.Context, recipientID, repository string) error {
 	if repository == "" || len(repository) > prefs.MaxRepository {
 		return fmt.Errorf("mute: a repository of %d bytes, want 1 to %d", len(repository), prefs.MaxRepository)
 	}
@@ -175,7 +175,7 @@ func (r *DynamoRecipients) Mute(ctx context.Context, recipientID, repository str
 
 // UnsubscribeAll implements Preferences.UnsubscribeAll: SET to true
 // (a repeat changes nothing but rev).
-func (r *DynamoRecipients) UnsubscribeAll(ctx context.Context, recipientID string) error {
+func (r *DynamoPreferences) UnsubscribeAll(ctx context.Context, recipientID string) error {
 	upd := expression.Set(expression.Name("kind"), expression.Value("preference")).
 		Set(expression.Name("updated_at"), expression.Value(ts(r.now()))).
 		Set(expression.Name("unsubscribed_all"), expression.Value(true)).

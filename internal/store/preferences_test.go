@@ -22,7 +22,7 @@ func TestPreferences_DynamoDB(t *testing.T) {
 	storetest.Preferences(t, func(t *testing.T) store.Preferences {
 		env := testenv.Stack(t)
 		res := testenv.Provision(t, env)
-		return store.NewRecipients(env.Clients.DynamoDB, res.JobsTable, nil)
+		return store.NewPreferences(env.Clients.DynamoDB, res.JobsTable, nil)
 	})
 }
 
@@ -44,7 +44,7 @@ func TestPreferences_RecordFromBeforeThePage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := store.NewRecipients(env.Clients.DynamoDB, res.JobsTable, nil)
+	s := store.NewPreferences(env.Clients.DynamoDB, res.JobsTable, nil)
 	p, err := s.Preferences(ctx, "r_old")
 	if err != nil {
 		t.Fatal(err)

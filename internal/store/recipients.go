@@ -14,7 +14,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
-// DynamoRecipients keeps what Criticizer knows about an address across jobs, in the
+// DynamoPreferences keeps what Criticizer knows about an address across jobs, in the
 // jobs table under the recipient's opaque id (unsubscribe.RecipientID; never
 // the address):
 //
@@ -27,18 +27,19 @@ import (
 // expressions that are idempotent (SET to true, ADD to a set), so a
 // repeated one-click POST or a redelivered SES event changes nothing; the
 // preference page saves the record whole, on the revision it read.
-type DynamoRecipients struct {
+type DynamoPreferences struct {
 	db    *dynamodb.Client
 	table string
 	now   Clock
 }
 
-// NewRecipients returns the recipients repository on the jobs table.
-func NewRecipients(db *dynamodb.Client, jobsTable string, now Clock) *DynamoRecipients {
+// NewPreferences returns the preference records (store.Preferences) on the
+// jobs table.
+func NewPreferences(db *dynamodb.Client, jobsTable string, now Clock) *DynamoPreferences {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoRecipients{db: db, table: jobsTable, now: now}
+	return &DynamoPreferences{db: db, table: jobsTable, now: now}
 }
 
 func prefKey(id string) map[string]types.AttributeValue {
@@ -51,7 +52,7 @@ func suppKey(id string) map[string]types.AttributeValue {
 
 // Suppress records a permanent bounce or a complaint for the recipient. The
 // first reason and time are kept; later events only count.
-func (r *DynamoRecipients) Suppress(ctx context.Context, recipientID, reason string, at time.Time) error {
+func (r *DynamoPreferences) Suppress(ctx context.Context, recipientID, reason string, at time.Time) error {
 	upd := expression.Set(expression.Name("kind"), expression.Value("suppression")).
 		Set(expression.Name("reason"), expression.IfNotExists(expression.Name("reason"), expression.Value(reason))).
 		Set(expression.Name("first_at"), expression.IfNotExists(expression.Name("first_at"), expression.Value(ts(at)))).
@@ -60,7 +61,7 @@ func (r *DynamoRecipients) Suppress(ctx context.Context, recipientID, reason str
 	return r.update(ctx, suppKey(recipientID), upd)
 }
 
-func (r *DynamoRecipients) update(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder) error {
+func (r *DynamoPreferences) update(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder) error {
 	e, err := expression.NewBuilder().WithUpdate(upd).Build()
 	if err != nil {
 		return fmt.Errorf("build update: %w", err)
@@ -77,7 +78,7 @@ func (r *DynamoRecipients) update(ctx context.Context, key map[string]types.Attr
 // recipient id, with one BatchGetItem per 50 recipients (one call for any
 // realistic reviewer list) reading both items of each. Recipients with no
 // items have no suppression and the default preferences: send.
-func (r *DynamoRecipients) Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error) {
+func (r *DynamoPreferences) Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error) {
 	out := make(map[string]delivery.Standing, len(ids))
 	var keys []map[string]types.AttributeValue
 	for _, id := range ids {

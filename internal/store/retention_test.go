@@ -43,7 +43,7 @@ func TestRetention_WhatExpiresAndWhatStays(t *testing.T) {
 	if err := jobs.RecordDeliveryNote(ctx, "d_ret", j.ID, "n1", store.DeliveryNote{Action: "resolve_sent", Note: "checked", By: "op", At: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.NewRecipients(db, res.JobsTable, clock).Suppress(ctx, "rid-1", "bounce", now); err != nil {
+	if err := store.NewPreferences(db, res.JobsTable, clock).Suppress(ctx, "rid-1", "bounce", now); err != nil {
 		t.Fatal(err)
 	}
 	rosters := store.NewRosters(db, res.JobsTable, clock)

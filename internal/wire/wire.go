@@ -81,7 +81,7 @@ type Base struct {
 	Jobs       *store.DynamoJobs
 	Deliveries *store.DynamoDeliveries
 	Evidence   *store.DynamoEvidence
-	Recipients *store.DynamoRecipients
+	Recipients *store.DynamoPreferences
 	Queue      *queue.Client
 	Log        *slog.Logger
 	Now        func() time.Time
@@ -102,7 +102,7 @@ func NewBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Options
 		Jobs:       jobs,
 		Deliveries: rows,
 		Evidence:   store.NewEvidence(db, cfg.JobsTable, now),
-		Recipients: store.NewRecipients(db, cfg.JobsTable, now),
+		Recipients: store.NewPreferences(db, cfg.JobsTable, now),
 		Queue:      queue.New(sq, cfg.Queues),
 	}, nil
 }

@@ -98,7 +98,7 @@ func (e *Evidence) State(_ context.Context, set string) (store.EvidenceState, er
 }
 
 // Suppressed reports a recipient's suppression and its reason.
-func (r *Recipients) Suppressed(recipientID string) (string, bool) {
+func (r *Preferences) Suppressed(recipientID string) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	reason, ok := r.suppressed[recipientID]

@@ -47,7 +47,7 @@ func TestDismissals_Memstore(t *testing.T) {
 // The in-memory preference store keeps the contract DynamoDB keeps.
 // Rules: R-STORE-1, R-PREF-1, R-STORE-3.
 func TestPreferences_Memstore(t *testing.T) {
-	storetest.Preferences(t, func(*testing.T) store.Preferences { return memstore.NewRecipients() })
+	storetest.Preferences(t, func(*testing.T) store.Preferences { return memstore.NewPreferences() })
 }
 
 // The in-memory deliveries keep the digest rows' contract DynamoDB keeps.

@@ -12,24 +12,24 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 )
 
-// Recipients keeps suppressions and preference records in memory: the
+// Preferences keeps suppressions and preference records in memory: the
 // store.Preferences contract (storetest.Preferences) without a table.
-type Recipients struct {
+type Preferences struct {
 	mu         sync.Mutex
 	suppressed map[string]string            // recipient id -> first reason
 	prefs      map[string]prefs.Preferences // recipient id -> record as stored
 	now        store.Clock
 }
 
-var _ store.Preferences = (*Recipients)(nil)
+var _ store.Preferences = (*Preferences)(nil)
 
-// NewRecipients returns a set with no suppression and no preference.
-func NewRecipients() *Recipients {
-	return &Recipients{suppressed: map[string]string{}, prefs: map[string]prefs.Preferences{}, now: time.Now}
+// NewPreferences returns a set with no suppression and no preference.
+func NewPreferences() *Preferences {
+	return &Preferences{suppressed: map[string]string{}, prefs: map[string]prefs.Preferences{}, now: time.Now}
 }
 
 // Suppress records a suppression; the first reason is kept.
-func (r *Recipients) Suppress(_ context.Context, recipientID, reason string, _ time.Time) error {
+func (r *Preferences) Suppress(_ context.Context, recipientID, reason string, _ time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.suppressed[recipientID]; !ok {
@@ -39,7 +39,7 @@ func (r *Recipients) Suppress(_ context.Context, recipientID, reason string, _ t
 }
 
 // record is the stored record of id, or the default (r.mu held).
-func (r *Recipients) record(id string) prefs.Preferences {
+func (r *Preferences) record(id string) prefs.Preferences {
 	if p, ok := r.prefs[id]; ok {
 		p.Muted = slices.Clone(p.Muted)
 		return p
@@ -48,14 +48,14 @@ func (r *Recipients) record(id string) prefs.Preferences {
 }
 
 // Preferences implements store.Preferences.
-func (r *Recipients) Preferences(_ context.Context, recipientID string) (prefs.Preferences, error) {
+func (r *Preferences) Preferences(_ context.Context, recipientID string) (prefs.Preferences, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.record(recipientID), nil
 }
 
 // SavePreferences implements store.Preferences.
-func (r *Recipients) SavePreferences(_ context.Context, recipientID string, p prefs.Preferences) (prefs.Preferences, error) {
+func (r *Preferences) SavePreferences(_ context.Context, recipientID string, p prefs.Preferences) (prefs.Preferences, error) {
 	p = p.Normalized()
 	if err := p.Validate(); err != nil {
 		return prefs.Preferences{}, err
@@ -72,7 +72,7 @@ func (r *Recipients) SavePreferences(_ context.Context, recipientID string, p pr
 }
 
 // Mute implements store.Preferences.
-func (r *Recipients) Mute(_ context.Context, recipientID, repository string) error {
+func (r *Preferences) Mute(_ context.Context, recipientID, repository string) error {
 	if repository == "" || len(repository) > prefs.MaxRepository {
 		return fmt.Errorf("mute: a repository of %d bytes, want 1 to %d", len(repository), prefs.MaxRepository)
 	}
@@ -92,7 +92,7 @@ func (r *Recipients) Mute(_ context.Context, recipientID, repository string) err
 }
 
 // UnsubscribeAll implements store.Preferences.
-func (r *Recipients) UnsubscribeAll(_ context.Context, recipientID string) error {
+func (r *Preferences) UnsubscribeAll(_ context.Context, recipientID string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p := r.record(recipientID)
@@ -104,7 +104,7 @@ func (r *Recipients) UnsubscribeAll(_ context.Context, recipientID string) error
 
 // Standings implements store.Preferences: every recipient's
 // suppression and preference record.
-func (r *Recipients) Standings(_ context.Context, ids []string) (map[string]delivery.Standing, error) {
+func (r *Preferences) Standings(_ context.Context, ids []string) (map[string]delivery.Standing, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make(map[string]delivery.Standing, len(ids))
@@ -115,11 +115,11 @@ func (r *Recipients) Standings(_ context.Context, ids []string) (map[string]deli
 	return out, nil
 }
 
-// NewRecipientsAt is NewRecipients with the clock records are written at
+// NewPreferencesAt is NewPreferences with the clock records are written at
 // (their UpdatedAt): a world whose runs must be functions of their
 // choices (internal/explore) gives its own.
-func NewRecipientsAt(now store.Clock) *Recipients {
-	r := NewRecipients()
+func NewPreferencesAt(now store.Clock) *Preferences {
+	r := NewPreferences()
 	r.now = now
 	return r
 }
