@@ -323,7 +323,7 @@ func Mutations() []Mutation {
 		{ID: "versions-fetch-behind-ignored", File: "internal/pipeline/fetch_order.go", Checks: []string{"unit/fetch-order"},
 			What: "a pending head the code host places behind (compare: behind, identical) is reviewed and mailed as the newest",
 			Old:  "\t\tif st == source.Behind || st == source.Identical {",
-			New:  "\t\tif false {"},
+			New:  "\t\tif false && (st == source.Behind || st == source.Identical) {"},
 		{ID: "versions-before-any-action", File: "internal/webhook/github.go", Checks: []string{"unit/webhook"},
 			What: "a before is read from any pull_request action, not only synchronize",
 			Old:  "if action != \"synchronize\" || h.Before == nil",

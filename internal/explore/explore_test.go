@@ -277,7 +277,8 @@ func TestScenarios_DeepKeepsPublishedBounds(t *testing.T) {
 	want := map[string]int{"send-faults": 32, "lost-answer-two-reviews": 30, "two-versions": 28, "superseded": 27, "store-faults": 34,
 		"kills-and-redrive": 30, "events-twice": 28, "transient-bounce": 32, "reject-and-complaint": 26, "two-notifiers": 34,
 		"duplicate-webhooks": 15, "hold-late-send": 28, "undecodable-on-feedback": 24,
-		"requeue-race": 26, "overlapping-sweeps": 32, "deadline-batches": 24, "lost-message-sweeps": 28}
+		"requeue-race": 26, "overlapping-sweeps": 32, "deadline-batches": 24, "lost-message-sweeps": 28,
+		"pushes-out-of-order": 12}
 	for name, d := range supersedeDeepDepths() {
 		want[name] = d
 	}

@@ -41,6 +41,12 @@ func (w *world) owedWorld() (owed.World, []owed.Mail) {
 			h.Arrived, h.Took = w.arrival(js)
 		}
 		j, err := w.jobsMem.Get(ctx, job.NewID("generic", js.Changelist, js.Version))
+		if err == nil && w.revived(j) {
+			// Dead-lettered and run again (quiet.go): a version that came
+			// back after an older one was mailed in its stead; the
+			// change's versions no longer arrived at once.
+			c.Burst = false
+		}
 		ended := err == nil && (j.Status == job.StatusDeadLettered || j.Status == job.StatusBudgetExceeded || j.Status == job.StatusNeedsIntervention)
 		for _, r := range js.Recipients {
 			id := delivery.ID(job.ChangelistKey("generic", js.Changelist), r, js.Version)
