@@ -37,7 +37,7 @@ type check struct {
 	// otherwise be run against every mutation of them (the explorer's
 	// equivalents among them).
 	named bool
-	run     func(r *runner, c check, m Mutation, overlay, dir string) (outcome, error)
+	run   func(r *runner, c check, m Mutation, overlay, dir string) (outcome, error)
 }
 
 // outcome is what one check made of one mutation.
