@@ -463,7 +463,11 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the SES store: %w", err)
 	}
-	verifyVersions(versions, emails, rep)
+	ended, err := endedVersions(ctx, chk.jobs().Get, versions)
+	if err != nil {
+		return nil, err
+	}
+	verifyVersions(versions, emails, ended, rep)
 	rep.LogLines, rep.LogLeaks, rep.DLQLeaks, rep.addrCount = logw.lines.Load(), needles.logHits(), needles.dlqHits(), len(needles.addrs)
 	rep.Duration = time.Since(start)
 	return rep, nil

@@ -56,9 +56,10 @@ func generateVersions(rng *rand.Rand, run string, n int, plantedToken string) []
 		for k := range 2 {
 			diff := fmt.Sprintf(diffTemplate, plantedToken, 5000+i)
 			if k == 1 {
-				// Version 2 adds a finding: something new for its readers
-				// (R-QUIET-2), so it is mailed.
-				diff += fmt.Sprintf("+// TODO: version two of change %d\n", i)
+				// Version 2 adds a line the critic flags: something new
+				// for its readers (R-QUIET-2), so it is mailed.
+				diff = strings.Replace(strings.Replace(diff, "@@ -3,4 +3,8 @@", "@@ -3,4 +3,9 @@", 1),
+					"+\n+func", fmt.Sprintf("+// TODO: version two of change %d\n+\n+func", i), 1)
 			}
 			v.bodies[k], _ = json.Marshal(map[string]any{"changelist_id": cl, "review_version": k + 1,
 				"title": fmt.Sprintf("Chaos versions %d", i), "url": "https://review.example.com/c/" + cl,
@@ -175,7 +176,11 @@ func (f *versionVerdicts) deliver(ctx context.Context, evs []devstack.SESEvent, 
 // milliseconds since the first), SES's verdicts; and what reached each
 // reader: every stored email of a version, but the ones SES rejected or
 // bounced.
-func owedWorld(vs []*versioned, emails []devstack.StoredEmail) (owed.World, []owed.Mail) {
+//
+// ended names the versions whose job ended without mailing (dead-lettered,
+// held for a person): a reader their mail did not reach could not be
+// reached by them, as SES refusing the send would say.
+func owedWorld(vs []*versioned, emails []devstack.StoredEmail, ended map[job.ID]bool) (owed.World, []owed.Mail) {
 	var t0 time.Time
 	for _, v := range vs {
 		for _, t := range v.sent {
@@ -206,23 +211,43 @@ func owedWorld(vs []*versioned, emails []devstack.StoredEmail) (owed.World, []ow
 		w.Changes = append(w.Changes, c)
 	}
 	var got []owed.Mail
+	reached := map[owed.Mail]bool{}
 	for _, e := range emails {
 		m, ok := mails[e.Header(mail.DeliveryIDHeader)]
 		if !ok || w.Verdicts[m] == owed.Rejected || w.Verdicts[m] == owed.Bounced {
 			continue
 		}
 		got = append(got, m)
+		reached[m] = true
+	}
+	for _, v := range vs {
+		for k := range 2 {
+			if !ended[v.id(k)] {
+				continue
+			}
+			for _, r := range v.Recipients {
+				m := owed.Mail{Change: v.Changelist, Head: fmt.Sprintf("v%d", k+1), Reader: r}
+				if _, set := w.Verdicts[m]; !set && !reached[m] {
+					w.Verdicts[m] = owed.Refused
+				}
+			}
+		}
 	}
 	return w, got
 }
 
 // verifyVersions checks the versions part against the owed oracle: 0
 // lost, 0 wrong.
-func verifyVersions(vs []*versioned, emails []devstack.StoredEmail, rep *Report) {
+func verifyVersions(vs []*versioned, emails []devstack.StoredEmail, ended map[job.ID]bool, rep *Report) {
 	if len(vs) == 0 {
 		return
 	}
-	w, got := owedWorld(vs, emails)
+	for _, e := range ended {
+		if e {
+			rep.VersionsEnded++
+		}
+	}
+	w, got := owedWorld(vs, emails, ended)
 	a := owed.Compute(w)
 	f := owed.Check(w, a, got, nil)
 	rep.VersionChanges = len(vs)
@@ -249,5 +274,21 @@ func verifyVersions(vs []*versioned, emails []devstack.StoredEmail, rep *Report)
 	}
 }
 
-// isVersioned reports whether an email is of the versions part.
-func isVersioned(run, subject string) bool { return strings.Contains(subject, run+"-pv") }
+// endedVersions reads each version's job: ended without mailing
+// (dead-lettered, needing a person, refused by a budget).
+func endedVersions(ctx context.Context, get func(context.Context, job.ID) (job.Job, error), vs []*versioned) (map[job.ID]bool, error) {
+	out := map[job.ID]bool{}
+	for _, v := range vs {
+		for k := range 2 {
+			j, err := get(ctx, v.id(k))
+			if err != nil {
+				continue // never created: stale, or never answered
+			}
+			switch j.Status {
+			case job.StatusDeadLettered, job.StatusNeedsIntervention, job.StatusBudgetExceeded:
+				out[v.id(k)] = true
+			}
+		}
+	}
+	return out, nil
+}
