@@ -283,7 +283,7 @@ func Mutations() []Mutation {
 			Old:  "cond := statusIn(delivery.QuietStatuses()).And(expression.Name(attrStandsOn).Equal(expression.Value(on)))",
 			New:  "cond := statusIn(delivery.QuietStatuses())"},
 
-		// Issue 40's fixes the explorer cannot see: a reply's headers
+		// The fixes the explorer cannot see: a reply's headers
 		// (R-REPLY-2, R-REPLY-8), a dismissal's place (R-VOTE-3), the
 		// trusted commit (R-REPO-6, R-REPO-7), a code host's order at
 		// fetch and in a push's webhook (R-SOURCE-6). Each is run against

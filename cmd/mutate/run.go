@@ -58,7 +58,7 @@ func checks() []check {
 			timeout: 5 * time.Minute, run: goTest(`^Test(Deliveries|Jobs)_Memstore$`)},
 		{name: "conformance/dynamodb", pkg: "./internal/store", sees: []string{"./internal/store", "./internal/store/storetest"},
 			stack: true, timeout: 10 * time.Minute, run: goTest(`^Test(Deliveries|Jobs)_DynamoDB$`)},
-		// Focused tests of the issue-40 fixes the explorer and the suites
+		// Focused tests of the fixes the explorer and the suites
 		// cannot see (a reply's headers, a dismissal's place, the
 		// trusted commit, a code host's order): each names the tests
 		// that prove its rule.
