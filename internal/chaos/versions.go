@@ -196,7 +196,7 @@ func owedWorld(vs []*versioned, emails []devstack.StoredEmail, ended map[job.ID]
 		c := owed.Change{ID: v.Changelist, Author: "chaos"}
 		for k := range 2 {
 			h := owed.Head{Name: fmt.Sprintf("v%d", k+1), Readers: v.Recipients, Diff: fmt.Sprintf("%s-%d", v.Changelist, k+1),
-				Arrived: ms(v.sent[k]), Took: ms(v.answered[k]) - ms(v.sent[k])}
+				Arrived: ms(v.sent[k]), Took: ms(v.answered[k]) - ms(v.sent[k]), LostRace: v.status[k] == http.StatusConflict}
 			if v.status[k] == 0 {
 				h.Failed = true // never answered: nothing is owed of it
 			}

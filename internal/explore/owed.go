@@ -39,6 +39,7 @@ func (w *world) owedWorld() (owed.World, []owed.Mail) {
 		h := owed.Head{Name: fmt.Sprintf("v%d", js.Version), Readers: js.Recipients, Diff: "diff-" + js.Changelist}
 		if len(js.Posts) > 0 {
 			h.Arrived, h.Took = w.arrival(js)
+			h.LostRace = w.staleAnswered(job.NewID("generic", js.Changelist, js.Version))
 		}
 		j, err := w.jobsMem.Get(ctx, job.NewID("generic", js.Changelist, js.Version))
 		if err == nil && w.revived(j) {

@@ -95,6 +95,11 @@ type Head struct {
 	// (accepted, or refused as stale): a head whose webhook is sent
 	// while another's is unanswered races it.
 	Took int
+	// LostRace: racing a head after it (two pushes handled at once), it
+	// was answered stale — the other drew its version first. Read only
+	// for a head that raced: one that did not is stale or not by the
+	// order of arrival alone, whatever it was answered.
+	LostRace bool
 	// Diff names its diff's content: heads with the same Diff are the
 	// same content (R-QUIET-1).
 	Diff string
@@ -351,7 +356,7 @@ func due(w World, c Change, rd string, mutedAt map[string]int) Due {
 		switch {
 		case !slices.Contains(h.Readers, rd):
 			continue
-		case stale(c, i):
+		case stale(c, i), racing(c, i) && h.LostRace:
 			never(h)
 			continue
 		case muted && h.Arrived > muteAt:

@@ -39,6 +39,32 @@ func TestCompute_WhatEachReaderIsOwed(t *testing.T) {
 		{name: "late and out of order", w: World{Changes: []Change{change(heads(0, 2, 1))}}, owed: "v3", never: []string{"v2"}},
 		// Two pushes handled at once: neither is stale, the newer owed.
 		{name: "two pushes at once", w: World{Changes: []Change{change(heads(0, 1, 1))}}, owed: "v3"},
+		// At once, the newer drawing first: the older answered stale,
+		// never mailed; the newer rejected for ana, nothing is owed her.
+		{name: "two pushes at once, the older lost the race", w: World{Changes: []Change{func() Change {
+			c := change(heads(0, 0))
+			c.Heads[0].LostRace = true
+			return c
+		}()}, Verdicts: map[Mail]Verdict{{"cl1", "v2", ana}: Rejected}}, owed: "", never: []string{"v1"}},
+		// At once, the older drawing first: a version; the newer
+		// rejected for ana, the older is owed her (R-QUIET-4).
+		{name: "two pushes at once, the older versioned", w: World{Changes: []Change{change(heads(0, 0))},
+			Verdicts: map[Mail]Verdict{{"cl1", "v2", ana}: Rejected}}, owed: "v1", never: []string{}},
+		// The newer one's webhook sent first but answered after the
+		// older one was sent: they raced; the older, versioned, is owed
+		// once the newer is rejected.
+		{name: "sent while the newer was unanswered", w: World{Changes: []Change{func() Change {
+			c := change(heads(2, 0))
+			c.Heads[1].Took = 3
+			return c
+		}()}, Verdicts: map[Mail]Verdict{{"cl1", "v2", ana}: Rejected}}, owed: "v1"},
+		// A stale answer to a head that raced nothing is not believed:
+		// arriving first, it is owed.
+		{name: "a stale answer without a race", w: World{Changes: []Change{func() Change {
+			c := change(heads(0, 5))
+			c.Heads[0].LostRace = true
+			return c
+		}()}, Verdicts: map[Mail]Verdict{{"cl1", "v2", ana}: Rejected}}, owed: "v1"},
 		// A force-push is a head after the old one: owed.
 		{name: "force-push", w: World{Changes: []Change{change(heads(0, 1))}}, owed: "v2"},
 		{name: "burst: the newest only", w: World{Changes: []Change{burst(change(heads(0, 0, 0)))}}, owed: "v3", never: []string{"v2", "v1"}},
