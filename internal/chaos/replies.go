@@ -100,7 +100,7 @@ func (r *replier) once(ctx context.Context) {
 		forge := !seen && !reply && (r.rng.Float64() < r.rate/2 || len(r.forged) == 0)
 		r.mu.Unlock()
 		if forge && len(e.Destination.To) == 1 {
-			r.forge(ctx, id, e)
+			r.forge(id, e)
 			continue
 		}
 		if !reply {
@@ -157,7 +157,7 @@ func (r *replier) once(ctx context.Context) {
 // forge sends a reply to the email with a second From field, someone
 // else's, under the reader's: acted on, it would record a vote in their
 // name. It must be dropped (ambiguous_from), never confirmed.
-func (r *replier) forge(ctx context.Context, id string, e devstack.StoredEmail) {
+func (r *replier) forge(id string, e devstack.StoredEmail) {
 	to := e.Destination.To[0]
 	msg := append([]byte("From: eve."+r.run+"@example.com\r\n"), devstack.ReplyMessage(to, e, "wrong 1")...)
 	before := len(r.in.Published())
@@ -174,7 +174,6 @@ func (r *replier) forge(ctx context.Context, id string, e devstack.StoredEmail) 
 	r.mu.Lock()
 	r.forged = append(r.forged, sentReply{deliveryID: id, confirmation: key})
 	r.mu.Unlock()
-	_ = ctx
 }
 
 // busy counts the reply queue's and its DLQ's messages; redrive moves the

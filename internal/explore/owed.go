@@ -1,9 +1,12 @@
 package explore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/criticizer/criticizer/internal/delivery"
@@ -111,7 +114,7 @@ func (w *world) verdictOf(id string) (owed.Verdict, bool) {
 func (w *world) arrival(js JobSpec) (at, took int) {
 	at, answered := -1, -1
 	for _, r := range w.requests {
-		if !containsKey(js.Posts, r.key) || r.attempts == 0 {
+		if !slices.Contains(js.Posts, r.key) || r.attempts == 0 {
 			continue
 		}
 		if at < 0 || r.sentAt < at {
@@ -130,27 +133,13 @@ func (w *world) arrival(js JobSpec) (at, took int) {
 	return at, answered - at
 }
 
-func containsKey(keys []string, k string) bool {
-	for _, x := range keys {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
 // sortHeads orders heads by their version ("v1" < "v2" < "v10").
 func sortHeads(hs []owed.Head) {
 	num := func(h owed.Head) int {
-		var n int
-		fmt.Sscanf(strings.TrimPrefix(h.Name, "v"), "%d", &n)
+		n, _ := strconv.Atoi(strings.TrimPrefix(h.Name, "v"))
 		return n
 	}
-	for i := 1; i < len(hs); i++ {
-		for j := i; j > 0 && num(hs[j]) < num(hs[j-1]); j-- {
-			hs[j], hs[j-1] = hs[j-1], hs[j]
-		}
-	}
+	slices.SortStableFunc(hs, func(a, b owed.Head) int { return cmp.Compare(num(a), num(b)) })
 }
 
 // owedCheck is the owed property, once the world is quiet: every reader
@@ -180,9 +169,9 @@ func (w *world) staleAnswered(id job.ID) bool {
 		if job.NewID("generic", js.Changelist, js.Version) != id || len(js.Posts) == 0 {
 			continue
 		}
-		any := false
+		answered := false
 		for _, r := range w.requests {
-			if !containsKey(js.Posts, r.key) {
+			if !slices.Contains(js.Posts, r.key) {
 				continue
 			}
 			for _, a := range r.answers {
@@ -192,10 +181,10 @@ func (w *world) staleAnswered(id job.ID) bool {
 				if a.status != http.StatusConflict && !strings.Contains(a.body, `"stale"`) {
 					return false
 				}
-				any = true
+				answered = true
 			}
 		}
-		return any
+		return answered
 	}
 	return false
 }
