@@ -200,6 +200,8 @@ func TestCheck_LostAndWrong(t *testing.T) {
 		{name: "same diff: v1 is v2's content", w: World{Changes: []Change{same}}, got: []Mail{{"cl1", "v1", ana}, {"cl1", "v1", bo}}},
 		{name: "nothing new above bo's minimum", w: World{Changes: []Change{sev}, Readers: map[string]Reader{bo: {MinSeverity: 2}}},
 			got: []Mail{{"cl1", "v1", ana}, {"cl1", "v2", ana}, {"cl1", "v1", bo}}},
+		{name: "nothing new but what ana dismissed", w: World{Changes: []Change{sev}, Readers: map[string]Reader{ana: {Dismissed: []string{"b"}}}},
+			got: []Mail{{"cl1", "v1", ana}, {"cl1", "v1", bo}, {"cl1", "v2", bo}}},
 		{name: "something new for ana", w: World{Changes: []Change{sev}, Readers: map[string]Reader{bo: {MinSeverity: 2}}},
 			got: []Mail{{"cl1", "v1", ana}, {"cl1", "v1", bo}}, lost: 1},
 		{name: "a rejected newest: the one below reached", w: World{Changes: []Change{func() Change { c := change(heads(0, 0)); c.Burst = true; return c }()},
