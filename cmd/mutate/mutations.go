@@ -283,6 +283,68 @@ func Mutations() []Mutation {
 			Old:  "cond := statusIn(delivery.QuietStatuses()).And(expression.Name(attrStandsOn).Equal(expression.Value(on)))",
 			New:  "cond := statusIn(delivery.QuietStatuses())"},
 
+		// The fixes the explorer cannot see: a reply's headers
+		// (R-REPLY-2, R-REPLY-8), a dismissal's place (R-VOTE-3), the
+		// trusted commit (R-REPO-6, R-REPO-7), a code host's order at
+		// fetch and in a push's webhook (R-SOURCE-6). Each is run against
+		// the focused tests of its package, the replies' end to end too.
+		{ID: "replies-first-from-only", File: "internal/inbound/verdict.go", Checks: []string{"unit/inbound", "e2e/replies"},
+			What: "a reply with two From fields is judged by its first: acted on from a From SES's verdict may not be about",
+			Old:  "\tcase len(froms) > 1:\n\t\treturn \"\", DropAmbiguousFrom",
+			New:  "\tcase false:\n\t\treturn \"\", DropAmbiguousFrom"},
+		{ID: "replies-sender-ignored", File: "internal/inbound/verdict.go", Checks: []string{"unit/inbound"},
+			What: "a reply whose Sender is not its From is acted on",
+			Old:  "\tfor _, s := range senders {",
+			New:  "\tfor _, s := range senders[:0] {"},
+		{ID: "replies-judged-from-ignored", File: "internal/inbound/verdict.go", Checks: []string{"unit/inbound"},
+			What: "a reply is acted on whatever From SES's verdicts were about (the notification's commonHeaders.from)",
+			Old:  "\tjudged := n.Mail.CommonHeaders.From",
+			New:  "\tjudged := []string{addr}"},
+		{ID: "replies-keyed-by-ses-id", File: "internal/inbound/handler.go", Checks: []string{"unit/inbound", "e2e/replies"},
+			What: "a reply is keyed by SES's message id, not its (sender, Message-ID): received twice, acted on and confirmed twice",
+			Old:  "\tif id := ownMessageID(hdr); id != \"\" {\n\t\treturn delivery.ReplyIDOf(sender, id), true",
+			New:  "\tif id := ownMessageID(hdr); id != \"\" && false {\n\t\treturn delivery.ReplyIDOf(sender, id), true"},
+		{ID: "anchor-dismissal-without-place", File: "internal/critic/identity.go", Checks: []string{"unit/critic", "unit/dismissal"},
+			What: "a dismissal is keyed by file, rule and the line's text only: the same text elsewhere is hidden too",
+			Old:  "f.Anchor + \"\\x00\" + f.Place))",
+			New:  "f.Anchor))"},
+		{ID: "anchor-placed-key-without-place", File: "internal/critic/compare.go", Checks: []string{"unit/critic", "unit/dismissal"},
+			What: "findings are paired across versions without their place: a copy of a flagged line is taken for the old finding",
+			Old:  "return findingKey{file: f.File, anchor: f.Anchor, rule: f.Rule, place: f.Place}, true",
+			New:  "return findingKey{file: f.File, anchor: f.Anchor, rule: f.Rule}, true"},
+		{ID: "trusted-gerrit-settings-at-parent", File: "internal/source/gerrit_file.go", Checks: []string{"unit/source"},
+			What: "Gerrit settings and markers are read at the patch set's parent (?parent=1): in a stack, the author's own unmerged change",
+			Old:  "\tu := g.root() + \"/a/projects/\" + url.PathEscape(ref.Repo) + \"/commits/\" + url.PathEscape(ref.BaseSHA) +\n\t\t\"/files/\" + url.PathEscape(path) + \"/content\"",
+			New:  "\tchange, _ := g.change(ref)\n\tu := change + \"/revisions/\" + gerritRevision(ref) + \"/files/\" + url.PathEscape(path) + \"/content?parent=1\""},
+		{ID: "trusted-gerrit-hashtags-skip", File: "internal/source/labels.go", Checks: []string{"unit/source"},
+			What: "a Gerrit hashtag, which the change's owner may set, counts as a skip label",
+			Old:  "func (g *Gerrit) LabelsBeyondAuthor(context.Context, Ref, string, []string) (LabelVerdict, error) {\n\treturn LabelVerdict{Why: whyGerritHashtags}, nil",
+			New:  "func (g *Gerrit) LabelsBeyondAuthor(_ context.Context, _ Ref, _ string, labels []string) (LabelVerdict, error) {\n\treturn LabelVerdict{Beyond: labels}, nil"},
+		{ID: "versions-fetch-behind-ignored", File: "internal/pipeline/fetch_order.go", Checks: []string{"unit/fetch-order"},
+			What: "a pending head the code host places behind (compare: behind, identical) is reviewed and mailed as the newest",
+			Old:  "\t\tif st == source.Behind || st == source.Identical {",
+			New:  "\t\tif false && (st == source.Behind || st == source.Identical) {"},
+		{ID: "versions-before-any-action", File: "internal/webhook/github.go", Checks: []string{"unit/webhook"},
+			What: "a before is read from any pull_request action, not only synchronize",
+			Old:  "if action != \"synchronize\" || h.Before == nil",
+			New:  "if h.Before == nil"},
+		{ID: "versions-before-after-mismatch", File: "internal/webhook/github.go", Checks: []string{"unit/webhook"},
+			What: "a synchronize's before counts though its after is not the pull request's head",
+			Old:  "h.After == nil || !strings.EqualFold(strings.TrimSpace(*h.After), head) {",
+			New:  "h.After == nil {"},
+
+		// What the owed check sees (internal/owed, R-OWED-1): a late push
+		// versioned through intake, an older version mailed to an address
+		// bounced for good.
+		{ID: "memstore-late-push-versioned", File: "internal/store/memstore/jobs.go", Checks: []string{"explore"}, Scenarios: []string{"pushes-out-of-order"},
+			What: "a version below the changelist's head is created when its webhook comes late: the stale version is mailed",
+			Old:  "case headExists && h.version >= j.ReviewVersion && !req.Placed:",
+			New:  "case headExists && h.version >= j.ReviewVersion && !req.Placed && false:"},
+		{ID: "quiet-bounced-successor-mails-older", File: quiet, Scenarios: []string{"newer-bounced"},
+			What: "an older version is mailed when the newer one bounced for good before the address is suppressed",
+			Old:  "\t\tcase gone[r.ID] > 0:",
+			New:  "\t\tcase false && gone[r.ID] > 0:"},
+
 		// The sweeper's picks.
 		{ID: "sweeper-reconciles-behind-path", File: sweeperGo,
 			What: "the sweeper takes a sent row without an event for an ordering violation while the evidence path is behind it",

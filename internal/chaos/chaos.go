@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -229,6 +230,9 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	res.Apply(&cfg)
 
 	specs := generate(rng, run, c.Jobs, c.DupRate, c.PoisonRate, planted.token)
+	// The versions part (versions.go), from its own source so that a
+	// seed's other draws stay what they were.
+	versions := generateVersions(rand.New(rand.NewPCG(c.Seed, 0x7e45)), run, max(3, c.Jobs/10), planted.token)
 	dclk := &digestClock{}
 	dailyReaders, err := chooseDaily(ctx, store.NewPreferences(clean.DynamoDB, res.JobsTable, time.Now), specs)
 	if err != nil {
@@ -309,7 +313,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	bctx, stopBridge := context.WithCancel(ctx)
 	defer stopBridge()
 	bridge := &devstack.SESEventBridge{Store: &devstack.SESEmulator{BaseURL: st.SESURL}, SNS: clean.SNS,
-		TopicARN: res.EventsTopicARN, Log: log.With("bridge", "ses-events"), Deliver: evf.deliver, Accept: ownMail(run)}
+		TopicARN: res.EventsTopicARN, Log: log.With("bridge", "ses-events"), Deliver: newVersionVerdicts(versions, evf.deliver).deliver, Accept: ownMail(run)}
 	go bridge.Run(bctx)
 	go evf.run(bctx)
 	pf.notice = bridge.PublishValidationNotice
@@ -369,6 +373,11 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	})
 	accepted, errs := snd.postAll(ctx, specs, c.Concurrency, rng)
 	progress("%d webhooks answered (%d deliveries, %d retries)", len(accepted), rep.intake.Posts.Load(), rep.intake.Retries.Load())
+	// The versions part's jobs are drained with the others, and checked
+	// apart (verifyVersions).
+	drainSet := maps.Clone(accepted)
+	postVersions(ctx, snd, versions, drainSet)
+	progress("%d changes of two versions pushed in order, late or at once", len(versions))
 	for _, e := range errs {
 		rep.IntakeErrors = append(rep.IntakeErrors, needles.redact(e.Error()))
 	}
@@ -397,7 +406,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	deadline := time.Now().Add(c.Drain)
 	digestsDue := false
 	for {
-		open, busy, err := chk.quiet(ctx, accepted)
+		open, busy, err := chk.quiet(ctx, drainSet)
 		fb, rb, dg := 0, 0, 0
 		if err == nil && open == 0 && busy == 0 {
 			fb, err = chk.feedbackBusy(ctx)
@@ -450,6 +459,15 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	if err := chk.verify(ctx, rep, specs, accepted, inj, evf, pf, needles, rp); err != nil {
 		return nil, err
 	}
+	emails, err := (&devstack.SESEmulator{BaseURL: st.SESURL}).Emails(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the SES store: %w", err)
+	}
+	ended, err := endedVersions(ctx, chk.jobs().Get, versions)
+	if err != nil {
+		return nil, err
+	}
+	verifyVersions(versions, emails, ended, rep)
 	rep.LogLines, rep.LogLeaks, rep.DLQLeaks, rep.addrCount = logw.lines.Load(), needles.logHits(), needles.dlqHits(), len(needles.addrs)
 	rep.Duration = time.Since(start)
 	return rep, nil

@@ -45,6 +45,12 @@ type replier struct {
 	replies []sentReply
 	doubled int
 	errors  int
+	// resent: replies sent a second time over SMTP (a mail server that
+	// lost the answer to its DATA); SES gives each receipt its own id.
+	resent int
+	// forged are replies with a second From field (R-REPLY-2): never
+	// acted on, never confirmed.
+	forged []sentReply
 }
 
 // sentReply is one reply the campaign sent.
@@ -86,9 +92,17 @@ func (r *replier) once(ctx context.Context) {
 		// Until one reply has been delivered twice, every reply is: each
 		// campaign tries the duplicate at its first chance, then at 30%,
 		// as the platform kinds are injected (inject.go), so a short run
-		// with few replies still tests it.
+		// with few replies still tests it. The same for a reply sent
+		// twice over SMTP, and for a forged reply to an email nobody
+		// replies to.
 		double := r.rng.Float64() < 0.3 || r.doubled == 0
+		resend := r.rng.Float64() < 0.3 || r.resent == 0
+		forge := !seen && !reply && (r.rng.Float64() < r.rate/2 || len(r.forged) == 0)
 		r.mu.Unlock()
+		if forge && len(e.Destination.To) == 1 {
+			r.forge(id, e)
+			continue
+		}
 		if !reply {
 			continue
 		}
@@ -110,6 +124,15 @@ func (r *replier) once(ctx context.Context) {
 			continue
 		}
 		body := pub[len(pub)-1]
+		if resend {
+			// The same bytes again: another receipt, another SES id, the
+			// same reply (R-REPLY-8): one confirmation.
+			if smtp.SendMail(r.in.Addr(), nil, to, e.ReplyTo[:1], msg) == nil {
+				r.mu.Lock()
+				r.resent++
+				r.mu.Unlock()
+			}
+		}
 		var n inbound.Notification
 		_ = json.Unmarshal(body, &n)
 		var confirmation string
@@ -129,6 +152,28 @@ func (r *replier) once(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// forge sends a reply to the email with a second From field, someone
+// else's, under the reader's: acted on, it would record a vote in their
+// name. It must be dropped (ambiguous_from), never confirmed.
+func (r *replier) forge(id string, e devstack.StoredEmail) {
+	to := e.Destination.To[0]
+	msg := append([]byte("From: eve."+r.run+"@example.com\r\n"), devstack.ReplyMessage(to, e, "wrong 1")...)
+	before := len(r.in.Published())
+	if err := smtp.SendMail(r.in.Addr(), nil, to, e.ReplyTo[:1], msg); err != nil || len(r.in.Published()) <= before {
+		return
+	}
+	pub := r.in.Published()
+	var n inbound.Notification
+	_ = json.Unmarshal(pub[len(pub)-1], &n)
+	var key string
+	if m, err := netmail.ReadMessage(bytes.NewReader(msg)); err == nil {
+		key, _ = inbound.Key(n, m.Header, to)
+	}
+	r.mu.Lock()
+	r.forged = append(r.forged, sentReply{deliveryID: id, confirmation: key})
+	r.mu.Unlock()
 }
 
 // busy counts the reply queue's and its DLQ's messages; redrive moves the
@@ -151,7 +196,9 @@ func replyBusy(ctx context.Context, c *devstack.Clients, res devstack.Resources)
 func (r *replier) verify(ctx context.Context, c *devstack.Clients, res devstack.Resources, emails []devstack.StoredEmail, rep *Report) error {
 	r.mu.Lock()
 	replies := append([]sentReply(nil), r.replies...)
+	forged := append([]sentReply(nil), r.forged...)
 	rep.Replies, rep.RepliesDoubled, rep.ReplyErrors = len(replies), r.doubled, r.errors
+	rep.RepliesResent, rep.RepliesForged = r.resent, len(forged)
 	r.mu.Unlock()
 	confirmations := map[string]int{}
 	for _, e := range emails {
@@ -186,6 +233,13 @@ func (r *replier) verify(ctx context.Context, c *devstack.Clients, res devstack.
 			default:
 				rep.Problems = append(rep.Problems, fmt.Sprintf("the reply to %s recorded %d votes on one finding", sr.deliveryID, voted[sr.deliveryID]))
 			}
+		}
+	}
+	for _, fr := range forged {
+		if confirmations[fr.confirmation] > 0 || voted[fr.deliveryID] > 0 {
+			rep.ForgedActed++
+			rep.Problems = append(rep.Problems, fmt.Sprintf("a forged reply to %s was acted on (%d confirmations, %d votes)",
+				fr.deliveryID, confirmations[fr.confirmation], voted[fr.deliveryID]))
 		}
 	}
 	left, err := replyBusy(ctx, c, res)

@@ -78,7 +78,18 @@ type Report struct {
 	Confirmations, ConfirmationsLost, ConfirmationDuplicates int
 	Votes, VotesLost                                         int
 	RepliesRedriven, ReplyLeft                               int
-	StagesBusy                                               int // stage messages still queued or in flight when the drain deadline passed
+	// The versions part (versions.go): changes with two versions pushed
+	// in order, late or at once; versions answered stale; changes whose
+	// version 2 SES rejected or bounced after the Send; the versions
+	// owed (internal/owed) and the mails that reached a reader; owed and
+	// not delivered (lost), delivered and not owed (wrong). Replies
+	// received twice over SMTP and forged ones (replies.go).
+	VersionChanges, VersionsStale, VersionsUndone int
+	VersionsEnded                                 int // version jobs that ended without mailing (dead-lettered, held)
+	VersionsOwed, VersionsMailed                  int
+	OwedLost, OwedWrong                           int
+	RepliesResent, RepliesForged, ForgedActed     int
+	StagesBusy                                    int // stage messages still queued or in flight when the drain deadline passed
 	// DrainTimedOut says what was still moving when the drain deadline
 	// passed; empty when the stack drained. Every count after a drain that
 	// timed out is of a stack still at work, so it is a failure of its
@@ -139,6 +150,12 @@ func (r *Report) Failures() []string {
 	if r.ConfirmationDuplicates > 0 || r.ConfirmationsLost > 0 || r.VotesLost > 0 || r.ReplyLeft > 0 {
 		f = append(f, fmt.Sprintf("replies: %d duplicate and %d lost confirmations, %d lost votes, %d reply messages never processed",
 			r.ConfirmationDuplicates, r.ConfirmationsLost, r.VotesLost, r.ReplyLeft))
+	}
+	if r.OwedLost > 0 || r.OwedWrong > 0 {
+		f = append(f, fmt.Sprintf("owed: %d lost, %d wrong", r.OwedLost, r.OwedWrong))
+	}
+	if r.ForgedActed > 0 {
+		f = append(f, fmt.Sprintf("%d forged replies acted on", r.ForgedActed))
 	}
 	if r.NotAccepted > 0 {
 		f = append(f, fmt.Sprintf("%d webhooks never accepted", r.NotAccepted))
@@ -204,6 +221,9 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "replies: %d sent over SMTP (%d delivered twice, %d not sent), %d redriven from the reply DLQ: confirmations %d, lost %d, duplicates %d; votes %d, lost %d; never processed %d\n",
 		r.Replies, r.RepliesDoubled, r.ReplyErrors, r.RepliesRedriven, r.Confirmations, r.ConfirmationsLost, r.ConfirmationDuplicates,
 		r.Votes, r.VotesLost, r.ReplyLeft)
+	fmt.Fprintf(w, "owed: %d changes of two versions (pushed in order, late or at once; %d versions answered stale, %d with version 2 rejected or bounced after the Send, %d version jobs dead-lettered or held): %d versions owed, %d mails reached their readers; %d lost, %d wrong; replies sent twice over SMTP %d, forged %d (acted on %d)\n",
+		r.VersionChanges, r.VersionsStale, r.VersionsUndone, r.VersionsEnded, r.VersionsOwed, r.VersionsMailed, r.OwedLost, r.OwedWrong,
+		r.RepliesResent, r.RepliesForged, r.ForgedActed)
 	fmt.Fprintf(w, "leaks: %d log lines and %d dead letters scanned for %d addresses and 5 planted secrets: %d found\n",
 		r.LogLines, r.DLQMessages+r.FeedbackDLQ, r.addrCount, len(r.LogLeaks)+len(r.DLQLeaks))
 	fmt.Fprintf(w, "worker restarts: %d; seed %d, rate %.3f, concurrency %d, duration %s\n",

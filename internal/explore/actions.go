@@ -147,6 +147,7 @@ func (w *world) actions() []Action {
 // apply performs a; false when a is not enabled here (a trace that does
 // not replay).
 func (w *world) apply(a Action) (Action, bool) {
+	w.steps++
 	switch a.Kind {
 	case Step:
 		p := w.sched.find(a.Target)

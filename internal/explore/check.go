@@ -157,7 +157,12 @@ func (w *world) settle(o Options) ([]Action, *Violation) {
 		if v := w.quietLiveness(); v != nil {
 			return done, v
 		}
-		return done, w.supersedeLiveness()
+		if v := w.supersedeLiveness(); v != nil {
+			return done, v
+		}
+	}
+	if o.checks("owed") {
+		return done, w.owedCheck()
 	}
 	return done, nil
 }
@@ -171,6 +176,9 @@ func (w *world) liveness() *Violation {
 	ctx := context.Background()
 	for _, id := range w.jobIDs {
 		j, err := w.jobsMem.Get(ctx, id)
+		if err != nil && w.staleAnswered(id) {
+			continue // a late push, answered stale: no job (R-SOURCE-6)
+		}
 		if err != nil {
 			return &Violation{Rule: "lost", Message: fmt.Sprintf("job %s: %v", id, err)}
 		}

@@ -38,8 +38,15 @@ const maxStates = 400_000
 // neither done nor handed on, no Send event's message before the event is
 // on its row, no message of a batch starts past its last start, no row is
 // reconciled in a world that keeps the publish bound, and the sweeper
-// hands back a stuck row and a stuck job. The deep run is make explore.
-// Rules: R-OUTBOX-10, R-EVIDENCE-2, R-OUTBOX-8, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3, R-QUIET-4, R-STAGE-8, R-STAGE-9, R-STAGE-10, R-RECON-1, R-EVIDENCE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3.
+// hands back a stuck row and a stuck job. And in every scenario but the
+// digests', once quiet, what reached each reader is what the owed oracle
+// (internal/owed) says they are owed from the world's own record: nothing
+// owed is lost, nothing delivered is not owed — two versions' webhooks
+// in either order or at once (pushes-out-of-order: the late one stale,
+// never mailed), a permanent bounce after the newer version's Send
+// (newer-bounced: the older version mailed to no one). The deep run is
+// make explore.
+// Rules: R-OUTBOX-10, R-EVIDENCE-2, R-OUTBOX-8, R-INTAKE-1, R-INTAKE-3, R-INTAKE-5, R-STAGE-7, R-QUIET-3, R-QUIET-4, R-STAGE-8, R-STAGE-9, R-STAGE-10, R-RECON-1, R-EVIDENCE-1, R-DIGEST-1, R-DIGEST-2, R-DIGEST-3, R-OWED-1, R-SOURCE-6.
 func TestExplore_ProtocolAsBuilt(t *testing.T) {
 	for _, sc := range Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
@@ -277,7 +284,8 @@ func TestScenarios_DeepKeepsPublishedBounds(t *testing.T) {
 	want := map[string]int{"send-faults": 32, "lost-answer-two-reviews": 30, "two-versions": 28, "superseded": 27, "store-faults": 34,
 		"kills-and-redrive": 30, "events-twice": 28, "transient-bounce": 32, "reject-and-complaint": 26, "two-notifiers": 34,
 		"duplicate-webhooks": 15, "hold-late-send": 28, "undecodable-on-feedback": 24,
-		"requeue-race": 26, "overlapping-sweeps": 32, "deadline-batches": 24, "lost-message-sweeps": 28}
+		"requeue-race": 26, "overlapping-sweeps": 32, "deadline-batches": 24, "lost-message-sweeps": 28,
+		"pushes-out-of-order": 12}
 	for name, d := range supersedeDeepDepths() {
 		want[name] = d
 	}

@@ -47,6 +47,10 @@ type request struct {
 	// one is not a 5xx.
 	answers  []answer
 	answered bool
+	// sentAt and answeredAt are the world's step counts when its first
+	// attempt was sent and when an answer other than a 5xx came: when
+	// its head arrived, for the owed oracle (owed.go).
+	sentAt, answeredAt int
 }
 
 // answer is one HTTP answer intake gave.
@@ -140,6 +144,9 @@ func (w *world) request(label string) *request {
 // proxy integration, payload format 2.0) and records the answer.
 func (w *world) post(r *request) {
 	r.attempts++
+	if r.attempts == 1 {
+		r.sentAt = w.steps
+	}
 	req := events.APIGatewayV2HTTPRequest{RawPath: "/webhooks/generic", Body: string(r.body),
 		Headers: map[string]string{"idempotency-key": r.key, "content-type": "application/json",
 			strings.ToLower(webhook.SignatureHeader): webhook.Sign([]byte(webhookSecret), r.body)}}
@@ -152,6 +159,9 @@ func (w *world) post(r *request) {
 		a := answer{status: resp.StatusCode, body: resp.Body, replayed: resp.Headers["Idempotent-Replayed"] == "true"}
 		r.answers = append(r.answers, a)
 		r.answered = a.status < 500
+		if r.answered {
+			r.answeredAt = w.steps
+		}
 	})
 }
 

@@ -233,6 +233,14 @@ func protocolScenarios() []Scenario {
 		{Name: "duplicate-webhooks", Jobs: []JobSpec{{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"},
 			Posts: []string{"k1", "k1", "k2"}}},
 			MaxFaults: 1, SendFaults: []Outcome{}, Kills: true, KillOnly: []string{"intake"}, MaxTicks: 1, MaxSweeps: 1, MaxDepth: 9},
+		// Two pushes of one change, each its own webhook, sent in either
+		// order, one after the other or both at once: the later version
+		// posted first makes the earlier one stale (R-SOURCE-6); the owed
+		// check says what each order owes the reader (owed.go).
+		{Name: "pushes-out-of-order", Jobs: []JobSpec{
+			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}, Posts: []string{"k1"}},
+			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}, Posts: []string{"k2"}}},
+			MaxFaults: 0, SendFaults: []Outcome{}, MaxTicks: 1, MaxSweeps: 1, MaxDepth: 8, DeepDepth: 12},
 	}, slices.Concat(supersedeScenarios(), policyScenarios(), digestScenarios())...)
 }
 

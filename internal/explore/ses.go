@@ -117,6 +117,10 @@ func (s *ses) send(ctx context.Context, deliveryID, to, probe, text string) (str
 		return "", &delivery.NotSentError{Err: fmt.Errorf("ses send: %w",
 			&smithy.GenericAPIError{Code: "TooManyRequestsException", Message: "Maximum sending rate exceeded", Fault: smithy.FaultClient})}
 	case Refused:
+		if w.refused == nil {
+			w.refused = map[string]bool{}
+		}
+		w.refused[deliveryID] = true
 		return "", &delivery.NotSentError{Err: fmt.Errorf("ses send: %w",
 			&smithy.GenericAPIError{Code: "MessageRejected", Message: "Email address is not verified", Fault: smithy.FaultClient})}
 	}

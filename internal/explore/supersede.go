@@ -68,6 +68,14 @@ func supersedeScenarios() []Scenario {
 			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}, Fate: RejectedForContent}},
 			Start: newerSentFirst, Quiet: true, OneVersion: true, Owed: map[string]int{"cl1 a@example.com": 1},
 			Notifiers: 2, MaxFaults: 0, SendFaults: []Outcome{}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 18, DeepDepth: 24},
+		// newer-bounced: the same, with a permanent bounce after version
+		// 2's Send: the address is suppressed, and version 1 is owed to
+		// nobody (the owed check, owed.go: mailing it is wrong).
+		{Name: "newer-bounced", Jobs: []JobSpec{
+			{Changelist: "cl1", Version: 1, Recipients: []string{"a@example.com"}},
+			{Changelist: "cl1", Version: 2, Recipients: []string{"a@example.com"}, Fate: PermanentBounce}},
+			Start: newerSentFirst, Quiet: true, OneVersion: true,
+			MaxFaults: 0, SendFaults: []Outcome{}, MaxTicks: 2, MaxSweeps: 1, MaxDepth: 14, DeepDepth: 22},
 		// Version 2's notify message on its last receive (the start), its
 		// claim may fail once more: dead-lettered with the row unsent,
 		// while version 1's notifier runs beside it.
@@ -116,7 +124,7 @@ func newerSentFirst(w *world) {
 // supersedeDeepDepths are make explore's bounds of supersedeScenarios,
 // those docs/chaos.md's figures were measured at.
 func supersedeDeepDepths() map[string]int {
-	return map[string]int{"newer-refused": 30, "newer-over-budget": 28, "newer-dead-lettered": 26, "newer-rejected": 24}
+	return map[string]int{"newer-refused": 30, "newer-over-budget": 28, "newer-dead-lettered": 26, "newer-rejected": 24, "newer-bounced": 22}
 }
 
 // supersedeBeforeReached is R-QUIET-3 as it was: a newer version counts

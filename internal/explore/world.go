@@ -88,6 +88,10 @@ type world struct {
 	late []string
 	// restless: the healing run stopped at its limit, the world not quiet.
 	restless bool
+	// steps counts the actions applied; refused are the deliveries whose
+	// send SES refused for good: inputs of the owed oracle (owed.go).
+	steps   int
+	refused map[string]bool
 }
 
 func newWorld(sc Scenario, v *Variant) *world {

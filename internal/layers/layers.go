@@ -69,6 +69,15 @@ func Rules() []Rule {
 				"internal/inbound", "internal/stage"},
 		},
 		{
+			// What a reader is owed is said apart from how it is sent: a bug
+			// in the rows, the stores or the stages cannot be the oracle's
+			// own (R-OWED-1).
+			Name:   "the owed oracle links no package of this module",
+			From:   []string{"internal/owed"},
+			Deps:   true,
+			Forbid: []string{"internal/...", "cmd/...", "github.com/aws/..."},
+		},
+		{
 			Name:   "the operator's CLI links no function's wiring, HTTP handler or local stack (R-WIRE-2)",
 			From:   []string{"cmd/criticizer"},
 			Deps:   true,

@@ -175,6 +175,12 @@ func (n *Notify) supersede(ctx context.Context, j job.Job, rows []delivery.Row) 
 	clKey := job.ChangelistKey(j.Source, j.ChangelistID)
 	judged := map[string]map[int]delivery.Successor{} // by row id
 	reached := map[string]bool{}
+	// gone: a newer version's mail to the row's recipient bounced for
+	// good, the version named. The address is gone (R-EVIDENCE-6), though
+	// the feedback function may not have suppressed it yet: the bounce is
+	// recorded on the row before the address is suppressed, and this
+	// notifier read the recipients' standings before either.
+	gone := map[string]int{}
 	var w waiting
 	for v := head; v > j.ReviewVersion && v > head-newerLookBack; v-- {
 		var ids []string
@@ -210,6 +216,9 @@ func (n *Notify) supersede(ctx context.Context, j job.Job, rows []delivery.Row) 
 			}
 			nr, ok := byRcpt[r.Recipient]
 			s := judge(newer, nr, ok)
+			if ok && !nr.BouncedAt.IsZero() && nr.BounceType == "Permanent" && gone[r.ID] == 0 {
+				gone[r.ID] = v
+			}
 			if judged[r.ID] == nil {
 				judged[r.ID] = map[int]delivery.Successor{}
 			}
@@ -223,7 +232,7 @@ func (n *Notify) supersede(ctx context.Context, j job.Job, rows []delivery.Row) 
 		}
 	}
 	by := map[string]int{}
-	for _, r := range rows {
+	for i, r := range rows {
 		if !r.Unsent() {
 			continue
 		}
@@ -232,6 +241,14 @@ func (n *Notify) supersede(ctx context.Context, j job.Job, rows []delivery.Row) 
 			by[r.ID] = d.By
 		case d.Wait:
 			w.hold(r.ID)
+		case gone[r.ID] > 0:
+			// Nothing can reach the address: settled suppressed, as the
+			// feedback function's revive of a row that stood on the
+			// bounced one is (R-QUIET-4), never mailed.
+			got, err := n.Deliveries.Skip(ctx, r.ID, delivery.StatusSuppressed, fmt.Sprintf("v%d bounced for good", gone[r.ID]))
+			if rows[i], _, err = n.current(ctx, r.ID, got, err); err != nil {
+				return waiting{}, err
+			}
 		}
 	}
 	if len(by) > 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/prefs"
 	"github.com/criticizer/criticizer/internal/sesevent"
+	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 )
 
@@ -237,3 +238,36 @@ func TestDigest_NewerVersionRejected_DigestStillShowsIt_Offline(t *testing.T) {
 }
 
 func (w *quietWorld) clKey() string { return job.ChangelistKey("generic", w.cl) }
+
+// The feedback function records a permanent bounce on v2's row before it
+// suppresses ann's address; v1's notify, which judges v2 in between,
+// finds v2 undone and no suppression yet. Nothing can reach ann: v1 is
+// settled suppressed, naming the bounce, never mailed (found by the owed
+// check in the explorer's newer-bounced world).
+// Rules: R-QUIET-4, R-EVIDENCE-6, R-OWED-1.
+func TestReached_NewerBouncedBeforeTheSuppression_OlderNotMailed(t *testing.T) {
+	w := newQuietWorld(t, "cl-bounce-race")
+	v1 := w.accept(1, "sha-1", offlineCritique(), "ann@example.com")
+	v2 := w.accept(2, "sha-2", offlineCritique(), "ann@example.com")
+	w.waits(v1)
+	w.notify(v2)
+	v2row := delivery.ID(w.clKey(), "ann@example.com", 2)
+	r, err := w.deliveries.Get(context.Background(), v2row)
+	if err != nil || r.NotificationID == "" {
+		t.Fatalf("v2: %+v %v, want sent", r, err)
+	}
+	// The bounce on the row, the address not suppressed yet.
+	for _, e := range []store.Event{{Type: "Send", MessageID: r.NotificationID, At: time.Now()},
+		{Type: "Bounce", MessageID: r.NotificationID, At: time.Now(), BounceType: "Permanent"}} {
+		if _, _, err := w.deliveries.RecordEvent(context.Background(), v2row, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.notify(v1)
+	if got := w.toAnn(); len(got) != 1 || got[0] != "v2" {
+		t.Fatalf("ann was sent %q, want v2 only (bounced for good; nothing more can reach her)", got)
+	}
+	if r := w.row("ann@example.com", 1); r.Status != delivery.StatusSuppressed || r.Attempts != 0 || !strings.Contains(r.SkipReason, "v2") {
+		t.Errorf("ann v1: %s (%s) after %d attempts, want suppressed naming v2, never sent", r.Status, r.SkipReason, r.Attempts)
+	}
+}
