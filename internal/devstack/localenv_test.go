@@ -43,6 +43,7 @@ func dropVariable(t *testing.T, tpl *Template, id, name string) {
 // Each function gets what its deployed environment gives it: its own
 // tables and queues, the secrets its CRITICIZER_SECRETS_ARN names, the
 // local stack's settings; and nothing the template gives only others.
+// Rules: R-DEPLOY-4.
 func TestFunctionConfigs_EachFunctionItsOwnEnvironment(t *testing.T) {
 	tpl, err := DeployedTemplate()
 	if err != nil {
@@ -85,6 +86,7 @@ func TestFunctionConfigs_EachFunctionItsOwnEnvironment(t *testing.T) {
 // under the local stack with the error it fails with deployed, and
 // notify without its deliveries table is given the fallback name, not
 // the local table.
+// Rules: R-DEPLOY-4.
 func TestStartFunctions_AVariableTheTemplateForgetsFailsLocally(t *testing.T) {
 	res := PlaceholderResources("envtest")
 	cfg := sharedSettings(t, res)

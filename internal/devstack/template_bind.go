@@ -93,6 +93,12 @@ func BindLocal(t *Template, name string, res Resources, b LocalBinding) (StackVa
 			s.Resources[id] = r
 		}
 	}
+	// Each function's log group, which its role may write (Lambda writes
+	// locally to the process's output: nothing is created).
+	for _, id := range t.Resources("AWS::Logs::LogGroup") {
+		lg := "/aws/lambda/" + name + "-" + id
+		s.Resources[id] = BoundResource{Ref: lg, Attrs: map[string]string{"Arn": arn("logs", "log-group:"+lg+":*")}}
+	}
 	for id, a := range b.Secrets {
 		s.Resources[id] = BoundResource{Ref: a, Attrs: map[string]string{"Id": a}}
 	}
