@@ -28,11 +28,17 @@ import (
 // has not bound is an error, as a reference to a resource that does not
 // exist fails a deploy. Conditions, when it names one, decide it instead
 // of its definition (a sizing that tries both branches).
+//
+// Symbolic leaves every reference to a resource or a pseudo parameter for
+// CloudFormation: it evaluates to ${Id}, ${Id.Attr} or ${AWS::Region},
+// and a literal ${ to ${! (the CDK app's rendering, which knows only the
+// parameters: the result is a literal, or a Fn::Sub of it).
 type StackValues struct {
 	StackName, Region, AccountID, Partition, URLSuffix string
 	Parameters                                         map[string]string
 	Resources                                          map[string]BoundResource
 	Conditions                                         map[string]bool
+	Symbolic                                           bool
 }
 
 // BoundResource is one resource's values: what Ref returns, and its
@@ -56,11 +62,35 @@ func Eval(root, n *yaml.Node, s StackValues) (any, error) {
 	if n == nil {
 		return nil, errors.New("no value to evaluate")
 	}
+	return newEvaluator(root, s).eval(n)
+}
+
+// EvalCondition decides the condition function n (Fn::Equals, Fn::Not,
+// Fn::And, Fn::Or, Condition) of the template whose root is root in
+// stack s.
+func EvalCondition(root, n *yaml.Node, s StackValues) (bool, error) {
+	fn, arg, ok := intrinsic(n)
+	if !ok {
+		return false, fmt.Errorf("not a condition function")
+	}
+	return newEvaluator(root, s).boolean(fn, arg)
+}
+
+func newEvaluator(root *yaml.Node, s StackValues) *evaluator {
 	e := &evaluator{root: root, s: s, conds: map[string]bool{}}
 	for k, v := range s.Conditions {
 		e.conds[k] = v
 	}
-	return e.eval(n)
+	return e
+}
+
+// literal is text as a value: in a symbolic evaluation its ${ escaped,
+// so that it stays apart from the references.
+func (e *evaluator) literal(text string) string {
+	if e.s.Symbolic {
+		return strings.ReplaceAll(text, "${", "${!")
+	}
+	return text
 }
 
 // Intrinsic recognizes !Tag arg and {Fn::X: arg} / {Ref: arg}, returning
@@ -86,7 +116,7 @@ func (e *evaluator) eval(n *yaml.Node) (any, error) {
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		return n.Value, nil
+		return e.literal(n.Value), nil
 	case yaml.SequenceNode:
 		var out []any
 		for _, c := range n.Content {
@@ -305,6 +335,12 @@ func (e *evaluator) ref(name string) (any, error) {
 	switch name {
 	case "AWS::NoValue":
 		return NoValue, nil
+	case "AWS::Region", "AWS::AccountId", "AWS::Partition", "AWS::StackName", "AWS::URLSuffix":
+		if e.s.Symbolic {
+			return "${" + name + "}", nil
+		}
+	}
+	switch name {
 	case "AWS::Region":
 		return e.s.Region, nil
 	case "AWS::AccountId":
@@ -317,7 +353,11 @@ func (e *evaluator) ref(name string) (any, error) {
 		return e.s.URLSuffix, nil
 	}
 	if p := yamlPath(e.root, "Parameters", name); p != nil {
-		return e.parameter(name, p)
+		v, err := e.parameter(name, p)
+		return e.literal(v), err
+	}
+	if e.s.Symbolic {
+		return "${" + name + "}", nil
 	}
 	if yamlPath(e.root, "Resources", name) == nil {
 		return nil, fmt.Errorf("Ref %s: %w (no parameter or resource of that name)", name, ErrUnresolved)
@@ -352,6 +392,9 @@ func (e *evaluator) parameter(name string, p *yaml.Node) (string, error) {
 }
 
 func (e *evaluator) getAtt(id, attr string) (any, error) {
+	if e.s.Symbolic {
+		return "${" + id + "." + attr + "}", nil
+	}
 	if yamlPath(e.root, "Resources", id) == nil {
 		return nil, fmt.Errorf("Fn::GetAtt %s.%s: %w (no resource %s)", id, attr, ErrUnresolved, id)
 	}
@@ -388,7 +431,8 @@ func (e *evaluator) sub(arg *yaml.Node) (any, error) {
 		name := in[i+2 : i+j]
 		in = in[i+j+1:]
 		if strings.HasPrefix(name, "!") {
-			b.WriteString("${" + name[1:] + "}")
+			// A literal ${…}; kept escaped in a symbolic evaluation.
+			b.WriteString(e.literal("${" + name[1:] + "}"))
 			continue
 		}
 		var v any

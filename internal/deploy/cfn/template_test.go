@@ -346,7 +346,7 @@ func TestBedrock_OnlyLLMOnlyTheModel(t *testing.T) {
 		want := []string{
 			"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/" + model + " null",
 			profile + " null",
-			`arn:${AWS::Partition}:bedrock:*::foundation-model/* {"StringEquals":{"bedrock:InferenceProfileArn":{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":bedrock:",{"Ref":"AWS::Region"},":",{"Ref":"AWS::AccountId"},":inference-profile/` + model + `"]]}}}`,
+			`arn:${AWS::Partition}:bedrock:*::foundation-model/* {"StringEquals":{"bedrock:InferenceProfileArn":{"Fn::Sub":"` + profile + `"}}}`,
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("llm may invoke\n%q\nwant\n%q", got, want)
