@@ -136,9 +136,7 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 	if o.Sender != nil {
 		o.Sender = killableSender{o.Sender}
 	}
-	if cfg.ConfigurationSet == "" {
-		cfg.ConfigurationSet = res.stackName() + "-configuration-set"
-	}
+	cfg.ConfigurationSet = res.ConfigurationSet(cfg)
 	tpl := o.Template
 	if tpl == nil {
 		var err error

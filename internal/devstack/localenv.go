@@ -45,11 +45,20 @@ func LocalStack(t *Template, res Resources, shared config.Config) (StackValues, 
 	if shared.PublicURL == "" {
 		shared.PublicURL = LocalPublicURL
 	}
-	bind := LocalBinding{Secrets: map[string]string{}, ConfigurationSet: shared.ConfigurationSet, APIEndpoint: shared.PublicURL}
+	bind := LocalBinding{Secrets: map[string]string{}, ConfigurationSet: res.ConfigurationSet(shared), APIEndpoint: shared.PublicURL}
 	for _, id := range t.Resources("AWS::SecretsManager::Secret") {
 		bind.Secrets[id] = localSecretARN(id)
 	}
 	return BindLocal(t, res.stackName(), res, bind)
+}
+
+// ConfigurationSet is the SES configuration set of the local stack on
+// these resources: shared's, else one named for them.
+func (r Resources) ConfigurationSet(shared config.Config) string {
+	if shared.ConfigurationSet != "" {
+		return shared.ConfigurationSet
+	}
+	return r.stackName() + "-configuration-set"
 }
 
 // stackName is the name the resources were provisioned under.
@@ -84,9 +93,6 @@ func (r Resources) stackName() string {
 // shows. Each function's configuration is validated as config.FromEnv
 // and secrets.Apply validate it at init.
 func FunctionConfigs(t *Template, res Resources, shared config.Config) (map[string]config.Config, error) {
-	if shared.ConfigurationSet == "" {
-		shared.ConfigurationSet = res.stackName() + "-configuration-set"
-	}
 	values, err := LocalStack(t, res, shared)
 	if err != nil {
 		return nil, err

@@ -134,9 +134,6 @@ func BuildDeployedBootstraps(ctx context.Context, moduleDir, goarch, outDir stri
 // init as it reads Secrets Manager deployed; without, the variable is
 // left out.
 func BootstrapEnvs(t *Template, res Resources, cfg config.Config, sm *SecretsManager) (map[string]map[string]string, error) {
-	if cfg.ConfigurationSet == "" {
-		cfg.ConfigurationSet = res.stackName() + "-configuration-set"
-	}
 	values, err := LocalStack(t, res, cfg)
 	if err != nil {
 		return nil, err

@@ -19,9 +19,6 @@ import (
 // (CRITICIZER_SECRETS_ARN is empty).
 func SAMEnv(t *Template, res Resources, cfg config.Config, host, publicURL string) (map[string]map[string]string, error) {
 	cfg.PublicURL = publicURL
-	if cfg.ConfigurationSet == "" {
-		cfg.ConfigurationSet = res.stackName() + "-configuration-set"
-	}
 	values, err := LocalStack(t, res, cfg)
 	if err != nil {
 		return nil, err
