@@ -236,7 +236,7 @@ func on(gs []grant, action string) []string {
 // objects of the whole bucket rather than one prefix, or sending mail but
 // notify. That each function is granted what its code does is proved by
 // observation, in the end-to-end run (internal/e2e
-// TestLeastPrivilege_EveryCallGranted, R-DEPLOY-3), not restated here.
+// TestLeastPrivilege_EveryCallGranted), not restated here.
 func TestGrants_NoWildcardsNoMailButNotify(t *testing.T) {
 	tmpl := rendered(t, nil)
 	for _, fn := range deploy.Describe().Names() {
