@@ -118,3 +118,43 @@ func TestStartFunctions_AVariableTheTemplateForgetsFailsLocally(t *testing.T) {
 		t.Errorf("error %q, want %q", err, want)
 	}
 }
+
+// A bootstrap (make lambdabench, RIE) gets its environment as variables:
+// reply names the unsubscribe key's secret, which the local Secrets
+// Manager holds with the key (what `make bench` lacked: "the reply
+// function needs CRITICIZER_UNSUBSCRIBE_KEY"); fetch names only its own
+// secret, and no function is given another's variables.
+// Rules: R-DEPLOY-4.
+func TestBootstrapEnvs_ReplyReadsItsKeyFromItsSecret(t *testing.T) {
+	tpl, err := DeployedTemplate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, err := StartSecretsManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sm.Close()
+	res := PlaceholderResources("bootenv")
+	envs, err := BootstrapEnvs(tpl, res, sharedSettings(t, res), sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := envs[deploy.FnReply]
+	arn := reply[config.EnvSecretsARN]
+	if arn != localSecretARN(deploy.IDUnsubscribeSecret) {
+		t.Fatalf("reply's %s = %q, want the unsubscribe key's secret", config.EnvSecretsARN, arn)
+	}
+	if v, _ := sm.Value(arn); !strings.Contains(v, `"`+config.EnvUnsubscribeKey+`":"`+LocalUnsubscribeKey+`"`) {
+		t.Errorf("the secret reply reads holds %s, want the unsubscribe key", v)
+	}
+	if reply["AWS_ENDPOINT_URL_SECRETS_MANAGER"] != sm.URL || reply[config.QueueEnv(job.StageNotify)] == "" {
+		t.Errorf("reply's environment %v lacks the Secrets Manager's endpoint or its notify queue", reply)
+	}
+	if got := envs[deploy.FnFetch][config.EnvSecretsARN]; got != localSecretARN(deploy.IDFetchSecret) {
+		t.Errorf("fetch's %s = %q, want its own secret only", config.EnvSecretsARN, got)
+	}
+	if _, ok := envs[deploy.FnLLM][config.EnvDeliveriesTable]; ok {
+		t.Errorf("llm is given %s, which its deployment does not give it", config.EnvDeliveriesTable)
+	}
+}
