@@ -285,7 +285,8 @@ func functions() []Function {
 				send("", q(fetch)),
 			}, objects("its diffs", "diffs/*", false, "s3:PutObject")...)},
 		{Name: FnFetch, MemoryMB: 256, Timeout: 60, Queue: string(fetch), Description: "fetch stage: changelist diff into the payload bucket",
-			Env:     []Var{jobs, bucket, qURL(fetch), dlqURL(fetch), receives, qURL(llm)},
+			Env: []Var{jobs, bucket, qURL(fetch), dlqURL(fetch), receives, qURL(llm),
+				withVarNote(qURL(notify), "a reviewer requested after the version was mailed: its job goes back to notify")},
 			Secrets: []string{IDFetchSecret},
 			Grants: append([]Grant{
 				items("its job's items only: no delete, not the unsubscribe, suppression or idempotency records",
@@ -295,7 +296,8 @@ func functions() []Function {
 				items("the directory's list of unknown reviewers", []string{"dynamodb:UpdateItem"}, schema.PrefixUnknown),
 				items("a pending head commit's place in its code host's order, read and settled (R-SOURCE-6)",
 					[]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, schema.PrefixHeadSHA),
-				send("the next stage; its own queue (a rate-limited message is deferred as a delayed copy) and its DLQ", q(llm), q(fetch), dlq(fetch)),
+				send("the next stage; its own queue (a rate-limited message is deferred as a delayed copy) and its DLQ; "+
+					"notify, for a reviewer requested after the version was mailed", q(llm), q(fetch), dlq(fetch), q(notify)),
 			}, objects("its diffs", "diffs/*", true, "s3:PutObject", "s3:GetObject")...)},
 		{Name: FnLLM, MemoryMB: 512, Timeout: LLMTimeout, Queue: string(llm), BatchSize: 1, MaxConcurrency: LLMMaxConcurrency,
 			Description: "llm stage: the critic reviews the diff",
