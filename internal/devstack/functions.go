@@ -136,7 +136,6 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 	if o.Sender != nil {
 		o.Sender = killableSender{o.Sender}
 	}
-	cfg.ConfigurationSet = res.ConfigurationSet(cfg)
 	tpl := o.Template
 	if tpl == nil {
 		var err error

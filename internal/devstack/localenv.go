@@ -52,8 +52,10 @@ func LocalStack(t *Template, res Resources, shared config.Config) (StackValues, 
 	return BindLocal(t, res.stackName(), res, bind)
 }
 
-// ConfigurationSet is the SES configuration set of the local stack on
-// these resources: shared's, else one named for them.
+// ConfigurationSet is the name the template's configuration set is
+// evaluated to on these resources: shared's, else one named for them. A
+// function's configuration keeps none when shared names none
+// (localConfigurationSet).
 func (r Resources) ConfigurationSet(shared config.Config) string {
 	if shared.ConfigurationSet != "" {
 		return shared.ConfigurationSet
@@ -163,12 +165,24 @@ func FunctionConfigs(t *Template, res Resources, shared config.Config) (map[stri
 		for _, f := range overlay {
 			cv.FieldByIndex(f).Set(sv.FieldByIndex(f))
 		}
+		c.ConfigurationSet = localConfigurationSet(c.ConfigurationSet, res, shared)
 		if c, err = c.ApplySecrets(held); err != nil {
 			return nil, fmt.Errorf("%s: %w", deploy.FunctionID(fn.Name), err)
 		}
 		out[fn.Name] = c
 	}
 	return out, nil
+}
+
+// localConfigurationSet is the configuration set a function sends with
+// and reads evidence by locally: the one the template gives it, but none
+// when the local stack names none, as the caller's own SES event bridge
+// then tags events with none (a deployment always has one).
+func localConfigurationSet(given string, res Resources, shared config.Config) string {
+	if shared.ConfigurationSet == "" && given == res.ConfigurationSet(shared) {
+		return ""
+	}
+	return given
 }
 
 // refersToResource reports whether v names one of the template's

@@ -161,6 +161,9 @@ func BootstrapEnvs(t *Template, res Resources, cfg config.Config, sm *SecretsMan
 		if err != nil {
 			return nil, err
 		}
+		if v, ok := env[config.EnvConfigurationSet]; ok {
+			env[config.EnvConfigurationSet] = localConfigurationSet(v, res, cfg)
+		}
 		if sm == nil {
 			delete(env, config.EnvSecretsARN)
 		} else {
