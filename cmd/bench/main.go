@@ -30,7 +30,9 @@ import (
 	"github.com/criticizer/criticizer/internal/wire/intake"
 )
 
-const benchSecret = "bench-secret"
+// benchSecret signs the benchmark's webhooks: at least 32 bytes, as a
+// deployment's intake requires (its secret is checked as deployed).
+const benchSecret = "bench-secret-0123456789abcdef0123456789"
 
 type options struct {
 	requests, warmup                int

@@ -235,7 +235,7 @@ func invoke(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := runningStack(ctx)
+	cfg, res, err := runningStack(ctx)
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func invoke(ctx context.Context, args []string) error {
 	if cfg.InboundDomain == "" {
 		cfg.InboundDomain = LocalInboundDomain
 	}
-	h, err := devstack.Handler(ctx, args[0], cfg, obs.NewLogger(os.Stderr, "info"), wire.Options{})
+	h, err := devstack.Handler(ctx, args[0], cfg, res, obs.NewLogger(os.Stderr, "info"), wire.Options{})
 	if err != nil {
 		return err
 	}
@@ -260,22 +260,23 @@ func invoke(ctx context.Context, args []string) error {
 
 // runningStack is the configuration of the running `make run` stack: its
 // endpoints and the names it provisioned.
-func runningStack(ctx context.Context) (config.Config, error) {
+func runningStack(ctx context.Context) (config.Config, devstack.Resources, error) {
+	var res devstack.Resources
 	cfg, err := config.FromEnv(os.Getenv)
 	if err != nil {
-		return cfg, err
+		return cfg, res, err
 	}
 	cfg.Endpoints = devstack.RunPorts.Endpoints()
 	clients, err := devstack.NewClients(ctx, cfg.Endpoints)
 	if err != nil {
-		return cfg, err
+		return cfg, res, err
 	}
-	res, err := devstack.Provision(ctx, clients, "criticizer")
+	res, err = devstack.Provision(ctx, clients, "criticizer")
 	if err != nil {
-		return cfg, fmt.Errorf("is `make run` up? %w", err)
+		return cfg, res, fmt.Errorf("is `make run` up? %w", err)
 	}
 	res.Apply(&cfg)
-	return cfg, nil
+	return cfg, res, nil
 }
 
 // samEnv prints the env-vars file of `sam local invoke` for the running
@@ -286,7 +287,7 @@ func samEnv(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := runningStack(ctx)
+	cfg, res, err := runningStack(ctx)
 	if err != nil {
 		return err
 	}
@@ -296,7 +297,15 @@ func samEnv(ctx context.Context, args []string) error {
 	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
-	return enc.Encode(devstack.SAMEnv(cfg, *host, "http://127.0.0.1:"+port))
+	tpl, err := devstack.DeployedTemplate()
+	if err != nil {
+		return err
+	}
+	env, err := devstack.SAMEnv(tpl, res, cfg, *host, "http://127.0.0.1:"+port)
+	if err != nil {
+		return err
+	}
+	return enc.Encode(env)
 }
 
 // execCmd starts the emulators on the test ports, runs the command with

@@ -50,7 +50,6 @@ import (
 
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
-	"github.com/criticizer/criticizer/internal/job"
 )
 
 // sampleEvents is the event each function is invoked with: the Makefile's
@@ -145,14 +144,19 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	env, mode, err := functionEnv(ctx)
+	envs, mode, stop, err := functionEnvs(ctx)
 	if err != nil {
 		return err
 	}
+	defer stop()
 
 	var rows []row
 	failed := false
 	for _, fn := range o.functions {
+		env, ok := envs[fn]
+		if !ok {
+			return fmt.Errorf("%s is not a function of the deployment", fn)
+		}
 		r := measure(ctx, o, fn, arm64[fn], host[fn], env)
 		if r.err != nil {
 			failed = true
@@ -202,52 +206,78 @@ func goCmd() string {
 	return "go"
 }
 
-// functionEnv is the environment every bootstrap gets, besides Lambda's
-// own variables: the configuration variables and AWS settings of this
-// process, and the names of the resources it provisions on the local
-// stack. mode says which case applies.
-func functionEnv(ctx context.Context) ([]string, string, error) {
-	var env []string
+// functionEnvs are the environments the bootstraps get, by function,
+// besides Lambda's own variables: each function's environment in the
+// deployment's template, evaluated against the resources lambdabench
+// provisions on the local stack (devstack.BootstrapEnvs, as make run and
+// the tests give it), its secrets in a local Secrets Manager, and this
+// process's AWS settings and LOG_LEVEL. mode says which case applies;
+// stop stops the Secrets Manager.
+func functionEnvs(ctx context.Context) (envs map[string][]string, mode string, stop func(), err error) {
+	var common []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if (strings.HasPrefix(k, "AWS_") && !strings.HasPrefix(k, "AWS_LAMBDA_")) || strings.HasPrefix(k, "CRITICIZER_") || k == "LOG_LEVEL" {
-			env = append(env, kv)
+		if (strings.HasPrefix(k, "AWS_") && !strings.HasPrefix(k, "AWS_LAMBDA_")) || k == "LOG_LEVEL" {
+			common = append(common, kv)
 		}
 	}
 	set := func(k, v string) {
 		if os.Getenv(k) == "" {
-			env = append(env, k+"="+v)
+			common = append(common, k+"="+v)
 		}
 	}
 	set("AWS_REGION", "us-east-1")
 	set("AWS_ACCESS_KEY_ID", "lambdabench")
 	set("AWS_SECRET_ACCESS_KEY", "lambdabench")
-	// The sample intake event is signed with the local stack's secret.
-	set(config.EnvWebhookSecret, devstack.LocalGenericSecret)
 
-	eps := config.EndpointsFromEnv(os.Getenv)
-	if !eps.Local() {
-		env = append(env, "AWS_ENDPOINT_URL=http://127.0.0.1:1")
-		return env, "no local stack: every AWS call goes to a closed port and fails fast (init is measured all the same)", nil
-	}
-	clients, err := devstack.NewClients(ctx, eps)
+	cfg, err := config.FromEnv(func(string) string { return "" })
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
+	// The sample intake event is signed with the local stack's secret;
+	// the reply keys are derived from the unsubscribe key.
+	cfg.WebhookSecret, cfg.UnsubscribeKey = devstack.LocalGenericSecret, devstack.LocalUnsubscribeKey
+	cfg.Endpoints = config.EndpointsFromEnv(os.Getenv)
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	res, err := devstack.Provision(ctx, clients, "lambdabench-"+hex.EncodeToString(b))
+	name := "lambdabench-" + hex.EncodeToString(b)
+	res := devstack.PlaceholderResources(name)
+	mode = "no local stack: every AWS call goes to a closed port and fails fast (init is measured all the same)"
+	if cfg.Endpoints.Local() {
+		clients, err := devstack.NewClients(ctx, cfg.Endpoints)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		if res, err = devstack.Provision(ctx, clients, name); err != nil {
+			return nil, "", nil, fmt.Errorf("provision the local stack: %w", err)
+		}
+		mode = "local stack (devstack exec): tables and queues provisioned, the invocations do their real work"
+	} else {
+		common = append(common, "AWS_ENDPOINT_URL=http://127.0.0.1:1")
+	}
+	sm, err := devstack.StartSecretsManager()
 	if err != nil {
-		return nil, "", fmt.Errorf("provision the local stack: %w", err)
+		return nil, "", nil, err
 	}
-	env = append(env,
-		config.EnvJobsTable+"="+res.JobsTable,
-		config.EnvDeliveriesTable+"="+res.DeliveriesTable,
-		config.EnvPayloadBucket+"="+res.PayloadBucket)
-	for _, s := range job.Stages() {
-		env = append(env, config.QueueEnv(s)+"="+res.Queues.Queue[s], config.DLQEnv(s)+"="+res.Queues.DLQ[s])
+	tpl, err := devstack.DeployedTemplate()
+	if err != nil {
+		_ = sm.Close()
+		return nil, "", nil, err
 	}
-	return env, "local stack (devstack exec): tables and queues provisioned, the invocations do their real work", nil
+	byFn, err := devstack.BootstrapEnvs(tpl, res, cfg, sm)
+	if err != nil {
+		_ = sm.Close()
+		return nil, "", nil, err
+	}
+	envs = map[string][]string{}
+	for fn, env := range byFn {
+		e := slices.Clone(common)
+		for k, v := range env {
+			e = append(e, k+"="+v)
+		}
+		envs[fn] = e
+	}
+	return envs, mode, func() { _ = sm.Close() }, nil
 }
 
 // sample is one cold start.

@@ -101,3 +101,25 @@ func quoteAll(s []string) []string {
 	}
 	return out
 }
+
+// Secrets are the SecretEnv settings c holds, by variable, the unset ones
+// left out: what the local stack puts in the secrets its functions read,
+// as an operator puts them in the deployment's.
+func (c Config) Secrets() map[string]string {
+	out := map[string]string{}
+	for _, s := range c.secretSettings() {
+		if *s.field != "" {
+			out[s.name] = *s.field
+		}
+	}
+	return out
+}
+
+// WithoutSecrets is c with every SecretEnv setting unset: a function's
+// configuration before its secrets are applied.
+func (c Config) WithoutSecrets() Config {
+	for _, s := range c.secretSettings() {
+		*s.field = ""
+	}
+	return c
+}

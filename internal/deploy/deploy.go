@@ -176,13 +176,15 @@ func (i Inbound) RuleSetName(stack string) string { return stack + "-" + i.RuleS
 // Secret is a Secrets Manager secret: a JSON object of setting names
 // (config.SecretEnv) to values. Generate, when set, is the key of a
 // generated alphanumeric value of Length characters; otherwise it starts
-// as "{}".
+// as "{}". Holds are the settings it may hold: the local stack gives a
+// function those of the secrets it reads, and no others (internal/devstack).
 type Secret struct {
 	ID          string
 	Description string
 	Generate    string
 	Length      int
 	Note        string
+	Holds       []string
 }
 
 // API is the HTTP API in front of intake.

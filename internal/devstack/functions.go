@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/criticizer/criticizer/internal/api"
+	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/blob"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/critic"
@@ -73,6 +75,14 @@ type FunctionOptions struct {
 	Verdicts func(*Verdicts)
 	// Reply, if set, wraps the reply function's handler (faults).
 	Reply func(SQSHandler) SQSHandler
+	// FunctionAWS, if set, adds SDK options to one function's clients
+	// (its name: "intake", "fetch"…), those of its event source's poller
+	// included, as Lambda polls with the function's role: a recorder of
+	// the calls each function makes (fault.Recorder).
+	FunctionAWS func(function string) []awsclient.Option
+	// Template, if set, is the template whose environments the functions
+	// get (FunctionConfigs); nil: the deployment's (DeployedTemplate).
+	Template *Template
 }
 
 // Functions are the Lambda handlers running in this process, each built by
@@ -100,7 +110,10 @@ type Functions struct {
 // LocalUnsubscribeKey signs unsubscribe tokens on the local stack only.
 const LocalUnsubscribeKey = "local-unsubscribe-signing-key-not-for-production"
 
-// StartFunctions builds each function from cfg and starts the pollers.
+// StartFunctions builds each function with the configuration its
+// deployed environment gives it on these resources (FunctionConfigs, cfg
+// the local stack's settings) and starts the pollers. The stores and
+// queue of Functions.Base are built from cfg, for the caller to look at.
 func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *slog.Logger, o FunctionOptions) (*Functions, error) {
 	// Unsubscribe links need a signing key and a base URL; the local stack
 	// has fixed ones unless the caller chose.
@@ -108,7 +121,7 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 		cfg.UnsubscribeKey = LocalUnsubscribeKey
 	}
 	if cfg.PublicURL == "" {
-		cfg.PublicURL = "http://127.0.0.1:3000"
+		cfg.PublicURL = LocalPublicURL
 	}
 	if o.Pollers < 1 {
 		o.Pollers = 1
@@ -123,17 +136,44 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 	if o.Sender != nil {
 		o.Sender = killableSender{o.Sender}
 	}
+	tpl := o.Template
+	if tpl == nil {
+		var err error
+		if tpl, err = DeployedTemplate(); err != nil {
+			return nil, err
+		}
+	}
+	fc, err := FunctionConfigs(tpl, res, cfg)
+	if err != nil {
+		return nil, err
+	}
 	base, err := wire.NewBase(ctx, cfg, log, o.Wire)
 	if err != nil {
 		return nil, err
 	}
-	apiH, err := intake.New(ctx, cfg, log, o.Wire)
-	if err != nil {
-		return nil, err
+	// Each function's options: the common ones, and its own.
+	wo := func(fn string) wire.Options {
+		w := o.Wire
+		if o.FunctionAWS != nil {
+			w.AWS = append(slices.Clone(w.AWS), o.FunctionAWS(fn)...)
+		}
+		return w
 	}
-	sw, err := sweeper.New(ctx, cfg, log, o.Wire)
+	// pollerSQS is the SQS client of a function's event source mapping.
+	pollerSQS := func(fn string) (*sqs.Client, error) {
+		b, err := wire.NewBase(ctx, fc[fn], log, wo(fn))
+		if err != nil {
+			return nil, err
+		}
+		return b.SQS, nil
+	}
+	apiH, err := intake.New(ctx, fc[deploy.FnIntake], log, wo(deploy.FnIntake))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("intake: %w", err)
+	}
+	sw, err := sweeper.New(ctx, fc[deploy.FnSweeper], log, wo(deploy.FnSweeper))
+	if err != nil {
+		return nil, fmt.Errorf("sweeper: %w", err)
 	}
 	f := &Functions{API: HTTPAPI(apiH.Handle), Intake: apiH, Runners: map[job.Stage]*stage.Runner{}, Base: base, Sweeper: sw,
 		Blobs: blob.New(blob.NewS3(base.AWS, cfg.Endpoints.S3), cfg.PayloadBucket)}
@@ -143,15 +183,20 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 		var r *stage.Runner
 		switch s {
 		case job.StageFetch:
-			r, err = fetch.New(ctx, cfg, log, o.Wire)
+			r, err = fetch.New(ctx, fc[deploy.FnFetch], log, wo(deploy.FnFetch))
 		case job.StageLLM:
-			r, err = llm.New(ctx, cfg, log, o.Wire, o.Critic)
+			r, err = llm.New(ctx, fc[deploy.FnLLM], log, wo(deploy.FnLLM), o.Critic)
 		case job.StageNotify:
-			r, err = notify.New(ctx, cfg, log, o.Wire, o.Sender)
+			r, err = notify.New(ctx, fc[deploy.FnNotify], log, wo(deploy.FnNotify), o.Sender)
 		}
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("%s: %w", s, err)
+		}
+		client, err := pollerSQS(string(s))
+		if err != nil {
+			cancel()
+			return nil, err
 		}
 		f.Runners[s] = r
 		var h SQSHandler = r.Handle
@@ -159,12 +204,17 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 			h = o.Crash(s, h)
 		}
 		for range o.Pollers {
-			p := o.poller(string(s), base, res.Queues.Queue[s], res.QueueARNs[s], h, log)
+			p := o.poller(string(s), client, res.Queues.Queue[s], res.QueueARNs[s], h, log)
 			f.start(func() { p.Run(pctx) })
 		}
 	}
 	if res.FeedbackQueue != "" {
-		fb, err := feedback.New(ctx, cfg, log, o.Wire)
+		fb, err := feedback.New(ctx, fc[deploy.FnFeedback], log, wo(deploy.FnFeedback))
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("feedback: %w", err)
+		}
+		client, err := pollerSQS(deploy.FnFeedback)
 		if err != nil {
 			cancel()
 			return nil, err
@@ -173,7 +223,7 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 		if o.Feedback != nil {
 			h = o.Feedback(h)
 		}
-		p := o.poller("feedback", base, res.FeedbackQueue, res.FeedbackQueueARN, h, log)
+		p := o.poller("feedback", client, res.FeedbackQueue, res.FeedbackQueueARN, h, log)
 		f.start(func() { p.Run(pctx) })
 		if !o.NoEventBridge && cfg.SESStoreURL != "" {
 			clients, err := NewClients(ctx, cfg.Endpoints)
@@ -187,16 +237,21 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 		}
 	}
 	if res.ReplyQueue != "" {
-		rp, err := reply.New(ctx, cfg, log, o.Wire)
+		rp, err := reply.New(ctx, fc[deploy.FnReply], log, wo(deploy.FnReply))
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("reply: %w", err)
+		}
+		client, err := pollerSQS(deploy.FnReply)
+		if err != nil {
+			cancel()
+			return nil, err
 		}
 		var h SQSHandler = rp.Handle
 		if o.Reply != nil {
 			h = o.Reply(h)
 		}
-		p := o.poller("reply", base, res.ReplyQueue, res.ReplyQueueARN, h, log)
+		p := o.poller("reply", client, res.ReplyQueue, res.ReplyQueueARN, h, log)
 		f.start(func() { p.Run(pctx) })
 		if o.SMTP != "" && cfg.InboundDomain != "" {
 			clients, err := NewClients(ctx, cfg.Endpoints)
@@ -229,12 +284,12 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 }
 
 // poller plays the event source mapping of one function's queue.
-func (o FunctionOptions) poller(fn string, base *wire.Base, url, arn string, h SQSHandler, log *slog.Logger) *Poller {
+func (o FunctionOptions) poller(fn string, client *sqs.Client, url, arn string, h SQSHandler, log *slog.Logger) *Poller {
 	timeout := o.Timeout
 	if t, ok := o.Timeouts[fn]; ok && t > 0 {
 		timeout = t
 	}
-	p := &Poller{SQS: base.SQS, QueueURL: url, QueueARN: arn, Handler: h, BatchSize: 10, Timeout: timeout,
+	p := &Poller{SQS: client, QueueURL: url, QueueARN: arn, Handler: h, BatchSize: 10, Timeout: timeout,
 		Log: log.With("poller", fn)}
 	if o.Hold != nil {
 		p.Hold = func(m events.SQSMessage) time.Duration { return o.Hold(fn, m) }
@@ -261,10 +316,23 @@ func (f *Functions) Stop() {
 }
 
 // Handler returns a function's Lambda handler, built by its own
-// constructor: the value its main passes to lambda.Start. `devstack
-// invoke` and the events/ tests wrap it with lambda.NewHandler, so a sample
-// event goes through the runtime's own decoding.
-func Handler(ctx context.Context, name string, cfg config.Config, log *slog.Logger, o wire.Options) (any, error) {
+// constructor with the configuration its deployed environment gives it
+// on res (FunctionConfigs, cfg the local stack's settings): the value its
+// main passes to lambda.Start. `devstack invoke` and the events/ tests
+// wrap it with lambda.NewHandler, so a sample event goes through the
+// runtime's own decoding.
+func Handler(ctx context.Context, name string, cfg config.Config, res Resources, log *slog.Logger, o wire.Options) (any, error) {
+	tpl, err := DeployedTemplate()
+	if err != nil {
+		return nil, err
+	}
+	fc, err := FunctionConfigs(tpl, res, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := fc[name]; ok {
+		cfg = c
+	}
 	switch name {
 	case "intake":
 		h, err := intake.New(ctx, cfg, log, o)

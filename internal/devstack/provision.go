@@ -25,6 +25,9 @@ import (
 
 // Resources names what Provision creates.
 type Resources struct {
+	// Prefix names them all: the stack's name, as the template's
+	// ${AWS::StackName}-<stage> names its queues.
+	Prefix                                    string
 	JobsTable, DeliveriesTable, PayloadBucket string
 	Queues                                    queue.URLs
 	QueueARNs                                 map[job.Stage]string
@@ -39,7 +42,7 @@ type Resources struct {
 // queues and redrive policies, and the payload bucket, named with prefix.
 // It is idempotent: existing resources are kept.
 func Provision(ctx context.Context, c *Clients, prefix string) (Resources, error) {
-	r := Resources{
+	r := Resources{Prefix: prefix,
 		JobsTable: prefix + "-jobs", DeliveriesTable: prefix + "-deliveries", PayloadBucket: prefix + "-payloads",
 		Queues: queue.URLs{Queue: map[job.Stage]string{}, DLQ: map[job.Stage]string{}}, QueueARNs: map[job.Stage]string{},
 	}

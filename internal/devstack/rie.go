@@ -124,20 +124,61 @@ func BuildDeployedBootstraps(ctx context.Context, moduleDir, goarch, outDir stri
 	return out, nil
 }
 
-// FunctionEnv is the environment a bootstrap needs to run against the
-// local stack with cfg's names: the variables the deployment gives its
-// functions as references to its resources, with the local stack's values
-// (as SAMEnv), the emulators' endpoints, and a region.
-func FunctionEnv(cfg config.Config, publicURL string) map[string]string {
-	env := localVars(cfg, publicURL)
-	for k, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": cfg.Endpoints.DynamoDB, "AWS_ENDPOINT_URL_SQS": cfg.Endpoints.SQS,
-		"AWS_ENDPOINT_URL_S3": cfg.Endpoints.S3, "AWS_ENDPOINT_URL_SESV2": cfg.Endpoints.SES} {
-		if v != "" {
-			env[k] = v
+// BootstrapEnvs are the environments the functions' bootstraps get on
+// the local stack, by function name: each one's environment in template t
+// evaluated against the local resources res (LocalStack, cfg's
+// configuration set and public URL), the emulators' endpoints of cfg, and
+// a region. With sm, each secret a function's CRITICIZER_SECRETS_ARN
+// names is in sm at its local ARN, holding what cfg sets of the settings
+// it holds (deploy.Secret.Holds), and the bootstrap reads it there at
+// init as it reads Secrets Manager deployed; without, the variable is
+// left out.
+func BootstrapEnvs(t *Template, res Resources, cfg config.Config, sm *SecretsManager) (map[string]map[string]string, error) {
+	values, err := LocalStack(t, res, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := deploy.Describe()
+	if sm != nil {
+		held := cfg.Secrets()
+		for _, s := range d.Secrets {
+			v := map[string]string{}
+			for _, k := range s.Holds {
+				if x, ok := held[k]; ok {
+					v[k] = x
+				}
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			sm.Store(localSecretARN(s.ID), string(b))
 		}
 	}
-	env["AWS_REGION"] = "us-east-1"
-	return env
+	out := map[string]map[string]string{}
+	for _, fn := range d.Functions {
+		env, err := t.FunctionEnv(deploy.FunctionID(fn.Name), values)
+		if err != nil {
+			return nil, err
+		}
+		if v, ok := env[config.EnvConfigurationSet]; ok {
+			env[config.EnvConfigurationSet] = localConfigurationSet(v, res, cfg)
+		}
+		if sm == nil {
+			delete(env, config.EnvSecretsARN)
+		} else {
+			env["AWS_ENDPOINT_URL_SECRETS_MANAGER"] = sm.URL
+		}
+		for k, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": cfg.Endpoints.DynamoDB, "AWS_ENDPOINT_URL_SQS": cfg.Endpoints.SQS,
+			"AWS_ENDPOINT_URL_S3": cfg.Endpoints.S3, "AWS_ENDPOINT_URL_SESV2": cfg.Endpoints.SES} {
+			if v != "" {
+				env[k] = v
+			}
+		}
+		env["AWS_REGION"] = LocalRegion
+		out[fn.Name] = env
+	}
+	return out, nil
 }
 
 // RIEFunction is one function's bootstrap running under RIE.

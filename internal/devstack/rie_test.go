@@ -92,8 +92,15 @@ func TestRIE_RealBootstrap_KilledAtTimeout_PollerDrivesIt(t *testing.T) {
 	cfg.Endpoints = env.Endpoints
 	cfg.Endpoints.DynamoDB = srv.URL
 	cfg.ConfigurationSet = "rie-set"
-	fenv := devstack.FunctionEnv(cfg, "http://127.0.0.1:3000")
-	fenv["CRITICIZER_SES_CONFIGURATION_SET"] = cfg.ConfigurationSet
+	tpl, err := devstack.DeployedTemplate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs, err := devstack.BootstrapEnvs(tpl, res, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fenv := envs["feedback"]
 	fn, err := devstack.StartRIE(ctx, rie, boot, "feedback", fenv, time.Second, filepath.Join(dir, "logs"))
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/deploy"
-	"github.com/criticizer/criticizer/internal/job"
 )
 
 // TestSAMEnv_CoversTheTemplate: for `sam local invoke` against the stack of
@@ -34,11 +33,14 @@ func TestSAMEnv_CoversTheTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ConfigurationSet = "criticizer-local"
-	for _, s := range job.Stages() {
-		cfg.Queues.Queue[s] = "http://127.0.0.1:4566/000000000000/criticizer-" + string(s)
-		cfg.Queues.DLQ[s] = "http://127.0.0.1:4566/000000000000/criticizer-" + string(s) + "-dlq"
+	tpl, err := DeployedTemplate()
+	if err != nil {
+		t.Fatal(err)
 	}
-	env := SAMEnv(cfg, "host.docker.internal", "http://127.0.0.1:3000")
+	env, err := SAMEnv(tpl, PlaceholderResources("criticizer"), cfg, "host.docker.internal", "http://127.0.0.1:3000")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, fn := range deploy.Describe().Names() {
 		id := deploy.FunctionID(fn)
 		vars := yamlPath(root, "Resources", id, "Properties", "Environment", "Variables")

@@ -44,6 +44,13 @@ func (sm *SecretsManager) Put(name, value string) string {
 	return arn
 }
 
+// Store stores a secret under the ARN arn.
+func (sm *SecretsManager) Store(arn, value string) {
+	sm.mu.Lock()
+	sm.values[arn] = value
+	sm.mu.Unlock()
+}
+
 // Value returns a stored secret's value.
 func (sm *SecretsManager) Value(arn string) (string, bool) {
 	sm.mu.Lock()

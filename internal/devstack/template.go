@@ -7,12 +7,21 @@ import (
 	"sort"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/criticizer/criticizer/internal/deploy/cfn"
+)
+
+// StackValues and BoundResource are the values of one stack the
+// template is evaluated in (cfn.Eval, the one evaluator).
+type (
+	StackValues   = cfn.StackValues
+	BoundResource = cfn.BoundResource
 )
 
 // Template is a SAM template (template.yaml), read to learn what
 // CloudFormation would give each function: its environment, with every
 // intrinsic function evaluated against the values of one stack
-// (StackValues). The deploy rehearsal (cmd/rehearse) runs each real
+// (StackValues), by internal/deploy/cfn's evaluator. The deploy rehearsal (cmd/rehearse) runs each real
 // bootstrap with exactly that environment, so a variable the template
 // forgets, misnames or cannot resolve fails there as it would on AWS.
 type Template struct {
@@ -95,7 +104,6 @@ func (t *Template) FunctionEnv(id string, s StackValues) (map[string]string, err
 	if typ := yamlChild(fn, "Type"); typ == nil || typ.Value != "AWS::Serverless::Function" {
 		return nil, fmt.Errorf("template: %s is not an AWS::Serverless::Function", id)
 	}
-	e := &evaluator{t: t, s: s, conds: map[string]bool{}}
 	env := map[string]string{}
 	for _, vars := range []*yaml.Node{
 		yamlPath(t.root, "Globals", "Function", "Environment", "Variables"),
@@ -106,17 +114,17 @@ func (t *Template) FunctionEnv(id string, s StackValues) (map[string]string, err
 			if lambdaReserved[name] {
 				return nil, &EnvError{Function: id, Variable: name, Err: fmt.Errorf("Lambda reserves this name: the deploy fails")}
 			}
-			v, err := e.eval(vars.Content[i+1])
+			v, err := cfn.Eval(t.root, vars.Content[i+1], s)
 			if err != nil {
 				return nil, &EnvError{Function: id, Variable: name, Err: err}
 			}
-			if v == noValue {
+			if v == cfn.NoValue {
 				delete(env, name)
 				continue
 			}
 			str, ok := v.(string)
 			if !ok {
-				return nil, &EnvError{Function: id, Variable: name, Err: fmt.Errorf("the value is a list, not a string")}
+				return nil, &EnvError{Function: id, Variable: name, Err: fmt.Errorf("the value is not a string")}
 			}
 			env[name] = str
 		}
@@ -127,8 +135,7 @@ func (t *Template) FunctionEnv(id string, s StackValues) (map[string]string, err
 // Eval evaluates a node of the template (a resource's property, as
 // Property returns it) in stack s, to a string.
 func (t *Template) Eval(n *yaml.Node, s StackValues) (string, error) {
-	e := &evaluator{t: t, s: s, conds: map[string]bool{}}
-	v, err := e.eval(n)
+	v, err := cfn.Eval(t.root, n, s)
 	if err != nil {
 		return "", err
 	}

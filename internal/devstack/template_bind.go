@@ -22,6 +22,9 @@ type LocalBinding struct {
 	Secrets          map[string]string
 	ConfigurationSet string
 	HTTPAPIID        string
+	// APIEndpoint, if set, is the HTTP API's ApiEndpoint (the local
+	// stack's own address) instead of one made up from HTTPAPIID.
+	APIEndpoint string
 	// Parameters override the template's defaults.
 	Parameters map[string]string
 }
@@ -74,14 +77,27 @@ func BindLocal(t *Template, name string, res Resources, b LocalBinding) (StackVa
 	if b.ConfigurationSet != "" {
 		named["ConfigurationSet"] = BoundResource{Ref: b.ConfigurationSet}
 	}
-	if b.HTTPAPIID != "" {
-		named["HttpApi"] = BoundResource{Ref: b.HTTPAPIID, Attrs: map[string]string{"ApiId": b.HTTPAPIID,
-			"ApiEndpoint": fmt.Sprintf("https://%s.execute-api.%s.amazonaws.com", b.HTTPAPIID, LocalRegion)}}
+	if b.HTTPAPIID != "" || b.APIEndpoint != "" {
+		endpoint := b.APIEndpoint
+		if endpoint == "" {
+			endpoint = fmt.Sprintf("https://%s.execute-api.%s.amazonaws.com", b.HTTPAPIID, LocalRegion)
+		}
+		id := b.HTTPAPIID
+		if id == "" {
+			id = "local"
+		}
+		named["HttpApi"] = BoundResource{Ref: id, Attrs: map[string]string{"ApiId": id, "ApiEndpoint": endpoint}}
 	}
 	for id, r := range named {
 		if r.Ref != "" {
 			s.Resources[id] = r
 		}
+	}
+	// Each function's log group, which its role may write (Lambda writes
+	// locally to the process's output: nothing is created).
+	for _, id := range t.Resources("AWS::Logs::LogGroup") {
+		lg := "/aws/lambda/" + name + "-" + id
+		s.Resources[id] = BoundResource{Ref: lg, Attrs: map[string]string{"Arn": arn("logs", "log-group:"+lg+":*")}}
 	}
 	for id, a := range b.Secrets {
 		s.Resources[id] = BoundResource{Ref: a, Attrs: map[string]string{"Id": a}}
@@ -94,7 +110,7 @@ func BindLocal(t *Template, name string, res Resources, b LocalBinding) (StackVa
 // environments before any emulator runs (the rehearsal's first check).
 func PlaceholderResources(name string) Resources {
 	q := func(n string) string { return "http://127.0.0.1:1/" + LocalAccount + "/" + name + "-" + n }
-	res := Resources{JobsTable: name + "-jobs", DeliveriesTable: name + "-deliveries", PayloadBucket: name + "-payloads",
+	res := Resources{Prefix: name, JobsTable: name + "-jobs", DeliveriesTable: name + "-deliveries", PayloadBucket: name + "-payloads",
 		Queues: queue.URLs{Queue: map[job.Stage]string{}, DLQ: map[job.Stage]string{}}, QueueARNs: map[job.Stage]string{},
 		EventsTopicARN: fmt.Sprintf("arn:aws:sns:%s:%s:%s-ses-events", LocalRegion, LocalAccount, name),
 		FeedbackQueue:  q("feedback"), FeedbackDLQ: q("feedback-dlq"),

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/criticizer/criticizer/internal/deploy/cfn"
 )
 
 // FunctionSettings are the settings of a function the rehearsal plays
@@ -62,12 +64,12 @@ func (t *Template) EventSources() ([]EventSource, error) {
 	var out []EventSource
 	for _, id := range t.Resources("AWS::Lambda::EventSourceMapping") {
 		es := EventSource{ID: id, BatchSize: 10}
-		fn, arg, ok := intrinsic(orEmpty(t.Property(id, "FunctionName")))
+		fn, arg, ok := cfn.Intrinsic(orEmpty(t.Property(id, "FunctionName")))
 		if !ok || fn != "Ref" {
 			return nil, fmt.Errorf("%s: FunctionName is not a Ref to a function", id)
 		}
 		es.Function = arg.Value
-		src, arg, ok := intrinsic(orEmpty(t.Property(id, "EventSourceArn")))
+		src, arg, ok := cfn.Intrinsic(orEmpty(t.Property(id, "EventSourceArn")))
 		if !ok || src != "Fn::GetAtt" {
 			return nil, fmt.Errorf("%s: EventSourceArn is not a GetAtt of a queue's Arn", id)
 		}
@@ -94,4 +96,31 @@ func orEmpty(n *yaml.Node) *yaml.Node {
 		return &yaml.Node{Kind: yaml.ScalarNode}
 	}
 	return n
+}
+
+// Statements are the IAM statements of function id's role (its
+// <id>Role's policies) evaluated in stack s, as IAM will hold them: each
+// a mapping of Effect, Action, Resource and Condition, a statement whose
+// condition is off left out.
+func (t *Template) Statements(id string, s StackValues) ([]map[string]any, error) {
+	policies := t.Property(id+"Role", "Policies")
+	if policies == nil || policies.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("%sRole: no policies", id)
+	}
+	var out []map[string]any
+	for _, p := range policies.Content {
+		v, err := cfn.Eval(t.root, yamlPath(p, "PolicyDocument", "Statement"), s)
+		if err != nil {
+			return nil, fmt.Errorf("%sRole: %w", id, err)
+		}
+		list, _ := v.([]any)
+		for _, st := range list {
+			m, ok := st.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("%sRole: a statement that is not a mapping", id)
+			}
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }

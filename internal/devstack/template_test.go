@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/criticizer/criticizer/internal/deploy"
+	"github.com/criticizer/criticizer/internal/deploy/cfn"
 )
 
 // rehearsalStack is what cmd/rehearse binds template.yaml to, with the
@@ -109,7 +110,7 @@ func TestTemplate_FunctionEnv_UnresolvableReferenceNamesFunctionAndVariable(t *t
 	var ee *EnvError
 	if !errors.As(err, &ee) || ee.Function != "NotifyFunction" || ee.Variable != "CRITICIZER_DELIVERIES_TABLE" ||
 		!strings.Contains(err.Error(), "NotifyFunction") || !strings.Contains(err.Error(), "CRITICIZER_DELIVERIES_TABLE") ||
-		!errors.Is(err, errUnresolved) {
+		!errors.Is(err, cfn.ErrUnresolved) {
 		t.Fatalf("error %v; want one naming NotifyFunction and CRITICIZER_DELIVERIES_TABLE, unresolvable", err)
 	}
 	// A resource the template declares but the local stack lacks is as

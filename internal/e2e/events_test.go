@@ -56,7 +56,7 @@ func TestSampleEvents_DriveEachFunction(t *testing.T) {
 		for _, e := range edit {
 			payload = e(payload)
 		}
-		h, err := devstack.Handler(ctx, fn, cfg, log, wire.Options{})
+		h, err := devstack.Handler(ctx, fn, cfg, res, log, wire.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

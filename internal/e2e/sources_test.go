@@ -590,7 +590,7 @@ func TestSourceSampleEvents_AcceptedByIntake(t *testing.T) {
 	cfg.GitHub.WebhookSecret, cfg.GitLab.WebhookToken = devstack.LocalGitHubSecret, devstack.LocalGitLabToken
 	cfg.Gerrit = config.Gerrit{WebhookToken: devstack.LocalGerritToken, APIURL: "http://127.0.0.1:1"}
 	res.Apply(&cfg)
-	h, err := devstack.Handler(context.Background(), "intake", cfg, obs.NewLogger(io.Discard, "error"), wire.Options{})
+	h, err := devstack.Handler(context.Background(), "intake", cfg, res, obs.NewLogger(io.Discard, "error"), wire.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

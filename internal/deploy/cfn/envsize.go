@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/criticizer/criticizer/internal/deploy"
 )
@@ -131,19 +134,6 @@ func getAttMax(typ, attr string) (int, bool) {
 	return 0, false
 }
 
-// envBounds sizes a function's environment as Lambda will measure it once
-// deployed, from the template's values: literals as they are, references
-// at the longest value AWS allows them.
-type envBounds struct {
-	// types maps each logical id to its resource type.
-	types map[string]string
-	// params bounds the template's parameters (SAM), by name.
-	params map[string]int
-	// conds, when it holds a condition, decides that condition's Fn::If;
-	// otherwise both branches are sized and the longer counts.
-	conds map[string]bool
-}
-
 // EnvSize is one function's environment, sized.
 type EnvSize struct {
 	Function string
@@ -168,183 +158,128 @@ func jsonStringLen(s string) int {
 	return b.Len() - len(`""`) - len("\n")
 }
 
-// size is the JSON object {"k":"v",…} of vars at its longest.
-func (b envBounds) size(fn string, vars map[string]any) (EnvSize, error) {
-	out := EnvSize{Function: fn, Bytes: len("{}")}
-	n := 0
-	for _, k := range sortedMapKeys(vars) {
-		v, present, err := b.maxLen(vars[k])
-		if err != nil {
-			return EnvSize{}, fmt.Errorf("function %s: %s: %w", fn, k, err)
-		}
-		if !present {
-			continue
-		}
-		kv := len(`"`) + jsonStringLen(k) + len(`":"`) + v + len(`"`)
-		if n > 0 {
-			out.Bytes += len(",")
-		}
-		n++
-		out.Bytes += kv
-		if kv > out.BiggestBytes {
-			out.Biggest, out.BiggestBytes = k, kv
-		}
-	}
-	return out, nil
-}
-
-// maxLen is the longest the value v can be (JSON-escaped, without quotes)
-// and whether it can be present at all (Ref AWS::NoValue drops the key).
-func (b envBounds) maxLen(v any) (int, bool, error) {
-	switch x := v.(type) {
-	case string:
-		return jsonStringLen(x), true, nil
-	case float64, int, bool:
-		return len(fmt.Sprint(x)), true, nil
-	case map[string]any:
-		if len(x) != 1 {
-			break
-		}
-		for fn, arg := range x {
-			switch fn {
-			case "Ref":
-				name, _ := arg.(string)
-				return b.ref(name)
-			case "Fn::GetAtt":
-				l, _ := arg.([]any)
-				if len(l) != 2 {
-					break
-				}
-				id, _ := l[0].(string)
-				attr, _ := l[1].(string)
-				if n, ok := getAttMax(b.types[id], attr); ok {
-					return n, true, nil
-				}
-				return 0, false, fmt.Errorf("no bound for Fn::GetAtt %s.%s (a %s)", id, attr, b.types[id])
-			case "Fn::Join":
-				l, _ := arg.([]any)
-				if len(l) != 2 {
-					break
-				}
-				sep, _ := l[0].(string)
-				items, ok := l[1].([]any)
-				if !ok {
-					return 0, false, fmt.Errorf("no bound for Fn::Join of %v", l[1])
-				}
-				total := 0
-				for i, it := range items {
-					n, _, err := b.maxLen(it)
-					if err != nil {
-						return 0, false, err
-					}
-					if i > 0 {
-						total += jsonStringLen(sep)
-					}
-					total += n
-				}
-				return total, true, nil
-			case "Fn::Sub":
-				tmpl, ok := arg.(string)
-				if !ok {
-					return 0, false, fmt.Errorf("no bound for Fn::Sub with variables")
-				}
-				total, last := 0, 0
-				for _, m := range subVar.FindAllStringSubmatchIndex(tmpl, -1) {
-					total += jsonStringLen(tmpl[last:m[0]])
-					last = m[1]
-					name := tmpl[m[2]:m[3]]
-					var n int
-					var err error
-					if id, attr, dotted := strings.Cut(name, "."); dotted && b.types[id] != "" {
-						n, _, err = b.maxLen(map[string]any{"Fn::GetAtt": []any{id, attr}})
-					} else {
-						n, _, err = b.ref(name)
-					}
-					if err != nil {
-						return 0, false, err
-					}
-					total += n
-				}
-				return total + jsonStringLen(tmpl[last:]), true, nil
-			case "Fn::If":
-				l, _ := arg.([]any)
-				if len(l) != 3 {
-					break
-				}
-				if name, _ := l[0].(string); name != "" {
-					if on, known := b.conds[name]; known && on {
-						return b.maxLen(l[1])
-					} else if known {
-						return b.maxLen(l[2])
-					}
-				}
-				a, aok, err := b.maxLen(l[1])
-				if err != nil {
-					return 0, false, err
-				}
-				c, cok, err := b.maxLen(l[2])
-				if err != nil {
-					return 0, false, err
-				}
-				return max(a, c), aok || cok, nil
-			}
-		}
-	}
-	return 0, false, fmt.Errorf("no bound for %v", v)
-}
-
-// ref bounds Ref name: a pseudo parameter, a parameter or a resource.
-func (b envBounds) ref(name string) (int, bool, error) {
-	if name == "AWS::NoValue" {
-		return 0, false, nil
-	}
-	if n, ok := b.params[name]; ok {
-		return n, true, nil
-	}
-	if n, ok := refMax(name, b.types[name]); ok {
-		return n, true, nil
-	}
-	return 0, false, fmt.Errorf("no bound for Ref %s (a %q)", name, b.types[name])
-}
-
-func sortedMapKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // EnvironmentSizes sizes every function's environment in template t as
 // Lambda will measure it once deployed: literals as they are, every
 // reference CloudFormation fills in at the longest AWS allows, and each
 // parameter (template.yaml's) at params' bound; a condition is decided
 // by conds when it names it, else both branches are sized and the longer
-// counts. The order is the template's.
+// counts. The order is the template's. The values are those of the one
+// evaluator (Eval), in a stack whose every reference is a string of its
+// longest length: the sizing cannot differ from what is evaluated.
 func EnvironmentSizes(t *Template, params map[string]int, conds map[string]bool) ([]EnvSize, error) {
-	b := envBounds{types: map[string]string{}, params: params, conds: conds}
+	doc := node(t.root, 0)
+	x := func(n int) string { return strings.Repeat("x", n) }
+	s := StackValues{StackName: x(maxStackName), Region: x(maxRegion), AccountID: x(maxAccountID), Partition: x(maxPartition),
+		URLSuffix: x(maxURLSuffix), Parameters: map[string]string{}, Resources: map[string]BoundResource{}}
 	res := t.Resources()
+	types := map[string]string{}
 	for _, id := range res.Keys() {
-		b.types[id], _ = res.Get(id).(*Map).Get("Type").(string)
+		typ, _ := res.Get(id).(*Map).Get("Type").(string)
+		types[id] = typ
+		b := BoundResource{Attrs: map[string]string{}}
+		if n, ok := refMax("", typ); ok {
+			b.Ref = x(n)
+		}
+		for _, attr := range []string{"Arn", "QueueName", "QueueUrl", "ApiEndpoint"} {
+			if n, ok := getAttMax(typ, attr); ok {
+				b.Attrs[attr] = x(n)
+			}
+		}
+		s.Resources[id] = b
+	}
+	for name, n := range params {
+		s.Parameters[name] = paramAt(doc, name, n)
 	}
 	// SAM's Globals set only LocalStackHost's variables, absent when
 	// deployed: they are not sized.
 	var out []EnvSize
 	for _, id := range res.Keys() {
-		r := res.Get(id).(*Map)
-		if typ := b.types[id]; typ != "AWS::Lambda::Function" && typ != "AWS::Serverless::Function" {
+		if typ := types[id]; typ != "AWS::Lambda::Function" && typ != "AWS::Serverless::Function" {
 			continue
 		}
-		env, _ := JSON(r.Get("Properties")).(map[string]any)["Environment"].(map[string]any)
-		vars, _ := env["Variables"].(map[string]any)
-		sz, err := b.size(id, vars)
-		if err != nil {
-			return nil, err
+		sz := EnvSize{Function: id, Bytes: len("{}")}
+		vars := yamlPath(doc, "Resources", id, "Properties", "Environment", "Variables")
+		n := 0
+		for i := 0; vars != nil && i+1 < len(vars.Content); i += 2 {
+			k := vars.Content[i].Value
+			v, present, err := longest(doc, vars.Content[i+1], s, conds)
+			if err != nil {
+				return nil, fmt.Errorf("function %s: %s: no bound: %w", id, k, err)
+			}
+			if !present {
+				continue
+			}
+			kv := len(`"`) + jsonStringLen(k) + len(`":"`) + v + len(`"`)
+			if n > 0 {
+				sz.Bytes += len(",")
+			}
+			n++
+			sz.Bytes += kv
+			if kv > sz.BiggestBytes {
+				sz.Biggest, sz.BiggestBytes = k, kv
+			}
 		}
 		out = append(out, sz)
 	}
 	return out, nil
+}
+
+// paramAt is a value of parameter name taking n JSON bytes: its longest
+// allowed value when it has a list of them, else n characters.
+func paramAt(doc *yaml.Node, name string, n int) string {
+	best := ""
+	if allowed := yamlPath(doc, "Parameters", name, "AllowedValues"); allowed != nil {
+		for _, a := range allowed.Content {
+			if jsonStringLen(a.Value) > jsonStringLen(best) {
+				best = a.Value
+			}
+		}
+		return best
+	}
+	return strings.Repeat("x", n)
+}
+
+// longest is the most JSON bytes value v can take (escaped, without its
+// quotes) and whether it can be present at all (AWS::NoValue drops the
+// key): evaluated under every choice of the conditions its Fn::Ifs name
+// that conds does not decide.
+func longest(doc, v *yaml.Node, s StackValues, conds map[string]bool) (int, bool, error) {
+	var open []string
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if fn, arg, ok := intrinsic(n); ok && fn == "Fn::If" && arg.Kind == yaml.SequenceNode && len(arg.Content) == 3 {
+			if _, decided := conds[arg.Content[0].Value]; !decided && !slices.Contains(open, arg.Content[0].Value) {
+				open = append(open, arg.Content[0].Value)
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(v)
+	most, present := 0, false
+	for choice := range 1 << len(open) {
+		s.Conditions = maps.Clone(conds)
+		if s.Conditions == nil {
+			s.Conditions = map[string]bool{}
+		}
+		for i, c := range open {
+			s.Conditions[c] = choice&(1<<i) != 0
+		}
+		val, err := Eval(doc, v, s)
+		if err != nil {
+			return 0, false, err
+		}
+		if val == NoValue {
+			continue
+		}
+		str, ok := val.(string)
+		if !ok {
+			return 0, false, fmt.Errorf("not a string")
+		}
+		most, present = max(most, jsonStringLen(str)), true
+	}
+	return most, present, nil
 }
 
 // ParamBounds are the most JSON bytes each parameter's value can take

@@ -72,7 +72,7 @@ type renderer struct {
 }
 
 func render(d deploy.Deployment, params map[string]string) (*Template, error) {
-	r := &renderer{d: d, v: &values{d: d, params: params, conds: map[string]bool{}}, sam: params == nil,
+	r := &renderer{d: d, v: &values{d: d, params: params}, sam: params == nil,
 		res: &Map{}, t: &Template{groups: map[string]bool{}}}
 	root := M("AWSTemplateFormatVersion", "2010-09-09")
 	if r.sam {

@@ -3,8 +3,9 @@ package cfn
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/criticizer/criticizer/internal/deploy"
 )
@@ -13,63 +14,119 @@ import (
 // element holding it is left out.
 type noValue struct{}
 
-// values converts the description's Values to tree nodes. With params
-// (the CDK app's rendering), a reference to a parameter is its value and
-// conditions are decided; otherwise (template.yaml) both stay for
-// CloudFormation.
+// values converts the description's Values to tree nodes, as
+// template.yaml writes them: references to parameters and resources,
+// conditions for CloudFormation. With params (the CDK app's rendering)
+// each node is then evaluated by the one evaluator (Eval), the
+// parameters known and every resource and pseudo parameter left for
+// CloudFormation (StackValues.Symbolic): what remains is a literal, a
+// Ref, a Fn::GetAtt or a Fn::Sub, and every condition is decided.
 type values struct {
 	d deploy.Deployment
 	// params are the parameters' values; nil: keep the references.
 	params map[string]string
-	conds  map[string]bool
+	// doc is what the evaluator reads: the parameters and the conditions.
+	doc *yaml.Node
 }
 
 func (c *values) folding() bool { return c.params != nil }
 
-// isParam reports whether name is a parameter.
-func (c *values) isParam(name string) bool {
-	_, ok := c.d.Param(name)
-	return ok
+// stack is the evaluation of the CDK app's rendering.
+func (c *values) stack() StackValues { return StackValues{Parameters: c.params, Symbolic: true} }
+
+// document is the parameters and the conditions as the evaluator reads
+// them, written once.
+func (c *values) document() (*yaml.Node, error) {
+	if c.doc != nil {
+		return c.doc, nil
+	}
+	raw := &values{d: c.d}
+	params, conds := &Map{}, &Map{}
+	for _, p := range c.d.Parameters {
+		params.Set(p.Name, M("Type", "String"))
+	}
+	for _, n := range c.d.Conditions {
+		cn, err := raw.condNode(n.Cond)
+		if err != nil {
+			return nil, err
+		}
+		conds.Set(n.Name, cn)
+	}
+	c.doc = node(M("Parameters", params, "Conditions", conds), 0)
+	return c.doc, nil
 }
 
 // node converts v; a decided AWS::NoValue is noValue{}.
 func (c *values) node(v deploy.Value) (any, error) {
+	n, err := (&values{d: c.d}).raw(v)
+	if err != nil || !c.folding() {
+		return n, err
+	}
+	doc, err := c.document()
+	if err != nil {
+		return nil, err
+	}
+	out, err := Eval(doc, node(n, 0), c.stack())
+	if err != nil {
+		return nil, err
+	}
+	return unref(out)
+}
+
+// unref is a symbolic evaluation's result as a node: a literal, or the
+// references it holds for CloudFormation.
+func unref(v any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		if !strings.Contains(strings.ReplaceAll(x, "${!", ""), "${") {
+			return strings.ReplaceAll(x, "${!", "${"), nil
+		}
+		if m := soleRef.FindStringSubmatch(x); m != nil {
+			if id, attr, ok := strings.Cut(m[1], "."); ok && !strings.HasPrefix(m[1], "AWS::") {
+				return Fn{"Fn::GetAtt", id + "." + attr}, nil
+			}
+			return Fn{"Ref", m[1]}, nil
+		}
+		return Fn{"Fn::Sub", x}, nil
+	case []any:
+		out := Seq{}
+		for _, e := range x {
+			n, err := unref(e)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, n)
+		}
+		return out, nil
+	}
+	if v == NoValue {
+		return noValue{}, nil
+	}
+	return nil, fmt.Errorf("cfn: a value of type %T", v)
+}
+
+// soleRef is a value that is one reference and nothing else.
+var soleRef = regexp.MustCompile(`^\$\{([^!}][^}]*)\}$`)
+
+// raw converts v as template.yaml writes it.
+func (c *values) raw(v deploy.Value) (any, error) {
 	switch v.Op {
 	case "":
 		return v.Lit, nil
 	case "AWS::NoValue":
-		if c.folding() {
-			return noValue{}, nil
-		}
 		return Fn{"Ref", "AWS::NoValue"}, nil
 	case "Ref":
-		if c.folding() && c.isParam(v.Lit) {
-			return c.params[v.Lit], nil
-		}
 		return Fn{"Ref", v.Lit}, nil
 	case "Fn::GetAtt":
 		return Fn{"Fn::GetAtt", v.Lit}, nil
 	case "Fn::Sub":
-		if !c.folding() {
-			return Fn{"Fn::Sub", v.Lit}, nil
-		}
-		return c.sub(v.Lit)
+		return Fn{"Fn::Sub", v.Lit}, nil
 	case "Fn::If":
-		if c.folding() {
-			on, err := c.cond(deploy.Condition(v.Lit))
-			if err != nil {
-				return nil, err
-			}
-			if on {
-				return c.node(v.Args[0])
-			}
-			return c.node(v.Args[1])
-		}
-		a, err := c.node(v.Args[0])
+		a, err := c.raw(v.Args[0])
 		if err != nil {
 			return nil, err
 		}
-		b, err := c.node(v.Args[1])
+		b, err := c.raw(v.Args[1])
 		if err != nil {
 			return nil, err
 		}
@@ -77,142 +134,44 @@ func (c *values) node(v deploy.Value) (any, error) {
 	case "Fn::Join":
 		parts := Seq{}
 		for _, a := range v.Args {
-			n, err := c.node(a)
+			n, err := c.raw(a)
 			if err != nil {
 				return nil, err
 			}
-			if _, none := n.(noValue); none {
-				continue
-			}
-			// Adjacent literals are one.
-			if s, ok := n.(string); ok && c.folding() && len(parts) > 0 {
-				if prev, ok := parts[len(parts)-1].(string); ok && v.Lit == "" {
-					parts[len(parts)-1] = prev + s
-					continue
-				}
-			}
 			parts = append(parts, n)
-		}
-		if c.folding() {
-			if s, ok := literals(parts); ok {
-				return strings.Join(s, v.Lit), nil
-			}
 		}
 		return Fn{"Fn::Join", Seq{v.Lit, parts}}, nil
 	case "Fn::Split":
-		n, err := c.node(v.Args[0])
+		n, err := c.raw(v.Args[0])
 		if err != nil {
 			return nil, err
-		}
-		if s, ok := n.(string); ok && c.folding() {
-			var out Seq
-			for _, p := range strings.Split(s, v.Lit) {
-				out = append(out, p)
-			}
-			return out, nil
 		}
 		return Fn{"Fn::Split", Seq{v.Lit, n}}, nil
 	case "Fn::Select":
-		n, err := c.node(v.Args[0])
+		n, err := c.raw(v.Args[0])
 		if err != nil {
 			return nil, err
-		}
-		if l, ok := n.(Seq); ok && c.folding() {
-			i, err := strconv.Atoi(v.Lit)
-			if err != nil || i < 0 || i >= len(l) {
-				return nil, fmt.Errorf("Fn::Select %s of a list of %d", v.Lit, len(l))
-			}
-			return l[i], nil
 		}
 		return Fn{"Fn::Select", Seq{v.Lit, n}}, nil
 	}
 	return nil, fmt.Errorf("cfn: no rendering of %s", v.Op)
 }
 
-// literals is parts' text when every part is a literal.
-func literals(parts Seq) ([]string, bool) {
-	out := make([]string, len(parts))
-	for i, p := range parts {
-		s, ok := p.(string)
-		if !ok {
-			return nil, false
-		}
-		out[i] = s
-	}
-	return out, true
-}
-
+// subVar is a ${Name} of a Fn::Sub template (not a ${!Literal}).
 var subVar = regexp.MustCompile(`\$\{([^}!][^}]*)\}`)
 
-// sub replaces the parameters of Sub template tmpl by their values; what
-// remains (resources, pseudo parameters) stays a Sub, or the text when
-// nothing does.
-func (c *values) sub(tmpl string) (any, error) {
-	refs := false
-	out := subVar.ReplaceAllStringFunc(tmpl, func(m string) string {
-		name := m[2 : len(m)-1]
-		if c.isParam(name) {
-			return strings.ReplaceAll(c.params[name], "${", "${!")
-		}
-		refs = true
-		return m
-	})
-	if !refs {
-		return strings.ReplaceAll(out, "${!", "${"), nil
-	}
-	return Fn{"Fn::Sub", out}, nil
-}
-
-// cond decides a condition from the parameters' values.
+// cond decides a condition from the parameters' values, by the one
+// evaluator.
 func (c *values) cond(x deploy.Cond) (bool, error) {
-	switch x.Op {
-	case "Condition":
-		if v, ok := c.conds[x.Name]; ok {
-			return v, nil
-		}
-		for _, n := range c.d.Conditions {
-			if n.Name == x.Name {
-				v, err := c.cond(n.Cond)
-				if err != nil {
-					return false, err
-				}
-				c.conds[x.Name] = v
-				return v, nil
-			}
-		}
-		return false, fmt.Errorf("cfn: no condition %s", x.Name)
-	case "Fn::Equals":
-		a, err := c.node(x.Values[0])
-		if err != nil {
-			return false, err
-		}
-		b, err := c.node(x.Values[1])
-		if err != nil {
-			return false, err
-		}
-		as, aok := a.(string)
-		bs, bok := b.(string)
-		if !aok || !bok {
-			return false, fmt.Errorf("cfn: Fn::Equals of values known only at deploy")
-		}
-		return as == bs, nil
-	case "Fn::Not":
-		v, err := c.cond(x.Conds[0])
-		return !v, err
-	case "Fn::And", "Fn::Or":
-		and := x.Op == "Fn::And"
-		for _, sub := range x.Conds {
-			v, err := c.cond(sub)
-			if err != nil {
-				return false, err
-			}
-			if v != and {
-				return v, nil
-			}
-		}
-		return and, nil
+	doc, err := c.document()
+	if err != nil {
+		return false, err
 	}
-	return false, fmt.Errorf("cfn: no condition function %s", x.Op)
+	n, err := (&values{d: c.d}).condNode(x)
+	if err != nil {
+		return false, err
+	}
+	return EvalCondition(doc, node(n, 0), c.stack())
 }
 
 // condNode writes a condition for template.yaml.

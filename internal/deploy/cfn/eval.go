@@ -1,4 +1,4 @@
-package devstack
+package cfn
 
 import (
 	"errors"
@@ -10,17 +10,35 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// This file is the one evaluator of the template's intrinsic functions:
+// what CloudFormation computes when it deploys template.yaml. The local
+// stack (internal/devstack: make run, the tests, the rehearsal, the
+// benchmarks) evaluates each function's environment and role with it
+// against the local resources, and EnvironmentSizes evaluates the
+// environments against the longest values AWS allows; nothing else
+// evaluates an intrinsic. It is hand-written: the Go CloudFormation
+// libraries (goformation, cfn-lint's Go ports) parse templates but
+// evaluate no intrinsics against chosen values.
+
 // StackValues is what CloudFormation knows when it evaluates a template
 // for one stack: the pseudo parameters, the parameters given (the others
 // take their defaults), and what each resource's Ref and Fn::GetAtt
 // return. A rehearsal binds the template's resources to the local stack's
 // (queue URLs, table names, secret ARNs); a reference to a resource it
 // has not bound is an error, as a reference to a resource that does not
-// exist fails a deploy.
+// exist fails a deploy. Conditions, when it names one, decide it instead
+// of its definition (a sizing that tries both branches).
+//
+// Symbolic leaves every reference to a resource or a pseudo parameter for
+// CloudFormation: it evaluates to ${Id}, ${Id.Attr} or ${AWS::Region},
+// and a literal ${ to ${! (the CDK app's rendering, which knows only the
+// parameters: the result is a literal, or a Fn::Sub of it).
 type StackValues struct {
 	StackName, Region, AccountID, Partition, URLSuffix string
 	Parameters                                         map[string]string
 	Resources                                          map[string]BoundResource
+	Conditions                                         map[string]bool
+	Symbolic                                           bool
 }
 
 // BoundResource is one resource's values: what Ref returns, and its
@@ -30,16 +48,60 @@ type BoundResource struct {
 	Attrs map[string]string
 }
 
-// noValue is AWS::NoValue: the property (here, the variable) is removed.
-var noValue = &struct{ name string }{"AWS::NoValue"}
+// NoValue is what AWS::NoValue evaluates to: the property (a variable, a
+// statement) is removed.
+var NoValue = &struct{ name string }{"AWS::NoValue"}
 
-// errUnresolved marks a reference to nothing the stack has.
-var errUnresolved = errors.New("unresolvable reference")
+// ErrUnresolved marks a reference to nothing the stack has.
+var ErrUnresolved = errors.New("unresolvable reference")
+
+// Eval evaluates node n of the template whose root mapping is root, in
+// stack s: a string, a list ([]any), a mapping (map[string]any) or
+// NoValue.
+func Eval(root, n *yaml.Node, s StackValues) (any, error) {
+	if n == nil {
+		return nil, errors.New("no value to evaluate")
+	}
+	return newEvaluator(root, s).eval(n)
+}
+
+// EvalCondition decides the condition function n (Fn::Equals, Fn::Not,
+// Fn::And, Fn::Or, Condition) of the template whose root is root in
+// stack s.
+func EvalCondition(root, n *yaml.Node, s StackValues) (bool, error) {
+	fn, arg, ok := intrinsic(n)
+	if !ok {
+		return false, fmt.Errorf("not a condition function")
+	}
+	return newEvaluator(root, s).boolean(fn, arg)
+}
+
+func newEvaluator(root *yaml.Node, s StackValues) *evaluator {
+	e := &evaluator{root: root, s: s, conds: map[string]bool{}}
+	for k, v := range s.Conditions {
+		e.conds[k] = v
+	}
+	return e
+}
+
+// literal is text as a value: in a symbolic evaluation its ${ escaped,
+// so that it stays apart from the references.
+func (e *evaluator) literal(text string) string {
+	if e.s.Symbolic {
+		return strings.ReplaceAll(text, "${", "${!")
+	}
+	return text
+}
+
+// Intrinsic recognizes !Tag arg and {Fn::X: arg} / {Ref: arg}, returning
+// the function's long name (Ref, Fn::GetAtt…) and its argument node.
+func Intrinsic(n *yaml.Node) (string, *yaml.Node, bool) { return intrinsic(n) }
 
 // evaluator evaluates intrinsic functions, in short (!Ref) or long
-// (Fn::GetAtt) form. Values are strings, lists ([]any) or noValue.
+// (Fn::GetAtt) form. Values are strings, lists ([]any), mappings
+// (map[string]any, an IAM statement) or NoValue.
 type evaluator struct {
-	t     *Template
+	root  *yaml.Node
 	s     StackValues
 	conds map[string]bool
 	busy  []string // conditions being evaluated (a cycle is an error)
@@ -54,7 +116,7 @@ func (e *evaluator) eval(n *yaml.Node) (any, error) {
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		return n.Value, nil
+		return e.literal(n.Value), nil
 	case yaml.SequenceNode:
 		var out []any
 		for _, c := range n.Content {
@@ -62,13 +124,25 @@ func (e *evaluator) eval(n *yaml.Node) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if v != noValue {
+			if v != NoValue {
 				out = append(out, v)
 			}
 		}
 		return out, nil
+	case yaml.MappingNode:
+		out := map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v, err := e.eval(n.Content[i+1])
+			if err != nil {
+				return nil, err
+			}
+			if v != NoValue {
+				out[n.Content[i].Value] = v
+			}
+		}
+		return out, nil
 	}
-	return nil, fmt.Errorf("line %d: a mapping where a value is expected", n.Line)
+	return nil, fmt.Errorf("line %d: a node of kind %d where a value is expected", n.Line, n.Kind)
 }
 
 // intrinsic recognizes !Tag arg and {Fn::X: arg} / {Ref: arg}, returning
@@ -128,6 +202,21 @@ func (e *evaluator) call(fn string, arg *yaml.Node) (any, error) {
 			strs = append(strs, s)
 		}
 		return strings.Join(strs, sep), nil
+	case "Fn::Split":
+		args, err := e.list(arg, 2, fn)
+		if err != nil {
+			return nil, err
+		}
+		sep, ok1 := args[0].(string)
+		str, ok2 := args[1].(string)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("Fn::Split: want [separator, string]")
+		}
+		var out []any
+		for _, p := range strings.Split(str, sep) {
+			out = append(out, p)
+		}
+		return out, nil
 	case "Fn::Select":
 		args, err := e.list(arg, 2, fn)
 		if err != nil {
@@ -158,7 +247,7 @@ func (e *evaluator) call(fn string, arg *yaml.Node) (any, error) {
 		}
 		return strconv.FormatBool(b), nil
 	}
-	return nil, fmt.Errorf("%s is not supported by the rehearsal's evaluator", fn)
+	return nil, fmt.Errorf("%s is not supported by the evaluator", fn)
 }
 
 // list evaluates a sequence argument of n elements.
@@ -223,9 +312,9 @@ func (e *evaluator) condition(name string) (bool, error) {
 	if slices.Contains(e.busy, name) {
 		return false, fmt.Errorf("condition %s refers to itself", name)
 	}
-	n := yamlPath(e.t.root, "Conditions", name)
+	n := yamlPath(e.root, "Conditions", name)
 	if n == nil {
-		return false, fmt.Errorf("condition %s: %w (no such condition)", name, errUnresolved)
+		return false, fmt.Errorf("condition %s: %w (no such condition)", name, ErrUnresolved)
 	}
 	fn, arg, ok := intrinsic(n)
 	if !ok {
@@ -245,7 +334,13 @@ func (e *evaluator) condition(name string) (bool, error) {
 func (e *evaluator) ref(name string) (any, error) {
 	switch name {
 	case "AWS::NoValue":
-		return noValue, nil
+		return NoValue, nil
+	case "AWS::Region", "AWS::AccountId", "AWS::Partition", "AWS::StackName", "AWS::URLSuffix":
+		if e.s.Symbolic {
+			return "${" + name + "}", nil
+		}
+	}
+	switch name {
 	case "AWS::Region":
 		return e.s.Region, nil
 	case "AWS::AccountId":
@@ -257,15 +352,19 @@ func (e *evaluator) ref(name string) (any, error) {
 	case "AWS::URLSuffix":
 		return e.s.URLSuffix, nil
 	}
-	if p := yamlPath(e.t.root, "Parameters", name); p != nil {
-		return e.parameter(name, p)
+	if p := yamlPath(e.root, "Parameters", name); p != nil {
+		v, err := e.parameter(name, p)
+		return e.literal(v), err
 	}
-	if yamlPath(e.t.root, "Resources", name) == nil {
-		return nil, fmt.Errorf("Ref %s: %w (no parameter or resource of that name)", name, errUnresolved)
+	if e.s.Symbolic {
+		return "${" + name + "}", nil
+	}
+	if yamlPath(e.root, "Resources", name) == nil {
+		return nil, fmt.Errorf("Ref %s: %w (no parameter or resource of that name)", name, ErrUnresolved)
 	}
 	r, ok := e.s.Resources[name]
 	if !ok || r.Ref == "" {
-		return nil, fmt.Errorf("Ref %s: %w (the stack has no value for it)", name, errUnresolved)
+		return nil, fmt.Errorf("Ref %s: %w (the stack has no value for it)", name, ErrUnresolved)
 	}
 	return r.Ref, nil
 }
@@ -276,7 +375,7 @@ func (e *evaluator) parameter(name string, p *yaml.Node) (string, error) {
 	if !ok {
 		d := yamlChild(p, "Default")
 		if d == nil {
-			return "", fmt.Errorf("Ref %s: %w (a parameter with no default, and none given)", name, errUnresolved)
+			return "", fmt.Errorf("Ref %s: %w (a parameter with no default, and none given)", name, ErrUnresolved)
 		}
 		v = d.Value
 	}
@@ -293,12 +392,15 @@ func (e *evaluator) parameter(name string, p *yaml.Node) (string, error) {
 }
 
 func (e *evaluator) getAtt(id, attr string) (any, error) {
-	if yamlPath(e.t.root, "Resources", id) == nil {
-		return nil, fmt.Errorf("Fn::GetAtt %s.%s: %w (no resource %s)", id, attr, errUnresolved, id)
+	if e.s.Symbolic {
+		return "${" + id + "." + attr + "}", nil
+	}
+	if yamlPath(e.root, "Resources", id) == nil {
+		return nil, fmt.Errorf("Fn::GetAtt %s.%s: %w (no resource %s)", id, attr, ErrUnresolved, id)
 	}
 	v, ok := e.s.Resources[id].Attrs[attr]
 	if !ok {
-		return nil, fmt.Errorf("Fn::GetAtt %s.%s: %w (the stack has no value for it)", id, attr, errUnresolved)
+		return nil, fmt.Errorf("Fn::GetAtt %s.%s: %w (the stack has no value for it)", id, attr, ErrUnresolved)
 	}
 	return v, nil
 }
@@ -329,7 +431,8 @@ func (e *evaluator) sub(arg *yaml.Node) (any, error) {
 		name := in[i+2 : i+j]
 		in = in[i+j+1:]
 		if strings.HasPrefix(name, "!") {
-			b.WriteString("${" + name[1:] + "}")
+			// A literal ${…}; kept escaped in a symbolic evaluation.
+			b.WriteString(e.literal("${" + name[1:] + "}"))
 			continue
 		}
 		var v any
@@ -350,4 +453,24 @@ func (e *evaluator) sub(arg *yaml.Node) (any, error) {
 		}
 		b.WriteString(s)
 	}
+}
+
+// yamlChild is the value node of key in a YAML mapping node.
+func yamlChild(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func yamlPath(n *yaml.Node, keys ...string) *yaml.Node {
+	for _, k := range keys {
+		n = yamlChild(n, k)
+	}
+	return n
 }
