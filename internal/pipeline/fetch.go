@@ -65,7 +65,9 @@ type Fetch struct {
 	Heads HeadOrders
 }
 
-// HeadOrders reads and settles head commits' places (store.Heads).
+// HeadOrders reads and settles head commits' places (store.Heads, part
+// of store.Jobs). A role interface because Fetch.Heads is optional: a
+// source whose heads intake never places pending has none to settle.
 type HeadOrders interface {
 	Head(ctx context.Context, source, changelistID, sha string) (store.HeadRecord, error)
 	SettleHead(ctx context.Context, source, changelistID, sha string, order store.HeadOrder) (store.HeadRecord, error)
