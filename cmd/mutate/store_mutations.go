@@ -64,6 +64,17 @@ func storeMutations() []Mutation {
 			What: "SetStatus revives a dead-lettered or succeeded job",
 			Old:  "return j.Stage == at && !j.Status.Final()",
 			New:  "return j.Stage == at"},
+		// Jobs: the stages' typed writes (R-LAYER-2), each driver's
+		// mapping of store.JobWrite (storetest's
+		// Advance_WritesEveryResultAsTyped).
+		{ID: "dynamodb-jobwrite-attribute-misnamed", File: "internal/store/jobwrite.go", Checks: dynamo,
+			What: "the DynamoDB driver writes a stage's context reference under a name job.Job does not read",
+			Old:  "attrContextRef           = \"context_ref\"",
+			New:  "attrContextRef           = \"ctx_ref\""},
+		{ID: "memstore-jobwrite-no-email-dropped", File: memJobs, Checks: memSuite,
+			What: "memstore drops the reviewers without an address a stage wrote",
+			Old:  "\t\ts.besideOf(j.ID).noEmail = append([]string(nil), r.NoEmail...)",
+			New:  "\t\t_ = r"},
 		{ID: "dynamodb-finishnotify-any-stage", File: dynAdded, Checks: dynamo,
 			What: "notify's verdict lands on a job that is not at notify (done, or not there yet)",
 			Old:  "cond := expression.Name(\"stage\").Equal(expression.Value(string(job.StageNotify))).And(sameAddedRev(addedRev))",
