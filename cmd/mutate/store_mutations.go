@@ -35,7 +35,7 @@ func allMutations() []Mutation { return append(Mutations(), storeMutations()...)
 // storeMutations are the stores' conditions.
 func storeMutations() []Mutation {
 	return []Mutation{
-		// Jobs: the stages' fence (storetest StageFence cases).
+		// Jobs: the stages' fence (storetest's fencing cases).
 		{ID: "dynamodb-advance-any-stage", File: dynJobs, Checks: dynamo,
 			What: "Advance lands whatever stage the job is at: a second worker's result overwrites the first's",
 			Old:  "cond := expression.Name(\"stage\").Equal(expression.Value(string(from)))",
