@@ -373,9 +373,10 @@ func (s *DynamoJobs) LatestVersion(ctx context.Context, source, changelistID str
 }
 
 // Advance records that stage `from` finished: it sets the next stage, the
-// attempt count and the stage's results (JobWrite), on condition that the job is still at
-// `from`. Work is persisted before the next stage is enqueued, so a retry
-// never redoes it. ErrConflict means another worker advanced it first.
+// attempt count and the stage's results (JobWrite), on condition that the
+// job is still at `from`. Work is persisted before the next stage is
+// enqueued, so a retry never redoes it. ErrConflict means another worker
+// advanced it first.
 func (s *DynamoJobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, w JobWrite) error {
 	now := ts(s.now())
 	upd := expression.Set(expression.Name("stage"), expression.Value(string(from.Next()))).
