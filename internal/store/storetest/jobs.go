@@ -286,7 +286,7 @@ func Jobs(t *testing.T, open JobsOpener) {
 	Heads(t, func(t *testing.T) store.Heads { return open(t, nil) })
 
 	// The versions of each diff content.
-	t.Run("SameDiff", func(t *testing.T) { SameDiff(t, func(t *testing.T) SameDiffer { return open(t, nil) }) })
+	t.Run("SameDiff_VersionsPerContent", func(t *testing.T) { sameDiff(t, open(t, nil)) })
 }
 
 // EvidenceOpener opens an empty evidence path for one test.
