@@ -112,7 +112,7 @@ func runSweep(ctx context.Context, base config.Config, runID string, o sweepOpti
 	if err := create(tj); err != nil {
 		return res, err
 	}
-	if err := jobs.Advance(ctx, tj.ID, job.StageFetch, 1, job.StatusSucceeded, nil); err != nil {
+	if err := jobs.Advance(ctx, tj.ID, job.StageFetch, 1, job.StatusSucceeded, store.JobWrite{}); err != nil {
 		return res, err
 	}
 	if _, _, err := rows.Ensure(ctx, newRow("d_template")); err != nil {

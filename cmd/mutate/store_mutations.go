@@ -35,15 +35,15 @@ func allMutations() []Mutation { return append(Mutations(), storeMutations()...)
 // storeMutations are the stores' conditions.
 func storeMutations() []Mutation {
 	return []Mutation{
-		// Jobs: the stages' fence (storetest StageFence cases).
+		// Jobs: the stages' fence (storetest's fencing cases).
 		{ID: "dynamodb-advance-any-stage", File: dynJobs, Checks: dynamo,
 			What: "Advance lands whatever stage the job is at: a second worker's result overwrites the first's",
 			Old:  "cond := expression.Name(\"stage\").Equal(expression.Value(string(from)))",
 			New:  "cond := expression.AttributeExists(expression.Name(\"pk\"))"},
 		{ID: "memstore-advance-any-stage", File: memJobs, Checks: memSuite,
 			What: "Advance lands whatever stage the job is at",
-			Old:  "err := s.update(id, func(j job.Job) bool { return j.Stage == from }, func(j *job.Job) {",
-			New:  "err := s.update(id, func(j job.Job) bool { return true }, func(j *job.Job) {"},
+			Old:  "return s.update(id, func(j job.Job) bool { return j.Stage == from }, func(j *job.Job) {",
+			New:  "return s.update(id, func(j job.Job) bool { return true }, func(j *job.Job) {"},
 		{ID: "dynamodb-setstatus-any-stage", File: dynJobs, Checks: dynamo,
 			What: "SetStatus lands whatever stage the job is at",
 			Old:  "cond := expression.Name(\"stage\").Equal(expression.Value(string(at))).\n",
@@ -64,6 +64,17 @@ func storeMutations() []Mutation {
 			What: "SetStatus revives a dead-lettered or succeeded job",
 			Old:  "return j.Stage == at && !j.Status.Final()",
 			New:  "return j.Stage == at"},
+		// Jobs: the stages' typed writes (R-LAYER-2), each driver's
+		// mapping of store.JobWrite (storetest's
+		// Advance_WritesEveryResultAsTyped).
+		{ID: "dynamodb-jobwrite-attribute-misnamed", File: "internal/store/jobwrite.go", Checks: dynamo,
+			What: "the DynamoDB driver writes a stage's context reference under a name job.Job does not read",
+			Old:  "attrContextRef           = \"context_ref\"",
+			New:  "attrContextRef           = \"ctx_ref\""},
+		{ID: "memstore-jobwrite-no-email-dropped", File: memJobs, Checks: memSuite,
+			What: "memstore drops the reviewers without an address a stage wrote",
+			Old:  "\t\ts.besideOf(j.ID).noEmail = append([]string(nil), r.NoEmail...)",
+			New:  "\t\t_ = r"},
 		{ID: "dynamodb-finishnotify-any-stage", File: dynAdded, Checks: dynamo,
 			What: "notify's verdict lands on a job that is not at notify (done, or not there yet)",
 			Old:  "cond := expression.Name(\"stage\").Equal(expression.Value(string(job.StageNotify))).And(sameAddedRev(addedRev))",

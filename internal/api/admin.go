@@ -40,9 +40,11 @@ type Admin struct {
 	APIKey string
 	// Status mints the job status links a rerun's answer carries.
 	Status *StatusLinks
-	Jobs   *store.DynamoJobs
-	Queue  Enqueuer
-	Log    *slog.Logger
+	// Jobs is the DynamoDB driver itself, not store.Jobs: a rerun
+	// (PlanRerun, Rerun) is the operator's, kept on DynamoDB alone.
+	Jobs  *store.DynamoJobs
+	Queue Enqueuer
+	Log   *slog.Logger
 	// Audience decides, for a dry run, whether a recipient would be
 	// mailed; nil decides "send" for everyone with an address.
 	Audience Audience

@@ -37,7 +37,7 @@ type EventParser interface {
 type Handler struct {
 	Sources    map[string]Parser // by the {source} path segment; configured sources only
 	Intake     *Intake
-	Jobs       *store.DynamoJobs
+	Jobs       store.Jobs
 	Deliveries *store.DynamoDeliveries
 	Log        *slog.Logger
 	// Unsubscribe serves /unsubscribe/{token}; nil answers 404.

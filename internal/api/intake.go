@@ -48,7 +48,10 @@ type Intake struct {
 	ReviewerReplays *ReviewerReplays
 }
 
-// JobCreator is what intake does with the jobs table (store.Jobs).
+// JobCreator is what intake does with the jobs table (store.Jobs). A
+// role interface of its own because the explorer stands between intake
+// and memstore on exactly these calls (internal/explore's intakeJobs,
+// which makes Create's transaction a step it can crash at).
 type JobCreator interface {
 	Create(ctx context.Context, req store.CreateRequest) (store.CreateResult, error)
 	PutSourceRef(ctx context.Context, id job.ID, ref store.SourceRef) error

@@ -32,12 +32,12 @@ func TestJobStatus_BudgetExceeded_ShowsTheReason(t *testing.T) {
 	rows := store.NewDeliveries(env.Clients.DynamoDB, res.DeliveriesTable, nil)
 	j := storetest.NewJob("budget-view", 3)
 	storetest.Create(t, jobs, j, "k-budget-view", "sha")
-	if err := jobs.Advance(ctx, j.ID, job.StageFetch, 1, job.StatusInProgress, map[string]any{
-		"team_members_not_mailed": map[string]int{"everyone": 27}}); err != nil {
+	if err := jobs.Advance(ctx, j.ID, job.StageFetch, 1, job.StatusInProgress, store.JobWrite{
+		TeamMembersNotMailed: map[string]int{"everyone": 27}}); err != nil {
 		t.Fatal(err)
 	}
 	const reason = "the changelist's budget of 6 model runs an hour is spent"
-	if err := jobs.SetStatus(ctx, j.ID, job.StageLLM, job.StatusBudgetExceeded, map[string]any{"skip_reason": reason}); err != nil {
+	if err := jobs.SetStatus(ctx, j.ID, job.StageLLM, job.StatusBudgetExceeded, store.JobWrite{SkipReason: reason}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
 )
 
 // The worlds of what AWS can do (aws.go): two sweepers overlapping, two
@@ -106,7 +107,7 @@ func abandonedClaim(w *world) {
 func abandonedClaimHeld(w *world) {
 	abandonedClaim(w)
 	moveToDLQ(w)
-	if err := w.jobsMem.SetStatus(context.Background(), w.jobIDs[0], job.StageNotify, job.StatusNeedsIntervention, nil); err != nil {
+	if err := w.jobsMem.SetStatus(context.Background(), w.jobIDs[0], job.StageNotify, job.StatusNeedsIntervention, store.JobWrite{}); err != nil {
 		panic(err)
 	}
 }

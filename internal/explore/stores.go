@@ -162,12 +162,12 @@ type jobs struct {
 func (j jobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
 	return call(j.w, ctx, rd("jobs.Get", string(id)), func() (job.Job, error) { return j.s.Get(ctx, id) })
 }
-func (j jobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, set map[string]any) error {
-	_, err := call(j.w, ctx, wr("jobs.Advance", string(id)), func() (struct{}, error) { return noval(j.s.Advance(ctx, id, from, attempt, status, set)) })
+func (j jobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, w store.JobWrite) error {
+	_, err := call(j.w, ctx, wr("jobs.Advance", string(id)), func() (struct{}, error) { return noval(j.s.Advance(ctx, id, from, attempt, status, w)) })
 	return err
 }
-func (j jobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error {
-	_, err := call(j.w, ctx, wr("jobs.SetStatus", string(id)), func() (struct{}, error) { return noval(j.s.SetStatus(ctx, id, at, status, set)) })
+func (j jobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, w store.JobWrite) error {
+	_, err := call(j.w, ctx, wr("jobs.SetStatus", string(id)), func() (struct{}, error) { return noval(j.s.SetStatus(ctx, id, at, status, w)) })
 	return err
 }
 func (j jobs) NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error) {

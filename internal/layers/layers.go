@@ -78,6 +78,17 @@ func Rules() []Rule {
 			Forbid: []string{"internal/...", "cmd/...", "github.com/aws/..."},
 		},
 		{
+			// A stage writes its job through typed fields (store.JobWrite),
+			// encoded to attributes inside the DynamoDB driver only; a
+			// package that cannot import DynamoDB's encoding cannot spell
+			// a stored attribute's value, and memstore keeps typed fields,
+			// not items (R-LAYER-2).
+			Name: "the stages, handlers and memstore name no stored attribute: they import no DynamoDB package",
+			From: []string{"internal/pipeline/...", "internal/sesevent", "internal/sweep", "internal/inbound", "internal/api",
+				"internal/stage", "internal/explore", "internal/store/memstore", "internal/store/storetest"},
+			Forbid: []string{"github.com/aws/aws-sdk-go-v2/service/dynamodb/...", "github.com/aws/aws-sdk-go-v2/feature/dynamodb/..."},
+		},
+		{
 			Name:   "the operator's CLI links no function's wiring, HTTP handler or local stack (R-WIRE-2)",
 			From:   []string{"cmd/criticizer"},
 			Deps:   true,

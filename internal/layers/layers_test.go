@@ -14,7 +14,7 @@ import (
 
 // No package of this module imports one the package map forbids it
 // (docs/architecture.md), read from `go list -json` of every package.
-// Rules: R-LAYER-1, R-WIRE-2.
+// Rules: R-LAYER-1, R-LAYER-2, R-WIRE-2.
 func TestLayers_NoForbiddenImport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("go list of the module")
@@ -56,7 +56,7 @@ func TestLayers_NoForbiddenImport(t *testing.T) {
 
 // Each rule reports an import it forbids and keeps quiet about the
 // packages it excepts: a rule that could not fail would prove nothing.
-// Rules: R-LAYER-1.
+// Rules: R-LAYER-1, R-LAYER-2.
 func TestLayers_EachRuleCanFail(t *testing.T) {
 	abs := func(pat string) string {
 		pat = strings.TrimSuffix(pat, "/...")
@@ -92,6 +92,12 @@ func TestLayers_EachRuleCanFail(t *testing.T) {
 		Deps: []string{"github.com/aws/aws-sdk-go-v2/service/sesv2", "github.com/aws/smithy-go"}}
 	if got := layers.Check(layers.Rules(), []layers.Package{p}); len(got) != 1 || !strings.HasPrefix(got[0], "internal/delivery links github.com/aws/aws-sdk-go-v2/service/sesv2 and 1 more") {
 		t.Errorf("internal/delivery linking the SES client and smithy reported %q, want one violation naming both", got)
+	}
+	// The stages encoding an attribute value themselves (R-LAYER-2).
+	p = layers.Package{ImportPath: layers.Module + "/internal/pipeline",
+		Imports: []string{"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"}}
+	if got := layers.Check(layers.Rules(), []layers.Package{p}); len(got) != 1 || !strings.Contains(got[0], "name no stored attribute") {
+		t.Errorf("internal/pipeline importing attributevalue reported %q, want one violation", got)
 	}
 	// A prefix is not a parent: internal/storex is not under internal/store.
 	p = layers.Package{ImportPath: layers.Module + "/internal/storex", Deps: []string{layers.Module + "/internal/api"}}

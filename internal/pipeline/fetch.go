@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -66,7 +65,9 @@ type Fetch struct {
 	Heads HeadOrders
 }
 
-// HeadOrders reads and settles head commits' places (store.Heads).
+// HeadOrders reads and settles head commits' places (store.Heads, part
+// of store.Jobs). A role interface because Fetch.Heads is optional: a
+// source whose heads intake never places pending has none to settle.
 type HeadOrders interface {
 	Head(ctx context.Context, source, changelistID, sha string) (store.HeadRecord, error)
 	SettleHead(ctx context.Context, source, changelistID, sha string, order store.HeadOrder) (store.HeadRecord, error)
@@ -95,13 +96,13 @@ func (f *Fetch) Handle(ctx context.Context, m job.Message, attempt int) error {
 		return err
 	}
 	if job.IsReviewSystem(j.Source) { // a store.SourceRef, not a diff and recipients
-		set, err := f.fromSource(ctx, j)
+		w, err := f.fromSource(ctx, j)
 		if err != nil {
 			return err
 		}
-		return f.finish(ctx, j, job.StageFetch, attempt, set)
+		return f.finish(ctx, j, job.StageFetch, attempt, w)
 	}
-	set := map[string]any{}
+	var w store.JobWrite
 	if j.DiffRef == "" {
 		if j.DiffURL == "" {
 			return retry.Permanent(retry.SchemaInvalid, fmt.Errorf("job %s has neither a diff nor a diff_url", j.ID))
@@ -114,9 +115,9 @@ func (f *Fetch) Handle(ctx context.Context, m job.Message, attempt int) error {
 		if err != nil {
 			return err
 		}
-		set["diff_ref"], set["diff_sha256"] = ref, sha
+		w.Diff = &store.StoredDiff{Ref: ref, SHA256: sha}
 	}
-	return f.finish(ctx, j, job.StageFetch, attempt, set)
+	return f.finish(ctx, j, job.StageFetch, attempt, w)
 }
 
 // sourceRef reads where a job's changelist lives.
@@ -143,20 +144,20 @@ func (f *Fetch) sourceRefLabels(ctx context.Context, j job.Job) (source.Ref, []s
 
 // fromSource fetches a code review system's changelist: the diff into the
 // blob store, the version's reviewers decided and resolved to addresses.
-// It returns the job attributes to set.
-func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, error) {
+// It returns what the job keeps of it.
+func (f *Fetch) fromSource(ctx context.Context, j job.Job) (store.JobWrite, error) {
 	ref, labels, err := f.sourceRefLabels(ctx, j)
 	if err != nil {
-		return nil, err
+		return store.JobWrite{}, err
 	}
 	if behind, err := f.order(ctx, j, ref); err != nil || behind != "" {
 		// A head the code host places behind a versioned one: skipped,
 		// nobody mailed, nothing more asked of the host (R-SOURCE-6).
-		return map[string]any{"skipped": behind, store.AttrRecipients: []string{}, store.AttrNoEmailReviewers: []string{}}, err
+		return store.JobWrite{Skipped: behind, Reviewers: &store.FetchedReviewers{Recipients: []string{}, NoEmail: []string{}}}, err
 	}
 	cl, err := f.Source.Fetch(ctx, ref)
 	if err != nil {
-		return nil, err
+		return store.JobWrite{}, err
 	}
 	if ref.BaseSHA == "" && cl.BaseSHA != "" {
 		// The commit of merged code the settings and the files' first
@@ -165,23 +166,23 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 		// time it is found, so that every later attempt reads the same
 		// bytes (R-SOURCE-5).
 		if ref.BaseSHA, err = f.Jobs.PinBase(ctx, j.ID, cl.BaseSHA); err != nil {
-			return nil, err
+			return store.JobWrite{}, err
 		}
 	}
 	rs, warnings, err := f.repoSettings(ctx, ref)
 	if err != nil {
-		return nil, err
+		return store.JobWrite{}, err
 	}
-	skip, settingsSet, err := f.applySettings(ctx, j, ref, cmp.Or(cl.Reviewers.Author, j.Author), labels, rs, warnings)
+	skip, w, err := f.applySettings(ctx, j, ref, cmp.Or(cl.Reviewers.Author, j.Author), labels, rs, warnings)
 	if err != nil {
-		return nil, err
+		return store.JobWrite{}, err
 	}
 	if skip != "" {
-		return settingsSet, nil
+		return w, nil
 	}
 	recipients, noEmail, capped, err := f.decide(ctx, j, cl.Reviewers)
 	if err != nil {
-		return nil, err
+		return store.JobWrite{}, err
 	}
 	f.unknown(ctx, j, noEmail)
 	if cl.Truncated {
@@ -192,48 +193,35 @@ func (f *Fetch) fromSource(ctx context.Context, j job.Job) (map[string]any, erro
 	}
 	diffRef, diffSHA, err := f.Blobs.Put(ctx, "diffs", []byte(cl.Diff))
 	if err != nil {
-		return nil, err
+		return store.JobWrite{}, err
 	}
-	set := map[string]any{
-		"diff_ref": diffRef, "diff_sha256": diffSHA, store.AttrDiffTruncated: cl.Truncated,
-		store.AttrRecipients: recipients, store.AttrNoEmailReviewers: noEmail,
-	}
-	if len(cl.Reviewers.UnexpandedTeams) > 0 {
-		set[store.AttrUnexpandedTeams] = cl.Reviewers.UnexpandedTeams
-	}
-	if cl.BaseUnmerged {
-		// The diff is against an open change (a Gerrit stack): what it
-		// shows of its base decides nothing generated (R-CRITIC-7).
-		set[AttrDiffBaseUnmerged] = true
-	}
+	w.Diff = &store.StoredDiff{Ref: diffRef, SHA256: diffSHA, Truncated: cl.Truncated}
+	w.Reviewers = &store.FetchedReviewers{Recipients: recipients, NoEmail: noEmail}
+	w.UnexpandedTeams = cl.Reviewers.UnexpandedTeams
+	// The diff against an open change (a Gerrit stack): what it shows of
+	// its base decides nothing generated (R-CRITIC-7).
+	w.DiffBaseUnmerged = cl.BaseUnmerged
 	// Every read of a file, at the base and then at the head, within one
 	// source.FileRequestTimeout: the fetch message reserves one (R-STAGE-9).
 	reads := time.Now().Add(source.FileRequestTimeout)
 	gen := f.generatedAtBase(ctx, j, ref, cl.Diff, cl.BaseUnmerged, reads)
-	if len(gen) > 0 {
-		set[AttrGeneratedAtBase] = gen
-	}
+	w.GeneratedAtBase = gen
 	// The code around the hunks, read at the head the event named: what
 	// the change wrote, shown to the model, never cited (R-CONTEXT-1).
 	ctxRef, err := f.headContext(ctx, j, ref, cl.Diff, critic.Generated{Paths: f.GeneratedPaths, AtBase: gen, BaseUnmerged: cl.BaseUnmerged}, reads)
 	if err != nil {
-		return nil, err
+		return store.JobWrite{}, err
 	}
-	if ctxRef != "" {
-		set[AttrContextRef] = ctxRef
-	}
+	w.ContextRef = ctxRef
 	if a := cl.Reviewers.Author; a != "" && a != j.Author {
 		// The system's own word on the author (GitLab: the merge
 		// request's, where the hook named only whoever triggered it),
 		// recorded before the prompt and the e-mails are written
 		// (R-SOURCE-1).
-		set["author"] = a
+		w.Author = a
 	}
-	maps.Copy(set, settingsSet)
-	if len(capped) > 0 {
-		set[AttrTeamMembersNotMailed] = capped
-	}
-	return set, nil
+	w.TeamMembersNotMailed = capped
+	return w, nil
 }
 
 // decide selects a version's reviewers from what the system says and the

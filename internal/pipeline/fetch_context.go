@@ -29,9 +29,6 @@ const (
 	MaxContextBlobBytes = 4 << 20
 	// contextReaders is how many reads run at once.
 	contextReaders = 4
-	// AttrContextRef is the job attribute naming that object
-	// (job.Job.ContextRef).
-	AttrContextRef = "context_ref"
 	// contextPrefix is where the objects are stored: under diffs/, whose
 	// grants and expiry they share.
 	contextPrefix = "diffs/context"

@@ -22,14 +22,6 @@ const (
 	BaseReadBytes = 4 << 10
 )
 
-// AttrGeneratedAtBase is the job attribute listing the files whose base
-// version carries the marker (job.Job.GeneratedAtBase).
-const AttrGeneratedAtBase = "generated_at_base"
-
-// AttrDiffBaseUnmerged is the job attribute saying that the diff is
-// against unmerged code (job.Job.DiffBaseUnmerged).
-const AttrDiffBaseUnmerged = "diff_base_unmerged"
-
 // generatedAtBase reads, at merged code (ref.BaseSHA: the base the
 // event named, the merge request version's, Gerrit's destination branch
 // tip — never the patch set's parent), the first lines of the files whose

@@ -13,10 +13,6 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 )
 
-// AttrTeamMembersNotMailed is the job attribute counting, per requested
-// team, the members past the cap (R-REVIEWERS-6).
-const AttrTeamMembersNotMailed = "team_members_not_mailed"
-
 // capTeams keeps at most max members of each requested team, in the
 // source's order (people requested by name are never capped), and counts
 // the rest per team: a team request must not mail a whole organization

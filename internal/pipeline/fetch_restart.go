@@ -13,7 +13,7 @@ import (
 // goes back to the llm stage, which runs the model now that someone will
 // read its answer.
 func (f *Fetch) restartReview(ctx context.Context, j job.Job) error {
-	err := f.Jobs.SetStatus(ctx, j.ID, job.StageLLM, job.StatusInProgress, map[string]any{"skip_reason": ""})
+	err := f.Jobs.SetStatus(ctx, j.ID, job.StageLLM, job.StatusInProgress, store.JobWrite{ClearSkipReason: true})
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return err
 	}

@@ -55,10 +55,9 @@ func (f *Fetch) repoSettings(ctx context.Context, ref source.Ref) (reposettings.
 // named). A label the author could have set is input, and the review
 // goes on, the job's warnings saying why skip_labels did not apply. A
 // failure to reach the source fails the attempt, as the diff's does.
-func (f *Fetch) applySettings(ctx context.Context, j job.Job, ref source.Ref, author string, labels []string, s reposettings.Settings, warnings []string) (skip string, set map[string]any, err error) {
-	set = map[string]any{}
+func (f *Fetch) applySettings(ctx context.Context, j job.Job, ref source.Ref, author string, labels []string, s reposettings.Settings, warnings []string) (skip string, w store.JobWrite, err error) {
 	if !s.Empty() {
-		set["repo_settings"] = s.RepoSettings
+		w.Settings = &s.RepoSettings
 	}
 	why := s.SkipAuthorReason(author)
 	if named := s.SkipLabelsOf(labels); why == "" && len(named) > 0 {
@@ -70,7 +69,7 @@ func (f *Fetch) applySettings(ctx context.Context, j job.Job, ref source.Ref, au
 			v, err = lj.LabelsBeyondAuthor(lctx, ref, author, named)
 			cancel()
 			if err != nil {
-				return "", nil, err
+				return "", store.JobWrite{}, err
 			}
 		}
 		if len(v.Beyond) > 0 {
@@ -81,15 +80,14 @@ func (f *Fetch) applySettings(ctx context.Context, j job.Job, ref source.Ref, au
 		}
 	}
 	if len(warnings) > 0 {
-		set["settings_warnings"] = warnings
+		w.SettingsWarnings = warnings
 		f.Log.WarnContext(ctx, "the repository's settings were refused or did not apply in part", "job_id", j.ID, "problems", len(warnings))
 	}
 	if why != "" {
 		f.Log.InfoContext(ctx, "version not reviewed: the repository's settings skip it", "job_id", j.ID)
-		set["skipped"] = why
-		set[store.AttrRecipients] = []string{}
-		set[store.AttrNoEmailReviewers] = []string{}
-		return why, set, nil
+		w.Skipped = why
+		w.Reviewers = &store.FetchedReviewers{Recipients: []string{}, NoEmail: []string{}}
+		return why, w, nil
 	}
-	return "", set, nil
+	return "", w, nil
 }

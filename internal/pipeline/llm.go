@@ -57,7 +57,7 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if j.Skipped != "" {
 		// The repository's settings skip the version (R-REPO-4): no model
 		// runs, and notify closes the job without mailing anyone.
-		return l.finish(ctx, j, job.StageLLM, attempt, nil)
+		return l.finish(ctx, j, job.StageLLM, attempt, store.JobWrite{})
 	}
 	if done, err := l.guard(ctx, j, attempt); err != nil || done {
 		return err
@@ -125,7 +125,7 @@ func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if err != nil {
 		return retry.Permanent(retry.RuntimeBug, fmt.Errorf("encode critique: %w", err))
 	}
-	if err := l.finishCollapsed(ctx, j, attempt, map[string]any{"critique": b}); err != nil {
+	if err := l.finishCollapsed(ctx, j, attempt, store.JobWrite{Critique: b}); err != nil {
 		return err
 	}
 	if ch := c.Changes; ch != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
 )
 
 // DelayedEnqueuer sends a stage message that becomes visible after a
@@ -30,13 +31,13 @@ func (l *LLM) collapseDelay(j job.Job) time.Duration {
 // then notify is enqueued after the collapse window's delay (a delayed
 // SQS message: waiting is not a failure and takes no function time,
 // R-STAGE-6). Without a delay, or a queue that can delay, it is finish.
-func (l *LLM) finishCollapsed(ctx context.Context, j job.Job, attempt int, set map[string]any) error {
+func (l *LLM) finishCollapsed(ctx context.Context, j job.Job, attempt int, w store.JobWrite) error {
 	delay := l.collapseDelay(j)
 	dq, ok := l.Queue.(DelayedEnqueuer)
 	if delay <= 0 || !ok {
-		return l.finish(ctx, j, job.StageLLM, attempt, set)
+		return l.finish(ctx, j, job.StageLLM, attempt, w)
 	}
-	if err := l.Jobs.Advance(ctx, j.ID, job.StageLLM, attempt, job.StatusInProgress, set); err != nil {
+	if err := l.Jobs.Advance(ctx, j.ID, job.StageLLM, attempt, job.StatusInProgress, w); err != nil {
 		return fmt.Errorf("advance %s past %s: %w", j.ID, job.StageLLM, err)
 	}
 	if err := dq.EnqueueAfter(ctx, job.Message{JobID: j.ID, Stage: job.StageNotify}, delay); err != nil {

@@ -77,9 +77,7 @@ func (l *LLM) guard(ctx context.Context, j job.Job, attempt int) (bool, error) {
 // skip ends the job at the llm stage with a terminal status and its
 // reason. A conflict means another worker moved the job on: nothing left.
 func (l *LLM) skip(ctx context.Context, j job.Job, attempt int, status job.Status, reason string) error {
-	err := l.Jobs.SetStatus(ctx, j.ID, job.StageLLM, status, map[string]any{
-		"skip_reason": reason,
-	})
+	err := l.Jobs.SetStatus(ctx, j.ID, job.StageLLM, status, store.JobWrite{SkipReason: reason})
 	if errors.Is(err, store.ErrConflict) {
 		return nil
 	}

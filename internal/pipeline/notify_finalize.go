@@ -23,7 +23,7 @@ func (n *Notify) holdJob(ctx context.Context, j job.Job, rows []delivery.Row) {
 	now := n.Now()
 	for _, r := range rows {
 		if r.Held(now, n.Margin) {
-			if err := n.Jobs.SetStatus(ctx, j.ID, job.StageNotify, job.StatusNeedsIntervention, nil); err != nil && !errors.Is(err, store.ErrConflict) {
+			if err := n.Jobs.SetStatus(ctx, j.ID, job.StageNotify, job.StatusNeedsIntervention, store.JobWrite{}); err != nil && !errors.Is(err, store.ErrConflict) {
 				n.Log.WarnContext(ctx, "could not mark the job needs_intervention for a held delivery", "job_id", j.ID, "error", err)
 			}
 			n.Log.ErrorContext(ctx, "delivery held for provider evidence; the job needs intervention until it settles",

@@ -35,7 +35,9 @@ type Quiet struct {
 	Judge func(newer job.Job, r delivery.Row, ok bool) delivery.Successor
 }
 
-// Versions is what the quiet rules read and record in the jobs table.
+// Versions is what the quiet rules read and record in the jobs table
+// (store.Jobs). A role interface because the explorer interposes on
+// these calls (its quietStore).
 type Versions interface {
 	LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error)
 	SameDiff(ctx context.Context, changelistKey, diffSHA string, version int) ([]int, error)

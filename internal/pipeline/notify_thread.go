@@ -11,6 +11,8 @@ import (
 
 // ThreadTitles keeps the title each changelist's conversation is named by
 // (store.Jobs, on the changelist head; thread.go there says why there).
+// A role interface because the title is the changelist's, not the job's:
+// notify's dependencies say which part of the table it reads.
 type ThreadTitles interface {
 	// ThreadTitle is the kept title, "" when there is none.
 	ThreadTitle(ctx context.Context, source, changelistID string) (string, error)

@@ -70,7 +70,7 @@ func (n *Notify) await(ctx context.Context, j job.Job, rows []delivery.Row, w wa
 			status = job.StatusNeedsIntervention
 		}
 	}
-	if err := n.Jobs.SetStatus(ctx, j.ID, job.StageNotify, status, nil); err != nil {
+	if err := n.Jobs.SetStatus(ctx, j.ID, job.StageNotify, status, store.JobWrite{}); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil // finalized meanwhile by another run: nothing waits
 		}

@@ -38,12 +38,17 @@ type Base struct {
 	Now   func() time.Time
 }
 
-// Jobs is what the stages do with jobs (store.Jobs; memstore.Jobs in the
-// protocols' unit tests).
+// Jobs is the part of store.Jobs the stages call. Why a role interface
+// rather than store.Jobs itself: the explorer (internal/explore) stands
+// between the stages and memstore on every call they make, recording
+// each as a step it can reorder and crash at; this is that set of calls,
+// so a stage calling one more method of the contract shows up here and
+// there. Every write is typed (store.JobWrite): no stage names a stored
+// attribute.
 type Jobs interface {
 	Get(ctx context.Context, id job.ID) (job.Job, error)
-	Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, set map[string]any) error
-	SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error
+	Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, w store.JobWrite) error
+	SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, w store.JobWrite) error
 	NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error)
 	GetSourceRef(ctx context.Context, id job.ID) (store.SourceRef, error)
 	PinBase(ctx context.Context, id job.ID, sha string) (string, error)
@@ -90,8 +95,8 @@ func (b *Base) begin(ctx context.Context, m job.Message, stage job.Stage) (job.J
 // finish persists a stage's result and advances the job, then enqueues the
 // next stage. Persist happens first (DESIGN: "work done by a completed stage
 // is persisted before the next stage is enqueued").
-func (b *Base) finish(ctx context.Context, j job.Job, stage job.Stage, attempt int, set map[string]any) error {
-	err := b.Jobs.Advance(ctx, j.ID, stage, attempt, job.StatusInProgress, set)
+func (b *Base) finish(ctx context.Context, j job.Job, stage job.Stage, attempt int, w store.JobWrite) error {
+	err := b.Jobs.Advance(ctx, j.ID, stage, attempt, job.StatusInProgress, w)
 	if err != nil {
 		// ErrConflict: a concurrent duplicate advanced it first; its enqueue
 		// (or the retry of ours) carries the job on.

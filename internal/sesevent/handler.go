@@ -89,7 +89,8 @@ type Suppressor interface {
 }
 
 // Reopener puts a finished job back at notify, or marks it for a person
-// (store.Jobs).
+// (store.Jobs). A role interface because the explorer interposes on
+// these calls, and because feedback writes a job in no other way.
 type Reopener interface {
 	Reopen(ctx context.Context, id job.ID) error
 	Intervene(ctx context.Context, id job.ID) error

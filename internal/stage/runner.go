@@ -90,7 +90,9 @@ const DefaultMaxDeferrals = 50
 // maxDeferDelay is SQS's DelaySeconds limit.
 const maxDeferDelay = 15 * time.Minute
 
-// FailureRecorder stores a failure on the job for GET /jobs and triage.
+// FailureRecorder stores a failure on the job for GET /jobs and triage
+// (store.Jobs.RecordFailure). A role interface because the stage runner
+// links no AWS service client (R-LAYER-1) and store does.
 type FailureRecorder interface {
 	RecordFailure(ctx context.Context, id job.ID, f job.Failure, status job.Status) (time.Time, error)
 }

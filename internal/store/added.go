@@ -14,15 +14,12 @@ import (
 // (R-REVIEWERS-1) is written to the job item by the fetch stage's reviewer
 // refresh, in three attributes besides job.Job's added_recipients:
 const (
-	// AttrAddedNoEmail lists added reviewers without an address, as
+	// attrAddedNoEmail lists added reviewers without an address, as
 	// "<source>:<username>" identities (a string set).
-	AttrAddedNoEmail = "added_no_email"
+	attrAddedNoEmail = "added_no_email"
 	attrAddedRecips  = "added_recipients"
 	attrAddedRev     = "added_rev"
 	attrAddedSeen    = "added_seen"
-	// AttrUnexpandedTeams lists requested teams whose members the fetch
-	// stage could not read (job.Job.UnexpandedTeams).
-	AttrUnexpandedTeams = "unexpanded_teams"
 )
 
 // AddReviewers adds reviewers to a version in one write: addresses to
@@ -37,7 +34,7 @@ func (s *DynamoJobs) AddReviewers(ctx context.Context, id job.ID, addrs, identit
 		upd = upd.Add(expression.Name(attrAddedRecips), expression.Value(&types.AttributeValueMemberSS{Value: addrs}))
 	}
 	if len(identities) > 0 {
-		upd = upd.Add(expression.Name(AttrAddedNoEmail), expression.Value(&types.AttributeValueMemberSS{Value: identities}))
+		upd = upd.Add(expression.Name(attrAddedNoEmail), expression.Value(&types.AttributeValueMemberSS{Value: identities}))
 	}
 	attrs, err := conditionalUpdate(ctx, s.db, s.table, jobKey(id), upd, expression.AttributeExists(expression.Name("pk")), types.ReturnValueAllNew)
 	if err != nil {
@@ -80,18 +77,3 @@ func sameAddedRev(rev int) expression.ConditionBuilder {
 	}
 	return c
 }
-
-// AddedReviewers is the contract of adding reviewers to a version and of
-// notify's verdict that depends on them (DynamoJobs on DynamoDB, memstore.Jobs
-// in memory).
-type AddedReviewers interface {
-	Create(ctx context.Context, req CreateRequest) (CreateResult, error)
-	Get(ctx context.Context, id job.ID) (job.Job, error)
-	Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, set map[string]any) error
-	AddReviewers(ctx context.Context, id job.ID, addrs, identities []string) (job.Job, error)
-	FinishNotify(ctx context.Context, id job.ID, attempt int, status job.Status, addedRev int) error
-	NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error)
-	Reopen(ctx context.Context, id job.ID) error
-}
-
-var _ AddedReviewers = (*DynamoJobs)(nil)

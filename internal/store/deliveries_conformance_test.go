@@ -31,7 +31,7 @@ func TestDigests_DynamoDB(t *testing.T) {
 }
 
 // The jobs table's and the evidence path's contracts on DynamoDB Local.
-// Rules: R-STORE-1, R-INTAKE-1, R-INTAKE-2, R-INTAKE-3, R-EVIDENCE-2, R-EVIDENCE-3, R-THREAD-1, R-SOURCE-6, R-STORE-3, R-STAGE-7.
+// Rules: R-STORE-1, R-INTAKE-1, R-INTAKE-2, R-INTAKE-3, R-EVIDENCE-2, R-EVIDENCE-3, R-THREAD-1, R-SOURCE-6, R-STORE-3, R-STAGE-7, R-QUIET-1, R-LAYER-2.
 func TestJobs_DynamoDB(t *testing.T) {
 	storetest.Jobs(t, func(t *testing.T, now store.Clock) store.Jobs {
 		env := testenv.Stack(t)

@@ -175,7 +175,7 @@ func (s *DynamoJobs) Create(ctx context.Context, req CreateRequest) (CreateResul
 			Set(expression.Name("latest_job_id"), expression.Value(string(j.ID))).
 			Set(expression.Name("updated_at"), expression.Value(ts(now))).
 			// The first accepted version names the conversation (R-THREAD-1, thread.go).
-			Set(expression.Name(AttrThreadTitle), expression.IfNotExists(expression.Name(AttrThreadTitle), expression.Value(j.Title)))).
+			Set(expression.Name(attrThreadTitle), expression.IfNotExists(expression.Name(attrThreadTitle), expression.Value(j.Title)))).
 		WithCondition(expression.AttributeNotExists(expression.Name("pk")).
 			Or(expression.Name("latest_version").LessThan(expression.Value(j.ReviewVersion)))).
 		Build()
@@ -373,20 +373,18 @@ func (s *DynamoJobs) LatestVersion(ctx context.Context, source, changelistID str
 }
 
 // Advance records that stage `from` finished: it sets the next stage, the
-// attempt count and any result fields, on condition that the job is still at
-// `from`. Work is persisted before the next stage is enqueued, so a retry
-// never redoes it. ErrConflict means another worker advanced it first.
-func (s *DynamoJobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, set map[string]any) error {
+// attempt count and the stage's results (JobWrite), on condition that the
+// job is still at `from`. Work is persisted before the next stage is
+// enqueued, so a retry never redoes it. ErrConflict means another worker
+// advanced it first.
+func (s *DynamoJobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, w JobWrite) error {
 	now := ts(s.now())
 	upd := expression.Set(expression.Name("stage"), expression.Value(string(from.Next()))).
 		Set(expression.Name("attempts."+string(from)), expression.Value(attempt)).
 		Set(expression.Name("updated_at"), expression.Value(now)).
 		Set(expression.Name("status"), expression.Value(string(status))).
 		Remove(expression.Name("last_error"))
-	upd = sweepJobFor(upd, status)
-	for k, v := range set {
-		upd = upd.Set(expression.Name(k), expression.Value(v))
-	}
+	upd = jobWriteUpdate(sweepJobFor(upd, status), w)
 	cond := expression.Name("stage").Equal(expression.Value(string(from)))
 	return s.update(ctx, id, upd, &cond)
 }
@@ -401,13 +399,10 @@ func (s *DynamoJobs) Advance(ctx context.Context, id job.ID, from job.Stage, att
 // statuses stay movable by their own stage: notify keeps working a job it
 // holds needs_intervention, fetch restarts a no_recipients review.
 // ErrConflict when the condition fails.
-func (s *DynamoJobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error {
+func (s *DynamoJobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, w JobWrite) error {
 	now := ts(s.now())
-	upd := sweepJobFor(expression.Set(expression.Name("status"), expression.Value(string(status))).
-		Set(expression.Name("updated_at"), expression.Value(now)), status)
-	for k, v := range set {
-		upd = upd.Set(expression.Name(k), expression.Value(v))
-	}
+	upd := jobWriteUpdate(sweepJobFor(expression.Set(expression.Name("status"), expression.Value(string(status))).
+		Set(expression.Name("updated_at"), expression.Value(now)), status), w)
 	cond := expression.Name("stage").Equal(expression.Value(string(at))).
 		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusSucceeded)))).
 		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusDeadLettered))))
@@ -525,19 +520,72 @@ func (s *DynamoJobs) StuckJobs(ctx context.Context, before time.Time, fn func(jo
 	return nil
 }
 
-// Jobs is the jobs table's contract as intake, the sweeper and
-// feedback use it. DynamoJobs keeps it on DynamoDB and memstore.Jobs in memory;
-// storetest.Jobs proves them alike (R-STORE-1).
+// Jobs is the jobs table's one contract: every method both drivers keep
+// of jobs, their idempotency records, their changelists' heads and head
+// commits (Heads), their source references and their diff contents.
+// DynamoJobs keeps it on DynamoDB and memstore.Jobs in memory;
+// storetest.Jobs proves them alike, the whole contract, each condition
+// refusing (R-STORE-1). A consumer that takes less names a role
+// interface of its own and says why (pipeline.Jobs: what the explorer
+// interposes on). What DynamoJobs alone keeps (dead-letter audit records,
+// delivery notes, reruns: the operator's, never run on memstore) is not
+// part of it.
 type Jobs interface {
+	Heads
+
+	// Create writes a job, its idempotency record and its changelist's
+	// head, each on its condition (CreateRequest, Outcome).
 	Create(ctx context.Context, req CreateRequest) (CreateResult, error)
+	// Get reads a job, strongly consistent; ErrNotFound if none.
 	Get(ctx context.Context, id job.ID) (job.Job, error)
+	// LatestVersion reads a changelist's head: its latest accepted
+	// version and that version's job; ErrNotFound if none.
 	LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error)
+	// ThreadTitle and KeepThreadTitle read and keep the title a
+	// changelist's emails are named by (R-THREAD-1).
 	ThreadTitle(ctx context.Context, source, changelistID string) (string, error)
 	KeepThreadTitle(ctx context.Context, source, changelistID, title string) (string, error)
+	// AssignVersion places a head commit its event says nothing more of
+	// (AssignVersionOf).
+	AssignVersion(ctx context.Context, source, changelistID, headSHA string) (int, error)
+	// PutSourceRef, GetSourceRef and PinBase keep where fetch finds a
+	// version's diff and reviewers; the first write stays.
 	PutSourceRef(ctx context.Context, id job.ID, ref SourceRef) error
+	GetSourceRef(ctx context.Context, id job.ID) (SourceRef, error)
 	PinBase(ctx context.Context, id job.ID, sha string) (string, error)
+	// SameDiff records a version's diff content and answers every
+	// version of the changelist with it (R-QUIET-1).
+	SameDiff(ctx context.Context, changelistKey, diffSHA string, version int) ([]int, error)
+
+	// Advance moves a job past stage from, writing the stage's results
+	// (JobWrite), on condition that the job is still at from;
+	// ErrConflict otherwise (R-STAGE-7).
+	Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, w JobWrite) error
+	// SetStatus sets a job's status and the stage's results, on
+	// condition that the job is at stage at and not in a final status;
+	// ErrConflict otherwise.
+	SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, w JobWrite) error
+	// NoEmailReviewers reads a version's reviewers without an address:
+	// those fetch found, then those added since.
+	NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error)
+	// AddReviewers adds reviewers to a version in one write and returns
+	// the job after it (R-REVIEWERS-1).
+	AddReviewers(ctx context.Context, id job.ID, addrs, identities []string) (job.Job, error)
+	// FinishNotify records notify's verdict, on condition that the job
+	// is at notify and no reviewer was added since notify read it.
+	FinishNotify(ctx context.Context, id job.ID, attempt int, status job.Status, addedRev int) error
+	// RecordFailure records a stage's failure and returns when the stage
+	// first failed (R-STAGE-4); never on a succeeded job.
+	RecordFailure(ctx context.Context, id job.ID, f job.Failure, status job.Status) (time.Time, error)
+	// Restart moves a dead-lettered job back to stage at (the operator's
+	// replay).
+	Restart(ctx context.Context, id job.ID, at job.Stage, refetch bool) error
+	// Reopen and Intervene move a job back to notify, or hold it for an
+	// operator; never a dead-lettered one.
 	Reopen(ctx context.Context, id job.ID) error
 	Intervene(ctx context.Context, id job.ID) error
+	// StuckJobs calls fn for every unfinished job not updated since
+	// before.
 	StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error
 }
 

@@ -28,7 +28,7 @@ type RerunPlan struct {
 	// Latest is the changelist's latest job: the one a rerun copies.
 	Latest job.Job
 	// NoEmailReviewers are Latest's reviewers without an address
-	// (AttrNoEmailReviewers), each a "<source>:<username>" identity.
+	// (attrNoEmailReviewers), each a "<source>:<username>" identity.
 	NoEmailReviewers []string
 	// SourceRef is Latest's source reference (code review systems); nil
 	// for the generic source.

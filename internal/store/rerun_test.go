@@ -140,8 +140,8 @@ func TestRerun_CounterSource_CopiesSourceRef_NextCommitHigher(t *testing.T) {
 	}
 	storetest.Create(t, s, j1, "g1", "g1")
 	// What fetch records.
-	if err := s.Advance(ctx, j1.ID, job.StageFetch, 1, job.StatusInProgress, map[string]any{
-		store.AttrRecipients: []string{"octo@example.com"}, store.AttrNoEmailReviewers: []string{"github:hubot"}}); err != nil {
+	if err := s.Advance(ctx, j1.ID, job.StageFetch, 1, job.StatusInProgress, store.JobWrite{
+		Reviewers: &store.FetchedReviewers{Recipients: []string{"octo@example.com"}, NoEmail: []string{"github:hubot"}}}); err != nil {
 		t.Fatal(err)
 	}
 	plan, err := s.PlanRerun(ctx, "github", cl)

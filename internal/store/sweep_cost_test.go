@@ -89,7 +89,7 @@ func TestSweepQueries_ReadLiveWorkNotHistory(t *testing.T) {
 		j := storetest.NewJob(fmt.Sprintf("cl-%d", i), 1)
 		storetest.Create(t, jobs, j, fmt.Sprintf("k-%d", i), "b")
 		if i < history {
-			if err := jobs.Advance(ctx, j.ID, job.StageFetch, 1, job.StatusSucceeded, nil); err != nil {
+			if err := jobs.Advance(ctx, j.ID, job.StageFetch, 1, job.StatusSucceeded, store.JobWrite{}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -18,7 +18,7 @@ import (
 // first (R-THREAD-1): Gmail and Outlook group a conversation by its
 // subject, so a subject that followed an edited title would start another.
 // The title the subject names is kept on the changelist head
-// (CL#<changelist key>), attribute AttrThreadTitle:
+// (CL#<changelist key>), attribute attrThreadTitle:
 //
 //   - Create sets it in the head update it makes anyway, with
 //     if_not_exists: the changelist's first accepted version names it,
@@ -39,9 +39,9 @@ import (
 // version also keeps the subject of their own first email, with no
 // write per recipient.
 
-// AttrThreadTitle is the changelist head's attribute holding the title
+// attrThreadTitle is the changelist head's attribute holding the title
 // its conversation is named by.
-const AttrThreadTitle = "thread_title"
+const attrThreadTitle = "thread_title"
 
 func headKey(source, changelistID string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"pk": str(schema.PrefixChangelist + job.ChangelistKey(source, changelistID))}
@@ -53,11 +53,11 @@ func headKey(source, changelistID string) map[string]types.AttributeValue {
 // misses it only sends the caller to KeepThreadTitle, which finds it.
 func (s *DynamoJobs) ThreadTitle(ctx context.Context, source, changelistID string) (string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: headKey(source, changelistID),
-		ProjectionExpression: aws.String(AttrThreadTitle)})
+		ProjectionExpression: aws.String(attrThreadTitle)})
 	if err != nil {
 		return "", fmt.Errorf("get thread title: %w", err)
 	}
-	t, _ := out.Item[AttrThreadTitle].(*types.AttributeValueMemberS)
+	t, _ := out.Item[attrThreadTitle].(*types.AttributeValueMemberS)
 	if t == nil {
 		return "", nil
 	}
@@ -68,7 +68,7 @@ func (s *DynamoJobs) ThreadTitle(ctx context.Context, source, changelistID strin
 // it has one, and returns the one it has afterwards. ErrNotFound: the
 // changelist has no head; nothing is written.
 func (s *DynamoJobs) KeepThreadTitle(ctx context.Context, source, changelistID, title string) (string, error) {
-	upd := expression.Set(expression.Name(AttrThreadTitle), expression.IfNotExists(expression.Name(AttrThreadTitle), expression.Value(title)))
+	upd := expression.Set(expression.Name(attrThreadTitle), expression.IfNotExists(expression.Name(attrThreadTitle), expression.Value(title)))
 	attrs, err := conditionalUpdate(ctx, s.db, s.table, headKey(source, changelistID), upd,
 		expression.AttributeExists(expression.Name("pk")), types.ReturnValueUpdatedNew)
 	if errors.Is(err, ErrConflict) {
@@ -77,9 +77,9 @@ func (s *DynamoJobs) KeepThreadTitle(ctx context.Context, source, changelistID, 
 	if err != nil {
 		return "", fmt.Errorf("keep thread title: %w", err)
 	}
-	t, _ := attrs[AttrThreadTitle].(*types.AttributeValueMemberS)
+	t, _ := attrs[attrThreadTitle].(*types.AttributeValueMemberS)
 	if t == nil {
-		return "", fmt.Errorf("keep thread title: %s not returned", AttrThreadTitle)
+		return "", fmt.Errorf("keep thread title: %s not returned", attrThreadTitle)
 	}
 	return t.Value, nil
 }

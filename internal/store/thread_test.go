@@ -33,7 +33,7 @@ func TestThreadTitle_HeadWithoutOne_KeptOnceThroughALostAnswer(t *testing.T) {
 	storetest.Create(t, jobs, j, "k1", "b1")
 	if _, err := env.Clients.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(res.JobsTable),
 		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: schema.PrefixChangelist + job.ChangelistKey("generic", "cl-legacy")}},
-		UpdateExpression: aws.String("REMOVE " + store.AttrThreadTitle)}); err != nil {
+		UpdateExpression: aws.String("REMOVE thread_title")}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := jobs.ThreadTitle(ctx, "generic", "cl-legacy"); err != nil || got != "" {

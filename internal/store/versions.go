@@ -30,19 +30,11 @@ import (
 //
 // and two attributes to a job item, written by the fetch stage in the same
 // Advance as the diff reference: recipients (the resolved addresses, the
-// job's existing field) and AttrNoEmailReviewers.
+// job's existing field) and attrNoEmailReviewers.
 
-// AttrNoEmailReviewers is the job attribute listing the reviewers the fetch
+// attrNoEmailReviewers (jobwrite.go) lists the reviewers the fetch
 // stage could not resolve to an address, as "<source>:<username>"
 // identities. Each becomes a skipped_no_email delivery row.
-const AttrNoEmailReviewers = "no_email_reviewers"
-
-// AttrRecipients is the job attribute holding the resolved addresses
-// (job.Job.Recipients).
-const AttrRecipients = "recipients"
-
-// AttrDiffTruncated marks a job whose fetched diff was cut at the limit.
-const AttrDiffTruncated = "diff_truncated"
 
 // versionItem is what is known of a head commit (HeadRecord): its review
 // version, or, for a head known only as the `before` of a versioned one,
@@ -363,13 +355,13 @@ func (s *DynamoJobs) GetSourceRef(ctx context.Context, id job.ID) (SourceRef, er
 
 // NoEmailReviewers reads a job's reviewers without an address, as
 // "<source>:<username>" identities: those its fetch found
-// (AttrNoEmailReviewers), then those added since (AttrAddedNoEmail,
+// (attrNoEmailReviewers), then those added since (attrAddedNoEmail,
 // sorted), each once. A job without either (every generic job, any job
 // before fetch) has none.
 func (s *DynamoJobs) NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: jobKey(id), ConsistentRead: aws.Bool(true),
 		ProjectionExpression:     aws.String("#n, #a"),
-		ExpressionAttributeNames: map[string]string{"#n": AttrNoEmailReviewers, "#a": AttrAddedNoEmail}})
+		ExpressionAttributeNames: map[string]string{"#n": attrNoEmailReviewers, "#a": attrAddedNoEmail}})
 	if err != nil {
 		return nil, fmt.Errorf("get reviewers without an address of %s: %w", id, err)
 	}

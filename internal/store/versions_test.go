@@ -165,8 +165,8 @@ func TestNoEmailReviewers_WrittenByAdvance(t *testing.T) {
 	if got, err := s.NoEmailReviewers(ctx, j.ID); err != nil || len(got) != 0 {
 		t.Fatalf("before fetch: %v (%v), want none", got, err)
 	}
-	err := s.Advance(ctx, j.ID, job.StageFetch, 1, job.StatusInProgress, map[string]any{
-		store.AttrRecipients: []string{"ann@example.com"}, store.AttrNoEmailReviewers: []string{"github:hubot"},
+	err := s.Advance(ctx, j.ID, job.StageFetch, 1, job.StatusInProgress, store.JobWrite{
+		Reviewers: &store.FetchedReviewers{Recipients: []string{"ann@example.com"}, NoEmail: []string{"github:hubot"}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -95,7 +95,9 @@ type DigestSource interface {
 	DueDigests(ctx context.Context, dueBy time.Time, fn func(delivery.Row) error) error
 }
 
-// Jobs is what the sweeper does with jobs (store.Jobs).
+// Jobs is what the sweeper does with jobs (store.Jobs). A role
+// interface because the explorer interposes on these calls, and because
+// it says the sweeper never writes a stage's results.
 type Jobs interface {
 	StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error
 	Intervene(ctx context.Context, id job.ID) error

@@ -46,7 +46,8 @@ type Rows interface {
 	Get(ctx context.Context, id string) (delivery.Row, error)
 }
 
-// Jobs reads jobs (store.Jobs).
+// Jobs reads jobs (store.Jobs): Get alone, which says that recording
+// a vote never writes a job.
 type Jobs interface {
 	Get(ctx context.Context, id job.ID) (job.Job, error)
 }

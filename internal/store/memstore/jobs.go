@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
 )
@@ -22,7 +20,9 @@ type Jobs struct {
 	idem  map[string]idemRecord
 	heads map[string]head
 	refs  map[job.ID]store.SourceRef
-	extra map[job.ID]map[string]any
+	// beside holds what the DynamoDB driver keeps on the job item
+	// beside job.Job's fields.
+	beside map[job.ID]*beside
 	// diffs are the versions recorded per changelist and diff content
 	// (SameDiff), made on first use.
 	diffs map[string][]int
@@ -32,10 +32,28 @@ type Jobs struct {
 	now     store.Clock
 }
 
+// beside is what a job item holds that job.Job does not: the reviewers
+// without an address, fetched and added, and when each stage first
+// failed.
+type beside struct {
+	noEmail, addedNoEmail []string
+	firstFailure          map[job.Stage]time.Time
+}
+
+// besideOf returns id's record, made on first use; s.mu is held.
+func (s *Jobs) besideOf(id job.ID) *beside {
+	b := s.beside[id]
+	if b == nil {
+		b = &beside{firstFailure: map[job.Stage]time.Time{}}
+		s.beside[id] = b
+	}
+	return b
+}
+
 type head struct {
 	version int
 	jobID   job.ID
-	// title is the thread title (store.AttrThreadTitle); "" for none.
+	// title is the thread title (store.Jobs.ThreadTitle); "" for none.
 	title string
 }
 
@@ -46,6 +64,7 @@ type idemRecord struct {
 	responseBody   []byte
 }
 
+// Jobs keeps the one jobs contract DynamoJobs keeps (storetest.Jobs).
 var _ store.Jobs = (*Jobs)(nil)
 
 // NewJobs returns an empty jobs table with clock now (time.Now if nil).
@@ -54,7 +73,7 @@ func NewJobs(now store.Clock) *Jobs {
 		now = time.Now
 	}
 	return &Jobs{jobs: map[job.ID]job.Job{}, idem: map[string]idemRecord{}, heads: map[string]head{},
-		refs: map[job.ID]store.SourceRef{}, extra: map[job.ID]map[string]any{}, now: now}
+		refs: map[job.ID]store.SourceRef{}, beside: map[job.ID]*beside{}, now: now}
 }
 
 // Create implements store.Jobs: the job, its idempotency record and
@@ -164,7 +183,7 @@ func (s *Jobs) Expire(id job.ID) {
 	defer s.mu.Unlock()
 	delete(s.jobs, id)
 	delete(s.refs, id)
-	delete(s.extra, id)
+	delete(s.beside, id)
 	for k, r := range s.idem {
 		if r.jobID == id {
 			delete(s.idem, k)
@@ -202,77 +221,48 @@ func (s *Jobs) update(id job.ID, cond func(job.Job) bool, f func(*job.Job)) erro
 	return nil
 }
 
-// apply sets attributes on a job the way DynamoDB sets them on its item:
-// through the job's dynamodbav encoding. Attributes the Job type does not
-// hold (no_email_reviewers) are kept beside it.
-func (s *Jobs) apply(j *job.Job, set map[string]any) error {
-	if len(set) == 0 {
-		return nil
+// write applies a stage's results to j (store.JobWrite.Apply), and keeps
+// the reviewers without an address beside it; s.mu is held.
+func (s *Jobs) write(j *job.Job, w store.JobWrite) {
+	w.Apply(j)
+	if r := w.Reviewers; r != nil {
+		s.besideOf(j.ID).noEmail = append([]string(nil), r.NoEmail...)
 	}
-	item, err := attributevalue.MarshalMap(*j)
-	if err != nil {
-		return err
-	}
-	for k, v := range set {
-		av, err := attributevalue.Marshal(v)
-		if err != nil {
-			return err
-		}
-		item[k] = av
-		if s.extra[j.ID] == nil {
-			s.extra[j.ID] = map[string]any{}
-		}
-		s.extra[j.ID][k] = v
-	}
-	var out job.Job
-	if err := attributevalue.UnmarshalMap(item, &out); err != nil {
-		return err
-	}
-	*j = out
-	return nil
 }
 
-// Advance implements pipeline.Jobs: the next stage, on condition that the
+// Advance implements store.Jobs: the next stage, on condition that the
 // job is still at from.
-func (s *Jobs) Advance(_ context.Context, id job.ID, from job.Stage, attempt int, status job.Status, set map[string]any) error {
-	var aerr error
-	err := s.update(id, func(j job.Job) bool { return j.Stage == from }, func(j *job.Job) {
+func (s *Jobs) Advance(_ context.Context, id job.ID, from job.Stage, attempt int, status job.Status, w store.JobWrite) error {
+	return s.update(id, func(j job.Job) bool { return j.Stage == from }, func(j *job.Job) {
 		j.Stage, j.Status, j.LastError = from.Next(), status, nil
 		if j.Attempts == nil {
 			j.Attempts = job.Attempts{}
 		}
 		j.Attempts[from] = attempt
-		aerr = s.apply(j, set)
+		s.write(j, w)
 	})
-	if err != nil {
-		return err
-	}
-	return aerr
 }
 
-// SetStatus implements pipeline.Jobs: on condition that the job is at at
+// SetStatus implements store.Jobs: on condition that the job is at at
 // and not in a final status (succeeded, dead-lettered), as
 // store.DynamoJobs.SetStatus.
-func (s *Jobs) SetStatus(_ context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error {
-	var aerr error
-	err := s.update(id, func(j job.Job) bool { return j.Stage == at && !j.Status.Final() }, func(j *job.Job) {
+func (s *Jobs) SetStatus(_ context.Context, id job.ID, at job.Stage, status job.Status, w store.JobWrite) error {
+	return s.update(id, func(j job.Job) bool { return j.Stage == at && !j.Status.Final() }, func(j *job.Job) {
 		j.Status = status
-		aerr = s.apply(j, set)
+		s.write(j, w)
 	})
-	if err != nil {
-		return err
-	}
-	return aerr
 }
 
-// NoEmailReviewers implements pipeline.Jobs: the fetched identities, then
+// NoEmailReviewers implements store.Jobs: the fetched identities, then
 // the added ones.
 func (s *Jobs) NoEmailReviewers(_ context.Context, id job.ID) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, _ := s.extra[id][store.AttrNoEmailReviewers].([]string)
-	added, _ := s.extra[id][store.AttrAddedNoEmail].([]string)
-	return store.UnionSorted(v, added), nil
+	b := s.beside[id]
+	if b == nil {
+		return store.UnionSorted(nil, nil), nil
+	}
+	return store.UnionSorted(b.noEmail, b.addedNoEmail), nil
 }
 
 // AddReviewers implements store.Jobs.AddReviewers: set unions, added_rev+1.
@@ -280,11 +270,8 @@ func (s *Jobs) AddReviewers(_ context.Context, id job.ID, addrs, identities []st
 	var out job.Job
 	err := s.update(id, func(job.Job) bool { return true }, func(j *job.Job) {
 		j.AddedRecipients = union(j.AddedRecipients, addrs)
-		if s.extra[id] == nil {
-			s.extra[id] = map[string]any{}
-		}
-		old, _ := s.extra[id][store.AttrAddedNoEmail].([]string)
-		s.extra[id][store.AttrAddedNoEmail] = union(old, identities)
+		b := s.besideOf(id)
+		b.addedNoEmail = union(b.addedNoEmail, identities)
 		j.AddedRev++
 		out = *j
 	})
@@ -343,14 +330,11 @@ func (s *Jobs) RecordFailure(_ context.Context, id job.ID, f job.Failure, status
 	if status == job.StatusDeadLettered {
 		j.DeadLetter = &f
 	}
-	if s.extra[id] == nil {
-		s.extra[id] = map[string]any{}
-	}
-	key := "first_failure_at_" + string(f.Stage)
-	first, ok := s.extra[id][key].(time.Time)
+	b := s.besideOf(id)
+	first, ok := b.firstFailure[f.Stage]
 	if !ok {
 		first = f.At.UTC()
-		s.extra[id][key] = first
+		b.firstFailure[f.Stage] = first
 	}
 	s.jobs[id] = j
 	return first, nil

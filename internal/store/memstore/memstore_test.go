@@ -18,7 +18,7 @@ func TestDeliveries_Memstore(t *testing.T) {
 // The in-memory jobs table and evidence path keep their contracts too,
 // head commits placed in their code host's order and the stages' fenced
 // writes included.
-// Rules: R-STORE-1, R-SOURCE-6, R-STORE-3, R-STAGE-7.
+// Rules: R-STORE-1, R-SOURCE-6, R-STORE-3, R-STAGE-7, R-QUIET-1, R-LAYER-2.
 func TestJobs_Memstore(t *testing.T) {
 	storetest.Jobs(t, func(_ *testing.T, now store.Clock) store.Jobs { return memstore.NewJobs(now) })
 	storetest.Evidence(t, func(_ *testing.T, now store.Clock) store.Evidence { return memstore.NewEvidence(now) })

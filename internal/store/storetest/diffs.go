@@ -5,21 +5,17 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/criticizer/criticizer/internal/store"
 )
 
-// SameDiffer keeps the versions of a changelist per diff content
-// (store.Jobs.SameDiff, R-QUIET-1).
-type SameDiffer interface {
-	SameDiff(ctx context.Context, changelistKey, diffSHA string, version int) ([]int, error)
-}
-
-// SameDiff runs the diff-versions suite against the store open returns:
-// each call records its version and answers every version recorded with
-// that content; a repeat records nothing twice; concurrent versions all
-// stay; another content or another changelist is apart.
-func SameDiff(t *testing.T, open func(t *testing.T) SameDiffer) {
+// sameDiff runs the diff-versions cases (store.Jobs.SameDiff,
+// R-QUIET-1) on s: each call records its version and answers every
+// version recorded with that content; a repeat records nothing twice;
+// concurrent versions all stay; another content or another changelist
+// is apart.
+func sameDiff(t *testing.T, s store.Jobs) {
 	ctx := context.Background()
-	s := open(t)
 	call := func(cl, sha string, v int) []int {
 		t.Helper()
 		got, err := s.SameDiff(ctx, cl, sha, v)

@@ -11,28 +11,6 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 )
 
-// StageFence is the part of a jobs table the stages write through: each
-// write is fenced by where the job is (its stage, its status, the
-// revision of its added reviewers), so a worker that read the job before
-// another moved it on writes nothing (R-STAGE-7). Both drivers keep it.
-type StageFence interface {
-	store.Jobs
-	Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, set map[string]any) error
-	SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, set map[string]any) error
-	AddReviewers(ctx context.Context, id job.ID, addrs, identities []string) (job.Job, error)
-	FinishNotify(ctx context.Context, id job.ID, attempt int, status job.Status, addedRev int) error
-	GetSourceRef(ctx context.Context, id job.ID) (store.SourceRef, error)
-}
-
-// Failures is the part of a jobs table the stage runner and the
-// operator's replay write through: a failure recorded on the job, a
-// dead-lettered job restarted.
-type Failures interface {
-	store.Jobs
-	RecordFailure(ctx context.Context, id job.ID, f job.Failure, status job.Status) (time.Time, error)
-	Restart(ctx context.Context, id job.ID, at job.Stage, refetch bool) error
-}
-
 // createAt creates a job of changelist cl at stage and status, as a
 // stage (or an operator) left it.
 func createAt(t *testing.T, s store.Jobs, cl string, stage job.Stage, status job.Status) job.Job {
@@ -69,13 +47,7 @@ func conflict(t *testing.T, err error, what string) {
 // stageFence runs the cases of the stages' fenced writes; each on a
 // table of its own.
 func stageFence(t *testing.T, open JobsOpener) {
-	fence := func(t *testing.T) StageFence {
-		s, ok := open(t, nil).(StageFence)
-		if !ok {
-			t.Fatal("this jobs table does not keep the stages' fenced writes (StageFence)")
-		}
-		return s
-	}
+	fence := func(t *testing.T) store.Jobs { return open(t, nil) }
 	ctx := context.Background()
 
 	// A stage's result lands only while the job is at that stage: a
@@ -85,18 +57,18 @@ func stageFence(t *testing.T, open JobsOpener) {
 	t.Run("Advance_RefusedOnceTheJobMovedOn", func(t *testing.T) {
 		s := fence(t)
 		j := createAt(t, s, "cl-advance", job.StageFetch, job.StatusAccepted)
-		conflict(t, s.Advance(ctx, j.ID, job.StageLLM, 1, job.StatusInProgress, nil), "advance from llm of a job at fetch")
+		conflict(t, s.Advance(ctx, j.ID, job.StageLLM, 1, job.StatusInProgress, store.JobWrite{}), "advance from llm of a job at fetch")
 		wantJob(t, s, j.ID, job.StageFetch, job.StatusAccepted, "after the refused advance")
-		if err := s.Advance(ctx, j.ID, job.StageFetch, 1, job.StatusInProgress, map[string]any{"diff_ref": "first"}); err != nil {
+		if err := s.Advance(ctx, j.ID, job.StageFetch, 1, job.StatusInProgress, store.JobWrite{Diff: &store.StoredDiff{Ref: "first"}}); err != nil {
 			t.Fatal(err)
 		}
-		conflict(t, s.Advance(ctx, j.ID, job.StageFetch, 2, job.StatusInProgress, map[string]any{"diff_ref": "second"}),
+		conflict(t, s.Advance(ctx, j.ID, job.StageFetch, 2, job.StatusInProgress, store.JobWrite{Diff: &store.StoredDiff{Ref: "second"}}),
 			"a second advance from fetch")
 		got := wantJob(t, s, j.ID, job.StageLLM, job.StatusInProgress, "after the second worker's advance")
 		if got.DiffRef != "first" || got.Attempts[job.StageFetch] != 1 {
 			t.Fatalf("the second worker's result landed: diff_ref %q, attempts %v", got.DiffRef, got.Attempts)
 		}
-		conflict(t, s.Advance(ctx, "j_missing", job.StageFetch, 1, job.StatusInProgress, nil), "advance of no job")
+		conflict(t, s.Advance(ctx, "j_missing", job.StageFetch, 1, job.StatusInProgress, store.JobWrite{}), "advance of no job")
 		if _, err := s.Get(ctx, "j_missing"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("a refused advance created a job: %v", err)
 		}
@@ -110,30 +82,30 @@ func stageFence(t *testing.T, open JobsOpener) {
 	t.Run("SetStatus_RefusedAtAnotherStageOrOnAFinalStatus", func(t *testing.T) {
 		s := fence(t)
 		j := createAt(t, s, "cl-status", job.StageFetch, job.StatusInProgress)
-		conflict(t, s.SetStatus(ctx, j.ID, job.StageLLM, job.StatusNoRecipients, nil), "status at llm of a job at fetch")
+		conflict(t, s.SetStatus(ctx, j.ID, job.StageLLM, job.StatusNoRecipients, store.JobWrite{}), "status at llm of a job at fetch")
 		wantJob(t, s, j.ID, job.StageFetch, job.StatusInProgress, "after the refused status")
 
 		dead := createAt(t, s, "cl-dead", job.StageLLM, job.StatusDeadLettered)
-		conflict(t, s.SetStatus(ctx, dead.ID, job.StageLLM, job.StatusInProgress, nil), "restart of a dead-lettered llm stage")
+		conflict(t, s.SetStatus(ctx, dead.ID, job.StageLLM, job.StatusInProgress, store.JobWrite{}), "restart of a dead-lettered llm stage")
 		wantJob(t, s, dead.ID, job.StageLLM, job.StatusDeadLettered, "after the refused restart")
 		deadNotify := createAt(t, s, "cl-dead-notify", job.StageNotify, job.StatusDeadLettered)
-		conflict(t, s.SetStatus(ctx, deadNotify.ID, job.StageNotify, job.StatusNeedsIntervention, nil), "hold of a dead-lettered notify stage")
+		conflict(t, s.SetStatus(ctx, deadNotify.ID, job.StageNotify, job.StatusNeedsIntervention, store.JobWrite{}), "hold of a dead-lettered notify stage")
 		wantJob(t, s, deadNotify.ID, job.StageNotify, job.StatusDeadLettered, "after the refused hold")
 		done := createAt(t, s, "cl-done", job.StageDone, job.StatusSucceeded)
-		conflict(t, s.SetStatus(ctx, done.ID, job.StageDone, job.StatusInProgress, nil), "status of a succeeded job")
+		conflict(t, s.SetStatus(ctx, done.ID, job.StageDone, job.StatusInProgress, store.JobWrite{}), "status of a succeeded job")
 		wantJob(t, s, done.ID, job.StageDone, job.StatusSucceeded, "after the refused status")
 
 		none := createAt(t, s, "cl-none", job.StageLLM, job.StatusNoRecipients)
-		if err := s.SetStatus(ctx, none.ID, job.StageLLM, job.StatusInProgress, nil); err != nil {
+		if err := s.SetStatus(ctx, none.ID, job.StageLLM, job.StatusInProgress, store.JobWrite{}); err != nil {
 			t.Fatalf("restart of a no_recipients review: %v", err)
 		}
 		wantJob(t, s, none.ID, job.StageLLM, job.StatusInProgress, "after the restart")
 		held := createAt(t, s, "cl-held", job.StageNotify, job.StatusNeedsIntervention)
-		if err := s.SetStatus(ctx, held.ID, job.StageNotify, job.StatusInProgress, nil); err != nil {
+		if err := s.SetStatus(ctx, held.ID, job.StageNotify, job.StatusInProgress, store.JobWrite{}); err != nil {
 			t.Fatalf("notify's status over its own hold: %v", err)
 		}
 		wantJob(t, s, held.ID, job.StageNotify, job.StatusInProgress, "after notify's status")
-		conflict(t, s.SetStatus(ctx, "j_missing", job.StageLLM, job.StatusInProgress, nil), "status of no job")
+		conflict(t, s.SetStatus(ctx, "j_missing", job.StageLLM, job.StatusInProgress, store.JobWrite{}), "status of no job")
 	})
 
 	// Notify's verdict lands only while the job is at notify, under the
@@ -191,10 +163,7 @@ func stageFence(t *testing.T, open JobsOpener) {
 	// succeed (R-STAGE-4); a retryable one leaves a job held for a person
 	// as it is; the stage's first failure time is kept across attempts.
 	t.Run("RecordFailure_NeverOnASucceededJob_AHoldKept", func(t *testing.T) {
-		s, ok := open(t, nil).(Failures)
-		if !ok {
-			t.Fatal("this jobs table does not record failures (Failures)")
-		}
+		s := open(t, nil)
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		fail := func(stage job.Stage, attempt int, when time.Time) job.Failure {
 			return job.Failure{Stage: stage, ErrorClass: "UPSTREAM_5XX", Attempt: attempt, At: when}
@@ -233,10 +202,7 @@ func stageFence(t *testing.T, open JobsOpener) {
 	// The operator's replay restarts a dead-lettered job, and only one
 	// (R-STAGE-5).
 	t.Run("Restart_OnlyADeadLetteredJob", func(t *testing.T) {
-		s, ok := open(t, nil).(Failures)
-		if !ok {
-			t.Fatal("this jobs table does not restart jobs (Failures)")
-		}
+		s := open(t, nil)
 		run := createAt(t, s, "cl-restart-run", job.StageLLM, job.StatusRetryableFailed)
 		conflict(t, s.Restart(ctx, run.ID, job.StageLLM, false), "restart of a job that was not dead-lettered")
 		wantJob(t, s, run.ID, job.StageLLM, job.StatusRetryableFailed, "after the refused restart")

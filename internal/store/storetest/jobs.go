@@ -279,14 +279,14 @@ func Jobs(t *testing.T, open JobsOpener) {
 	// The stages' fenced writes: each condition refusing.
 	stageFence(t, open)
 
-	// The stores that order head commits (both drivers do).
-	Heads(t, func(t *testing.T) store.Heads {
-		h, ok := open(t, nil).(store.Heads)
-		if !ok {
-			t.Skip("this jobs table does not order head commits")
-		}
-		return h
-	})
+	// What fetch writes, read back as written (JobWrite).
+	t.Run("Advance_WritesEveryResultAsTyped", func(t *testing.T) { jobWrite(t, open(t, nil)) })
+
+	// The head commits, ordered as their code host orders them.
+	Heads(t, func(t *testing.T) store.Heads { return open(t, nil) })
+
+	// The versions of each diff content.
+	t.Run("SameDiff_VersionsPerContent", func(t *testing.T) { sameDiff(t, open(t, nil)) })
 }
 
 // EvidenceOpener opens an empty evidence path for one test.

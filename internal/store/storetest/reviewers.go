@@ -18,7 +18,7 @@ import (
 type ReviewerStores struct {
 	Rosters   store.Rosters
 	Directory store.Directory
-	Jobs      store.AddedReviewers
+	Jobs      store.Jobs
 }
 
 // ReviewerStoresOpener opens empty stores for one test.
@@ -143,11 +143,11 @@ func Reviewers(t *testing.T, open ReviewerStoresOpener) {
 		s := open(t)
 		j := NewJob("cl-added", 1)
 		Create(t, s.Jobs, j, "k", "b")
-		if err := s.Jobs.Advance(ctx, j.ID, job.StageFetch, 1, job.StatusInProgress, map[string]any{
-			store.AttrRecipients: []string{"a@example.com"}, store.AttrNoEmailReviewers: []string{"github:z"}}); err != nil {
+		if err := s.Jobs.Advance(ctx, j.ID, job.StageFetch, 1, job.StatusInProgress, store.JobWrite{
+			Reviewers: &store.FetchedReviewers{Recipients: []string{"a@example.com"}, NoEmail: []string{"github:z"}}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Jobs.Advance(ctx, j.ID, job.StageLLM, 1, job.StatusInProgress, nil); err != nil {
+		if err := s.Jobs.Advance(ctx, j.ID, job.StageLLM, 1, job.StatusInProgress, store.JobWrite{}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.Jobs.AddReviewers(ctx, j.ID, []string{"b@example.com"}, []string{"github:y"})
@@ -203,7 +203,7 @@ func Reviewers(t *testing.T, open ReviewerStoresOpener) {
 		k := NewJob("cl-plain", 1)
 		Create(t, s.Jobs, k, "k2", "b2")
 		for _, st := range []job.Stage{job.StageFetch, job.StageLLM} {
-			if err := s.Jobs.Advance(ctx, k.ID, st, 1, job.StatusInProgress, nil); err != nil {
+			if err := s.Jobs.Advance(ctx, k.ID, st, 1, job.StatusInProgress, store.JobWrite{}); err != nil {
 				t.Fatal(err)
 			}
 		}
