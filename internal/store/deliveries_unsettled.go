@@ -36,17 +36,21 @@ func (s *DynamoDeliveries) Unsettled(ctx context.Context, sentBefore time.Time, 
 		for _, item := range out.Items {
 			keys = append(keys, map[string]types.AttributeValue{attrDeliveryID: item[attrDeliveryID]})
 		}
-		var rows []delivery.Row
+		var items []map[string]types.AttributeValue
 		if err := batchGet(ctx, s.db, s.table, keys, func(item map[string]types.AttributeValue) error {
 			var r delivery.Row
-			if err := unmarshalRow(item, &r); err != nil {
+			if _, err := unmarshalRow(item, &r); err != nil {
 				return err
 			}
-			if r.Unsettled(sentBefore) {
-				rows = append(rows, r)
+			if r.Unsettled(sentBefore) { // only these need their message read
+				items = append(items, item)
 			}
 			return nil
 		}); err != nil {
+			return fmt.Errorf("read unsettled deliveries: %w", err)
+		}
+		rows, err := s.rowsOf(ctx, items)
+		if err != nil {
 			return fmt.Errorf("read unsettled deliveries: %w", err)
 		}
 		for _, r := range rows {
