@@ -23,6 +23,8 @@ type DynamoDeliveries struct {
 	// Retention is how long a row is kept after it is created (DynamoDB
 	// TTL on expires_at, R-COST-2); zero keeps rows forever.
 	Retention time.Duration
+	// messages holds the message items this instance wrote or read.
+	messages *messageCache
 }
 
 // NewDeliveries returns the outbox repository for table.
@@ -30,7 +32,7 @@ func NewDeliveries(db *dynamodb.Client, table string, now Clock) *DynamoDeliveri
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoDeliveries{db: db, table: table, now: now}
+	return &DynamoDeliveries{db: db, table: table, now: now, messages: newMessageCache(messageCacheSize)}
 }
 
 func deliveryKey(id string) map[string]types.AttributeValue {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -31,11 +32,16 @@ func (s *DynamoDeliveries) putMessage(ctx context.Context, id string, m delivery
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
+		s.messages.put(id, m)
 		return m, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) && len(ccf.Item) > 0 {
-		return messageOf(id, ccf.Item)
+		stored, err := messageOf(id, ccf.Item)
+		if err == nil {
+			s.messages.put(id, stored)
+		}
+		return stored, err
 	}
 	return delivery.Message{}, fmt.Errorf("put delivery %s message: %w", id, err)
 }
@@ -48,11 +54,18 @@ func (s *DynamoDeliveries) rowOf(ctx context.Context, item map[string]types.Attr
 	if err != nil || !apart {
 		return r, err
 	}
+	if m, ok := s.messages.get(r.ID); ok {
+		r.Message = m
+		return r, nil
+	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: messageKey(r.ID), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return delivery.Row{}, fmt.Errorf("get delivery %s message: %w", r.ID, err)
 	}
 	r.Message, err = messageOf(r.ID, out.Item)
+	if err == nil && len(out.Item) > 0 {
+		s.messages.put(r.ID, r.Message)
+	}
 	return r, err
 }
 
@@ -67,7 +80,12 @@ func (s *DynamoDeliveries) rowsOf(ctx context.Context, items []map[string]types.
 		if err != nil {
 			return nil, err
 		}
-		if apart {
+		if !apart {
+			continue
+		}
+		if m, ok := s.messages.get(rows[i].ID); ok {
+			rows[i].Message = m
+		} else {
 			at[rows[i].ID+messageSuffix] = i
 			keys = append(keys, messageKey(rows[i].ID))
 		}
@@ -83,10 +101,59 @@ func (s *DynamoDeliveries) rowsOf(ctx context.Context, items []map[string]types.
 		}
 		m, err := messageOf(rows[i].ID, item)
 		rows[i].Message = m
+		if err == nil {
+			s.messages.put(rows[i].ID, m)
+		}
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("get delivery messages: %w", err)
 	}
 	return rows, nil
+}
+
+// messageCacheSize bounds the messages one instance keeps: a notify run's
+// recipients, a feedback batch's rows (a few KB each).
+const messageCacheSize = 256
+
+// messageCache keeps message items this instance wrote or read, so the
+// claim, the mark and the events that follow a row's Ensure return the
+// row whole without reading its message again. A message item is written
+// once and never overwritten (putMessage), so an entry is never stale.
+// When full, an arbitrary entry goes: which one costs at most one read.
+// A map and a mutex: an LRU library would buy an eviction order that
+// correctness does not need.
+type messageCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]delivery.Message
+}
+
+func newMessageCache(max int) *messageCache {
+	return &messageCache{max: max, m: make(map[string]delivery.Message, max)}
+}
+
+func (c *messageCache) get(id string) (delivery.Message, bool) {
+	if c == nil {
+		return delivery.Message{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.m[id]
+	return m, ok
+}
+
+func (c *messageCache) put(id string, m delivery.Message) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[id]; !ok && len(c.m) >= c.max {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[id] = m
 }

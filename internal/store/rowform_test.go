@@ -196,6 +196,16 @@ func TestDeliveryRow_StoredCompactMessageIdentical(t *testing.T) {
 	if _, ok := msgItem.Item["sweep"]; ok || msgItem.Item["status"] != nil {
 		t.Error("the message item carries state or a live-index key")
 	}
+	// Another instance (another function: nothing cached) reads the
+	// message from its item, alone and in a batch.
+	fresh := store.NewDeliveries(db, res.DeliveriesTable, nil)
+	if got, err := fresh.Get(ctx, r.ID); err != nil || got.Message != msg {
+		t.Errorf("another instance's Get: %v, message kept %v", err, got.Message == msg)
+	}
+	fresh = store.NewDeliveries(db, res.DeliveriesTable, nil)
+	if many, err := fresh.GetMany(ctx, []string{r.ID}); err != nil || len(many) != 1 || many[0].Message != msg {
+		t.Errorf("another instance's GetMany: %d rows, %v", len(many), err)
+	}
 
 	// A row written before, its message a map, reads as it was written
 	// and goes through the protocol.
