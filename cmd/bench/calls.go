@@ -18,6 +18,7 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // callsResult is what one recipient count consumed: every AWS call of
@@ -65,6 +66,7 @@ func runCalls(ctx context.Context, base config.Config, runID string, jobs, rcpts
 	if err != nil {
 		return callsResult{}, err
 	}
+	counter.PriceWrites(ls.plain.DynamoDB, map[string]schema.Table{ls.cfg.JobsTable: schema.Jobs(), ls.cfg.DeliveriesTable: schema.Deliveries()})
 	stopped := false
 	defer func() {
 		if !stopped {
