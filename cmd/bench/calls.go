@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -200,10 +201,13 @@ func measureStorage(ctx context.Context, db *dynamodb.Client, now time.Time, tab
 }
 
 // itemKind names an item by its key's prefix (store/keys.go), or
-// "delivery row".
+// "delivery row", or "delivery message" (a row's message item, R-COST-5).
 func itemKind(item map[string]ddbtypes.AttributeValue) string {
 	pk, ok := item["pk"].(*ddbtypes.AttributeValueMemberS)
 	if !ok {
+		if id, ok := item["delivery_id"].(*ddbtypes.AttributeValueMemberS); ok && strings.HasSuffix(id.Value, "#message") {
+			return "delivery message"
+		}
 		return "delivery row"
 	}
 	for i, c := range pk.Value {
