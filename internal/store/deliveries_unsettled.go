@@ -18,8 +18,9 @@ import (
 // notifier (delivery.Row.Unsettled). It reads the live index (index.go),
 // not the table's history: the index holds the live rows' keys only, so
 // the rows are then read whole, strongly consistent (batchGet), and each
-// checked as it is now. A sweep reads about twice the live rows, whatever
-// the table holds (R-COST-1).
+// checked as it is now; then the messages of the rows that are unsettled
+// (their message items, R-COST-5), which are few. A sweep reads about
+// twice the live rows, whatever the table holds (R-COST-1).
 func (s *DynamoDeliveries) Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error {
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(schema.Sweep).Equal(expression.Value(sweepRow))).Build()
 	if err != nil {
