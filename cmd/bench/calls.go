@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // callsResult is what one recipient count consumed: every AWS call of
@@ -65,6 +67,7 @@ func runCalls(ctx context.Context, base config.Config, runID string, jobs, rcpts
 	if err != nil {
 		return callsResult{}, err
 	}
+	counter.PriceWrites(ls.plain.DynamoDB, map[string]schema.Table{ls.cfg.JobsTable: schema.Jobs(), ls.cfg.DeliveriesTable: schema.Deliveries()})
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -198,10 +201,13 @@ func measureStorage(ctx context.Context, db *dynamodb.Client, now time.Time, tab
 }
 
 // itemKind names an item by its key's prefix (store/keys.go), or
-// "delivery row".
+// "delivery row", or "delivery message" (a row's message item, R-COST-5).
 func itemKind(item map[string]ddbtypes.AttributeValue) string {
 	pk, ok := item["pk"].(*ddbtypes.AttributeValueMemberS)
 	if !ok {
+		if id, ok := item["delivery_id"].(*ddbtypes.AttributeValueMemberS); ok && strings.HasSuffix(id.Value, "#message") {
+			return "delivery message"
+		}
 		return "delivery row"
 	}
 	for i, c := range pk.Value {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -63,7 +64,10 @@ type reviewCost struct {
 	FailedWrites float64
 	// Per review, measured.
 	IndexWriteUnits float64
-	Invocations     map[string]invocations
+	// RuleWriteUnits and RuleIndexWriteUnits per review: the same writes
+	// priced by AWS's published rules (ruleMeter), failed ones included.
+	RuleWriteUnits, RuleIndexWriteUnits float64
+	Invocations                         map[string]invocations
 	// Writes are DynamoDB write calls per review by "function Op".
 	Writes map[string]callCount
 	Stored storage
@@ -99,6 +103,8 @@ func costOf(c callsResult, dep deployment) reviewCost {
 			u.DynamoDBWriteUnits = v.WriteUnits + float64(v.FailedWrites)
 			rc.FailedWrites += float64(v.FailedWrites) * per
 			rc.IndexWriteUnits += v.IndexWriteUnits * per
+			rc.RuleWriteUnits += v.RuleWriteUnits * per
+			rc.RuleIndexWriteUnits += v.RuleIndexWriteUnits * per
 			if isDynamoWrite(k.Service, k.Op) {
 				wc := rc.Writes[fn+" "+k.Op]
 				wc.add(v)
@@ -274,6 +280,7 @@ func printConsumption(w io.Writer, rc reviewCost, p cost.Prices) {
 		parts = append(parts, fmt.Sprintf("%s %.2f calls %.1f WRU (%.1f index%s)", k, float64(wc.Calls)*per, wc.WriteUnits*per, wc.IndexWriteUnits*per, failed))
 	}
 	fmt.Fprintf(w, "   DynamoDB writes per review: %s\n", strings.Join(parts, "; "))
+	printRuleUnits(w, rc, total.DynamoDBWriteUnits, keys)
 	kinds := make([]string, 0, len(rc.Stored.ByKind))
 	for k := range rc.Stored.ByKind {
 		kinds = append(kinds, k)
@@ -349,4 +356,29 @@ func printIntakeCapacity(w io.Writer, crit intakeCapacity, peer *intakeCapacity,
 		fmt.Fprintf(w, "   Criticizer/Powertools write units per unique request: %.2f (calls: 0.33, section 2); a duplicate's failed write bills at least 1 WRU (not reported)\n",
 			crit.UniqueWrite/peer.UniqueWrite)
 	}
+}
+
+// printRuleUnits sets the write units priced by AWS's published rules
+// (ruleMeter) beside DynamoDB Local's figures (with failed writes at one
+// unit each, as the table prices them), and names the writes where the
+// two differ.
+func printRuleUnits(w io.Writer, rc reviewCost, local float64, keys []string) {
+	if rc.RuleWriteUnits == 0 {
+		return
+	}
+	per := 1 / float64(rc.Jobs)
+	var diff []string
+	for _, k := range keys {
+		wc := rc.Writes[k]
+		l, r := (wc.WriteUnits+float64(wc.FailedWrites))*per, wc.RuleWriteUnits*per
+		if math.Abs(l-r) >= 0.05 {
+			diff = append(diff, fmt.Sprintf("%s %.1f local, %.1f by the rules", k, l, r))
+		}
+	}
+	where := "nowhere"
+	if len(diff) > 0 {
+		where = strings.Join(diff, "; ")
+	}
+	fmt.Fprintf(w, "   write units by AWS's published rules (item sizes read before and after each write, per started KB; transactions 2x; each index entry written; a failed write the item's size): %.2f per review (%.2f index), DynamoDB Local %.2f; they differ at: %s\n",
+		rc.RuleWriteUnits, rc.RuleIndexWriteUnits, local, where)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/criticizer/criticizer/internal/cost"
+	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
 // callKey names one kind of AWS call made under a tag (the function or
@@ -42,6 +43,10 @@ type callCount struct {
 	// FailedWrites are conditional writes and transactions that failed:
 	// DynamoDB bills them but reports no capacity in an error.
 	FailedWrites int64
+	// RuleWriteUnits and RuleIndexWriteUnits are the same writes priced
+	// by AWS's published rules (ruleMeter), failed ones included; zero
+	// where the counter was not asked to (PriceWrites).
+	RuleWriteUnits, RuleIndexWriteUnits float64
 	// Requests are SQS and SNS request units (one per started 64 KB of a
 	// payload); Empty counts SQS receives that returned no message.
 	Requests float64
@@ -60,6 +65,8 @@ func (c *callCount) add(m callCount) {
 	c.WriteUnits += m.WriteUnits
 	c.IndexWriteUnits += m.IndexWriteUnits
 	c.FailedWrites += m.FailedWrites
+	c.RuleWriteUnits += m.RuleWriteUnits
+	c.RuleIndexWriteUnits += m.RuleIndexWriteUnits
 	c.Requests += m.Requests
 	c.Empty += m.Empty
 	c.Bytes += m.Bytes
@@ -75,6 +82,22 @@ func (c *callCount) add(m callCount) {
 type Counter struct {
 	mu     sync.Mutex
 	counts map[callKey]*callCount
+	rules  *ruleMeter
+}
+
+// PriceWrites has the counter also price every DynamoDB write to tables
+// by AWS's published rules (ruleMeter), reading items through db, a
+// client the counter is not installed on.
+func (c *Counter) PriceWrites(db *dynamodb.Client, tables map[string]schema.Table) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rules = &ruleMeter{db: db, tables: tables}
+}
+
+func (c *Counter) ruleMeter() *ruleMeter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rules
 }
 
 func NewCounter() *Counter { return &Counter{counts: map[callKey]*callCount{}} }
@@ -101,10 +124,22 @@ func (c *Counter) Option() func(*aws.Config) {
 			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("criticizer-bench-count",
 				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 					in.Parameters = withConsumedCapacity(in.Parameters)
+					rules := c.ruleMeter()
+					var its []ruleItem
+					var before []map[string]ddbtypes.AttributeValue
+					if rules != nil {
+						if its = rules.items(in.Parameters); len(its) > 0 {
+							before = rules.read(ctx, its)
+						}
+					}
 					t0 := time.Now()
 					out, md, err := next.HandleInitialize(ctx, in)
+					took := time.Since(t0)
 					m := measure(in.Parameters, out.Result, err)
-					m.Calls, m.MS = 1, float64(time.Since(t0).Microseconds())/1000
+					if len(its) > 0 {
+						m.RuleWriteUnits, m.RuleIndexWriteUnits = rules.units(its, before, rules.read(ctx, its), err)
+					}
+					m.Calls, m.MS = 1, float64(took.Microseconds())/1000
 					if err == nil {
 						m.Items = itemsWritten(in.Parameters)
 					}

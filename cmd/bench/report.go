@@ -231,7 +231,7 @@ func minimum(r int) map[string]float64 {
 		"DynamoDB.GetItem":            4,                // each stage reads the job; notify its thread title (R-THREAD-1); an explicit version reads no changelist head (R-RERUN-2)
 		"DynamoDB.BatchGetItem":       1,                // notify: every recipient's unsubscribe/suppression standing (a later version: and their hidden findings, R-VOTE-3, and their mutes, R-REPLY-7)
 		"DynamoDB.UpdateItem":         4 + 3*float64(r), // fetch, llm advance; notify: the diff's versions (R-QUIET-1), finalize; per recipient: rate-limit slot, claim, mark
-		"DynamoDB.PutItem":            float64(r),       // one delivery row per recipient
+		"DynamoDB.PutItem":            2 * float64(r),   // per recipient: the delivery row's message item, then the row (R-COST-5)
 		"S3.PutObject":                1,                // intake stores the inline diff
 		"S3.GetObject":                1,                // llm reads it
 		"SQS.SendMessage":             3,                // intake->fetch, fetch->llm, llm->notify

@@ -23,6 +23,8 @@ type DynamoDeliveries struct {
 	// Retention is how long a row is kept after it is created (DynamoDB
 	// TTL on expires_at, R-COST-2); zero keeps rows forever.
 	Retention time.Duration
+	// messages holds the message items this instance wrote or read.
+	messages *messageCache
 }
 
 // NewDeliveries returns the outbox repository for table.
@@ -30,7 +32,7 @@ func NewDeliveries(db *dynamodb.Client, table string, now Clock) *DynamoDeliveri
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoDeliveries{db: db, table: table, now: now}
+	return &DynamoDeliveries{db: db, table: table, now: now, messages: newMessageCache(messageCacheSize)}
 }
 
 func deliveryKey(id string) map[string]types.AttributeValue {
@@ -43,7 +45,16 @@ func deliveryKey(id string) map[string]types.AttributeValue {
 // never re-renders. A row created settled quietly on another
 // (r.StandsOn) is created in one transaction with that row's dependents,
 // as SettleQuiet: ErrNotReached when that row does not carry it.
+//
+// The message goes first, into its own item (putMessage): the row, once
+// it exists and can be claimed, always has its message to read. A row
+// created over a message item a crashed try left keeps that message.
 func (s *DynamoDeliveries) Ensure(ctx context.Context, r delivery.Row) (delivery.Row, bool, error) {
+	m, err := s.putMessage(ctx, r.ID, r.Message)
+	if err != nil {
+		return delivery.Row{}, false, err
+	}
+	r.Message = m
 	item, err := marshalRow(r)
 	if err != nil {
 		return delivery.Row{}, false, err
@@ -62,8 +73,8 @@ func (s *DynamoDeliveries) Ensure(ctx context.Context, r delivery.Row) (delivery
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) && len(ccf.Item) > 0 {
-		var old delivery.Row
-		if err := unmarshalRow(ccf.Item, &old); err != nil {
+		old, err := s.rowOf(ctx, ccf.Item)
+		if err != nil {
 			return delivery.Row{}, false, err
 		}
 		return old, false, nil
@@ -80,14 +91,12 @@ func (s *DynamoDeliveries) Get(ctx context.Context, id string) (delivery.Row, er
 	if len(out.Item) == 0 {
 		return delivery.Row{}, fmt.Errorf("delivery %s: %w", id, ErrNotFound)
 	}
-	var r delivery.Row
-	return r, unmarshalRow(out.Item, &r)
+	return s.rowOf(ctx, out.Item)
 }
 
 // GetMany reads rows by id (BatchGetItem, strongly consistent), in the
 // order given; missing rows are omitted.
 func (s *DynamoDeliveries) GetMany(ctx context.Context, ids []string) ([]delivery.Row, error) {
-	byID := make(map[string]delivery.Row, len(ids))
 	var keys []map[string]types.AttributeValue
 	seen := map[string]bool{}
 	for _, id := range ids {
@@ -96,15 +105,20 @@ func (s *DynamoDeliveries) GetMany(ctx context.Context, ids []string) ([]deliver
 			keys = append(keys, deliveryKey(id))
 		}
 	}
+	var items []map[string]types.AttributeValue
 	if err := batchGet(ctx, s.db, s.table, keys, func(item map[string]types.AttributeValue) error {
-		var r delivery.Row
-		if err := unmarshalRow(item, &r); err != nil {
-			return err
-		}
-		byID[r.ID] = r
+		items = append(items, item)
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("get deliveries: %w", err)
+	}
+	found, err := s.rowsOf(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]delivery.Row, len(found))
+	for _, r := range found {
+		byID[r.ID] = r
 	}
 	rows := make([]delivery.Row, 0, len(byID))
 	for _, id := range ids {
@@ -141,8 +155,7 @@ func (s *DynamoDeliveries) updateReturn(ctx context.Context, id string, upd expr
 	if err != nil {
 		return delivery.Row{}, fmt.Errorf("update delivery %s: %w", id, err)
 	}
-	var r delivery.Row
-	return r, unmarshalRow(attrs, &r)
+	return s.rowOf(ctx, attrs)
 }
 
 // Deliveries is the delivery rows' contract: what notify, feedback, the

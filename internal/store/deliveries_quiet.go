@@ -172,6 +172,11 @@ func (s *DynamoDeliveries) ensureStanding(ctx context.Context, r delivery.Row, i
 	if !r.Status.Quiet() || r.StandsOn == r.ID {
 		return delivery.Row{}, false, fmt.Errorf("ensure delivery %s standing on %s as %s: not a quiet settlement", r.ID, r.StandsOn, r.Status)
 	}
+	m, err := s.putMessage(ctx, r.ID, r.Message)
+	if err != nil {
+		return delivery.Row{}, false, err
+	}
+	r.Message = m
 	put := types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: item,
 		ConditionExpression:                 aws.String("attribute_not_exists(delivery_id)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}
@@ -184,8 +189,8 @@ func (s *DynamoDeliveries) ensureStanding(ctx context.Context, r delivery.Row, i
 	case err != nil:
 		return delivery.Row{}, false, err
 	case refused(reasons, 0):
-		var old delivery.Row
-		if err := unmarshalRow(reasons[0].Item, &old); err != nil {
+		old, err := s.rowOf(ctx, reasons[0].Item)
+		if err != nil {
 			return delivery.Row{}, false, err
 		}
 		return old, false, nil

@@ -182,15 +182,15 @@ func (s *DynamoDeliveries) DueDigests(ctx context.Context, dueBy time.Time, fn f
 			}
 		}
 	}
-	var rows []delivery.Row
+	var items []map[string]types.AttributeValue
 	if err := batchGet(ctx, s.db, s.table, keys, func(item map[string]types.AttributeValue) error {
-		var r delivery.Row
-		if err := unmarshalRow(item, &r); err != nil {
-			return err
-		}
-		rows = append(rows, r)
+		items = append(items, item)
 		return nil
 	}); err != nil {
+		return fmt.Errorf("read due digests: %w", err)
+	}
+	rows, err := s.rowsOf(ctx, items)
+	if err != nil {
 		return fmt.Errorf("read due digests: %w", err)
 	}
 	slices.SortFunc(rows, func(a, b delivery.Row) int { return strings.Compare(a.ID, b.ID) })
