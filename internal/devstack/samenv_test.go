@@ -11,6 +11,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/deploy"
+	"github.com/criticizer/criticizer/internal/deploy/cfn"
 )
 
 // TestSAMEnv_CoversTheTemplate: for `sam local invoke` against the stack of
@@ -43,7 +44,7 @@ func TestSAMEnv_CoversTheTemplate(t *testing.T) {
 	}
 	for _, fn := range deploy.Describe().Names() {
 		id := deploy.FunctionID(fn)
-		vars := yamlPath(root, "Resources", id, "Properties", "Environment", "Variables")
+		vars := cfn.YAMLPath(root, "Resources", id, "Properties", "Environment", "Variables")
 		if vars == nil {
 			t.Errorf("template.yaml: %s has no environment", id)
 			continue
@@ -53,7 +54,7 @@ func TestSAMEnv_CoversTheTemplate(t *testing.T) {
 			if v.Tag != "!Ref" && v.Tag != "!GetAtt" && v.Tag != "!Join" && v.Tag != "!Sub" {
 				continue // a literal, a parameter's !Ref is covered too; !If is parameter-driven
 			}
-			if v.Tag == "!Ref" && yamlChild(yamlPath(root, "Parameters"), v.Value) != nil {
+			if v.Tag == "!Ref" && cfn.YAMLPath(cfn.YAMLPath(root, "Parameters"), v.Value) != nil {
 				continue // a parameter: SAM resolves its default
 			}
 			got, ok := env[id][name]
@@ -66,10 +67,10 @@ func TestSAMEnv_CoversTheTemplate(t *testing.T) {
 			}
 		}
 	}
-	globals := yamlPath(root, "Globals", "Function", "Environment", "Variables")
+	globals := cfn.YAMLPath(root, "Globals", "Function", "Environment", "Variables")
 	for name, port := range map[string]int{"AWS_ENDPOINT_URL_DYNAMODB": RunPorts.DynamoDB, "AWS_ENDPOINT_URL_SQS": RunPorts.SQS,
 		"AWS_ENDPOINT_URL_S3": RunPorts.SQS, "AWS_ENDPOINT_URL_SESV2": RunPorts.SES} {
-		v := yamlChild(globals, name)
+		v := cfn.YAMLPath(globals, name)
 		if v == nil || v.Tag != "!If" || len(v.Content) != 3 || !strings.HasSuffix(v.Content[1].Value, fmt.Sprintf(":%d", port)) {
 			t.Errorf("Globals %s: want !If [Local, http://${LocalStackHost}:%d, NoValue]", name, port)
 		}

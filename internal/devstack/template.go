@@ -57,9 +57,9 @@ func ParseTemplate(b []byte) (*Template, error) {
 // typ (e.g. AWS::SQS::Queue), sorted.
 func (t *Template) Resources(typ string) []string {
 	var ids []string
-	res := yamlPath(t.root, "Resources")
+	res := cfn.YAMLPath(t.root, "Resources")
 	for i := 0; res != nil && i+1 < len(res.Content); i += 2 {
-		if v := yamlChild(res.Content[i+1], "Type"); v != nil && v.Value == typ {
+		if v := cfn.YAMLPath(res.Content[i+1], "Type"); v != nil && v.Value == typ {
 			ids = append(ids, res.Content[i].Value)
 		}
 	}
@@ -74,7 +74,7 @@ func (t *Template) Functions() []string { return t.Resources("AWS::Serverless::F
 // Property is a resource's property node at path below Properties, nil
 // when absent.
 func (t *Template) Property(id string, path ...string) *yaml.Node {
-	return yamlPath(t.root, slices.Concat([]string{"Resources", id, "Properties"}, path)...)
+	return cfn.YAMLPath(t.root, slices.Concat([]string{"Resources", id, "Properties"}, path)...)
 }
 
 // EnvError is a function variable the template gives a value that cannot
@@ -97,16 +97,16 @@ func (e *EnvError) Unwrap() error { return e.Err }
 // whose value is AWS::NoValue is left out. Variables whose names Lambda
 // reserves are refused, as Lambda refuses them at deploy.
 func (t *Template) FunctionEnv(id string, s StackValues) (map[string]string, error) {
-	fn := yamlPath(t.root, "Resources", id)
+	fn := cfn.YAMLPath(t.root, "Resources", id)
 	if fn == nil {
 		return nil, fmt.Errorf("template: no resource %s", id)
 	}
-	if typ := yamlChild(fn, "Type"); typ == nil || typ.Value != "AWS::Serverless::Function" {
+	if typ := cfn.YAMLPath(fn, "Type"); typ == nil || typ.Value != "AWS::Serverless::Function" {
 		return nil, fmt.Errorf("template: %s is not an AWS::Serverless::Function", id)
 	}
 	env := map[string]string{}
 	for _, vars := range []*yaml.Node{
-		yamlPath(t.root, "Globals", "Function", "Environment", "Variables"),
+		cfn.YAMLPath(t.root, "Globals", "Function", "Environment", "Variables"),
 		t.Property(id, "Environment", "Variables"),
 	} {
 		for i := 0; vars != nil && i+1 < len(vars.Content); i += 2 {
@@ -155,24 +155,4 @@ var lambdaReserved = map[string]bool{
 	"AWS_LAMBDA_LOG_STREAM_NAME": true, "AWS_ACCESS_KEY": true, "AWS_ACCESS_KEY_ID": true,
 	"AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "AWS_LAMBDA_RUNTIME_API": true,
 	"LAMBDA_TASK_ROOT": true, "LAMBDA_RUNTIME_DIR": true,
-}
-
-// yamlChild is the value node of key in a YAML mapping node.
-func yamlChild(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
-}
-
-func yamlPath(n *yaml.Node, keys ...string) *yaml.Node {
-	for _, k := range keys {
-		n = yamlChild(n, k)
-	}
-	return n
 }

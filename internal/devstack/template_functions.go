@@ -24,7 +24,7 @@ func (t *Template) Settings(id string, s StackValues) (FunctionSettings, error) 
 	get := func(key string, def int) (int, error) {
 		n := t.Property(id, key)
 		if n == nil {
-			n = yamlPath(t.root, "Globals", "Function", key)
+			n = cfn.YAMLPath(t.root, "Globals", "Function", key)
 		}
 		if n == nil {
 			return def, nil
@@ -109,7 +109,7 @@ func (t *Template) Statements(id string, s StackValues) ([]map[string]any, error
 	}
 	var out []map[string]any
 	for _, p := range policies.Content {
-		v, err := cfn.Eval(t.root, yamlPath(p, "PolicyDocument", "Statement"), s)
+		v, err := cfn.Eval(t.root, cfn.YAMLPath(p, "PolicyDocument", "Statement"), s)
 		if err != nil {
 			return nil, fmt.Errorf("%sRole: %w", id, err)
 		}

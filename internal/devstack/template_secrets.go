@@ -7,6 +7,8 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/criticizer/criticizer/internal/deploy/cfn"
 )
 
 // SecretValue is the value CloudFormation would store in secret id (an
@@ -23,7 +25,7 @@ func (t *Template) SecretValue(id string, s StackValues) (string, error) {
 		return "", fmt.Errorf("secret %s: neither SecretString nor GenerateSecretString", id)
 	}
 	str := func(key, def string) string {
-		if v := yamlChild(g, key); v != nil {
+		if v := cfn.YAMLPath(g, key); v != nil {
 			return v.Value
 		}
 		return def

@@ -129,7 +129,7 @@ func TestTemplate_FunctionEnv_RemovedVariableIsAbsent(t *testing.T) {
 	if err := yaml.Unmarshal(templateBytes(t), &doc); err != nil {
 		t.Fatal(err)
 	}
-	vars := yamlPath(doc.Content[0], "Resources", "FeedbackFunction", "Properties", "Environment", "Variables")
+	vars := cfn.YAMLPath(doc.Content[0], "Resources", "FeedbackFunction", "Properties", "Environment", "Variables")
 	removed := false
 	for i := 0; vars != nil && i+1 < len(vars.Content); i += 2 {
 		if vars.Content[i].Value == "CRITICIZER_JOBS_TABLE" {

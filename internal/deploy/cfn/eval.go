@@ -468,6 +468,10 @@ func yamlChild(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// YAMLPath is the node at keys below n, through mapping nodes; nil when
+// one is missing. The local stack reads the rendered template with it.
+func YAMLPath(n *yaml.Node, keys ...string) *yaml.Node { return yamlPath(n, keys...) }
+
 func yamlPath(n *yaml.Node, keys ...string) *yaml.Node {
 	for _, k := range keys {
 		n = yamlChild(n, k)
