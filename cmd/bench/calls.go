@@ -19,6 +19,7 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/schema"
 )
 
@@ -218,75 +219,5 @@ func itemKind(item map[string]ddbtypes.AttributeValue) string {
 	return pk.Value
 }
 
-// itemSize is an item's size as DynamoDB counts it: attribute names and
-// values in UTF-8 bytes, a number about one byte per two significant
-// digits plus one, a list or map 3 bytes plus one per element plus its
-// contents, a boolean or null one byte.
-func itemSize(item map[string]ddbtypes.AttributeValue) int {
-	n := 0
-	for k, v := range item {
-		n += len(k) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v ddbtypes.AttributeValue) int {
-	switch x := v.(type) {
-	case *ddbtypes.AttributeValueMemberS:
-		return len(x.Value)
-	case *ddbtypes.AttributeValueMemberN:
-		return numberSize(x.Value)
-	case *ddbtypes.AttributeValueMemberB:
-		return len(x.Value)
-	case *ddbtypes.AttributeValueMemberBOOL, *ddbtypes.AttributeValueMemberNULL:
-		return 1
-	case *ddbtypes.AttributeValueMemberSS:
-		n := 0
-		for _, s := range x.Value {
-			n += len(s)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberNS:
-		n := 0
-		for _, s := range x.Value {
-			n += numberSize(s)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberBS:
-		n := 0
-		for _, b := range x.Value {
-			n += len(b)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberL:
-		n := 3
-		for _, e := range x.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberM:
-		n := 3
-		for k, e := range x.Value {
-			n += 1 + len(k) + valueSize(e)
-		}
-		return n
-	}
-	return 0
-}
-
-// numberSize: one byte per two significant digits, plus one.
-func numberSize(s string) int {
-	digits := 0
-	lead := true
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			continue
-		}
-		if lead && c == '0' {
-			continue
-		}
-		lead = false
-		digits++
-	}
-	return (digits+1)/2 + 1
-}
+// itemSize is an item's size as DynamoDB counts it (store.ItemSize).
+func itemSize(item map[string]ddbtypes.AttributeValue) int { return store.ItemSize(item) }

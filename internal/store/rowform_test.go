@@ -185,7 +185,7 @@ func TestDeliveryRow_StoredCompactMessageIdentical(t *testing.T) {
 	if _, ok := raw.Item["message_gz"]; ok {
 		t.Error("the row still holds its message: every status change rewrites it")
 	}
-	if n := itemSize(raw.Item); n >= 1024 {
+	if n := store.ItemSize(raw.Item); n >= 1024 {
 		t.Errorf("the sent row's item is %d bytes; want under 1 KB (its state alone)", n)
 	}
 	msgItem, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(res.DeliveriesTable),
@@ -241,49 +241,6 @@ func TestDeliveryRow_StoredCompactMessageIdentical(t *testing.T) {
 	if many, err := rows.GetMany(ctx, []string{r.ID, old.ID}); err != nil || len(many) != 2 || many[0].Message != msg || many[1].Message != msg {
 		t.Fatalf("GetMany of both forms: %d rows, %v", len(many), err)
 	}
-}
-
-// itemSize is an item's size by DynamoDB's published rules for the
-// types a row holds: each attribute's name and value in bytes (a
-// number about one byte per two digits, a boolean one byte).
-func itemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range item {
-		n += len(k) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return (len(v.Value)+1)/2 + 1
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += len(k) + valueSize(e) + 1
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += valueSize(e) + 1
-		}
-		return n
-	}
-	return 0
 }
 
 // A row written in the layout before message items (its message gzipped
