@@ -18,9 +18,11 @@ import (
 // notifier (delivery.Row.Unsettled). It reads the live index (index.go),
 // not the table's history: the index holds the live rows' keys only, so
 // the rows are then read whole, strongly consistent (batchGet), and each
-// checked as it is now; then the messages of the rows that are unsettled
-// (their message items, R-COST-5), which are few. A sweep reads about
-// twice the live rows, whatever the table holds (R-COST-1).
+// checked as it is now. Its rows come without their rendered message
+// (kept in an item of its own, R-COST-5): the sweeper and the held
+// deliveries' view act on a row's state, and notify reads the message
+// when it claims the row. A sweep reads about twice the live rows,
+// whatever the table holds (R-COST-1).
 func (s *DynamoDeliveries) Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error {
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(schema.Sweep).Equal(expression.Value(sweepRow))).Build()
 	if err != nil {
@@ -37,21 +39,17 @@ func (s *DynamoDeliveries) Unsettled(ctx context.Context, sentBefore time.Time, 
 		for _, item := range out.Items {
 			keys = append(keys, map[string]types.AttributeValue{attrDeliveryID: item[attrDeliveryID]})
 		}
-		var items []map[string]types.AttributeValue
+		var rows []delivery.Row
 		if err := batchGet(ctx, s.db, s.table, keys, func(item map[string]types.AttributeValue) error {
 			var r delivery.Row
 			if _, err := unmarshalRow(item, &r); err != nil {
 				return err
 			}
-			if r.Unsettled(sentBefore) { // only these need their message read
-				items = append(items, item)
+			if r.Unsettled(sentBefore) {
+				rows = append(rows, r)
 			}
 			return nil
 		}); err != nil {
-			return fmt.Errorf("read unsettled deliveries: %w", err)
-		}
-		rows, err := s.rowsOf(ctx, items)
-		if err != nil {
 			return fmt.Errorf("read unsettled deliveries: %w", err)
 		}
 		for _, r := range rows {
