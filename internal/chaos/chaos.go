@@ -227,6 +227,14 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// Evidence probes go to an address of this run, so the bridge knows
 	// them for its own (ownMail).
 	cfg.ProbeAddress = "probe." + run + "@example.com"
+	// The code host's versions part (hostversions.go): pull requests on
+	// a GitHub stand-in, their reviewers in the directory.
+	gh := devstack.NewGitHubStandIn("chaos/"+run, sha(run, "base"))
+	defer gh.Close()
+	pulls := generateHostPulls(run, gh.Base, max(3, c.Jobs/20))
+	cfg.GitHub.WebhookSecret, cfg.GitHub.APIURL = planted.webhook, gh.URL()
+	dir, _ := json.Marshal(map[string]map[string]string{"github": hostDirectory(pulls)})
+	cfg.ReviewerDirectory = string(dir)
 	res.Apply(&cfg)
 
 	specs := generate(rng, run, c.Jobs, c.DupRate, c.PoisonRate, planted.token)
@@ -376,8 +384,13 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// The versions part's jobs are drained with the others, and checked
 	// apart (verifyVersions).
 	drainSet := maps.Clone(accepted)
+	var both sync.WaitGroup
+	hostSet := map[job.ID]bool{}
+	both.Go(func() { pushHosts(ctx, snd, gh, []byte(planted.webhook), pulls, hostSet) })
 	postVersions(ctx, snd, versions, drainSet)
-	progress("%d changes of two versions pushed in order, late or at once", len(versions))
+	both.Wait()
+	maps.Copy(drainSet, hostSet)
+	progress("%d changes of two versions pushed in order, late or at once; %d pull requests pushed late, at once or forced", len(versions), len(pulls))
 	for _, e := range errs {
 		rep.IntakeErrors = append(rep.IntakeErrors, needles.redact(e.Error()))
 	}
@@ -463,11 +476,11 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the SES store: %w", err)
 	}
-	ended, err := endedVersions(ctx, chk.jobs().Get, versions)
+	ended, err := endedVersions(ctx, chk.jobs().Get, versions, hostJobs(pulls))
 	if err != nil {
 		return nil, err
 	}
-	verifyVersions(versions, emails, ended, rep)
+	verifyVersions(versions, host{repo: gh.Repo, pulls: pulls}, emails, ended, rep)
 	rep.LogLines, rep.LogLeaks, rep.DLQLeaks, rep.addrCount = logw.lines.Load(), needles.logHits(), needles.dlqHits(), len(needles.addrs)
 	rep.Duration = time.Since(start)
 	return rep, nil

@@ -134,8 +134,9 @@ func ServeCompare(w http.ResponseWriter, r *http.Request, repo, rest string, par
 // (internal/chaos, the code host's versions part); the e2e tests have
 // their own recorded stand-in (internal/e2e) and share CompareCommits.
 type GitHubStandIn struct {
-	// Repo is the repository's full name, "owner/name".
-	Repo string
+	// Repo is the repository's full name, "owner/name"; Base the
+	// commit its branches start at.
+	Repo, Base string
 
 	srv       *httptest.Server
 	mu        sync.Mutex
@@ -147,7 +148,7 @@ type GitHubStandIn struct {
 // NewGitHubStandIn starts a stand-in for repo whose branches start at
 // base.
 func NewGitHubStandIn(repo, base string) *GitHubStandIn {
-	g := &GitHubStandIn{Repo: repo, parents: map[string]string{base: ""}, diffs: map[string][]byte{}, reviewers: map[int][]string{}}
+	g := &GitHubStandIn{Repo: repo, Base: base, parents: map[string]string{base: ""}, diffs: map[string][]byte{}, reviewers: map[int][]string{}}
 	g.srv = httptest.NewServer(g)
 	return g
 }
