@@ -25,7 +25,7 @@ import (
 // (devstack.GitHubStandIn), each opened and pushed to, their
 // pull_request webhooks (`opened`, then `synchronize` with its
 // `before`) signed as GitHub signs them and posted in a seeded order —
-// a push late (x3's synchronize before x2's), two pushes at once, a
+// pushes late (x5's synchronize before x3's and x4's), two at once, a
 // force-push (the branch rewritten: a head diverged from the one it
 // replaced, its webhook before the rewritten head's own). Versions
 // are intake's and the fetch stage's to order (R-SOURCE-6, the compare
@@ -92,9 +92,17 @@ func generateHostPulls(run, base string, n int) []*hostPull {
 		x2 := head("x2", x1.SHA, x1.SHA, "synchronize")
 		switch p.Kind {
 		case "late":
-			// x3's synchronize (before: x2) comes before x2's.
+			// x5's synchronize (before: x4, which intake has not seen)
+			// comes after x2's: a version the fetch stage orders with
+			// the compare API, ahead of x2. Then x3's, late, naming x2
+			// — versioned, not the newest — and named by no one: a
+			// version the compare API places behind x5's, skipped
+			// (fetch_order.go). Then x4's, which x5 named: stale at
+			// intake.
 			x3 := head("x3", x2.SHA, x2.SHA, "synchronize")
-			p.Heads, p.Posts = []*hostHead{x1, x2, x3}, [][]int{{0}, {2}, {1}}
+			x4 := head("x4", x3.SHA, x3.SHA, "synchronize")
+			x5 := head("x5", x4.SHA, x4.SHA, "synchronize")
+			p.Heads, p.Posts = []*hostHead{x1, x2, x3, x4, x5}, [][]int{{0}, {1}, {4}, {2}, {3}}
 		case "at-once":
 			x3 := head("x3", x2.SHA, x2.SHA, "synchronize")
 			p.Heads, p.Posts = []*hostHead{x1, x2, x3}, [][]int{{0}, {1, 2}}

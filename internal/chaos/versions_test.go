@@ -89,8 +89,8 @@ func TestOwedWorld_LateRejectedEnded(t *testing.T) {
 	}
 }
 
-// The code host's part: x3's synchronize before x2's makes x2 stale —
-// mailing it is wrong, not mailing x3 is lost; an email is told by the
+// The code host's part: x5's synchronize before x3's and x4's makes
+// them stale — mailing x3 is wrong, not mailing x5 is lost; an email is told by the
 // head whose file it reviews, and one that reviews another head than
 // the one intake gave its version to is a problem; a force-push's heads
 // are in the code host's order, the rewritten head's webhook late.
@@ -115,8 +115,10 @@ func TestHostWorld_LateAndForcePushInTheCodeHostsOrder(t *testing.T) {
 		}
 	}
 	late, force := ps[0], ps[2]
-	late.Heads[1].status, late.Heads[1].stale = 200, true // x2 after x3
-	late.Heads[0].version, late.Heads[2].version = 1, 2
+	// x1, x2, x5 in order; x3 late, versioned (skipped at fetch); x4
+	// late and stale.
+	late.Heads[3].status, late.Heads[3].stale = 200, true
+	late.Heads[0].version, late.Heads[1].version, late.Heads[4].version, late.Heads[2].version = 1, 2, 3, 4
 	force.Heads[2].status, force.Heads[2].stale = 200, true // ya after yb
 	force.Heads[0].version, force.Heads[1].version, force.Heads[3].version = 1, 2, 3
 	at := ps[1]
@@ -132,7 +134,7 @@ func TestHostWorld_LateAndForcePushInTheCodeHostsOrder(t *testing.T) {
 	}
 	var emails []devstack.StoredEmail
 	for _, r := range late.Recipients {
-		emails = append(emails, email(late, r, 1, late.Heads[0]), email(late, r, 2, late.Heads[2]))
+		emails = append(emails, email(late, r, 1, late.Heads[0]), email(late, r, 2, late.Heads[1]), email(late, r, 3, late.Heads[4]))
 	}
 	for _, r := range force.Recipients {
 		emails = append(emails, email(force, r, 1, force.Heads[0]), email(force, r, 2, force.Heads[1]), email(force, r, 3, force.Heads[3]))
@@ -148,9 +150,9 @@ func TestHostWorld_LateAndForcePushInTheCodeHostsOrder(t *testing.T) {
 	if f, problems := check(emails); !f.OK() || len(problems) > 0 {
 		t.Fatalf("every newest head mailed once: %s %v", f, problems)
 	}
-	// The stale x2 mailed (as version 3): wrong.
-	if f, _ := check(append(slices.Clone(emails), email(late, late.Recipients[0], 3, late.Heads[1]))); len(f.Wrong) != 1 {
-		t.Errorf("the stale x2 mailed: %s, want it wrong", f)
+	// x3, late, mailed as version 4 (its skip at fetch undone): wrong.
+	if f, _ := check(append(slices.Clone(emails), email(late, late.Recipients[0], 4, late.Heads[2]))); len(f.Wrong) != 1 {
+		t.Errorf("the late x3 mailed: %s, want it wrong", f)
 	}
 	// yb never mailed to b: lost.
 	if f, _ := check(slices.DeleteFunc(slices.Clone(emails), func(e devstack.StoredEmail) bool {
