@@ -480,6 +480,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep.HostSkipped = skippedJobs(ctx, chk.jobs().Get, hostJobs(pulls))
 	verifyVersions(versions, host{repo: gh.Repo, pulls: pulls}, emails, ended, rep)
 	rep.LogLines, rep.LogLeaks, rep.DLQLeaks, rep.addrCount = logw.lines.Load(), needles.logHits(), needles.dlqHits(), len(needles.addrs)
 	rep.Duration = time.Since(start)

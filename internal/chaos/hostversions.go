@@ -307,3 +307,15 @@ func (hp host) t0() time.Time {
 	}
 	return t0
 }
+
+// skippedJobs counts the jobs that ended skipped (a head the fetch stage
+// placed behind a newer version's, R-SOURCE-6).
+func skippedJobs(ctx context.Context, get func(context.Context, job.ID) (job.Job, error), ids []job.ID) int {
+	n := 0
+	for _, id := range ids {
+		if j, err := get(ctx, id); err == nil && j.Skipped != "" {
+			n++
+		}
+	}
+	return n
+}

@@ -92,6 +92,7 @@ type Report struct {
 	// through the GitHub stand-in, their heads, and those answered
 	// stale.
 	HostPulls, HostHeads, HostStale           int
+	HostSkipped                               int // versions the fetch stage placed behind a newer one's
 	RepliesResent, RepliesForged, ForgedActed int
 	StagesBusy                                int // stage messages still queued or in flight when the drain deadline passed
 	// DrainTimedOut says what was still moving when the drain deadline
@@ -228,8 +229,8 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "owed: %d changes of two versions (pushed in order, late or at once; %d versions answered stale, %d with version 2 rejected or bounced after the Send, %d version jobs dead-lettered or held): %d versions owed, %d mails reached their readers; %d lost, %d wrong; replies sent twice over SMTP %d, forged %d (acted on %d)\n",
 		r.VersionChanges, r.VersionsStale, r.VersionsUndone, r.VersionsEnded, r.VersionsOwed, r.VersionsMailed, r.OwedLost, r.OwedWrong,
 		r.RepliesResent, r.RepliesForged, r.ForgedActed)
-	fmt.Fprintf(w, "owed, code host: %d GitHub pull requests pushed late, at once or forced (%d heads, %d answered stale), in the lost and wrong above\n",
-		r.HostPulls, r.HostHeads, r.HostStale)
+	fmt.Fprintf(w, "owed, code host: %d GitHub pull requests pushed late, at once or forced (%d heads: %d answered stale, %d versions placed behind at fetch), in the lost and wrong above\n",
+		r.HostPulls, r.HostHeads, r.HostStale, r.HostSkipped)
 	fmt.Fprintf(w, "leaks: %d log lines and %d dead letters scanned for %d addresses and 5 planted secrets: %d found\n",
 		r.LogLines, r.DLQMessages+r.FeedbackDLQ, r.addrCount, len(r.LogLeaks)+len(r.DLQLeaks))
 	fmt.Fprintf(w, "worker restarts: %d; seed %d, rate %.3f, concurrency %d, duration %s\n",
