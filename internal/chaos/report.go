@@ -226,10 +226,10 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "replies: %d sent over SMTP (%d delivered twice, %d not sent), %d redriven from the reply DLQ: confirmations %d, lost %d, duplicates %d; votes %d, lost %d; never processed %d\n",
 		r.Replies, r.RepliesDoubled, r.ReplyErrors, r.RepliesRedriven, r.Confirmations, r.ConfirmationsLost, r.ConfirmationDuplicates,
 		r.Votes, r.VotesLost, r.ReplyLeft)
-	fmt.Fprintf(w, "owed: %d changes of two versions (pushed in order, late or at once; %d versions answered stale, %d with version 2 rejected or bounced after the Send, %d version jobs dead-lettered or held): %d versions owed, %d mails reached their readers; %d lost, %d wrong; replies sent twice over SMTP %d, forged %d (acted on %d)\n",
+	fmt.Fprintf(w, "owed: %d changes of two versions (pushed in order, late or at once; %d versions answered stale, %d with version 2 rejected or bounced after the Send, %d version jobs dead-lettered or held), with the code host's below: %d versions owed, %d mails reached their readers; %d lost, %d wrong; replies sent twice over SMTP %d, forged %d (acted on %d)\n",
 		r.VersionChanges, r.VersionsStale, r.VersionsUndone, r.VersionsEnded, r.VersionsOwed, r.VersionsMailed, r.OwedLost, r.OwedWrong,
 		r.RepliesResent, r.RepliesForged, r.ForgedActed)
-	fmt.Fprintf(w, "owed, code host: %d GitHub pull requests pushed late, at once or forced (%d heads: %d answered stale, %d versions placed behind at fetch), in the lost and wrong above\n",
+	fmt.Fprintf(w, "owed, code host: %d GitHub pull requests pushed late, at once or forced (%d heads: %d answered stale, %d versions placed behind at fetch), counted in the owed line above\n",
 		r.HostPulls, r.HostHeads, r.HostStale, r.HostSkipped)
 	fmt.Fprintf(w, "leaks: %d log lines and %d dead letters scanned for %d addresses and 5 planted secrets: %d found\n",
 		r.LogLines, r.DLQMessages+r.FeedbackDLQ, r.addrCount, len(r.LogLeaks)+len(r.DLQLeaks))
