@@ -291,8 +291,9 @@ func hostJobs(ps []*hostPull) []job.ID {
 
 // host is the code host's part as the check reads it.
 type host struct {
-	repo  string
-	pulls []*hostPull
+	repo   string
+	pulls  []*hostPull
+	gerrit *gerritStack
 }
 
 // t0 is when its first webhook was sent.

@@ -91,8 +91,11 @@ type Report struct {
 	// The code host's part (hostversions.go): pull requests pushed
 	// through the GitHub stand-in, their heads, and those answered
 	// stale.
-	HostPulls, HostHeads, HostStale           int
-	HostSkipped                               int // versions the fetch stage placed behind a newer one's
+	HostPulls, HostHeads, HostStale int
+	HostSkipped                     int // versions the fetch stage placed behind a newer one's
+	// The stacked Gerrit change (gerritstack.go), and the mails of it
+	// that reached its two reviewers.
+	GerritStacked, GerritMailed               int
 	RepliesResent, RepliesForged, ForgedActed int
 	StagesBusy                                int // stage messages still queued or in flight when the drain deadline passed
 	// DrainTimedOut says what was still moving when the drain deadline
@@ -231,6 +234,8 @@ func (r *Report) Print(w io.Writer) {
 		r.RepliesResent, r.RepliesForged, r.ForgedActed)
 	fmt.Fprintf(w, "owed, code host: %d GitHub pull requests pushed late, at once or forced (%d heads: %d answered stale, %d versions placed behind at fetch), counted in the owed line above\n",
 		r.HostPulls, r.HostHeads, r.HostStale, r.HostSkipped)
+	fmt.Fprintf(w, "owed, a stacked Gerrit change whose parent skips its author: %d, mailed to %d of its 2 reviewers, counted in the owed line above\n",
+		r.GerritStacked, r.GerritMailed)
 	fmt.Fprintf(w, "leaks: %d log lines and %d dead letters scanned for %d addresses and 5 planted secrets: %d found\n",
 		r.LogLines, r.DLQMessages+r.FeedbackDLQ, r.addrCount, len(r.LogLeaks)+len(r.DLQLeaks))
 	fmt.Fprintf(w, "worker restarts: %d; seed %d, rate %.3f, concurrency %d, duration %s\n",

@@ -240,7 +240,7 @@ func owedWorld(vs []*versioned, emails []devstack.StoredEmail, ended map[job.ID]
 // verifyVersions checks the versions part against the owed oracle: 0
 // lost, 0 wrong.
 func verifyVersions(vs []*versioned, hp host, emails []devstack.StoredEmail, ended map[job.ID]bool, rep *Report) {
-	if len(vs) == 0 && len(hp.pulls) == 0 {
+	if len(vs) == 0 && len(hp.pulls) == 0 && hp.gerrit == nil {
 		return
 	}
 	for _, e := range ended {
@@ -251,6 +251,11 @@ func verifyVersions(vs []*versioned, hp host, emails []devstack.StoredEmail, end
 	w, got := owedWorld(vs, emails, ended)
 	hostGot, problems := hostWorld(&w, hp.repo, hp.pulls, hp.t0(), emails, ended)
 	got = append(got, hostGot...)
+	gerritGot := hp.gerrit.world(&w, emails, ended)
+	got = append(got, gerritGot...)
+	if hp.gerrit != nil {
+		rep.GerritStacked, rep.GerritMailed = 1, len(gerritGot)
+	}
 	rep.Problems = append(rep.Problems, problems...)
 	rep.HostPulls = len(hp.pulls)
 	for _, p := range hp.pulls {
