@@ -167,3 +167,35 @@ func TestHostWorld_LateAndForcePushInTheCodeHostsOrder(t *testing.T) {
 		t.Errorf("version 2 reviewing x2, accepted as 3: problems %v, want one", problems)
 	}
 }
+
+// The stacked Gerrit change: its patch set is owed to both reviewers
+// whatever its unmerged parent's settings say; not mailing one is lost;
+// its job ended without mailing, nothing is owed.
+// Rules: R-OWED-1, R-REPO-6.
+func TestGerritStack_OwedWhateverTheParentProposes(t *testing.T) {
+	gs := newGerritStack("xtest")
+	defer gs.g.Close()
+	gs.sent, gs.answered, gs.status, gs.changelist, gs.version, gs.jobID = time.Now(), time.Now(), 202, "chaos-xtest~2", 1, "j_1"
+	email := func(r string) devstack.StoredEmail {
+		var e devstack.StoredEmail
+		e.Headers = append(e.Headers, struct {
+			Name  string `json:"name"`
+			Value string `json:"value"`
+		}{mail.DeliveryIDHeader, delivery.ID(job.ChangelistKey("gerrit", gs.changelist), r, 1)})
+		return e
+	}
+	check := func(emails []devstack.StoredEmail, ended map[job.ID]bool) owed.Findings {
+		var w owed.World
+		got := gs.world(&w, emails, ended)
+		return owed.Check(w, owed.Compute(w), got, nil)
+	}
+	if f := check([]devstack.StoredEmail{email(gs.Recipients[0]), email(gs.Recipients[1])}, nil); !f.OK() {
+		t.Errorf("both reviewers mailed: %s", f)
+	}
+	if f := check([]devstack.StoredEmail{email(gs.Recipients[0])}, nil); len(f.Lost) != 1 {
+		t.Errorf("one reviewer not mailed: %s, want it lost", f)
+	}
+	if f := check(nil, map[job.ID]bool{"j_1": true}); !f.OK() {
+		t.Errorf("the job ended without mailing: %s, want nothing owed", f)
+	}
+}
