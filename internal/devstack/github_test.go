@@ -74,3 +74,39 @@ func TestGitHubStandIn_CompareStatusFromTheHistory(t *testing.T) {
 		t.Errorf("parsed head %q, changelist %q", ev.HeadSHA, ev.Change.ChangelistID)
 	}
 }
+
+// The Gerrit stand-in serves a file at a commit, at a patch set and at
+// its parent (?parent=1) from the commits recorded, behind Gerrit's
+// base64, and 404 where the commit lacks it; the branches that hold a
+// commit are those whose history does.
+// Rules: R-REPO-6.
+func TestGerritStandIn_FilesWhereTheyWereCommitted(t *testing.T) {
+	g := NewGerritStandIn("p")
+	defer g.Close()
+	g.Commit("tip", "", nil, "tip", "")
+	g.Branch("main", "tip")
+	g.Commit("par", "tip", map[string]string{"s.yaml": "skip"}, "parent", "")
+	g.Commit("kid", "par", nil, "child", "")
+	g.Change(2, "main", 1, "kid")
+	get := func(path string) (string, int) {
+		resp, err := http.Get(g.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b), resp.StatusCode
+	}
+	if _, code := get("/a/projects/p/commits/tip/files/s.yaml/content"); code != http.StatusNotFound {
+		t.Errorf("the settings at the tip: %d, want 404", code)
+	}
+	if b, code := get("/a/changes/p~2/revisions/1/files/s.yaml/content?parent=1"); code != http.StatusOK || b != "c2tpcA==" {
+		t.Errorf("the settings at the patch set's parent: %d %q, want the parent's", code, b)
+	}
+	if b, _ := get("/a/projects/p/commits/par/in"); !strings.Contains(b, `"branches":[]`) {
+		t.Errorf("the unmerged parent is on %s, want no branch", b)
+	}
+	if b, _ := get("/a/projects/p/commits/tip/in"); !strings.Contains(b, `"main"`) {
+		t.Errorf("the tip is on %s, want main", b)
+	}
+}
