@@ -227,6 +227,19 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// Evidence probes go to an address of this run, so the bridge knows
 	// them for its own (ownMail).
 	cfg.ProbeAddress = "probe." + run + "@example.com"
+	// The code host's versions part (hostversions.go): pull requests on
+	// a GitHub stand-in, their reviewers in the directory.
+	gh := devstack.NewGitHubStandIn("chaos/"+run, sha(run, "base"))
+	defer gh.Close()
+	pulls := generateHostPulls(run, gh.Base, max(3, c.Jobs/20))
+	cfg.GitHub.WebhookSecret, cfg.GitHub.APIURL = planted.webhook, gh.URL()
+	dir, _ := json.Marshal(map[string]map[string]string{"github": hostDirectory(pulls)})
+	cfg.ReviewerDirectory = string(dir)
+	// A stacked Gerrit change whose parent proposes settings skipping
+	// its author (gerritstack.go).
+	gst := newGerritStack(run)
+	defer gst.g.Close()
+	cfg.Gerrit = config.Gerrit{WebhookToken: gst.token, APIURL: gst.g.URL(), Username: "criticizer", Password: "http-password"}
 	res.Apply(&cfg)
 
 	specs := generate(rng, run, c.Jobs, c.DupRate, c.PoisonRate, planted.token)
@@ -239,6 +252,16 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 		return nil, err
 	}
 	needles := newLeakScanner(specs, planted.all())
+	for _, r := range gst.Recipients {
+		needles.addrs[strings.ToLower(r)] = true
+	}
+	for _, p := range pulls {
+		// The pull requests' readers are mailed from the directory: no
+		// log line or dead letter may hold their addresses either.
+		for _, r := range p.Recipients {
+			needles.addrs[strings.ToLower(r)] = true
+		}
+	}
 	logw := &scanWriter{scan: needles, next: c.Log}
 	log := obs.NewLogger(logw, "info")
 
@@ -376,8 +399,16 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// The versions part's jobs are drained with the others, and checked
 	// apart (verifyVersions).
 	drainSet := maps.Clone(accepted)
+	var both sync.WaitGroup
+	hostSet := map[job.ID]bool{}
+	both.Go(func() { pushHosts(ctx, snd, gh, []byte(planted.webhook), pulls, hostSet) })
+	gerritSet := map[job.ID]bool{}
+	both.Go(func() { gst.post(ctx, snd, gerritSet) })
 	postVersions(ctx, snd, versions, drainSet)
-	progress("%d changes of two versions pushed in order, late or at once", len(versions))
+	both.Wait()
+	maps.Copy(drainSet, gerritSet)
+	maps.Copy(drainSet, hostSet)
+	progress("%d changes of two versions pushed in order, late or at once; %d pull requests pushed late, at once or forced", len(versions), len(pulls))
 	for _, e := range errs {
 		rep.IntakeErrors = append(rep.IntakeErrors, needles.redact(e.Error()))
 	}
@@ -463,11 +494,12 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the SES store: %w", err)
 	}
-	ended, err := endedVersions(ctx, chk.jobs().Get, versions)
+	ended, err := endedVersions(ctx, chk.jobs().Get, versions, append(hostJobs(pulls), gst.jobID))
 	if err != nil {
 		return nil, err
 	}
-	verifyVersions(versions, emails, ended, rep)
+	rep.HostSkipped = skippedJobs(ctx, chk.jobs().Get, hostJobs(pulls))
+	verifyVersions(versions, host{repo: gh.Repo, pulls: pulls, gerrit: gst}, emails, ended, rep)
 	rep.LogLines, rep.LogLeaks, rep.DLQLeaks, rep.addrCount = logw.lines.Load(), needles.logHits(), needles.dlqHits(), len(needles.addrs)
 	rep.Duration = time.Since(start)
 	return rep, nil

@@ -26,8 +26,11 @@ import (
 // one digest, closed and sent under the same faults; nothing lost, stuck
 // or leaked, and every feedback message processed. Reviewers reply to
 // some emails meanwhile (some replies delivered twice): each reply gets
-// exactly one confirmation and records its vote.
-// Rules: R-DIGEST-2.
+// exactly one confirmation and records its vote. Pull requests are
+// pushed through a GitHub stand-in late, at once and forced: each
+// reader gets what the code host's order owes them (R-OWED-1), a late
+// head answered stale or skipped (R-SOURCE-6).
+// Rules: R-DIGEST-2, R-OWED-1, R-SOURCE-6.
 func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	env := testenv.Stack(t)
 	var logs bytes.Buffer
@@ -78,6 +81,11 @@ func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	// reply one confirmation and its vote, also those delivered twice.
 	if rep.Replies == 0 || rep.RepliesDoubled == 0 {
 		t.Errorf("%d replies, %d delivered twice: the reply path went untested", rep.Replies, rep.RepliesDoubled)
+	}
+	// The code host's pushes (hostversions.go): a late head stale at
+	// intake and a force-push's rewritten head, at least.
+	if rep.HostPulls < 3 || rep.HostStale < 2 {
+		t.Errorf("%d pull requests, %d heads answered stale: the code host's order went untested", rep.HostPulls, rep.HostStale)
 	}
 	if f := rep.Failures(); len(f) > 0 {
 		t.Fatalf("invariants broken: %v", f)

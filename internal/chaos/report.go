@@ -88,8 +88,16 @@ type Report struct {
 	VersionsEnded                                 int // version jobs that ended without mailing (dead-lettered, held)
 	VersionsOwed, VersionsMailed                  int
 	OwedLost, OwedWrong                           int
-	RepliesResent, RepliesForged, ForgedActed     int
-	StagesBusy                                    int // stage messages still queued or in flight when the drain deadline passed
+	// The code host's part (hostversions.go): pull requests pushed
+	// through the GitHub stand-in, their heads, and those answered
+	// stale.
+	HostPulls, HostHeads, HostStale int
+	HostSkipped                     int // versions the fetch stage placed behind a newer one's
+	// The stacked Gerrit change (gerritstack.go), and the mails of it
+	// that reached its two reviewers.
+	GerritStacked, GerritMailed               int
+	RepliesResent, RepliesForged, ForgedActed int
+	StagesBusy                                int // stage messages still queued or in flight when the drain deadline passed
 	// DrainTimedOut says what was still moving when the drain deadline
 	// passed; empty when the stack drained. Every count after a drain that
 	// timed out is of a stack still at work, so it is a failure of its
@@ -221,9 +229,13 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "replies: %d sent over SMTP (%d delivered twice, %d not sent), %d redriven from the reply DLQ: confirmations %d, lost %d, duplicates %d; votes %d, lost %d; never processed %d\n",
 		r.Replies, r.RepliesDoubled, r.ReplyErrors, r.RepliesRedriven, r.Confirmations, r.ConfirmationsLost, r.ConfirmationDuplicates,
 		r.Votes, r.VotesLost, r.ReplyLeft)
-	fmt.Fprintf(w, "owed: %d changes of two versions (pushed in order, late or at once; %d versions answered stale, %d with version 2 rejected or bounced after the Send, %d version jobs dead-lettered or held): %d versions owed, %d mails reached their readers; %d lost, %d wrong; replies sent twice over SMTP %d, forged %d (acted on %d)\n",
+	fmt.Fprintf(w, "owed: %d changes of two versions (pushed in order, late or at once; %d versions answered stale, %d with version 2 rejected or bounced after the Send, %d version jobs dead-lettered or held), with the code host's below: %d versions owed, %d mails reached their readers; %d lost, %d wrong; replies sent twice over SMTP %d, forged %d (acted on %d)\n",
 		r.VersionChanges, r.VersionsStale, r.VersionsUndone, r.VersionsEnded, r.VersionsOwed, r.VersionsMailed, r.OwedLost, r.OwedWrong,
 		r.RepliesResent, r.RepliesForged, r.ForgedActed)
+	fmt.Fprintf(w, "owed, code host: %d GitHub pull requests pushed late, at once or forced (%d heads: %d answered stale, %d versions placed behind at fetch), counted in the owed line above\n",
+		r.HostPulls, r.HostHeads, r.HostStale, r.HostSkipped)
+	fmt.Fprintf(w, "owed, a stacked Gerrit change whose parent skips its author: %d, mailed to %d of its 2 reviewers, counted in the owed line above\n",
+		r.GerritStacked, r.GerritMailed)
 	fmt.Fprintf(w, "leaks: %d log lines and %d dead letters scanned for %d addresses and 5 planted secrets: %d found\n",
 		r.LogLines, r.DLQMessages+r.FeedbackDLQ, r.addrCount, len(r.LogLeaks)+len(r.DLQLeaks))
 	fmt.Fprintf(w, "worker restarts: %d; seed %d, rate %.3f, concurrency %d, duration %s\n",

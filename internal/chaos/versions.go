@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -238,8 +239,8 @@ func owedWorld(vs []*versioned, emails []devstack.StoredEmail, ended map[job.ID]
 
 // verifyVersions checks the versions part against the owed oracle: 0
 // lost, 0 wrong.
-func verifyVersions(vs []*versioned, emails []devstack.StoredEmail, ended map[job.ID]bool, rep *Report) {
-	if len(vs) == 0 {
+func verifyVersions(vs []*versioned, hp host, emails []devstack.StoredEmail, ended map[job.ID]bool, rep *Report) {
+	if len(vs) == 0 && len(hp.pulls) == 0 && hp.gerrit == nil {
 		return
 	}
 	for _, e := range ended {
@@ -248,6 +249,23 @@ func verifyVersions(vs []*versioned, emails []devstack.StoredEmail, ended map[jo
 		}
 	}
 	w, got := owedWorld(vs, emails, ended)
+	hostGot, problems := hostWorld(&w, hp.repo, hp.pulls, hp.t0(), emails, ended)
+	got = append(got, hostGot...)
+	gerritGot := hp.gerrit.world(&w, emails, ended)
+	got = append(got, gerritGot...)
+	if hp.gerrit != nil {
+		rep.GerritStacked, rep.GerritMailed = 1, len(gerritGot)
+	}
+	rep.Problems = append(rep.Problems, problems...)
+	rep.HostPulls = len(hp.pulls)
+	for _, p := range hp.pulls {
+		rep.HostHeads += len(p.Heads)
+		for _, h := range p.Heads {
+			if h.stale {
+				rep.HostStale++
+			}
+		}
+	}
 	a := owed.Compute(w)
 	f := owed.Check(w, a, got, nil)
 	rep.VersionChanges = len(vs)
@@ -276,18 +294,23 @@ func verifyVersions(vs []*versioned, emails []devstack.StoredEmail, ended map[jo
 
 // endedVersions reads each version's job: ended without mailing
 // (dead-lettered, needing a person, refused by a budget).
-func endedVersions(ctx context.Context, get func(context.Context, job.ID) (job.Job, error), vs []*versioned) (map[job.ID]bool, error) {
+// more are other jobs to read (the code host's part's).
+func endedVersions(ctx context.Context, get func(context.Context, job.ID) (job.Job, error), vs []*versioned, more []job.ID) (map[job.ID]bool, error) {
 	out := map[job.ID]bool{}
+	ids := slices.Clone(more)
 	for _, v := range vs {
 		for k := range 2 {
-			j, err := get(ctx, v.id(k))
-			if err != nil {
-				continue // never created: stale, or never answered
-			}
-			switch j.Status {
-			case job.StatusDeadLettered, job.StatusNeedsIntervention, job.StatusBudgetExceeded:
-				out[v.id(k)] = true
-			}
+			ids = append(ids, v.id(k))
+		}
+	}
+	for _, id := range ids {
+		j, err := get(ctx, id)
+		if err != nil {
+			continue // never created: stale, or never answered
+		}
+		switch j.Status {
+		case job.StatusDeadLettered, job.StatusNeedsIntervention, job.StatusBudgetExceeded:
+			out[id] = true
 		}
 	}
 	return out, nil

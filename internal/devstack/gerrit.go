@@ -1,0 +1,233 @@
+package devstack
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// GerritStandIn is a Gerrit project as its REST API shows it to the
+// fetch stage (internal/source.Gerrit), for the chaos campaign's stacked
+// change: commits (their files and first parent), branches, and open
+// changes whose patch sets are commits, each with its patch and
+// reviewers. It answers the routes Gerrit's REST documentation gives,
+// each JSON answer behind Gerrit's ")]}'" line and each file's content
+// in base64 (rest-api-changes, rest-api-projects): the change, a patch
+// set's patch, commit and files (?parent=1: its first parent's), the
+// change's reviewers, a branch, a commit's files and the branches that
+// hold it. A file, change, branch or commit it does not hold is 404, as
+// Gerrit answers. (The e2e tests' recorded Gerrit, internal/e2e, is the
+// same model over recorded answers.)
+type GerritStandIn struct {
+	Project string
+
+	srv       *httptest.Server
+	mu        sync.Mutex
+	files     map[string]map[string]string // commit → path → content
+	parent    map[string]string            // commit → first parent
+	branches  map[string]string            // name → commit
+	changes   map[int]*gerritChange
+	patches   map[string][]byte
+	reviewers map[int][]GerritAccount
+}
+
+type gerritChange struct {
+	branch    string
+	patchSets map[int]string // number → commit
+	hashtags  []string
+}
+
+// GerritAccount is Gerrit's AccountInfo.
+type GerritAccount struct {
+	Name     string `json:"name,omitempty"`
+	Email    string `json:"email,omitempty"`
+	Username string `json:"username,omitempty"`
+}
+
+// NewGerritStandIn starts a stand-in for project.
+func NewGerritStandIn(project string) *GerritStandIn {
+	g := &GerritStandIn{Project: project, files: map[string]map[string]string{}, parent: map[string]string{},
+		branches: map[string]string{}, changes: map[int]*gerritChange{}, patches: map[string][]byte{}, reviewers: map[int][]GerritAccount{}}
+	g.srv = httptest.NewServer(g)
+	return g
+}
+
+// URL is the server's root (config.Gerrit.APIURL).
+func (g *GerritStandIn) URL() string { return g.srv.URL }
+
+// Close stops it.
+func (g *GerritStandIn) Close() { g.srv.Close() }
+
+// Commit records a commit: its first parent, its files (the parent's
+// with add added) and its patch (diff, as format-patch writes it).
+func (g *GerritStandIn) Commit(sha, parent string, add map[string]string, subject, diff string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	files := map[string]string{}
+	for p, c := range g.files[parent] {
+		files[p] = c
+	}
+	for p, c := range add {
+		files[p] = c
+	}
+	g.files[sha], g.parent[sha] = files, parent
+	g.patches[sha] = []byte("From " + sha + " Mon Sep 17 00:00:00 2001\nFrom: Chaos <chaos@example.com>\n" +
+		"Date: Mon, 20 Nov 2023 11:33:15 +0000\nSubject: [PATCH] " + subject + "\n\n---\n" + diff + "-- \n2.39.2\n\n")
+}
+
+// Branch points branch name at sha.
+func (g *GerritStandIn) Branch(name, sha string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.branches[name] = sha
+}
+
+// Change records an open change on branch whose patch set ps is commit
+// sha, with its reviewers.
+func (g *GerritStandIn) Change(number int, branch string, ps int, sha string, reviewers ...GerritAccount) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.changes[number]
+	if c == nil {
+		c = &gerritChange{branch: branch, patchSets: map[int]string{}}
+		g.changes[number] = c
+	}
+	c.patchSets[ps] = sha
+	g.reviewers[number] = append([]GerritAccount{}, reviewers...)
+}
+
+// includes reports whether branch's history holds commit.
+func (g *GerritStandIn) includes(branch, commit string) bool {
+	for c := g.branches[branch]; c != ""; c = g.parent[c] {
+		if c == commit {
+			return true
+		}
+	}
+	return false
+}
+
+func gerritJSON(w http.ResponseWriter, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	_, _ = w.Write([]byte(")]}'\n"))
+	_, _ = w.Write(b)
+}
+
+func (g *GerritStandIn) content(w http.ResponseWriter, sha, path string) {
+	c, ok := g.files[sha][path]
+	if !ok {
+		http.Error(w, "Not found: "+path, http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=ISO-8859-1")
+	_, _ = w.Write([]byte(base64.StdEncoding.EncodeToString([]byte(c))))
+}
+
+func (g *GerritStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var seg []string
+	for _, s := range strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/a/"), "/") {
+		u, err := url.PathUnescape(s)
+		if err != nil {
+			http.Error(w, "bad path", http.StatusBadRequest)
+			return
+		}
+		seg = append(seg, u)
+	}
+	notFound := func() { http.Error(w, "Not found: "+r.URL.Path, http.StatusNotFound) }
+	switch {
+	case len(seg) >= 2 && seg[0] == "changes":
+		project, num, _ := strings.Cut(seg[1], "~")
+		n, _ := strconv.Atoi(num)
+		c := g.changes[n]
+		if project != g.Project || c == nil {
+			notFound()
+			return
+		}
+		rest := seg[2:]
+		switch {
+		case len(rest) == 0:
+			gerritJSON(w, map[string]any{"id": g.Project + "~" + c.branch + "~I" + num, "project": g.Project, "branch": c.branch,
+				"hashtags": c.hashtags, "status": "NEW", "_number": n})
+		case len(rest) == 2 && rest[0] == "reviewers" && rest[1] == "": // GET …/reviewers/
+			w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+			_ = json.NewEncoder(w).Encode(g.reviewers[n])
+		case len(rest) >= 3 && rest[0] == "revisions":
+			ps, _ := strconv.Atoi(rest[1])
+			sha, ok := c.patchSets[ps]
+			switch {
+			case !ok:
+				notFound()
+			case len(rest) == 3 && rest[2] == "patch":
+				patch := g.patches[sha]
+				w.Header().Set("Content-Type", "text/plain; charset=ISO-8859-1")
+				_, _ = w.Write([]byte(base64.StdEncoding.EncodeToString(patch)))
+			case len(rest) == 3 && rest[2] == "commit":
+				parents := []any{}
+				if p := g.parent[sha]; p != "" {
+					parents = append(parents, map[string]any{"commit": p, "subject": "parent"})
+				}
+				gerritJSON(w, map[string]any{"commit": sha, "parents": parents, "subject": "patch set"})
+			case len(rest) == 5 && rest[2] == "files" && rest[4] == "content":
+				if r.URL.Query().Get("parent") == "1" {
+					sha = g.parent[sha]
+				}
+				g.content(w, sha, rest[3])
+			default:
+				notFound()
+			}
+		default:
+			notFound()
+		}
+	case len(seg) >= 4 && seg[0] == "projects" && seg[1] == g.Project && seg[2] == "branches":
+		sha, ok := g.branches[strings.TrimPrefix(seg[3], "refs/heads/")]
+		if !ok || len(seg) != 4 {
+			notFound()
+			return
+		}
+		gerritJSON(w, map[string]any{"ref": "refs/heads/" + strings.TrimPrefix(seg[3], "refs/heads/"), "revision": sha})
+	case len(seg) == 5 && seg[0] == "projects" && seg[1] == g.Project && seg[2] == "commits" && seg[4] == "in":
+		if _, ok := g.files[seg[3]]; !ok {
+			notFound()
+			return
+		}
+		branches := []string{}
+		for b := range g.branches {
+			if g.includes(b, seg[3]) {
+				branches = append(branches, b)
+			}
+		}
+		gerritJSON(w, map[string]any{"branches": branches, "tags": []string{}})
+	case len(seg) == 7 && seg[0] == "projects" && seg[1] == g.Project && seg[2] == "commits" && seg[4] == "files" && seg[6] == "content":
+		if _, ok := g.files[seg[3]]; !ok {
+			notFound()
+			return
+		}
+		g.content(w, seg[3], seg[5])
+	default:
+		notFound()
+	}
+}
+
+// GerritPatchsetCreated is a patchset-created event as Gerrit's webhooks
+// plugin sends it: patch set ps of change number on branch, commit
+// revision on parent, owned and uploaded by owner.
+func GerritPatchsetCreated(project, branch string, number, ps int, revision, parent string, owner GerritAccount, subject string) []byte {
+	m := map[string]any{"type": "patchset-created", "uploader": owner,
+		"patchSet": map[string]any{"number": ps, "revision": revision, "parents": []string{parent},
+			"ref":      "refs/changes/" + strconv.Itoa(number%100) + "/" + strconv.Itoa(number) + "/" + strconv.Itoa(ps),
+			"uploader": owner, "author": owner, "kind": "REWORK", "createdOn": 1700479995},
+		"change": map[string]any{"project": project, "branch": branch, "id": "I" + revision, "number": number, "subject": subject,
+			"owner": owner, "url": "https://review.example.com/c/" + project + "/+/" + strconv.Itoa(number),
+			"commitMessage": subject + "\n\nChange-Id: I" + revision + "\n", "createdOn": 1700478731, "status": "NEW"},
+		"project": map[string]any{"name": project}, "refName": "refs/heads/" + branch,
+		"changeKey": map[string]any{"key": "I" + revision}, "eventCreatedOn": 1700479996}
+	b, _ := json.Marshal(m)
+	return b
+}
