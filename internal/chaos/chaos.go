@@ -232,7 +232,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	gh := devstack.NewGitHubStandIn("chaos/"+run, sha(run, "base"))
 	defer gh.Close()
 	pulls := generateHostPulls(run, gh.Base, max(3, c.Jobs/20))
-	cfg.GitHub.WebhookSecret, cfg.GitHub.APIURL = planted.webhook, gh.URL()
+	cfg.GitHub.WebhookSecret, cfg.GitHub.APIURL = planted.githubWebhook, gh.URL()
 	dir, _ := json.Marshal(map[string]map[string]string{"github": hostDirectory(pulls)})
 	cfg.ReviewerDirectory = string(dir)
 	// A stacked Gerrit change whose parent proposes settings skipping
@@ -401,7 +401,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	drainSet := maps.Clone(accepted)
 	var both sync.WaitGroup
 	hostSet := map[job.ID]bool{}
-	both.Go(func() { pushHosts(ctx, snd, gh, []byte(planted.webhook), pulls, hostSet) })
+	both.Go(func() { pushHosts(ctx, snd, gh, []byte(planted.githubWebhook), pulls, hostSet) })
 	gerritSet := map[job.ID]bool{}
 	both.Go(func() { gst.post(ctx, snd, gerritSet) })
 	postVersions(ctx, snd, versions, drainSet)

@@ -42,7 +42,7 @@ type gerritStack struct {
 
 // newGerritStack builds the stack on a new Gerrit stand-in.
 func newGerritStack(run string) *gerritStack {
-	gs := &gerritStack{g: devstack.NewGerritStandIn("chaos-" + run), token: "gerrit-token-" + run,
+	gs := &gerritStack{g: devstack.NewGerritStandIn("chaos-" + run), token: "gerrit-webhook-token-of-chaos-run-" + run, // at least 32 bytes, as a deployment demands
 		author: devstack.GerritAccount{Name: "Chaos Author", Email: "chaosauthor@example.org", Username: "chaosauthor"}}
 	tip, parent := sha(run, "gerrit-tip"), sha(run, "gerrit-parent")
 	gs.child = sha(run, "gerrit-child")

@@ -21,22 +21,25 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // changelist URL's query and in the diff). None may appear in a log line or
 // a dead letter. They differ per seed and look like the real thing.
 type planted struct {
-	webhook, github, gitlab, openai, token string
+	webhook, githubWebhook, github, gitlab, openai, token string
 }
 
 func plantedSecrets(seed uint64) planted {
 	s := fmt.Sprintf("%016x", seed*0x9e3779b97f4a7c15+1)
 	return planted{
 		webhook: "whsec-chaos-" + s + "-Zq7",
-		github:  "ghp_" + "Ch4osGithubT0ken" + s,
-		gitlab:  "glpat-" + "Ch4osGitlab" + s,
-		openai:  "sk-" + "proj-Ch4osOpenAIKey" + s,
-		token:   "ghp_" + "Ch4osPlantedInWebhook" + s,
+		// GitHub's own: a deployment refuses one source's secret
+		// reused for another.
+		githubWebhook: "whsec-chaos-github-" + s + "-Zq7",
+		github:        "ghp_" + "Ch4osGithubT0ken" + s,
+		gitlab:        "glpat-" + "Ch4osGitlab" + s,
+		openai:        "sk-" + "proj-Ch4osOpenAIKey" + s,
+		token:         "ghp_" + "Ch4osPlantedInWebhook" + s,
 	}
 }
 
 func (p planted) all() map[string]string {
-	return map[string]string{"webhook secret": p.webhook, "GitHub token": p.github, "GitLab token": p.gitlab,
+	return map[string]string{"webhook secret": p.webhook, "GitHub webhook secret": p.githubWebhook, "GitHub token": p.github, "GitLab token": p.gitlab,
 		"OpenAI key": p.openai, "webhook token": p.token}
 }
 
