@@ -21,8 +21,8 @@ import (
 // set's patch, commit and files (?parent=1: its first parent's), the
 // change's reviewers, a branch, a commit's files and the branches that
 // hold it. A file, change, branch or commit it does not hold is 404, as
-// Gerrit answers. (The e2e tests' recorded Gerrit, internal/e2e, is the
-// same model over recorded answers.)
+// Gerrit answers. The e2e tests mount the same model on their recorded
+// answers (NewGerritProject, Recorded).
 type GerritStandIn struct {
 	Project string
 
@@ -34,6 +34,10 @@ type GerritStandIn struct {
 	changes   map[int]*gerritChange
 	patches   map[string][]byte
 	reviewers map[int][]GerritAccount
+	// recordedPatch and recordedReviewers answer for a commit with no
+	// patch of its own and a change with no reviewers of its own
+	// (Recorded).
+	recordedPatch, recordedReviewers []byte
 }
 
 type gerritChange struct {
@@ -49,12 +53,18 @@ type GerritAccount struct {
 	Username string `json:"username,omitempty"`
 }
 
-// NewGerritStandIn starts a stand-in for project.
+// NewGerritStandIn starts a stand-in for project on a server of its own.
 func NewGerritStandIn(project string) *GerritStandIn {
-	g := &GerritStandIn{Project: project, files: map[string]map[string]string{}, parent: map[string]string{},
-		branches: map[string]string{}, changes: map[int]*gerritChange{}, patches: map[string][]byte{}, reviewers: map[int][]GerritAccount{}}
+	g := NewGerritProject(project)
 	g.srv = httptest.NewServer(g)
 	return g
+}
+
+// NewGerritProject is project's stand-in without a server: its
+// ServeHTTP answers the /a/ routes wherever it is mounted.
+func NewGerritProject(project string) *GerritStandIn {
+	return &GerritStandIn{Project: project, files: map[string]map[string]string{}, parent: map[string]string{},
+		branches: map[string]string{}, changes: map[int]*gerritChange{}, patches: map[string][]byte{}, reviewers: map[int][]GerritAccount{}}
 }
 
 // URL is the server's root (config.Gerrit.APIURL).
@@ -63,8 +73,19 @@ func (g *GerritStandIn) URL() string { return g.srv.URL }
 // Close stops it.
 func (g *GerritStandIn) Close() { g.srv.Close() }
 
+// Recorded sets the answers recorded from a real Gerrit: patch (a patch
+// set's format-patch output) for every commit without a patch of its
+// own, reviewers (a ReviewerInfo list, as JSON) for every change without
+// reviewers of its own.
+func (g *GerritStandIn) Recorded(patch, reviewers []byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.recordedPatch, g.recordedReviewers = patch, reviewers
+}
+
 // Commit records a commit: its first parent, its files (the parent's
-// with add added) and its patch (diff, as format-patch writes it).
+// with add added) and, unless subject and diff are both empty, its patch
+// (Patch).
 func (g *GerritStandIn) Commit(sha, parent string, add map[string]string, subject, diff string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -76,7 +97,21 @@ func (g *GerritStandIn) Commit(sha, parent string, add map[string]string, subjec
 		files[p] = c
 	}
 	g.files[sha], g.parent[sha] = files, parent
-	g.patches[sha] = []byte("From " + sha + " Mon Sep 17 00:00:00 2001\nFrom: Chaos <chaos@example.com>\n" +
+	if subject != "" || diff != "" {
+		g.patches[sha] = formatPatch(sha, subject, diff)
+	}
+}
+
+// Patch makes diff the patch of commit sha.
+func (g *GerritStandIn) Patch(sha, subject, diff string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.patches[sha] = formatPatch(sha, subject, diff)
+}
+
+// formatPatch is diff as git format-patch writes it.
+func formatPatch(sha, subject, diff string) []byte {
+	return []byte("From " + sha + " Mon Sep 17 00:00:00 2001\nFrom: Administrator <admin@example.com>\n" +
 		"Date: Mon, 20 Nov 2023 11:33:15 +0000\nSubject: [PATCH] " + subject + "\n\n---\n" + diff + "-- \n2.39.2\n\n")
 }
 
@@ -101,6 +136,15 @@ func (g *GerritStandIn) Change(number int, branch string, ps int, sha string, re
 	g.reviewers[number] = append([]GerritAccount{}, reviewers...)
 }
 
+// Hashtags sets change number's hashtags (its owner may set them).
+func (g *GerritStandIn) Hashtags(number int, tags ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c := g.changes[number]; c != nil {
+		c.hashtags = tags
+	}
+}
+
 // includes reports whether branch's history holds commit.
 func (g *GerritStandIn) includes(branch, commit string) bool {
 	for c := g.branches[branch]; c != ""; c = g.parent[c] {
@@ -111,7 +155,9 @@ func (g *GerritStandIn) includes(branch, commit string) bool {
 	return false
 }
 
-func gerritJSON(w http.ResponseWriter, v any) {
+// GerritJSON writes v as Gerrit's REST API does: JSON behind the ")]}'"
+// line that keeps a browser from running it.
+func GerritJSON(w http.ResponseWriter, v any) {
 	b, _ := json.Marshal(v)
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	_, _ = w.Write([]byte(")]}'\n"))
@@ -128,6 +174,7 @@ func (g *GerritStandIn) content(w http.ResponseWriter, sha, path string) {
 	_, _ = w.Write([]byte(base64.StdEncoding.EncodeToString([]byte(c))))
 }
 
+// ServeHTTP answers Gerrit's REST routes under /a/ (GerritStandIn).
 func (g *GerritStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -153,10 +200,14 @@ func (g *GerritStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rest := seg[2:]
 		switch {
 		case len(rest) == 0:
-			gerritJSON(w, map[string]any{"id": g.Project + "~" + c.branch + "~I" + num, "project": g.Project, "branch": c.branch,
+			GerritJSON(w, map[string]any{"id": g.Project + "~" + c.branch + "~I" + num, "project": g.Project, "branch": c.branch,
 				"hashtags": c.hashtags, "status": "NEW", "_number": n})
 		case len(rest) == 2 && rest[0] == "reviewers" && rest[1] == "": // GET …/reviewers/
 			w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+			if len(g.reviewers[n]) == 0 && g.recordedReviewers != nil {
+				_, _ = w.Write(g.recordedReviewers)
+				break
+			}
 			_ = json.NewEncoder(w).Encode(g.reviewers[n])
 		case len(rest) >= 3 && rest[0] == "revisions":
 			ps, _ := strconv.Atoi(rest[1])
@@ -165,7 +216,10 @@ func (g *GerritStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			case !ok:
 				notFound()
 			case len(rest) == 3 && rest[2] == "patch":
-				patch := g.patches[sha]
+				patch, ok := g.patches[sha]
+				if !ok {
+					patch = g.recordedPatch
+				}
 				w.Header().Set("Content-Type", "text/plain; charset=ISO-8859-1")
 				_, _ = w.Write([]byte(base64.StdEncoding.EncodeToString(patch)))
 			case len(rest) == 3 && rest[2] == "commit":
@@ -173,7 +227,7 @@ func (g *GerritStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				if p := g.parent[sha]; p != "" {
 					parents = append(parents, map[string]any{"commit": p, "subject": "parent"})
 				}
-				gerritJSON(w, map[string]any{"commit": sha, "parents": parents, "subject": "patch set"})
+				GerritJSON(w, map[string]any{"commit": sha, "parents": parents, "subject": "patch set"})
 			case len(rest) == 5 && rest[2] == "files" && rest[4] == "content":
 				if r.URL.Query().Get("parent") == "1" {
 					sha = g.parent[sha]
@@ -191,7 +245,7 @@ func (g *GerritStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			notFound()
 			return
 		}
-		gerritJSON(w, map[string]any{"ref": "refs/heads/" + strings.TrimPrefix(seg[3], "refs/heads/"), "revision": sha})
+		GerritJSON(w, map[string]any{"ref": "refs/heads/" + strings.TrimPrefix(seg[3], "refs/heads/"), "revision": sha})
 	case len(seg) == 5 && seg[0] == "projects" && seg[1] == g.Project && seg[2] == "commits" && seg[4] == "in":
 		if _, ok := g.files[seg[3]]; !ok {
 			notFound()
@@ -203,7 +257,7 @@ func (g *GerritStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				branches = append(branches, b)
 			}
 		}
-		gerritJSON(w, map[string]any{"branches": branches, "tags": []string{}})
+		GerritJSON(w, map[string]any{"branches": branches, "tags": []string{}})
 	case len(seg) == 7 && seg[0] == "projects" && seg[1] == g.Project && seg[2] == "commits" && seg[4] == "files" && seg[6] == "content":
 		if _, ok := g.files[seg[3]]; !ok {
 			notFound()

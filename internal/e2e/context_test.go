@@ -300,10 +300,10 @@ func TestGitLabAndGerritContext_PromptHoldsTheEnclosingFunctionReadAtTheHead(t *
 		t.Cleanup(model.Close)
 		domain := testenv.Prefix(t) + ".example.com"
 		gr, repo := gerritStandIn(t, domain)
-		repo.commit(gerritParent, gerritTip, map[string]string{"svc/price.go": priceFile(false, false)})
-		repo.commit(gerritHead, gerritParent, map[string]string{"svc/price.go": priceFile(true, false)})
-		repo.commit(gerritTip, "", map[string]string{"svc/price.go": priceFile(true, true)}) // the branch, moved on
-		repo.patchOf(gerritHead, "double line 30", priceDiff())
+		repo.Commit(gerritParent, gerritTip, map[string]string{"svc/price.go": priceFile(false, false)}, "", "")
+		repo.Commit(gerritHead, gerritParent, map[string]string{"svc/price.go": priceFile(true, false)}, "", "")
+		repo.Commit(gerritTip, "", map[string]string{"svc/price.go": priceFile(true, true)}, "", "") // the branch, moved on
+		repo.Patch(gerritHead, "double line 30", priceDiff())
 		s := startStack(t, devstack.FunctionOptions{}, func(c *config.Config) {
 			c.Gerrit = config.Gerrit{WebhookToken: gerritToken, APIURL: gr.srv.URL, Username: "criticizer", Password: "http-password"}
 		}, openAI(model))
