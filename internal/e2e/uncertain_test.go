@@ -250,8 +250,13 @@ func TestUncertainSend_Resend_LateSendEvent_TwoEmailsCounted(t *testing.T) {
 	if n := lateOfHeld(); n != 1 {
 		t.Errorf("the withheld Send event counted late %d times, want 1", n)
 	}
-	if n := countLines(s.logText(), `"msg":"metric"`, `"ResentWithoutEvidence":1`); n != 1 {
-		t.Errorf("ResentWithoutEvidence %d, want 1", n)
+	// The row's own count: on a loaded machine another review's send may
+	// outlast this world's 1 s lease and be resent too, which the metric
+	// counts as it should.
+	row := s.row(delivery.ID(job.ChangelistKey("generic", cl), rcpt, 1))
+	if row.ResentWithoutEvidence != 1 || countLines(s.logText(), `"msg":"metric"`, `"ResentWithoutEvidence":1`) < 1 {
+		t.Errorf("the row was resent without evidence %d times (want 1), and the metric said so %d times",
+			row.ResentWithoutEvidence, countLines(s.logText(), `"msg":"metric"`, `"ResentWithoutEvidence":1`))
 	}
 }
 
