@@ -60,7 +60,11 @@ type Counts struct {
 // by. Model-written text (Summary, each finding's Message) is data about an
 // untrusted diff: a channel renders it as text, never as a link or markup.
 type Post struct {
-	ID         string
+	ID string
+	// Version key is stable for the (changelist, version) across phases
+	// and channels: what a code host's one status per head commit is
+	// found by (a check run's external_id) whichever phase posts first.
+	VersionKey string
 	Source     string // github, gitlab, gerrit, generic
 	Repository string
 	Changelist string
