@@ -44,7 +44,7 @@ func (s *DynamoJobs) AddReviewers(ctx context.Context, id job.ID, addrs, identit
 	if err := unmarshal(attrs, &it); err != nil {
 		return job.Job{}, err
 	}
-	return it.Job, nil
+	return s.withCritique(ctx, it)
 }
 
 // FinishNotify records notify's verdict on a job whose rows it settled:
