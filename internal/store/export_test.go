@@ -1,6 +1,10 @@
 package store
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/delivery"
@@ -14,11 +18,31 @@ func InlineRowItem(r delivery.Row) (map[string]types.AttributeValue, error) {
 	if err != nil {
 		return nil, err
 	}
-	gz, err := gzipMessage(r.Message)
+	gz, err := gzipMessageBefore(r.Message)
 	if err != nil {
 		return nil, err
 	}
 	delete(item, attrMessage)
 	item[attrMessageGz] = &types.AttributeValueMemberB{Value: gz}
 	return item, nil
+}
+
+// gzipMessageBefore is a message's stored form before the dictionaries
+// (compact.go): its JSON, gzipped.
+func gzipMessageBefore(m delivery.Message) ([]byte, error) {
+	raw, err := json.Marshal(storedMessage{Subject: m.Subject, HTML: m.HTML, Text: m.Text, TemplateVersion: m.TemplateVersion,
+		ContentSHA256: m.ContentSHA256, UnsubscribeURL: m.UnsubscribeURL,
+		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings, ReplyTo: m.ReplyTo})
+	if err != nil {
+		return nil, err
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return z.Bytes(), nil
 }

@@ -93,6 +93,21 @@ func TestJob_CritiqueApartJobItemUnderOneKB(t *testing.T) {
 	if n := store.ItemSize(item); n >= 1024 {
 		t.Fatalf("the job item after llm is %d bytes: over 1 KB (a notify write bills %d units)", n, (n+1023)/1024)
 	}
+	// The critique's own item, compressed with the critiques'
+	// dictionary (compact.go), is one write unit too.
+	ref, _ := item["critique_ref"].(*types.AttributeValueMemberS)
+	if ref == nil {
+		t.Fatal("the job item names no critique item")
+	}
+	ci, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(res.JobsTable), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: schema.PrefixJob + string(j.ID) + "#critique#" + ref.Value}}})
+	if err != nil || len(ci.Item) == 0 {
+		t.Fatalf("the critique item: %v, %d attributes", err, len(ci.Item))
+	}
+	if n := store.ItemSize(ci.Item); n >= 1024 {
+		t.Fatalf("the critique item of a %d-byte critique is %d bytes: over 1 KB", len(crit), n)
+	}
+	t.Logf("job item %d bytes, critique %d bytes in an item of %d", store.ItemSize(item), len(crit), store.ItemSize(ci.Item))
 	for _, k := range []string{schema.Live, schema.CreatedAt} {
 		if fmt.Sprint(item[k]) != fmt.Sprint(before[k]) {
 			t.Fatalf("the live index key %s moved with a stage's write: %v, then %v", k, before[k], item[k])

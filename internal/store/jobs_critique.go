@@ -1,13 +1,10 @@
 package store
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -29,7 +26,8 @@ import (
 // with the critique inline every write after llm (notify's status
 // writes, its verdict, a reopen) billed three units for a status flip.
 // Apart, the job item stays under 1 KB and each of those writes bills
-// one; the critique, gzipped, is written once.
+// one; the critique, compressed with the critiques' dictionary
+// (compact.go), is written once, in one write unit for most.
 //
 // Why a fresh ref per write rather than one key per job: two llm runs of
 // one job (a message delivered twice) each write their own critique item;
@@ -45,7 +43,7 @@ import (
 // critique written to such a job drops the inline one.
 const (
 	attrCritiqueRef = "critique_ref"
-	attrCritiqueGz  = "critique_gz"
+	attrCritiqueZ   = "critique_z"
 )
 
 // critiqueKey is the key of job id's critique item ref.
@@ -63,12 +61,11 @@ func (s *DynamoJobs) putCritique(ctx context.Context, id job.ID, c []byte) (stri
 		return "", fmt.Errorf("critique ref: %w", err)
 	}
 	ref := hex.EncodeToString(tok[:])
-	gz, err := gzipBytes(c)
+	z, err := compact(c, critiqueDicts, dictV1)
 	if err != nil {
 		return "", fmt.Errorf("compress critique of job %s: %w", id, err)
 	}
-	upd := expression.Set(expression.Name("kind"), expression.Value("critique")).
-		Set(expression.Name(attrCritiqueGz), expression.Value(gz))
+	upd := expression.Set(expression.Name(attrCritiqueZ), expression.Value(z))
 	if exp := expiresAt(s.now(), s.Retention); exp != 0 {
 		upd = upd.Set(expression.Name(schema.ExpiresAt), expression.Value(exp))
 	}
@@ -93,13 +90,13 @@ func (s *DynamoJobs) withCritique(ctx context.Context, it jobItem) (job.Job, err
 	if err != nil {
 		return job.Job{}, fmt.Errorf("get critique of job %s: %w", j.ID, err)
 	}
-	gz, ok := out.Item[attrCritiqueGz].(*types.AttributeValueMemberB)
+	z, ok := out.Item[attrCritiqueZ].(*types.AttributeValueMemberB)
 	if !ok {
 		// Gone (a TTL ran out before the job's own) or never written:
 		// the job reads as one without a critique.
 		return j, nil
 	}
-	if j.Critique, err = gunzipBytes(gz.Value); err != nil {
+	if j.Critique, err = expand(z.Value, critiqueDicts); err != nil {
 		return job.Job{}, fmt.Errorf("critique of job %s: %w", j.ID, err)
 	}
 	return j, nil
@@ -110,28 +107,4 @@ func (s *DynamoJobs) withCritique(ctx context.Context, it jobItem) (job.Job, err
 // written before dropped.
 func critiqueWrite(upd expression.UpdateBuilder, ref string) expression.UpdateBuilder {
 	return upd.Set(expression.Name(attrCritiqueRef), expression.Value(ref)).Remove(expression.Name(attrCritique))
-}
-
-// gzipBytes and gunzipBytes are a critique's stored form.
-func gzipBytes(b []byte) ([]byte, error) {
-	var z bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&z, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(b); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return z.Bytes(), nil
-}
-
-func gunzipBytes(gz []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(gz))
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(zr)
 }
