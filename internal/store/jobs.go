@@ -512,9 +512,12 @@ func Timestamp(t time.Time) string { return ts(t) }
 // misses a job by a moment finds it at the next run.
 func (s *DynamoJobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error {
 	seen := map[job.ID]bool{}
+	// The old index first: while a stack updated in place builds the new
+	// one, a query of it is refused (docs/operations.md), and the jobs
+	// written before are swept all the same.
 	for _, ix := range []struct{ name, hash, rng string }{
-		{schema.IndexLiveJobs, schema.Live, schema.CreatedAt},
 		{schema.IndexLiveJobsV1, schema.Sweep, schema.UpdatedAt},
+		{schema.IndexLiveJobs, schema.Live, schema.CreatedAt},
 	} {
 		if err := s.stuckIn(ctx, ix.name, ix.hash, ix.rng, before, seen, fn); err != nil {
 			return err
