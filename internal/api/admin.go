@@ -22,6 +22,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/termtext"
 )
 
@@ -42,7 +43,7 @@ type Admin struct {
 	Status *StatusLinks
 	// Jobs is the DynamoDB driver itself, not store.Jobs: a rerun
 	// (PlanRerun, Rerun) is the operator's, kept on DynamoDB alone.
-	Jobs  *store.DynamoJobs
+	Jobs  *dynamo.DynamoJobs
 	Queue Enqueuer
 	Log   *slog.Logger
 	// Audience decides, for a dry run, whether a recipient would be

@@ -7,7 +7,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/store/schema"
+	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
 // Describe is the deployment.

@@ -1,0 +1,197 @@
+package dynamo
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
+)
+
+// ReplayKey names one thing a reviewer event is remembered by, within its
+// source: its delivery id, or the SHA-256 of its verified body. The body
+// is needed where the delivery id is a header the source's signature does
+// not cover (GitHub's X-GitHub-Delivery): a captured request replayed
+// under a fresh id has a new id but the same body. The two kinds never
+// name each other's records, whatever a delivery id says.
+type ReplayKey struct {
+	Source string
+	// Body: ID is the hex SHA-256 of the body, not a delivery id.
+	Body bool
+	ID   string
+}
+
+// ReplayByDelivery is the key of a source's delivery id.
+func ReplayByDelivery(source, deliveryID string) store.ReplayKey {
+	return store.ReplayKey{Source: source, ID: deliveryID}
+}
+
+// ReplayByBody is the key of a source's request body (the bytes its
+// signature was verified over).
+func ReplayByBody(source string, body []byte) store.ReplayKey {
+	sum := sha256.Sum256(body)
+	return store.ReplayKey{Source: source, Body: true, ID: hex.EncodeToString(sum[:])}
+}
+
+// Replays remembers reviewer webhooks (by delivery id and by body)
+// and the reviewer refreshes scheduled (DynamoReplays on DynamoDB,
+// memstore.Replays in memory).
+type Replays interface {
+	// ClaimDelivery records a delivery's key for window. false: the key
+	// was seen within the window (a replay), or another intake is
+	// handling it now (its claim is younger than lease).
+	ClaimDelivery(ctx context.Context, k store.ReplayKey, window, lease time.Duration) (bool, error)
+	// CompleteDelivery marks a claimed key handled: it is a replay for
+	// the rest of its window, whatever the lease.
+	CompleteDelivery(ctx context.Context, k store.ReplayKey) error
+	// ReleaseDelivery forgets a claim whose handling failed, so the
+	// source's retry is handled.
+	ReleaseDelivery(ctx context.Context, k store.ReplayKey) error
+	// ScheduleRefresh reports whether the caller should enqueue a
+	// reviewer refresh of id: true when none was scheduled within the
+	// last window (the caller sends it delayed by window, so it runs after
+	// every event it stands for); false when one is scheduled and has not
+	// run yet.
+	ScheduleRefresh(ctx context.Context, id job.ID, window time.Duration) (bool, error)
+	// CancelRefresh forgets a schedule whose enqueue failed.
+	CancelRefresh(ctx context.Context, id job.ID) error
+}
+
+// DynamoReplays implements Replays on the jobs table. Each record is one item whose
+// conditional write decides, so concurrent replays of one delivery claim
+// it once, and concurrent events of one version schedule one refresh.
+type DynamoReplays struct {
+	db    *dynamodb.Client
+	table string
+	now   store.Clock
+}
+
+var _ store.Replays = (*DynamoReplays)(nil)
+
+// NewReplays returns the replay records on the jobs table.
+func NewReplays(db *dynamodb.Client, table string, now store.Clock) *DynamoReplays {
+	if now == nil {
+		now = time.Now
+	}
+	return &DynamoReplays{db: db, table: table, now: now}
+}
+
+func reviewerDeliveryKey(k store.ReplayKey) map[string]types.AttributeValue {
+	if k.Body {
+		// Already a digest, of fixed length.
+		return map[string]types.AttributeValue{"pk": str(schema.PrefixReviewerBody + k.Source + "#" + k.ID)}
+	}
+	// The id is the source's, bounded by the webhook parsers (printable,
+	// at most 200 bytes); hashed all the same so the key stays short.
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixReviewerDelivery + k.Source + "#" + job.Hash(k.Source, k.ID))}
+}
+
+func refreshKey(id job.ID) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str(schema.PrefixRefresh + string(id))}
+}
+
+// ClaimDelivery implements Replays. The item holds when the delivery
+// was claimed, whether it was handled, and its TTL; the condition lets a
+// claim through when there is no item, when the item's window has passed
+// (TTL deletes lazily), or when an unhandled claim is older than lease (its
+// intake died).
+func (s *DynamoReplays) ClaimDelivery(ctx context.Context, k store.ReplayKey, window, lease time.Duration) (bool, error) {
+	now := s.now().UTC()
+	upd := expression.Set(expression.Name("kind"), expression.Value("reviewer_delivery")).
+		Set(expression.Name("claimed_at"), expression.Value(now.UnixMilli())).
+		Set(expression.Name("expires_at"), expression.Value(now.Add(window).Unix())).
+		Remove(expression.Name("handled"))
+	cond := expression.AttributeNotExists(expression.Name("pk")).
+		Or(expression.Name("expires_at").LessThan(expression.Value(now.Unix()))).
+		Or(expression.AttributeNotExists(expression.Name("handled")).
+			And(expression.Name("claimed_at").LessThan(expression.Value(now.Add(-lease).UnixMilli()))))
+	ok, err := s.claim(ctx, reviewerDeliveryKey(k), upd, cond)
+	if err != nil {
+		return false, fmt.Errorf("claim reviewer delivery: %w", err)
+	}
+	return ok, nil
+}
+
+// claim runs one conditional UpdateItem that also writes a token of its
+// own, and reports whether this call's write is the item's. The SDK
+// retries a write whose answer was lost; the retry then fails the
+// condition against the first attempt's write, and the token, read back
+// from the failed condition, shows the write was ours all the same.
+func (s *DynamoReplays) claim(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (bool, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return false, err
+	}
+	token := hex.EncodeToString(b[:])
+	e, err := expression.NewBuilder().WithUpdate(upd.Set(expression.Name("token"), expression.Value(token))).WithCondition(cond).Build()
+	if err != nil {
+		return false, fmt.Errorf("build update: %w", err)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key,
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		t, ok := ccf.Item["token"].(*types.AttributeValueMemberS)
+		return ok && t.Value == token, nil
+	}
+	return err == nil, err
+}
+
+// CompleteDelivery implements Replays.
+func (s *DynamoReplays) CompleteDelivery(ctx context.Context, k store.ReplayKey) error {
+	upd := expression.Set(expression.Name("handled"), expression.Value(true))
+	_, err := conditionalUpdate(ctx, s.db, s.table, reviewerDeliveryKey(k), upd,
+		expression.AttributeExists(expression.Name("pk")), types.ReturnValueNone)
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("complete reviewer delivery: %w", err)
+	}
+	return nil
+}
+
+// ReleaseDelivery implements Replays.
+func (s *DynamoReplays) ReleaseDelivery(ctx context.Context, k store.ReplayKey) error {
+	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: reviewerDeliveryKey(k)}); err != nil {
+		return fmt.Errorf("release reviewer delivery: %w", err)
+	}
+	return nil
+}
+
+// ScheduleRefresh implements Replays: the item's due time is when the
+// scheduled refresh runs; a new one is scheduled only once that has
+// passed.
+func (s *DynamoReplays) ScheduleRefresh(ctx context.Context, id job.ID, window time.Duration) (bool, error) {
+	now := s.now().UTC()
+	due := now.Add(window)
+	upd := expression.Set(expression.Name("kind"), expression.Value("refresh")).
+		Set(expression.Name("due_at"), expression.Value(due.UnixMilli())).
+		Set(expression.Name("expires_at"), expression.Value(due.Add(time.Hour).Unix()))
+	cond := expression.AttributeNotExists(expression.Name("pk")).
+		Or(expression.Name("due_at").LessThanEqual(expression.Value(now.UnixMilli())))
+	ok, err := s.claim(ctx, refreshKey(id), upd, cond)
+	if err != nil {
+		return false, fmt.Errorf("schedule reviewer refresh: %w", err)
+	}
+	return ok, nil
+}
+
+// CancelRefresh implements Replays.
+func (s *DynamoReplays) CancelRefresh(ctx context.Context, id job.ID) error {
+	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: refreshKey(id)}); err != nil {
+		return fmt.Errorf("cancel reviewer refresh: %w", err)
+	}
+	return nil
+}
