@@ -19,7 +19,6 @@ import (
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/sesmail"
 	"github.com/criticizer/criticizer/internal/stage"
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/webhook"
 	"github.com/criticizer/criticizer/internal/wire"

@@ -27,7 +27,6 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/ops"
 	"github.com/criticizer/criticizer/internal/queue"
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/termtext"
 	"github.com/criticizer/criticizer/internal/vote"

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/ops"
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/termtext"
 	"github.com/criticizer/criticizer/internal/testenv"

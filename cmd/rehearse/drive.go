@@ -24,7 +24,6 @@ import (
 	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/devstack"
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/webhook"
 )

@@ -57,7 +57,6 @@ import (
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/stage"
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/wire"
 )

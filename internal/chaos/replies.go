@@ -17,7 +17,6 @@ import (
 	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/queue"
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 )
 

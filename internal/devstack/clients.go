@@ -16,7 +16,6 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/sesmail"
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 )
 

@@ -19,7 +19,6 @@ import (
 	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/vote"

@@ -17,7 +17,6 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/retry"
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 )
 

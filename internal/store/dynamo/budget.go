@@ -11,47 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
-
-// BudgetWindow is one budget a model run spends from: at most Limit runs
-// per window of length Every, for one Key (a changelist, an author).
-type BudgetWindow struct {
-	// Name says which budget ("changelist", "author"): it keys the
-	// window and names the budget a refusal reports.
-	Name  string
-	Key   string
-	Every time.Duration
-	Limit int
-}
-
-// Spend asks for one model run of job JobID from every window at once.
-// At chooses the windows (the job's creation time: a retry of the job, or
-// a redelivery of its message, lands in the same windows whenever it runs).
-type Spend struct {
-	JobID   job.ID
-	At      time.Time
-	Windows []store.BudgetWindow
-}
-
-// SpendResult is what a spend decided. OK: the run is counted (or had
-// been: the same job spends once). Otherwise Refused names the window
-// whose limit was reached and Used how many runs it counted; nothing was
-// spent from any window.
-type SpendResult struct {
-	OK      bool
-	Refused string
-	Used    int
-	Limit   int
-}
-
-// Budgets keeps model-run budgets (DynamoBudgets on DynamoDB,
-// memstore.Budgets in memory).
-type Budgets interface {
-	Spend(ctx context.Context, s store.Spend) (store.SpendResult, error)
-}
 
 // DynamoBudgets keeps each window as one item holding the set of job ids that
 // ran in it, expiring (TTL) a window after it ends. A spend is one
@@ -74,10 +36,6 @@ func NewBudgets(db *dynamodb.Client, table string, now store.Clock) *DynamoBudge
 	}
 	return &DynamoBudgets{db: db, table: table, now: now}
 }
-
-// WindowStart is the start of w's window holding t (windows are aligned
-// to the Unix epoch: clock hours, UTC days).
-func WindowStart(w store.BudgetWindow, t time.Time) time.Time { return t.UTC().Truncate(w.Every) }
 
 func budgetPK(w store.BudgetWindow, at time.Time) string {
 	return schema.PrefixBudget + w.Name + "#" + w.Key + "#" + strconv.FormatInt(store.WindowStart(w, at).Unix(), 10)

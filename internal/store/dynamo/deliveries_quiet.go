@@ -30,12 +30,6 @@ import (
 // again. Either way no quiet row is left standing on an undone one,
 // whatever the interleaving.
 
-// ErrNotReached is returned when the row a quiet settlement would stand
-// on no longer carries it (delivery.Row.Carries): a Reject or a bounce
-// was recorded on it, or it was revived, since it was read. Nothing was
-// written.
-var ErrNotReached = errors.New("the row it would stand on has not reached its recipient")
-
 const (
 	attrStandsOn    = "stands_on"
 	attrDependents  = "dependents"

@@ -92,23 +92,6 @@ func (e *DynamoEvidence) forward(ctx context.Context, set, attr string, at time.
 	return nil
 }
 
-// EvidenceState is the stored state of a configuration set's evidence
-// path.
-type EvidenceState struct {
-	// Newest is the newest SES event time recorded.
-	Newest time.Time
-	// Drained: every message that reached the feedback queue before it
-	// has been processed.
-	Drained time.Time
-	// ProbeSentAt is when the last evidence probe was sent.
-	ProbeSentAt time.Time
-	// ClearSince is when the current run of clear readings of the feedback
-	// queue began (zero: none), DirtySince when the current streak of
-	// readings that were not clear began, ReadAt the last reading
-	// (Observe).
-	ClearSince, DirtySince, ReadAt time.Time
-}
-
 // State reads the evidence state of set, strongly consistent.
 func (e *DynamoEvidence) State(ctx context.Context, set string) (store.EvidenceState, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.table, Key: evidenceKey(set), ConsistentRead: aws.Bool(true)})
@@ -167,19 +150,6 @@ func (e *DynamoEvidence) ForgetProbe(ctx context.Context, set string) error {
 		return fmt.Errorf("forget evidence probe: %w", err)
 	}
 	return nil
-}
-
-// Evidence is the evidence path's contract as feedback, the drain
-// check, the notifier and the sweeper use it; DynamoEvidence keeps it on
-// DynamoDB, memstore.Evidence in memory, storetest.Evidence proves
-// them alike.
-type Evidence interface {
-	Advance(ctx context.Context, set string, at time.Time) error
-	Drain(ctx context.Context, set string, at time.Time) error
-	State(ctx context.Context, set string) (store.EvidenceState, error)
-	ClaimProbe(ctx context.Context, set string, need time.Time, every time.Duration) (bool, error)
-	ForgetProbe(ctx context.Context, set string) error
-	Observe(ctx context.Context, set string, at time.Time, r store.Reading, every time.Duration) (time.Time, error)
 }
 
 var _ store.Evidence = (*DynamoEvidence)(nil)

@@ -74,56 +74,6 @@ func (e *DynamoEvidence) Observe(ctx context.Context, set string, at time.Time, 
 	return time.Time{}, nil
 }
 
-// Reading is what one reading of the feedback queue and its DLQ found.
-type Reading int
-
-const (
-	// ReadingClear: nothing visible or delayed in the queue (messages may
-	// be in flight), nothing in its DLQ.
-	ReadingClear store.Reading = iota
-	// ReadingVisible: a message visible or delayed in the queue; alone it
-	// is tolerated, as it may be seconds old.
-	ReadingVisible
-	// ReadingDeadLettered: a message in the DLQ, which ends the run at
-	// once: it stays there until someone redrives it.
-	ReadingDeadLettered
-)
-
-// RunState is the run of clear readings as stored.
-type RunState struct {
-	ClearSince, DirtySince, ReadAt time.Time
-}
-
-// NextRun is the run once a reading made at at is recorded (Observe; the
-// in-memory store applies it too).
-func NextRun(st store.RunState, at time.Time, r store.Reading, every time.Duration) store.RunState {
-	at = at.UTC()
-	if !at.After(st.ReadAt) {
-		// An older reading than the last recorded: it can only end the run.
-		if r != store.ReadingClear {
-			st.ClearSince = time.Time{}
-		}
-		return st
-	}
-	gap := !st.ReadAt.IsZero() && at.Sub(st.ReadAt) > 2*every
-	switch r {
-	case store.ReadingClear:
-		if st.ClearSince.IsZero() || st.ReadAt.IsZero() || gap {
-			st.ClearSince = at
-		}
-		st.DirtySince = time.Time{}
-	default:
-		if st.DirtySince.IsZero() || gap {
-			st.DirtySince = at
-		}
-		if gap || r == store.ReadingDeadLettered || at.Sub(st.DirtySince) >= every {
-			st.ClearSince = time.Time{}
-		}
-	}
-	st.ReadAt = at
-	return st
-}
-
 // unchanged is the condition that attr still holds raw ("" : absent).
 func unchanged(attr, raw string) expression.ConditionBuilder {
 	if raw == "" {

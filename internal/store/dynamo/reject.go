@@ -10,9 +10,6 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 )
 
-// RejectedClass is the error class of a row SES rejected.
-const RejectedClass = "REJECTED"
-
 // Reject settles a row whose message SES rejected (R-EVIDENCE-8): the row
 // is failed permanently with class REJECTED, the Reject and the message id
 // recorded as its evidence, out of the live index; it is never sent

@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,55 +16,6 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
-
-// ReplayKey names one thing a reviewer event is remembered by, within its
-// source: its delivery id, or the SHA-256 of its verified body. The body
-// is needed where the delivery id is a header the source's signature does
-// not cover (GitHub's X-GitHub-Delivery): a captured request replayed
-// under a fresh id has a new id but the same body. The two kinds never
-// name each other's records, whatever a delivery id says.
-type ReplayKey struct {
-	Source string
-	// Body: ID is the hex SHA-256 of the body, not a delivery id.
-	Body bool
-	ID   string
-}
-
-// ReplayByDelivery is the key of a source's delivery id.
-func ReplayByDelivery(source, deliveryID string) store.ReplayKey {
-	return store.ReplayKey{Source: source, ID: deliveryID}
-}
-
-// ReplayByBody is the key of a source's request body (the bytes its
-// signature was verified over).
-func ReplayByBody(source string, body []byte) store.ReplayKey {
-	sum := sha256.Sum256(body)
-	return store.ReplayKey{Source: source, Body: true, ID: hex.EncodeToString(sum[:])}
-}
-
-// Replays remembers reviewer webhooks (by delivery id and by body)
-// and the reviewer refreshes scheduled (DynamoReplays on DynamoDB,
-// memstore.Replays in memory).
-type Replays interface {
-	// ClaimDelivery records a delivery's key for window. false: the key
-	// was seen within the window (a replay), or another intake is
-	// handling it now (its claim is younger than lease).
-	ClaimDelivery(ctx context.Context, k store.ReplayKey, window, lease time.Duration) (bool, error)
-	// CompleteDelivery marks a claimed key handled: it is a replay for
-	// the rest of its window, whatever the lease.
-	CompleteDelivery(ctx context.Context, k store.ReplayKey) error
-	// ReleaseDelivery forgets a claim whose handling failed, so the
-	// source's retry is handled.
-	ReleaseDelivery(ctx context.Context, k store.ReplayKey) error
-	// ScheduleRefresh reports whether the caller should enqueue a
-	// reviewer refresh of id: true when none was scheduled within the
-	// last window (the caller sends it delayed by window, so it runs after
-	// every event it stands for); false when one is scheduled and has not
-	// run yet.
-	ScheduleRefresh(ctx context.Context, id job.ID, window time.Duration) (bool, error)
-	// CancelRefresh forgets a schedule whose enqueue failed.
-	CancelRefresh(ctx context.Context, id job.ID) error
-}
 
 // DynamoReplays implements Replays on the jobs table. Each record is one item whose
 // conditional write decides, so concurrent replays of one delivery claim

@@ -24,34 +24,6 @@ import (
 // for the next review version, copying what the latest job carries, so the
 // new job's delivery ids (which derive from the version) are new keys.
 
-// RerunPlan is what a rerun of a changelist copies, read by PlanRerun.
-type RerunPlan struct {
-	// Latest is the changelist's latest job: the one a rerun copies.
-	Latest job.Job
-	// NoEmailReviewers are Latest's reviewers without an address
-	// (attrNoEmailReviewers), each a "<source>:<username>" identity.
-	NoEmailReviewers []string
-	// SourceRef is Latest's source reference (code review systems); nil
-	// for the generic source.
-	SourceRef *store.SourceRef
-	// NextVersion is the version a rerun would take if nothing else
-	// arrives first (a webhook or a concurrent rerun may take it).
-	NextVersion int
-}
-
-// RerunConflictError says the changelist moved on between PlanRerun and
-// Rerun: another rerun or a webhook accepted a newer version first. It
-// wraps ErrConflict.
-type RerunConflictError struct {
-	Planned, Current int
-}
-
-func (e *store.RerunConflictError) Error() string {
-	return fmt.Sprintf("the changelist's latest version is now %d, not %d: a concurrent rerun or webhook accepted a newer version", e.Current, e.Planned)
-}
-
-func (e *store.RerunConflictError) Unwrap() error { return store.ErrConflict }
-
 // PlanRerun reads the changelist's latest job and what a rerun of it
 // copies. ErrNotFound when the changelist is unknown. It writes nothing:
 // a dry run is PlanRerun alone.
@@ -81,13 +53,6 @@ func (s *DynamoJobs) PlanRerun(ctx context.Context, source, changelistID string)
 		p.NextVersion = counter + 1
 	}
 	return p, nil
-}
-
-// RerunRequest is a rerun to perform: the plan it starts from and the
-// operator's reason, kept on the new job for the audit trail.
-type RerunRequest struct {
-	Plan   store.RerunPlan
-	Reason string
 }
 
 // rerunJobItem is a rerun's job item: a job plus where it came from.

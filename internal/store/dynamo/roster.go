@@ -125,11 +125,4 @@ func (s *DynamoRosters) Apply(ctx context.Context, source, changelistID string, 
 	return nil, fmt.Errorf("write roster: %w: too many concurrent writers", store.ErrConflict)
 }
 
-// Rosters is the rosters' contract (DynamoRosters on DynamoDB,
-// memstore.Rosters in memory).
-type Rosters interface {
-	Get(ctx context.Context, source, changelistID string) (reviewers.Roster, error)
-	Apply(ctx context.Context, source, changelistID string, events []reviewers.Event) (reviewers.Roster, error)
-}
-
 var _ store.Rosters = (*DynamoRosters)(nil)

@@ -39,13 +39,6 @@ func NewDynamoDB(cfg aws.Config, endpoint string) *dynamodb.Client {
 	})
 }
 
-// ErrNotFound is returned when an item does not exist.
-var ErrNotFound = errors.New("not found")
-
-// ErrConflict is returned when a conditional write lost to another writer:
-// the row is no longer in the state the caller read.
-var ErrConflict = errors.New("conditional write conflict")
-
 // timeLayout is fixed-width UTC, so timestamps stored as strings compare
 // chronologically in condition expressions (lease_until < now). The SDK's
 // default, RFC3339Nano, trims trailing zeros and does not.
@@ -53,6 +46,9 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 // ts formats t for storage and for comparisons in expressions.
 func ts(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// Timestamp formats t as stored, for comparisons in filter expressions.
+func Timestamp(t time.Time) string { return ts(t) }
 
 // zeroTime is how a zero time.Time encodes; optional timestamps that are zero
 // are dropped so `attribute_not_exists` means "not set".
@@ -82,9 +78,6 @@ func unmarshal(item map[string]types.AttributeValue, v any) error {
 }
 
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-
-// Clock returns the current time; tests pass a fixed one.
-type Clock func() time.Time
 
 // conditionalUpdate runs one UpdateItem guarded by cond. A failed condition
 // is ErrConflict: the item is not in the state the caller read.

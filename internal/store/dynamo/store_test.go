@@ -3,7 +3,6 @@ package dynamo_test
 import (
 	"testing"
 
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/testenv"
 )

@@ -11,7 +11,6 @@ import (
 	"github.com/criticizer/criticizer/internal/awsclient"
 	"github.com/criticizer/criticizer/internal/fault"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 	"github.com/criticizer/criticizer/internal/store/storetest"

@@ -19,7 +19,6 @@ import (
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/source"
 	"github.com/criticizer/criticizer/internal/stage"
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/wire"
 )

@@ -16,7 +16,6 @@ import (
 	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/secrets"
-	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/voting"
 	"github.com/criticizer/criticizer/internal/wire"
