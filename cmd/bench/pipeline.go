@@ -59,8 +59,8 @@ type localStack struct {
 	sender *timedSender
 	// Uncounted: for the bench's own polling.
 	plain *devstack.Clients
-	jobs  *dynamo.DynamoJobs
-	rows  *dynamo.DynamoDeliveries
+	jobs  *dynamo.Jobs
+	rows  *dynamo.Deliveries
 	// meter, if set, times every invocation (intake's too).
 	meter *meter
 }

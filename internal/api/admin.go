@@ -43,7 +43,7 @@ type Admin struct {
 	Status *StatusLinks
 	// Jobs is the DynamoDB driver itself, not store.Jobs: a rerun
 	// (PlanRerun, Rerun) is the operator's, kept on DynamoDB alone.
-	Jobs  *dynamo.DynamoJobs
+	Jobs  *dynamo.Jobs
 	Queue Enqueuer
 	Log   *slog.Logger
 	// Audience decides, for a dry run, whether a recipient would be

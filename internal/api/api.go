@@ -39,7 +39,7 @@ type Handler struct {
 	Sources    map[string]Parser // by the {source} path segment; configured sources only
 	Intake     *Intake
 	Jobs       store.Jobs
-	Deliveries *dynamo.DynamoDeliveries
+	Deliveries *dynamo.Deliveries
 	Log        *slog.Logger
 	// Unsubscribe serves /unsubscribe/{token}; nil answers 404.
 	Unsubscribe *Unsubscribe

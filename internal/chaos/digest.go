@@ -42,7 +42,7 @@ func (c *digestClock) now() time.Time       { return time.Now().Add(time.Duratio
 func (c *digestClock) jump(d time.Duration) { c.off.Add(int64(d)) }
 
 // chooseDaily saves every daily reader's preference record.
-func chooseDaily(ctx context.Context, rcpts *dynamo.DynamoPreferences, specs []spec) (int, error) {
+func chooseDaily(ctx context.Context, rcpts *dynamo.Preferences, specs []spec) (int, error) {
 	p := prefs.Default()
 	p.Mode, p.DigestHour = prefs.Daily, time.Now().UTC().Hour()
 	seen := map[string]bool{}

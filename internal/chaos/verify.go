@@ -28,7 +28,7 @@ type checker struct {
 	ses   string
 }
 
-func (c *checker) jobs() *dynamo.DynamoJobs {
+func (c *checker) jobs() *dynamo.Jobs {
 	return dynamo.NewJobs(c.clean.DynamoDB, c.res.JobsTable, time.Now)
 }
 

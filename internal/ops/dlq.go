@@ -31,21 +31,21 @@ import (
 type Ops struct {
 	SQS        *sqs.Client
 	Queues     queue.URLs
-	Jobs       *dynamo.DynamoJobs
-	Deliveries *dynamo.DynamoDeliveries
+	Jobs       *dynamo.Jobs
+	Deliveries *dynamo.Deliveries
 	// Evidence and ConfigurationSet read the SES evidence path;
 	// Margin is the notifier's evidence margin (CRITICIZER_EVIDENCE_MARGIN).
-	Evidence         *dynamo.DynamoEvidence
+	Evidence         *dynamo.Evidence
 	ConfigurationSet string
 	Margin           time.Duration
 	// Policy is the deployment's CRITICIZER_UNCERTAIN_SEND: under hold, a
 	// send whose answer was lost waits for its events or an operator.
 	Policy delivery.UncertainSend
 	// Directory is the reviewer directory (criticizer directory).
-	Directory *dynamo.DynamoDirectory
+	Directory *dynamo.Directory
 	// Learnings are the team's learnings (criticizer learnings);
 	// LearnAfter is the deployment's CRITICIZER_LEARN_AFTER.
-	Learnings  *dynamo.DynamoLearnings
+	Learnings  *dynamo.Learnings
 	LearnAfter int
 	Now        func() time.Time
 	// Sleep waits between replays (rate limiting); tests may shorten it.

@@ -36,7 +36,7 @@ func (s *slowSender) Send(context.Context, string, string, delivery.Message) (st
 
 // deliveriesTable is a deliveries table on DynamoDB Local. (testenv provisions
 // through devstack, which imports this package: the table is made here.)
-func deliveriesTable(t *testing.T) *dynamo.DynamoDeliveries {
+func deliveriesTable(t *testing.T) *dynamo.Deliveries {
 	t.Helper()
 	if os.Getenv("CRITICIZER_TEST_STACK") == "" {
 		if os.Getenv("CRITICIZER_REQUIRE_STACK") != "" {
@@ -62,7 +62,7 @@ func deliveriesTable(t *testing.T) *dynamo.DynamoDeliveries {
 	return dynamo.NewDeliveries(db, table, nil)
 }
 
-func pendingRow(t *testing.T, d *dynamo.DynamoDeliveries, id string) delivery.Row {
+func pendingRow(t *testing.T, d *dynamo.Deliveries, id string) delivery.Row {
 	t.Helper()
 	now := time.Now().UTC()
 	r, _, err := d.Ensure(context.Background(), delivery.Row{ID: id, JobID: "j_n", Recipient: "r@example.com",

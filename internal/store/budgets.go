@@ -38,7 +38,7 @@ type SpendResult struct {
 	Limit   int
 }
 
-// Budgets keeps model-run budgets (DynamoBudgets on DynamoDB,
+// Budgets keeps model-run budgets (dynamo.Budgets on DynamoDB,
 // memBudgets in memory).
 type Budgets interface {
 	Spend(ctx context.Context, s Spend) (SpendResult, error)

@@ -9,7 +9,7 @@ import (
 )
 
 // Deliveries is the delivery rows' contract: what notify, feedback, the
-// sweeper and the operator do with them. DynamoDeliveries keeps it on DynamoDB and
+// sweeper and the operator do with them. dynamo.Deliveries keeps it on DynamoDB and
 // memDeliveries in memory; storetest.Deliveries proves them alike
 // (R-STORE-1).
 type Deliveries interface {

@@ -11,7 +11,7 @@ import (
 // (R-DIGEST-*) beyond the delivery rows' own writes: a digest row is a delivery
 // row (the same table, the same claim, mark and evidence), created open
 // to gather its recipient's version rows until it is due, then closed
-// with its message. DynamoDeliveries keeps it on DynamoDB and
+// with its message. dynamo.Deliveries keeps it on DynamoDB and
 // memDeliveries in memory; storetest.Digests proves them alike
 // (R-STORE-1).
 type Digests interface {

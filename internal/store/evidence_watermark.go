@@ -23,7 +23,7 @@ type EvidenceState struct {
 }
 
 // Evidence is the evidence path's contract as feedback, the drain
-// check, the notifier and the sweeper use it; DynamoEvidence keeps it on
+// check, the notifier and the sweeper use it; dynamo.Evidence keeps it on
 // DynamoDB, memEvidence in memory, storetest.Evidence proves
 // them alike.
 type Evidence interface {

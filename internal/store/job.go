@@ -57,11 +57,11 @@ type CreateResult struct {
 // Jobs is the jobs table's one contract: every method both drivers keep
 // of jobs, their idempotency records, their changelists' heads and head
 // commits (Heads), their source references and their diff contents.
-// DynamoJobs keeps it on DynamoDB and memJobs in memory;
+// dynamo.Jobs keeps it on DynamoDB and memJobs in memory;
 // storetest.Jobs proves them alike, the whole contract, each condition
 // refusing (R-STORE-1). A consumer that takes less names a role
 // interface of its own and says why (pipeline.Jobs: what the explorer
-// interposes on). What DynamoJobs alone keeps (dead-letter audit records,
+// interposes on). What dynamo.Jobs alone keeps (dead-letter audit records,
 // delivery notes, reruns: the operator's, never run on memstore) is not
 // part of it.
 type Jobs interface {

@@ -6,7 +6,7 @@ import (
 	"github.com/criticizer/criticizer/internal/reviewers"
 )
 
-// Directory is the directory's contract (DynamoDirectory on DynamoDB,
+// Directory is the directory's contract (dynamo.Directory on DynamoDB,
 // memDirectory in memory; storetest.Reviewers proves them alike).
 type Directory interface {
 	reviewers.EntryReader

@@ -6,7 +6,7 @@ import (
 	"github.com/criticizer/criticizer/internal/reviewers"
 )
 
-// Rosters is the rosters' contract (DynamoRosters on DynamoDB,
+// Rosters is the rosters' contract (dynamo.Rosters on DynamoDB,
 // memRosters in memory).
 type Rosters interface {
 	Get(ctx context.Context, source, changelistID string) (reviewers.Roster, error)

@@ -78,10 +78,10 @@ type Base struct {
 	AWS        aws.Config
 	DynamoDB   *dynamodb.Client
 	SQS        *sqs.Client
-	Jobs       *dynamo.DynamoJobs
-	Deliveries *dynamo.DynamoDeliveries
-	Evidence   *dynamo.DynamoEvidence
-	Recipients *dynamo.DynamoPreferences
+	Jobs       *dynamo.Jobs
+	Deliveries *dynamo.Deliveries
+	Evidence   *dynamo.Evidence
+	Recipients *dynamo.Preferences
 	Queue      *queue.Client
 	Log        *slog.Logger
 	Now        func() time.Time

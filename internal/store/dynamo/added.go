@@ -28,7 +28,7 @@ const (
 // which tells notify that it has someone new to mail. It returns the job
 // as it is after the write. Fetch's own write of recipients does not touch
 // these attributes: the two commute.
-func (s *DynamoJobs) AddReviewers(ctx context.Context, id job.ID, addrs, identities []string) (job.Job, error) {
+func (s *Jobs) AddReviewers(ctx context.Context, id job.ID, addrs, identities []string) (job.Job, error) {
 	upd := expression.Add(expression.Name(attrAddedRev), expression.Value(1))
 	if len(addrs) > 0 {
 		upd = upd.Add(expression.Name(attrAddedRecips), expression.Value(&types.AttributeValueMemberSS{Value: addrs}))
@@ -53,7 +53,7 @@ func (s *DynamoJobs) AddReviewers(ctx context.Context, id job.ID, addrs, identit
 // revision addedRev (added_seen). Both on condition that the job is still
 // at notify and no reviewer was added since notify read it: ErrConflict
 // then, and notify runs again for the new reviewer.
-func (s *DynamoJobs) FinishNotify(ctx context.Context, id job.ID, attempt int, status job.Status, addedRev int) error {
+func (s *Jobs) FinishNotify(ctx context.Context, id job.ID, attempt int, status job.Status, addedRev int) error {
 	now := ts(s.now())
 	upd := expression.Set(expression.Name("status"), expression.Value(string(status))).
 		Set(expression.Name("updated_at"), expression.Value(now)).

@@ -16,7 +16,7 @@ import (
 )
 
 // RecordDeadLetter writes (or overwrites) the audit record of an item.
-func (s *DynamoJobs) RecordDeadLetter(ctx context.Context, r store.DeadLetterRecord) error {
+func (s *Jobs) RecordDeadLetter(ctx context.Context, r store.DeadLetterRecord) error {
 	item, err := marshal(struct {
 		PK   string `dynamodbav:"pk"`
 		Kind string `dynamodbav:"kind"`
@@ -33,7 +33,7 @@ func (s *DynamoJobs) RecordDeadLetter(ctx context.Context, r store.DeadLetterRec
 }
 
 // DeadLetter reads an item's audit record.
-func (s *DynamoJobs) DeadLetter(ctx context.Context, envelopeID string) (store.DeadLetterRecord, error) {
+func (s *Jobs) DeadLetter(ctx context.Context, envelopeID string) (store.DeadLetterRecord, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": str(schema.PrefixDeadLetter + envelopeID)}})
 	if err != nil {
@@ -57,7 +57,7 @@ func (s *DynamoJobs) DeadLetter(ctx context.Context, envelopeID string) (store.D
 // a bounce recorded between a run's reads and its verdict would close
 // the job with the bounced row never sent again (found by
 // internal/explore).
-func (s *DynamoJobs) Reopen(ctx context.Context, id job.ID) error {
+func (s *Jobs) Reopen(ctx context.Context, id job.ID) error {
 	upd := sweepJobFor(expression.Set(expression.Name("stage"), expression.Value(string(job.StageNotify))).
 		Set(expression.Name("status"), expression.Value(string(job.StatusInProgress))).
 		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))).
@@ -77,7 +77,7 @@ func (s *DynamoJobs) Reopen(ctx context.Context, id job.ID) error {
 // dead-lettered, and counts a revision (added_rev + 1): a notify run that
 // read the row before it was held cannot then finalize the job succeeded
 // over it (FinishNotify's condition fails and the run goes again).
-func (s *DynamoJobs) Intervene(ctx context.Context, id job.ID) error {
+func (s *Jobs) Intervene(ctx context.Context, id job.ID) error {
 	upd := sweepJobFor(expression.Set(expression.Name("status"), expression.Value(string(job.StatusNeedsIntervention))).
 		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))).
 		Add(expression.Name(attrAddedRev), expression.Value(1)), job.StatusNeedsIntervention)
@@ -90,7 +90,7 @@ func (s *DynamoJobs) Intervene(ctx context.Context, id job.ID) error {
 // failed stage (the default) or from fetch (--from-start, which also drops
 // the fetched diff of a diff_url job so it is fetched again). It applies
 // only to a job that is dead-lettered.
-func (s *DynamoJobs) Restart(ctx context.Context, id job.ID, at job.Stage, refetch bool) error {
+func (s *Jobs) Restart(ctx context.Context, id job.ID, at job.Stage, refetch bool) error {
 	upd := sweepJobFor(expression.Set(expression.Name("stage"), expression.Value(string(at))).
 		Set(expression.Name("status"), expression.Value(string(job.StatusInProgress))).
 		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))), job.StatusInProgress)
@@ -112,7 +112,7 @@ func deliveryAuditKey(deliveryID string) map[string]types.AttributeValue {
 // trail (pk AUDIT#DELIVERY#<delivery id> in the jobs table). noteID makes
 // the append idempotent: the SDK retries UpdateItem, and a list_append
 // whose answer was lost would otherwise be applied twice.
-func (s *DynamoJobs) RecordDeliveryNote(ctx context.Context, deliveryID string, jobID job.ID, noteID string, n store.DeliveryNote) error {
+func (s *Jobs) RecordDeliveryNote(ctx context.Context, deliveryID string, jobID job.ID, noteID string, n store.DeliveryNote) error {
 	av, err := marshal(n)
 	if err != nil {
 		return err
@@ -140,7 +140,7 @@ func (s *DynamoJobs) RecordDeliveryNote(ctx context.Context, deliveryID string, 
 }
 
 // DeliveryNotes reads a delivery row's audit trail, oldest first.
-func (s *DynamoJobs) DeliveryNotes(ctx context.Context, deliveryID string) ([]store.DeliveryNote, error) {
+func (s *Jobs) DeliveryNotes(ctx context.Context, deliveryID string) ([]store.DeliveryNote, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: deliveryAuditKey(deliveryID), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("get delivery notes %s: %w", deliveryID, err)

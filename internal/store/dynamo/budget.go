@@ -15,26 +15,26 @@ import (
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
-// DynamoBudgets keeps each window as one item holding the set of job ids that
+// Budgets keeps each window as one item holding the set of job ids that
 // ran in it, expiring (TTL) a window after it ends. A spend is one
 // TransactWriteItems of an ADD per window, each on condition that the job
 // is in the set already or the set has room: every window or none, the
 // same job counted once however often its stage is retried, and
 // concurrent spends never pass the limit.
-type DynamoBudgets struct {
+type Budgets struct {
 	db    *dynamodb.Client
 	table string
 	now   store.Clock
 }
 
-var _ store.Budgets = (*DynamoBudgets)(nil)
+var _ store.Budgets = (*Budgets)(nil)
 
 // NewBudgets returns the budgets on the jobs table.
-func NewBudgets(db *dynamodb.Client, table string, now store.Clock) *DynamoBudgets {
+func NewBudgets(db *dynamodb.Client, table string, now store.Clock) *Budgets {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoBudgets{db: db, table: table, now: now}
+	return &Budgets{db: db, table: table, now: now}
 }
 
 func budgetPK(w store.BudgetWindow, at time.Time) string {
@@ -42,7 +42,7 @@ func budgetPK(w store.BudgetWindow, at time.Time) string {
 }
 
 // Spend implements Budgets.
-func (s *DynamoBudgets) Spend(ctx context.Context, sp store.Spend) (store.SpendResult, error) {
+func (s *Budgets) Spend(ctx context.Context, sp store.Spend) (store.SpendResult, error) {
 	var items []types.TransactWriteItem
 	var windows []store.BudgetWindow
 	for _, w := range sp.Windows {

@@ -15,9 +15,9 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 )
 
-// DynamoDeliveries is the deliveries table: one item per (changelist, recipient, review
+// Deliveries is the deliveries table: one item per (changelist, recipient, review
 // version), keyed by the deterministic delivery id (R-OUTBOX-1, R-OUTBOX-1).
-type DynamoDeliveries struct {
+type Deliveries struct {
 	db    *dynamodb.Client
 	table string
 	now   store.Clock
@@ -29,11 +29,11 @@ type DynamoDeliveries struct {
 }
 
 // NewDeliveries returns the outbox repository for table.
-func NewDeliveries(db *dynamodb.Client, table string, now store.Clock) *DynamoDeliveries {
+func NewDeliveries(db *dynamodb.Client, table string, now store.Clock) *Deliveries {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoDeliveries{db: db, table: table, now: now, messages: newMessageCache(messageCacheSize)}
+	return &Deliveries{db: db, table: table, now: now, messages: newMessageCache(messageCacheSize)}
 }
 
 func deliveryKey(id string) map[string]types.AttributeValue {
@@ -50,7 +50,7 @@ func deliveryKey(id string) map[string]types.AttributeValue {
 // The message goes first, into its own item (putMessage): the row, once
 // it exists and can be claimed, always has its message to read. A row
 // created over a message item a crashed try left keeps that message.
-func (s *DynamoDeliveries) Ensure(ctx context.Context, r delivery.Row) (delivery.Row, bool, error) {
+func (s *Deliveries) Ensure(ctx context.Context, r delivery.Row) (delivery.Row, bool, error) {
 	m, err := s.putMessage(ctx, r.ID, r.Message)
 	if err != nil {
 		return delivery.Row{}, false, err
@@ -84,7 +84,7 @@ func (s *DynamoDeliveries) Ensure(ctx context.Context, r delivery.Row) (delivery
 }
 
 // Get reads a row with a strongly consistent read.
-func (s *DynamoDeliveries) Get(ctx context.Context, id string) (delivery.Row, error) {
+func (s *Deliveries) Get(ctx context.Context, id string) (delivery.Row, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: deliveryKey(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return delivery.Row{}, fmt.Errorf("get delivery %s: %w", id, err)
@@ -97,7 +97,7 @@ func (s *DynamoDeliveries) Get(ctx context.Context, id string) (delivery.Row, er
 
 // GetMany reads rows by id (BatchGetItem, strongly consistent), in the
 // order given; missing rows are omitted.
-func (s *DynamoDeliveries) GetMany(ctx context.Context, ids []string) ([]delivery.Row, error) {
+func (s *Deliveries) GetMany(ctx context.Context, ids []string) ([]delivery.Row, error) {
 	var keys []map[string]types.AttributeValue
 	seen := map[string]bool{}
 	for _, id := range ids {
@@ -135,7 +135,7 @@ func (s *DynamoDeliveries) GetMany(ctx context.Context, ids []string) ([]deliver
 // row as it is now shows the write applied (an SDK retry of a write whose
 // answer was lost met the write itself), it is the result; otherwise the
 // conflict stands.
-func (s *DynamoDeliveries) ours(ctx context.Context, id string, row delivery.Row, err error, applied func(delivery.Row) bool) (delivery.Row, error) {
+func (s *Deliveries) ours(ctx context.Context, id string, row delivery.Row, err error, applied func(delivery.Row) bool) (delivery.Row, error) {
 	if !errors.Is(err, store.ErrConflict) {
 		return row, err
 	}
@@ -151,7 +151,7 @@ func (s *DynamoDeliveries) ours(ctx context.Context, id string, row delivery.Row
 
 // updateReturn runs one conditional update of row id and returns the row
 // as written (ALL_NEW); a failed condition is ErrConflict.
-func (s *DynamoDeliveries) updateReturn(ctx context.Context, id string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (delivery.Row, error) {
+func (s *Deliveries) updateReturn(ctx context.Context, id string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (delivery.Row, error) {
 	attrs, err := conditionalUpdate(ctx, s.db, s.table, deliveryKey(id), upd, cond, types.ReturnValueAllNew)
 	if err != nil {
 		return delivery.Row{}, fmt.Errorf("update delivery %s: %w", id, err)
@@ -159,4 +159,4 @@ func (s *DynamoDeliveries) updateReturn(ctx context.Context, id string, upd expr
 	return s.rowOf(ctx, attrs)
 }
 
-var _ store.Deliveries = (*DynamoDeliveries)(nil)
+var _ store.Deliveries = (*Deliveries)(nil)

@@ -31,7 +31,7 @@ var eventAttr = map[string]string{
 // one seen (provider_message_id). An event of another message proves a
 // second send of the row; it is never stored as evidence, and the outcome
 // says EventDuplicate so the caller alerts. ErrNotFound: no such row.
-func (s *DynamoDeliveries) RecordEvent(ctx context.Context, id string, e store.Event) (delivery.Row, store.EventOutcome, error) {
+func (s *Deliveries) RecordEvent(ctx context.Context, id string, e store.Event) (delivery.Row, store.EventOutcome, error) {
 	attr, ok := eventAttr[e.Type]
 	if !ok {
 		r, err := s.Get(ctx, id)
@@ -139,7 +139,7 @@ func sentRowEvent(typ string, evidence expression.UpdateBuilder, now time.Time) 
 // reports EventDuplicate only the first time that id is seen (a Send and a
 // Delivery event of the same duplicate, or a redelivered event, count
 // once).
-func (s *DynamoDeliveries) recordDuplicate(ctx context.Context, cur delivery.Row, messageID string) (delivery.Row, store.EventOutcome, error) {
+func (s *Deliveries) recordDuplicate(ctx context.Context, cur delivery.Row, messageID string) (delivery.Row, store.EventOutcome, error) {
 	if messageID == cur.NotificationID || (cur.NotificationID == "" && messageID == cur.ProviderMessageID) {
 		return cur, store.EventIgnored, nil // raced with a write that made it the row's own
 	}
@@ -158,7 +158,7 @@ func (s *DynamoDeliveries) recordDuplicate(ctx context.Context, cur delivery.Row
 // RecordDuplicate keeps on the row the message id of a send the notifier
 // made although the row already carried evidence of another (seen when it
 // marked the row sent), reporting whether it was new.
-func (s *DynamoDeliveries) RecordDuplicate(ctx context.Context, r delivery.Row, messageID string) (bool, error) {
+func (s *Deliveries) RecordDuplicate(ctx context.Context, r delivery.Row, messageID string) (bool, error) {
 	_, out, err := s.recordDuplicate(ctx, delivery.Row{ID: r.ID}, messageID)
 	return out == store.EventDuplicate, err
 }
@@ -181,7 +181,7 @@ func (s *DynamoDeliveries) RecordDuplicate(ctx context.Context, r delivery.Row, 
 // evidence are cleared, so reconciliation does not take the old send for
 // the new one; the message id joins bounced_message_ids, so its later
 // events are ignored; last_bounce_at and bounce_resends remain.
-func (s *DynamoDeliveries) ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error) {
+func (s *Deliveries) ResendAfterNotDelivered(ctx context.Context, id, providerMessageID, errorClass string, at time.Time, max int) (delivery.Row, error) {
 	now := ts(s.now())
 	msg := expression.Value(providerMessageID)
 	upd := setStatus(delivery.StatusFailedTransient).

@@ -19,7 +19,7 @@ import (
 // recovery of R-OUTBOX-6 ("if found delivered, backfill notification_id
 // and notified_at without resending"). It applies only while notified_at is
 // unset.
-func (s *DynamoDeliveries) Backfill(ctx context.Context, id, notificationID string, at time.Time) (delivery.Row, error) {
+func (s *Deliveries) Backfill(ctx context.Context, id, notificationID string, at time.Time) (delivery.Row, error) {
 	now := ts(s.now())
 	upd := remove(dropClaim(setStatus(delivery.StatusSent).
 		Set(expression.Name(attrNotificationID), expression.Value(notificationID)).
@@ -36,7 +36,7 @@ func (s *DynamoDeliveries) Backfill(ctx context.Context, id, notificationID stri
 // It applies only to a row still in `sending` past its lease, with no
 // provider evidence and no sign of a send (notified_at, notification_id),
 // and counts the resend on the row (resent_without_evidence).
-func (s *DynamoDeliveries) Requeue(ctx context.Context, id string, errorClass string) (delivery.Row, error) {
+func (s *Deliveries) Requeue(ctx context.Context, id string, errorClass string) (delivery.Row, error) {
 	now := ts(s.now())
 	upd := remove(dropClaim(setStatus(delivery.StatusFailedTransient).
 		Set(expression.Name(attrLastErrorClass), expression.Value(errorClass)).
@@ -50,7 +50,7 @@ func (s *DynamoDeliveries) Requeue(ctx context.Context, id string, errorClass st
 // Awaiting notes that a notifier looked at a row held for provider
 // evidence (a send whose answer was lost), so the sweeper leaves it to the
 // notifier that is already waiting on it (delivery.Row.EvidenceCheckedAt).
-func (s *DynamoDeliveries) Awaiting(ctx context.Context, id string) (delivery.Row, error) {
+func (s *Deliveries) Awaiting(ctx context.Context, id string) (delivery.Row, error) {
 	now := ts(s.now())
 	upd := expression.Set(expression.Name(attrEvidenceCheckedAt), expression.Value(now)).
 		Set(expression.Name(attrLastErrorClass), expression.Value("AWAITING_EVIDENCE"))

@@ -18,7 +18,7 @@ import (
 // only where none exists, so a retry that rendered again never overwrites
 // the message a row may already stand on. It returns the message as
 // stored: m, or the one written before (ALL_OLD, no second read).
-func (s *DynamoDeliveries) putMessage(ctx context.Context, id string, m delivery.Message) (delivery.Message, error) {
+func (s *Deliveries) putMessage(ctx context.Context, id string, m delivery.Message) (delivery.Message, error) {
 	item, err := marshalMessage(id, m)
 	if err != nil {
 		return delivery.Message{}, err
@@ -48,7 +48,7 @@ func (s *DynamoDeliveries) putMessage(ctx context.Context, id string, m delivery
 
 // rowOf reads a row from its item and, when the message is apart, its
 // message item (strongly consistent: one read unit).
-func (s *DynamoDeliveries) rowOf(ctx context.Context, item map[string]types.AttributeValue) (delivery.Row, error) {
+func (s *Deliveries) rowOf(ctx context.Context, item map[string]types.AttributeValue) (delivery.Row, error) {
 	var r delivery.Row
 	apart, err := unmarshalRow(item, &r)
 	if err != nil || !apart {
@@ -71,7 +71,7 @@ func (s *DynamoDeliveries) rowOf(ctx context.Context, item map[string]types.Attr
 
 // rowsOf reads rows from their items, and the messages kept apart in
 // one batch (batchGet), in the items' order.
-func (s *DynamoDeliveries) rowsOf(ctx context.Context, items []map[string]types.AttributeValue) ([]delivery.Row, error) {
+func (s *Deliveries) rowsOf(ctx context.Context, items []map[string]types.AttributeValue) ([]delivery.Row, error) {
 	rows := make([]delivery.Row, len(items))
 	at := map[string]int{}
 	var keys []map[string]types.AttributeValue

@@ -51,14 +51,14 @@ func carries(status delivery.Status) expression.ConditionBuilder {
 // standOn is the half of a quiet settlement written to the row it stands
 // on: the settled row joins its dependents (a string set ADD, which a
 // replay repeats harmlessly), while it carries a settlement of status.
-func (s *DynamoDeliveries) standOn(on, id string, status delivery.Status) (types.TransactWriteItem, error) {
+func (s *Deliveries) standOn(on, id string, status delivery.Status) (types.TransactWriteItem, error) {
 	upd := expression.Add(expression.Name(attrDependents), expression.Value(&types.AttributeValueMemberSS{Value: []string{id}}))
 	return s.txUpdate(on, upd, carries(status))
 }
 
 // txUpdate is one conditional update of row id in a transaction, its old
 // item returned when the condition fails.
-func (s *DynamoDeliveries) txUpdate(id string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (types.TransactWriteItem, error) {
+func (s *Deliveries) txUpdate(id string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (types.TransactWriteItem, error) {
 	e, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
 	if err != nil {
 		return types.TransactWriteItem{}, fmt.Errorf("build update of delivery %s: %w", id, err)
@@ -77,7 +77,7 @@ func (s *DynamoDeliveries) txUpdate(id string, upd expression.UpdateBuilder, con
 // transaction with a token of its own (txToken, R-STORE-2); the SDK's
 // retries of one call keep its token, so a call whose answer was lost is
 // answered as a replay of its success, never applied twice.
-func (s *DynamoDeliveries) transact(ctx context.Context, what string, items []types.TransactWriteItem) ([]types.CancellationReason, error) {
+func (s *Deliveries) transact(ctx context.Context, what string, items []types.TransactWriteItem) ([]types.CancellationReason, error) {
 	input := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 	for attempt := 0; ; attempt++ {
 		var err error
@@ -130,7 +130,7 @@ func refused(reasons []types.CancellationReason, i int) bool {
 // ErrConflict: the row was claimed or settled meanwhile; ErrNotReached:
 // the row it would stand on does not carry it (any more). The row is
 // returned as written.
-func (s *DynamoDeliveries) SettleQuiet(ctx context.Context, id string, status delivery.Status, reason, on string) (delivery.Row, error) {
+func (s *Deliveries) SettleQuiet(ctx context.Context, id string, status delivery.Status, reason, on string) (delivery.Row, error) {
 	if !status.Quiet() || on == "" || on == id {
 		return delivery.Row{}, fmt.Errorf("settle delivery %s as %s on %q: not a quiet settlement", id, status, on)
 	}
@@ -163,7 +163,7 @@ func (s *DynamoDeliveries) SettleQuiet(ctx context.Context, id string, status de
 // marked wrong), in one transaction with that row's dependents, as
 // SettleQuiet. A row that exists is returned as stored; ErrNotReached:
 // the row it would stand on does not carry it, and nothing was written.
-func (s *DynamoDeliveries) ensureStanding(ctx context.Context, r delivery.Row, item map[string]types.AttributeValue) (delivery.Row, bool, error) {
+func (s *Deliveries) ensureStanding(ctx context.Context, r delivery.Row, item map[string]types.AttributeValue) (delivery.Row, bool, error) {
 	if !r.Status.Quiet() || r.StandsOn == r.ID {
 		return delivery.Row{}, false, fmt.Errorf("ensure delivery %s standing on %s as %s: not a quiet settlement", r.ID, r.StandsOn, r.Status)
 	}
@@ -204,7 +204,7 @@ func (s *DynamoDeliveries) ensureStanding(ctx context.Context, r delivery.Row, i
 // only to a row still settled quietly on on; ErrConflict otherwise
 // (already revived, or never stood on it). The row keeps its own
 // dependents: they stood on it, and are revived in turn.
-func (s *DynamoDeliveries) Revive(ctx context.Context, id, on string) (delivery.Row, error) {
+func (s *Deliveries) Revive(ctx context.Context, id, on string) (delivery.Row, error) {
 	upd := remove(setStatus(delivery.StatusPending).
 		Set(expression.Name(attrRevivedFrom), expression.Value(on)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(ts(s.now()))),
@@ -214,7 +214,7 @@ func (s *DynamoDeliveries) Revive(ctx context.Context, id, on string) (delivery.
 }
 
 // expiresItem sets a new row's TTL attribute.
-func (s *DynamoDeliveries) expiresItem(item map[string]types.AttributeValue) {
+func (s *Deliveries) expiresItem(item map[string]types.AttributeValue) {
 	if exp := expiresAt(s.now(), s.Retention); exp != 0 {
 		item[attrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(exp, 10)}
 	}

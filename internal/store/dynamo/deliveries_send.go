@@ -25,7 +25,7 @@ import (
 // The SDK retries UpdateItem: when the claim was written but its answer
 // lost, the retry fails the condition on our own write. A conflict is
 // therefore read back, and a row that holds our token is ours.
-func (s *DynamoDeliveries) Claim(ctx context.Context, id, token string, lease time.Duration) (delivery.Row, error) {
+func (s *Deliveries) Claim(ctx context.Context, id, token string, lease time.Duration) (delivery.Row, error) {
 	now := s.now().UTC()
 	upd := sweepRowIn(setStatus(delivery.StatusSending)).
 		Add(expression.Name(attrAttempts), expression.Value(1)).
@@ -43,7 +43,7 @@ func (s *DynamoDeliveries) Claim(ctx context.Context, id, token string, lease ti
 // one write sets notification_id, notified_at and status=sent, on condition
 // that this worker's claim still holds. A retried write whose first try
 // applied is recognised by the message id (see Claim).
-func (s *DynamoDeliveries) MarkSent(ctx context.Context, id, token, notificationID string) (delivery.Row, error) {
+func (s *Deliveries) MarkSent(ctx context.Context, id, token, notificationID string) (delivery.Row, error) {
 	now := ts(s.now())
 	upd := dropClaim(setStatus(delivery.StatusSent).
 		Set(expression.Name(attrNotificationID), expression.Value(notificationID)).
@@ -56,7 +56,7 @@ func (s *DynamoDeliveries) MarkSent(ctx context.Context, id, token, notification
 
 // Release records a failed send under this worker's claim: failed_transient
 // (claim again later) or failed_permanent (operator), with the error class.
-func (s *DynamoDeliveries) Release(ctx context.Context, id, token string, status delivery.Status, errorClass string) (delivery.Row, error) {
+func (s *Deliveries) Release(ctx context.Context, id, token string, status delivery.Status, errorClass string) (delivery.Row, error) {
 	now := ts(s.now())
 	upd := sweepRowOut(dropClaim(setStatus(status).
 		Set(expression.Name(attrLastErrorClass), expression.Value(errorClass)).
@@ -71,7 +71,7 @@ func (s *DynamoDeliveries) Release(ctx context.Context, id, token string, status
 // (suppressed or skipped_unsubscribed): only while it is claimable and
 // carries no sign of a send (no notification id, no notified_at, no provider
 // evidence), so a row in flight is never relabelled.
-func (s *DynamoDeliveries) Skip(ctx context.Context, id string, status delivery.Status, reason string) (delivery.Row, error) {
+func (s *Deliveries) Skip(ctx context.Context, id string, status delivery.Status, reason string) (delivery.Row, error) {
 	upd := setStatus(status).
 		Set(expression.Name(attrSkipReason), expression.Value(reason)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(ts(s.now())))

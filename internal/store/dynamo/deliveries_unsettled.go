@@ -23,7 +23,7 @@ import (
 // deliveries' view act on a row's state, and notify reads the message
 // when it claims the row. A sweep reads about twice the live rows,
 // whatever the table holds (R-COST-1).
-func (s *DynamoDeliveries) Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error {
+func (s *Deliveries) Unsettled(ctx context.Context, sentBefore time.Time, fn func(delivery.Row) error) error {
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(schema.Sweep).Equal(expression.Value(sweepRow))).Build()
 	if err != nil {
 		return fmt.Errorf("build unsettled query: %w", err)

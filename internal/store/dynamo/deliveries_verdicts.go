@@ -20,7 +20,7 @@ import (
 // reconciliation workflow before any further sends"). It applies only
 // while the row is still sent, still without evidence, and not resolved as
 // sent by an operator.
-func (s *DynamoDeliveries) MarkReconciling(ctx context.Context, id string) (delivery.Row, error) {
+func (s *Deliveries) MarkReconciling(ctx context.Context, id string) (delivery.Row, error) {
 	upd := sweepRowIn(setStatus(delivery.StatusReconciling).
 		Set(expression.Name(attrUpdatedAt), expression.Value(ts(s.now()))))
 	cond := statusIs(delivery.StatusSent).
@@ -35,7 +35,7 @@ func (s *DynamoDeliveries) MarkReconciling(ctx context.Context, id string) (deli
 // reconciliation returns to `sent` with its marks; a row held in `sending`
 // is marked sent now, without a provider message id. Either is never sent
 // again. It applies only to those two states.
-func (s *DynamoDeliveries) ResolveSent(ctx context.Context, id string) (delivery.Row, error) {
+func (s *Deliveries) ResolveSent(ctx context.Context, id string) (delivery.Row, error) {
 	now := ts(s.now())
 	upd := remove(dropClaim(setStatus(delivery.StatusSent).
 		Set(expression.Name(attrNotifiedAt), expression.IfNotExists(expression.Name(attrNotifiedAt), expression.Value(now))).
@@ -51,7 +51,7 @@ func (s *DynamoDeliveries) ResolveSent(ctx context.Context, id string) (delivery
 // row 2. It applies only to a row under reconciliation, or held in
 // `sending` past its lease, and never when provider evidence names it
 // (that evidence settles the row instead).
-func (s *DynamoDeliveries) ClearAndRequeue(ctx context.Context, id string) (delivery.Row, error) {
+func (s *Deliveries) ClearAndRequeue(ctx context.Context, id string) (delivery.Row, error) {
 	now := ts(s.now())
 	upd := remove(dropClaim(setStatus(delivery.StatusFailedTransient).
 		Set(expression.Name(attrLastErrorClass), expression.Value("OPERATOR_REQUEUE")).

@@ -27,7 +27,7 @@ func diffPK(changelistKey, diffSHA string) string {
 // repeat (an SDK retry, a second notifier) records nothing twice and
 // concurrent versions never lose each other's entry; the answer (ALL_NEW)
 // is the read.
-func (s *DynamoJobs) SameDiff(ctx context.Context, changelistKey, diffSHA string, version int) ([]int, error) {
+func (s *Jobs) SameDiff(ctx context.Context, changelistKey, diffSHA string, version int) ([]int, error) {
 	upd := "ADD versions :v"
 	vals := map[string]types.AttributeValue{":v": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(version)}}}
 	if exp := expiresAt(s.now(), s.Retention); exp != 0 {

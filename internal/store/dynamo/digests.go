@@ -18,7 +18,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
-var _ store.Digests = (*DynamoDeliveries)(nil)
+var _ store.Digests = (*Deliveries)(nil)
 
 // sweepDigest is the live index's partition of digests that await their
 // close or their first claim (index.go): created there, they leave it
@@ -28,7 +28,7 @@ var _ store.Digests = (*DynamoDeliveries)(nil)
 const sweepDigest = "digest"
 
 // SettleDigested implements Digests.
-func (s *DynamoDeliveries) SettleDigested(ctx context.Context, id string, d delivery.Row) (delivery.Row, error) {
+func (s *Deliveries) SettleDigested(ctx context.Context, id string, d delivery.Row) (delivery.Row, error) {
 	upd := setStatus(delivery.StatusDigested).
 		Set(expression.Name(attrDigest), expression.Value(d.ID)).
 		Set(expression.Name(attrPeriod), expression.Value(d.Period)).
@@ -41,7 +41,7 @@ func (s *DynamoDeliveries) SettleDigested(ctx context.Context, id string, d deli
 }
 
 // MoveDigested implements Digests.
-func (s *DynamoDeliveries) MoveDigested(ctx context.Context, id, from string, to delivery.Row) (delivery.Row, error) {
+func (s *Deliveries) MoveDigested(ctx context.Context, id, from string, to delivery.Row) (delivery.Row, error) {
 	upd := expression.Set(expression.Name(attrDigest), expression.Value(to.ID)).
 		Set(expression.Name(attrPeriod), expression.Value(to.Period)).
 		Set(expression.Name(attrSkipReason), expression.Value(delivery.DigestReason(to.Period))).
@@ -56,7 +56,7 @@ func (s *DynamoDeliveries) MoveDigested(ctx context.Context, id, from string, to
 // AddToDigest implements Digests: one UpdateItem that creates the row or
 // ADDs entry to its string set (a repeat adds nothing), conditional on
 // the row being new, or open with room or entry in it.
-func (s *DynamoDeliveries) AddToDigest(ctx context.Context, d delivery.Row, entry string, max int) (delivery.Row, error) {
+func (s *Deliveries) AddToDigest(ctx context.Context, d delivery.Row, entry string, max int) (delivery.Row, error) {
 	now := s.now().UTC()
 	ifNew := func(attr string, v any) expression.OperandBuilder {
 		return expression.IfNotExists(expression.Name(attr), expression.Value(v))
@@ -84,7 +84,7 @@ func (s *DynamoDeliveries) AddToDigest(ctx context.Context, d delivery.Row, entr
 // CloseDigest implements Digests. The message is kept gzipped, as Ensure
 // keeps a version's (R-COST-5); a digest closed pending stays in the
 // digests' partition of the live index until its claim.
-func (s *DynamoDeliveries) CloseDigest(ctx context.Context, id string, entries int, c store.DigestClose) (delivery.Row, error) {
+func (s *Deliveries) CloseDigest(ctx context.Context, id string, entries int, c store.DigestClose) (delivery.Row, error) {
 	upd := setStatus(c.Status).Set(expression.Name(attrUpdatedAt), expression.Value(ts(s.now())))
 	if c.Status == delivery.StatusPending {
 		gz, err := gzipMessage(c.Message)
@@ -114,7 +114,7 @@ func closedAs(r delivery.Row, c store.DigestClose) bool {
 // those rows whole (batchGet) and hands each that still awaits its close
 // or first claim to fn. A row found in the partition that awaits neither
 // (settled some other way) is taken out of it, so it is not read again.
-func (s *DynamoDeliveries) DueDigests(ctx context.Context, dueBy time.Time, fn func(delivery.Row) error) error {
+func (s *Deliveries) DueDigests(ctx context.Context, dueBy time.Time, fn func(delivery.Row) error) error {
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(schema.Sweep).Equal(expression.Value(sweepDigest))).Build()
 	if err != nil {
 		return fmt.Errorf("build due digests query: %w", err)
@@ -164,7 +164,7 @@ func (s *DynamoDeliveries) DueDigests(ctx context.Context, dueBy time.Time, fn f
 // retireDigest takes a digest row that awaits neither its close nor its
 // first claim out of the digests' partition. Best effort: a failure only
 // has the next sweep read it again.
-func (s *DynamoDeliveries) retireDigest(ctx context.Context, id string) {
+func (s *Deliveries) retireDigest(ctx context.Context, id string) {
 	cond := expression.Name(schema.Sweep).Equal(expression.Value(sweepDigest)).
 		And(expression.Not(statusIn([]delivery.Status{delivery.StatusOpen, delivery.StatusPending, delivery.StatusFailedTransient})))
 	_, _ = s.updateReturn(ctx, id, sweepRowOut(expression.Set(expression.Name(attrUpdatedAt), expression.Value(ts(s.now())))), cond)

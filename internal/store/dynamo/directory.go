@@ -17,7 +17,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
-// DynamoDirectory is the reviewer directory people keep (reviewers.Overlay puts
+// Directory is the reviewer directory people keep (reviewers.Overlay puts
 // it over the static seed), in the jobs table:
 //
 //	DIR#<source>#<lower-case username>   an entry (email), or a removal
@@ -28,21 +28,21 @@ import (
 // strongly consistent), so an entry set a moment ago counts for the next
 // delivery. Listing reads the sparse index schema.IndexDirectory, which holds the
 // entries and nothing else.
-type DynamoDirectory struct {
+type Directory struct {
 	db    *dynamodb.Client
 	table string
 	now   store.Clock
 }
 
 // NewDirectory returns the directory on the jobs table.
-func NewDirectory(db *dynamodb.Client, table string, now store.Clock) *DynamoDirectory {
+func NewDirectory(db *dynamodb.Client, table string, now store.Clock) *Directory {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoDirectory{db: db, table: table, now: now}
+	return &Directory{db: db, table: table, now: now}
 }
 
-var _ reviewers.EntryReader = (*DynamoDirectory)(nil)
+var _ reviewers.EntryReader = (*Directory)(nil)
 
 type directoryItem struct {
 	PK   string `dynamodbav:"pk"`
@@ -69,7 +69,7 @@ func (it directoryItem) entry() reviewers.Entry {
 // Set maps a username of a source to an address (already checked with
 // reviewers.CheckAddress), replacing any entry or removal, and takes the
 // username off the source's unknown list.
-func (d *DynamoDirectory) Set(ctx context.Context, source, username, email, by string) (reviewers.Entry, error) {
+func (d *Directory) Set(ctx context.Context, source, username, email, by string) (reviewers.Entry, error) {
 	e, _, err := d.put(ctx, directoryItem{Username: username, IndexSource: source, Email: email, UpdatedBy: by})
 	return e, err
 }
@@ -77,14 +77,14 @@ func (d *DynamoDirectory) Set(ctx context.Context, source, username, email, by s
 // Remove records that a username has no address: a removal, which also
 // hides an entry of the static seed. It reports whether an entry with an
 // address was there (the item the write replaced).
-func (d *DynamoDirectory) Remove(ctx context.Context, source, username, by string) (bool, error) {
+func (d *Directory) Remove(ctx context.Context, source, username, by string) (bool, error) {
 	_, old, err := d.put(ctx, directoryItem{Username: username, IndexSource: source, Removed: true, UpdatedBy: by})
 	return err == nil && old != nil && !old.Removed && old.Email != "", err
 }
 
 // put writes an entry (or a removal) in one PutItem and returns it, with
 // the item it replaced (ALL_OLD; nil when there was none).
-func (d *DynamoDirectory) put(ctx context.Context, it directoryItem) (reviewers.Entry, *reviewers.Entry, error) {
+func (d *Directory) put(ctx context.Context, it directoryItem) (reviewers.Entry, *reviewers.Entry, error) {
 	key := reviewers.Key(it.Username)
 	if it.IndexSource == "" || key == "" {
 		return reviewers.Entry{}, nil, fmt.Errorf("directory: source and username are required")
@@ -121,7 +121,7 @@ func isConditionFailed(err error) bool {
 }
 
 // Get reads one entry (or removal), or ErrNotFound.
-func (d *DynamoDirectory) Get(ctx context.Context, source, username string) (reviewers.Entry, error) {
+func (d *Directory) Get(ctx context.Context, source, username string) (reviewers.Entry, error) {
 	out, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: directoryKey(source, username), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return reviewers.Entry{}, fmt.Errorf("directory: get entry: %w", err)
@@ -138,7 +138,7 @@ func (d *DynamoDirectory) Get(ctx context.Context, source, username string) (rev
 
 // Entries implements reviewers.EntryReader: the entries and removals of
 // the usernames, by reviewers.Key, in one BatchGetItem per 100 names.
-func (d *DynamoDirectory) Entries(ctx context.Context, source string, usernames []string) (map[string]reviewers.Entry, error) {
+func (d *Directory) Entries(ctx context.Context, source string, usernames []string) (map[string]reviewers.Entry, error) {
 	out := map[string]reviewers.Entry{}
 	var keys []string
 	for _, u := range usernames {
@@ -165,7 +165,7 @@ func (d *DynamoDirectory) Entries(ctx context.Context, source string, usernames 
 
 // List returns a source's entries and removals, by username, from the
 // sparse index.
-func (d *DynamoDirectory) List(ctx context.Context, source string) ([]reviewers.Entry, error) {
+func (d *Directory) List(ctx context.Context, source string) ([]reviewers.Entry, error) {
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key("directory").Equal(expression.Value(source))).Build()
 	if err != nil {
 		return nil, fmt.Errorf("directory: build query: %w", err)
@@ -196,7 +196,7 @@ func unknownKey(source string) map[string]types.AttributeValue {
 // NoteUnknown records usernames of a source that reviewers were asked by
 // and no entry resolved (ADD to a set: repeats and concurrent writers
 // change nothing), for an operator to add.
-func (d *DynamoDirectory) NoteUnknown(ctx context.Context, source string, usernames []string) error {
+func (d *Directory) NoteUnknown(ctx context.Context, source string, usernames []string) error {
 	var keys []string
 	for _, u := range usernames {
 		if k := reviewers.Key(u); k != "" && !slices.Contains(keys, k) {
@@ -218,7 +218,7 @@ func (d *DynamoDirectory) NoteUnknown(ctx context.Context, source string, userna
 }
 
 // Unknown lists a source's usernames that no entry resolved, sorted.
-func (d *DynamoDirectory) Unknown(ctx context.Context, source string) ([]string, error) {
+func (d *Directory) Unknown(ctx context.Context, source string) ([]string, error) {
 	out, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: unknownKey(source), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("directory: read unknown reviewers: %w", err)
@@ -236,7 +236,7 @@ func (d *DynamoDirectory) Unknown(ctx context.Context, source string) ([]string,
 	return it.Usernames, nil
 }
 
-func (d *DynamoDirectory) forgetUnknown(ctx context.Context, source, key string) error {
+func (d *Directory) forgetUnknown(ctx context.Context, source, key string) error {
 	_, err := d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &d.table, Key: unknownKey(source),
 		UpdateExpression:          aws.String("DELETE usernames :u"),
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
@@ -247,4 +247,4 @@ func (d *DynamoDirectory) forgetUnknown(ctx context.Context, source, key string)
 	return nil
 }
 
-var _ store.Directory = (*DynamoDirectory)(nil)
+var _ store.Directory = (*Directory)(nil)

@@ -15,7 +15,7 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// DynamoDismissals implements Dismissals on the jobs table, one item per
+// Dismissals implements Dismissals on the jobs table, one item per
 // changelist and reader:
 //
 //	DISMISS#<changelist key>#<recipient id>   marks (key → choice, time), rev
@@ -26,7 +26,7 @@ import (
 // rev), as Rosters does; the item holds at most vote.MaxMarks marks (about
 // 16 KB). Like a vote it is history: it expires Retention after its last
 // write (R-COST-2).
-type DynamoDismissals struct {
+type Dismissals struct {
 	db    *dynamodb.Client
 	table string
 	now   store.Clock
@@ -34,14 +34,14 @@ type DynamoDismissals struct {
 	Retention time.Duration
 }
 
-var _ store.Dismissals = (*DynamoDismissals)(nil)
+var _ store.Dismissals = (*Dismissals)(nil)
 
 // NewDismissals returns the dismissals repository on the jobs table.
-func NewDismissals(db *dynamodb.Client, jobsTable string, now store.Clock) *DynamoDismissals {
+func NewDismissals(db *dynamodb.Client, jobsTable string, now store.Clock) *Dismissals {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoDismissals{db: db, table: jobsTable, now: now}
+	return &Dismissals{db: db, table: jobsTable, now: now}
 }
 
 type dismissalItem struct {
@@ -58,7 +58,7 @@ func dismissalPK(changelistKey, recipientID string) string {
 	return schema.PrefixDismissal + changelistKey + "#" + recipientID
 }
 
-func (s *DynamoDismissals) get(ctx context.Context, pk string) (dismissalItem, error) {
+func (s *Dismissals) get(ctx context.Context, pk string) (dismissalItem, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": str(pk)}})
 	if err != nil {
@@ -78,7 +78,7 @@ func (s *DynamoDismissals) get(ctx context.Context, pk string) (dismissalItem, e
 // wins by when it was made, the result is the same whichever writer
 // wins. A write the SDK repeated after a lost answer fails its condition,
 // and the choice applied again to the item it wrote changes nothing.
-func (s *DynamoDismissals) Mark(ctx context.Context, changelistKey, recipientID, key string, c vote.Choice, at time.Time) (vote.MarkOutcome, error) {
+func (s *Dismissals) Mark(ctx context.Context, changelistKey, recipientID, key string, c vote.Choice, at time.Time) (vote.MarkOutcome, error) {
 	pk := dismissalPK(changelistKey, recipientID)
 	for range 10 {
 		it, err := s.get(ctx, pk)
@@ -119,7 +119,7 @@ func (s *DynamoDismissals) Mark(ctx context.Context, changelistKey, recipientID,
 
 // Marks implements Dismissals.Marks: one BatchGetItem (per 100
 // recipients), strongly consistent.
-func (s *DynamoDismissals) Marks(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]vote.Marks, error) {
+func (s *Dismissals) Marks(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]vote.Marks, error) {
 	out := map[string]vote.Marks{}
 	seen := map[string]bool{}
 	var keys []map[string]types.AttributeValue

@@ -15,7 +15,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
-// DynamoEvidence keeps, per SES configuration set, how far the feedback
+// Evidence keeps, per SES configuration set, how far the feedback
 // function has processed provider events (R-EVIDENCE-2):
 //
 //   - the newest SES event time (mail.timestamp) it has recorded: proof
@@ -34,18 +34,18 @@ import (
 // message to the SES mailbox simulator through the same configuration
 // set), so that a held row with no other mail flowing still sees the
 // newest event time move, and so probes stay rare.
-type DynamoEvidence struct {
+type Evidence struct {
 	db    *dynamodb.Client
 	table string
 	now   store.Clock
 }
 
 // NewEvidence returns the evidence path's store on the jobs table.
-func NewEvidence(db *dynamodb.Client, jobsTable string, now store.Clock) *DynamoEvidence {
+func NewEvidence(db *dynamodb.Client, jobsTable string, now store.Clock) *Evidence {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoEvidence{db: db, table: jobsTable, now: now}
+	return &Evidence{db: db, table: jobsTable, now: now}
 }
 
 func evidenceKey(set string) map[string]types.AttributeValue {
@@ -65,19 +65,19 @@ const (
 
 // Advance moves the newest event time of set forward to at; a time already
 // at or past at is left as it is (events arrive out of order).
-func (e *DynamoEvidence) Advance(ctx context.Context, set string, at time.Time) error {
+func (e *Evidence) Advance(ctx context.Context, set string, at time.Time) error {
 	return e.forward(ctx, set, attrNewest, at, "advance the newest evidence")
 }
 
 // Drain moves the drain time of set forward to at: every message that
 // reached the feedback queue before at has been processed.
-func (e *DynamoEvidence) Drain(ctx context.Context, set string, at time.Time) error {
+func (e *Evidence) Drain(ctx context.Context, set string, at time.Time) error {
 	return e.forward(ctx, set, attrDrained, at, "advance the evidence drain time")
 }
 
 // forward sets attr to at unless it is already at or past it: one
 // conditional write, so concurrent writers only ever move it forward.
-func (e *DynamoEvidence) forward(ctx context.Context, set, attr string, at time.Time, what string) error {
+func (e *Evidence) forward(ctx context.Context, set, attr string, at time.Time, what string) error {
 	upd := expression.Set(expression.Name(attr), expression.Value(ts(at))).
 		Set(expression.Name("updated_at"), expression.Value(ts(e.now())))
 	cond := expression.AttributeNotExists(expression.Name(attr)).
@@ -93,7 +93,7 @@ func (e *DynamoEvidence) forward(ctx context.Context, set, attr string, at time.
 }
 
 // State reads the evidence state of set, strongly consistent.
-func (e *DynamoEvidence) State(ctx context.Context, set string) (store.EvidenceState, error) {
+func (e *Evidence) State(ctx context.Context, set string) (store.EvidenceState, error) {
 	out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.table, Key: evidenceKey(set), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return store.EvidenceState{}, fmt.Errorf("get evidence state: %w", err)
@@ -110,7 +110,7 @@ func (e *DynamoEvidence) State(ctx context.Context, set string) (store.EvidenceS
 	return st, nil
 }
 
-func (e *DynamoEvidence) update(ctx context.Context, set string, upd expression.UpdateBuilder) error {
+func (e *Evidence) update(ctx context.Context, set string, upd expression.UpdateBuilder) error {
 	x, err := expression.NewBuilder().WithUpdate(upd).Build()
 	if err != nil {
 		return err
@@ -125,7 +125,7 @@ func (e *DynamoEvidence) update(ctx context.Context, set string, upd expression.
 // newest event time is still before need and no probe was sent since need — or
 // the last one is older than every (its events were lost; try again). A
 // false answer means a probe that serves is already on its way.
-func (e *DynamoEvidence) ClaimProbe(ctx context.Context, set string, need time.Time, every time.Duration) (bool, error) {
+func (e *Evidence) ClaimProbe(ctx context.Context, set string, need time.Time, every time.Duration) (bool, error) {
 	now := e.now().UTC()
 	upd := expression.Set(expression.Name(attrProbeSentAt), expression.Value(ts(now)))
 	cond := expression.Or(expression.AttributeNotExists(expression.Name(attrNewest)),
@@ -145,11 +145,11 @@ func (e *DynamoEvidence) ClaimProbe(ctx context.Context, set string, need time.T
 
 // ForgetProbe clears the record of the last probe (one that could not be
 // sent), so the next notifier that needs one sends it.
-func (e *DynamoEvidence) ForgetProbe(ctx context.Context, set string) error {
+func (e *Evidence) ForgetProbe(ctx context.Context, set string) error {
 	if err := e.update(ctx, set, expression.Remove(expression.Name(attrProbeSentAt))); err != nil {
 		return fmt.Errorf("forget evidence probe: %w", err)
 	}
 	return nil
 }
 
-var _ store.Evidence = (*DynamoEvidence)(nil)
+var _ store.Evidence = (*Evidence)(nil)

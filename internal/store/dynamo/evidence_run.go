@@ -37,7 +37,7 @@ const observeTries = 5
 // readings have lasted every or more, or follow a gap. A clear reading
 // older than the last one recorded adds nothing; concurrent sweepers
 // cannot lose a reading that ends the run.
-func (e *DynamoEvidence) Observe(ctx context.Context, set string, at time.Time, r store.Reading, every time.Duration) (time.Time, error) {
+func (e *Evidence) Observe(ctx context.Context, set string, at time.Time, r store.Reading, every time.Duration) (time.Time, error) {
 	for range observeTries {
 		out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.table, Key: evidenceKey(set), ConsistentRead: aws.Bool(true)})
 		if err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
-// DynamoJobs is the jobs table. It holds these kinds of item under one partition
+// Jobs is the jobs table. It holds these kinds of item under one partition
 // key `pk`:
 //
 //	JOB#<job_id>                 the job (one per changelist review version)
@@ -30,7 +30,7 @@ import (
 // and, kept by other repositories on the same table: per-head-SHA versions
 // (versions.go), dead-letter audit records (audit.go), and recipients'
 // preferences and suppressions (Recipients).
-type DynamoJobs struct {
+type Jobs struct {
 	db    *dynamodb.Client
 	table string
 	now   store.Clock
@@ -50,11 +50,11 @@ func expiresAt(now time.Time, retention time.Duration) int64 {
 }
 
 // NewJobs returns the jobs repository for table.
-func NewJobs(db *dynamodb.Client, table string, now store.Clock) *DynamoJobs {
+func NewJobs(db *dynamodb.Client, table string, now store.Clock) *Jobs {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoJobs{db: db, table: table, now: now}
+	return &Jobs{db: db, table: table, now: now}
 }
 
 func jobKey(id job.ID) map[string]types.AttributeValue {
@@ -109,7 +109,7 @@ type headItem struct {
 // Why a transaction rather than one conditional put: two things must be
 // unique, the caller's key (R-INTAKE-1) and (changelist, version) (R-INTAKE-3),
 // and a DynamoDB condition covers one item. The transaction is one call.
-func (s *DynamoJobs) Create(ctx context.Context, req store.CreateRequest) (store.CreateResult, error) {
+func (s *Jobs) Create(ctx context.Context, req store.CreateRequest) (store.CreateResult, error) {
 	j := req.Job
 	now := s.now().UTC()
 	jobAV, err := marshal(newJobItem(j, req.IdempotencyKeySHA, expiresAt(now, s.Retention)))
@@ -187,7 +187,7 @@ func (s *DynamoJobs) Create(ctx context.Context, req store.CreateRequest) (store
 // createBelowHead creates a placed version below the changelist's head
 // (CreateRequest.Placed): the job and its idempotency record, each on its
 // condition, the head left as it is (it only ever moves up).
-func (s *DynamoJobs) createBelowHead(ctx context.Context, req store.CreateRequest, items []types.TransactWriteItem) (store.CreateResult, error) {
+func (s *Jobs) createBelowHead(ctx context.Context, req store.CreateRequest, items []types.TransactWriteItem) (store.CreateResult, error) {
 	input := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 	for attempt := 0; ; attempt++ {
 		var err error
@@ -247,7 +247,7 @@ func txToken() (*string, error) {
 func idemPK(source, keySHA string) string { return schema.PrefixIdempotency + source + "#" + keySHA }
 
 // decideCanceled reads the cancellation reasons: [job, idempotency, head].
-func (s *DynamoJobs) decideCanceled(reasons []types.CancellationReason, req store.CreateRequest) (store.CreateResult, bool, error) {
+func (s *Jobs) decideCanceled(reasons []types.CancellationReason, req store.CreateRequest) (store.CreateResult, bool, error) {
 	if len(reasons) != 3 {
 		return store.CreateResult{}, false, fmt.Errorf("create job: %d cancellation reasons, want 3", len(reasons))
 	}
@@ -293,7 +293,7 @@ func (s *DynamoJobs) decideCanceled(reasons []types.CancellationReason, req stor
 }
 
 // Get reads a job with a strongly consistent read.
-func (s *DynamoJobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
+func (s *Jobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: jobKey(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return job.Job{}, fmt.Errorf("get job %s: %w", id, err)
@@ -310,7 +310,7 @@ func (s *DynamoJobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
 
 // LatestVersion returns the changelist head: the latest accepted version and
 // its job, or ErrNotFound.
-func (s *DynamoJobs) LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error) {
+func (s *Jobs) LatestVersion(ctx context.Context, source, changelistID string) (int, job.ID, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": str(schema.PrefixChangelist + job.ChangelistKey(source, changelistID))}})
 	if err != nil {
@@ -331,7 +331,7 @@ func (s *DynamoJobs) LatestVersion(ctx context.Context, source, changelistID str
 // job is still at `from`. Work is persisted before the next stage is
 // enqueued, so a retry never redoes it. ErrConflict means another worker
 // advanced it first.
-func (s *DynamoJobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, w store.JobWrite) error {
+func (s *Jobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt int, status job.Status, w store.JobWrite) error {
 	now := ts(s.now())
 	upd := expression.Set(expression.Name("stage"), expression.Value(string(from.Next()))).
 		Set(expression.Name("attempts."+string(from)), expression.Value(attempt)).
@@ -353,7 +353,7 @@ func (s *DynamoJobs) Advance(ctx context.Context, id job.ID, from job.Stage, att
 // statuses stay movable by their own stage: notify keeps working a job it
 // holds needs_intervention, fetch restarts a no_recipients review.
 // ErrConflict when the condition fails.
-func (s *DynamoJobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, w store.JobWrite) error {
+func (s *Jobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, w store.JobWrite) error {
 	now := ts(s.now())
 	upd := jobWriteUpdate(sweepJobFor(expression.Set(expression.Name("status"), expression.Value(string(status))).
 		Set(expression.Name("updated_at"), expression.Value(now)), status), w)
@@ -367,7 +367,7 @@ func (s *DynamoJobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, sta
 // status it leaves the job in, and returns when the stage first failed
 // (kept across attempts for the dead-letter envelope's first_failure_at,
 // R-STAGE-4). It never moves a succeeded job backwards.
-func (s *DynamoJobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure, status job.Status) (time.Time, error) {
+func (s *Jobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure, status job.Status) (time.Time, error) {
 	fav, err := marshal(f)
 	if err != nil {
 		return time.Time{}, err
@@ -414,7 +414,7 @@ func (s *DynamoJobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure
 	return first, nil
 }
 
-func (s *DynamoJobs) update(ctx context.Context, id job.ID, upd expression.UpdateBuilder, cond *expression.ConditionBuilder) error {
+func (s *Jobs) update(ctx context.Context, id job.ID, upd expression.UpdateBuilder, cond *expression.ConditionBuilder) error {
 	c := expression.AttributeExists(expression.Name("pk"))
 	if cond != nil {
 		c = *cond
@@ -432,7 +432,7 @@ func (s *DynamoJobs) update(ctx context.Context, id job.ID, upd expression.Updat
 // checked as it is now (a job that moved on since the index saw it is left
 // alone). The index is eventually consistent; a sweep that misses a job by
 // a moment finds it at the next run.
-func (s *DynamoJobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error {
+func (s *Jobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error {
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(schema.Sweep).Equal(expression.Value(sweepJob)).
 		And(expression.Key("updated_at").LessThan(expression.Value(ts(before))))).Build()
 	if err != nil {
@@ -471,4 +471,4 @@ func (s *DynamoJobs) StuckJobs(ctx context.Context, before time.Time, fn func(jo
 	return nil
 }
 
-var _ store.Jobs = (*DynamoJobs)(nil)
+var _ store.Jobs = (*Jobs)(nil)

@@ -19,24 +19,24 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// DynamoLearnings implements Learnings on the jobs table: one item per
+// Learnings implements Learnings on the jobs table: one item per
 // repository, LEARN#<repository digest>, holding its rules (a set, at
 // most vote.MaxLearnRules), per rule the readers who chose wrong and
 // useful (sets of opaque ids, at most vote.MaxLearnReaders each), its
 // decision, and the set of accepted rules the llm stage reads with one
 // GetItem. A learning is a promise kept to the team: no TTL.
-type DynamoLearnings struct {
+type Learnings struct {
 	db    *dynamodb.Client
 	table string
 	now   store.Clock
 }
 
 // NewLearnings returns the learnings repository on the jobs table.
-func NewLearnings(db *dynamodb.Client, jobsTable string, now store.Clock) *DynamoLearnings {
+func NewLearnings(db *dynamodb.Client, jobsTable string, now store.Clock) *Learnings {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoLearnings{db: db, table: jobsTable, now: now}
+	return &Learnings{db: db, table: jobsTable, now: now}
 }
 
 // The attributes of a repository's item: fixed ones, and per rule the
@@ -63,7 +63,7 @@ func stringSet(v string) types.AttributeValue {
 // set and out of the other, the rule into the repository's rules, under
 // the bounds. Votes on one rule from many readers at once each land: set
 // additions commute.
-func (s *DynamoLearnings) Tally(ctx context.Context, t vote.Tally) (vote.TallyOutcome, error) {
+func (s *Learnings) Tally(ctx context.Context, t vote.Tally) (vote.TallyOutcome, error) {
 	if t.Repository == "" || t.Rule == "" || t.Reader == "" || !t.Choice.Valid() {
 		return "", fmt.Errorf("tally %+v: incomplete", t)
 	}
@@ -96,7 +96,7 @@ func (s *DynamoLearnings) Tally(ctx context.Context, t vote.Tally) (vote.TallyOu
 // List scans the jobs table for LEARN# items. It reads (and bills) the
 // whole table: it is the operator's (criticizer learnings list, GET
 // /admin/learnings), never on a review's path.
-func (s *DynamoLearnings) List(ctx context.Context) ([]vote.Learning, error) {
+func (s *Learnings) List(ctx context.Context) ([]vote.Learning, error) {
 	e, err := expression.NewBuilder().WithFilter(expression.Name(schema.JobsKey).BeginsWith(schema.PrefixLearning)).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build filter: %w", err)
@@ -154,7 +154,7 @@ func learningsOf(item map[string]types.AttributeValue) []vote.Learning {
 
 // Get reads the learning's repository item (strongly consistent) and
 // finds the rule the id names among its rules.
-func (s *DynamoLearnings) Get(ctx context.Context, id string) (vote.Learning, error) {
+func (s *Learnings) Get(ctx context.Context, id string) (vote.Learning, error) {
 	repo, ok := vote.SplitLearningID(id)
 	if !ok {
 		return vote.Learning{}, fmt.Errorf("learning %q: %w", id, store.ErrNotFound)
@@ -174,7 +174,7 @@ func (s *DynamoLearnings) Get(ctx context.Context, id string) (vote.Learning, er
 // Decide is one conditional UpdateItem on the repository's item: the
 // rule must be tallied and undecided, so two operators deciding at once
 // decide once (the loser gets ErrConflict).
-func (s *DynamoLearnings) Decide(ctx context.Context, id string, st vote.LearningState, at time.Time) (vote.Learning, error) {
+func (s *Learnings) Decide(ctx context.Context, id string, st vote.LearningState, at time.Time) (vote.Learning, error) {
 	if st != vote.Accepted && st != vote.Rejected {
 		return vote.Learning{}, fmt.Errorf("decide %s: state %q is not a decision", id, st)
 	}
@@ -198,7 +198,7 @@ func (s *DynamoLearnings) Decide(ctx context.Context, id string, st vote.Learnin
 
 // Accepted reads the repository's accepted rules: one GetItem of one
 // attribute, on every review of the repository.
-func (s *DynamoLearnings) Accepted(ctx context.Context, repoKey string) ([]string, error) {
+func (s *Learnings) Accepted(ctx context.Context, repoKey string) ([]string, error) {
 	if repoKey == "" {
 		return nil, nil
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
-var _ store.Preferences = (*DynamoPreferences)(nil)
+var _ store.Preferences = (*Preferences)(nil)
 
 // prefItem is PREF#<recipient id>. "repositories" is the muted set (the
 // name it had when only the one-click unsubscribe wrote it; an attribute
@@ -51,7 +51,7 @@ func (it prefItem) preferences() prefs.Preferences {
 
 // Preferences implements Preferences.Preferences: one strongly
 // consistent GetItem.
-func (r *DynamoPreferences) Preferences(ctx context.Context, recipientID string) (prefs.Preferences, error) {
+func (r *Preferences) Preferences(ctx context.Context, recipientID string) (prefs.Preferences, error) {
 	out, err := r.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &r.table, Key: prefKey(recipientID), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return prefs.Preferences{}, fmt.Errorf("get preferences: %w", err)
@@ -70,7 +70,7 @@ func (r *DynamoPreferences) Preferences(ctx context.Context, recipientID string)
 // UpdateItem that sets every field and moves rev on, on condition that
 // rev is still p.Rev. An UpdateItem, not a PutItem: attributes this
 // version does not know (a later one's) are kept.
-func (r *DynamoPreferences) SavePreferences(ctx context.Context, recipientID string, p prefs.Preferences) (prefs.Preferences, error) {
+func (r *Preferences) SavePreferences(ctx context.Context, recipientID string, p prefs.Preferences) (prefs.Preferences, error) {
 	p = p.Normalized()
 	if err := p.Validate(); err != nil {
 		return prefs.Preferences{}, err
@@ -119,7 +119,7 @@ func (r *DynamoPreferences) SavePreferences(ctx context.Context, recipientID str
 // room or holds it already; a full set leaves every email instead. Every
 // write moves rev on, so a page saved from what was read before it fails
 // its condition rather than undo it.
-func (r *DynamoPreferences) Mute(ctx context.Context, recipientID, repository string) error {
+func (r *Preferences) Mute(ctx context.Context, recipientID, repository string) error {
 	if repository == "" || len(repository) > prefs.MaxRepository {
 		return fmt.Errorf("mute: a repository of %d bytes, want 1 to %d", len(repository), prefs.MaxRepository)
 	}
@@ -149,7 +149,7 @@ func (r *DynamoPreferences) Mute(ctx context.Context, recipientID, repository st
 
 // UnsubscribeAll implements Preferences.UnsubscribeAll: SET to true
 // (a repeat changes nothing but rev).
-func (r *DynamoPreferences) UnsubscribeAll(ctx context.Context, recipientID string) error {
+func (r *Preferences) UnsubscribeAll(ctx context.Context, recipientID string) error {
 	upd := expression.Set(expression.Name("kind"), expression.Value("preference")).
 		Set(expression.Name("updated_at"), expression.Value(ts(r.now()))).
 		Set(expression.Name("unsubscribed_all"), expression.Value(true)).

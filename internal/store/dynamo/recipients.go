@@ -15,7 +15,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
-// DynamoPreferences keeps what Criticizer knows about an address across jobs, in the
+// Preferences keeps what Criticizer knows about an address across jobs, in the
 // jobs table under the recipient's opaque id (unsubscribe.RecipientID; never
 // the address):
 //
@@ -28,7 +28,7 @@ import (
 // expressions that are idempotent (SET to true, ADD to a set), so a
 // repeated one-click POST or a redelivered SES event changes nothing; the
 // preference page saves the record whole, on the revision it read.
-type DynamoPreferences struct {
+type Preferences struct {
 	db    *dynamodb.Client
 	table string
 	now   store.Clock
@@ -36,11 +36,11 @@ type DynamoPreferences struct {
 
 // NewPreferences returns the preference records (store.Preferences) on the
 // jobs table.
-func NewPreferences(db *dynamodb.Client, jobsTable string, now store.Clock) *DynamoPreferences {
+func NewPreferences(db *dynamodb.Client, jobsTable string, now store.Clock) *Preferences {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoPreferences{db: db, table: jobsTable, now: now}
+	return &Preferences{db: db, table: jobsTable, now: now}
 }
 
 func prefKey(id string) map[string]types.AttributeValue {
@@ -53,7 +53,7 @@ func suppKey(id string) map[string]types.AttributeValue {
 
 // Suppress records a permanent bounce or a complaint for the recipient. The
 // first reason and time are kept; later events only count.
-func (r *DynamoPreferences) Suppress(ctx context.Context, recipientID, reason string, at time.Time) error {
+func (r *Preferences) Suppress(ctx context.Context, recipientID, reason string, at time.Time) error {
 	upd := expression.Set(expression.Name("kind"), expression.Value("suppression")).
 		Set(expression.Name("reason"), expression.IfNotExists(expression.Name("reason"), expression.Value(reason))).
 		Set(expression.Name("first_at"), expression.IfNotExists(expression.Name("first_at"), expression.Value(ts(at)))).
@@ -62,7 +62,7 @@ func (r *DynamoPreferences) Suppress(ctx context.Context, recipientID, reason st
 	return r.update(ctx, suppKey(recipientID), upd)
 }
 
-func (r *DynamoPreferences) update(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder) error {
+func (r *Preferences) update(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder) error {
 	e, err := expression.NewBuilder().WithUpdate(upd).Build()
 	if err != nil {
 		return fmt.Errorf("build update: %w", err)
@@ -79,7 +79,7 @@ func (r *DynamoPreferences) update(ctx context.Context, key map[string]types.Att
 // recipient id, with one BatchGetItem per 50 recipients (one call for any
 // realistic reviewer list) reading both items of each. Recipients with no
 // items have no suppression and the default preferences: send.
-func (r *DynamoPreferences) Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error) {
+func (r *Preferences) Standings(ctx context.Context, ids []string) (map[string]delivery.Standing, error) {
 	out := make(map[string]delivery.Standing, len(ids))
 	var keys []map[string]types.AttributeValue
 	for _, id := range ids {

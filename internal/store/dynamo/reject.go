@@ -19,7 +19,7 @@ import (
 // names (or none yet). A repeat of the same Reject applies again, so a
 // retried event finishes its work. ErrConflict: the Reject is of another
 // send of the row; ErrNotFound: there is no row.
-func (s *DynamoDeliveries) Reject(ctx context.Context, id, providerMessageID string, at time.Time) (delivery.Row, error) {
+func (s *Deliveries) Reject(ctx context.Context, id, providerMessageID string, at time.Time) (delivery.Row, error) {
 	msg := expression.Value(providerMessageID)
 	upd := setStatus(delivery.StatusFailedPermanent).
 		Set(expression.Name(attrLastErrorClass), expression.Value(store.RejectedClass)).

@@ -17,23 +17,23 @@ import (
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
-// DynamoReplays implements Replays on the jobs table. Each record is one item whose
+// Replays implements Replays on the jobs table. Each record is one item whose
 // conditional write decides, so concurrent replays of one delivery claim
 // it once, and concurrent events of one version schedule one refresh.
-type DynamoReplays struct {
+type Replays struct {
 	db    *dynamodb.Client
 	table string
 	now   store.Clock
 }
 
-var _ store.Replays = (*DynamoReplays)(nil)
+var _ store.Replays = (*Replays)(nil)
 
 // NewReplays returns the replay records on the jobs table.
-func NewReplays(db *dynamodb.Client, table string, now store.Clock) *DynamoReplays {
+func NewReplays(db *dynamodb.Client, table string, now store.Clock) *Replays {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoReplays{db: db, table: table, now: now}
+	return &Replays{db: db, table: table, now: now}
 }
 
 func reviewerDeliveryKey(k store.ReplayKey) map[string]types.AttributeValue {
@@ -55,7 +55,7 @@ func refreshKey(id job.ID) map[string]types.AttributeValue {
 // claim through when there is no item, when the item's window has passed
 // (TTL deletes lazily), or when an unhandled claim is older than lease (its
 // intake died).
-func (s *DynamoReplays) ClaimDelivery(ctx context.Context, k store.ReplayKey, window, lease time.Duration) (bool, error) {
+func (s *Replays) ClaimDelivery(ctx context.Context, k store.ReplayKey, window, lease time.Duration) (bool, error) {
 	now := s.now().UTC()
 	upd := expression.Set(expression.Name("kind"), expression.Value("reviewer_delivery")).
 		Set(expression.Name("claimed_at"), expression.Value(now.UnixMilli())).
@@ -77,7 +77,7 @@ func (s *DynamoReplays) ClaimDelivery(ctx context.Context, k store.ReplayKey, wi
 // retries a write whose answer was lost; the retry then fails the
 // condition against the first attempt's write, and the token, read back
 // from the failed condition, shows the write was ours all the same.
-func (s *DynamoReplays) claim(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (bool, error) {
+func (s *Replays) claim(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (bool, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return false, err
@@ -102,7 +102,7 @@ func (s *DynamoReplays) claim(ctx context.Context, key map[string]types.Attribut
 }
 
 // CompleteDelivery implements Replays.
-func (s *DynamoReplays) CompleteDelivery(ctx context.Context, k store.ReplayKey) error {
+func (s *Replays) CompleteDelivery(ctx context.Context, k store.ReplayKey) error {
 	upd := expression.Set(expression.Name("handled"), expression.Value(true))
 	_, err := conditionalUpdate(ctx, s.db, s.table, reviewerDeliveryKey(k), upd,
 		expression.AttributeExists(expression.Name("pk")), types.ReturnValueNone)
@@ -113,7 +113,7 @@ func (s *DynamoReplays) CompleteDelivery(ctx context.Context, k store.ReplayKey)
 }
 
 // ReleaseDelivery implements Replays.
-func (s *DynamoReplays) ReleaseDelivery(ctx context.Context, k store.ReplayKey) error {
+func (s *Replays) ReleaseDelivery(ctx context.Context, k store.ReplayKey) error {
 	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: reviewerDeliveryKey(k)}); err != nil {
 		return fmt.Errorf("release reviewer delivery: %w", err)
 	}
@@ -123,7 +123,7 @@ func (s *DynamoReplays) ReleaseDelivery(ctx context.Context, k store.ReplayKey) 
 // ScheduleRefresh implements Replays: the item's due time is when the
 // scheduled refresh runs; a new one is scheduled only once that has
 // passed.
-func (s *DynamoReplays) ScheduleRefresh(ctx context.Context, id job.ID, window time.Duration) (bool, error) {
+func (s *Replays) ScheduleRefresh(ctx context.Context, id job.ID, window time.Duration) (bool, error) {
 	now := s.now().UTC()
 	due := now.Add(window)
 	upd := expression.Set(expression.Name("kind"), expression.Value("refresh")).
@@ -139,7 +139,7 @@ func (s *DynamoReplays) ScheduleRefresh(ctx context.Context, id job.ID, window t
 }
 
 // CancelRefresh implements Replays.
-func (s *DynamoReplays) CancelRefresh(ctx context.Context, id job.ID) error {
+func (s *Replays) CancelRefresh(ctx context.Context, id job.ID) error {
 	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: refreshKey(id)}); err != nil {
 		return fmt.Errorf("cancel reviewer refresh: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
-// DynamoReplies implements Mutes, ReplyWindows and ReplyClaims on the
+// Replies implements Mutes, ReplyWindows and ReplyClaims on the
 // jobs table:
 //
 //	MUTE#<changelist key>#<recipient id>        kind "mute", recipient_id, muted_at
@@ -25,7 +25,7 @@ import (
 // A mute is history like a dismissal: it expires Retention after it was
 // written (R-COST-2), and so does a claim, with the confirmation row it
 // fences. A window expires a day after it ends.
-type DynamoReplies struct {
+type Replies struct {
 	db    *dynamodb.Client
 	table string
 	now   store.Clock
@@ -34,17 +34,17 @@ type DynamoReplies struct {
 }
 
 var (
-	_ store.Mutes        = (*DynamoReplies)(nil)
-	_ store.ReplyWindows = (*DynamoReplies)(nil)
-	_ store.ReplyClaims  = (*DynamoReplies)(nil)
+	_ store.Mutes        = (*Replies)(nil)
+	_ store.ReplyWindows = (*Replies)(nil)
+	_ store.ReplyClaims  = (*Replies)(nil)
 )
 
 // NewReplies returns the replies repository on the jobs table.
-func NewReplies(db *dynamodb.Client, jobsTable string, now store.Clock) *DynamoReplies {
+func NewReplies(db *dynamodb.Client, jobsTable string, now store.Clock) *Replies {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoReplies{db: db, table: jobsTable, now: now}
+	return &Replies{db: db, table: jobsTable, now: now}
 }
 
 func mutePK(changelistKey, recipientID string) string {
@@ -53,7 +53,7 @@ func mutePK(changelistKey, recipientID string) string {
 
 // Mute implements Mutes.Mute: one UpdateItem, idempotent (the first
 // time is kept).
-func (s *DynamoReplies) Mute(ctx context.Context, changelistKey, recipientID string, at time.Time) error {
+func (s *Replies) Mute(ctx context.Context, changelistKey, recipientID string, at time.Time) error {
 	upd := expression.Set(expression.Name("kind"), expression.Value("mute")).
 		Set(expression.Name("recipient_id"), expression.Value(recipientID)).
 		Set(expression.Name("muted_at"), expression.IfNotExists(expression.Name("muted_at"), expression.Value(ts(at))))
@@ -75,7 +75,7 @@ func (s *DynamoReplies) Mute(ctx context.Context, changelistKey, recipientID str
 
 // Muted implements Mutes.Muted: one BatchGetItem per 100 recipients,
 // strongly consistent.
-func (s *DynamoReplies) Muted(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]bool, error) {
+func (s *Replies) Muted(ctx context.Context, changelistKey string, recipientIDs []string) (map[string]bool, error) {
 	out := map[string]bool{}
 	seen := map[string]bool{}
 	var keys []map[string]types.AttributeValue
@@ -106,7 +106,7 @@ func (s *DynamoReplies) Muted(ctx context.Context, changelistKey string, recipie
 // window is new, already holds the id, or holds fewer than max. A repeat
 // (the SDK's retry after a lost answer, a redelivered reply) finds its id
 // in the set and adds nothing, so it is safe to retry.
-func (s *DynamoReplies) Admit(ctx context.Context, deliveryID, messageID string, start time.Time, window time.Duration, max int) (bool, error) {
+func (s *Replies) Admit(ctx context.Context, deliveryID, messageID string, start time.Time, window time.Duration, max int) (bool, error) {
 	pk := schema.PrefixReplyWindow + deliveryID + "#" + strconv.FormatInt(start.Unix(), 10)
 	ids := expression.Name("ids")
 	upd := expression.Set(expression.Name("kind"), expression.Value("reply_window")).
@@ -130,7 +130,7 @@ func (s *DynamoReplies) Admit(ctx context.Context, deliveryID, messageID string,
 // this one. A repeat (the SDK's retry after a lost answer, the same
 // receipt redelivered) meets its own id and passes, so it is safe to
 // retry; another receipt's fails the condition.
-func (s *DynamoReplies) Claim(ctx context.Context, confirmationID, sesMessageID string) (bool, error) {
+func (s *Replies) Claim(ctx context.Context, confirmationID, sesMessageID string) (bool, error) {
 	owner := expression.Name("ses_message_id")
 	upd := expression.Set(expression.Name("kind"), expression.Value("reply_claim")).
 		Set(owner, expression.Value(sesMessageID))

@@ -27,7 +27,7 @@ import (
 // PlanRerun reads the changelist's latest job and what a rerun of it
 // copies. ErrNotFound when the changelist is unknown. It writes nothing:
 // a dry run is PlanRerun alone.
-func (s *DynamoJobs) PlanRerun(ctx context.Context, source, changelistID string) (store.RerunPlan, error) {
+func (s *Jobs) PlanRerun(ctx context.Context, source, changelistID string) (store.RerunPlan, error) {
 	v, id, err := s.LatestVersion(ctx, source, changelistID)
 	if err != nil {
 		return store.RerunPlan{}, err
@@ -82,7 +82,7 @@ type rerunJobItem struct {
 // next number the caller would use: a later webhook with that number finds
 // the job exists (200, nothing new), so the caller's next version must be
 // above the rerun's.
-func (s *DynamoJobs) Rerun(ctx context.Context, req store.RerunRequest) (job.Job, error) {
+func (s *Jobs) Rerun(ctx context.Context, req store.RerunRequest) (job.Job, error) {
 	p := req.Plan
 	latest := p.Latest
 	version := latest.ReviewVersion + 1
@@ -177,7 +177,7 @@ func (s *DynamoJobs) Rerun(ctx context.Context, req store.RerunRequest) (job.Job
 
 // versionCounter reads the changelist's version counter (VSEQ), if it has
 // one.
-func (s *DynamoJobs) versionCounter(ctx context.Context, source, changelistID string) (int, bool, error) {
+func (s *Jobs) versionCounter(ctx context.Context, source, changelistID string) (int, bool, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": str(counterPK(source, changelistID))}})
 	if err != nil {
@@ -192,7 +192,7 @@ func (s *DynamoJobs) versionCounter(ctx context.Context, source, changelistID st
 // advanceCounter draws the next number from the changelist's version
 // counter if it has one; a changelist without a counter (its versions come
 // from the webhook) is left without one.
-func (s *DynamoJobs) advanceCounter(ctx context.Context, source, changelistID string) (int, bool, error) {
+func (s *Jobs) advanceCounter(ctx context.Context, source, changelistID string) (int, bool, error) {
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
 		Key:                       map[string]types.AttributeValue{"pk": str(counterPK(source, changelistID))},

@@ -16,7 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
-// DynamoRosters keeps each changelist's reviewer roster (reviewers.Roster) in the
+// Rosters keeps each changelist's reviewer roster (reviewers.Roster) in the
 // jobs table, one item per changelist:
 //
 //	ROSTER#<source>:<changelist>   entries (username → mark), rev
@@ -25,7 +25,7 @@ import (
 // it decides who reviews a version. A roster expires after Retention
 // without a change (R-COST-2): it matters while the changelist is being
 // reviewed.
-type DynamoRosters struct {
+type Rosters struct {
 	db        *dynamodb.Client
 	table     string
 	now       store.Clock
@@ -33,11 +33,11 @@ type DynamoRosters struct {
 }
 
 // NewRosters returns the roster repository on the jobs table.
-func NewRosters(db *dynamodb.Client, table string, now store.Clock) *DynamoRosters {
+func NewRosters(db *dynamodb.Client, table string, now store.Clock) *Rosters {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoRosters{db: db, table: table, now: now}
+	return &Rosters{db: db, table: table, now: now}
 }
 
 type rosterItem struct {
@@ -56,12 +56,12 @@ func rosterKey(source, changelistID string) map[string]types.AttributeValue {
 }
 
 // Get reads a changelist's roster; an empty one when it has none.
-func (s *DynamoRosters) Get(ctx context.Context, source, changelistID string) (reviewers.Roster, error) {
+func (s *Rosters) Get(ctx context.Context, source, changelistID string) (reviewers.Roster, error) {
 	it, err := s.get(ctx, source, changelistID)
 	return it.Entries, err
 }
 
-func (s *DynamoRosters) get(ctx context.Context, source, changelistID string) (rosterItem, error) {
+func (s *Rosters) get(ctx context.Context, source, changelistID string) (rosterItem, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: rosterKey(source, changelistID), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return rosterItem{}, fmt.Errorf("get roster: %w", err)
@@ -84,7 +84,7 @@ func (s *DynamoRosters) get(ctx context.Context, source, changelistID string) (r
 // it since (its rev); a writer that lost re-reads and merges again, and
 // since merging is order-free (reviewers.Roster) the result is the same
 // whichever writer wins. Events that change nothing write nothing.
-func (s *DynamoRosters) Apply(ctx context.Context, source, changelistID string, events []reviewers.Event) (reviewers.Roster, error) {
+func (s *Rosters) Apply(ctx context.Context, source, changelistID string, events []reviewers.Event) (reviewers.Roster, error) {
 	for attempt := 0; attempt < 10; attempt++ {
 		it, err := s.get(ctx, source, changelistID)
 		if err != nil {
@@ -125,4 +125,4 @@ func (s *DynamoRosters) Apply(ctx context.Context, source, changelistID string, 
 	return nil, fmt.Errorf("write roster: %w: too many concurrent writers", store.ErrConflict)
 }
 
-var _ store.Rosters = (*DynamoRosters)(nil)
+var _ store.Rosters = (*Rosters)(nil)

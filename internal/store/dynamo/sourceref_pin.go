@@ -21,7 +21,7 @@ import (
 // branch did since. One conditional UpdateItem: a retry of a write that
 // succeeded fails its condition and reads the pin back. A job without a
 // source reference is ErrNotFound.
-func (s *DynamoJobs) PinBase(ctx context.Context, id job.ID, sha string) (string, error) {
+func (s *Jobs) PinBase(ctx context.Context, id job.ID, sha string) (string, error) {
 	if strings.TrimSpace(sha) == "" {
 		return "", fmt.Errorf("pin the base of %s: no commit given", id)
 	}

@@ -7,8 +7,8 @@
 // Store suffix (Jobs, Deliveries, Evidence, Votes, Dismissals,
 // Preferences, Mutes, ReplyWindows, Replays, Budgets, Rosters, Directory,
 // Digests, AddedReviewers), and each backend is a driver that implements
-// it: the DynamoDB types carry a Dynamo prefix (DynamoJobs, built by
-// NewJobs; DynamoDeliveries, by NewDeliveries; ...) and package memstore's
+// it: the DynamoDB types carry a Dynamo prefix (Jobs, built by
+// NewJobs; Deliveries, by NewDeliveries; ...) and package memstore's
 // types carry the contract's bare name (memstore.Jobs), the way river's
 // drivers implement one driver interface per database. Package storetest
 // runs one suite per contract against both (R-STORE-1).

@@ -11,7 +11,7 @@ import (
 // `make test`. The outbox's, the jobs table's and the evidence path's
 // contracts are in deliveries_conformance_test.go (package storetest).
 
-func newJobs(t *testing.T) *dynamo.DynamoJobs {
+func newJobs(t *testing.T) *dynamo.Jobs {
 	env := testenv.Stack(t)
 	res := testenv.Provision(t, env)
 	return dynamo.NewJobs(env.Clients.DynamoDB, res.JobsTable, nil)

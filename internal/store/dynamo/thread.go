@@ -52,7 +52,7 @@ func headKey(source, changelistID string) map[string]types.AttributeValue {
 // by, or "" when its head keeps none (or it has no head). The read is
 // eventually consistent: the attribute is written once, and a read that
 // misses it only sends the caller to KeepThreadTitle, which finds it.
-func (s *DynamoJobs) ThreadTitle(ctx context.Context, source, changelistID string) (string, error) {
+func (s *Jobs) ThreadTitle(ctx context.Context, source, changelistID string) (string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: headKey(source, changelistID),
 		ProjectionExpression: aws.String(attrThreadTitle)})
 	if err != nil {
@@ -68,7 +68,7 @@ func (s *DynamoJobs) ThreadTitle(ctx context.Context, source, changelistID strin
 // KeepThreadTitle sets the changelist head's thread title to title unless
 // it has one, and returns the one it has afterwards. ErrNotFound: the
 // changelist has no head; nothing is written.
-func (s *DynamoJobs) KeepThreadTitle(ctx context.Context, source, changelistID, title string) (string, error) {
+func (s *Jobs) KeepThreadTitle(ctx context.Context, source, changelistID, title string) (string, error) {
 	upd := expression.Set(expression.Name(attrThreadTitle), expression.IfNotExists(expression.Name(attrThreadTitle), expression.Value(title)))
 	attrs, err := conditionalUpdate(ctx, s.db, s.table, headKey(source, changelistID), upd,
 		expression.AttributeExists(expression.Name("pk")), types.ReturnValueUpdatedNew)

@@ -75,7 +75,7 @@ func counterPK(source, changelistID string) string {
 // AssignVersion places a head commit its event says nothing more of
 // (store.AssignVersionOf): the same commit always gets the same version;
 // a new one the next version, pending the code host's word.
-func (s *DynamoJobs) AssignVersion(ctx context.Context, source, changelistID, headSHA string) (int, error) {
+func (s *Jobs) AssignVersion(ctx context.Context, source, changelistID, headSHA string) (int, error) {
 	return store.AssignVersionOf(ctx, s, source, changelistID, headSHA)
 }
 
@@ -95,7 +95,7 @@ const maxPlaceAttempts = 16
 // reads again and decides again, so the numbering follows the order the
 // decisions were made in, each against the state the one before it left.
 // Each attempt has a token of its own (txToken, R-STORE-2).
-func (s *DynamoJobs) PlaceHead(ctx context.Context, ev store.HeadEvent) (store.Placement, error) {
+func (s *Jobs) PlaceHead(ctx context.Context, ev store.HeadEvent) (store.Placement, error) {
 	if err := store.CheckHeadEvent(ev); err != nil {
 		return store.Placement{}, err
 	}
@@ -153,7 +153,7 @@ func (s *DynamoJobs) PlaceHead(ctx context.Context, ev store.HeadEvent) (store.P
 // snapshot, so a head read as unknown may have been marked behind since
 // (its before came in another event), and the counter read after it
 // already shows that other draw.
-func (s *DynamoJobs) drawInput(ev store.HeadEvent, c store.CounterState, d store.Draw, v int, at time.Time, marked bool) (*dynamodb.TransactWriteItemsInput, error) {
+func (s *Jobs) drawInput(ev store.HeadEvent, c store.CounterState, d store.Draw, v int, at time.Time, marked bool) (*dynamodb.TransactWriteItemsInput, error) {
 	now := ts(at)
 	cond := "attribute_not_exists(pk)"
 	values := map[string]types.AttributeValue{":n": num(v), ":h": str(ev.HeadSHA), ":kind": str("version_counter"), ":now": str(now)}
@@ -195,7 +195,7 @@ func (s *DynamoJobs) drawInput(ev store.HeadEvent, c store.CounterState, d store
 func num(n int) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.Itoa(n)} }
 
 // headItem reads a head's item; nil when there is none.
-func (s *DynamoJobs) headItem(ctx context.Context, source, changelistID, sha string) (*store.HeadRecord, error) {
+func (s *Jobs) headItem(ctx context.Context, source, changelistID, sha string) (*store.HeadRecord, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": str(versionPK(source, changelistID, sha))}})
 	if err != nil {
@@ -213,7 +213,7 @@ func (s *DynamoJobs) headItem(ctx context.Context, source, changelistID, sha str
 }
 
 // counter reads a changelist's version counter.
-func (s *DynamoJobs) counter(ctx context.Context, source, changelistID string) (store.CounterState, error) {
+func (s *Jobs) counter(ctx context.Context, source, changelistID string) (store.CounterState, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": str(counterPK(source, changelistID))}})
 	if err != nil {
@@ -230,7 +230,7 @@ func (s *DynamoJobs) counter(ctx context.Context, source, changelistID string) (
 }
 
 // Head implements Heads.
-func (s *DynamoJobs) Head(ctx context.Context, source, changelistID, sha string) (store.HeadRecord, error) {
+func (s *Jobs) Head(ctx context.Context, source, changelistID, sha string) (store.HeadRecord, error) {
 	r, err := s.headItem(ctx, source, changelistID, sha)
 	if err != nil {
 		return store.HeadRecord{}, err
@@ -244,7 +244,7 @@ func (s *DynamoJobs) Head(ctx context.Context, source, changelistID, sha string)
 // SettleHead implements Heads: one conditional write, from pending only;
 // a head already settled (a retry whose answer was lost, or another
 // fetch) comes back as it stands.
-func (s *DynamoJobs) SettleHead(ctx context.Context, source, changelistID, sha string, order store.HeadOrder) (store.HeadRecord, error) {
+func (s *Jobs) SettleHead(ctx context.Context, source, changelistID, sha string, order store.HeadOrder) (store.HeadRecord, error) {
 	if order != store.HeadOrdered && order != store.HeadBehind {
 		return store.HeadRecord{}, fmt.Errorf("settle head %s: %q is not a verdict", sha, order)
 	}
@@ -278,7 +278,7 @@ func (s *DynamoJobs) SettleHead(ctx context.Context, source, changelistID, sha s
 	return it.record(), nil
 }
 
-var _ store.Heads = (*DynamoJobs)(nil)
+var _ store.Heads = (*Jobs)(nil)
 
 type sourceRefItem struct {
 	PK    string `dynamodbav:"pk"`
@@ -295,7 +295,7 @@ func sourceRefKey(id job.ID) map[string]types.AttributeValue {
 // PutSourceRef records a job's source reference unless it already has one:
 // the first delivery's is kept. For a given job id (source, changelist,
 // version) the reference names the same commit whichever delivery wrote it.
-func (s *DynamoJobs) PutSourceRef(ctx context.Context, id job.ID, ref store.SourceRef) error {
+func (s *Jobs) PutSourceRef(ctx context.Context, id job.ID, ref store.SourceRef) error {
 	if ref.Reviewers == nil {
 		ref.Reviewers = []string{}
 	}
@@ -316,7 +316,7 @@ func (s *DynamoJobs) PutSourceRef(ctx context.Context, id job.ID, ref store.Sour
 }
 
 // GetSourceRef reads a job's source reference, or ErrNotFound.
-func (s *DynamoJobs) GetSourceRef(ctx context.Context, id job.ID) (store.SourceRef, error) {
+func (s *Jobs) GetSourceRef(ctx context.Context, id job.ID) (store.SourceRef, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: sourceRefKey(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return store.SourceRef{}, fmt.Errorf("get source reference of %s: %w", id, err)
@@ -336,7 +336,7 @@ func (s *DynamoJobs) GetSourceRef(ctx context.Context, id job.ID) (store.SourceR
 // (attrNoEmailReviewers), then those added since (attrAddedNoEmail,
 // sorted), each once. A job without either (every generic job, any job
 // before fetch) has none.
-func (s *DynamoJobs) NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error) {
+func (s *Jobs) NoEmailReviewers(ctx context.Context, id job.ID) ([]string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: jobKey(id), ConsistentRead: aws.Bool(true),
 		ProjectionExpression:     aws.String("#n, #a"),
 		ExpressionAttributeNames: map[string]string{"#n": attrNoEmailReviewers, "#a": attrAddedNoEmail}})

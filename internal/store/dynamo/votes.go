@@ -15,10 +15,10 @@ import (
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
-// DynamoVotes implements Votes on the jobs table, under
+// Votes implements Votes on the jobs table, under
 // VOTE#<delivery id>#<finding id>. A vote is history, not a promise: it
 // expires Retention after its last write (R-COST-2).
-type DynamoVotes struct {
+type Votes struct {
 	db    *dynamodb.Client
 	table string
 	now   store.Clock
@@ -27,11 +27,11 @@ type DynamoVotes struct {
 }
 
 // NewVotes returns the votes repository on the jobs table.
-func NewVotes(db *dynamodb.Client, jobsTable string, now store.Clock) *DynamoVotes {
+func NewVotes(db *dynamodb.Client, jobsTable string, now store.Clock) *Votes {
 	if now == nil {
 		now = time.Now
 	}
-	return &DynamoVotes{db: db, table: jobsTable, now: now}
+	return &Votes{db: db, table: jobsTable, now: now}
 }
 
 type voteItem struct {
@@ -45,7 +45,7 @@ type voteItem struct {
 
 // Record is one UpdateItem that sets the choice and returns the one it
 // replaced: clicks, however many and from wherever, leave one item.
-func (s *DynamoVotes) Record(ctx context.Context, v vote.Vote) (vote.Outcome, error) {
+func (s *Votes) Record(ctx context.Context, v vote.Vote) (vote.Outcome, error) {
 	now := s.now()
 	upd := expression.Set(expression.Name("kind"), expression.Value("vote")).
 		Set(expression.Name("delivery_id"), expression.Value(v.DeliveryID)).
@@ -86,7 +86,7 @@ func outcome(old map[string]types.AttributeValue, c vote.Choice) vote.Outcome {
 // List reads every vote with a Scan of the jobs table filtered to VOTE#
 // items. It reads (and bills) the whole table: it is make eval's, run by
 // an operator now and then, never on a request's path.
-func (s *DynamoVotes) List(ctx context.Context) ([]vote.Vote, error) {
+func (s *Votes) List(ctx context.Context) ([]vote.Vote, error) {
 	e, err := expression.NewBuilder().WithFilter(expression.Name("pk").BeginsWith(schema.PrefixVote)).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build filter: %w", err)

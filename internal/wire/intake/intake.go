@@ -143,7 +143,7 @@ var _ api.Previewer = (*mail.Renderer)(nil)
 // or skipped_domain for an address outside the allowed domains
 // (R-RECIPIENT-1), which notify settles first.
 type audience struct {
-	r       *dynamo.DynamoPreferences
+	r       *dynamo.Preferences
 	domains delivery.Domains
 }
 
