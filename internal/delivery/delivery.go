@@ -215,7 +215,7 @@ type Row struct {
 	// next, and an operator can tell why a settled row was decided again.
 	RevivedFrom string `dynamodbav:"revived_from,omitempty"`
 	// Sweep is the store's bookkeeping: set while the row is in the live
-	// index the sweeps read (internal/store/index.go).
+	// index the sweeps read (internal/store/dynamo/index.go).
 	Sweep     string    `dynamodbav:"sweep,omitempty"`
 	CreatedAt time.Time `dynamodbav:"created_at"`
 	UpdatedAt time.Time `dynamodbav:"updated_at"`

@@ -9,7 +9,7 @@ import (
 )
 
 // The sweeps' sparse indexes and the directory's are named in
-// internal/store/schema: an item carries schema.Sweep only while a sweep
+// internal/store/dynamo/schema: an item carries schema.Sweep only while a sweep
 // may need to look at it, with one of these values.
 const (
 	sweepJob = "job"

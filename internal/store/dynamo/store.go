@@ -1,17 +1,16 @@
-// Package store keeps Criticizer's state in DynamoDB: jobs with their
-// idempotency records and changelist heads (jobs table), and the delivery
-// rows (deliveries table). Every state change is one conditional write, so
-// concurrent workers and duplicate messages cannot corrupt a row.
+// Package dynamo is the DynamoDB driver of package store's contracts: it
+// keeps jobs with their idempotency records and changelist heads (jobs
+// table), and the delivery rows (deliveries table). Every state change is
+// one conditional write, so concurrent workers and duplicate messages
+// cannot corrupt a row.
 //
-// Names: each contract is an interface named for what it holds, with no
-// Store suffix (Jobs, Deliveries, Evidence, Votes, Dismissals,
-// Preferences, Mutes, ReplyWindows, Replays, Budgets, Rosters, Directory,
-// Digests, AddedReviewers), and each backend is a driver that implements
-// it: the DynamoDB types carry a Dynamo prefix (Jobs, built by
-// NewJobs; Deliveries, by NewDeliveries; ...) and package memstore's
-// types carry the contract's bare name (memstore.Jobs), the way river's
-// drivers implement one driver interface per database. Package storetest
-// runs one suite per contract against both (R-STORE-1).
+// Each driver type is named for the contract it implements (Jobs
+// implements store.Jobs, built by NewJobs; Deliveries, by NewDeliveries;
+// ...). Everything that knows DynamoDB's form stays here: the stored
+// records and their codecs, the attribute names, the condition builders
+// and, in package schema, the tables' keys and prefixes. Package store's
+// callers never see an attribute; storetest proves this driver and
+// memstore behave alike on DynamoDB Local (R-STORE-1).
 package dynamo
 
 import (
