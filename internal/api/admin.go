@@ -22,7 +22,6 @@ import (
 
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
-	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/termtext"
 )
 
@@ -41,9 +40,9 @@ type Admin struct {
 	APIKey string
 	// Status mints the job status links a rerun's answer carries.
 	Status *StatusLinks
-	// Jobs is the DynamoDB driver itself, not store.Jobs: a rerun
-	// (PlanRerun, Rerun) is the operator's, kept on DynamoDB alone.
-	Jobs  *dynamo.Jobs
+	// Jobs plans and performs reruns: the operator's, kept on DynamoDB
+	// alone (dynamo.Jobs), not a part of store.Jobs.
+	Jobs  store.Reruns
 	Queue Enqueuer
 	Log   *slog.Logger
 	// Audience decides, for a dry run, whether a recipient would be

@@ -17,7 +17,6 @@ import (
 
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
-	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
 
@@ -39,7 +38,7 @@ type Handler struct {
 	Sources    map[string]Parser // by the {source} path segment; configured sources only
 	Intake     *Intake
 	Jobs       store.Jobs
-	Deliveries *dynamo.Deliveries
+	Deliveries store.Deliveries
 	Log        *slog.Logger
 	// Unsubscribe serves /unsubscribe/{token}; nil answers 404.
 	Unsubscribe *Unsubscribe

@@ -1,10 +1,22 @@
 package store
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/criticizer/criticizer/internal/job"
 )
+
+// Reruns is the operator's versioned rerun of a changelist (R-RERUN-1): a
+// new job for the next review version, copying what the latest job
+// carries. It is kept on DynamoDB alone (dynamo.Jobs); memstore has no
+// operator. PlanRerun writes nothing (a dry run is PlanRerun alone) and
+// answers ErrNotFound for an unknown changelist; Rerun answers a
+// *RerunConflictError when the changelist moved on since the plan.
+type Reruns interface {
+	PlanRerun(ctx context.Context, source, changelistID string) (RerunPlan, error)
+	Rerun(ctx context.Context, req RerunRequest) (job.Job, error)
+}
 
 // RerunPlan is what a rerun of a changelist copies, read by PlanRerun.
 type RerunPlan struct {

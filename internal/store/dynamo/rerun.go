@@ -24,6 +24,8 @@ import (
 // for the next review version, copying what the latest job carries, so the
 // new job's delivery ids (which derive from the version) are new keys.
 
+var _ store.Reruns = (*Jobs)(nil)
+
 // PlanRerun reads the changelist's latest job and what a rerun of it
 // copies. ErrNotFound when the changelist is unknown. It writes nothing:
 // a dry run is PlanRerun alone.
