@@ -219,5 +219,5 @@ func itemKind(item map[string]ddbtypes.AttributeValue) string {
 	return pk.Value
 }
 
-// itemSize is an item's size as DynamoDB counts it (store.ItemSize).
+// itemSize is an item's size as DynamoDB counts it (dynamo.ItemSize).
 func itemSize(item map[string]ddbtypes.AttributeValue) int { return dynamo.ItemSize(item) }

@@ -7,21 +7,21 @@ import "slices"
 // exists (so a job of these sources always has one); the fetch stage reads
 // it.
 type SourceRef struct {
-	Source  string `dynamodbav:"source"`
-	Repo    string `dynamodbav:"repo"`
-	Number  int    `dynamodbav:"number"`
-	HeadSHA string `dynamodbav:"head_sha"`
+	Source  string
+	Repo    string
+	Number  int
+	HeadSHA string
 	// BaseSHA is the base commit the webhook named (GitHub), empty when
 	// it named none: the fetch stage reviews HeadSHA against it and reads
 	// the repository's settings there (R-SOURCE-5).
-	BaseSHA string `dynamodbav:"base_sha,omitempty"`
+	BaseSHA string
 	// Patchset is the Gerrit patch set number; 0 for the other sources.
-	Patchset int `dynamodbav:"patchset"`
+	Patchset int
 	// Reviewers are the usernames the webhook payload named.
-	Reviewers []string `dynamodbav:"reviewers"`
+	Reviewers []string
 	// Labels are the change's labels as the payload named them
 	// (webhook.Labels), for the repository's skip_labels (R-REPO-4).
-	Labels []string `dynamodbav:"labels,omitempty"`
+	Labels []string
 }
 
 // UnionSorted is first, then the members of added not in it, sorted: how

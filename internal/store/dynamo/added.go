@@ -44,7 +44,7 @@ func (s *Jobs) AddReviewers(ctx context.Context, id job.ID, addrs, identities []
 	if err := unmarshal(attrs, &it); err != nil {
 		return job.Job{}, err
 	}
-	return it.Job, nil
+	return it.asJob(), nil
 }
 
 // FinishNotify records notify's verdict on a job whose rows it settled:

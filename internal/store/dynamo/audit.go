@@ -20,9 +20,9 @@ func (s *Jobs) RecordDeadLetter(ctx context.Context, r store.DeadLetterRecord) e
 	item, err := marshal(struct {
 		PK   string `dynamodbav:"pk"`
 		Kind string `dynamodbav:"kind"`
-		store.DeadLetterRecord
+		deadLetterRecord
 		ExpiresAt int64 `dynamodbav:"expires_at,omitempty"`
-	}{PK: schema.PrefixDeadLetter + r.EnvelopeID, Kind: "deadletter", DeadLetterRecord: r, ExpiresAt: expiresAt(s.now(), s.Retention)})
+	}{PK: schema.PrefixDeadLetter + r.EnvelopeID, Kind: "deadletter", deadLetterRecord: stored[deadLetterRecord](r), ExpiresAt: expiresAt(s.now(), s.Retention)})
 	if err != nil {
 		return err
 	}
@@ -42,8 +42,11 @@ func (s *Jobs) DeadLetter(ctx context.Context, envelopeID string) (store.DeadLet
 	if len(out.Item) == 0 {
 		return store.DeadLetterRecord{}, fmt.Errorf("dead letter %s: %w", envelopeID, store.ErrNotFound)
 	}
-	var r store.DeadLetterRecord
-	return r, unmarshal(out.Item, &r)
+	var r deadLetterRecord
+	if err := unmarshal(out.Item, &r); err != nil {
+		return store.DeadLetterRecord{}, err
+	}
+	return stored[store.DeadLetterRecord](r), nil
 }
 
 // Reopen puts a job back at the notify stage, for a delivery that must be
@@ -113,7 +116,7 @@ func deliveryAuditKey(deliveryID string) map[string]types.AttributeValue {
 // the append idempotent: the SDK retries UpdateItem, and a list_append
 // whose answer was lost would otherwise be applied twice.
 func (s *Jobs) RecordDeliveryNote(ctx context.Context, deliveryID string, jobID job.ID, noteID string, n store.DeliveryNote) error {
-	av, err := marshal(n)
+	av, err := marshal(stored[deliveryNoteRecord](n))
 	if err != nil {
 		return err
 	}
@@ -146,10 +149,13 @@ func (s *Jobs) DeliveryNotes(ctx context.Context, deliveryID string) ([]store.De
 		return nil, fmt.Errorf("get delivery notes %s: %w", deliveryID, err)
 	}
 	var item struct {
-		Notes []store.DeliveryNote `dynamodbav:"notes"`
+		Notes []deliveryNoteRecord `dynamodbav:"notes"`
 	}
 	if len(out.Item) == 0 {
 		return nil, nil
 	}
-	return item.Notes, unmarshal(out.Item, &item)
+	if err := unmarshal(out.Item, &item); err != nil {
+		return nil, err
+	}
+	return stored[[]store.DeliveryNote](item.Notes), nil
 }

@@ -5,16 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
 // The outbox's expressions name attributes by constant; each must be a
-// field of delivery.Row as stored, or a guard would test an attribute no
-// row ever has and always pass.
+// field of a row as stored (rowRecord), or a guard would test an
+// attribute no row ever has and always pass.
 func TestDeliveryAttrs_MatchRowTags(t *testing.T) {
 	tags := map[string]bool{}
-	rt := reflect.TypeOf(delivery.Row{})
+	rt := reflect.TypeOf(rowRecord{})
 	for i := 0; i < rt.NumField(); i++ {
 		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("dynamodbav"), ",")
 		tags[name] = true
@@ -27,7 +26,7 @@ func TestDeliveryAttrs_MatchRowTags(t *testing.T) {
 		attrUpdatedAt, schema.Sweep, attrMessage, attrRecipient, attrCreatedAt, attrDigest, attrPeriod, attrDueAt, attrEntries,
 		attrStandsOn, attrDependents, attrRevivedFrom} {
 		if !tags[a] {
-			t.Errorf("attribute %q is not a dynamodbav tag of delivery.Row", a)
+			t.Errorf("attribute %q is not a dynamodbav tag of rowRecord", a)
 		}
 	}
 }

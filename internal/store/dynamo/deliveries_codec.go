@@ -78,7 +78,7 @@ func messageKey(id string) map[string]types.AttributeValue {
 // marshalRow is a row's item without its message, marked as having its
 // message apart (marshalMessage).
 func marshalRow(r delivery.Row) (map[string]types.AttributeValue, error) {
-	item, err := marshal(r)
+	item, err := marshal(stored[rowRecord](r))
 	if err != nil {
 		return nil, err
 	}
@@ -125,9 +125,11 @@ func gzipMessage(m delivery.Message) ([]byte, error) {
 // apart reports that the message is in the row's message item instead
 // (messageOf).
 func unmarshalRow(item map[string]types.AttributeValue, r *delivery.Row) (apart bool, err error) {
-	if err := unmarshal(item, r); err != nil {
+	rec := stored[rowRecord](*r)
+	if err := unmarshal(item, &rec); err != nil {
 		return false, err
 	}
+	*r = stored[delivery.Row](rec)
 	if m, ok := item[attrMessageItem].(*types.AttributeValueMemberBOOL); ok && m.Value {
 		return true, nil
 	}

@@ -45,13 +45,13 @@ func NewDismissals(db *dynamodb.Client, jobsTable string, now store.Clock) *Dism
 }
 
 type dismissalItem struct {
-	PK          string     `dynamodbav:"pk"`
-	Kind        string     `dynamodbav:"kind"`
-	RecipientID string     `dynamodbav:"recipient_id"`
-	Marks       vote.Marks `dynamodbav:"marks"`
-	Rev         int        `dynamodbav:"rev"`
-	UpdatedAt   time.Time  `dynamodbav:"updated_at"`
-	ExpiresAt   int64      `dynamodbav:"expires_at,omitempty"`
+	PK          string                    `dynamodbav:"pk"`
+	Kind        string                    `dynamodbav:"kind"`
+	RecipientID string                    `dynamodbav:"recipient_id"`
+	Marks       map[string]voteMarkRecord `dynamodbav:"marks"`
+	Rev         int                       `dynamodbav:"rev"`
+	UpdatedAt   time.Time                 `dynamodbav:"updated_at"`
+	ExpiresAt   int64                     `dynamodbav:"expires_at,omitempty"`
 }
 
 func dismissalPK(changelistKey, recipientID string) string {
@@ -85,13 +85,13 @@ func (s *Dismissals) Mark(ctx context.Context, changelistKey, recipientID, key s
 		if err != nil {
 			return "", err
 		}
-		marks, outcome := it.Marks.Apply(key, c, at)
+		marks, outcome := stored[vote.Marks](it.Marks).Apply(key, c, at)
 		if !outcome.Changed() {
 			return outcome, nil
 		}
 		prev := it.Rev
 		now := s.now().UTC()
-		it = dismissalItem{PK: pk, Kind: "dismissals", RecipientID: recipientID, Marks: marks, Rev: prev + 1,
+		it = dismissalItem{PK: pk, Kind: "dismissals", RecipientID: recipientID, Marks: stored[map[string]voteMarkRecord](marks), Rev: prev + 1,
 			UpdatedAt: now, ExpiresAt: expiresAt(now, s.Retention)}
 		item, err := marshal(it)
 		if err != nil {
@@ -135,7 +135,7 @@ func (s *Dismissals) Marks(ctx context.Context, changelistKey string, recipientI
 			return err
 		}
 		if len(it.Marks) > 0 {
-			out[it.RecipientID] = it.Marks
+			out[it.RecipientID] = stored[vote.Marks](it.Marks)
 		}
 		return nil
 	})

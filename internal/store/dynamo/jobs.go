@@ -65,7 +65,7 @@ func jobKey(id job.ID) map[string]types.AttributeValue {
 type jobItem struct {
 	PK   string `dynamodbav:"pk"`
 	Kind string `dynamodbav:"kind"`
-	job.Job
+	jobRecord
 	IdempotencyKeySHA string `dynamodbav:"idempotency_key_sha256"`
 	// Sweep puts an unfinished job in the live index (index.go).
 	Sweep string `dynamodbav:"sweep,omitempty"`
@@ -75,12 +75,15 @@ type jobItem struct {
 
 // newJobItem is a job as stored, in the live index while unfinished.
 func newJobItem(j job.Job, keySHA string, expires int64) jobItem {
-	it := jobItem{PK: schema.PrefixJob + string(j.ID), Kind: "job", Job: j, IdempotencyKeySHA: keySHA, ExpiresAt: expires}
+	it := jobItem{PK: schema.PrefixJob + string(j.ID), Kind: "job", jobRecord: stored[jobRecord](j), IdempotencyKeySHA: keySHA, ExpiresAt: expires}
 	if !j.Status.Terminal() {
 		it.Sweep = sweepJob
 	}
 	return it
 }
+
+// asJob is the job the item stores.
+func (it jobItem) asJob() job.Job { return stored[job.Job](it.jobRecord) }
 
 // idemItem is the stored idempotency record.
 type idemItem struct {
@@ -271,7 +274,7 @@ func (s *Jobs) decideCanceled(reasons []types.CancellationReason, req store.Crea
 			if err := unmarshal(reasons[0].Item, &it); err != nil {
 				return store.CreateResult{}, false, err
 			}
-			res.Job = it.Job
+			res.Job = it.asJob()
 		}
 		return res, false, nil
 	}
@@ -280,7 +283,7 @@ func (s *Jobs) decideCanceled(reasons []types.CancellationReason, req store.Crea
 		if err := unmarshal(reasons[0].Item, &it); err != nil {
 			return store.CreateResult{}, false, err
 		}
-		return store.CreateResult{Outcome: store.VersionExists, Job: it.Job}, false, nil
+		return store.CreateResult{Outcome: store.VersionExists, Job: it.asJob()}, false, nil
 	}
 	if code(2) == "ConditionalCheckFailed" {
 		var h headItem
@@ -305,7 +308,7 @@ func (s *Jobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
 	if err := unmarshal(out.Item, &it); err != nil {
 		return job.Job{}, err
 	}
-	return it.Job, nil
+	return it.asJob(), nil
 }
 
 // LatestVersion returns the changelist head: the latest accepted version and
@@ -368,7 +371,7 @@ func (s *Jobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status jo
 // (kept across attempts for the dead-letter envelope's first_failure_at,
 // R-STAGE-4). It never moves a succeeded job backwards.
 func (s *Jobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure, status job.Status) (time.Time, error) {
-	fav, err := marshal(f)
+	fav, err := marshal(stored[failureRecord](f))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -456,7 +459,7 @@ func (s *Jobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job)
 				return err
 			}
 			if !it.Status.Terminal() && it.UpdatedAt.Before(before) {
-				stuck = append(stuck, it.Job)
+				stuck = append(stuck, it.asJob())
 			}
 			return nil
 		}); err != nil {

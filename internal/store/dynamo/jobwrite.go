@@ -63,7 +63,7 @@ func jobWriteUpdate(upd expression.UpdateBuilder, w store.JobWrite) expression.U
 		set(attrAuthor, w.Author)
 	}
 	if w.Settings != nil {
-		set(attrRepoSettings, *w.Settings)
+		set(attrRepoSettings, stored[repoSettingsRecord](*w.Settings))
 	}
 	if len(w.SettingsWarnings) > 0 {
 		set(attrSettingsWarnings, w.SettingsWarnings)

@@ -2,14 +2,12 @@ package dynamo
 
 import (
 	"testing"
-
-	"github.com/criticizer/criticizer/internal/job"
 )
 
 // A rerun's job item is a job item (Get reads it like any other) plus the
 // audit trail: the job it reruns and the operator's reason.
 func TestRerunJobItem_IsAJobItemWithItsOrigin(t *testing.T) {
-	item, err := marshal(rerunJobItem{jobItem: jobItem{PK: "JOB#j_x", Kind: "job", Job: job.Job{ID: "j_x", ReviewVersion: 4}},
+	item, err := marshal(rerunJobItem{jobItem: jobItem{PK: "JOB#j_x", Kind: "job", jobRecord: jobRecord{ID: "j_x", ReviewVersion: 4}},
 		RerunOf: "j_w", RerunReason: "INC-7"})
 	if err != nil {
 		t.Fatal(err)

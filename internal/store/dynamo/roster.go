@@ -41,14 +41,14 @@ func NewRosters(db *dynamodb.Client, table string, now store.Clock) *Rosters {
 }
 
 type rosterItem struct {
-	PK           string           `dynamodbav:"pk"`
-	Kind         string           `dynamodbav:"kind"`
-	Source       string           `dynamodbav:"source"`
-	ChangelistID string           `dynamodbav:"changelist_id"`
-	Entries      reviewers.Roster `dynamodbav:"entries"`
-	Rev          int              `dynamodbav:"rev"`
-	UpdatedAt    time.Time        `dynamodbav:"updated_at"`
-	ExpiresAt    int64            `dynamodbav:"expires_at,omitempty"`
+	PK           string                      `dynamodbav:"pk"`
+	Kind         string                      `dynamodbav:"kind"`
+	Source       string                      `dynamodbav:"source"`
+	ChangelistID string                      `dynamodbav:"changelist_id"`
+	Entries      map[string]rosterMarkRecord `dynamodbav:"entries"`
+	Rev          int                         `dynamodbav:"rev"`
+	UpdatedAt    time.Time                   `dynamodbav:"updated_at"`
+	ExpiresAt    int64                       `dynamodbav:"expires_at,omitempty"`
 }
 
 func rosterKey(source, changelistID string) map[string]types.AttributeValue {
@@ -57,26 +57,29 @@ func rosterKey(source, changelistID string) map[string]types.AttributeValue {
 
 // Get reads a changelist's roster; an empty one when it has none.
 func (s *Rosters) Get(ctx context.Context, source, changelistID string) (reviewers.Roster, error) {
-	it, err := s.get(ctx, source, changelistID)
-	return it.Entries, err
+	_, r, err := s.get(ctx, source, changelistID)
+	return r, err
 }
 
-func (s *Rosters) get(ctx context.Context, source, changelistID string) (rosterItem, error) {
+// get reads a changelist's roster item and the roster it stores (empty,
+// not nil, when there is none).
+func (s *Rosters) get(ctx context.Context, source, changelistID string) (rosterItem, reviewers.Roster, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: rosterKey(source, changelistID), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return rosterItem{}, fmt.Errorf("get roster: %w", err)
+		return rosterItem{}, nil, fmt.Errorf("get roster: %w", err)
 	}
-	it := rosterItem{Entries: reviewers.Roster{}}
+	var it rosterItem
 	if len(out.Item) == 0 {
-		return it, nil
+		return it, reviewers.Roster{}, nil
 	}
 	if err := unmarshal(out.Item, &it); err != nil {
-		return rosterItem{}, err
+		return rosterItem{}, nil, err
 	}
-	if it.Entries == nil {
-		it.Entries = reviewers.Roster{}
+	r := stored[reviewers.Roster](it.Entries)
+	if r == nil {
+		r = reviewers.Roster{}
 	}
-	return it, nil
+	return it, r, nil
 }
 
 // Apply merges events into a changelist's roster and returns it. It reads
@@ -86,17 +89,18 @@ func (s *Rosters) get(ctx context.Context, source, changelistID string) (rosterI
 // whichever writer wins. Events that change nothing write nothing.
 func (s *Rosters) Apply(ctx context.Context, source, changelistID string, events []reviewers.Event) (reviewers.Roster, error) {
 	for attempt := 0; attempt < 10; attempt++ {
-		it, err := s.get(ctx, source, changelistID)
+		it, roster, err := s.get(ctx, source, changelistID)
 		if err != nil {
 			return nil, err
 		}
 		changed := false
 		for _, ev := range events {
-			changed = it.Entries.Apply(ev) || changed
+			changed = roster.Apply(ev) || changed
 		}
 		if !changed {
-			return it.Entries, nil
+			return roster, nil
 		}
+		it.Entries = stored[map[string]rosterMarkRecord](roster)
 		prev := it.Rev
 		now := s.now().UTC()
 		it.PK, it.Kind, it.Source, it.ChangelistID = schema.PrefixRoster+job.ChangelistKey(source, changelistID), "roster", source, changelistID
@@ -120,7 +124,7 @@ func (s *Rosters) Apply(ctx context.Context, source, changelistID string, events
 		if err != nil {
 			return nil, fmt.Errorf("write roster: %w", err)
 		}
-		return it.Entries, nil
+		return roster, nil
 	}
 	return nil, fmt.Errorf("write roster: %w: too many concurrent writers", store.ErrConflict)
 }

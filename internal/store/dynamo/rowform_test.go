@@ -212,7 +212,7 @@ func TestDeliveryRow_StoredCompactMessageIdentical(t *testing.T) {
 	// and goes through the protocol.
 	old := storetest.NewRow("d_old_form")
 	old.Message = msg
-	item, err := attributevalue.MarshalMapWithOptions(old, func(o *attributevalue.EncoderOptions) {
+	item, err := attributevalue.MarshalMapWithOptions(dynamo.RowRecord(old), func(o *attributevalue.EncoderOptions) {
 		o.EncodeTime = func(t time.Time) (types.AttributeValue, error) {
 			return &types.AttributeValueMemberS{Value: t.UTC().Format("2006-01-02T15:04:05.000000000Z")}, nil
 		}

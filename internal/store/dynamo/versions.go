@@ -284,7 +284,7 @@ type sourceRefItem struct {
 	PK    string `dynamodbav:"pk"`
 	Kind  string `dynamodbav:"kind"`
 	JobID job.ID `dynamodbav:"job_id"`
-	store.SourceRef
+	sourceRefRecord
 	CreatedAt string `dynamodbav:"created_at"`
 }
 
@@ -299,7 +299,7 @@ func (s *Jobs) PutSourceRef(ctx context.Context, id job.ID, ref store.SourceRef)
 	if ref.Reviewers == nil {
 		ref.Reviewers = []string{}
 	}
-	item, err := marshal(sourceRefItem{PK: schema.PrefixSourceRef + string(id), Kind: "source_ref", JobID: id, SourceRef: ref, CreatedAt: ts(s.now())})
+	item, err := marshal(sourceRefItem{PK: schema.PrefixSourceRef + string(id), Kind: "source_ref", JobID: id, sourceRefRecord: stored[sourceRefRecord](ref), CreatedAt: ts(s.now())})
 	if err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func (s *Jobs) GetSourceRef(ctx context.Context, id job.ID) (store.SourceRef, er
 	if err := unmarshal(out.Item, &it); err != nil {
 		return store.SourceRef{}, err
 	}
-	return it.SourceRef, nil
+	return stored[store.SourceRef](it.sourceRefRecord), nil
 }
 
 // NoEmailReviewers reads a job's reviewers without an address, as
