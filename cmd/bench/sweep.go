@@ -175,7 +175,7 @@ func runSweep(ctx context.Context, base config.Config, runID string, o sweepOpti
 	// The sweeps read through the capacity proxy: ScannedCount and read
 	// units of every answer.
 	cfg := plain.Config.Copy()
-	pdb := dynamo.NewDynamoDB(cfg, proxy.URL)
+	pdb := dynamo.NewClient(cfg, proxy.URL)
 	pjobs, prows := dynamo.NewJobs(pdb, r.JobsTable, clock), dynamo.NewDeliveries(pdb, r.DeliveriesTable, clock)
 	before := now.Add(time.Hour)
 	index := func() (sweepRead, error) {

@@ -211,7 +211,7 @@ func connect(ctx context.Context, local bool, stack string) (*ops.Ops, error) {
 	if err != nil {
 		return nil, err
 	}
-	sq, db := queue.NewSQS(awsCfg, cfg.Endpoints.SQS), dynamo.NewDynamoDB(awsCfg, cfg.Endpoints.DynamoDB)
+	sq, db := queue.NewSQS(awsCfg, cfg.Endpoints.SQS), dynamo.NewClient(awsCfg, cfg.Endpoints.DynamoDB)
 	if local {
 		if err := localNames(ctx, sq, &cfg); err != nil {
 			return nil, err

@@ -36,7 +36,7 @@ func reportVotes(ctx context.Context, w io.Writer, from, save string) error {
 		if err != nil {
 			return err
 		}
-		if votes, err = dynamo.NewVotes(dynamo.NewDynamoDB(awsCfg, cfg.Endpoints.DynamoDB), cfg.JobsTable, nil).List(ctx); err != nil {
+		if votes, err = dynamo.NewVotes(dynamo.NewClient(awsCfg, cfg.Endpoints.DynamoDB), cfg.JobsTable, nil).List(ctx); err != nil {
 			return err
 		}
 	} else {

@@ -39,7 +39,7 @@ func NewClients(ctx context.Context, ep config.Endpoints, opts ...awsclient.Opti
 	}
 	return &Clients{
 		Config:   cfg,
-		DynamoDB: dynamo.NewDynamoDB(cfg, ep.DynamoDB),
+		DynamoDB: dynamo.NewClient(cfg, ep.DynamoDB),
 		SQS:      queue.NewSQS(cfg, ep.SQS),
 		SES:      sesmail.NewSES(cfg, ep.SES),
 		S3:       blob.NewS3(cfg, ep.S3),

@@ -50,7 +50,7 @@ func deliveriesTable(t *testing.T) *dynamo.Deliveries {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := dynamo.NewDynamoDB(awsCfg, ep.DynamoDB)
+	db := dynamo.NewClient(awsCfg, ep.DynamoDB)
 	table := fmt.Sprintf("pipeline-%d-deliveries", time.Now().UnixNano())
 	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(table),
 		BillingMode:          ddbtypes.BillingModePayPerRequest,

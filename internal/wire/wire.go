@@ -94,7 +94,7 @@ func NewBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Options
 	}
 	awsCfg := awsclient.ForFunction(cfg.Endpoints, o.AWS...)
 	now := o.Clock()
-	db := dynamo.NewDynamoDB(awsCfg, cfg.Endpoints.DynamoDB)
+	db := dynamo.NewClient(awsCfg, cfg.Endpoints.DynamoDB)
 	sq := queue.NewSQS(awsCfg, cfg.Endpoints.SQS)
 	jobs, rows := dynamo.NewJobs(db, cfg.JobsTable, now), dynamo.NewDeliveries(db, cfg.DeliveriesTable, now)
 	jobs.Retention, rows.Retention = cfg.Retention, cfg.Retention

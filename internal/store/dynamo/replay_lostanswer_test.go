@@ -23,7 +23,7 @@ func TestReplays_LostAnswerIsStillTheCallersClaim(t *testing.T) {
 	env := testenv.Stack(t)
 	res := testenv.Provision(t, env)
 	inj := fault.New()
-	db := dynamo.NewDynamoDB(awsclient.ForFunction(env.Endpoints, inj.Option()), env.Endpoints.DynamoDB)
+	db := dynamo.NewClient(awsclient.ForFunction(env.Endpoints, inj.Option()), env.Endpoints.DynamoDB)
 	r := dynamo.NewReplays(db, res.JobsTable, nil)
 
 	inj.Add(fault.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: fault.LoseAnswer, Times: 1})

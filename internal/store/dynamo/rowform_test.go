@@ -114,7 +114,7 @@ func TestDeliveryRow_StoredCompactMessageIdentical(t *testing.T) {
 	counter := &capacityCounter{next: http.DefaultTransport, units: map[string]float64{}, calls: map[string]int{}}
 	cfg := env.Clients.Config.Copy()
 	cfg.HTTPClient = &http.Client{Transport: counter}
-	db := dynamo.NewDynamoDB(cfg, env.Endpoints.DynamoDB)
+	db := dynamo.NewClient(cfg, env.Endpoints.DynamoDB)
 	rows := dynamo.NewDeliveries(db, res.DeliveriesTable, nil)
 	ctx := context.Background()
 

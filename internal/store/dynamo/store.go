@@ -27,9 +27,9 @@ import (
 	"github.com/criticizer/criticizer/internal/store"
 )
 
-// NewDynamoDB returns a DynamoDB client from the SDK config, at endpoint
+// NewClient returns a DynamoDB client from the SDK config, at endpoint
 // when set (DynamoDB Local, whose error responses carry no CRC32 header).
-func NewDynamoDB(cfg aws.Config, endpoint string) *dynamodb.Client {
+func NewClient(cfg aws.Config, endpoint string) *dynamodb.Client {
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)

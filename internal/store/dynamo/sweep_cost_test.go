@@ -79,7 +79,7 @@ func TestSweepQueries_ReadLiveWorkNotHistory(t *testing.T) {
 	counter := &readCounter{next: http.DefaultTransport}
 	cfg := env.Clients.Config.Copy()
 	cfg.HTTPClient = &http.Client{Transport: counter}
-	db := dynamo.NewDynamoDB(cfg, env.Endpoints.DynamoDB)
+	db := dynamo.NewClient(cfg, env.Endpoints.DynamoDB)
 	now := time.Now().UTC()
 	clock := func() time.Time { return now }
 	jobs := dynamo.NewJobs(db, res.JobsTable, clock)

@@ -27,7 +27,7 @@ func TestThreadTitle_HeadWithoutOne_KeptOnceThroughALostAnswer(t *testing.T) {
 	env := testenv.Stack(t)
 	res := testenv.Provision(t, env)
 	inj := fault.New()
-	jobs := dynamo.NewJobs(dynamo.NewDynamoDB(awsclient.ForFunction(env.Endpoints, inj.Option()), env.Endpoints.DynamoDB), res.JobsTable, nil)
+	jobs := dynamo.NewJobs(dynamo.NewClient(awsclient.ForFunction(env.Endpoints, inj.Option()), env.Endpoints.DynamoDB), res.JobsTable, nil)
 	j := storetest.NewJob("cl-legacy", 1)
 	j.Title = "Add refunds"
 	storetest.Create(t, jobs, j, "k1", "b1")

@@ -141,7 +141,7 @@ func TestTransactWriteItems_RetryAfterCancellationGetsAFreshToken(t *testing.T) 
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := dynamo.NewJobs(dynamo.NewDynamoDB(cfg, env.Endpoints.DynamoDB), res.JobsTable, nil)
+			s := dynamo.NewJobs(dynamo.NewClient(cfg, env.Endpoints.DynamoDB), res.JobsTable, nil)
 			cl := testenv.Prefix(t)
 			ctx := context.Background()
 			var want job.ID
