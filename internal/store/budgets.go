@@ -39,7 +39,7 @@ type SpendResult struct {
 }
 
 // Budgets keeps model-run budgets (dynamo.Budgets on DynamoDB,
-// memBudgets in memory).
+// memstore.Budgets in memory).
 type Budgets interface {
 	Spend(ctx context.Context, s Spend) (SpendResult, error)
 }

@@ -9,9 +9,9 @@ import (
 )
 
 // Deliveries is the delivery rows' contract: what notify, feedback, the
-// sweeper and the operator do with them. dynamo.Deliveries keeps it on DynamoDB and
-// memDeliveries in memory; storetest.Deliveries proves them alike
-// (R-STORE-1).
+// sweeper and the operator do with them. dynamo.Deliveries keeps it on
+// DynamoDB and memstore.Deliveries in memory; storetest.Deliveries proves
+// them alike (R-STORE-1).
 type Deliveries interface {
 	Ensure(ctx context.Context, r delivery.Row) (delivery.Row, bool, error)
 	Get(ctx context.Context, id string) (delivery.Row, error)

@@ -12,7 +12,7 @@ import (
 // row (the same table, the same claim, mark and evidence), created open
 // to gather its recipient's version rows until it is due, then closed
 // with its message. dynamo.Deliveries keeps it on DynamoDB and
-// memDeliveries in memory; storetest.Digests proves them alike
+// memstore.Deliveries in memory; storetest.Digests proves them alike
 // (R-STORE-1).
 type Digests interface {
 	// SettleDigested settles a version row that was never sent as

@@ -24,7 +24,7 @@ type EvidenceState struct {
 
 // Evidence is the evidence path's contract as feedback, the drain
 // check, the notifier and the sweeper use it; dynamo.Evidence keeps it on
-// DynamoDB, memEvidence in memory, storetest.Evidence proves
+// DynamoDB, memstore.Evidence in memory, storetest.Evidence proves
 // them alike.
 type Evidence interface {
 	Advance(ctx context.Context, set string, at time.Time) error

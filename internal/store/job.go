@@ -57,7 +57,7 @@ type CreateResult struct {
 // Jobs is the jobs table's one contract: every method both drivers keep
 // of jobs, their idempotency records, their changelists' heads and head
 // commits (Heads), their source references and their diff contents.
-// dynamo.Jobs keeps it on DynamoDB and memJobs in memory;
+// dynamo.Jobs keeps it on DynamoDB and memstore.Jobs in memory;
 // storetest.Jobs proves them alike, the whole contract, each condition
 // refusing (R-STORE-1). A consumer that takes less names a role
 // interface of its own and says why (pipeline.Jobs: what the explorer

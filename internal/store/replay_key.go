@@ -36,7 +36,7 @@ func ReplayByBody(source string, body []byte) ReplayKey {
 
 // Replays remembers reviewer webhooks (by delivery id and by body)
 // and the reviewer refreshes scheduled (dynamo.Replays on DynamoDB,
-// memReplays in memory).
+// memstore.Replays in memory).
 type Replays interface {
 	// ClaimDelivery records a delivery's key for window. false: the key
 	// was seen within the window (a replay), or another intake is

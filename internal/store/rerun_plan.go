@@ -23,7 +23,7 @@ type RerunPlan struct {
 	// Latest is the changelist's latest job: the one a rerun copies.
 	Latest job.Job
 	// NoEmailReviewers are Latest's reviewers without an address
-	// (attrNoEmailReviewers), each a "<source>:<username>" identity.
+	// (Jobs.NoEmailReviewers), each a "<source>:<username>" identity.
 	NoEmailReviewers []string
 	// SourceRef is Latest's source reference (code review systems); nil
 	// for the generic source.

@@ -7,7 +7,7 @@ import (
 )
 
 // Directory is the directory's contract (dynamo.Directory on DynamoDB,
-// memDirectory in memory; storetest.Reviewers proves them alike).
+// memstore.Directory in memory; storetest.Reviewers proves them alike).
 type Directory interface {
 	reviewers.EntryReader
 	Set(ctx context.Context, source, username, email, by string) (reviewers.Entry, error)

@@ -7,7 +7,7 @@ import (
 )
 
 // Rosters is the rosters' contract (dynamo.Rosters on DynamoDB,
-// memRosters in memory).
+// memstore.Rosters in memory).
 type Rosters interface {
 	Get(ctx context.Context, source, changelistID string) (reviewers.Roster, error)
 	Apply(ctx context.Context, source, changelistID string, events []reviewers.Event) (reviewers.Roster, error)
