@@ -49,8 +49,13 @@ func copyFields(dst, src reflect.Value) {
 			panic(fmt.Sprintf("stored: %s does not mirror %s", dst.Type(), src.Type()))
 		}
 		for i := range dst.NumField() {
+			// Records list their fields in the domain type's order: look
+			// there first, by name only when a type was reordered.
 			name := dst.Type().Field(i).Name
-			f := src.FieldByName(name)
+			f := src.Field(i)
+			if src.Type().Field(i).Name != name {
+				f = src.FieldByName(name)
+			}
 			if !f.IsValid() {
 				panic(fmt.Sprintf("stored: %s has no field %s of %s", src.Type(), name, dst.Type()))
 			}
