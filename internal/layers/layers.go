@@ -88,6 +88,12 @@ func Rules() []Rule {
 			Forbid: []string{"github.com/aws/..."},
 		},
 		{
+			Name:   "the store's contracts link no AWS service client and no DynamoDB encoding",
+			From:   []string{"internal/store"},
+			Deps:   true,
+			Forbid: []string{"github.com/aws/aws-sdk-go-v2/service/...", "github.com/aws/aws-sdk-go-v2/feature/..."},
+		},
+		{
 			// A stage writes its job through typed fields (store.JobWrite),
 			// encoded to attributes inside the DynamoDB driver only; a
 			// package that cannot link DynamoDB's encoding cannot spell
