@@ -14,7 +14,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/store/schema"
+	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
