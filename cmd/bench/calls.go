@@ -202,7 +202,8 @@ func measureStorage(ctx context.Context, db *dynamodb.Client, now time.Time, tab
 }
 
 // itemKind names an item by its key's prefix (store/keys.go), or
-// "delivery row", or "delivery message" (a row's message item, R-COST-5).
+// "delivery row", or "delivery message" (a row's message item, R-COST-5),
+// or "job critique" (a job's critique item, R-COST-6).
 func itemKind(item map[string]ddbtypes.AttributeValue) string {
 	pk, ok := item["pk"].(*ddbtypes.AttributeValueMemberS)
 	if !ok {
@@ -210,6 +211,9 @@ func itemKind(item map[string]ddbtypes.AttributeValue) string {
 			return "delivery message"
 		}
 		return "delivery row"
+	}
+	if strings.HasPrefix(pk.Value, schema.PrefixJob) && strings.Contains(pk.Value, "#critique#") {
+		return "job critique"
 	}
 	for i, c := range pk.Value {
 		if c == '#' {

@@ -262,7 +262,7 @@ func printConsumption(w io.Writer, rc reviewCost, p cost.Prices) {
 		fmt.Sprintf("%.0f/%.0f", total.S3Puts, total.S3Gets), f(total.LambdaRequests), fmt.Sprintf("%.4f", total.LambdaGBSeconds),
 		f(total.LogGB*cost.GB/1024), fmt.Sprintf("%.4f", 1000*p.Price(total).Total()), "")
 	tw.Flush()
-	fmt.Fprintf(w, "   of the WRU, %.2f are index writes (LiveJobs, LiveDeliveries); %.2f failed conditional writes priced at 1 WRU each; SES: %.0f message(s), %.1f KB each; not counted: %.1f idle receives per review (the event source mapping's fixed cost)\n",
+	fmt.Fprintf(w, "   of the WRU, %.2f are index writes (LiveJobsByAge, LiveDeliveries); %.2f failed conditional writes priced at 1 WRU each; SES: %.0f message(s), %.1f KB each; not counted: %.1f idle receives per review (the event source mapping's fixed cost)\n",
 		rc.IndexWriteUnits, rc.FailedWrites, total.SESMessages, total.DataOutGB*cost.GB/1024/max(total.SESMessages, 1), rc.EmptyReceives)
 	keys := make([]string, 0, len(rc.Writes))
 	for k := range rc.Writes {

@@ -228,9 +228,9 @@ func mix(u, d float64, nu, nd int) float64 {
 func minimum(r int) map[string]float64 {
 	return map[string]float64{
 		"DynamoDB.TransactWriteItems": 1,                // intake: job + idempotency record + changelist head
-		"DynamoDB.GetItem":            4,                // each stage reads the job; notify its thread title (R-THREAD-1); an explicit version reads no changelist head (R-RERUN-2)
+		"DynamoDB.GetItem":            5,                // each stage reads the job, notify its critique too (R-COST-6); notify its thread title (R-THREAD-1); an explicit version reads no changelist head (R-RERUN-2)
 		"DynamoDB.BatchGetItem":       1,                // notify: every recipient's unsubscribe/suppression standing (a later version: and their hidden findings, R-VOTE-3, and their mutes, R-REPLY-7)
-		"DynamoDB.UpdateItem":         4 + 3*float64(r), // fetch, llm advance; notify: the diff's versions (R-QUIET-1), finalize; per recipient: rate-limit slot, claim, mark
+		"DynamoDB.UpdateItem":         5 + 3*float64(r), // fetch, llm advance; llm's critique item (R-COST-6); notify: the diff's versions (R-QUIET-1), finalize; per recipient: rate-limit slot, claim, mark
 		"DynamoDB.PutItem":            2 * float64(r),   // per recipient: the delivery row's message item, then the row (R-COST-5)
 		"S3.PutObject":                1,                // intake stores the inline diff
 		"S3.GetObject":                1,                // llm reads it

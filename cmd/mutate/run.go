@@ -74,6 +74,10 @@ func checks() []check {
 			timeout: 5 * time.Minute, run: goTest(`^TestFetch_PendingHead`)},
 		{name: "unit/webhook", pkg: "./internal/webhook", sees: []string{"./internal/webhook"}, named: true,
 			timeout: 5 * time.Minute, run: goTest(`^TestParseEvent_BeforeSHA$`)},
+		{name: "unit/dynamo-layout", pkg: "./internal/store/dynamo", sees: []string{"./internal/store/dynamo"}, named: true, stack: true,
+			timeout: 5 * time.Minute, run: goTest(`^Test(Job_|Compact_|DeliveryRow_)`)},
+		{name: "unit/feedback-evidence", pkg: "./internal/sesevent", sees: []string{"./internal/sesevent"}, named: true,
+			timeout: 5 * time.Minute, run: goTest(`^TestFeedback_NewestEventTimeWrittenOnlyWhenItMoves$`)},
 		// End to end on the local stack: the same fixes through intake,
 		// the stages and SES (internal/e2e).
 		{name: "e2e/replies", pkg: "./internal/e2e", sees: []string{"./internal/e2e", "./internal/inbound"}, named: true, stack: true,

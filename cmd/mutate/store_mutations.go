@@ -428,5 +428,32 @@ func storeMutations() []Mutation {
 			What: "a second probe is claimed for the same need while the first may still bring its events",
 			Old:  "if !(st.ProbeSentAt.IsZero() || st.ProbeSentAt.Before(need) || st.ProbeSentAt.Before(now.Add(-every))) {",
 			New:  "if false {"},
+
+		// Rows and jobs sized for what changes (R-COST-5, R-COST-6): the
+		// layout tests on DynamoDB Local, and feedback's evidence time.
+		{ID: "dynamodb-critique-inline", File: "internal/store/dynamo/jobwrite.go", Checks: layout,
+			What: "the critique is written inline in the job item: every later write of the job bills it again",
+			Old:  "upd = critiqueWrite(upd, critiqueRef)",
+			New:  "set(attrCritique, w.Critique)"},
+		{ID: "dynamodb-old-live-index-unread", File: dynJobs, Checks: layout,
+			What: "the sweep no longer reads the old live index: a job in flight at an in-place update is never swept",
+			Old:  "\t\t{schema.IndexLiveJobsV1, schema.Sweep, schema.UpdatedAt},\n",
+			New:  ""},
+		{ID: "dynamodb-old-live-index-kept", File: "internal/store/dynamo/index.go", Checks: layout,
+			What: "a job written before stays in the old live index after the new code writes it",
+			Old:  "\tupd = upd.Remove(expression.Name(schema.Sweep))\n",
+			New:  ""},
+		{ID: "dynamodb-message-no-dictionary", File: "internal/store/dynamo/compact.go", Checks: layout,
+			What: "messages and critiques are compressed without the dictionary: the message item bills three units, not one",
+			Old:  "flate.NewWriterDict(&z, flate.BestCompression, dicts[v])",
+			New:  "flate.NewWriterDict(&z, flate.BestCompression, nil)"},
+		{ID: "feedback-evidence-time-rewritten", File: "internal/sesevent/handler.go", Checks: []string{"unit/feedback-evidence"},
+			What: "feedback writes an evidence time it has already seen stored: a refused write, billed",
+			Old:  "if !h.ahead(set, at) {",
+			New:  "if false && !h.ahead(set, at) {"},
 	}
 }
+
+// layout is the check of the stored layout's size and its readers
+// (internal/store/dynamo's layout tests on DynamoDB Local).
+var layout = []string{"unit/dynamo-layout"}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -60,6 +61,15 @@ type Handler struct {
 	Log        *slog.Logger
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+
+	// advanced is, per configuration set, the newest event time this
+	// instance has seen Evidence.Advance accept: the stored time is at
+	// or past it (it only moves forward), so an Advance to a time not
+	// after it would fail its condition, and is not sent (a refused
+	// conditional write is billed all the same: a Delivery event carries
+	// its Send's mail.timestamp, and each arrives in a batch of its own).
+	mu       sync.Mutex
+	advanced map[string]time.Time
 }
 
 func (h *Handler) now() time.Time {
@@ -158,12 +168,37 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		return resp, nil
 	}
 	for set, at := range newest {
+		if !h.ahead(set, at) {
+			continue
+		}
 		if err := h.Evidence.Advance(ctx, set, at); err != nil {
 			// The events are recorded; the next batch moves it on.
 			h.Log.WarnContext(ctx, "could not advance the newest evidence time", "error", err)
+			continue
 		}
+		h.seen(set, at)
 	}
 	return resp, nil
+}
+
+// ahead reports whether at is after the newest event time this instance
+// knows set's evidence to be at (advanced).
+func (h *Handler) ahead(set string, at time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return at.After(h.advanced[set])
+}
+
+// seen records that set's newest event time is at or past at.
+func (h *Handler) seen(set string, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.advanced == nil {
+		h.advanced = map[string]time.Time{}
+	}
+	if at.After(h.advanced[set]) {
+		h.advanced[set] = at
+	}
 }
 
 // measure records how late a Send event reached the feedback queue after

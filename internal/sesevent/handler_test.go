@@ -406,3 +406,60 @@ func TestFeedback_UndoneSendRevivesTheRowsThatStoodOnIt(t *testing.T) {
 		}
 	})
 }
+
+// countingEvidence counts the Advance calls that reach the store.
+type countingEvidence struct {
+	store.Evidence
+	mu       sync.Mutex
+	advances int
+}
+
+func (c *countingEvidence) Advance(ctx context.Context, set string, at time.Time) error {
+	c.mu.Lock()
+	c.advances++
+	c.mu.Unlock()
+	return c.Evidence.Advance(ctx, set, at)
+}
+
+// A Delivery event carries its Send's mail.timestamp and comes in a
+// batch of its own: the newest event time is already there, and a write
+// to move it would fail its condition, billed all the same. The feedback
+// function sends none; the newest event time still moves with a later
+// event, and never back.
+// Rules: R-EVIDENCE-2, R-COST-6.
+func TestFeedback_NewestEventTimeWrittenOnlyWhenItMoves(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		ev := &countingEvidence{Evidence: f.ev}
+		f.h.Evidence = ev
+		f.sent(t, "d_1", "ses-1")
+		f.sent(t, "d_2", "ses-2")
+		at := time.Now().UTC().Add(-time.Minute)
+		handle := func(body string) {
+			t.Helper()
+			if resp, err := f.h.Handle(ctx, batch(body)); err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("Handle: %v %+v", err, resp)
+			}
+		}
+		newest := func(want time.Time) {
+			t.Helper()
+			if st, err := f.ev.State(ctx, ""); err != nil || !st.Newest.Equal(want) {
+				t.Fatalf("newest event time %v (%v), want %v", st.Newest, err, want)
+			}
+		}
+		handle(sesEvent("Send", "ses-1", "d_1", at, ""))
+		newest(at)
+		handle(sesEvent("Delivery", "ses-1", "d_1", at, `,"delivery":{"timestamp":"`+at.Format(time.RFC3339Nano)+`"}`))
+		if ev.advances != 1 {
+			t.Fatalf("%d writes of the newest event time for two events of one mail, want 1", ev.advances)
+		}
+		later := at.Add(30 * time.Second)
+		handle(sesEvent("Send", "ses-2", "d_2", later, ""))
+		newest(later)
+		handle(sesEvent("Send", "ses-1", "d_1", at, "")) // an older event, later
+		newest(later)
+		if ev.advances != 2 {
+			t.Fatalf("%d writes of the newest event time, want 2 (the first mail's, the second's)", ev.advances)
+		}
+	})
+}

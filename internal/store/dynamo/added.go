@@ -44,7 +44,7 @@ func (s *Jobs) AddReviewers(ctx context.Context, id job.ID, addrs, identities []
 	if err := unmarshal(attrs, &it); err != nil {
 		return job.Job{}, err
 	}
-	return it.asJob(), nil
+	return s.withCritique(ctx, it)
 }
 
 // FinishNotify records notify's verdict on a job whose rows it settled:

@@ -98,7 +98,7 @@ func (s *Jobs) Restart(ctx context.Context, id job.ID, at job.Stage, refetch boo
 		Set(expression.Name("status"), expression.Value(string(job.StatusInProgress))).
 		Set(expression.Name("updated_at"), expression.Value(ts(s.now()))), job.StatusInProgress)
 	if at == job.StageFetch {
-		upd = upd.Remove(expression.Name("critique"))
+		upd = upd.Remove(expression.Name(attrCritique)).Remove(expression.Name(attrCritiqueRef))
 		if refetch {
 			upd = upd.Remove(expression.Name("diff_ref")).Remove(expression.Name("diff_sha256"))
 		}

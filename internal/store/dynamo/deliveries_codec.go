@@ -2,10 +2,8 @@ package dynamo
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -13,17 +11,19 @@ import (
 )
 
 // The rendered message is most of a row (an 8–10 KB critique email against
-// a few hundred bytes of state). It is stored gzipped, as one binary
-// attribute, in an item of its own (below; R-COST-5): the row's writes
-// bill for its state alone. The message reads back byte for byte
-// (R-OUTBOX-2); rows written before hold it inline, gzipped or as the map
-// attribute "message", and still read.
+// a few hundred bytes of state). It is stored compressed with the
+// messages' dictionary (compact.go), as one binary attribute, in an item
+// of its own (below; R-COST-5): the row's writes bill for its state
+// alone, and the message item one write unit. The message reads back
+// byte for byte (R-OUTBOX-2); rows and message items written before hold
+// it gzipped in the same attribute (its name kept from then), or inline
+// in the row, gzipped or as the map attribute "message", and still read.
 const (
 	attrMessage   = "message"
 	attrMessageGz = "message_gz"
 )
 
-// storedMessage is a message's gzipped JSON form. Its keys are the
+// storedMessage is a message's JSON form, compressed when stored. Its keys are the
 // attribute names the map form used, fixed here: renaming a field of
 // delivery.Message must not change what stored rows mean.
 type storedMessage struct {
@@ -89,7 +89,7 @@ func marshalRow(r delivery.Row) (map[string]types.AttributeValue, error) {
 
 // marshalMessage is the message item of row id: the message gzipped.
 func marshalMessage(id string, m delivery.Message) (map[string]types.AttributeValue, error) {
-	gz, err := gzipMessage(m)
+	gz, err := compactMessage(m)
 	if err != nil {
 		return nil, fmt.Errorf("delivery %s: %w", id, err)
 	}
@@ -98,26 +98,23 @@ func marshalMessage(id string, m delivery.Message) (map[string]types.AttributeVa
 	return item, nil
 }
 
-// gzipMessage is a message's stored form: its JSON, gzipped.
-func gzipMessage(m delivery.Message) ([]byte, error) {
-	raw, err := json.Marshal(storedMessage{Subject: m.Subject, HTML: m.HTML, Text: m.Text, TemplateVersion: m.TemplateVersion,
+// compactMessage is a message's stored form: its JSON (the markup
+// unescaped: what it shares with the dictionary matches as written),
+// compressed with the messages' dictionary (compact.go).
+func compactMessage(m delivery.Message) ([]byte, error) {
+	var raw bytes.Buffer
+	enc := json.NewEncoder(&raw)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(storedMessage{Subject: m.Subject, HTML: m.HTML, Text: m.Text, TemplateVersion: m.TemplateVersion,
 		ContentSHA256: m.ContentSHA256, UnsubscribeURL: m.UnsubscribeURL,
-		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings, ReplyTo: m.ReplyTo})
-	if err != nil {
+		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings, ReplyTo: m.ReplyTo}); err != nil {
 		return nil, fmt.Errorf("marshal message: %w", err)
 	}
-	var z bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	z, err := compact(raw.Bytes(), messageDicts, dictV1)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(raw); err != nil {
 		return nil, fmt.Errorf("compress message: %w", err)
 	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("compress message: %w", err)
-	}
-	return z.Bytes(), nil
+	return z, nil
 }
 
 // unmarshalRow reads a row's item: its message too when the item holds
@@ -137,7 +134,7 @@ func unmarshalRow(item map[string]types.AttributeValue, r *delivery.Row) (apart 
 	if !ok {
 		return false, nil
 	}
-	r.Message, err = gunzipMessage(r.ID, gz.Value)
+	r.Message, err = expandMessage(r.ID, gz.Value)
 	return false, err
 }
 
@@ -148,16 +145,13 @@ func messageOf(id string, item map[string]types.AttributeValue) (delivery.Messag
 	if !ok {
 		return delivery.Message{}, nil
 	}
-	return gunzipMessage(id, gz.Value)
+	return expandMessage(id, gz.Value)
 }
 
-// gunzipMessage reads a message's stored form (gzipMessage).
-func gunzipMessage(id string, gz []byte) (delivery.Message, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(gz))
-	if err != nil {
-		return delivery.Message{}, fmt.Errorf("delivery %s message: %w", id, err)
-	}
-	raw, err := io.ReadAll(zr)
+// expandMessage reads a message's stored form (compactMessage, or the
+// gzip of rows and message items written before).
+func expandMessage(id string, stored []byte) (delivery.Message, error) {
+	raw, err := expand(stored, messageDicts)
 	if err != nil {
 		return delivery.Message{}, fmt.Errorf("delivery %s message: %w", id, err)
 	}

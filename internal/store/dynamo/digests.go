@@ -81,13 +81,13 @@ func (s *Deliveries) AddToDigest(ctx context.Context, d delivery.Row, entry stri
 	return s.ours(ctx, d.ID, row, err, func(r delivery.Row) bool { return r.HasEntry(entry) })
 }
 
-// CloseDigest implements Digests. The message is kept gzipped, as Ensure
+// CloseDigest implements Digests. The message is kept compressed, as Ensure
 // keeps a version's (R-COST-5); a digest closed pending stays in the
 // digests' partition of the live index until its claim.
 func (s *Deliveries) CloseDigest(ctx context.Context, id string, entries int, c store.DigestClose) (delivery.Row, error) {
 	upd := setStatus(c.Status).Set(expression.Name(attrUpdatedAt), expression.Value(ts(s.now())))
 	if c.Status == delivery.StatusPending {
-		gz, err := gzipMessage(c.Message)
+		gz, err := compactMessage(c.Message)
 		if err != nil {
 			return delivery.Row{}, fmt.Errorf("digest %s: %w", id, err)
 		}

@@ -1,9 +1,14 @@
 package dynamo
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/job"
 )
 
 // InlineRowItem is r's item in the layout rows had before their message
@@ -14,7 +19,7 @@ func InlineRowItem(r delivery.Row) (map[string]types.AttributeValue, error) {
 	if err != nil {
 		return nil, err
 	}
-	gz, err := gzipMessage(r.Message)
+	gz, err := gzipMessageBefore(r.Message)
 	if err != nil {
 		return nil, err
 	}
@@ -23,7 +28,31 @@ func InlineRowItem(r delivery.Row) (map[string]types.AttributeValue, error) {
 	return item, nil
 }
 
+// gzipMessageBefore is a message's stored form before the dictionaries
+// (compact.go): its JSON, gzipped.
+func gzipMessageBefore(m delivery.Message) ([]byte, error) {
+	raw, err := json.Marshal(storedMessage{Subject: m.Subject, HTML: m.HTML, Text: m.Text, TemplateVersion: m.TemplateVersion,
+		ContentSHA256: m.ContentSHA256, UnsubscribeURL: m.UnsubscribeURL,
+		Thread: m.Thread, ListID: m.ListID, Reason: m.Reason, Severity: m.Severity, Findings: m.Findings, ReplyTo: m.ReplyTo})
+	if err != nil {
+		return nil, err
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return z.Bytes(), nil
+}
+
 // RowRecord is r as the driver stores it: the attribute names of the
 // deployed tables, for a test that writes a row's item in a layout the
 // driver no longer writes.
 func RowRecord(r delivery.Row) any { return stored[rowRecord](r) }
+
+// JobRecord is j as the driver stores it (job.Job's attributes), for a
+// test that writes a job's item in a layout the driver no longer writes.
+func JobRecord(j job.Job) any { return stored[jobRecord](j) }

@@ -17,11 +17,17 @@ const (
 )
 
 // sweepJobFor keeps a job in the live index while status is unfinished.
+// Setting Live to the value it has writes nothing to the index (its keys,
+// Live and CreatedAt, are unchanged), so a stage's write costs the item
+// alone. Sweep is dropped either way: a job written before the index
+// moved (schema.IndexLiveJobsV1) leaves the old index at its first write
+// and, if still unfinished, enters the new one in the same write.
 func sweepJobFor(upd expression.UpdateBuilder, status job.Status) expression.UpdateBuilder {
+	upd = upd.Remove(expression.Name(schema.Sweep))
 	if status.Terminal() {
-		return upd.Remove(expression.Name(schema.Sweep))
+		return upd.Remove(expression.Name(schema.Live))
 	}
-	return upd.Set(expression.Name(schema.Sweep), expression.Value(sweepJob))
+	return upd.Set(expression.Name(schema.Live), expression.Value(sweepJob))
 }
 
 // sweepRowIn puts a row in the live index; sweepRowOut takes it out.

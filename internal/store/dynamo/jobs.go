@@ -67,7 +67,14 @@ type jobItem struct {
 	Kind string `dynamodbav:"kind"`
 	jobRecord
 	IdempotencyKeySHA string `dynamodbav:"idempotency_key_sha256"`
-	// Sweep puts an unfinished job in the live index (index.go).
+	// CritiqueRef names the item holding the job's critique
+	// (jobs_critique.go); empty on a job without one, or written before,
+	// with the critique inline.
+	CritiqueRef string `dynamodbav:"critique_ref,omitempty"`
+	// Live puts an unfinished job in the live index (index.go). Sweep
+	// put it in the index before (schema.IndexLiveJobsV1): a job written
+	// then carries it until its next write.
+	Live  string `dynamodbav:"live,omitempty"`
 	Sweep string `dynamodbav:"sweep,omitempty"`
 	// ExpiresAt is the job's TTL (Jobs.Retention), epoch seconds.
 	ExpiresAt int64 `dynamodbav:"expires_at,omitempty"`
@@ -77,7 +84,7 @@ type jobItem struct {
 func newJobItem(j job.Job, keySHA string, expires int64) jobItem {
 	it := jobItem{PK: schema.PrefixJob + string(j.ID), Kind: "job", jobRecord: stored[jobRecord](j), IdempotencyKeySHA: keySHA, ExpiresAt: expires}
 	if !j.Status.Terminal() {
-		it.Sweep = sweepJob
+		it.Live = sweepJob
 	}
 	return it
 }
@@ -295,7 +302,8 @@ func (s *Jobs) decideCanceled(reasons []types.CancellationReason, req store.Crea
 	return store.CreateResult{}, false, fmt.Errorf("create job: transaction canceled for an unexpected reason: %s/%s/%s", code(0), code(1), code(2))
 }
 
-// Get reads a job with a strongly consistent read.
+// Get reads a job with a strongly consistent read, and its critique from
+// its own item when it has one (jobs_critique.go).
 func (s *Jobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: jobKey(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
@@ -308,7 +316,7 @@ func (s *Jobs) Get(ctx context.Context, id job.ID) (job.Job, error) {
 	if err := unmarshal(out.Item, &it); err != nil {
 		return job.Job{}, err
 	}
-	return it.asJob(), nil
+	return s.withCritique(ctx, it)
 }
 
 // LatestVersion returns the changelist head: the latest accepted version and
@@ -341,7 +349,11 @@ func (s *Jobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt i
 		Set(expression.Name("updated_at"), expression.Value(now)).
 		Set(expression.Name("status"), expression.Value(string(status))).
 		Remove(expression.Name("last_error"))
-	upd = jobWriteUpdate(sweepJobFor(upd, status), w)
+	ref, err := s.critiqueOf(ctx, id, w)
+	if err != nil {
+		return err
+	}
+	upd = jobWriteUpdate(sweepJobFor(upd, status), w, ref)
 	cond := expression.Name("stage").Equal(expression.Value(string(from)))
 	return s.update(ctx, id, upd, &cond)
 }
@@ -358,8 +370,12 @@ func (s *Jobs) Advance(ctx context.Context, id job.ID, from job.Stage, attempt i
 // ErrConflict when the condition fails.
 func (s *Jobs) SetStatus(ctx context.Context, id job.ID, at job.Stage, status job.Status, w store.JobWrite) error {
 	now := ts(s.now())
+	ref, err := s.critiqueOf(ctx, id, w)
+	if err != nil {
+		return err
+	}
 	upd := jobWriteUpdate(sweepJobFor(expression.Set(expression.Name("status"), expression.Value(string(status))).
-		Set(expression.Name("updated_at"), expression.Value(now)), status), w)
+		Set(expression.Name("updated_at"), expression.Value(now)), status), w, ref)
 	cond := expression.Name("stage").Equal(expression.Value(string(at))).
 		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusSucceeded)))).
 		And(expression.Name("status").NotEqual(expression.Value(string(job.StatusDeadLettered))))
@@ -417,6 +433,16 @@ func (s *Jobs) RecordFailure(ctx context.Context, id job.ID, f job.Failure, stat
 	return first, nil
 }
 
+// critiqueOf writes w's critique, if it has one, in its own item and
+// returns its ref (jobs_critique.go), before the job's write that names
+// it: a reader that sees the ref finds the item.
+func (s *Jobs) critiqueOf(ctx context.Context, id job.ID, w store.JobWrite) (string, error) {
+	if w.Critique == nil {
+		return "", nil
+	}
+	return s.putCritique(ctx, id, w.Critique)
+}
+
 func (s *Jobs) update(ctx context.Context, id job.ID, upd expression.UpdateBuilder, cond *expression.ConditionBuilder) error {
 	c := expression.AttributeExists(expression.Name("pk"))
 	if cond != nil {
@@ -430,23 +456,44 @@ func (s *Jobs) update(ctx context.Context, id job.ID, upd expression.UpdateBuild
 
 // StuckJobs calls fn for every job in job.Unfinished not updated since
 // before: its stage has not moved. It reads the live index (index.go): the
-// keys of the unfinished jobs updated before the bound, not the table's
-// history; then those jobs whole, strongly consistent (batchGet), each
-// checked as it is now (a job that moved on since the index saw it is left
-// alone). The index is eventually consistent; a sweep that misses a job by
-// a moment finds it at the next run.
+// keys of the unfinished jobs created before the bound (a job updated
+// since is among them, and passed over), not the table's history; then
+// those jobs whole, strongly consistent (batchGet), each checked as it is
+// now (a job that moved on since the index saw it is left alone). Jobs
+// written before the index moved are read from the old one
+// (schema.IndexLiveJobsV1) by their UpdatedAt, as before; each job is
+// passed to fn once. The index is eventually consistent; a sweep that
+// misses a job by a moment finds it at the next run.
 func (s *Jobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job) error) error {
-	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(schema.Sweep).Equal(expression.Value(sweepJob)).
-		And(expression.Key("updated_at").LessThan(expression.Value(ts(before))))).Build()
+	seen := map[job.ID]bool{}
+	// The old index first: while a stack updated in place builds the new
+	// one, a query of it is refused (docs/operations.md), and the jobs
+	// written before are swept all the same.
+	for _, ix := range []struct{ name, hash, rng string }{
+		{schema.IndexLiveJobsV1, schema.Sweep, schema.UpdatedAt},
+		{schema.IndexLiveJobs, schema.Live, schema.CreatedAt},
+	} {
+		if err := s.stuckIn(ctx, ix.name, ix.hash, ix.rng, before, seen, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stuckIn reads one live index for StuckJobs: the jobs whose key hash is
+// "job" and range before the bound.
+func (s *Jobs) stuckIn(ctx context.Context, index, hash, rng string, before time.Time, seen map[job.ID]bool, fn func(job.Job) error) error {
+	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(hash).Equal(expression.Value(sweepJob)).
+		And(expression.Key(rng).LessThan(expression.Value(ts(before))))).Build()
 	if err != nil {
 		return fmt.Errorf("build stuck-jobs query: %w", err)
 	}
-	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.table, IndexName: aws.String(schema.IndexLiveJobs),
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.table, IndexName: aws.String(index),
 		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("query stuck jobs: %w", err)
+			return fmt.Errorf("query stuck jobs (%s): %w", index, err)
 		}
 		keys := make([]map[string]types.AttributeValue, 0, len(out.Items))
 		for _, item := range out.Items {
@@ -458,7 +505,8 @@ func (s *Jobs) StuckJobs(ctx context.Context, before time.Time, fn func(job.Job)
 			if err := unmarshal(item, &it); err != nil {
 				return err
 			}
-			if !it.Status.Terminal() && it.UpdatedAt.Before(before) {
+			if !it.Status.Terminal() && it.UpdatedAt.Before(before) && !seen[it.ID] {
+				seen[it.ID] = true
 				stuck = append(stuck, it.asJob())
 			}
 			return nil

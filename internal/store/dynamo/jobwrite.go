@@ -30,8 +30,10 @@ const (
 // jobWriteUpdate adds w's fields to a job item's update: the DynamoDB
 // driver's only mapping of a stage's results to attributes. Each value
 // is encoded as job.Job encodes its field, so Get reads back what Apply
-// sets.
-func jobWriteUpdate(upd expression.UpdateBuilder, w store.JobWrite) expression.UpdateBuilder {
+// sets. The critique is not an attribute of the job item: critiqueRef
+// names the item putCritique wrote it in (jobs_critique.go), set when
+// w.Critique is.
+func jobWriteUpdate(upd expression.UpdateBuilder, w store.JobWrite, critiqueRef string) expression.UpdateBuilder {
 	set := func(name string, v any) { upd = upd.Set(expression.Name(name), expression.Value(v)) }
 	if d := w.Diff; d != nil {
 		set(attrDiffRef, d.Ref)
@@ -75,7 +77,7 @@ func jobWriteUpdate(upd expression.UpdateBuilder, w store.JobWrite) expression.U
 		set(attrTeamMembersNotMailed, w.TeamMembersNotMailed)
 	}
 	if w.Critique != nil {
-		set(attrCritique, w.Critique)
+		upd = critiqueWrite(upd, critiqueRef)
 	}
 	switch {
 	case w.ClearSkipReason:

@@ -197,6 +197,11 @@ func TestDeliveryRow_StoredCompactMessageIdentical(t *testing.T) {
 	if _, ok := msgItem.Item["sweep"]; ok || msgItem.Item["status"] != nil {
 		t.Error("the message item carries state or a live-index key")
 	}
+	// Compressed with the messages' dictionary (compact.go), the email
+	// is one write unit, as the row is.
+	if n := dynamo.ItemSize(msgItem.Item); n >= 1024 || put > 2 {
+		t.Errorf("the message item is %d bytes and the two puts billed %.0f units; want under 1 KB, one unit each", n, put)
+	}
 	// Another instance (another function: nothing cached) reads the
 	// message from its item, alone and in a batch.
 	fresh := dynamo.NewDeliveries(db, res.DeliveriesTable, nil)

@@ -61,21 +61,33 @@ const (
 )
 
 // Sparse indexes for the sweeps (R-COST-1). An item carries the attribute
-// Sweep only while a sweep may need to look at it: a job while it is
-// unfinished, a delivery row while it is in flight, held, under
+// Live (a job) or Sweep (a delivery row) only while a sweep may need to
+// look at it: a job while it is unfinished, a delivery row while it is in flight, held, under
 // reconciliation, or sent and not yet confirmed by a provider event. The
 // index holds those items only, so a sweep reads about as many items as
 // there is live work, whatever the history.
 //
 // The live indexes project keys only. DynamoDB bills a write to an item in
 // an index again for the index's copy, by the copy's size: a keys-only copy
-// is written only when an item enters or leaves the index (and, for a job,
-// when its UpdatedAt moves), for one unit; the sweeps read the few live
-// items whole afterwards.
+// is written only when an item enters or leaves the index, for one unit;
+// the sweeps read the few live items whole afterwards.
 const (
-	// IndexLiveJobs is the jobs table's index: Sweep (= "job") and
-	// UpdatedAt, so stuck jobs are a key range.
-	IndexLiveJobs = "LiveJobs"
+	// IndexLiveJobs is the jobs table's index of unfinished jobs: Live
+	// (= "job") and CreatedAt, so the jobs old enough to be stuck are a
+	// key range. Neither key moves while a job is live: a stage's write
+	// that leaves the job unfinished writes nothing to the index (its
+	// UpdatedAt is read from the item, after the index), where an index
+	// on UpdatedAt bills a delete and a put for every stage (R-COST-1).
+	IndexLiveJobs = "LiveJobsByAge"
+	// IndexLiveJobsV1 is the index IndexLiveJobs replaces: Sweep
+	// (= "job") and UpdatedAt. Jobs written before the change carry
+	// Sweep and sit in it until their next write, which moves them to
+	// IndexLiveJobs; the sweeps read both meanwhile. It is kept in the
+	// template so that updating a deployed stack in place adds one
+	// index and deletes none (CloudFormation changes one index of a
+	// table per update); new jobs never enter it, so it costs nothing
+	// to keep (docs/operations.md).
+	IndexLiveJobsV1 = "LiveJobs"
 	// IndexLiveDeliveries is the deliveries table's index: Sweep (= "row").
 	IndexLiveDeliveries = "LiveDeliveries"
 	// IndexDirectory is the jobs table's index of reviewer directory
@@ -84,6 +96,8 @@ const (
 	IndexDirectory = "Directory"
 
 	Sweep         = "sweep"
+	Live          = "live"
+	CreatedAt     = "created_at"
 	UpdatedAt     = "updated_at"
 	Directory     = "directory"
 	DirectoryUser = "directory_user"
@@ -108,8 +122,10 @@ type Table struct {
 // Jobs is the jobs table: jobs and every other item kind above.
 func Jobs() Table {
 	return Table{Key: JobsKey, Indexes: []Index{
-		{Name: IndexLiveJobs, Hash: Sweep, Range: UpdatedAt},
+		{Name: IndexLiveJobsV1, Hash: Sweep, Range: UpdatedAt},
 		{Name: IndexDirectory, Hash: Directory, Range: DirectoryUser, All: true},
+		// Last: a deployed table gains it and keeps the others as they are.
+		{Name: IndexLiveJobs, Hash: Live, Range: CreatedAt},
 	}}
 }
 
