@@ -57,10 +57,10 @@ const (
 	memstore  = "internal/store/memstore/deliveries.go"
 	decide    = "internal/delivery/decide.go"
 	successor = "internal/delivery/successor.go"
-	notifySnd = "internal/pipeline/notify_send.go"
-	notifyEv  = "internal/pipeline/notify_evidence.go"
-	notifyGo  = "internal/pipeline/notify.go"
-	quiet     = "internal/pipeline/notify_quiet.go"
+	notifySnd = "internal/notify/notify_send.go"
+	notifyEv  = "internal/notify/notify_evidence.go"
+	notifyGo  = "internal/notify/notify.go"
+	quiet     = "internal/notify/notify_quiet.go"
 	sweeperGo = "internal/sweep/sweeper.go"
 	runnerGo  = "internal/stage/runner.go"
 	stageDl   = "internal/stage/deadline.go"
@@ -224,7 +224,7 @@ func Mutations() []Mutation {
 			What: "reconcile resends a row whose send may have happened without asking the evidence path",
 			Old:  "\tswitch delivery.Settle(r, ev) {\n\tcase delivery.Backfill:",
 			New:  "\tswitch delivery.Resend {\n\tcase delivery.Backfill:"},
-		{ID: "notify-finalize-ignores-rows", File: "internal/pipeline/notify_finalize.go",
+		{ID: "notify-finalize-ignores-rows", File: "internal/notify/notify_finalize.go",
 			What: "the job is made succeeded whatever its rows say",
 			Old:  "\tswitch delivery.Summarize(rows) {",
 			New:  "\tswitch delivery.Complete {"},

@@ -66,7 +66,7 @@ func checks() []check {
 			timeout: 5 * time.Minute, run: goTest(`^Test(Process|From|Authenticated|Key)_`)},
 		{name: "unit/critic", pkg: "./internal/critic", sees: []string{"./internal/critic"}, named: true,
 			timeout: 5 * time.Minute, run: goTest(`^Test(SameKey|Place|Incremental)_`)},
-		{name: "unit/dismissal", pkg: "./internal/pipeline", sees: []string{"./internal/pipeline"}, named: true,
+		{name: "unit/dismissal", pkg: "./internal/notify", sees: []string{"./internal/notify"}, named: true,
 			timeout: 5 * time.Minute, run: goTest(`^TestDismissal_`)},
 		{name: "unit/source", pkg: "./internal/source", sees: []string{"./internal/source"}, named: true,
 			timeout: 5 * time.Minute, run: goTest(`^Test(BaseFile|GerritFetch|LabelsBeyondAuthor)_`)},

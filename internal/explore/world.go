@@ -16,6 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/drain"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/notify"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/sesevent"
 	"github.com/criticizer/criticizer/internal/stage"
@@ -51,7 +52,7 @@ type world struct {
 	// named counts names given outside any process.
 	named int
 
-	notify *pipeline.Notify
+	notify *notify.Notify
 	runner *stage.Runner
 	// The intake front: the API handler (routing to the real intake),
 	// and the fetch and llm stages between it and notify.
@@ -107,7 +108,7 @@ func newWorld(sc Scenario, v *Variant) *world {
 
 	gj, gout, gev, grc := jobs{w, w.jobsMem}, outbox{w, w.outbox}, evidencePath{w, w.evidence}, recipients{w, w.rcpts}
 	sender := &ses{w}
-	w.notify = &pipeline.Notify{
+	w.notify = &notify.Notify{
 		Base:       pipeline.Base{Jobs: gj, Queue: stageQueue{w}, Log: log, Now: clock},
 		Deliveries: gout, Renderer: renderer(), Sender: sender, Prober: sender,
 		Evidence: gev, ConfigurationSet: sc.ConfigurationSet,
@@ -115,7 +116,7 @@ func newWorld(sc Scenario, v *Variant) *world {
 		Recipients: grc, Tokens: func(ctx context.Context) string { return "tok-" + w.name(ctx) },
 	}
 	if sc.Quiet {
-		w.notify.Quiet = &pipeline.Quiet{Versions: quietStore{w, w.jobsMem}}
+		w.notify.Quiet = &notify.Quiet{Versions: quietStore{w, w.jobsMem}}
 	}
 	w.runner = stage.New(job.StageNotify, "notify", w.notify.Handle, stageQueue{w}, nil, log)
 	// Full jitter's shortest draw: a retry is visible again at once, or

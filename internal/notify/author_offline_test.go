@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/notify"
+
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
@@ -109,7 +111,7 @@ func TestGitLabReopenByAnotherUser_PromptAndEmailNameTheAuthor(t *testing.T) {
 		t.Fatal(err)
 	}
 	snd := &textSender{text: map[string]string{}}
-	n := &pipeline.Notify{Base: pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: log, Now: clock},
+	n := &notify.Notify{Base: pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: log, Now: clock},
 		Deliveries: memstore.NewDeliveries(clock), Renderer: r, Sender: snd, Lease: time.Minute, Margin: time.Minute,
 		MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second}
 	if err := n.Handle(ctx, job.Message{JobID: j.ID, Stage: job.StageNotify}, 1); err != nil {

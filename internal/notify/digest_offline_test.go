@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/notify"
+
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
@@ -87,7 +89,7 @@ type digestWorld struct {
 	marks      *memstore.Dismissals
 	box        *digestBox
 	q          *queueRecorder
-	n          *pipeline.Notify
+	n          *notify.Notify
 	sw         *sweep.Sweeper
 	ev         *memstore.Evidence
 	versionsOf map[string]int
@@ -116,12 +118,12 @@ func newDigestWorld(t *testing.T) *digestWorld {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	w.n = &pipeline.Notify{
+	w.n = &notify.Notify{
 		Base:       pipeline.Base{Jobs: w.jobs, Queue: w.q, Log: log, Now: clock},
 		Deliveries: w.rows, Renderer: r, Sender: w.box, Evidence: w.ev, ConfigurationSet: "set", Recipients: w.rcpts,
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 		Signer: signer, PublicURL: "https://api.example.com", Votes: votes, Dismissals: w.marks, Prefs: ps,
-		Quiet:   &pipeline.Quiet{Versions: w.jobs, MailSameDiff: true, MailUnchangedReruns: true},
+		Quiet:   &notify.Quiet{Versions: w.jobs, MailSameDiff: true, MailUnchangedReruns: true},
 		Digests: w.rows, DigestClock: func() time.Time { return w.day },
 	}
 	w.sw = &sweep.Sweeper{Jobs: w.jobs, Deliveries: w.rows, Queue: w.q, Log: log, Now: clock, StuckAfter: 10 * time.Minute,

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/notify"
+
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
@@ -72,7 +74,7 @@ type dismissWorld struct {
 	jobs  *memstore.Jobs
 	rows  *memstore.Deliveries
 	box   *inbox
-	n     *pipeline.Notify
+	n     *notify.Notify
 	rec   *voting.Recorder
 	votes *memstore.Votes
 	marks *memstore.Dismissals
@@ -81,7 +83,7 @@ type dismissWorld struct {
 	explicit bool
 }
 
-func newDismissWorld(t *testing.T, cl string, quiet *pipeline.Quiet) *dismissWorld {
+func newDismissWorld(t *testing.T, cl string, quiet *notify.Quiet) *dismissWorld {
 	w := &dismissWorld{t: t, cl: cl, now: time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC), box: &inbox{got: map[string][]delivery.Message{}, failNext: map[string]bool{}}}
 	clock := func() time.Time { return w.now }
 	w.jobs, w.rows, w.votes = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewVotes()
@@ -97,7 +99,7 @@ func newDismissWorld(t *testing.T, cl string, quiet *pipeline.Quiet) *dismissWor
 	if quiet != nil {
 		quiet.Versions = w.jobs
 	}
-	w.n = &pipeline.Notify{
+	w.n = &notify.Notify{
 		Base:       pipeline.Base{Jobs: w.jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
 		Deliveries: w.rows, Renderer: r, Sender: w.box, Evidence: memstore.NewEvidence(clock), ConfigurationSet: "set",
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
@@ -285,7 +287,7 @@ func TestDismissal_VoteBetweenAFailedSendAndItsRetry_SameBytes(t *testing.T) {
 // Rules: R-VOTE-3, R-QUIET-2.
 func TestDismissal_OnlyDismissedFindingsNew_NothingNewForThatReader(t *testing.T) {
 	for _, mailUnchanged := range []bool{false, true} {
-		w := newDismissWorld(t, "cl-dismiss-quiet", &pipeline.Quiet{MailUnchangedReruns: mailUnchanged})
+		w := newDismissWorld(t, "cl-dismiss-quiet", &notify.Quiet{MailUnchangedReruns: mailUnchanged})
 		if err := w.version(1, critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{debugV1, todoV1}}); err != nil {
 			t.Fatal(err)
 		}
@@ -325,7 +327,7 @@ func TestDismissal_OnlyDismissedFindingsNew_NothingNewForThatReader(t *testing.T
 // R-VOTE-3's "nothing new for that reader" belongs to, do not judge it.
 // Rules: R-VOTE-3, R-RERUN-2.
 func TestDismissal_OnlyDismissedFindingsNew_ExplicitVersionStillMailed(t *testing.T) {
-	w := newDismissWorld(t, "cl-dismiss-explicit", &pipeline.Quiet{})
+	w := newDismissWorld(t, "cl-dismiss-explicit", &notify.Quiet{})
 	w.explicit = true
 	if err := w.version(1, critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{debugV1, todoV1}}); err != nil {
 		t.Fatal(err)
@@ -382,7 +384,7 @@ func reviewed(t *testing.T, v int, diffText string, prev *critic.Critique) criti
 // skipped_nothing_new.
 // Rules: R-VOTE-3, R-QUIET-2.
 func TestDismissal_SameLineElsewhere_ShownTheOneSeenHidden(t *testing.T) {
-	w := newDismissWorld(t, "cl-dismiss-place", &pipeline.Quiet{})
+	w := newDismissWorld(t, "cl-dismiss-place", &notify.Quiet{})
 	total := []string{"func Total(sum int) int {", `	fmt.Println("total", sum)`, "	return sum", "}"}
 	refund := []string{"func Refund(sum int) int {", `	fmt.Println("total", sum)`, "	return -sum", "}"}
 	head := []string{"package a", "", `import "fmt"`, ""}

@@ -1,3 +1,6 @@
+// Package notify is the notify stage: the outbox that mails each
+// recipient a version's critique exactly once (R-OUTBOX-*), after the
+// gates (gate.go) settle the rows nobody is to be mailed.
 package notify
 
 import (
@@ -11,6 +14,7 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/prefs"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/store"
@@ -42,7 +46,7 @@ type Pacer interface {
 // Notify is the notify stage: the outbox and the send-then-mark protocol of
 // R-OUTBOX-1, R-OUTBOX-3, R-OUTBOX-8.
 type Notify struct {
-	Base
+	pipeline.Base
 	Deliveries store.Deliveries
 	Renderer   *mail.Renderer
 	Sender     Sender
@@ -169,7 +173,7 @@ func (n *Notify) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if m.Task == job.TaskReply {
 		return n.confirm(ctx, m.Delivery) // a reply's confirmation, not the job's run
 	}
-	j, ok, err := n.begin(ctx, m, job.StageNotify)
+	j, ok, err := n.Begin(ctx, m, job.StageNotify)
 	if err != nil || !ok {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/pipeline"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -86,7 +88,7 @@ func TestNotify_MarkSurvivesTheInvocationsDeadline(t *testing.T) {
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	snd := &slowSender{until: deadline.Add(10 * time.Millisecond)}
-	n := &Notify{Base: Base{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now}, Deliveries: d, Sender: snd,
+	n := &Notify{Base: pipeline.Base{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now}, Deliveries: d, Sender: snd,
 		Lease: time.Minute, Margin: time.Minute}
 	got, err := n.deliver(ctx, r, &evidenceView{n: n})
 	if err != nil {
@@ -107,7 +109,7 @@ func TestNotify_NoSendWithoutTimeToMark(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	snd := &slowSender{}
-	n := &Notify{Base: Base{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now}, Deliveries: d, Sender: snd, Lease: time.Minute}
+	n := &Notify{Base: pipeline.Base{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now}, Deliveries: d, Sender: snd, Lease: time.Minute}
 	_, err := n.deliver(ctx, r, &evidenceView{n: n})
 	if retry.Classify(err).Class != retry.RateLimited || snd.sent != 0 {
 		t.Fatalf("deliver: %v after %d sends; want RATE_LIMITED and no send", err, snd.sent)

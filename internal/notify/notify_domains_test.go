@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/notify"
+
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
@@ -38,7 +40,7 @@ func TestNotify_AllowedDomains_OthersSkippedNeverSent(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	snd := &sender{sent: map[string]int{}}
-	n := &pipeline.Notify{
+	n := &notify.Notify{
 		Base:       pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: obs.NewLogger(&logs, "info"), Now: clock},
 		Deliveries: deliveries, Renderer: r, Sender: snd, Recipients: memstore.NewPreferences(), AllowedDomains: allowed,
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,

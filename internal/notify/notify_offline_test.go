@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/notify"
+
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
@@ -62,7 +64,7 @@ func TestNotify_OutboxProtocol_Offline(t *testing.T) {
 		t.Fatal(err)
 	}
 	snd := &sender{sent: map[string]int{}, loseN: map[string]bool{"lost@example.com": true}}
-	n := &pipeline.Notify{
+	n := &notify.Notify{
 		Base:       pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
 		Deliveries: deliveries, Renderer: r, Sender: snd, Evidence: ev, ConfigurationSet: "set", Recipients: memstore.NewPreferences(),
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,

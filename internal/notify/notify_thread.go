@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/criticizer/criticizer/internal/pipeline"
+
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
 )
@@ -26,7 +28,7 @@ type ThreadTitles interface {
 // its first version was accepted. A changelist whose head predates that
 // has none; it is then derived from the earliest version still known
 // (walking up from version 1 over the deterministic job ids, at most
-// DefaultLookBack reads; j's own title when none of those is left) and
+// pipeline.DefaultLookBack reads; j's own title when none of those is left) and
 // kept, so the versions after j agree with it even once that version's
 // job has expired. Without Titles, j's own title.
 func (n *Notify) threadTitle(ctx context.Context, j job.Job) (string, error) {
@@ -38,7 +40,7 @@ func (n *Notify) threadTitle(ctx context.Context, j job.Job) (string, error) {
 		return t, err
 	}
 	first := j.Title
-	for v := 1; v < j.ReviewVersion && v <= DefaultLookBack; v++ {
+	for v := 1; v < j.ReviewVersion && v <= pipeline.DefaultLookBack; v++ {
 		k, err := n.Jobs.Get(ctx, job.NewID(j.Source, j.ChangelistID, v))
 		if errors.Is(err, store.ErrNotFound) {
 			continue

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/notify"
+
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
@@ -36,7 +38,7 @@ func TestNotify_TitleEdited_SubjectKeepsTheFirst_Offline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &pipeline.Notify{
+	n := &notify.Notify{
 		Base:       pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
 		Deliveries: deliveries, Renderer: r, Sender: &keepSender{sent: map[string]delivery.Message{}},
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/pipeline"
+
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/store"
@@ -79,7 +81,7 @@ func (n *Notify) await(ctx context.Context, j job.Job, rows []delivery.Row, w wa
 	delay := w.delay(n.Now())
 	m := job.Message{JobID: j.ID, Stage: job.StageNotify}
 	var err error
-	if dq, ok := n.Queue.(DelayedEnqueuer); ok {
+	if dq, ok := n.Queue.(pipeline.DelayedEnqueuer); ok {
 		err = dq.EnqueueAfter(ctx, m, delay)
 	} else {
 		err = n.Queue.Enqueue(ctx, m)

@@ -5,10 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/criticizer/criticizer/internal/notify"
+
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/prefs"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
@@ -159,7 +160,7 @@ func TestPreferences_MutedOrUnsubscribedIsNotMailed(t *testing.T) {
 // Rules: R-QUIET-2, R-PREF-3.
 func TestPreferences_OwnMinimumQuietsAVersionWithNothingNewAtIt(t *testing.T) {
 	for _, explicit := range []bool{false, true} {
-		w := newDismissWorld(t, "pref-quiet", &pipeline.Quiet{})
+		w := newDismissWorld(t, "pref-quiet", &notify.Quiet{})
 		w.explicit = explicit
 		rcpts := memstore.NewPreferences()
 		w.n.Recipients = rcpts

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/notify"
+
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/critic/critictest"
 	"github.com/criticizer/criticizer/internal/delivery"
@@ -54,7 +56,7 @@ type quietWorld struct {
 	jobs       *memstore.Jobs
 	deliveries *memstore.Deliveries
 	snd        *subjects
-	n          *pipeline.Notify
+	n          *notify.Notify
 	cl         string
 }
 
@@ -66,11 +68,11 @@ func newQuietWorld(t *testing.T, cl string) *quietWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.n = &pipeline.Notify{
+	w.n = &notify.Notify{
 		Base:       pipeline.Base{Jobs: w.jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
 		Deliveries: w.deliveries, Renderer: r, Sender: w.snd, Evidence: memstore.NewEvidence(clock), ConfigurationSet: "set",
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
-		Quiet: &pipeline.Quiet{Versions: w.jobs},
+		Quiet: &notify.Quiet{Versions: w.jobs},
 	}
 	return w
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/notify"
+
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
@@ -26,7 +28,7 @@ type replyWorld struct {
 	replies *memstore.Replies
 	rcpts   *memstore.Preferences
 	snd     *sender
-	n       *pipeline.Notify
+	n       *notify.Notify
 }
 
 func newReplyWorld(t *testing.T) *replyWorld {
@@ -38,7 +40,7 @@ func newReplyWorld(t *testing.T) *replyWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.n = &pipeline.Notify{
+	w.n = &notify.Notify{
 		Base:       pipeline.Base{Jobs: w.jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
 		Deliveries: w.rows, Renderer: r, Sender: w.snd, Evidence: memstore.NewEvidence(clock), ConfigurationSet: "set",
 		Recipients: w.rcpts, Mutes: w.replies,

@@ -12,6 +12,7 @@ import (
 	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
+	notifier "github.com/criticizer/criticizer/internal/notify"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/ratelimit"
 	"github.com/criticizer/criticizer/internal/secrets"
@@ -23,7 +24,7 @@ import (
 
 // New builds the notify stage's SQS handler. sender, if not nil, replaces
 // SES (tests, the benchmark).
-func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, sender pipeline.Sender) (*stage.Runner, error) {
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, sender notifier.Sender) (*stage.Runner, error) {
 	n, b, err := Stage(ctx, cfg, log, o, sender)
 	if err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 const MessageTime = sesmail.DefaultSendTimeout + 10*time.Second
 
 // Stage builds the notify stage's work, and the base it runs on.
-func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, sender pipeline.Sender) (*pipeline.Notify, *wire.Base, error) {
+func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, sender notifier.Sender) (*notifier.Notify, *wire.Base, error) {
 	b, err := wire.NewBase(ctx, cfg, log, o)
 	if err != nil {
 		return nil, nil, err
@@ -56,13 +57,13 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	if err != nil {
 		return nil, nil, err
 	}
-	n := &pipeline.Notify{Base: pipeline.Base{Jobs: b.Jobs, Queue: b.Queue, Log: log, Now: b.Now},
+	n := &notifier.Notify{Base: pipeline.Base{Jobs: b.Jobs, Queue: b.Queue, Log: log, Now: b.Now},
 		Deliveries: b.Deliveries, Renderer: r, Sender: sender,
 		Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Lease: cfg.Notify.DeliveryLease, Margin: cfg.EvidenceMargin, Policy: cfg.UncertainSend, SendTimeout: sesmail.DefaultSendTimeout,
 		Recipients: b.Recipients, AllowedDomains: cfg.AllowedRecipientDomains, Signer: signer, PublicURL: cfg.PublicURL, MinSeverity: critic.Severity(cfg.Notify.MinSeverity),
 		// Quiet unless something is new (R-QUIET-1..3).
-		Quiet: &pipeline.Quiet{Versions: b.Jobs, MailSameDiff: cfg.Notify.MailSameDiff, MailUnchangedReruns: cfg.Notify.MailUnchangedReruns}}
+		Quiet: &notifier.Quiet{Versions: b.Jobs, MailSameDiff: cfg.Notify.MailSameDiff, MailUnchangedReruns: cfg.Notify.MailUnchangedReruns}}
 	if n.Votes, err = wire.VoteSigner(cfg); err != nil {
 		return nil, nil, err
 	}

@@ -1,4 +1,4 @@
-package notify_test
+package pipeline_test
 
 import (
 	"cmp"
@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/criticizer/criticizer/internal/notify"
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
@@ -173,7 +175,7 @@ type settingsRig struct {
 	mail   *mailbox
 	fetch  *pipeline.Fetch
 	llm    *pipeline.LLM
-	notify *pipeline.Notify
+	notify *notify.Notify
 }
 
 func newSettingsRig(t *testing.T, file string) *settingsRig {
@@ -200,7 +202,7 @@ func newSettingsRig(t *testing.T, file string) *settingsRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.notify = &pipeline.Notify{Base: base, Deliveries: memstore.NewDeliveries(clock), Renderer: rend, Sender: r.mail,
+	r.notify = &notify.Notify{Base: base, Deliveries: memstore.NewDeliveries(clock), Renderer: rend, Sender: r.mail,
 		Lease: time.Minute, Margin: time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second}
 	return r
 }
