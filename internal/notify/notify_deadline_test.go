@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/pipeline"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -18,6 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/awsclient/profile"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/store"
 )

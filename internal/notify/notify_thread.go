@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/criticizer/criticizer/internal/pipeline"
-
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/store"
 )
 

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/criticizer/criticizer/internal/pipeline"
-
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/store"
 )
 
