@@ -60,7 +60,8 @@ const (
 	notifySnd = "internal/notify/notify_send.go"
 	notifyEv  = "internal/notify/notify_evidence.go"
 	notifyGo  = "internal/notify/notify.go"
-	quiet     = "internal/notify/notify_quiet.go"
+	quiet     = "internal/notify/gate_quiet.go"
+	gateGo    = "internal/notify/gate.go"
 	sweeperGo = "internal/sweep/sweeper.go"
 	runnerGo  = "internal/stage/runner.go"
 	stageDl   = "internal/stage/deadline.go"
@@ -249,12 +250,12 @@ func Mutations() []Mutation {
 			What: "a dead-lettered newer version is waited for, as if it could still mail the recipient",
 			Old:  "\t\tif newer.Status == job.StatusDeadLettered {\n\t\t\treturn Unreachable",
 			New:  "\t\tif newer.Status == job.StatusDeadLettered {\n\t\t\treturn Undecided"},
-		{ID: "quiet-settles-claimed-rows", File: quiet, Scenarios: []string{"superseded"},
-			What: "the quiet rules try to settle rows already claimed or sent",
-			Equivalent: "the filter is the store's SettleQuiet condition (claimable, never sent) read ahead: a row it would have left out " +
-				"is refused by SettleQuiet and read again, so the mutant only spends a write",
-			Old: "\tfor i, r := range rows {\n\t\tif !r.Unsent() {\n\t\t\tcontinue\n\t\t}\n\t\tstatus, reason, on := decide(r)",
-			New: "\tfor i, r := range rows {\n\t\tstatus, reason, on := decide(r)"},
+		{ID: "quiet-settles-claimed-rows", File: gateGo, Scenarios: []string{"superseded"},
+			What: "the gates' settle loop tries to settle rows already claimed or sent (the quiet rules' among them)",
+			Equivalent: "the filter is the stores' Skip, SettleQuiet and SettleDigested condition (claimable, never sent) read ahead: a row " +
+				"it would have left out is refused by the store and read again, so the mutant only spends a write",
+			Old: "\tfor i, r := range run.Rows {\n\t\tif !r.Unsent() {\n\t\t\tcontinue\n\t\t}\n\t\td := decide(r)",
+			New: "\tfor i, r := range run.Rows {\n\t\td := decide(r)"},
 
 		// Reached means reached (R-QUIET-4): a send SES undid after its
 		// Send event spares no one an email.

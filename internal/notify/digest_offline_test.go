@@ -93,6 +93,9 @@ type digestWorld struct {
 	sw         *sweep.Sweeper
 	ev         *memstore.Evidence
 	versionsOf map[string]int
+	// gates are the notifier's gates beyond the standing and reply
+	// gates; a test that changes them lists them again (setGates).
+	gates gateOpts
 }
 
 func newDigestWorld(t *testing.T) *digestWorld {
@@ -123,9 +126,10 @@ func newDigestWorld(t *testing.T) *digestWorld {
 		Deliveries: w.rows, Renderer: r, Sender: w.box, Evidence: w.ev, ConfigurationSet: "set", Recipients: w.rcpts,
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 		Signer: signer, PublicURL: "https://api.example.com", Votes: votes, Dismissals: w.marks, Prefs: ps,
-		Quiet:   &notify.Quiet{Versions: w.jobs, MailSameDiff: true, MailUnchangedReruns: true},
-		Digests: w.rows, DigestClock: func() time.Time { return w.day },
 	}
+	w.gates = gateOpts{quiet: &notify.QuietConfig{Versions: w.jobs, MailSameDiff: true, MailUnchangedReruns: true},
+		digests: w.rows, clock: func() time.Time { return w.day }}
+	setGates(t, w.n, w.gates)
 	w.sw = &sweep.Sweeper{Jobs: w.jobs, Deliveries: w.rows, Queue: w.q, Log: log, Now: clock, StuckAfter: 10 * time.Minute,
 		EvidenceWindow: 10 * time.Minute, Margin: 2 * time.Minute, Digests: w.rows, DigestClock: func() time.Time { return w.day }}
 	return w
@@ -372,11 +376,13 @@ func TestDigest_ClosedBeforeTheEntryGotIn_NextDigest_Offline(t *testing.T) {
 	j.Stage, j.Status, j.Critique = job.StageNotify, job.StatusInProgress, b
 	w.jobs.Put(j)
 	stop := &stopAfterSettle{Deliveries: w.rows}
-	w.n.Digests = stop
+	w.gates.digests = stop
+	setGates(t, w.n, w.gates)
 	if err := w.n.Handle(ctx, job.Message{JobID: j.ID, Stage: job.StageNotify}, 1); err == nil {
 		t.Fatal("the notifier was to stop after settling the row")
 	}
-	w.n.Digests = w.rows
+	w.gates.digests = w.rows
+	setGates(t, w.n, w.gates)
 	b1 := w.row("cl-b", daily, 1)
 	if b1.Status != delivery.StatusDigested || b1.Digest != first.Digest {
 		t.Fatalf("cl-b's row: %s into %s, want digested into %s", b1.Status, b1.Digest, first.Digest)
@@ -540,7 +546,8 @@ func TestDigest_ReaderLeftOrDomainRefused_NotSent_Offline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w.n.AllowedDomains = d
+			w.gates.domains = d
+			setGates(t, w.n, w.gates)
 		}, delivery.StatusSkippedDomain},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -567,7 +574,8 @@ func TestDigest_MutedByReplyBeforeItGoesOut_LeftOut_Offline(t *testing.T) {
 	w := newDigestWorld(t)
 	ctx := context.Background()
 	mutes := memstore.NewReplies()
-	w.n.Mutes = mutes
+	w.gates.mutes = mutes
+	setGates(t, w.n, w.gates)
 	const daily = "dana@example.com"
 	w.choose(daily, prefs.Daily)
 	w.review("cl-a", crit(warnA), daily)

@@ -81,9 +81,10 @@ type dismissWorld struct {
 	// explicit makes the versions explicit (R-RERUN-2), as a generic
 	// caller's review_version is.
 	explicit bool
+	gates    gateOpts
 }
 
-func newDismissWorld(t *testing.T, cl string, quiet *notify.Quiet) *dismissWorld {
+func newDismissWorld(t *testing.T, cl string, quiet *notify.QuietConfig) *dismissWorld {
 	w := &dismissWorld{t: t, cl: cl, now: time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC), box: &inbox{got: map[string][]delivery.Message{}, failNext: map[string]bool{}}}
 	clock := func() time.Time { return w.now }
 	w.jobs, w.rows, w.votes = memstore.NewJobs(clock), memstore.NewDeliveries(clock), memstore.NewVotes()
@@ -103,8 +104,10 @@ func newDismissWorld(t *testing.T, cl string, quiet *notify.Quiet) *dismissWorld
 		Base:       pipeline.Base{Jobs: w.jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
 		Deliveries: w.rows, Renderer: r, Sender: w.box, Evidence: memstore.NewEvidence(clock), ConfigurationSet: "set",
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
-		Votes: signer, PublicURL: "https://api.example.com", Dismissals: marks, Quiet: quiet,
+		Votes: signer, PublicURL: "https://api.example.com", Dismissals: marks,
 	}
+	w.gates = gateOpts{quiet: quiet}
+	setGates(t, w.n, w.gates)
 	w.rec = &voting.Recorder{Votes: w.votes, Marks: marks, Rows: w.rows, Jobs: w.jobs}
 	w.marks = marks
 	return w
@@ -287,7 +290,7 @@ func TestDismissal_VoteBetweenAFailedSendAndItsRetry_SameBytes(t *testing.T) {
 // Rules: R-VOTE-3, R-QUIET-2.
 func TestDismissal_OnlyDismissedFindingsNew_NothingNewForThatReader(t *testing.T) {
 	for _, mailUnchanged := range []bool{false, true} {
-		w := newDismissWorld(t, "cl-dismiss-quiet", &notify.Quiet{MailUnchangedReruns: mailUnchanged})
+		w := newDismissWorld(t, "cl-dismiss-quiet", &notify.QuietConfig{MailUnchangedReruns: mailUnchanged})
 		if err := w.version(1, critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{debugV1, todoV1}}); err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +330,7 @@ func TestDismissal_OnlyDismissedFindingsNew_NothingNewForThatReader(t *testing.T
 // R-VOTE-3's "nothing new for that reader" belongs to, do not judge it.
 // Rules: R-VOTE-3, R-RERUN-2.
 func TestDismissal_OnlyDismissedFindingsNew_ExplicitVersionStillMailed(t *testing.T) {
-	w := newDismissWorld(t, "cl-dismiss-explicit", &notify.Quiet{})
+	w := newDismissWorld(t, "cl-dismiss-explicit", &notify.QuietConfig{})
 	w.explicit = true
 	if err := w.version(1, critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{debugV1, todoV1}}); err != nil {
 		t.Fatal(err)
@@ -384,7 +387,7 @@ func reviewed(t *testing.T, v int, diffText string, prev *critic.Critique) criti
 // skipped_nothing_new.
 // Rules: R-VOTE-3, R-QUIET-2.
 func TestDismissal_SameLineElsewhere_ShownTheOneSeenHidden(t *testing.T) {
-	w := newDismissWorld(t, "cl-dismiss-place", &notify.Quiet{})
+	w := newDismissWorld(t, "cl-dismiss-place", &notify.QuietConfig{})
 	total := []string{"func Total(sum int) int {", `	fmt.Println("total", sum)`, "	return sum", "}"}
 	refund := []string{"func Refund(sum int) int {", `	fmt.Println("total", sum)`, "	return -sum", "}"}
 	head := []string{"package a", "", `import "fmt"`, ""}

@@ -5,8 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/criticizer/criticizer/internal/critic"
+	"github.com/criticizer/criticizer/internal/delivery"
+	"github.com/criticizer/criticizer/internal/notify"
+	"github.com/criticizer/criticizer/internal/store"
 )
 
 // The llm stage's stand-ins, for the tests that run a version through
@@ -50,4 +55,56 @@ func (b *memBlobs) Get(_ context.Context, ref string, _ int64) ([]byte, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.m[ref], nil
+}
+
+// gateOpts are the features a test's notifier has beyond the recipients'
+// records: each lists its gate (setGates).
+type gateOpts struct {
+	domains delivery.Domains
+	mutes   notify.Mutes
+	quiet   *notify.QuietConfig
+	digests store.Digests
+	clock   func() time.Time
+}
+
+// setGates lists n's gates as the wiring does for what n has: the
+// standing and reply gates when it reads recipients' records
+// (n.Recipients), and those of o.
+func setGates(t testing.TB, n *notify.Notify, o gateOpts) {
+	t.Helper()
+	var list []notify.Gate
+	add := func(g notify.Gate, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, g)
+	}
+	if o.domains.On() {
+		add(notify.NewDomainGate(o.domains))
+	}
+	if n.Recipients != nil {
+		add(notify.NewStandingGate(), nil)
+	}
+	if o.mutes != nil {
+		add(notify.NewMuteGate(o.mutes))
+	}
+	if o.quiet != nil {
+		add(notify.NewQuietGate(*o.quiet))
+	}
+	if o.digests != nil {
+		clock := o.clock
+		if clock == nil {
+			clock = n.Now
+		}
+		add(notify.NewDigestGate(notify.DigestConfig{Digests: o.digests, Standings: n.Recipients, Clock: clock}))
+	}
+	if n.Recipients != nil {
+		add(notify.NewReplyGate(n.Recipients))
+	}
+	g, err := notify.NewGates(list...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Gates = g
 }

@@ -86,13 +86,15 @@ type Notify struct {
 	// SendTimeout bounds one send (the Sender's own timeout too).
 	SendTimeout time.Duration
 	// Recipients holds suppressions and preference records (mutes,
-	// unsubscribes, minimum severities), read once per run for every
-	// recipient before any row is rendered (R-UNSUB-2, R-PREF-3). Nil:
-	// every recipient is mailed every finding.
+	// unsubscribes, minimum severities, delivery modes), read once per
+	// run for every recipient before any row is rendered (R-UNSUB-2,
+	// R-PREF-3): the standing and digest gates answer from what it read.
+	// Nil: every recipient gets every finding, at once.
 	Recipients Standings
-	// AllowedDomains are the domains mail may go to; an address outside
-	// them is settled skipped_domain (R-RECIPIENT-1). Zero: every domain.
-	AllowedDomains delivery.Domains
+	// Gates settle, before any claim, the rows nobody is to be mailed
+	// (gate.go): a deployment lists those of the features it has. The
+	// zero Gates mails every row.
+	Gates Gates
 	// Signer and PublicURL make each recipient's unsubscribe link (footer
 	// and List-Unsubscribe header). Either unset: no link.
 	Signer    *unsubscribe.Signer
@@ -103,10 +105,6 @@ type Notify struct {
 	// Prefs mints each recipient's preference link under PublicURL, in
 	// the footer (R-PREF-2). Nil or no PublicURL: no link.
 	Prefs *prefs.Signer
-	// Mutes, if set, settles the rows of recipients who muted the
-	// changelist by reply as skipped_muted (R-REPLY-7, notify_mute.go).
-	// Nil: nobody is muted.
-	Mutes Mutes
 	// Replies, if set, gives each email its Reply-To address under
 	// InboundDomain (R-REPLY-1, notify_rows.go). Nil or no domain: no
 	// Reply-To.
@@ -120,9 +118,6 @@ type Notify struct {
 	// (CRITICIZER_MIN_SEVERITY); a repository's min_severity can raise it
 	// (R-REPO-5). "": every finding is shown.
 	MinSeverity critic.Severity
-	// Quiet, if set, settles without a send the rows of recipients the
-	// version has nothing new for (R-QUIET-1..3, notify_quiet.go).
-	Quiet *Quiet
 	// Tokens makes claim tokens and probe ids for the invocation ctx
 	// belongs to; nil draws them from crypto/rand. The explorer
 	// (internal/explore) names them, so that a run is a function of its
@@ -138,17 +133,6 @@ type Notify struct {
 	// the subject stays when the title is edited (R-THREAD-1). Nil: the
 	// subject names the version's own title.
 	Titles ThreadTitles
-
-	// Digests keeps the daily digests' rows (store.Digests, in the
-	// deliveries table): a reader on daily or mixed delivery gets their
-	// critiques in one email a day (R-DIGEST-*, notify_digest.go). Nil:
-	// every critique is mailed at once, whatever the reader chose.
-	Digests store.Digests
-	// DigestClock is the clock digest periods are judged by (which
-	// digest a critique goes into, whether one is due); nil: Now. Only
-	// tests set it, to bring a reader's digest hour about without moving
-	// the leases and evidence times Now governs.
-	DigestClock func() time.Time
 }
 
 // Evidence is what notify reads and claims of the evidence path
@@ -223,23 +207,15 @@ func (n *Notify) run(ctx context.Context, j job.Job, attempt int) error {
 	if err != nil {
 		return err
 	}
-	if err := n.gateDomains(ctx, j, rows); err != nil {
-		return err
-	}
-	if err := n.gate(ctx, j, rows, standings); err != nil {
-		return err
-	}
-	if err := n.gateMuted(ctx, j, rows); err != nil {
-		return err
-	}
-	wait, err := n.quiet(ctx, j, c, rows)
+	versions, err := delivery.Versions(rows)
 	if err != nil {
+		return retry.Permanent(retry.RuntimeBug, err)
+	}
+	r := &Run{Job: j, Critique: c, Rows: versions, Standings: standings, log: n.Log, jobs: n.Jobs, deliveries: n.Deliveries}
+	if err := n.settle(ctx, r); err != nil {
 		return err
 	}
-	// A reader on a daily digest gets the rest in it (R-DIGEST-2).
-	if err := n.digestRows(ctx, rows, wait, standings); err != nil {
-		return err
-	}
+	rows, wait := delivery.Stored(r.Rows), r.Wait
 	var pending error
 	ev := &evidenceView{n: n}
 	for i := range rows {

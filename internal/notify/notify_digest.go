@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
@@ -26,7 +25,8 @@ import (
 //   - a version's row for a reader on daily delivery (or on mixed, for a
 //     critique with no error as they are mailed it) is settled digested,
 //     naming the digest it goes into, and its id is added to that
-//     digest's row, which the first entry creates open (digestRows);
+//     digest's row, which the first entry creates open (the digest
+//     gate, gate_digest.go);
 //   - a digest due is closed by the notify message the sweeper sends
 //     for it: its message rendered once from what it gathered, in one
 //     write that fails if an entry came in meanwhile (handleDigest).
@@ -37,122 +37,14 @@ import (
 // (feedback), the sweeper's picks of stuck sends and sent rows without
 // evidence.
 
-func (n *Notify) digestNow() time.Time {
-	if n.DigestClock != nil {
-		return n.DigestClock()
-	}
-	return n.Now()
-}
-
-// digestRows routes to their readers' digests the rows of j left to send
-// (not waiting for a newer version) whose reader does not get this
-// critique at once (digest.Instant), and makes sure every row digested
-// before — by this run, or one that stopped halfway — has its entry in a
-// digest: the job is finalized only after that, so a succeeded job's
-// digested rows are each held by a digest. rows is updated in place.
-func (n *Notify) digestRows(ctx context.Context, rows []delivery.Row, wait waiting, standings map[string]delivery.Standing) error {
-	if n.Digests == nil {
-		return nil
-	}
-	for i, r := range rows {
-		var err error
-		switch {
-		case r.Status == delivery.StatusDigested:
-			rows[i], err = n.ensureEntry(ctx, r)
-		case r.Unsent() && !wait.holds(r.ID):
-			st, ok := standings[unsubscribe.RecipientID(r.Recipient)]
-			if !ok || digest.Instant(st.Preferences.Mode, r.Message.Severity) {
-				continue
-			}
-			rows[i], err = n.intoDigest(ctx, r, st.Preferences)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// intoDigest settles a version row into the digest its reader's next
-// period is (one conditional write: only a row never sent), then adds its
-// entry there. A row claimed or settled meanwhile keeps its course.
-func (n *Notify) intoDigest(ctx context.Context, r delivery.Row, p prefs.Preferences) (delivery.Row, error) {
-	per := digest.Next(p, n.digestNow())
-	d := delivery.Row{ID: delivery.DigestID(r.Recipient, per.Due), Period: per.Date}
-	got, err := n.Digests.SettleDigested(ctx, r.ID, d)
-	got, _, err = n.current(ctx, r.ID, got, err)
-	if err != nil || got.Status != delivery.StatusDigested {
-		return got, err
-	}
-	n.Log.InfoContext(ctx, "critique goes into the reader's daily digest", "delivery_id", r.ID, "job_id", r.JobID,
-		"digest_id", got.Digest, "period", got.Period, "mode", p.Mode)
-	obs.Metric(ctx, n.Log, map[string]string{"Mode": string(p.Mode)}, map[string]float64{"Digested": 1})
-	return n.ensureEntry(ctx, got)
-}
-
-// ensureEntry makes sure a digested row's entry is in a digest: the one
-// it names, created open if need be; or, if that one closed without it
-// (the critique came after the digest was closed) or is full, the
-// reader's next, the row moved there first. The row is the one source
-// of truth of where its entry goes, and moves only from a digest that
-// can no longer hold it, so the entry is held by one digest, once.
-func (n *Notify) ensureEntry(ctx context.Context, r delivery.Row) (delivery.Row, error) {
-	for range 4 {
-		due, ok := delivery.DigestDue(r.Digest)
-		if !ok {
-			return r, retry.Permanent(retry.RuntimeBug, fmt.Errorf("delivery %s is digested into %q, not a digest", r.ID, r.Digest))
-		}
-		d := delivery.Row{ID: r.Digest, Recipient: r.Recipient, Period: r.Period, DueAt: due}
-		_, err := n.Digests.AddToDigest(ctx, d, r.ID, digest.MaxEntries)
-		if !errors.Is(err, store.ErrConflict) {
-			return r, err
-		}
-		// Closed without it, or full: the next period.
-		p, err := n.preferences(ctx, r.Recipient)
-		if err != nil {
-			return r, err
-		}
-		next := digest.After(p, due, n.digestNow())
-		to := delivery.Row{ID: delivery.DigestID(r.Recipient, next.Due), Period: next.Date}
-		moved, err := n.Digests.MoveDigested(ctx, r.ID, r.Digest, to)
-		moved, _, err = n.current(ctx, r.ID, moved, err)
-		if err != nil {
-			return r, err
-		}
-		n.Log.InfoContext(ctx, "the digest was closed (or full) before the critique got in; it goes into the next",
-			"delivery_id", r.ID, "from", r.Digest, "to", moved.Digest)
-		r = moved
-		if r.Status != delivery.StatusDigested {
-			return r, nil
-		}
-	}
-	return r, retry.Transient(retry.Conflict, fmt.Errorf("delivery %s: its digests kept closing", r.ID))
-}
-
-// preferences reads one reader's preference record (the rare path: most
-// runs have it from gate's read).
-func (n *Notify) preferences(ctx context.Context, rcpt string) (prefs.Preferences, error) {
-	if n.Recipients == nil {
-		return prefs.Default().Normalized(), nil
-	}
-	id := unsubscribe.RecipientID(rcpt)
-	st, err := n.Recipients.Standings(ctx, []string{id})
-	if err != nil {
-		return prefs.Preferences{}, err
-	}
-	if s, ok := st[id]; ok {
-		return s.Preferences, nil
-	}
-	return prefs.Default().Normalized(), nil
-}
-
 // handleDigest carries a digest on from the notify message the sweeper
 // sends when it is due (job.TaskDigest): an open one is closed, its
 // message rendered from what it gathered; then it is delivered as every
 // row is (deliver: claim, send, mark, or settle from evidence). A digest
 // not due yet, gone, or settled is left as it is.
 func (n *Notify) handleDigest(ctx context.Context, id string) error {
-	if n.Digests == nil {
+	g := n.Gates.digest
+	if g == nil {
 		n.Log.WarnContext(ctx, "a digest message, but this notifier keeps no digests; dropped", "digest_id", id)
 		return nil
 	}
@@ -168,11 +60,11 @@ func (n *Notify) handleDigest(ctx context.Context, id string) error {
 		if r.Status != delivery.StatusOpen {
 			break
 		}
-		if n.digestNow().Before(r.DueAt) {
+		if g.now().Before(r.DueAt) {
 			n.Log.InfoContext(ctx, "digest not due yet; the sweeper hands it back when it is", "digest_id", id, "due_at", r.DueAt)
 			return nil
 		}
-		next, err := n.closeDigest(ctx, r)
+		next, err := n.closeDigest(ctx, g, r)
 		// An entry came in since it was read: close it again as it is.
 		next, _, err = n.current(ctx, id, next, err)
 		if err != nil {
@@ -197,7 +89,7 @@ func (n *Notify) handleDigest(ctx context.Context, id string) error {
 // suppressed or the reader left every email; settled
 // skipped_empty when nothing it gathered is left to show; otherwise
 // pending with its message, rendered now, once (R-OUTBOX-2).
-func (n *Notify) closeDigest(ctx context.Context, r delivery.Row) (delivery.Row, error) {
+func (n *Notify) closeDigest(ctx context.Context, g *DigestGate, r delivery.Row) (delivery.Row, error) {
 	rid := unsubscribe.RecipientID(r.Recipient)
 	st := delivery.Standing{Preferences: prefs.Default().Normalized()}
 	if n.Recipients != nil {
@@ -212,7 +104,7 @@ func (n *Notify) closeDigest(ctx context.Context, r delivery.Row) (delivery.Row,
 	var c store.DigestClose
 	var sel digest.Selection
 	switch {
-	case n.AllowedDomains.On() && !n.AllowedDomains.Allows(r.Recipient):
+	case n.Gates.domain != nil && !n.Gates.domain.Allows(r.Recipient):
 		// The operator narrowed the allowed domains since the entries
 		// came in (R-RECIPIENT-1).
 		c = store.DigestClose{Status: delivery.StatusSkippedDomain, Reason: skipReasonDomain}
@@ -232,7 +124,7 @@ func (n *Notify) closeDigest(ctx context.Context, r delivery.Row) (delivery.Row,
 				Reason: fmt.Sprintf("nothing to show: %d muted, %d superseded", sel.Muted, sel.Superseded)}
 		}
 	}
-	got, err := n.Digests.CloseDigest(ctx, r.ID, len(r.Entries), c)
+	got, err := g.digests.CloseDigest(ctx, r.ID, len(r.Entries), c)
 	if err != nil {
 		return got, err
 	}
@@ -316,9 +208,9 @@ func (n *Notify) renderDigest(ctx context.Context, r delivery.Row, p prefs.Prefe
 // muted by replying "mute" to one of their emails (R-REPLY-7): a mute
 // that came after the version went into the digest still leaves the
 // changelist out. One read per changelist the digest gathered (at most
-// digest.MaxEntries); no Mutes, nothing muted.
+// digest.MaxEntries); no mute gate, nothing muted.
 func (n *Notify) mutedByReply(ctx context.Context, rcpt string, entries []delivery.Row) (map[string]bool, error) {
-	if n.Mutes == nil {
+	if n.Gates.mute == nil {
 		return nil, nil
 	}
 	rid := unsubscribe.RecipientID(rcpt)
@@ -327,7 +219,7 @@ func (n *Notify) mutedByReply(ctx context.Context, rcpt string, entries []delive
 		if _, seen := muted[e.ChangelistKey]; seen {
 			continue
 		}
-		m, err := n.Mutes.Muted(ctx, e.ChangelistKey, []string{rid})
+		m, err := n.Gates.mute.mutes.Muted(ctx, e.ChangelistKey, []string{rid})
 		if err != nil {
 			return nil, fmt.Errorf("digest: mutes of %s: %w", e.ChangelistKey, err)
 		}

@@ -63,12 +63,12 @@ func (d dismissed) forRecipient(rcpt string, c critic.Critique) (critic.Critique
 // R-VOTE-3) and those below their own minimum severity (R-PREF-3), whose
 // resolved findings below it are not news to them either; a finding they
 // doubted that was fixed still is. A version with no news at all is
-// R-QUIET-2's for every recipient (Notify.quiet). Off with the quiet
+// R-QUIET-2's for every recipient (the quiet gate). Off with the quiet
 // rules, with R-QUIET-2 off, and for a version the quiet rules do not
 // judge (an explicit version, a generic caller's or an operator's rerun,
 // is mailed to everyone: R-RERUN-2).
 func (n *Notify) nothingNewFor(j job.Job, c, mailed critic.Critique) int {
-	if n.Quiet == nil || n.Quiet.MailUnchangedReruns || !j.Quiet() {
+	if q, ok := n.Gates.Quiet(); !ok || q.mailUnchangedReruns || !j.Quiet() {
 		return 0
 	}
 	ch, mch := c.Changes, mailed.Changes

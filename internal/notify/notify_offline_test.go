@@ -69,6 +69,7 @@ func TestNotify_OutboxProtocol_Offline(t *testing.T) {
 		Deliveries: deliveries, Renderer: r, Sender: snd, Evidence: ev, ConfigurationSet: "set", Recipients: memstore.NewPreferences(),
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 	}
+	setGates(t, n, gateOpts{})
 	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{}})
 	j := storetest.NewJob("cl-notify", 1)
 	j.Stage, j.Status, j.Critique = job.StageNotify, job.StatusInProgress, crit

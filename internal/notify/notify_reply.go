@@ -8,7 +8,6 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/store"
-	"github.com/criticizer/criticizer/internal/unsubscribe"
 )
 
 // confirm sends the confirmation of a reply (job.TaskReply, R-REPLY-5):
@@ -16,8 +15,8 @@ import (
 // and mark as any email (deliver), so it is sent exactly once through
 // redeliveries, crashes and lost answers, and settled by SES evidence
 // like the rest. The reply function has no SES permission of its own.
-// A suppressed address gets nothing; an unsubscribe or a mute does not
-// stop it: it answers the reader's own request.
+// The reply gate answers it first (gate_reply.go), with the settle loop's
+// one conditional write.
 func (n *Notify) confirm(ctx context.Context, id string) error {
 	r, err := n.Deliveries.Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -26,18 +25,17 @@ func (n *Notify) confirm(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if r.Kind != delivery.KindReply {
+	reply, err := delivery.AsReply(r)
+	if err != nil {
 		return retry.Permanent(retry.SchemaInvalid, fmt.Errorf("delivery %s is not a reply's confirmation", id))
 	}
-	if n.Recipients != nil && r.Status.Claimable() && r.NotificationID == "" && r.NotifiedAt.IsZero() && !r.HasEvidence() {
-		rid := unsubscribe.RecipientID(r.Recipient)
-		st, err := n.Recipients.Standings(ctx, []string{rid})
+	if g := n.Gates.reply; g != nil && reply.Unsent() {
+		d, err := g.decide(ctx, reply)
 		if err != nil {
 			return err
 		}
-		if st[rid].Suppressed {
-			got, err := n.Deliveries.Skip(ctx, r.ID, delivery.StatusSuppressed, st[rid].Reason)
-			if r, _, err = n.current(ctx, r.ID, got, err); err != nil {
+		if d.Status != "" {
+			if r, err = n.settleRow(ctx, r, d); err != nil {
 				return err
 			}
 		}

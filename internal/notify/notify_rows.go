@@ -79,11 +79,7 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique, s
 		if err != nil {
 			return nil, retry.Permanent(retry.RuntimeBug, err)
 		}
-		r := delivery.Row{
-			ID: delivery.ID(clKey, rcpt, j.ReviewVersion), JobID: j.ID, ChangelistKey: clKey,
-			Recipient: delivery.NormalizeRecipient(rcpt), ReviewVersion: j.ReviewVersion,
-			Status: delivery.StatusPending, Message: msg, CreatedAt: now, UpdatedAt: now,
-		}
+		r := delivery.NewVersionRow(j.ID, clKey, rcpt, j.ReviewVersion, msg, now).Row
 		if since > 0 {
 			quietSince[r.Recipient] = since
 		}
@@ -117,11 +113,7 @@ func (n *Notify) ensureRows(ctx context.Context, j job.Job, c critic.Critique, s
 		rows = append(rows, got)
 	}
 	for _, who := range noEmail {
-		r := delivery.Row{
-			ID: delivery.ID(clKey, who, j.ReviewVersion), JobID: j.ID, ChangelistKey: clKey,
-			Recipient: delivery.NormalizeRecipient(who), ReviewVersion: j.ReviewVersion,
-			Status: delivery.StatusSkippedNoEmail, CreatedAt: now, UpdatedAt: now,
-		}
+		r := delivery.NoEmailRow(j.ID, clKey, who, j.ReviewVersion, now).Row
 		got, created, err := n.Deliveries.Ensure(ctx, r)
 		if err != nil {
 			return nil, err
@@ -149,53 +141,4 @@ func (n *Notify) readStandings(ctx context.Context, j job.Job) (map[string]deliv
 		return nil, nil
 	}
 	return n.Recipients.Standings(ctx, ids)
-}
-
-// gate settles, without a send, the rows of recipients who muted this
-// repository (unsubscribed from it) or unsubscribed from everything as
-// skipped_unsubscribed, and of suppressed addresses as suppressed
-// (R-UNSUB-2, R-EVIDENCE-6), from the standings read before the rows were
-// rendered (readStandings). It touches only rows that were never sent; a
-// row in flight or sent keeps its course. rows is updated in place. The
-// delivery mode in the same standings routes the rows left to a digest
-// (notify_digest.go) without a second read.
-func (n *Notify) gate(ctx context.Context, j job.Job, rows []delivery.Row, standings map[string]delivery.Standing) error {
-	if standings == nil {
-		return nil
-	}
-	unsent := func(r delivery.Row) bool {
-		return r.Status.Claimable() && r.NotificationID == "" && r.NotifiedAt.IsZero() && !r.HasEvidence()
-	}
-	repo := unsubscribe.Repository(j.Source, j.ChangelistID)
-	for i, r := range rows {
-		if !unsent(r) {
-			continue
-		}
-		st, ok := standings[unsubscribe.RecipientID(r.Recipient)]
-		if !ok {
-			continue
-		}
-		status, skip := st.SkipAs(repo)
-		if !skip {
-			continue
-		}
-		reason := st.Reason
-		if status == delivery.StatusSkippedUnsubscribed {
-			reason = "repository"
-			if st.Preferences.UnsubscribedAll {
-				reason = "all"
-			}
-		}
-		got, err := n.Deliveries.Skip(ctx, r.ID, status, reason)
-		// Claimed or settled since we read it: take it as it is now.
-		got, _, err = n.current(ctx, r.ID, got, err)
-		if err != nil {
-			return err
-		}
-		rows[i] = got
-		if got.Status == status {
-			n.Log.InfoContext(ctx, "delivery skipped", "delivery_id", r.ID, "job_id", j.ID, "status", status, "reason", reason)
-		}
-	}
-	return nil
 }

@@ -45,6 +45,7 @@ func TestPreferences_OwnMinimumNarrowsThatReadersEmailOnly(t *testing.T) {
 	w := newDismissWorld(t, "pref-1", nil)
 	rcpts := memstore.NewPreferences()
 	w.n.Recipients = rcpts
+	setGates(t, w.n, w.gates)
 	signer, err := prefs.NewSigner("0123456789abcdef0123456789abcdef-test")
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +119,7 @@ func TestPreferences_MutedOrUnsubscribedIsNotMailed(t *testing.T) {
 	w := newDismissWorld(t, "pref-2", nil)
 	rcpts := memstore.NewPreferences()
 	w.n.Recipients = rcpts
+	setGates(t, w.n, w.gates)
 	ctx := context.Background()
 	if err := rcpts.Mute(ctx, unsubscribe.RecipientID("ann@example.com"), unsubscribe.Repository("generic", "pref-2")); err != nil {
 		t.Fatal(err)
@@ -160,10 +162,12 @@ func TestPreferences_MutedOrUnsubscribedIsNotMailed(t *testing.T) {
 // Rules: R-QUIET-2, R-PREF-3.
 func TestPreferences_OwnMinimumQuietsAVersionWithNothingNewAtIt(t *testing.T) {
 	for _, explicit := range []bool{false, true} {
-		w := newDismissWorld(t, "pref-quiet", &notify.Quiet{})
+		w := newDismissWorld(t, "pref-quiet", &notify.QuietConfig{})
 		w.explicit = explicit
 		rcpts := memstore.NewPreferences()
 		w.n.Recipients = rcpts
+		setGates(t, w.n, w.gates)
+		setGates(t, w.n, w.gates)
 		save(t, rcpts, "ann@example.com", func(p *prefs.Preferences) { p.MinSeverity = prefs.SeverityWarning })
 		if err := w.version(1, critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{debugV1, todoV1}}); err != nil {
 			t.Fatal(err)

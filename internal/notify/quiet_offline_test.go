@@ -58,6 +58,7 @@ type quietWorld struct {
 	snd        *subjects
 	n          *notify.Notify
 	cl         string
+	gates      gateOpts
 }
 
 func newQuietWorld(t *testing.T, cl string) *quietWorld {
@@ -72,8 +73,9 @@ func newQuietWorld(t *testing.T, cl string) *quietWorld {
 		Base:       pipeline.Base{Jobs: w.jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
 		Deliveries: w.deliveries, Renderer: r, Sender: w.snd, Evidence: memstore.NewEvidence(clock), ConfigurationSet: "set",
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
-		Quiet: &notify.Quiet{Versions: w.jobs},
 	}
+	w.gates = gateOpts{quiet: &notify.QuietConfig{Versions: w.jobs}}
+	setGates(t, w.n, w.gates)
 	return w
 }
 
@@ -281,7 +283,8 @@ func TestQuiet_SameDiffUnderANewSHA_NoNewEmail(t *testing.T) {
 	if sent := w.snd.all(); len(sent) != 3 {
 		t.Fatalf("sent %q, want 3 emails (v1, the newcomer's v2, v3)", sent)
 	}
-	w.n.Quiet.MailSameDiff = true
+	w.gates.quiet.MailSameDiff = true
+	setGates(t, w.n, w.gates)
 	w.notify(w.accept(6, "sha-A", offlineCritique(), "ann@example.com"))
 	if sent := w.snd.all(); len(sent) != 4 {
 		t.Fatalf("sent %q with CRITICIZER_MAIL_SAME_DIFF, want v6 mailed", sent)
@@ -323,7 +326,8 @@ func TestQuiet_RerunWithNothingNew_NoEmailUnlessConfigured(t *testing.T) {
 	news.Changes = &critic.Changes{Since: 3, Reviewed: 2, New: 1, Unchanged: 1}
 	w.notify(w.accept(4, "sha-4", news, "ann@example.com"))
 	// Configured to mail unchanged reruns: nothing new, mailed anyway.
-	w.n.Quiet.MailUnchangedReruns = true
+	w.gates.quiet.MailUnchangedReruns = true
+	setGates(t, w.n, w.gates)
 	again := offlineCritique(f)
 	again.Changes = &critic.Changes{Since: 4, Reviewed: 1, Unchanged: 1}
 	w.notify(w.accept(5, "sha-5", again, "ann@example.com"))

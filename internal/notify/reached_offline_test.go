@@ -183,6 +183,7 @@ func TestReached_NewerBouncedForGood_OlderSuppressedNotSuperseded(t *testing.T) 
 	w := newQuietWorld(t, "cl-bounce")
 	rcpts := memstore.NewPreferences()
 	w.n.Recipients = rcpts
+	setGates(t, w.n, w.gates)
 	q := &queueRecorder{}
 	fb := sesFeedback(w.deliveries, w.jobs, rcpts, q)
 	v1 := w.accept(1, "sha-1", offlineCritique(), "ann@example.com")

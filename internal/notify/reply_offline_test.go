@@ -43,9 +43,10 @@ func newReplyWorld(t *testing.T) *replyWorld {
 	w.n = &notify.Notify{
 		Base:       pipeline.Base{Jobs: w.jobs, Queue: nopQueue{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock},
 		Deliveries: w.rows, Renderer: r, Sender: w.snd, Evidence: memstore.NewEvidence(clock), ConfigurationSet: "set",
-		Recipients: w.rcpts, Mutes: w.replies,
-		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
+		Recipients: w.rcpts,
+		Lease:      time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 	}
+	setGates(t, w.n, gateOpts{mutes: w.replies})
 	return w
 }
 

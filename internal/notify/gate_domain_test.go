@@ -42,9 +42,10 @@ func TestNotify_AllowedDomains_OthersSkippedNeverSent(t *testing.T) {
 	snd := &sender{sent: map[string]int{}}
 	n := &notify.Notify{
 		Base:       pipeline.Base{Jobs: jobs, Queue: nopQueue{}, Log: obs.NewLogger(&logs, "info"), Now: clock},
-		Deliveries: deliveries, Renderer: r, Sender: snd, Recipients: memstore.NewPreferences(), AllowedDomains: allowed,
+		Deliveries: deliveries, Renderer: r, Sender: snd, Recipients: memstore.NewPreferences(),
 		Lease: time.Minute, Margin: 2 * time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second,
 	}
+	setGates(t, n, gateOpts{domains: allowed})
 	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Summary: "s", Findings: []critic.Finding{}})
 	j := storetest.NewJob("cl-domains", 1)
 	j.Stage, j.Status, j.Critique = job.StageNotify, job.StatusInProgress, crit
