@@ -48,13 +48,14 @@ func (n *Notify) handleDigest(ctx context.Context, id string) error {
 		n.Log.WarnContext(ctx, "a digest message, but this notifier keeps no digests; dropped", "digest_id", id)
 		return nil
 	}
-	r, err := n.Deliveries.Get(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !r.IsDigest()) {
+	stored, err := n.Deliveries.Get(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	r, kind := delivery.AsDigest(stored)
+	if err != nil || kind != nil {
 		n.Log.WarnContext(ctx, "a digest message for no digest; dropped", "digest_id", id)
 		return nil
-	}
-	if err != nil {
-		return err
 	}
 	for range 3 {
 		if r.Status != delivery.StatusOpen {
@@ -70,16 +71,15 @@ func (n *Notify) handleDigest(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		r = next
+		r = delivery.DigestRow{Row: next}
 	}
 	if r.Status == delivery.StatusOpen {
 		return retry.Transient(retry.Conflict, fmt.Errorf("digest %s kept gathering entries while it was closed", id))
 	}
-	before := r
-	r, err = n.deliver(ctx, r, &evidenceView{n: n})
-	if before.NotifiedAt.IsZero() && !r.NotifiedAt.IsZero() {
+	sent, err := n.deliver(ctx, r.Row, &evidenceView{n: n})
+	if r.NotifiedAt.IsZero() && !sent.NotifiedAt.IsZero() {
 		obs.Metric(ctx, n.Log, map[string]string{"Function": "notify"}, map[string]float64{"DigestsSent": 1})
-		n.Log.InfoContext(ctx, "digest sent", "digest_id", id, "entries", len(r.Entries), "period", r.Period)
+		n.Log.InfoContext(ctx, "digest sent", "digest_id", id, "entries", len(sent.Entries), "period", sent.Period)
 	}
 	return err
 }
@@ -89,13 +89,13 @@ func (n *Notify) handleDigest(ctx context.Context, id string) error {
 // suppressed or the reader left every email; settled
 // skipped_empty when nothing it gathered is left to show; otherwise
 // pending with its message, rendered now, once (R-OUTBOX-2).
-func (n *Notify) closeDigest(ctx context.Context, g *DigestGate, r delivery.Row) (delivery.Row, error) {
+func (n *Notify) closeDigest(ctx context.Context, g *DigestGate, r delivery.DigestRow) (delivery.Row, error) {
 	rid := unsubscribe.RecipientID(r.Recipient)
 	st := delivery.Standing{Preferences: prefs.Default().Normalized()}
 	if n.Recipients != nil {
 		sts, err := n.Recipients.Standings(ctx, []string{rid})
 		if err != nil {
-			return r, err
+			return r.Row, err
 		}
 		if s, ok := sts[rid]; ok {
 			st = s
@@ -116,7 +116,7 @@ func (n *Notify) closeDigest(ctx context.Context, g *DigestGate, r delivery.Row)
 		var msg delivery.Message
 		var err error
 		if msg, sel, err = n.renderDigest(ctx, r, st.Preferences); err != nil {
-			return r, err
+			return r.Row, err
 		}
 		c = store.DigestClose{Status: delivery.StatusPending, Message: msg}
 		if sel.Empty() {
@@ -143,7 +143,7 @@ func (n *Notify) closeDigest(ctx context.Context, g *DigestGate, r delivery.Row)
 // gathered with its critique as the reader would be mailed it — the
 // deployment's and the repository's minimum severity, the reader's own,
 // and the findings they marked wrong left out (R-REPO-5, R-VOTE-3).
-func (n *Notify) renderDigest(ctx context.Context, r delivery.Row, p prefs.Preferences) (delivery.Message, digest.Selection, error) {
+func (n *Notify) renderDigest(ctx context.Context, r delivery.DigestRow, p prefs.Preferences) (delivery.Message, digest.Selection, error) {
 	ids := slices.Sorted(slices.Values(r.Entries))
 	entries, err := n.Deliveries.GetMany(ctx, ids)
 	if err != nil {
