@@ -122,12 +122,13 @@ func NewGates(gates ...Gate) (Gates, error) {
 	var g Gates
 	last := -1
 	for _, x := range gates {
+		if isNil(x) {
+			return Gates{}, errors.New("notify gates: a nil gate (its constructor's error ignored?)")
+		}
 		switch x := x.(type) {
-		case nil:
-			return Gates{}, errors.New("notify gates: a nil gate")
 		case *ReplyGate:
-			if x == nil || g.reply != nil {
-				return Gates{}, errors.New("notify gates: the reply gate twice, or nil")
+			if g.reply != nil {
+				return Gates{}, errors.New("notify gates: the reply gate listed twice")
 			}
 			g.reply = x
 			continue
@@ -152,6 +153,28 @@ func NewGates(gates ...Gate) (Gates, error) {
 		}
 	}
 	return g, nil
+}
+
+// isNil reports a gate that is nil, or a nil pointer to one: what a
+// constructor returns with its error.
+func isNil(g Gate) bool {
+	switch g := g.(type) {
+	case nil:
+		return true
+	case *DomainGate:
+		return g == nil
+	case *StandingGate:
+		return g == nil
+	case *MuteGate:
+		return g == nil
+	case *QuietGate:
+		return g == nil
+	case *DigestGate:
+		return g == nil
+	case *ReplyGate:
+		return g == nil
+	}
+	return false
 }
 
 // MustGates is NewGates for a list known to be right (tests, the

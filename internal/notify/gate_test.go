@@ -55,6 +55,7 @@ func TestGates_BuiltWhole_ListedOnceInOrder(t *testing.T) {
 		"mute before standing": {mute, standing},
 		"reply twice":          {reply, reply},
 		"a nil gate":           {nil},
+		"a nil domain gate":    {(*notify.DomainGate)(nil)},
 	} {
 		if _, err := notify.NewGates(list...); err == nil || !strings.Contains(err.Error(), "notify gates") {
 			t.Errorf("%s: %v, want refused", name, err)
