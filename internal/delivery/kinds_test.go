@@ -11,6 +11,7 @@ import (
 // A stored row is taken as the kind it is and refused as any other: a
 // digest is never gated as a version, nor a version closed as a digest,
 // nor a critique confirmed as a reply.
+// Rules: R-OUTBOX-11.
 func TestKinds_EachStoredRowIsOneKind(t *testing.T) {
 	now := time.Date(2026, 6, 10, 9, 0, 0, 0, time.UTC)
 	version := delivery.NewVersionRow("j1", "generic:cl", "Ann@Example.com", 2, delivery.Message{Subject: "s"}, now)

@@ -24,7 +24,7 @@ import (
 // never sent, counted once in SkippedDomain; the others are mailed and
 // the job succeeds (skipped_domain is terminal). A subdomain of an
 // allowed domain is not allowed.
-// Rules: R-RECIPIENT-1.
+// Rules: R-RECIPIENT-1, R-OUTBOX-11.
 func TestNotify_AllowedDomains_OthersSkippedNeverSent(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()

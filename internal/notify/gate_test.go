@@ -15,6 +15,7 @@ import (
 // before the standing, the mute, the quiet rules and the digest (a row a
 // gate settles is not asked about again, so the order says whose answer
 // wins).
+// Rules: R-OUTBOX-11.
 func TestGates_BuiltWhole_ListedOnceInOrder(t *testing.T) {
 	allowed, err := delivery.ParseDomains("example.com")
 	if err != nil {
