@@ -106,7 +106,7 @@ type Notify struct {
 	// the footer (R-PREF-2). Nil or no PublicURL: no link.
 	Prefs *prefs.Signer
 	// Replies, if set, gives each email its Reply-To address under
-	// InboundDomain (R-REPLY-1, notify_rows.go). Nil or no domain: no
+	// InboundDomain (R-REPLY-1, notify_votes.go). Nil or no domain: no
 	// Reply-To.
 	Replies       ReplyAddresses
 	InboundDomain string
