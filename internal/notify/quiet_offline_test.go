@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/notify"
+	"github.com/criticizer/criticizer/internal/prefs"
 
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/critic/critictest"
@@ -334,5 +335,41 @@ func TestQuiet_RerunWithNothingNew_NoEmailUnlessConfigured(t *testing.T) {
 	sent := w.snd.all()
 	if len(sent) != 5 || !strings.Contains(sent[2], " v3") || !strings.Contains(sent[3], " v4") || !strings.Contains(sent[4], " v5") {
 		t.Fatalf("sent %q, want the operator's v3, v4 (new finding) and v5 (configured) mailed", sent)
+	}
+}
+
+// A reader on daily delivery is not put in a digest a version a newer one
+// may still reach: the row waits, unclaimed, as any reader's does; once
+// the newer version went into the digest, the older is superseded, and
+// the digest holds the newer alone.
+// Rules: R-QUIET-3, R-DIGEST-2, R-OUTBOX-11.
+func TestQuiet_DailyReader_OlderWaitsForTheNewer_NotDigested(t *testing.T) {
+	w := newQuietWorld(t, "cl-daily-wait")
+	rcpts := memstore.NewPreferences()
+	save(t, rcpts, "ann@example.com", func(p *prefs.Preferences) { p.Mode = prefs.Daily })
+	w.n.Recipients = rcpts
+	w.gates.digests = w.deliveries
+	setGates(t, w.n, w.gates)
+	v1 := w.accept(1, "sha-1", offlineCritique(), "ann@example.com")
+	v2 := w.accept(2, "sha-2", offlineCritique(), "ann@example.com")
+	w.waits(v1)
+	if r := w.row("ann@example.com", 1); r.Status != delivery.StatusPending || r.Digest != "" {
+		t.Fatalf("v1 while v2 may reach ann: %s into %q, want pending, in no digest", r.Status, r.Digest)
+	}
+	w.notify(v2)
+	r2 := w.row("ann@example.com", 2)
+	if r2.Status != delivery.StatusDigested {
+		t.Fatalf("v2: %s, want digested", r2.Status)
+	}
+	w.notify(v1)
+	if r := w.row("ann@example.com", 1); r.Status != delivery.StatusSuperseded {
+		t.Fatalf("v1 after v2 went into the digest: %s, want superseded", r.Status)
+	}
+	d, err := w.deliveries.Get(context.Background(), r2.Digest)
+	if err != nil || len(d.Entries) != 1 || d.Entries[0] != r2.ID {
+		t.Fatalf("digest %v entries %v, want v2's row alone", err, d.Entries)
+	}
+	if sent := w.snd.all(); len(sent) != 0 {
+		t.Fatalf("sent %q, want nothing at once", sent)
 	}
 }
