@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -270,5 +271,43 @@ func TestReached_NewerBouncedBeforeTheSuppression_OlderNotMailed(t *testing.T) {
 	}
 	if r := w.row("ann@example.com", 1); r.Status != delivery.StatusSuppressed || r.Attempts != 0 || !strings.Contains(r.SkipReason, "v2") {
 		t.Errorf("ann v1: %s (%s) after %d attempts, want suppressed naming v2, never sent", r.Status, r.SkipReason, r.Attempts)
+	}
+}
+
+// rejectBeforeSettle is the outbox with SES's Reject of a newer version
+// landing between the quiet gate's read and its settlement (hook, once).
+type rejectBeforeSettle struct {
+	*memstore.Deliveries
+	once sync.Once
+	hook func()
+}
+
+func (d *rejectBeforeSettle) SettleQuiet(ctx context.Context, id string, status delivery.Status, reason, standsOn string) (delivery.Row, error) {
+	d.once.Do(d.hook)
+	return d.Deliveries.SettleQuiet(ctx, id, status, reason, standsOn)
+}
+
+// SES rejects v2 after the quiet gate judged that v2 reached ann and
+// before v1's settlement as superseded was written: the settlement
+// refuses to stand on the rejected row, the gate is asked again from the
+// rows as they are now, and v1 is mailed in the same run, once.
+// Rules: R-QUIET-4, R-OUTBOX-11.
+func TestReached_NewerRejectedWhileTheOlderIsJudged_DecidedAgain(t *testing.T) {
+	w := newQuietWorld(t, "cl-rej-between")
+	q := &queueRecorder{}
+	fb := sesFeedback(w.deliveries, w.jobs, nil, q)
+	v1 := w.accept(1, "sha-1", offlineCritique(), "ann@example.com")
+	v2 := w.accept(2, "sha-2", offlineCritique(), "ann@example.com")
+	w.waits(v1)
+	w.notify(v2)
+	v2row := delivery.ID(w.clKey(), "ann@example.com", 2)
+	publish(t, fb, w.deliveries, v2row, "Send")
+	w.n.Deliveries = &rejectBeforeSettle{Deliveries: w.deliveries, hook: func() { publish(t, fb, w.deliveries, v2row, "Reject") }}
+	w.notify(v1)
+	if got := w.toAnn(); len(got) != 2 || got[0] != "v2" || got[1] != "v1" {
+		t.Fatalf("ann was sent %q, want v2 (rejected by SES) and then v1 once", got)
+	}
+	if r := w.row("ann@example.com", 1); r.Status != delivery.StatusSent || r.StandsOn != "" {
+		t.Errorf("ann v1: %s standing on %q, want sent", r.Status, r.StandsOn)
 	}
 }
