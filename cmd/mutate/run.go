@@ -68,6 +68,8 @@ func checks() []check {
 			timeout: 5 * time.Minute, run: goTest(`^Test(SameKey|Place|Incremental)_`)},
 		{name: "unit/dismissal", pkg: "./internal/notify", sees: []string{"./internal/notify"}, named: true,
 			timeout: 5 * time.Minute, run: goTest(`^TestDismissal_`)},
+		{name: "unit/gates", pkg: "./internal/notify", sees: []string{"./internal/notify"}, named: true,
+			timeout: 5 * time.Minute, run: goTest(`^Test(Gates_|Notify_AllowedDomains_|Quiet_DailyReader_|Reached_NewerRejectedWhile)`)},
 		{name: "unit/source", pkg: "./internal/source", sees: []string{"./internal/source"}, named: true,
 			timeout: 5 * time.Minute, run: goTest(`^Test(BaseFile|GerritFetch|LabelsBeyondAuthor)_`)},
 		{name: "unit/fetch-order", pkg: "./internal/pipeline", sees: []string{"./internal/pipeline"}, named: true,
