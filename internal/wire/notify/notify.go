@@ -18,7 +18,7 @@ import (
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/sesmail"
 	"github.com/criticizer/criticizer/internal/stage"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
@@ -83,7 +83,7 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	}
 	// Each recipient's email leaves out the findings they marked wrong
 	// (R-VOTE-3): their marks are read once per run, before rendering.
-	n.Dismissals = store.NewDismissals(b.DynamoDB, cfg.JobsTable, b.Now)
+	n.Dismissals = dynamo.NewDismissals(b.DynamoDB, cfg.JobsTable, b.Now)
 	// Conversation roots are keyed with the unsubscribe signing key, a
 	// secret the notifier already holds (mail.NewThreads says why).
 	n.Threads, n.ListID = mail.NewThreads(cfg.UnsubscribeKey, cfg.MailDomain), cfg.ListID
@@ -132,7 +132,7 @@ func gates(cfg config.Config, b *wire.Base, o wire.Options) (notifier.Gates, err
 		list = append(list, g)
 	}
 	list = append(list, notifier.NewStandingGate())
-	mute, err := notifier.NewMuteGate(store.NewReplies(b.DynamoDB, cfg.JobsTable, b.Now))
+	mute, err := notifier.NewMuteGate(dynamo.NewReplies(b.DynamoDB, cfg.JobsTable, b.Now))
 	if err != nil {
 		return notifier.Gates{}, err
 	}
