@@ -16,7 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/pipeline"
+	"github.com/criticizer/criticizer/internal/notify"
 	"github.com/criticizer/criticizer/internal/sesmail"
 	"github.com/criticizer/criticizer/internal/stage"
 	"github.com/criticizer/criticizer/internal/store/dynamo"
@@ -28,7 +28,7 @@ import (
 // returned, with the monotonic clock (the SES emulator's store keeps whole
 // seconds only).
 type timedSender struct {
-	inner pipeline.Sender
+	inner notify.Sender
 	mu    sync.Mutex
 	sent  map[string]time.Time
 }

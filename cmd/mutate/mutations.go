@@ -57,10 +57,11 @@ const (
 	memstore  = "internal/store/memstore/deliveries.go"
 	decide    = "internal/delivery/decide.go"
 	successor = "internal/delivery/successor.go"
-	notifySnd = "internal/pipeline/notify_send.go"
-	notifyEv  = "internal/pipeline/notify_evidence.go"
-	notifyGo  = "internal/pipeline/notify.go"
-	quiet     = "internal/pipeline/notify_quiet.go"
+	notifySnd = "internal/notify/notify_send.go"
+	notifyEv  = "internal/notify/notify_evidence.go"
+	notifyGo  = "internal/notify/notify.go"
+	quiet     = "internal/notify/gate_quiet.go"
+	gateGo    = "internal/notify/gate.go"
 	sweeperGo = "internal/sweep/sweeper.go"
 	runnerGo  = "internal/stage/runner.go"
 	stageDl   = "internal/stage/deadline.go"
@@ -224,7 +225,7 @@ func Mutations() []Mutation {
 			What: "reconcile resends a row whose send may have happened without asking the evidence path",
 			Old:  "\tswitch delivery.Settle(r, ev) {\n\tcase delivery.Backfill:",
 			New:  "\tswitch delivery.Resend {\n\tcase delivery.Backfill:"},
-		{ID: "notify-finalize-ignores-rows", File: "internal/pipeline/notify_finalize.go",
+		{ID: "notify-finalize-ignores-rows", File: "internal/notify/notify_finalize.go",
 			What: "the job is made succeeded whatever its rows say",
 			Old:  "\tswitch delivery.Summarize(rows) {",
 			New:  "\tswitch delivery.Complete {"},
@@ -249,12 +250,26 @@ func Mutations() []Mutation {
 			What: "a dead-lettered newer version is waited for, as if it could still mail the recipient",
 			Old:  "\t\tif newer.Status == job.StatusDeadLettered {\n\t\t\treturn Unreachable",
 			New:  "\t\tif newer.Status == job.StatusDeadLettered {\n\t\t\treturn Undecided"},
-		{ID: "quiet-settles-claimed-rows", File: quiet, Scenarios: []string{"superseded"},
-			What: "the quiet rules try to settle rows already claimed or sent",
-			Equivalent: "the filter is the store's SettleQuiet condition (claimable, never sent) read ahead: a row it would have left out " +
-				"is refused by SettleQuiet and read again, so the mutant only spends a write",
-			Old: "\tfor i, r := range rows {\n\t\tif !r.Unsent() {\n\t\t\tcontinue\n\t\t}\n\t\tstatus, reason, on := decide(r)",
-			New: "\tfor i, r := range rows {\n\t\tstatus, reason, on := decide(r)"},
+		// The gates' settle loop (internal/notify/gate.go, R-OUTBOX-11).
+		// The store refuses a settlement of a row claimed or sent, so
+		// the loop's own filter shows only in what it counts: a row a
+		// gate settled in an earlier run is counted again.
+		{ID: "quiet-settles-claimed-rows", File: gateGo, Checks: []string{"unit/gates", "explore"}, Scenarios: []string{"superseded"},
+			What: "the gates' settle loop asks the gates about rows already claimed, sent or settled, and counts a settled row again",
+			Old:  "\tfor i, r := range run.Rows {\n\t\tif !r.Unsent() {\n\t\t\tcontinue\n\t\t}\n\t\td := decide(r)",
+			New:  "\tfor i, r := range run.Rows {\n\t\td := decide(r)"},
+		{ID: "gates-unreached-not-decided-again", File: gateGo, Checks: []string{"unit/gates", "explore"}, Scenarios: []string{"newer-rejected"},
+			What: "a quiet settlement that lost the row it stood on fails the run instead of asking the gate again",
+			Old:  "\t\terr = n.settleRows(ctx, run, decide)\n\t\tif !errors.Is(err, store.ErrNotReached) {",
+			New:  "\t\terr = n.settleRows(ctx, run, decide)\n\t\tif true {"},
+		{ID: "gates-digest-ignores-wait", File: "internal/notify/gate_digest.go", Checks: []string{"unit/gates", "explore"},
+			What: "the digest gate puts into a digest a row the quiet gate holds for a newer version",
+			Old:  "\t\tif run.Wait.holds(r.ID) {",
+			New:  "\t\tif false {"},
+		{ID: "gates-listed-twice", File: gateGo, Checks: []string{"unit/gates"},
+			What: "NewGates takes a gate listed twice (its rows asked twice, counted twice)",
+			Old:  "\t\t\tif x.rank() <= last {",
+			New:  "\t\t\tif x.rank() < last {"},
 
 		// Reached means reached (R-QUIET-4): a send SES undid after its
 		// Send event spares no one an email.

@@ -10,7 +10,7 @@ package awsclient
 //	SES v2 SendEmail                         nobody below   not idempotent: SES has no idempotency key, and an
 //	                                         the outbox     accepted message whose answer was lost would be sent
 //	                                                        twice. SDKAttemptsSES = 1; a failed call is settled
-//	                                                        by the outbox from provider evidence (pipeline.Notify)
+//	                                                        by the outbox from provider evidence (notify.Notify)
 //	SES v2 GetAccount (notify: the           the SDK        a read: the SDK's standard 3 attempts, set on the call
 //	  account's quota, sesmail.ReadQuota)                   (the SES client makes one attempt per call otherwise)
 //	DynamoDB TransactWriteItems (intake,     the SDK; the   the store sets a fresh ClientRequestToken on each call it

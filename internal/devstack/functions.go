@@ -19,7 +19,7 @@ import (
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/pipeline"
+	notifier "github.com/criticizer/criticizer/internal/notify"
 	"github.com/criticizer/criticizer/internal/stage"
 	"github.com/criticizer/criticizer/internal/sweep"
 	"github.com/criticizer/criticizer/internal/wire"
@@ -37,7 +37,7 @@ type FunctionOptions struct {
 	// Pollers per stage queue: Lambda's concurrency for that function.
 	Pollers int
 	// Sender replaces SES for the notifier (fault injection); nil uses SES.
-	Sender pipeline.Sender
+	Sender notifier.Sender
 	// Critic replaces the configured critic of the llm stage.
 	Critic critic.Critic
 	// Wire options: SDK middleware, clock, a wrapper of each stage's work,

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/criticizer/criticizer/internal/delivery"
-	"github.com/criticizer/criticizer/internal/pipeline"
+	notifier "github.com/criticizer/criticizer/internal/notify"
 )
 
 // Lambda ends an invocation at its timeout by stopping its execution
@@ -95,7 +95,7 @@ func (killedError) RetryableError() bool { return false }
 // killableSender keeps a replacement Sender (a test's, the benchmark's)
 // from mailing anyone for a killed invocation, as the SES client's
 // KillSwitch does for the real one.
-type killableSender struct{ pipeline.Sender }
+type killableSender struct{ notifier.Sender }
 
 func (s killableSender) Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error) {
 	if Killed(ctx) {

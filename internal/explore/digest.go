@@ -49,11 +49,11 @@ func digestVariants() []*Variant {
 		{Name: "digest-close-unconditional", CaughtIn: []string{"digest-close"}, Property: "lost",
 			Doc: "broken on purpose: a digest is closed whatever entries came in since it was read and rendered, " +
 				"so an entry added in between is held by a digest whose email does not show it",
-			Apply: func(w *world) { w.notify.Digests = closeAnyway{w.notify.Digests, w} }},
+			Apply: func(w *world) { w.digests = closeAnyway{w.digests, w} }},
 		{Name: "digest-refusal-taken-as-held", CaughtIn: []string{"digest-close"}, Property: "lost",
 			Doc: "broken on purpose: a closed digest's refusal of an entry is taken for the entry held, " +
 				"so a version that came after the close is in no digest",
-			Apply: func(w *world) { w.notify.Digests = refusalIgnored{w.notify.Digests} }},
+			Apply: func(w *world) { w.digests = refusalIgnored{w.digests} }},
 	}
 }
 
@@ -110,7 +110,7 @@ func (w *world) wireDigests(gout outbox) {
 			per = digestrules.Next(p, per.Due)
 		}
 	}
-	w.notify.Digests = gout
+	w.digests = gout
 	w.sweeper.Digests = gout
 }
 

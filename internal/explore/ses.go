@@ -93,12 +93,12 @@ type ses struct {
 // sendFaults are the answers the explorer may give a send besides OK.
 func sendFaults() []Outcome { return []Outcome{AnswerLost, Slow, FailBefore, Refused} }
 
-// Send implements pipeline.Sender.
+// Send implements notify.Sender.
 func (s *ses) Send(ctx context.Context, deliveryID, to string, m delivery.Message) (string, error) {
 	return s.send(ctx, deliveryID, to, "", m.Text)
 }
 
-// SendProbe implements pipeline.Prober: a message to the mailbox
+// SendProbe implements notify.Prober: a message to the mailbox
 // simulator through the configuration set.
 func (s *ses) SendProbe(ctx context.Context, id string) (string, error) {
 	return s.send(ctx, "", "probe@simulator", id, "")

@@ -133,18 +133,18 @@ func supersedeDeepDepths() map[string]int {
 // repository's settings) — so an older version was superseded by a newer
 // one still on its way, and when that one then failed, nobody was mailed.
 func supersedeBeforeReached(w *world) {
-	if w.notify.Quiet == nil {
+	if w.quiet == nil {
 		return
 	}
 	settleAsItWas(w)
-	w.notify.Quiet.Judge = func(newer job.Job, _ delivery.Row, _ bool) delivery.Successor {
+	w.quiet.SetJudge(func(newer job.Job, _ delivery.Row, _ bool) delivery.Successor {
 		switch {
 		case newer.Status == job.StatusDeadLettered, newer.Status == job.StatusBudgetExceeded,
 			newer.Status == job.StatusNoRecipients, newer.Skipped != "":
 			return delivery.Unreachable
 		}
 		return delivery.Reached
-	}
+	})
 }
 
 // sendingCountsAsReached is the judge with mutation
@@ -153,16 +153,16 @@ func supersedeBeforeReached(w *world) {
 // SES then refuses that send for good, the older version was superseded
 // by a version nobody received.
 func sendingCountsAsReached(w *world) {
-	if w.notify.Quiet == nil {
+	if w.quiet == nil {
 		return
 	}
 	settleAsItWas(w)
-	w.notify.Quiet.Judge = func(newer job.Job, r delivery.Row, ok bool) delivery.Successor {
+	w.quiet.SetJudge(func(newer job.Job, r delivery.Row, ok bool) delivery.Successor {
 		if ok && r.Status == delivery.StatusSending {
 			return delivery.Reached
 		}
 		return delivery.Judge(newer, r, ok)
-	}
+	})
 }
 
 // undoneCountsAsReached is the judge as it was before R-QUIET-4: a newer
@@ -172,16 +172,16 @@ func sendingCountsAsReached(w *world) {
 // (settleAsItWas). The older version judged after the Reject is
 // superseded by the rejected one, and nobody is mailed.
 func undoneCountsAsReached(w *world) {
-	if w.notify.Quiet == nil {
+	if w.quiet == nil {
 		return
 	}
 	settleAsItWas(w)
-	w.notify.Quiet.Judge = func(newer job.Job, r delivery.Row, ok bool) delivery.Successor {
+	w.quiet.SetJudge(func(newer job.Job, r delivery.Row, ok bool) delivery.Successor {
 		if ok && (!r.NotifiedAt.IsZero() || r.NotificationID != "") {
 			return delivery.Reached
 		}
 		return delivery.Judge(newer, r, ok)
-	}
+	})
 }
 
 // settleAsItWas puts back the quiet settlement the judges above were
@@ -212,15 +212,15 @@ func (s settledAlone) Ensure(ctx context.Context, r delivery.Row) (delivery.Row,
 // still mail them — and the older version waits for ever, its job never
 // done, the recipient never mailed.
 func deadLetteredWaited(w *world) {
-	if w.notify.Quiet == nil {
+	if w.quiet == nil {
 		return
 	}
-	w.notify.Quiet.Judge = func(newer job.Job, r delivery.Row, ok bool) delivery.Successor {
+	w.quiet.SetJudge(func(newer job.Job, r delivery.Row, ok bool) delivery.Successor {
 		if ok && newer.Status == job.StatusDeadLettered && r.Status.Claimable() {
 			return delivery.Undecided
 		}
 		return delivery.Judge(newer, r, ok)
-	}
+	})
 }
 
 // overBudget starts j at the llm stage, its critique not written yet, with

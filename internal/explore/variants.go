@@ -8,7 +8,7 @@ import (
 	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/pipeline"
+	"github.com/criticizer/criticizer/internal/notify"
 	"github.com/criticizer/criticizer/internal/store"
 )
 
@@ -95,7 +95,7 @@ func mainWatermark(w *world) {
 
 // retrying is a sender that sends again when the answer is lost, as an
 // SDK's retry would.
-type retrying struct{ s pipeline.Sender }
+type retrying struct{ s notify.Sender }
 
 func (r retrying) Send(ctx context.Context, id, to string, m delivery.Message) (string, error) {
 	msgID, err := r.s.Send(ctx, id, to, m)

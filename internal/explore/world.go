@@ -16,6 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/drain"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
+	"github.com/criticizer/criticizer/internal/notify"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/sesevent"
 	"github.com/criticizer/criticizer/internal/stage"
@@ -51,8 +52,13 @@ type world struct {
 	// named counts names given outside any process.
 	named int
 
-	notify *pipeline.Notify
-	runner *stage.Runner
+	notify *notify.Notify
+	// quiet and digests are the notifier's quiet gate and digests' store,
+	// if the scenario has them: a variant may change either before the
+	// notifier's gates are listed (wireGates).
+	quiet   *notify.QuietGate
+	digests store.Digests
+	runner  *stage.Runner
 	// The intake front: the API handler (routing to the real intake),
 	// and the fetch and llm stages between it and notify.
 	api                  *api.Handler
@@ -107,7 +113,7 @@ func newWorld(sc Scenario, v *Variant) *world {
 
 	gj, gout, gev, grc := jobs{w, w.jobsMem}, outbox{w, w.outbox}, evidencePath{w, w.evidence}, recipients{w, w.rcpts}
 	sender := &ses{w}
-	w.notify = &pipeline.Notify{
+	w.notify = &notify.Notify{
 		Base:       pipeline.Base{Jobs: gj, Queue: stageQueue{w}, Log: log, Now: clock},
 		Deliveries: gout, Renderer: renderer(), Sender: sender, Prober: sender,
 		Evidence: gev, ConfigurationSet: sc.ConfigurationSet,
@@ -115,7 +121,11 @@ func newWorld(sc Scenario, v *Variant) *world {
 		Recipients: grc, Tokens: func(ctx context.Context) string { return "tok-" + w.name(ctx) },
 	}
 	if sc.Quiet {
-		w.notify.Quiet = &pipeline.Quiet{Versions: quietStore{w, w.jobsMem}}
+		q, err := notify.NewQuietGate(notify.QuietConfig{Versions: quietStore{w, w.jobsMem}})
+		if err != nil {
+			panic(err)
+		}
+		w.quiet = q
 	}
 	w.runner = stage.New(job.StageNotify, "notify", w.notify.Handle, stageQueue{w}, nil, log)
 	// Full jitter's shortest draw: a retry is visible again at once, or
@@ -137,6 +147,7 @@ func newWorld(sc Scenario, v *Variant) *world {
 	if v != nil && v.Apply != nil {
 		v.Apply(w)
 	}
+	w.wireGates(grc, clock)
 
 	crit, _ := json.Marshal(critic.Critique{Critic: "offline/v1", Summary: "One finding.", Findings: []critic.Finding{}})
 	for _, js := range sc.Jobs {
@@ -364,4 +375,27 @@ func (w *world) invoke(q *queue, ms ...*message) {
 // sweep runs the sweeper as a new process (the EventBridge schedule).
 func (w *world) sweep() {
 	w.sched.start("sweeper", func(ctx context.Context) { _, _ = w.sweeper.Run(ctx) })
+}
+
+// wireGates lists the notifier's gates as a deployment does: the
+// recipients' standings and the reply gate (every world keeps
+// preference records), the quiet rules and the digests if the scenario
+// has them.
+func (w *world) wireGates(rcpts recipients, clock func() time.Time) {
+	list := []notify.Gate{notify.NewStandingGate()}
+	if w.quiet != nil {
+		list = append(list, w.quiet)
+	}
+	if w.digests != nil {
+		d, err := notify.NewDigestGate(notify.DigestConfig{Digests: w.digests, Standings: rcpts, Clock: clock})
+		if err != nil {
+			panic(err)
+		}
+		list = append(list, d)
+	}
+	reply, err := notify.NewReplyGate(rcpts)
+	if err != nil {
+		panic(err)
+	}
+	w.notify.Gates = notify.MustGates(append(list, reply)...)
 }

@@ -56,16 +56,26 @@ func Rules() []Rule {
 			Forbid: []string{"github.com/aws/aws-sdk-go-v2/service/..."},
 		},
 		{
-			Name:   "only the wiring and the harnesses import the wiring, the stages and the handlers",
-			From:   []string{"internal/..."},
-			Except: []string{"internal/wire/...", "internal/devstack/...", "internal/e2e", "internal/chaos", "internal/testenv", "internal/explore"},
-			Forbid: []string{"internal/pipeline", "internal/sesevent", "internal/sweep", "internal/inbound", "internal/api", "internal/wire/..."},
+			Name: "only the wiring and the harnesses import the wiring, the stages and the handlers",
+			From: []string{"internal/..."},
+			Except: []string{"internal/wire/...", "internal/devstack/...", "internal/e2e", "internal/chaos", "internal/testenv", "internal/explore",
+				"internal/notify"},
+			Forbid: []string{"internal/pipeline", "internal/notify", "internal/sesevent", "internal/sweep", "internal/inbound", "internal/api",
+				"internal/wire/..."},
+		},
+		{
+			// The notify stage shares the Base of every stage (begin: is
+			// there work, re-enqueue a stranded next stage) with fetch and
+			// llm, and nothing else of the stages and handlers.
+			Name:   "the notify stage imports of the stages only pipeline's Base",
+			From:   []string{"internal/notify"},
+			Forbid: []string{"internal/sesevent", "internal/sweep", "internal/inbound", "internal/api", "internal/wire/..."},
 		},
 		{
 			Name: "the store links no stage, handler or wiring",
 			From: []string{"internal/store/..."},
 			Deps: true,
-			Forbid: []string{"internal/pipeline", "internal/api", "internal/wire/...", "internal/sesevent", "internal/sweep",
+			Forbid: []string{"internal/pipeline", "internal/notify", "internal/api", "internal/wire/...", "internal/sesevent", "internal/sweep",
 				"internal/inbound", "internal/stage"},
 		},
 		{

@@ -91,7 +91,7 @@ func (f *Fetch) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if m.Task != "" {
 		return retry.Permanent(retry.SchemaInvalid, fmt.Errorf("fetch: unknown task %q", m.Task))
 	}
-	j, ok, err := f.begin(ctx, m, job.StageFetch)
+	j, ok, err := f.Begin(ctx, m, job.StageFetch)
 	if err != nil || !ok {
 		return err
 	}

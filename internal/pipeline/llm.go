@@ -50,7 +50,7 @@ type LearnedRules interface {
 
 // Handle runs the llm stage for one message.
 func (l *LLM) Handle(ctx context.Context, m job.Message, attempt int) error {
-	j, ok, err := l.begin(ctx, m, job.StageLLM)
+	j, ok, err := l.Begin(ctx, m, job.StageLLM)
 	if err != nil || !ok {
 		return err
 	}

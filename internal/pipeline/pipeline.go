@@ -1,5 +1,6 @@
-// Package pipeline holds the work of each stage — fetch, llm, notify — as
-// functions of a stage message. The stage runner (package stage) owns
+// Package pipeline holds the work of the fetch and llm stages as
+// functions of a stage message, and the Base every stage shares (the
+// notify stage, in internal/notify, too). The stage runner (package stage) owns
 // retries, backoff and dead letters; a stage here only does its work,
 // persists its result, then enqueues the next stage, and returns an error
 // that package retry can classify.
@@ -29,7 +30,8 @@ type Blobs interface {
 	Get(ctx context.Context, ref string, limit int64) ([]byte, error)
 }
 
-// Base is what every stage needs. The notify stage has no Blobs.
+// Base is what every stage needs. The notify stage (internal/notify) has
+// no Blobs.
 type Base struct {
 	Jobs  Jobs
 	Blobs Blobs
@@ -60,11 +62,12 @@ type Jobs interface {
 // MaxDiffBytes bounds what a stage reads back from the blob store.
 const MaxDiffBytes = 1 << 20
 
-// begin loads the job for a stage message and decides whether the stage has
-// work to do. It returns ok=false when the stage is already done: then, if
+// Begin loads the job for a stage message and decides whether the stage has
+// work to do. Exported for the notify stage (internal/notify), which
+// shares the rule with fetch and llm. It returns ok=false when the stage is already done: then, if
 // the job sits exactly at the next stage, it enqueues that stage again,
 // because a crash between "persist" and "enqueue" would otherwise strand it.
-func (b *Base) begin(ctx context.Context, m job.Message, stage job.Stage) (job.Job, bool, error) {
+func (b *Base) Begin(ctx context.Context, m job.Message, stage job.Stage) (job.Job, bool, error) {
 	j, err := b.Jobs.Get(ctx, m.JobID)
 	if errors.Is(err, store.ErrNotFound) {
 		return job.Job{}, false, retry.Permanent(retry.NotFound, err)

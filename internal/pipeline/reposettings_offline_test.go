@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/notify"
+
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
@@ -173,7 +175,7 @@ type settingsRig struct {
 	mail   *mailbox
 	fetch  *pipeline.Fetch
 	llm    *pipeline.LLM
-	notify *pipeline.Notify
+	notify *notify.Notify
 }
 
 func newSettingsRig(t *testing.T, file string) *settingsRig {
@@ -200,7 +202,7 @@ func newSettingsRig(t *testing.T, file string) *settingsRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.notify = &pipeline.Notify{Base: base, Deliveries: memstore.NewDeliveries(clock), Renderer: rend, Sender: r.mail,
+	r.notify = &notify.Notify{Base: base, Deliveries: memstore.NewDeliveries(clock), Renderer: rend, Sender: r.mail,
 		Lease: time.Minute, Margin: time.Minute, MarkTimeout: 5 * time.Second, SendTimeout: 5 * time.Second}
 	return r
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
+	notifier "github.com/criticizer/criticizer/internal/notify"
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/ratelimit"
 	"github.com/criticizer/criticizer/internal/secrets"
@@ -23,7 +24,7 @@ import (
 
 // New builds the notify stage's SQS handler. sender, if not nil, replaces
 // SES (tests, the benchmark).
-func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, sender pipeline.Sender) (*stage.Runner, error) {
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, sender notifier.Sender) (*stage.Runner, error) {
 	n, b, err := Stage(ctx, cfg, log, o, sender)
 	if err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 const MessageTime = sesmail.DefaultSendTimeout + 10*time.Second
 
 // Stage builds the notify stage's work, and the base it runs on.
-func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, sender pipeline.Sender) (*pipeline.Notify, *wire.Base, error) {
+func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Options, sender notifier.Sender) (*notifier.Notify, *wire.Base, error) {
 	b, err := wire.NewBase(ctx, cfg, log, o)
 	if err != nil {
 		return nil, nil, err
@@ -56,13 +57,14 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	if err != nil {
 		return nil, nil, err
 	}
-	n := &pipeline.Notify{Base: pipeline.Base{Jobs: b.Jobs, Queue: b.Queue, Log: log, Now: b.Now},
+	n := &notifier.Notify{Base: pipeline.Base{Jobs: b.Jobs, Queue: b.Queue, Log: log, Now: b.Now},
 		Deliveries: b.Deliveries, Renderer: r, Sender: sender,
 		Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Lease: cfg.Notify.DeliveryLease, Margin: cfg.EvidenceMargin, Policy: cfg.UncertainSend, SendTimeout: sesmail.DefaultSendTimeout,
-		Recipients: b.Recipients, AllowedDomains: cfg.AllowedRecipientDomains, Signer: signer, PublicURL: cfg.PublicURL, MinSeverity: critic.Severity(cfg.Notify.MinSeverity),
-		// Quiet unless something is new (R-QUIET-1..3).
-		Quiet: &pipeline.Quiet{Versions: b.Jobs, MailSameDiff: cfg.Notify.MailSameDiff, MailUnchangedReruns: cfg.Notify.MailUnchangedReruns}}
+		Recipients: b.Recipients, Signer: signer, PublicURL: cfg.PublicURL, MinSeverity: critic.Severity(cfg.Notify.MinSeverity)}
+	if n.Gates, err = gates(cfg, b, o); err != nil {
+		return nil, nil, err
+	}
 	if n.Votes, err = wire.VoteSigner(cfg); err != nil {
 		return nil, nil, err
 	}
@@ -70,10 +72,8 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	if n.Prefs, err = wire.PrefsSigner(cfg); err != nil {
 		return nil, nil, err
 	}
-	// Readers who muted the changelist by reply are skipped (R-REPLY-7);
-	// with an inbound domain each email's Reply-To is its reply address
+	// With an inbound domain each email's Reply-To is its reply address
 	// (R-REPLY-1), keyed with the unsubscribe key like the vote links.
-	n.Mutes = dynamo.NewReplies(b.DynamoDB, cfg.JobsTable, b.Now)
 	if cfg.InboundDomain != "" && cfg.UnsubscribeKey != "" {
 		keys, err := inbound.NewKeys(cfg.UnsubscribeKey, cfg.UnsubscribeKeyPrevious)
 		if err != nil {
@@ -89,9 +89,6 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	n.Threads, n.ListID = mail.NewThreads(cfg.UnsubscribeKey, cfg.MailDomain), cfg.ListID
 	// The subject keeps the changelist's first title (R-THREAD-1).
 	n.Titles = b.Jobs
-	// Readers on daily or mixed delivery get digests, rows of the same
-	// outbox (R-DIGEST-*).
-	n.Digests, n.DigestClock = b.Deliveries, o.DigestNow
 	var account *sesmail.Account
 	if sender == nil {
 		client := sesmail.NewSES(b.AWS, cfg.Endpoints.SES)
@@ -117,4 +114,44 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 		n.Pacer = l
 	}
 	return n, b, nil
+}
+
+// gates are the notifier's gates, in the order they are asked: the
+// allowed domains if the operator narrowed them (R-RECIPIENT-1), the
+// recipients' standings (R-UNSUB-2), the mutes by reply (R-REPLY-7), the
+// quiet rules (R-QUIET-1..3), the daily digests of readers on daily or
+// mixed delivery, rows of the same outbox (R-DIGEST-*); and the reply
+// gate of a reply's confirmation (R-REPLY-5).
+func gates(cfg config.Config, b *wire.Base, o wire.Options) (notifier.Gates, error) {
+	var list []notifier.Gate
+	if cfg.AllowedRecipientDomains.On() {
+		g, err := notifier.NewDomainGate(cfg.AllowedRecipientDomains)
+		if err != nil {
+			return notifier.Gates{}, err
+		}
+		list = append(list, g)
+	}
+	list = append(list, notifier.NewStandingGate())
+	mute, err := notifier.NewMuteGate(dynamo.NewReplies(b.DynamoDB, cfg.JobsTable, b.Now))
+	if err != nil {
+		return notifier.Gates{}, err
+	}
+	quiet, err := notifier.NewQuietGate(notifier.QuietConfig{Versions: b.Jobs, MailSameDiff: cfg.Notify.MailSameDiff,
+		MailUnchangedReruns: cfg.Notify.MailUnchangedReruns})
+	if err != nil {
+		return notifier.Gates{}, err
+	}
+	clock := o.DigestNow
+	if clock == nil {
+		clock = b.Now
+	}
+	digests, err := notifier.NewDigestGate(notifier.DigestConfig{Digests: b.Deliveries, Standings: b.Recipients, Clock: clock})
+	if err != nil {
+		return notifier.Gates{}, err
+	}
+	reply, err := notifier.NewReplyGate(b.Recipients)
+	if err != nil {
+		return notifier.Gates{}, err
+	}
+	return notifier.NewGates(append(list, mute, quiet, digests, reply)...)
 }
