@@ -330,7 +330,8 @@ type Message struct {
 	// not the job's (the job's status and attempts are left alone); they
 	// are retried, and dead-lettered, like any message.
 	Task string `json:"task,omitempty"`
-	// Delivery names the delivery row a task is about (TaskReply).
+	// Delivery names the delivery row a task is about (TaskReply; a
+	// TaskPost's post row, which names its channel and phase).
 	Delivery string `json:"delivery_id,omitempty"`
 	// Deferral is set on a copy the stage runner re-sent after a
 	// rate-limited attempt (see internal/stage). Absent on every message
@@ -353,6 +354,13 @@ const TaskDigest = "digest"
 // function wrote. The job is the one whose email was answered; its own
 // status and attempts are left alone.
 const TaskReply = "reply"
+
+// TaskPost asks the notify stage to post the job's version to one channel
+// other than email in one phase (a check run, a commit status, a signed
+// webhook): the post row Message.Delivery names, which says both
+// (R-CHANNEL-4). Its failures are its own: email and the job's status
+// never wait on it.
+const TaskPost = "post"
 
 // Deferral is the bookkeeping a rate-limited message carries to its
 // re-sent copy. SQS counts receives per message, so a fresh copy starts at
