@@ -154,6 +154,42 @@ func (p *Posting) Announce(ctx context.Context, j job.Job, phase channel.Phase, 
 	return nil
 }
 
+// FinishedWait is how long a Finished announcement whose job has not
+// reached its final status yet waits before it looks again.
+const FinishedWait = 30 * time.Second
+
+// announced handles a stage's announcement (a TaskPost without a row):
+// the job's post rows for the phase, one TaskPost each. A Finished one
+// that arrives before the job's final status is written (it is sent just
+// before) waits for it: AWAITING_EVIDENCE, a wait the stage runner defers
+// without spending the budget (R-STAGE-6).
+func (p *Posting) announced(ctx context.Context, m job.Message) error {
+	phase := channel.Phase(m.Phase)
+	if phase != channel.Started && phase != channel.Finished {
+		return retry.Permanent(retry.SchemaInvalid, fmt.Errorf("post task for job %s: phase %q", m.JobID, m.Phase))
+	}
+	if !p.Enabled() {
+		return nil
+	}
+	j, err := p.Jobs.Get(ctx, m.JobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return retry.Permanent(retry.NotFound, err)
+	}
+	if err != nil {
+		return err
+	}
+	var outcome channel.Outcome
+	var reason string
+	if phase == channel.Finished {
+		var final bool
+		if outcome, reason, final = OutcomeOf(j); !final {
+			return retry.WithRetryAfter(retry.Transient(retry.AwaitingEvidence,
+				fmt.Errorf("job %s: finished post before the job's final status", j.ID)), FinishedWait)
+		}
+	}
+	return p.Announce(ctx, j, phase, outcome, reason)
+}
+
 // Message is the notify queue's message for a post row.
 func Message(r channel.Row) job.Message {
 	return job.Message{JobID: r.JobID, Stage: job.StageNotify, Task: job.TaskPost, Delivery: r.ID}
@@ -239,10 +275,11 @@ func OutcomeOf(j job.Job) (channel.Outcome, string, bool) {
 // has; it is settled without a send.
 var errNotConfigured = errors.New("channel not configured")
 
-// Handle runs one TaskPost message: the post row m.Delivery names.
+// Handle runs one TaskPost message: with a row (m.Delivery), the post
+// row's send; without, the announcement of m.Phase for the job.
 func (p *Posting) Handle(ctx context.Context, m job.Message, _ int) error {
 	if m.Delivery == "" {
-		return retry.Permanent(retry.SchemaInvalid, fmt.Errorf("post task for job %s names no row", m.JobID))
+		return p.announced(ctx, m)
 	}
 	r, err := p.Posts.GetPost(ctx, m.Delivery)
 	if errors.Is(err, store.ErrNotFound) {
@@ -390,11 +427,17 @@ func (p *Posting) release(ctx context.Context, r channel.Row, token string, caus
 // Sweep hands every post row left unsent back to the notify queue
 // (R-CHANNEL-5): pending rows whose message was lost, or claimed ones
 // whose lease lapsed. It returns how many it enqueued. Rows younger than
-// settle are left to their own message.
+// settle are left to their own message, and a row tried as often as the
+// stage's budget allows is left to its dead-letter envelope (an
+// operator's replay), never retried for ever.
 func (p *Posting) Sweep(ctx context.Context, now time.Time, settle time.Duration) (int, error) {
 	n := 0
+	budget := retry.DefaultPolicy().MaxAttempts
 	err := p.Posts.UnsettledPosts(ctx, func(r channel.Row) error {
 		if r.Status == channel.StatusPending && r.UpdatedAt.After(now.Add(-settle)) {
+			return nil
+		}
+		if r.Attempts >= budget {
 			return nil
 		}
 		if err := p.Queue.Enqueue(ctx, Message(r)); err != nil {

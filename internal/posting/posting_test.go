@@ -290,13 +290,13 @@ func TestPosting_FailingChannel_ReleasedAndSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := r.q.msgs[0].Delivery
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 2; i++ {
 		if errs := r.handleAll(t); len(errs) != 1 || retry.Classify(errs[0]).Class != retry.Upstream5xx {
 			t.Fatalf("try %d = %v", i, errs)
 		}
 	}
 	row, _ := r.posts.GetPost(ctx, id)
-	if row.Status != channel.StatusPending || row.LastErrorClass != "UPSTREAM_5XX" || row.Attempts != 3 {
+	if row.Status != channel.StatusPending || row.LastErrorClass != "UPSTREAM_5XX" || row.Attempts != 2 {
 		t.Fatalf("row = %+v", row)
 	}
 	r.q.msgs = nil // the message is gone (dead-lettered, or lost)
@@ -306,6 +306,15 @@ func TestPosting_FailingChannel_ReleasedAndSwept(t *testing.T) {
 	r.now = r.now.Add(5 * time.Minute)
 	if n, err := r.p.Sweep(ctx, r.now, time.Minute); err != nil || n != 1 || r.q.msgs[0].Delivery != id || r.q.msgs[0].Task != job.TaskPost {
 		t.Fatalf("sweep = %d %v %+v", n, err, r.q.msgs)
+	}
+	// Tried as often as the budget allows: left to its envelope.
+	r.handleAll(t)
+	r.handleAll(t)
+	r.handleAll(t)
+	r.q.msgs = nil
+	r.now = r.now.Add(5 * time.Minute)
+	if n, err := r.p.Sweep(ctx, r.now, time.Minute); err != nil || n != 0 {
+		t.Fatalf("sweep of a row past its budget = %d %v, want 0", n, err)
 	}
 }
 
@@ -357,5 +366,33 @@ func TestPosting_FindingsBounded(t *testing.T) {
 	}
 	if m := p.Findings[0].Message; len(m) > posting.MaxFindingText+len("…") {
 		t.Fatalf("finding text of %d bytes", len(m))
+	}
+}
+
+// A stage's announcement (a post task without a row) makes the rows and a
+// task per row; a Finished one before the job's final status waits,
+// without spending the budget.
+// Rules: R-CHANNEL-4.
+func TestPosting_AnnouncementFansOut(t *testing.T) {
+	ctx := context.Background()
+	a, b := &host{name: "webhook:a", lookless: true}, &host{name: "github-check"}
+	r := newRig(t, a, b)
+	r.j.Status = job.StatusInProgress
+	r.p.Jobs = jobs{r.j}
+	err := r.p.Handle(ctx, job.Message{JobID: "j_1", Task: job.TaskPost, Phase: string(channel.Finished)}, 1)
+	if c := retry.Classify(err).Class; c != retry.AwaitingEvidence {
+		t.Fatalf("finished before the job's end = %v, want a wait", err)
+	}
+	if err := r.p.Handle(ctx, job.Message{JobID: "j_1", Task: job.TaskPost, Phase: string(channel.Started)}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.q.msgs) != 2 || r.q.msgs[0].Delivery == "" || r.q.msgs[0].Delivery == r.q.msgs[1].Delivery {
+		t.Fatalf("fan-out = %+v", r.q.msgs)
+	}
+	if errs := r.handleAll(t); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if len(a.got) != 1 || len(b.got) != 1 || a.got[0].VersionKey != b.got[0].VersionKey || a.got[0].ID == b.got[0].ID {
+		t.Fatalf("posts: %+v / %+v", a.got, b.got)
 	}
 }
