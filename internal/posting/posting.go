@@ -74,6 +74,34 @@ type Posting struct {
 	MaxFindings int
 	// Tokens makes claim tokens; nil draws them from crypto/rand.
 	Tokens func(ctx context.Context) string
+	// Now is the store's clock, leases are judged by (time.Now if nil).
+	Now func() time.Time
+}
+
+// SendMargin is kept back from a claim's lease: a send must reach its
+// channel that long before the lease lapses, so that the next claim,
+// once the lease has lapsed, asks a channel that holds all it ever will
+// of the earlier try (R-CHANNEL-3).
+const SendMargin = 5 * time.Second
+
+func (p *Posting) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// sendContext bounds a send (or a Find before one) by the claim's lease:
+// a deadline SendMargin before it lapses, and channel.SendBy. ok=false:
+// too little of the lease is left to start.
+func (p *Posting) sendContext(ctx context.Context, r channel.Row) (context.Context, context.CancelFunc, bool) {
+	by := r.LeaseUntil.Add(-SendMargin)
+	left := by.Sub(p.now())
+	if left <= 0 {
+		return ctx, func() {}, false
+	}
+	ctx, cancel := context.WithTimeout(channel.WithSendBy(ctx, by), left)
+	return ctx, cancel, true
 }
 
 func (p *Posting) channel(name string) channel.Channel {
@@ -271,6 +299,9 @@ func OutcomeOf(j job.Job) (channel.Outcome, string, bool) {
 	return channel.Reviewed, "", true
 }
 
+// errLeaseShort: the claim's lease has too little left to send under.
+var errLeaseShort = errors.New("too little of the claim's lease is left to send")
+
 // ErrNotConfigured: a post row names a channel this deployment no longer
 // has; it is settled without a send.
 var errNotConfigured = errors.New("channel not configured")
@@ -343,7 +374,13 @@ func (p *Posting) settleStarted(ctx context.Context, ch channel.Channel, fin cha
 	if err != nil {
 		return channel.Receipt{}, err
 	}
-	rec, found, err := ch.Find(ctx, claimed.Post)
+	fctx, cancel, ok := p.sendContext(ctx, claimed)
+	defer cancel()
+	if !ok {
+		p.release(ctx, claimed, token, errLeaseShort)
+		return channel.Receipt{}, retry.Transient(retry.InFlight, fmt.Errorf("post %s: %w", started.ID, errLeaseShort))
+	}
+	rec, found, err := ch.Find(fctx, claimed.Post)
 	if err != nil {
 		p.release(ctx, claimed, token, err)
 		return channel.Receipt{}, err
@@ -373,13 +410,19 @@ func (p *Posting) deliver(ctx context.Context, ch channel.Channel, r channel.Row
 	}
 	post := claimed.Post
 	post.Body = claimed.Body
+	sctx, cancel, ok := p.sendContext(ctx, claimed)
+	defer cancel()
+	if !ok {
+		p.release(ctx, claimed, token, errLeaseShort)
+		return retry.Transient(retry.InFlight, fmt.Errorf("post %s: %w", claimed.ID, errLeaseShort))
+	}
 	log := p.Log.With("delivery_id", claimed.ID, "channel", claimed.Channel, "phase", string(claimed.Phase), "attempt", claimed.Attempts)
 	if claimed.Attempts > 1 {
 		// An earlier claim's send may have reached the channel (its answer
 		// lost, or the invocation died): ask before sending again
 		// (R-CHANNEL-3). A channel that cannot be asked finds nothing, and
 		// the post is sent again, same id and body (at least once).
-		rec, found, err := ch.Find(ctx, post)
+		rec, found, err := ch.Find(sctx, post)
 		if err != nil {
 			p.release(ctx, claimed, token, err)
 			p.metric(ctx, ch.Name(), "PostsFailed")
@@ -395,7 +438,7 @@ func (p *Posting) deliver(ctx context.Context, ch channel.Channel, r channel.Row
 		}
 		p.metric(ctx, ch.Name(), "PostsResent")
 	}
-	rec, err := ch.Send(ctx, post, prior)
+	rec, err := ch.Send(sctx, post, prior)
 	if errors.Is(err, channel.ErrNotApplicable) {
 		_, err := p.Posts.SettlePost(ctx, claimed, token, "not applicable")
 		return err

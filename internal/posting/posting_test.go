@@ -102,7 +102,7 @@ func newRig(t *testing.T, chans ...channel.Channel) *rig {
 		Status: job.StatusSucceeded, Stage: job.StageDone, Critique: c}
 	r.posts = memstore.NewPosts(func() time.Time { return r.now })
 	r.p = &posting.Posting{Posts: r.posts, Jobs: jobs{r.j}, Queue: r.q, Channels: chans,
-		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), JobLink: func(id job.ID) string { return "https://crit.example/jobs/" + string(id) }}
+		Now: func() time.Time { return r.now }, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), JobLink: func(id job.ID) string { return "https://crit.example/jobs/" + string(id) }}
 	return r
 }
 
@@ -396,3 +396,5 @@ func TestPosting_AnnouncementFansOut(t *testing.T) {
 		t.Fatalf("posts: %+v / %+v", a.got, b.got)
 	}
 }
+
+func memPosts(now func() time.Time) store.Posts { return memstore.NewPosts(now) }
