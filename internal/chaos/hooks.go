@@ -13,6 +13,7 @@ import (
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/outhook"
+	"github.com/criticizer/criticizer/internal/posting"
 	"github.com/criticizer/criticizer/internal/store"
 )
 
@@ -156,8 +157,9 @@ func (d *hookDest) verify(ctx context.Context, posts store.Posts, get func(conte
 			continue // counted as stuck
 		}
 		vk := channel.VersionKeyOf(j.Source, j.ChangelistID, j.ReviewVersion)
+		outcome, _, _ := posting.OutcomeOf(j)
 		for _, ph := range []channel.Phase{channel.Started, channel.Finished} {
-			pid := channel.PostID(vk, ch, ph)
+			pid := posting.ID(vk, ch, ph, outcome)
 			row, err := posts.GetPost(ctx, pid)
 			if errors.Is(err, store.ErrNotFound) {
 				if ph == channel.Started {

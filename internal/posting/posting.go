@@ -158,7 +158,7 @@ func (p *Posting) Announce(ctx context.Context, j job.Job, phase channel.Phase, 
 	}
 	for _, ch := range p.Channels {
 		post := base
-		post.ID = channel.PostID(post.VersionKey, ch.Name(), phase)
+		post.ID = ID(post.VersionKey, ch.Name(), phase, outcome)
 		r := channel.Row{ID: post.ID, JobID: j.ID, Channel: ch.Name(), Phase: phase, Post: post}
 		if rd, ok := ch.(channel.Renderer); ok {
 			if r.Body, err = rd.Render(post); err != nil {
@@ -216,6 +216,18 @@ func (p *Posting) announced(ctx context.Context, m job.Message) error {
 		}
 	}
 	return p.Announce(ctx, j, phase, outcome, reason)
+}
+
+// ID is the post row's id (channel.PostID) of a version's post to a
+// channel in a phase. A Finished post saying the version was not reviewed
+// (a stage dead-lettered) has an id of its own: an operator's replay that
+// then reviews it posts its Finished post again, with the outcome, rather
+// than finding the not-reviewed one sent.
+func ID(versionKey, ch string, phase channel.Phase, outcome channel.Outcome) string {
+	if phase == channel.Finished && outcome == channel.NotReviewed {
+		return channel.PostID(versionKey, ch, channel.Phase("finished/not_reviewed"))
+	}
+	return channel.PostID(versionKey, ch, phase)
 }
 
 // Message is the notify queue's message for a post row.
