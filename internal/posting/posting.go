@@ -320,7 +320,7 @@ var errNotConfigured = errors.New("channel not configured")
 
 // Handle runs one TaskPost message: with a row (m.Delivery), the post
 // row's send; without, the announcement of m.Phase for the job.
-func (p *Posting) Handle(ctx context.Context, m job.Message, _ int) error {
+func (p *Posting) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if m.Delivery == "" {
 		return p.announced(ctx, m)
 	}
@@ -346,10 +346,29 @@ func (p *Posting) Handle(ctx context.Context, m job.Message, _ int) error {
 	var prior channel.Receipt
 	if r.Phase == channel.Finished {
 		if prior, err = p.settleStarted(ctx, ch, r); err != nil {
-			return err
+			return p.lastTry(ctx, ch, attempt, err)
 		}
 	}
-	return p.deliver(ctx, ch, r, prior)
+	return p.lastTry(ctx, ch, attempt, p.deliver(ctx, ch, r, prior))
+}
+
+// lastTry counts a failure the stage runner will dead-letter (not
+// retryable, or the stage's budget spent; a wait it defers is not) as the
+// channel's PostsDeadLettered: the runner's own DeadLetters metric names
+// the stage, not the destination.
+func (p *Posting) lastTry(ctx context.Context, ch channel.Channel, attempt int, err error) error {
+	if err == nil {
+		return nil
+	}
+	c := retry.Classify(err)
+	switch c.Class {
+	case retry.RateLimited, retry.AwaitingEvidence, retry.QuotaExhausted:
+		return err
+	}
+	if !c.Retryable() || retry.DefaultPolicy().Exhausted(attempt) {
+		p.metric(ctx, ch.Name(), "PostsDeadLettered")
+	}
+	return err
 }
 
 // settleStarted makes sure the version's Started post on ch is either

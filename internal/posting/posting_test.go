@@ -398,3 +398,32 @@ func TestPosting_AnnouncementFansOut(t *testing.T) {
 }
 
 func memPosts(now func() time.Time) store.Posts { return memstore.NewPosts(now) }
+
+// Posts are counted per channel: sent, resent, failed, and dead-lettered
+// when the failure is the stage's last try (not retryable, or the
+// budget spent); the dimension is the channel's name.
+// Rules: R-CHANNEL-7.
+func TestPosting_MetricsPerChannel(t *testing.T) {
+	ctx := context.Background()
+	h := &host{name: "webhook:down", lookless: true, failNext: 100}
+	r := newRig(t, h)
+	var logs bytes.Buffer
+	r.p.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	if err := r.p.Announce(ctx, r.j, channel.Finished, channel.Reviewed, ""); err != nil {
+		t.Fatal(err)
+	}
+	m := r.q.msgs[0]
+	for attempt := 1; attempt <= 5; attempt++ {
+		if err := r.p.Handle(ctx, m, attempt); err == nil {
+			t.Fatal("the failing channel took the post")
+		}
+		if n := bytes.Count(logs.Bytes(), []byte(`"PostsDeadLettered":1`)); (attempt < 5 && n != 0) || (attempt == 5 && n != 1) {
+			t.Fatalf("attempt %d: %d PostsDeadLettered metrics", attempt, n)
+		}
+	}
+	for _, want := range []string{`"PostsFailed":1`, `"PostsResent":1`, `"Channel":"webhook:down"`} {
+		if !bytes.Contains(logs.Bytes(), []byte(want)) {
+			t.Errorf("no %s in the metrics", want)
+		}
+	}
+}
