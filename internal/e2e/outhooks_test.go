@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,11 +10,14 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/api"
+	"github.com/criticizer/criticizer/internal/channel"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/deadletter"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/outhook"
+	"github.com/criticizer/criticizer/internal/posting"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/testenv"
 )
 
@@ -132,8 +136,11 @@ func TestOutboundWebhook_LostAnswer_SameIDAndBody(t *testing.T) {
 }
 
 // A destination that always fails never holds up the email or the job:
-// the email is sent, the job succeeds, and each post task is retried and
-// dead-lettered with its envelope, the job's status left alone.
+// the email is sent, the job succeeds, and the Finished post's task is
+// retried and dead-lettered with its envelope, the job's status left
+// alone. The Started post's task is dead-lettered too, or, when the
+// Finished post comes while it is still unsent, settled by it
+// (R-CHANNEL-6): never sent after the Finished one.
 // Rules: R-CHANNEL-4.
 func TestOutboundWebhook_AlwaysFailing_EmailSentPostDeadLettered(t *testing.T) {
 	rcv, url := hookReceiver(t)
@@ -154,18 +161,34 @@ func TestOutboundWebhook_AlwaysFailing_EmailSentPostDeadLettered(t *testing.T) {
 	if n := len(emailsFor(t, s.env.SES, cl)); n != 1 {
 		t.Fatalf("%d emails, want 1", n)
 	}
-	eventually(t, 120*time.Second, "the post tasks dead-lettered", func() bool {
-		n := 0
+	vk := channel.VersionKeyOf("generic", cl, 1)
+	startedID := posting.ID(vk, "webhook:down", channel.Started, "")
+	finishedID := posting.ID(vk, "webhook:down", channel.Finished, channel.Reviewed)
+	dead := map[string]bool{}
+	eventually(t, 120*time.Second, "the finished post's task dead-lettered", func() bool {
 		for _, env := range envelopesFor(t, s, job.StageNotify, acc.JobID) {
 			var m job.Message
 			if json.Unmarshal([]byte(env.Original.Body), &m) == nil && m.Task == job.TaskPost && m.Delivery != "" {
-				n++
+				dead[m.Delivery] = true
 			}
 		}
-		return n == 2 // the Started and the Finished post
+		return dead[finishedID]
 	})
-	if got := len(about(rcv, cl)); got != 2 {
-		t.Errorf("%d ids arrived, want 2", got)
+	posts := dynamo.NewPosts(s.env.Clients.DynamoDB, s.res.DeliveriesTable, nil)
+	eventually(t, 60*time.Second, "the started post dead-lettered or settled", func() bool {
+		for _, env := range envelopesFor(t, s, job.StageNotify, acc.JobID) {
+			var m job.Message
+			if json.Unmarshal([]byte(env.Original.Body), &m) == nil && m.Delivery == startedID {
+				return true
+			}
+		}
+		r, err := posts.GetPost(context.Background(), startedID)
+		return err == nil && r.Status == channel.StatusSettled
+	})
+	for id, as := range about(rcv, cl) {
+		if id != startedID && id != finishedID {
+			t.Errorf("a message under an unexpected id %s (%d times)", id, len(as))
+		}
 	}
 	s.getJSON(acc.Links.Self, &jv)
 	if jv.Status != job.StatusSucceeded {
