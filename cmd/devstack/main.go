@@ -131,6 +131,15 @@ func run(ctx context.Context, args []string) error {
 	localSecrets(&cfg)
 	cfg.SESStoreURL = svc.Ports.SESURL()
 	cfg.AllowPrivateDiffs, cfg.DiffURLPorts = true, []int{0}
+	// Signed webhooks (R-CHANNEL-8): unless the environment names its
+	// own destinations, each version's posts go to the local receiver,
+	// which verifies them and lists them at GET /local/webhooks (served
+	// beside the API, devstack.Functions.Hooks).
+	if cfg.OutboundWebhooks == "" {
+		cfg.OutboundWebhooks = fmt.Sprintf(`[{"name":"local","url":"http://127.0.0.1:%s%s","secret":%q}]`,
+			port, devstack.LocalHookPath, devstack.LocalHookSecret)
+		cfg.AllowPrivateWebhooks = true
+	}
 	if cfg.InboundDomain == "" {
 		// Replies by email (R-REPLY-1): the local stack receives them on
 		// its SMTP listener for this domain.
@@ -205,6 +214,7 @@ Criticizer is running locally.
   DynamoDB     http://127.0.0.1:%[3]d   tables %[4]s, %[5]s
   SQS + S3     http://127.0.0.1:%[6]d   queues criticizer-{fetch,llm,notify,feedback,reply}[-dlq], bucket %[7]s
   SMTP         %[11]s          replies to the emails, reply+<key>@%[12]s (SES receiving, played locally)
+  Webhooks     http://127.0.0.1:%[1]s/local/webhooks   (signed webhook messages that arrived, verified; JSON)
 
 Post the sample webhook (secret %[8]q):
 

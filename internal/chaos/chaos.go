@@ -240,6 +240,14 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	gst := newGerritStack(run)
 	defer gst.g.Close()
 	cfg.Gerrit = config.Gerrit{WebhookToken: gst.token, APIURL: gst.g.URL(), Username: "criticizer", Password: "http-password"}
+	// Every review's posts go to a webhook destination that loses
+	// answers (hooks.go).
+	hd, err := newHookDest(c.Seed, c.Rate)
+	if err != nil {
+		return nil, err
+	}
+	defer hd.Close()
+	cfg.OutboundWebhooks, cfg.AllowPrivateWebhooks = hd.setting(), true
 	res.Apply(&cfg)
 
 	specs := generate(rng, run, c.Jobs, c.DupRate, c.PoisonRate, planted.token)
@@ -488,6 +496,9 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	progress("drained; checking the SES store, DynamoDB and the DLQs")
 
 	if err := chk.verify(ctx, rep, specs, accepted, inj, evf, pf, needles, rp); err != nil {
+		return nil, err
+	}
+	if err := hd.verify(ctx, dynamo.NewPosts(clean.DynamoDB, res.DeliveriesTable, nil), chk.jobs().Get, drainSet, &rep.hooks); err != nil {
 		return nil, err
 	}
 	emails, err := (&devstack.SESEmulator{BaseURL: st.SESURL}).Emails(ctx)
