@@ -1,0 +1,74 @@
+package devstack
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+)
+
+// AnswerLoss drops a code host stand-in's answers after the work: the
+// request is applied (the check run stored, the status set), then the
+// connection is closed before a byte of the answer is written, as a
+// network that fails on the way back does. The client sees its request
+// fail with no answer and cannot know the host did the work: what the
+// delivery protocol's Find exists for (R-CHANNEL-14). It is the code
+// hosts' counterpart of internal/fault's LoseAnswer, which sits below
+// the AWS SDK.
+type AnswerLoss struct {
+	mu    sync.Mutex
+	rules []*lossRule
+	lost  int
+}
+
+type lossRule struct {
+	method, path string
+	left         int
+}
+
+// Lose drops the answers of the next times requests whose method is
+// method and whose path contains path.
+func (l *AnswerLoss) Lose(method, path string, times int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rules = append(l.rules, &lossRule{method: method, path: path, left: times})
+}
+
+// Lost is how many answers were dropped.
+func (l *AnswerLoss) Lost() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// fires reports whether r's answer is to be dropped, counting it.
+func (l *AnswerLoss) fires(r *http.Request) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, x := range l.rules {
+		if x.left > 0 && r.Method == x.method && strings.Contains(r.URL.EscapedPath(), x.path) {
+			x.left--
+			l.lost++
+			return true
+		}
+	}
+	return false
+}
+
+// Wrap serves h, dropping the answers Lose chose after h did the work.
+func (l *AnswerLoss) Wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !l.fires(r) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(httptest.NewRecorder(), r) // the work, its answer kept from the client
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				_ = c.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
+	})
+}
