@@ -23,15 +23,21 @@ type AnswerLoss struct {
 
 type lossRule struct {
 	method, path string
-	left         int
+	skip, left   int
 }
 
 // Lose drops the answers of the next times requests whose method is
 // method and whose path contains path.
 func (l *AnswerLoss) Lose(method, path string, times int) {
+	l.LoseAfter(method, path, 0, times)
+}
+
+// LoseAfter lets the next skip matching requests through, then drops the
+// answers of times more: the second page of an update, say.
+func (l *AnswerLoss) LoseAfter(method, path string, skip, times int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.rules = append(l.rules, &lossRule{method: method, path: path, left: times})
+	l.rules = append(l.rules, &lossRule{method: method, path: path, skip: skip, left: times})
 }
 
 // Lost is how many answers were dropped.
@@ -47,6 +53,10 @@ func (l *AnswerLoss) fires(r *http.Request) bool {
 	defer l.mu.Unlock()
 	for _, x := range l.rules {
 		if x.left > 0 && r.Method == x.method && strings.Contains(r.URL.EscapedPath(), x.path) {
+			if x.skip > 0 {
+				x.skip--
+				continue
+			}
 			x.left--
 			l.lost++
 			return true
