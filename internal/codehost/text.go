@@ -142,6 +142,10 @@ func where(f critic.Finding, esc func(string, int) (string, bool)) string {
 	return path
 }
 
+// Summary is a check run's Markdown summary of p, within
+// MaxSummaryBytes, and how much of it was cut (see summary).
+func Summary(p channel.Post) (string, int) { return summary(p, MaxSummaryBytes) }
+
 // summary is a check run's Markdown summary of p, at most max bytes:
 // the outcome and counts, the model's overall summary, the findings'
 // list (as many as fit; the rest counted), and the job's status link.
