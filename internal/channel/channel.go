@@ -79,6 +79,10 @@ type Post struct {
 	Findings   []critic.Finding
 	// JobURL is the job's status page, a status's link target.
 	JobURL string
+	// Body is the channel's own rendering of the post (Renderer), as its
+	// row stored it when it was created: Send gets the same bytes on every
+	// try. Nil for a channel that renders nothing ahead.
+	Body []byte
 }
 
 // Receipt is what a channel holds for a post once it took it: the id it
@@ -108,3 +112,10 @@ type Channel interface {
 // (a source it does not serve, a version without a head commit): the row
 // is settled without a send.
 var ErrNotApplicable = errors.New("channel: not applicable to this post")
+
+// Renderer is a channel whose body is rendered once, when the post's row
+// is created, and stored with it (a webhook's exact bytes): a resend
+// carries the same body, and Send reads it from Post.Body (R-CHANNEL-2).
+type Renderer interface {
+	Render(p Post) ([]byte, error)
+}

@@ -98,6 +98,12 @@ type Config struct {
 	// address aside); zero: every domain (recipients.go).
 	AllowedRecipientDomains delivery.Domains
 	AllowPrivateDiffs       bool
+	// OutboundWebhooks is CRITICIZER_OUTBOUND_WEBHOOKS, the signed webhook
+	// destinations (a JSON array, secrets in it: a secret setting, read
+	// by internal/outhook); AllowPrivateWebhooks lets them be loopback or
+	// private addresses (the local stack only) (outhooks.go).
+	OutboundWebhooks     string
+	AllowPrivateWebhooks bool
 	// DiffURLPorts are the ports a diff_url may use; nil means 80 and 443,
 	// a single 0 any port (CRITICIZER_DIFF_URL_PORTS, "*").
 	DiffURLPorts []int
@@ -365,6 +371,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.readDiffs(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.readOutboundWebhooks(getenv); err != nil {
 		return Config{}, err
 	}
 	if err := c.readQuiet(getenv); err != nil {

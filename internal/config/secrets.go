@@ -40,6 +40,7 @@ func (c *Config) secretSettings() []secretSetting {
 		{EnvUnsubscribeKey, &c.UnsubscribeKey, nil},
 		{EnvUnsubscribeKeyPrevious, &c.UnsubscribeKeyPrevious, nil},
 		{EnvAdminAPIKey, &c.AdminAPIKey, nil},
+		{EnvOutboundWebhooks, &c.OutboundWebhooks, nil},
 	}
 }
 

@@ -37,9 +37,13 @@ func Describe() Deployment {
 				Holds: []string{config.EnvWebhookSecret, config.EnvGitHubWebhookSecret, config.EnvGitLabWebhookToken, config.EnvGitLabSigningSecret,
 					config.EnvGerritWebhookToken, config.EnvAdminAPIKey}},
 			{ID: IDUnsubscribeSecret, Generate: config.EnvUnsubscribeKey, Length: UnsubscribeKeyLength,
-				Description: "Criticizer unsubscribe token signing key (CRITICIZER_UNSUBSCRIBE_KEY), read by intake and notify; when changing it, keep the old one here as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS or the links of emails already sent stop working",
+				Description: "Criticizer unsubscribe token signing key (CRITICIZER_UNSUBSCRIBE_KEY), read by intake and notify; when changing it, keep the old one here as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS or the links of emails already sent stop working; add CRITICIZER_OUTBOUND_WEBHOOKS (the signed webhook destinations, notify) as a key",
 				Note:        "The unsubscribe token signing key, generated; read by intake (verifies /unsubscribe/{token}) and notify (mints links). Its own secret, so notify reads no webhook credentials.",
-				Holds:       []string{config.EnvUnsubscribeKey, config.EnvUnsubscribeKeyPrevious}},
+				// CRITICIZER_OUTBOUND_WEBHOOKS: a secret of notify's own
+				// would put notify's environment over Lambda's 4 KB at the
+				// worst names (R-LIMIT-1); intake and reply, which read
+				// this one too, ignore it.
+				Holds: []string{config.EnvUnsubscribeKey, config.EnvUnsubscribeKeyPrevious, config.EnvOutboundWebhooks}},
 			{ID: IDFetchSecret, Description: "Criticizer fetch secrets: a JSON object, e.g. CRITICIZER_GITHUB_TOKEN or CRITICIZER_GITHUB_APP_ID/PRIVATE_KEY, CRITICIZER_GITLAB_TOKEN, CRITICIZER_GERRIT_USERNAME/PASSWORD, CRITICIZER_REVIEWER_DIRECTORY",
 				Note: "fetch's secrets: an empty JSON object the operator fills (source API tokens, the reviewer directory).",
 				Holds: []string{config.EnvGitHubToken, config.EnvGitHubAppID, config.EnvGitHubAppInstallationID, config.EnvGitHubAppPrivateKey,

@@ -330,8 +330,11 @@ type Message struct {
 	// not the job's (the job's status and attempts are left alone); they
 	// are retried, and dead-lettered, like any message.
 	Task string `json:"task,omitempty"`
-	// Delivery names the delivery row a task is about (TaskReply).
+	// Delivery names the delivery row a task is about (TaskReply; a
+	// TaskPost's post row, which names its channel and phase).
 	Delivery string `json:"delivery_id,omitempty"`
+	// Phase is the phase a TaskPost without a row announces (channel.Phase).
+	Phase string `json:"phase,omitempty"`
 	// Deferral is set on a copy the stage runner re-sent after a
 	// rate-limited attempt (see internal/stage). Absent on every message
 	// any other component sends.
@@ -353,6 +356,14 @@ const TaskDigest = "digest"
 // function wrote. The job is the one whose email was answered; its own
 // status and attempts are left alone.
 const TaskReply = "reply"
+
+// TaskPost asks the notify stage to post the job's version to the
+// channels other than email (a check run, a commit status, a signed
+// webhook): without Delivery, it announces Message.Phase (notify creates
+// a post row per channel and a TaskPost for each); with Delivery, it sends
+// that post row, which names its channel and phase (R-CHANNEL-4). Its
+// failures are its own: email and the job's status never wait on it.
+const TaskPost = "post"
 
 // Deferral is the bookkeeping a rate-limited message carries to its
 // re-sent copy. SQS counts receives per message, so a fresh copy starts at

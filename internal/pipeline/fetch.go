@@ -100,7 +100,7 @@ func (f *Fetch) Handle(ctx context.Context, m job.Message, attempt int) error {
 		if err != nil {
 			return err
 		}
-		return f.finish(ctx, j, job.StageFetch, attempt, w)
+		return f.placed(ctx, j, attempt, w)
 	}
 	var w store.JobWrite
 	if j.DiffRef == "" {
@@ -117,7 +117,7 @@ func (f *Fetch) Handle(ctx context.Context, m job.Message, attempt int) error {
 		}
 		w.Diff = &store.StoredDiff{Ref: ref, SHA256: sha}
 	}
-	return f.finish(ctx, j, job.StageFetch, attempt, w)
+	return f.placed(ctx, j, attempt, w)
 }
 
 // sourceRef reads where a job's changelist lives.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/channel"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/store"
@@ -77,6 +78,9 @@ func (l *LLM) guard(ctx context.Context, j job.Job, attempt int) (bool, error) {
 // skip ends the job at the llm stage with a terminal status and its
 // reason. A conflict means another worker moved the job on: nothing left.
 func (l *LLM) skip(ctx context.Context, j job.Job, attempt int, status job.Status, reason string) error {
+	if err := l.announce(ctx, j.ID, channel.Finished); err != nil {
+		return err // the version is skipped: its channels say so (R-CHANNEL-4)
+	}
 	err := l.Jobs.SetStatus(ctx, j.ID, job.StageLLM, status, store.JobWrite{SkipReason: reason})
 	if errors.Is(err, store.ErrConflict) {
 		return nil

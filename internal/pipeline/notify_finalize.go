@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/criticizer/criticizer/internal/channel"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/retry"
@@ -45,6 +46,9 @@ func (n *Notify) finalize(ctx context.Context, j job.Job, attempt int, rows []de
 		status = job.StatusNeedsIntervention
 	default:
 		return retry.Transient(retry.InFlight, fmt.Errorf("job %s: deliveries still in flight", j.ID))
+	}
+	if err := n.announce(ctx, j.ID, channel.Finished); err != nil {
+		return err // before the verdict: a retry announces it again (R-CHANNEL-4)
 	}
 	err := n.Jobs.FinishNotify(ctx, j.ID, attempt, status, j.AddedRev)
 	if !errors.Is(err, store.ErrConflict) {

@@ -36,6 +36,10 @@ type Base struct {
 	Queue Enqueuer
 	Log   *slog.Logger
 	Now   func() time.Time
+	// Posts: announce each version's phases to the channels other than
+	// email (announce.go, R-CHANNEL-4). False (the explorer, offline
+	// tests): no post task is sent.
+	Posts bool
 }
 
 // Jobs is the part of store.Jobs the stages call. Why a role interface

@@ -127,6 +127,11 @@ type Runner struct {
 	// with its envelope, rather than let the redrive policy move it
 	// without one (R-STAGE-10). Zero: unknown, no such check.
 	MaxReceives int
+	// DeadLettered, if set, is told of a job's own stage message before
+	// the job is recorded dead-lettered (not of a task's): the wiring
+	// announces the version Finished, not reviewed, to the channels other
+	// than email (R-CHANNEL-4). Its failure keeps the message, retried.
+	DeadLettered func(ctx context.Context, m job.Message) error
 
 	mu  sync.Mutex
 	rnd *rand.Rand
@@ -150,6 +155,11 @@ func WithReserve(d time.Duration) Option { return func(x *Runner) { x.Reserve = 
 // WithMaxReceives tells the runner its queue's maxReceiveCount
 // (Runner.MaxReceives).
 func WithMaxReceives(n int) Option { return func(x *Runner) { x.MaxReceives = n } }
+
+// WithDeadLettered sets Runner.DeadLettered.
+func WithDeadLettered(f func(ctx context.Context, m job.Message) error) Option {
+	return func(x *Runner) { x.DeadLettered = f }
+}
 
 // WithClock sets the clock the runner's timestamps and deadline checks
 // read (tests move it by hand).
@@ -295,6 +305,9 @@ func (r *Runner) deadLetter(ctx context.Context, rec events.SQSMessage, m job.Me
 		}
 	}
 	body, merr := json.Marshal(env)
+	if merr == nil && r.DeadLettered != nil && m.Task == "" {
+		merr = r.DeadLettered(ctx, m)
+	}
 	if merr == nil {
 		merr = r.Queue.DeadLetter(ctx, r.Stage, body)
 	}

@@ -88,6 +88,14 @@ type Sweeper struct {
 	// (nil: Now; tests move it alone, as notify's).
 	Digests     DigestSource
 	DigestClock func() time.Time
+	// Posts hands the post rows left unsent back to notify (posting.Posting,
+	// R-CHANNEL-5); nil: none are looked for.
+	Posts PostSweeper
+}
+
+// PostSweeper re-enqueues unsent post rows older than settle.
+type PostSweeper interface {
+	Sweep(ctx context.Context, now time.Time, settle time.Duration) (int, error)
 }
 
 // DigestSource finds the digests that are due (store.Digests).
@@ -131,6 +139,8 @@ type Report struct {
 	EvidenceLagSeconds float64 `json:"evidence_lag_seconds"`
 	// DigestsDue counts the digests handed to notify.
 	DigestsDue int `json:"digests_due"`
+	// PostsRequeued counts the post rows handed back to notify.
+	PostsRequeued int `json:"posts_requeued,omitempty"`
 }
 
 // Run performs one sweep.
@@ -205,6 +215,12 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 	if err := s.dueDigests(ctx, now, requeued, &rep); err != nil {
 		return rep, fmt.Errorf("sweep digests: %w", err)
+	}
+	if s.Posts != nil {
+		n, err := s.Posts.Sweep(ctx, now, s.StuckAfter)
+		if rep.PostsRequeued = n; err != nil {
+			return rep, fmt.Errorf("sweep posts: %w", err)
+		}
 	}
 	// Measured from each row's send, whatever the evidence path's state:
 	// a path that never drained was reported as the window it should

@@ -118,7 +118,7 @@ func (b *Base) Runner(s job.Stage, fn stage.Func, o Options) (*stage.Runner, err
 	}
 	// The runner dead-letters on the last receive its queue allows
 	// (R-STAGE-10); the options' own come after, and win.
-	opts := append([]stage.Option{stage.WithMaxReceives(b.Config.MaxReceiveCount)}, o.Runner...)
+	opts := append([]stage.Option{stage.WithMaxReceives(b.Config.MaxReceiveCount), stage.WithDeadLettered(b.announceNotReviewed)}, o.Runner...)
 	return stage.New(s, b.Config.Queues.Queue[s], fn, b.Queue, b.Jobs, b.Log, opts...), nil
 }
 
@@ -138,4 +138,12 @@ func Signer(cfg config.Config, log *slog.Logger) (*unsubscribe.Signer, error) {
 		log.Info("unsubscribe key rotation: links signed with the previous key still verify", "setting", config.EnvUnsubscribeKeyPrevious)
 	}
 	return s, nil
+}
+
+// announceNotReviewed is every stage runner's DeadLettered hook: a job
+// whose own stage is dead-lettered is announced Finished (its outcome,
+// read when the notify function handles it, not reviewed) to the
+// channels other than email (R-CHANNEL-4).
+func (b *Base) announceNotReviewed(ctx context.Context, m job.Message) error {
+	return b.Queue.Enqueue(ctx, job.Message{JobID: m.JobID, Stage: job.StageNotify, Task: job.TaskPost, Phase: "finished"})
 }

@@ -67,3 +67,9 @@ func TestReplies_Memstore(t *testing.T) {
 func TestLearnings_Memstore(t *testing.T) {
 	storetest.Learnings(t, func(*testing.T) store.Learnings { return memstore.NewLearnings() })
 }
+
+// The in-memory post rows keep the contract DynamoDB keeps.
+// Rules: R-STORE-1, R-CHANNEL-1.
+func TestPosts_Memstore(t *testing.T) {
+	storetest.Posts(t, func(_ *testing.T, now store.Clock) store.Posts { return memstore.NewPosts(now) })
+}

@@ -28,8 +28,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if err != nil {
 		return nil, err
 	}
+	// The channels other than email: their tasks share the queue, never
+	// the email run (R-CHANNEL-4).
+	p, err := Posting(b.Config, b, log)
+	if err != nil {
+		return nil, err
+	}
 	o.Runner = append([]stage.Option{stage.WithMessageTime(MessageTime)}, o.Runner...)
-	return b.Runner(job.StageNotify, n.Handle, o)
+	return b.Runner(job.StageNotify, route(p, n.Handle), o)
 }
 
 // MessageTime is how long a notify message needs before it may start
@@ -48,6 +54,7 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	if cfg, err = secrets.Apply(ctx, b.AWS, cfg); err != nil {
 		return nil, nil, err
 	}
+	b.Config = cfg // with its secrets: the webhook destinations (Posting)
 	r, err := mail.NewRenderer()
 	if err != nil {
 		return nil, nil, err
@@ -56,7 +63,7 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	if err != nil {
 		return nil, nil, err
 	}
-	n := &pipeline.Notify{Base: pipeline.Base{Jobs: b.Jobs, Queue: b.Queue, Log: log, Now: b.Now},
+	n := &pipeline.Notify{Base: pipeline.Base{Jobs: b.Jobs, Queue: b.Queue, Log: log, Now: b.Now, Posts: true},
 		Deliveries: b.Deliveries, Renderer: r, Sender: sender,
 		Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Lease: cfg.Notify.DeliveryLease, Margin: cfg.EvidenceMargin, Policy: cfg.UncertainSend, SendTimeout: sesmail.DefaultSendTimeout,
