@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/criticizer/criticizer/internal/channel"
@@ -39,8 +40,19 @@ var _ channel.Channel = (*GerritMessage)(nil)
 // Name implements channel.Channel.
 func (*GerritMessage) Name() string { return GerritMessageName }
 
+// changeNumber is the change's number: the changelist id's part after
+// its project ("project~42"), or the whole id when it is a number.
+func changeNumber(p channel.Post) string {
+	n := p.Changelist[strings.LastIndexAny(p.Changelist, "#!~")+1:]
+	if _, err := strconv.Atoi(n); err != nil {
+		return ""
+	}
+	return n
+}
+
+// gerritChange is the change's API path, named by project and number.
 func gerritChange(p channel.Post) string {
-	return "/a/changes/" + url.PathEscape(p.Repository) + "~" + url.PathEscape(p.Changelist)
+	return "/a/changes/" + url.PathEscape(p.Repository) + "~" + changeNumber(p)
 }
 
 // Vote is the label vote for p (see GerritMessage).
@@ -59,7 +71,7 @@ func (g *GerritMessage) Vote(p channel.Post) int {
 // Find implements channel.Channel: a message of the change with the tag
 // and the post's id on its marker line.
 func (g *GerritMessage) Find(ctx context.Context, p channel.Post) (channel.Receipt, bool, error) {
-	if err := applicable(p, "gerrit"); err != nil || p.Phase != channel.Finished {
+	if err := applicable(p, "gerrit"); err != nil || p.Phase != channel.Finished || changeNumber(p) == "" {
 		return channel.Receipt{}, false, nil
 	}
 	var msgs []struct {
@@ -83,7 +95,7 @@ func (g *GerritMessage) Send(ctx context.Context, p channel.Post, _ channel.Rece
 	if err := applicable(p, "gerrit"); err != nil {
 		return channel.Receipt{}, err
 	}
-	if p.Phase != channel.Finished || strings.TrimSpace(p.Changelist) == "" {
+	if p.Phase != channel.Finished || p.StatusOff || changeNumber(p) == "" {
 		return channel.Receipt{}, channel.ErrNotApplicable
 	}
 	msg, cut := GerritText(p, MaxGerritMessageBytes)

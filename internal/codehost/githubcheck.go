@@ -209,10 +209,15 @@ func (g *GitHubCheck) Send(ctx context.Context, p channel.Post, prior channel.Re
 	if err := applicable(p, "github"); err != nil {
 		return channel.Receipt{}, err
 	}
+	if p.StatusOff && p.Phase == channel.Started {
+		return channel.Receipt{}, channel.ErrNotApplicable
+	}
 	repo, err := githubRepo(p.Repository)
 	if err != nil {
 		return channel.Receipt{}, err
 	}
+	// The repository turned its status off: a run already in progress
+	// (its Started post came first) is still completed, never left so.
 	// A check run this version already has is never created again,
 	// whichever phase made it (a Started after its Finished included).
 	run, found, err := g.existing(ctx, p, repo, prior)
@@ -224,6 +229,9 @@ func (g *GitHubCheck) Send(ctx context.Context, p channel.Post, prior channel.Re
 			return channel.Receipt{Ref: strconv.FormatInt(run.ID, 10)}, nil
 		}
 		return g.create(ctx, p, repo, "in_progress", nil)
+	}
+	if !found && p.StatusOff {
+		return channel.Receipt{}, channel.ErrNotApplicable
 	}
 	ann := Annotations(p)
 	if !found {

@@ -252,3 +252,37 @@ func TestGitHubCheck_OtherSourceNotApplicable(t *testing.T) {
 		}
 	}
 }
+
+// A repository that turned its status off gets no check run; one its
+// Started post made before the setting was read is still completed,
+// never left in progress (R-CHANNEL-10).
+func TestGitHubCheck_StatusOff_NothingNew_InProgressCompleted(t *testing.T) {
+	ctx := context.Background()
+	gh := newGitHub(t)
+	api, _ := appGitHub(t, gh)
+	ch := &codehost.GitHubCheck{API: api}
+	off := post("github", repo, "c3", 3, channel.Started)
+	off.StatusOff = true
+	if _, err := ch.Send(ctx, off, channel.Receipt{}); !errors.Is(err, channel.ErrNotApplicable) {
+		t.Fatalf("Started, off: %v; want ErrNotApplicable", err)
+	}
+	if _, err := ch.Send(ctx, finished(off, nil, channel.Counts{}), channel.Receipt{}); !errors.Is(err, channel.ErrNotApplicable) {
+		t.Fatalf("Finished, off: %v; want ErrNotApplicable", err)
+	}
+	if n := len(gh.Checks.CheckRuns("")); n != 0 {
+		t.Fatalf("%d check runs; want none", n)
+	}
+	on := post("github", repo, "c5", 5, channel.Started)
+	r, err := ch.Send(ctx, on, channel.Receipt{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := finished(on, nil, channel.Counts{})
+	late.StatusOff = true
+	if _, err := ch.Send(ctx, late, r); err != nil {
+		t.Fatal(err)
+	}
+	if runs := gh.Checks.CheckRuns("c5"); len(runs) != 1 || runs[0].Status != "completed" {
+		t.Fatalf("%+v; want the run completed", runs)
+	}
+}

@@ -1,6 +1,7 @@
 package codehost
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -100,8 +101,17 @@ func (g *GitLabStatus) Send(ctx context.Context, p channel.Post, _ channel.Recei
 	if err := applicable(p, "gitlab"); err != nil {
 		return channel.Receipt{}, err
 	}
-	if p.Phase == channel.Started {
-		// Never set a finished status back to running.
+	switch {
+	case p.StatusOff && p.Phase == channel.Started:
+		return channel.Receipt{}, channel.ErrNotApplicable
+	case p.StatusOff:
+		// The repository turned its status off: one already posted is
+		// still finished, never left pending.
+		if _, ok, err := g.lookup(ctx, p); err != nil || !ok {
+			return channel.Receipt{}, cmp.Or(err, channel.ErrNotApplicable)
+		}
+	case p.Phase == channel.Started:
+		// Never set a finished status back to pending.
 		if s, ok, err := g.lookup(ctx, p); err != nil || ok {
 			return channel.Receipt{Ref: strconv.FormatInt(s.ID, 10)}, err
 		}

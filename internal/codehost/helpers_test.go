@@ -95,7 +95,8 @@ func findings(n int) ([]critic.Finding, channel.Counts) {
 // post is version v of pull request 7 of repo at head, in phase ph.
 func post(source, repo, head string, v int, ph channel.Phase) channel.Post {
 	key := fmt.Sprintf("%s:%s#7@%d", source, repo, v)
-	return channel.Post{ID: key + "/" + string(ph), VersionKey: key, Source: source, Repository: repo, Changelist: "7",
+	sep := map[string]string{"github": "#", "gitlab": "!", "gerrit": "~"}[source]
+	return channel.Post{ID: key + "/" + string(ph), VersionKey: key, Source: source, Repository: repo, Changelist: repo + sep + "7",
 		Version: v, Head: head, Title: "a change", Phase: ph, JobURL: fmt.Sprintf("https://criticizer.example.com/jobs/%d", v)}
 }
 

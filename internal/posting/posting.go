@@ -209,6 +209,7 @@ func (p *Posting) build(ctx context.Context, j job.Job, phase channel.Phase, out
 	if p.JobLink != nil {
 		post.JobURL = p.JobLink(j.ID)
 	}
+	post.StatusOff = j.Settings != nil && j.Settings.CodeHostStatusOff
 	if phase != channel.Finished {
 		return post, nil
 	}

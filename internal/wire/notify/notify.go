@@ -30,7 +30,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	}
 	// The channels other than email: their tasks share the queue, never
 	// the email run (R-CHANNEL-4).
-	p, err := Posting(b.Config, b, log)
+	hosts, err := CodeHost(b.Config, b.Now, log)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Posting(b.Config, b, log, hosts...)
 	if err != nil {
 		return nil, err
 	}
