@@ -131,6 +131,18 @@ func run(ctx context.Context, args []string) error {
 	localSecrets(&cfg)
 	cfg.SESStoreURL = svc.Ports.SESURL()
 	cfg.AllowPrivateDiffs, cfg.DiffURLPorts = true, []int{0}
+	// Signed webhooks (R-CHANNEL-8): unless the environment names its
+	// own destinations, each version's posts go to the local receiver,
+	// which verifies them and lists them at GET /local/webhooks.
+	hooks, err := devstack.NewHookReceiver(devstack.LocalHookSecret)
+	if err != nil {
+		return err
+	}
+	if cfg.OutboundWebhooks == "" {
+		cfg.OutboundWebhooks = fmt.Sprintf(`[{"name":"local","url":"http://127.0.0.1:%s%s","secret":%q}]`,
+			port, devstack.LocalHookPath, devstack.LocalHookSecret)
+		cfg.AllowPrivateWebhooks = true
+	}
 	if cfg.InboundDomain == "" {
 		// Replies by email (R-REPLY-1): the local stack receives them on
 		// its SMTP listener for this domain.
@@ -163,7 +175,10 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w (set SMTP_PORT to use another)", err)
 	}
 	defer fns.Stop()
-	srv := &http.Server{Handler: fns.API, ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle(devstack.LocalHookPath, hooks)
+	mux.Handle("/", fns.API)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	printWelcome(port, svc.Ports, cfg, res, fns.Inbound.Addr())
 	<-ctx.Done()
@@ -205,6 +220,7 @@ Criticizer is running locally.
   DynamoDB     http://127.0.0.1:%[3]d   tables %[4]s, %[5]s
   SQS + S3     http://127.0.0.1:%[6]d   queues criticizer-{fetch,llm,notify,feedback,reply}[-dlq], bucket %[7]s
   SMTP         %[11]s          replies to the emails, reply+<key>@%[12]s (SES receiving, played locally)
+  Webhooks     http://127.0.0.1:%[1]s/local/webhooks   (signed webhook messages that arrived, verified; JSON)
 
 Post the sample webhook (secret %[8]q):
 
