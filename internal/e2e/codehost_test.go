@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/devstack"
+	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/testenv"
+)
+
+// These tests post each version's review on the change itself
+// (R-CHANNEL-10): the GitHub stand-in's check runs (devstack.GitHubChecks)
+// and commit statuses are mounted on the recorded API, and keep what a
+// reader of the pull request would see.
+
+const ghRepo = "Codertocat/Hello-World"
+
+// appKeyPEM is a fresh GitHub App private key, PKCS #1 as GitHub issues
+// them.
+func appKeyPEM(t *testing.T) string {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
+}
+
+// mountChecks serves the GitHub App's routes, check runs and commit
+// statuses of the stand-in on gh, with loss dropping answers after the
+// work.
+func mountChecks(gh *fakeReviewAPI, loss *devstack.AnswerLoss) *devstack.GitHubChecks {
+	checks := &devstack.GitHubChecks{Repo: ghRepo}
+	h := loss.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !checks.Serve(w, r) {
+			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+		}
+	}))
+	gh.mu.Lock()
+	defer gh.mu.Unlock()
+	for _, p := range []string{"POST /app/installations/", "GET /repos/" + ghRepo + "/installation",
+		"POST /repos/" + ghRepo + "/check-runs", "PATCH /repos/" + ghRepo + "/check-runs/", "GET /repos/" + ghRepo + "/check-runs/",
+		"GET /repos/" + ghRepo + "/commits/", "POST /repos/" + ghRepo + "/statuses/"} {
+		gh.prefixes[p] = h.ServeHTTP
+	}
+	return checks
+}
+
+// codeHostStack is versionsStack's pull request with the code host
+// status on: as a GitHub App (check runs) when app, else with a token
+// (commit statuses).
+func codeHostStack(t *testing.T, app bool, loss *devstack.AnswerLoss) (*stack, *devstack.GitHubChecks, string) {
+	t.Helper()
+	octocat := "octocat@" + testenv.Prefix(t) + ".example.com"
+	gh := newFakeReviewAPI(t)
+	gh.githubCompare(func(_, head string) []byte {
+		return []byte(gitDiff([]addedFile{{headFile(head), []string{"package x", "// TODO: the change at " + head[:7]}}}))
+	}, pushes(nil))
+	gh.on("GET /repos/Codertocat/Hello-World/pulls/2/requested_reviewers", "application/json; charset=utf-8",
+		readFile(t, sourceData+"github/requested_reviewers.json"))
+	gh.githubReviewsAndTeams(t, "[]", 404)
+	checks := mountChecks(gh, loss)
+	key := ""
+	if app {
+		key = appKeyPEM(t)
+	}
+	s := startStack(t, devstack.FunctionOptions{Pollers: 2}, func(c *config.Config) {
+		c.GitHub = config.GitHub{WebhookSecret: ghSecret, APIURL: gh.srv.URL}
+		if app {
+			c.GitHub.App = config.GitHubApp{ID: "1", InstallationID: "1", PrivateKey: key}
+		} else {
+			c.GitHub.Token = "e2e-github-api-token"
+		}
+		c.ReviewerDirectory = `{"github": {"octocat": "` + octocat + `"}}`
+		c.Notify.CodeHost = config.CodeHost{Status: true}
+	})
+	return s, checks, octocat
+}
+
+// GitHub App: the pull request opened at x3, then pushed to x5 → one
+// completed check run on each head commit, with annotations at the
+// findings' lines, and the emails as before; the first create's answer
+// lost after GitHub stored the run → still one check run on x3.
+// Rules: R-CHANNEL-10, R-CHANNEL-11, R-CHANNEL-14.
+func TestGitHubApp_CheckRunPerHead_LostCreateStillOne(t *testing.T) {
+	t.Parallel()
+	var loss devstack.AnswerLoss
+	loss.Lose(http.MethodPost, "/check-runs", 1)
+	s, checks, octocat := codeHostStack(t, true, &loss)
+
+	s.accepted(s.push("opened-x3", githubPayloadAt(t, "pull_request.opened.json", xs[3], ghBaseSHA)), 1, job.StatusSucceeded)
+	s.accepted(s.push("sync-x5", syncPayload(t, xs[5], xs[3])), 2, job.StatusSucceeded)
+	for _, i := range []int{3, 5} {
+		head := xs[i]
+		eventually(t, 60*time.Second, "x"+headFile(head)+"'s check run completed", func() bool {
+			runs := checks.CheckRuns(head)
+			return len(runs) == 1 && runs[0].Status == "completed"
+		})
+	}
+	time.Sleep(2 * time.Second) // nothing more comes
+	if loss.Lost() != 1 {
+		t.Fatalf("%d answers lost; want the first create's", loss.Lost())
+	}
+	for _, i := range []int{3, 5} {
+		head := xs[i]
+		runs := checks.CheckRuns(head)
+		if len(runs) != 1 {
+			t.Fatalf("%s: %d check runs; want 1", headFile(head), len(runs))
+		}
+		r := runs[0]
+		if r.Name != "Criticizer" || r.Conclusion == nil || *r.Conclusion != "neutral" || r.ExternalID == "" {
+			t.Errorf("%s: %s %v %q; want Criticizer, neutral (a TODO finding)", headFile(head), r.Name, r.Conclusion, r.ExternalID)
+		}
+		found := false
+		for _, a := range r.Annotations {
+			found = found || (a.Path == headFile(head) && a.StartLine == 2 && a.EndLine == 2)
+		}
+		if !found {
+			t.Errorf("%s: annotations %+v; want one at %s line 2 (the TODO)", headFile(head), r.Annotations, headFile(head))
+		}
+		if !strings.Contains(r.Summary, "1 warning") && !strings.Contains(r.Summary, "1 info") && !strings.Contains(r.Summary, "1 error") {
+			t.Errorf("%s: summary %q says no counts", headFile(head), r.Summary)
+		}
+	}
+	if runs := checks.CheckRuns(""); len(runs) != 2 || runs[0].ExternalID == runs[1].ExternalID {
+		t.Fatalf("check runs %+v; want two, one per version", runs)
+	}
+	if mailed := mailedHeads(t, s, octocat); len(mailed) != 2 || mailed[1] != "3" || mailed[2] != "5" {
+		t.Fatalf("emails by version %v; want x3's and x5's, as before", mailed)
+	}
+}
+
+// With a token (no App, which could create check runs): one commit
+// status of context criticizer per head commit, finished, its target
+// the job.
+// Rules: R-CHANNEL-10, R-CHANNEL-11.
+func TestGitHubToken_CommitStatusPerHead(t *testing.T) {
+	t.Parallel()
+	var loss devstack.AnswerLoss
+	s, checks, octocat := codeHostStack(t, false, &loss)
+	s.accepted(s.push("opened-x3", githubPayloadAt(t, "pull_request.opened.json", xs[3], ghBaseSHA)), 1, job.StatusSucceeded)
+	s.accepted(s.push("sync-x5", syncPayload(t, xs[5], xs[3])), 2, job.StatusSucceeded)
+	for _, i := range []int{3, 5} {
+		head := xs[i]
+		eventually(t, 60*time.Second, headFile(head)+"'s status success", func() bool {
+			st := checks.Statuses(head)
+			return len(st) > 0 && st[len(st)-1].State == "success"
+		})
+	}
+	time.Sleep(2 * time.Second)
+	targets := map[string]bool{}
+	for _, i := range []int{3, 5} {
+		st := checks.Statuses(xs[i])
+		last := st[len(st)-1]
+		if len(st) > 2 || last.Context != "criticizer" || !strings.Contains(last.Description, "finding") {
+			t.Errorf("%s: statuses %+v; want pending then success, context criticizer, the counts", headFile(xs[i]), st)
+		}
+		for _, x := range st {
+			if x.TargetURL != last.TargetURL {
+				t.Errorf("%s: statuses of two jobs %+v", headFile(xs[i]), st)
+			}
+		}
+		targets[last.TargetURL] = true
+	}
+	if len(checks.CheckRuns("")) != 0 {
+		t.Fatal("a check run with a token")
+	}
+	if mailed := mailedHeads(t, s, octocat); len(mailed) != 2 {
+		t.Fatalf("emails by version %v; want two", mailed)
+	}
+}
