@@ -24,6 +24,7 @@ func newGitHub(t *testing.T) *devstack.GitHubStandIn {
 
 // One check run per head commit, in_progress then completed with its
 // annotations at the findings' lines (R-CHANNEL-10, R-CHANNEL-11).
+// Rules: R-CHANNEL-10, R-CHANNEL-11.
 func TestGitHubCheck_StartedThenFinished_OneCompletedRunPerHead(t *testing.T) {
 	ctx := context.Background()
 	gh := newGitHub(t)
@@ -67,6 +68,7 @@ func TestGitHubCheck_StartedThenFinished_OneCompletedRunPerHead(t *testing.T) {
 
 // The conclusion is never red unless the operator opts in, and an
 // unreviewed version is skipped or neutral (R-CHANNEL-11).
+// Rules: R-CHANNEL-11.
 func TestGitHubCheck_Conclusions(t *testing.T) {
 	ctx := context.Background()
 	fs, counts := findings(2) // an error and a warning
@@ -111,6 +113,7 @@ func TestGitHubCheck_Conclusions(t *testing.T) {
 
 // 120 findings go in three requests of at most 50 annotations: the
 // completing update, then two follow-ups (R-CHANNEL-13).
+// Rules: R-CHANNEL-13.
 func TestGitHubCheck_120Findings_ThreeRequestsOfAnnotations(t *testing.T) {
 	ctx := context.Background()
 	gh := newGitHub(t)
@@ -142,6 +145,7 @@ func TestGitHubCheck_120Findings_ThreeRequestsOfAnnotations(t *testing.T) {
 // The create's answer is lost after GitHub stored the check run: Find
 // finds it by its external_id, and the Finished post completes that one
 // (R-CHANNEL-14).
+// Rules: R-CHANNEL-14.
 func TestGitHubCheck_CreateAnswerLost_FoundNotCreatedAgain(t *testing.T) {
 	ctx := context.Background()
 	gh := newGitHub(t)
@@ -186,6 +190,7 @@ func TestGitHubCheck_CreateAnswerLost_FoundNotCreatedAgain(t *testing.T) {
 // A follow-up update's answer is lost: Find does not call the run
 // finished while annotations are missing, and the resend posts only
 // those GitHub does not hold (R-CHANNEL-14).
+// Rules: R-CHANNEL-13, R-CHANNEL-14.
 func TestGitHubCheck_AnnotationPageLost_ResumedWithoutDuplicates(t *testing.T) {
 	ctx := context.Background()
 	gh := newGitHub(t)
@@ -228,6 +233,7 @@ func TestGitHubCheck_AnnotationPageLost_ResumedWithoutDuplicates(t *testing.T) {
 
 // A token cannot create check runs: GitHub refuses it, and the refusal
 // is permanent (the deployment wants github-status) (R-CHANNEL-10).
+// Rules: R-CHANNEL-10.
 func TestGitHubCheck_TokenRefused(t *testing.T) {
 	gh := newGitHub(t)
 	api, _ := tokenGitHub(gh)
@@ -256,6 +262,7 @@ func TestGitHubCheck_OtherSourceNotApplicable(t *testing.T) {
 // A repository that turned its status off gets no check run; one its
 // Started post made before the setting was read is still completed,
 // never left in progress (R-CHANNEL-10).
+// Rules: R-CHANNEL-10.
 func TestGitHubCheck_StatusOff_NothingNew_InProgressCompleted(t *testing.T) {
 	ctx := context.Background()
 	gh := newGitHub(t)

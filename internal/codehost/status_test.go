@@ -16,6 +16,7 @@ import (
 // With a token, a commit status per head commit: pending, then success
 // with the counts in its description and the job as its target
 // (R-CHANNEL-10, R-CHANNEL-11).
+// Rules: R-CHANNEL-10, R-CHANNEL-11.
 func TestGitHubStatus_PendingThenSuccessPerHead(t *testing.T) {
 	ctx := context.Background()
 	gh := newGitHub(t)
@@ -42,6 +43,7 @@ func TestGitHubStatus_PendingThenSuccessPerHead(t *testing.T) {
 }
 
 // An error-severity finding fails the status only with the opt-in.
+// Rules: R-CHANNEL-11.
 func TestGitHubStatus_FailureOnlyWithOptIn(t *testing.T) {
 	ctx := context.Background()
 	fs, counts := findings(1)
@@ -61,6 +63,7 @@ func TestGitHubStatus_FailureOnlyWithOptIn(t *testing.T) {
 // A status whose answer was lost is found in its phase's state; a
 // Started post after its version finished never sets it back to
 // pending (R-CHANNEL-14).
+// Rules: R-CHANNEL-14.
 func TestGitHubStatus_LostAnswerFound_NeverBackToPending(t *testing.T) {
 	ctx := context.Background()
 	gh := newGitHub(t)
@@ -93,6 +96,7 @@ func TestGitHubStatus_LostAnswerFound_NeverBackToPending(t *testing.T) {
 // GitLab: running, then success, on the merge request version's head;
 // the resend after a lost answer meets GitLab's 400 for a state the
 // status already has, and is found, not failed (R-CHANNEL-14).
+// Rules: R-CHANNEL-10, R-CHANNEL-14.
 func TestGitLabStatus_RunningThenSuccess_LostAnswer400IsFound(t *testing.T) {
 	ctx := context.Background()
 	gl := devstack.NewGitLabStandIn("group/project")
@@ -132,6 +136,7 @@ func TestGitLabStatus_RunningThenSuccess_LostAnswer400IsFound(t *testing.T) {
 // Gerrit: nothing when the version starts; one tagged review message on
 // its patch set when it finishes, found by its post id after a lost
 // answer, and no vote unless a label is named (R-CHANNEL-10).
+// Rules: R-CHANNEL-10, R-CHANNEL-14.
 func TestGerritMessage_OneTaggedMessage_FoundAfterLostAnswer(t *testing.T) {
 	ctx := context.Background()
 	g := devstack.NewGerritStandIn("proj")
@@ -174,6 +179,7 @@ func TestGerritMessage_OneTaggedMessage_FoundAfterLostAnswer(t *testing.T) {
 
 // A named label is voted on: +1 without findings, 0 with, -1 only with
 // the opt-in and an error.
+// Rules: R-CHANNEL-11.
 func TestGerritMessage_LabelVote(t *testing.T) {
 	ctx := context.Background()
 	fs, counts := findings(1)

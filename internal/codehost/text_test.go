@@ -37,6 +37,7 @@ func render(t *testing.T, md string) string {
 // A hostile finding message renders as text: no link, image, HTML tag,
 // heading or quote, no mention or issue reference, and reads as it was
 // written (R-CHANNEL-12).
+// Rules: R-CHANNEL-12.
 func TestMarkdown_HostileMessageIsOnlyText(t *testing.T) {
 	md, _ := codehost.Markdown(hostile, 10_000)
 	html := render(t, md)
@@ -61,6 +62,7 @@ func TestMarkdown_HostileMessageIsOnlyText(t *testing.T) {
 
 // The summary of a check run with a hostile finding (its file name
 // too) renders with one link only: the job's status page.
+// Rules: R-CHANNEL-12.
 func TestSummary_HostileFindingOneLinkTheJobs(t *testing.T) {
 	p := channel.Post{Source: "github", Phase: channel.Finished, Outcome: channel.Reviewed, Version: 2,
 		Summary: hostile, Counts: channel.Counts{Error: 1}, JobURL: "https://criticizer.example.com/jobs/j1",
@@ -77,6 +79,7 @@ func TestSummary_HostileFindingOneLinkTheJobs(t *testing.T) {
 
 // A summary of many long findings stays under GitHub's limit and says
 // how many it left out (R-CHANNEL-13).
+// Rules: R-CHANNEL-13.
 func TestSummary_BoundedAndCounted(t *testing.T) {
 	fs := make([]critic.Finding, 500)
 	for i := range fs {

@@ -9,6 +9,7 @@ import (
 // The code host status is off unless the deployment turns it on; the
 // failure opt-in and the Gerrit label are read as given, a bad value
 // refused naming its variable (R-CHANNEL-10, R-CHANNEL-11).
+// Rules: R-CHANNEL-10, R-CHANNEL-11.
 func TestCodeHost_OffByDefault_OnOptIn(t *testing.T) {
 	c, err := config.FromEnv(func(string) string { return "" })
 	if err != nil || c.Notify.CodeHost != (config.CodeHost{}) {

@@ -100,7 +100,7 @@ func TestGitHubApp_CheckRunPerHead_LostCreateStillOne(t *testing.T) {
 	s.accepted(s.push("sync-x5", syncPayload(t, xs[5], xs[3])), 2, job.StatusSucceeded)
 	for _, i := range []int{3, 5} {
 		head := xs[i]
-		eventually(t, 60*time.Second, "x"+headFile(head)+"'s check run completed", func() bool {
+		eventually(t, 60*time.Second, headFile(head)+"'s check run completed", func() bool {
 			runs := checks.CheckRuns(head)
 			return len(runs) == 1 && runs[0].Status == "completed"
 		})
