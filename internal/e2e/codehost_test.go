@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -10,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticizer/criticizer/internal/channel"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
+	"github.com/criticizer/criticizer/internal/store"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
@@ -137,6 +140,9 @@ func TestGitHubApp_CheckRunPerHead_LostCreateStillOne(t *testing.T) {
 	if mailed := mailedHeads(t, s, octocat); len(mailed) != 2 || mailed[1] != "3" || mailed[2] != "5" {
 		t.Fatalf("emails by version %v; want x3's and x5's, as before", mailed)
 	}
+	for v := 1; v <= 2; v++ {
+		postSent(t, s, "github", ghChangelist, v, "github-check", channel.Finished)
+	}
 }
 
 // With a token (no App, which could create check runs): one commit
@@ -229,6 +235,8 @@ func TestGitLab_CommitStatusOnTheVersionsHead_LostAnswerFound(t *testing.T) {
 	if n := len(emailsTo(t, s.env.SES, "user1@"+domain)); n != 1 {
 		t.Fatalf("user1 got %d emails, want 1", n)
 	}
+	postSent(t, s, "gitlab", "gitlabhq/gitlab-test!1", 1, "gitlab-status", channel.Started)
+	postSent(t, s, "gitlab", "gitlabhq/gitlab-test!1", 1, "gitlab-status", channel.Finished)
 }
 
 // Gerrit: nothing when the patch set starts to be reviewed; one review
@@ -270,5 +278,18 @@ func TestGerrit_OneTaggedReviewMessage_LostAnswerStillOne(t *testing.T) {
 		if n := len(emailsTo(t, s.env.SES, who)); n != 1 {
 			t.Errorf("%s got %d emails, want 1", who, n)
 		}
+	}
+	postSent(t, s, "gerrit", "TestRepo1~2", 2, "gerrit-message", channel.Finished)
+}
+
+// postSent fails unless the post row of version v of cl on ch in phase
+// is sent: the protocol settled it with the host's receipt (found or
+// sent), not left it to retries or the DLQ.
+func postSent(t *testing.T, s *stack, source, cl string, v int, ch string, phase channel.Phase) {
+	t.Helper()
+	id := channel.PostID(channel.VersionKeyOf(source, cl, v), ch, phase)
+	r, err := store.NewPosts(s.fns.Base.DynamoDB, s.res.DeliveriesTable, time.Now).GetPost(context.Background(), id)
+	if err != nil || r.Status != channel.StatusSent || r.Receipt.Ref == "" {
+		t.Fatalf("%s %s v%d %s: %s %+v %v; want sent with a receipt", ch, cl, v, phase, r.Status, r.Receipt, err)
 	}
 }
