@@ -84,7 +84,7 @@ func checks() []check {
 // conformanceSuites are the store suites the conformance checks run, on
 // each driver: every contract whose conditions are mutated
 // (store_mutations.go).
-const conformanceSuites = `(Deliveries|Jobs|Digests|Replies|Budgets|Preferences|ReviewerStores)`
+const conformanceSuites = `(Deliveries|Jobs|Digests|Replies|Budgets|Preferences|ReviewerStores|Posts)`
 
 func checkNames() []string {
 	var out []string

@@ -23,14 +23,52 @@ const (
 	memBudget  = "internal/store/memstore/budget.go"
 	memPrefs   = "internal/store/memstore/preferences.go"
 	memEvid    = "internal/store/memstore/evidence.go"
+	dynPosts   = "internal/store/posts_dynamo.go"
+	memPosts   = "internal/store/memstore/posts.go"
 )
+
+// postMutations are the post rows' conditions (R-CHANNEL-1, storetest.Posts).
+func postMutations() []Mutation {
+	return []Mutation{
+		{ID: "dynamodb-post-claim-under-live-lease", File: dynPosts, Checks: dynamo,
+			What: "ClaimPost takes a row another invocation is sending under a live lease: two sends at once",
+			Old:  "postIs(postStatusSend).And(expression.Name(attrLeaseUntil).LessThanEqual(expression.Value(ts(now))))",
+			New:  "postIs(postStatusSend)"},
+		{ID: "memstore-post-claim-under-live-lease", File: memPosts, Checks: memSuite,
+			What: "ClaimPost takes a row under a live lease",
+			Old:  "\tif !r.Claimable(now) {\n\t\treturn clonePost(r), postConflict(id, r)\n\t}\n\tr.Status, r.Attempts",
+			New:  "\tif r.Status.Done() {\n\t\treturn clonePost(r), postConflict(id, r)\n\t}\n\tr.Status, r.Attempts"},
+		{ID: "dynamodb-post-mark-any-claim", File: dynPosts, Checks: dynamo,
+			What: "MarkPostSent lands under a lapsed claim's token",
+			Old:  "return s.update(ctx, id, upd, postClaimHeld(token), func(r channel.Row) bool {\n\t\treturn r.Status == channel.StatusSent && r.Receipt == receipt",
+			New:  "return s.update(ctx, id, upd, rowExists(), func(r channel.Row) bool {\n\t\treturn r.Status == channel.StatusSent && r.Receipt == receipt"},
+		{ID: "memstore-post-mark-any-claim", File: memPosts, Checks: memSuite,
+			What: "MarkPostSent lands under any token",
+			Old:  "if r.Status != channel.StatusSending || r.ClaimToken != token {",
+			New:  "if r.Status != channel.StatusSending {"},
+		{ID: "dynamodb-post-settle-in-flight", File: dynPosts, Checks: dynamo,
+			What: "SettlePost settles a row another invocation is sending",
+			Old:  "cond := expression.Or(expression.AttributeNotExists(expression.Name(attrDeliveryID)), postIs(postStatusWait))",
+			New:  "cond := expression.Or(expression.AttributeNotExists(expression.Name(attrDeliveryID)), postIs(postStatusWait), postIs(postStatusSend))"},
+		{ID: "memstore-post-settle-in-flight", File: memPosts, Checks: memSuite,
+			What: "SettlePost settles a row another invocation is sending",
+			Old:  "case r.Status == channel.StatusPending, token != \"\" && r.Status == channel.StatusSending && r.ClaimToken == token:",
+			New:  "case r.Status == channel.StatusPending, r.Status == channel.StatusSending:"},
+		{ID: "dynamodb-post-ensure-overwrites", File: dynPosts, Checks: dynamo,
+			What: "EnsurePost replaces a row that exists: a resend's body changes, a sent row is sent again",
+			Old:  "ConditionExpression:                 aws.String(\"attribute_not_exists(delivery_id)\"),\n\t\tReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,\n\t})\n\tif err == nil {\n\t\tmade",
+			New:  "ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,\n\t})\n\tif err == nil {\n\t\tmade"},
+	}
+}
 
 // memSuite is the in-memory conformance suite alone: a store condition's
 // proof is its case there (the explorer is not asked).
 var memSuite = []string{"conformance/memstore"}
 
 // allMutations is the protocol's list and the stores' conditions.
-func allMutations() []Mutation { return append(Mutations(), storeMutations()...) }
+func allMutations() []Mutation {
+	return append(append(Mutations(), storeMutations()...), postMutations()...)
+}
 
 // storeMutations are the stores' conditions.
 func storeMutations() []Mutation {

@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -77,4 +78,22 @@ func VersionKeyOf(source, changelist string, version int) string {
 // the Standard Webhooks examples' ids do, and is URL- and header-safe.
 func PostID(versionKey, channel string, phase Phase) string {
 	return "msg_" + job.Hash("post", versionKey, channel, string(phase))
+}
+
+type sendByKey struct{}
+
+// WithSendBy marks ctx with the instant, on the store's clock, by which a
+// Send must have reached its channel: its claim's lease less a margin
+// (R-CHANNEL-3). posting sets it on Send's context beside the context's
+// own deadline; a channel's HTTP client honours the deadline, so a send
+// that did not reach its channel in time never does, and the next claim's
+// Find sees all there is.
+func WithSendBy(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, sendByKey{}, t)
+}
+
+// SendBy reports the instant WithSendBy set.
+func SendBy(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(sendByKey{}).(time.Time)
+	return t, ok
 }

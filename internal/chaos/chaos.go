@@ -245,6 +245,14 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// some of their answers lost after the work.
 	cfg.Notify.CodeHost = config.CodeHost{Status: true}
 	loseCodeHost(gh, gst.g, len(pulls))
+	// Every review's posts go to a webhook destination that loses
+	// answers (hooks.go).
+	hd, err := newHookDest(c.Seed, c.Rate)
+	if err != nil {
+		return nil, err
+	}
+	defer hd.Close()
+	cfg.OutboundWebhooks, cfg.AllowPrivateWebhooks = hd.setting(), true
 	res.Apply(&cfg)
 
 	specs := generate(rng, run, c.Jobs, c.DupRate, c.PoisonRate, planted.token)
@@ -493,6 +501,9 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	progress("drained; checking the SES store, DynamoDB and the DLQs")
 
 	if err := chk.verify(ctx, rep, specs, accepted, inj, evf, pf, needles, rp); err != nil {
+		return nil, err
+	}
+	if err := hd.verify(ctx, store.NewPosts(clean.DynamoDB, res.DeliveriesTable, nil), chk.jobs().Get, drainSet, &rep.hooks); err != nil {
 		return nil, err
 	}
 	emails, err := (&devstack.SESEmulator{BaseURL: st.SESURL}).Emails(ctx)

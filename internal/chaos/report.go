@@ -78,6 +78,8 @@ type Report struct {
 	Confirmations, ConfirmationsLost, ConfirmationDuplicates int
 	Votes, VotesLost                                         int
 	RepliesRedriven, ReplyLeft                               int
+	// The signed webhook part (hooks.go).
+	hooks hookStats
 	// The versions part (versions.go): changes with two versions pushed
 	// in order, late or at once; versions answered stale; changes whose
 	// version 2 SES rejected or bounced after the Send; the versions
@@ -187,6 +189,7 @@ func (r *Report) Failures() []string {
 	for _, l := range r.DLQLeaks {
 		f = append(f, "leak in "+l)
 	}
+	f = append(f, r.hooks.failures()...)
 	if len(r.Problems) > 0 && len(f) == 0 {
 		f = append(f, r.Problems...)
 	}
@@ -245,6 +248,7 @@ func (r *Report) Print(w io.Writer) {
 		r.GerritStacked, r.GerritMailed)
 	fmt.Fprintf(w, "status on the change: %d versions show a finished commit status or review message (%d answers lost after the host took them); %d lost, %d posted twice\n",
 		r.CodeHostStatuses, r.CodeHostLostAnswers, r.CodeHostLost, r.CodeHostDuplicates)
+	fmt.Fprintln(w, r.hooks.line())
 	fmt.Fprintf(w, "leaks: %d log lines and %d dead letters scanned for %d addresses and 5 planted secrets: %d found\n",
 		r.LogLines, r.DLQMessages+r.FeedbackDLQ, r.addrCount, len(r.LogLeaks)+len(r.DLQLeaks))
 	fmt.Fprintf(w, "worker restarts: %d; seed %d, rate %.3f, concurrency %d, duration %s\n",

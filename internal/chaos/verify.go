@@ -262,6 +262,7 @@ func (c *checker) verify(ctx context.Context, rep *Report, specs []spec, accepte
 			if m.jobID != "" {
 				byJob[m.jobID] = append(byJob[m.jobID], m)
 			}
+			rep.hooks.deadLettered(m) // a post task's (hooks.go)
 		}
 	}
 	if c.res.FeedbackDLQ != "" {

@@ -33,6 +33,7 @@ type HookReceiver struct {
 	mu     sync.Mutex
 	got    []ArrivedHook
 	lose   int
+	loseIf func() bool
 	status int
 }
 
@@ -62,6 +63,14 @@ func NewHookReceiver(secret string) (*HookReceiver, error) {
 func (h *HookReceiver) LoseAnswers(n int) {
 	h.mu.Lock()
 	h.lose = n
+	h.mu.Unlock()
+}
+
+// LoseWhen makes every later message whose f says so arrive and its
+// answer be lost (a campaign's seeded rate).
+func (h *HookReceiver) LoseWhen(f func() bool) {
+	h.mu.Lock()
+	h.loseIf = f
 	h.mu.Unlock()
 }
 
@@ -111,6 +120,8 @@ func (h *HookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lose := h.lose > 0
 	if lose {
 		h.lose--
+	} else if h.loseIf != nil {
+		lose = h.loseIf()
 	}
 	a.AnswerLost = lose
 	h.got = append(h.got, a)

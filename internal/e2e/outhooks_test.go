@@ -10,6 +10,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/config"
+	"github.com/criticizer/criticizer/internal/deadletter"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/outhook"
@@ -169,5 +170,51 @@ func TestOutboundWebhook_AlwaysFailing_EmailSentPostDeadLettered(t *testing.T) {
 	s.getJSON(acc.Links.Self, &jv)
 	if jv.Status != job.StatusSucceeded {
 		t.Errorf("job %s after its posts were dead-lettered, want succeeded", jv.Status)
+	}
+}
+
+// A version whose fetch is dead-lettered is posted Finished, not
+// reviewed; the operator's replay that then reviews it posts Finished
+// again, reviewed, under an id of its own; the emails go out once.
+// Rules: R-CHANNEL-4.
+func TestOutboundWebhook_DeadLetteredThenReplayed_NotReviewedThenReviewed(t *testing.T) {
+	rcv, url := hookReceiver(t)
+	s := startStack(t, devstack.FunctionOptions{}, withHooks(map[string]string{"chat": url}))
+	diffSrv := newFlakyDiffServer(t, -1, http.StatusNotFound, sampleDiff(t))
+	cl := testenv.Prefix(t)
+	id := accept(t, s, "k-"+cl, diffURLBody(t, cl, diffSrv.URL+"/diff"))
+	s.waitJob(id, 30*time.Second, job.StatusDeadLettered)
+	finished := func() map[string]outhook.Body {
+		out := map[string]outhook.Body{}
+		for _, as := range about(rcv, cl) {
+			var b outhook.Body
+			_ = json.Unmarshal(as[0].Body, &b)
+			if b.Phase == "finished" {
+				out[b.Outcome] = b
+			}
+		}
+		return out
+	}
+	eventually(t, 30*time.Second, "a finished message, not reviewed", func() bool { return finished()["not_reviewed"].ID != "" })
+	if len(about(rcv, cl)) != 1 {
+		t.Fatalf("%d ids before the replay, want the not-reviewed one alone (no started: the version was never placed)", len(about(rcv, cl)))
+	}
+	envs := dlqBodies(t, s, job.StageFetch)
+	if len(envs) != 1 {
+		t.Fatalf("fetch DLQ holds %d, want 1", len(envs))
+	}
+	env, _, _ := deadletter.Decode([]byte(envs[0]))
+	diffSrv.healed.Store(true)
+	if out, err := s.cli("dlq", "replay", env.ID, "--from-start", "--note", "diff republished"); err != nil {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	s.waitJob(id, 60*time.Second, job.StatusSucceeded)
+	eventually(t, 30*time.Second, "a finished message, reviewed", func() bool { return finished()["reviewed"].ID != "" })
+	f := finished()
+	if f["reviewed"].ID == f["not_reviewed"].ID || f["reviewed"].Counts == nil {
+		t.Fatalf("finished messages %+v", f)
+	}
+	if got := perRecipient(emailsFor(t, s.env.SES, cl)); got["reviewer1@example.com"] != 1 {
+		t.Fatalf("emails %v, want one per recipient", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -193,7 +194,12 @@ func TestParse(t *testing.T) {
 	if err != nil || len(ds) != 1 || ds[0].Name != "chat" {
 		t.Fatalf("parse = %+v %v", ds, err)
 	}
+	var many []string
+	for i := 0; i <= outhook.MaxDestinations; i++ {
+		many = append(many, fmt.Sprintf(`{"name":"d%d","url":"https://h.example","secret":"%s"}`, i, vectorSecret))
+	}
 	for _, bad := range []string{
+		"[" + strings.Join(many, ",") + "]",
 		`{"name":"chat"}`,
 		`[{"name":"Chat!","url":"https://h.example","secret":"` + vectorSecret + `"}]`,
 		`[{"name":"chat","url":"ftp://h.example","secret":"` + vectorSecret + `"}]`,

@@ -74,6 +74,34 @@ type Posting struct {
 	MaxFindings int
 	// Tokens makes claim tokens; nil draws them from crypto/rand.
 	Tokens func(ctx context.Context) string
+	// Now is the store's clock, leases are judged by (time.Now if nil).
+	Now func() time.Time
+}
+
+// SendMargin is kept back from a claim's lease: a send must reach its
+// channel that long before the lease lapses, so that the next claim,
+// once the lease has lapsed, asks a channel that holds all it ever will
+// of the earlier try (R-CHANNEL-3).
+const SendMargin = 5 * time.Second
+
+func (p *Posting) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// sendContext bounds a send (or a Find before one) by the claim's lease:
+// a deadline SendMargin before it lapses, and channel.SendBy. ok=false:
+// too little of the lease is left to start.
+func (p *Posting) sendContext(ctx context.Context, r channel.Row) (context.Context, context.CancelFunc, bool) {
+	by := r.LeaseUntil.Add(-SendMargin)
+	left := by.Sub(p.now())
+	if left <= 0 {
+		return ctx, func() {}, false
+	}
+	ctx, cancel := context.WithTimeout(channel.WithSendBy(ctx, by), left)
+	return ctx, cancel, true
 }
 
 func (p *Posting) channel(name string) channel.Channel {
@@ -130,7 +158,7 @@ func (p *Posting) Announce(ctx context.Context, j job.Job, phase channel.Phase, 
 	}
 	for _, ch := range p.Channels {
 		post := base
-		post.ID = channel.PostID(post.VersionKey, ch.Name(), phase)
+		post.ID = ID(post.VersionKey, ch.Name(), phase, outcome)
 		r := channel.Row{ID: post.ID, JobID: j.ID, Channel: ch.Name(), Phase: phase, Post: post}
 		if rd, ok := ch.(channel.Renderer); ok {
 			if r.Body, err = rd.Render(post); err != nil {
@@ -188,6 +216,18 @@ func (p *Posting) announced(ctx context.Context, m job.Message) error {
 		}
 	}
 	return p.Announce(ctx, j, phase, outcome, reason)
+}
+
+// ID is the post row's id (channel.PostID) of a version's post to a
+// channel in a phase. A Finished post saying the version was not reviewed
+// (a stage dead-lettered) has an id of its own: an operator's replay that
+// then reviews it posts its Finished post again, with the outcome, rather
+// than finding the not-reviewed one sent.
+func ID(versionKey, ch string, phase channel.Phase, outcome channel.Outcome) string {
+	if phase == channel.Finished && outcome == channel.NotReviewed {
+		return channel.PostID(versionKey, ch, channel.Phase("finished/not_reviewed"))
+	}
+	return channel.PostID(versionKey, ch, phase)
 }
 
 // Message is the notify queue's message for a post row.
@@ -272,13 +312,16 @@ func OutcomeOf(j job.Job) (channel.Outcome, string, bool) {
 	return channel.Reviewed, "", true
 }
 
+// errLeaseShort: the claim's lease has too little left to send under.
+var errLeaseShort = errors.New("too little of the claim's lease is left to send")
+
 // ErrNotConfigured: a post row names a channel this deployment no longer
 // has; it is settled without a send.
 var errNotConfigured = errors.New("channel not configured")
 
 // Handle runs one TaskPost message: with a row (m.Delivery), the post
 // row's send; without, the announcement of m.Phase for the job.
-func (p *Posting) Handle(ctx context.Context, m job.Message, _ int) error {
+func (p *Posting) Handle(ctx context.Context, m job.Message, attempt int) error {
 	if m.Delivery == "" {
 		return p.announced(ctx, m)
 	}
@@ -304,10 +347,29 @@ func (p *Posting) Handle(ctx context.Context, m job.Message, _ int) error {
 	var prior channel.Receipt
 	if r.Phase == channel.Finished {
 		if prior, err = p.settleStarted(ctx, ch, r); err != nil {
-			return err
+			return p.lastTry(ctx, ch, attempt, err)
 		}
 	}
-	return p.deliver(ctx, ch, r, prior)
+	return p.lastTry(ctx, ch, attempt, p.deliver(ctx, ch, r, prior))
+}
+
+// lastTry counts a failure the stage runner will dead-letter (not
+// retryable, or the stage's budget spent; a wait it defers is not) as the
+// channel's PostsDeadLettered: the runner's own DeadLetters metric names
+// the stage, not the destination.
+func (p *Posting) lastTry(ctx context.Context, ch channel.Channel, attempt int, err error) error {
+	if err == nil {
+		return nil
+	}
+	c := retry.Classify(err)
+	switch c.Class {
+	case retry.RateLimited, retry.AwaitingEvidence, retry.QuotaExhausted:
+		return err
+	}
+	if !c.Retryable() || retry.DefaultPolicy().Exhausted(attempt) {
+		p.metric(ctx, ch.Name(), "PostsDeadLettered")
+	}
+	return err
 }
 
 // settleStarted makes sure the version's Started post on ch is either
@@ -344,7 +406,13 @@ func (p *Posting) settleStarted(ctx context.Context, ch channel.Channel, fin cha
 	if err != nil {
 		return channel.Receipt{}, err
 	}
-	rec, found, err := ch.Find(ctx, claimed.Post)
+	fctx, cancel, ok := p.sendContext(ctx, claimed)
+	defer cancel()
+	if !ok {
+		p.release(ctx, claimed, token, errLeaseShort)
+		return channel.Receipt{}, retry.Transient(retry.InFlight, fmt.Errorf("post %s: %w", started.ID, errLeaseShort))
+	}
+	rec, found, err := ch.Find(fctx, claimed.Post)
 	if err != nil {
 		p.release(ctx, claimed, token, err)
 		return channel.Receipt{}, err
@@ -374,13 +442,19 @@ func (p *Posting) deliver(ctx context.Context, ch channel.Channel, r channel.Row
 	}
 	post := claimed.Post
 	post.Body = claimed.Body
+	sctx, cancel, ok := p.sendContext(ctx, claimed)
+	defer cancel()
+	if !ok {
+		p.release(ctx, claimed, token, errLeaseShort)
+		return retry.Transient(retry.InFlight, fmt.Errorf("post %s: %w", claimed.ID, errLeaseShort))
+	}
 	log := p.Log.With("delivery_id", claimed.ID, "channel", claimed.Channel, "phase", string(claimed.Phase), "attempt", claimed.Attempts)
 	if claimed.Attempts > 1 {
 		// An earlier claim's send may have reached the channel (its answer
 		// lost, or the invocation died): ask before sending again
 		// (R-CHANNEL-3). A channel that cannot be asked finds nothing, and
 		// the post is sent again, same id and body (at least once).
-		rec, found, err := ch.Find(ctx, post)
+		rec, found, err := ch.Find(sctx, post)
 		if err != nil {
 			p.release(ctx, claimed, token, err)
 			p.metric(ctx, ch.Name(), "PostsFailed")
@@ -396,7 +470,7 @@ func (p *Posting) deliver(ctx context.Context, ch channel.Channel, r channel.Row
 		}
 		p.metric(ctx, ch.Name(), "PostsResent")
 	}
-	rec, err := ch.Send(ctx, post, prior)
+	rec, err := ch.Send(sctx, post, prior)
 	if errors.Is(err, channel.ErrNotApplicable) {
 		_, err := p.Posts.SettlePost(ctx, claimed, token, "not applicable")
 		return err

@@ -102,7 +102,7 @@ func newRig(t *testing.T, chans ...channel.Channel) *rig {
 		Status: job.StatusSucceeded, Stage: job.StageDone, Critique: c}
 	r.posts = memstore.NewPosts(func() time.Time { return r.now })
 	r.p = &posting.Posting{Posts: r.posts, Jobs: jobs{r.j}, Queue: r.q, Channels: chans,
-		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), JobLink: func(id job.ID) string { return "https://crit.example/jobs/" + string(id) }}
+		Now: func() time.Time { return r.now }, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), JobLink: func(id job.ID) string { return "https://crit.example/jobs/" + string(id) }}
 	return r
 }
 
@@ -394,5 +394,36 @@ func TestPosting_AnnouncementFansOut(t *testing.T) {
 	}
 	if len(a.got) != 1 || len(b.got) != 1 || a.got[0].VersionKey != b.got[0].VersionKey || a.got[0].ID == b.got[0].ID {
 		t.Fatalf("posts: %+v / %+v", a.got, b.got)
+	}
+}
+
+func memPosts(now func() time.Time) store.Posts { return memstore.NewPosts(now) }
+
+// Posts are counted per channel: sent, resent, failed, and dead-lettered
+// when the failure is the stage's last try (not retryable, or the
+// budget spent); the dimension is the channel's name.
+// Rules: R-CHANNEL-7.
+func TestPosting_MetricsPerChannel(t *testing.T) {
+	ctx := context.Background()
+	h := &host{name: "webhook:down", lookless: true, failNext: 100}
+	r := newRig(t, h)
+	var logs bytes.Buffer
+	r.p.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	if err := r.p.Announce(ctx, r.j, channel.Finished, channel.Reviewed, ""); err != nil {
+		t.Fatal(err)
+	}
+	m := r.q.msgs[0]
+	for attempt := 1; attempt <= 5; attempt++ {
+		if err := r.p.Handle(ctx, m, attempt); err == nil {
+			t.Fatal("the failing channel took the post")
+		}
+		if n := bytes.Count(logs.Bytes(), []byte(`"PostsDeadLettered":1`)); (attempt < 5 && n != 0) || (attempt == 5 && n != 1) {
+			t.Fatalf("attempt %d: %d PostsDeadLettered metrics", attempt, n)
+		}
+	}
+	for _, want := range []string{`"PostsFailed":1`, `"PostsResent":1`, `"Channel":"webhook:down"`} {
+		if !bytes.Contains(logs.Bytes(), []byte(want)) {
+			t.Errorf("no %s in the metrics", want)
+		}
 	}
 }

@@ -265,3 +265,33 @@ func TestSweep_ReplyConfirmationHandedBackOnItsTask(t *testing.T) {
 		t.Errorf("answered job %s, want its outcome untouched", got.Status)
 	}
 }
+
+type postSweeper struct {
+	now    time.Time
+	settle time.Duration
+}
+
+func (p *postSweeper) Sweep(_ context.Context, now time.Time, settle time.Duration) (int, error) {
+	p.now, p.settle = now, settle
+	return 3, nil
+}
+
+// Each sweep hands the post rows left unsent back to notify
+// (posting.Posting.Sweep), rows younger than the stuck-after left to
+// their own message, and reports how many.
+// Rules: R-CHANNEL-5.
+func TestSweep_UnsentPostsHandedBack(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	clock := func() time.Time { return now }
+	ps := &postSweeper{}
+	s := &sweep.Sweeper{Jobs: memstore.NewJobs(clock), Deliveries: memstore.NewDeliveries(clock), Queue: &queue{}, Posts: ps,
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock, StuckAfter: 10 * time.Minute, EvidenceWindow: 15 * time.Minute}
+	rep, err := s.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.PostsRequeued != 3 || !ps.now.Equal(now) || ps.settle != 10*time.Minute {
+		t.Fatalf("report %+v, swept at %s settle %s", rep, ps.now, ps.settle)
+	}
+}

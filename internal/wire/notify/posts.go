@@ -48,7 +48,7 @@ func Posting(cfg config.Config, b *wire.Base, log *slog.Logger, extra ...channel
 	}
 	posts := store.NewPosts(b.DynamoDB, cfg.DeliveriesTable, b.Now)
 	posts.Retention = cfg.Retention
-	p := &posting.Posting{Posts: posts, Jobs: b.Jobs, Queue: b.Queue, Channels: chans, Log: log}
+	p := &posting.Posting{Posts: posts, Jobs: b.Jobs, Queue: b.Queue, Channels: chans, Log: log, Now: b.Now}
 	if cfg.PublicURL != "" && cfg.UnsubscribeKey != "" {
 		links := api.NewStatusLinks(cfg.UnsubscribeKey)
 		p.JobLink = func(id job.ID) string { return cfg.PublicURL + links.Link(id) }
