@@ -19,10 +19,13 @@ import (
 // show a finished status on its head — never one left pending (a lost
 // status) — and no status or message is posted twice.
 
-// loseCodeHost drops the answers of a few status and message posts
-// after the host applied them: the protocol's Find must find them.
+// loseCodeHost drops the answers of status and message posts after the
+// host applied them: a pending status (found by the send's own look
+// before it posts another) and, for each pull request, a finished one
+// (found only by the protocol's Find), and the Gerrit review message.
 func loseCodeHost(gh *devstack.GitHubStandIn, g *devstack.GerritStandIn, pulls int) {
-	gh.Loss.Lose(http.MethodPost, "/statuses/", max(1, pulls/2))
+	gh.Loss.LoseWith(http.MethodPost, "/statuses/", `"state":"pending"`, 1)
+	gh.Loss.LoseWith(http.MethodPost, "/statuses/", `"state":"success"`, pulls)
 	g.Loss.Lose(http.MethodPost, "/review", 1)
 }
 

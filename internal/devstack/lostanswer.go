@@ -1,6 +1,8 @@
 package devstack
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,8 +24,8 @@ type AnswerLoss struct {
 }
 
 type lossRule struct {
-	method, path string
-	skip, left   int
+	method, path, body string
+	skip, left         int
 }
 
 // Lose drops the answers of the next times requests whose method is
@@ -40,6 +42,15 @@ func (l *AnswerLoss) LoseAfter(method, path string, skip, times int) {
 	l.rules = append(l.rules, &lossRule{method: method, path: path, skip: skip, left: times})
 }
 
+// LoseWith drops the answers of the next times requests whose method is
+// method, whose path contains path and whose body contains body: a
+// finished status (`"state":"success"`) rather than a pending one.
+func (l *AnswerLoss) LoseWith(method, path, body string, times int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rules = append(l.rules, &lossRule{method: method, path: path, body: body, left: times})
+}
+
 // Lost is how many answers were dropped.
 func (l *AnswerLoss) Lost() int {
 	l.mu.Lock()
@@ -47,12 +58,20 @@ func (l *AnswerLoss) Lost() int {
 	return l.lost
 }
 
-// fires reports whether r's answer is to be dropped, counting it.
+// fires reports whether r's answer is to be dropped, counting it. A
+// rule on the body reads it (at most 1 MiB) and puts it back.
 func (l *AnswerLoss) fires(r *http.Request) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var body []byte
+	read := false
 	for _, x := range l.rules {
-		if x.left > 0 && r.Method == x.method && strings.Contains(r.URL.EscapedPath(), x.path) {
+		if x.left > 0 && x.body != "" && !read && r.Body != nil {
+			body, _ = io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			r.Body, read = io.NopCloser(bytes.NewReader(body)), true
+		}
+		if x.left > 0 && r.Method == x.method && strings.Contains(r.URL.EscapedPath(), x.path) &&
+			(x.body == "" || bytes.Contains(body, []byte(x.body))) {
 			if x.skip > 0 {
 				x.skip--
 				continue
