@@ -19,8 +19,8 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/store"
-	"github.com/criticizer/criticizer/internal/store/schema"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
+	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
 // callsResult is what one recipient count consumed: every AWS call of
@@ -219,5 +219,5 @@ func itemKind(item map[string]ddbtypes.AttributeValue) string {
 	return pk.Value
 }
 
-// itemSize is an item's size as DynamoDB counts it (store.ItemSize).
-func itemSize(item map[string]ddbtypes.AttributeValue) int { return store.ItemSize(item) }
+// itemSize is an item's size as DynamoDB counts it (dynamo.ItemSize).
+func itemSize(item map[string]ddbtypes.AttributeValue) int { return dynamo.ItemSize(item) }

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/criticizer/criticizer/internal/cost"
-	"github.com/criticizer/criticizer/internal/store/schema"
+	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
 // callKey names one kind of AWS call made under a tag (the function or

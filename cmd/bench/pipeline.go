@@ -19,7 +19,7 @@ import (
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/sesmail"
 	"github.com/criticizer/criticizer/internal/stage"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/webhook"
 	"github.com/criticizer/criticizer/internal/wire"
 )
@@ -59,8 +59,8 @@ type localStack struct {
 	sender *timedSender
 	// Uncounted: for the bench's own polling.
 	plain *devstack.Clients
-	jobs  *store.DynamoJobs
-	rows  *store.DynamoDeliveries
+	jobs  *dynamo.Jobs
+	rows  *dynamo.Deliveries
 	// meter, if set, times every invocation (intake's too).
 	meter *meter
 }
@@ -101,7 +101,7 @@ func startLocal(ctx context.Context, base config.Config, prefix string, counter 
 		return nil, err
 	}
 	return &localStack{cfg: cfg, res: res, fns: fns, sender: s, plain: plain, meter: m,
-		jobs: store.NewJobs(plain.DynamoDB, cfg.JobsTable, nil), rows: store.NewDeliveries(plain.DynamoDB, cfg.DeliveriesTable, nil)}, nil
+		jobs: dynamo.NewJobs(plain.DynamoDB, cfg.JobsTable, nil), rows: dynamo.NewDeliveries(plain.DynamoDB, cfg.DeliveriesTable, nil)}, nil
 }
 
 // sampleWebhook is events/generic-webhook.json (inline diff: intake stores

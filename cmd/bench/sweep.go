@@ -23,7 +23,8 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/store"
-	"github.com/criticizer/criticizer/internal/store/schema"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
+	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
 // sweepOptions size the sweep benchmark (section 8).
@@ -82,8 +83,8 @@ func runSweep(ctx context.Context, base config.Config, runID string, o sweepOpti
 	db := plain.DynamoDB
 	now := time.Now().UTC()
 	clock := func() time.Time { return now }
-	jobs := store.NewJobs(db, r.JobsTable, clock)
-	rows := store.NewDeliveries(db, r.DeliveriesTable, clock)
+	jobs := dynamo.NewJobs(db, r.JobsTable, clock)
+	rows := dynamo.NewDeliveries(db, r.DeliveriesTable, clock)
 	msg, err := (&mail.Renderer{}).Render(mail.Data{ChangelistID: "billing-1042", ReviewVersion: 1, Title: "Add refunds to invoices",
 		URL: "https://review.example.com/c/billing/+/1042", Author: "ana", UnsubscribeURL: "https://criticizer.example.com/unsubscribe/tok",
 		Critique: critic.Critique{Critic: "offline/v1", Summary: "Two debugging leftovers and a TODO.", Files: 1, Additions: 14,
@@ -174,8 +175,8 @@ func runSweep(ctx context.Context, base config.Config, runID string, o sweepOpti
 	// The sweeps read through the capacity proxy: ScannedCount and read
 	// units of every answer.
 	cfg := plain.Config.Copy()
-	pdb := store.NewDynamoDB(cfg, proxy.URL)
-	pjobs, prows := store.NewJobs(pdb, r.JobsTable, clock), store.NewDeliveries(pdb, r.DeliveriesTable, clock)
+	pdb := dynamo.NewClient(cfg, proxy.URL)
+	pjobs, prows := dynamo.NewJobs(pdb, r.JobsTable, clock), dynamo.NewDeliveries(pdb, r.DeliveriesTable, clock)
 	before := now.Add(time.Hour)
 	index := func() (sweepRead, error) {
 		var s sweepRead

@@ -27,7 +27,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/ops"
 	"github.com/criticizer/criticizer/internal/queue"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/termtext"
 	"github.com/criticizer/criticizer/internal/vote"
 )
@@ -211,7 +211,7 @@ func connect(ctx context.Context, local bool, stack string) (*ops.Ops, error) {
 	if err != nil {
 		return nil, err
 	}
-	sq, db := queue.NewSQS(awsCfg, cfg.Endpoints.SQS), store.NewDynamoDB(awsCfg, cfg.Endpoints.DynamoDB)
+	sq, db := queue.NewSQS(awsCfg, cfg.Endpoints.SQS), dynamo.NewClient(awsCfg, cfg.Endpoints.DynamoDB)
 	if local {
 		if err := localNames(ctx, sq, &cfg); err != nil {
 			return nil, err
@@ -220,11 +220,11 @@ func connect(ctx context.Context, local bool, stack string) (*ops.Ops, error) {
 		return nil, err
 	}
 	return &ops.Ops{SQS: sq, Queues: cfg.Queues, Now: time.Now,
-		Jobs:       store.NewJobs(db, cfg.JobsTable, nil),
-		Deliveries: store.NewDeliveries(db, cfg.DeliveriesTable, nil),
-		Evidence:   store.NewEvidence(db, cfg.JobsTable, nil), ConfigurationSet: cfg.ConfigurationSet,
-		Directory: store.NewDirectory(db, cfg.JobsTable, nil),
-		Learnings: store.NewLearnings(db, cfg.JobsTable, nil), LearnAfter: cfg.LearnAfter,
+		Jobs:       dynamo.NewJobs(db, cfg.JobsTable, nil),
+		Deliveries: dynamo.NewDeliveries(db, cfg.DeliveriesTable, nil),
+		Evidence:   dynamo.NewEvidence(db, cfg.JobsTable, nil), ConfigurationSet: cfg.ConfigurationSet,
+		Directory: dynamo.NewDirectory(db, cfg.JobsTable, nil),
+		Learnings: dynamo.NewLearnings(db, cfg.JobsTable, nil), LearnAfter: cfg.LearnAfter,
 		Margin: cfg.EvidenceMargin, Policy: cfg.UncertainSend}, nil
 }
 

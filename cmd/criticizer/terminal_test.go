@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/criticizer/criticizer/internal/ops"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/termtext"
 	"github.com/criticizer/criticizer/internal/testenv"
 )
@@ -25,7 +25,7 @@ func TestCLI_OutputEscapesControlAndBidi(t *testing.T) {
 	env := testenv.Stack(t)
 	res := testenv.Provision(t, env)
 	ctx := context.Background()
-	dir := store.NewDirectory(env.Clients.DynamoDB, res.JobsTable, time.Now)
+	dir := dynamo.NewDirectory(env.Clients.DynamoDB, res.JobsTable, time.Now)
 	evil := "octo\x1b]8;;https://evil.example\x07cat\u0085\u202eexe.txt\u2066\x1b[2J"
 	if err := dir.NoteUnknown(ctx, "github", []string{evil}); err != nil {
 		t.Fatal(err)

@@ -133,11 +133,8 @@ func run(ctx context.Context, args []string) error {
 	cfg.AllowPrivateDiffs, cfg.DiffURLPorts = true, []int{0}
 	// Signed webhooks (R-CHANNEL-8): unless the environment names its
 	// own destinations, each version's posts go to the local receiver,
-	// which verifies them and lists them at GET /local/webhooks.
-	hooks, err := devstack.NewHookReceiver(devstack.LocalHookSecret)
-	if err != nil {
-		return err
-	}
+	// which verifies them and lists them at GET /local/webhooks (served
+	// beside the API, devstack.Functions.Hooks).
 	if cfg.OutboundWebhooks == "" {
 		cfg.OutboundWebhooks = fmt.Sprintf(`[{"name":"local","url":"http://127.0.0.1:%s%s","secret":%q}]`,
 			port, devstack.LocalHookPath, devstack.LocalHookSecret)
@@ -175,10 +172,7 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w (set SMTP_PORT to use another)", err)
 	}
 	defer fns.Stop()
-	mux := http.NewServeMux()
-	mux.Handle(devstack.LocalHookPath, hooks)
-	mux.Handle("/", fns.API)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: fns.API, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	printWelcome(port, svc.Ports, cfg, res, fns.Inbound.Addr())
 	<-ctx.Done()

@@ -10,7 +10,7 @@ import (
 	"github.com/criticizer/criticizer/internal/awsclient/profile"
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/critic/eval"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/vote"
 )
 
@@ -36,7 +36,7 @@ func reportVotes(ctx context.Context, w io.Writer, from, save string) error {
 		if err != nil {
 			return err
 		}
-		if votes, err = store.NewVotes(store.NewDynamoDB(awsCfg, cfg.Endpoints.DynamoDB), cfg.JobsTable, nil).List(ctx); err != nil {
+		if votes, err = dynamo.NewVotes(dynamo.NewClient(awsCfg, cfg.Endpoints.DynamoDB), cfg.JobsTable, nil).List(ctx); err != nil {
 			return err
 		}
 	} else {

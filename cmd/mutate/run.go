@@ -56,7 +56,7 @@ func checks() []check {
 		{name: "explore", pkg: "./cmd/explore", sees: []string{"./cmd/explore"}, timeout: 20 * time.Minute, run: runExplore},
 		{name: "conformance/memstore", pkg: "./internal/store/memstore", sees: []string{"./internal/store/memstore", "./internal/store/storetest"},
 			timeout: 5 * time.Minute, run: goTest(`^Test` + conformanceSuites + `_Memstore$`)},
-		{name: "conformance/dynamodb", pkg: "./internal/store", sees: []string{"./internal/store", "./internal/store/storetest"},
+		{name: "conformance/dynamodb", pkg: "./internal/store/dynamo", sees: []string{"./internal/store/dynamo", "./internal/store/storetest"},
 			stack: true, timeout: 10 * time.Minute, run: goTest(`^Test` + conformanceSuites + `_DynamoDB$`)},
 		// Focused tests of the fixes the explorer and the suites
 		// cannot see (a reply's headers, a dismissal's place, the

@@ -8,22 +8,22 @@ package main
 // list is the protocol's.
 
 const (
-	dynJobs    = "internal/store/jobs.go"
-	dynAdded   = "internal/store/added.go"
-	dynAudit   = "internal/store/audit.go"
-	dynVers    = "internal/store/versions.go"
-	dynDigests = "internal/store/digests.go"
-	dynReplies = "internal/store/replies.go"
-	dynBudget  = "internal/store/budget.go"
-	dynPrefs   = "internal/store/preferences.go"
-	dynEvid    = "internal/store/evidence.go"
+	dynJobs    = "internal/store/dynamo/jobs.go"
+	dynAdded   = "internal/store/dynamo/added.go"
+	dynAudit   = "internal/store/dynamo/audit.go"
+	dynVers    = "internal/store/dynamo/versions.go"
+	dynDigests = "internal/store/dynamo/digests.go"
+	dynReplies = "internal/store/dynamo/replies.go"
+	dynBudget  = "internal/store/dynamo/budget.go"
+	dynPrefs   = "internal/store/dynamo/preferences.go"
+	dynEvid    = "internal/store/dynamo/evidence.go"
 	memJobs    = "internal/store/memstore/jobs.go"
 	memDigests = "internal/store/memstore/digests.go"
 	memReplies = "internal/store/memstore/replies.go"
 	memBudget  = "internal/store/memstore/budget.go"
 	memPrefs   = "internal/store/memstore/preferences.go"
 	memEvid    = "internal/store/memstore/evidence.go"
-	dynPosts   = "internal/store/posts_dynamo.go"
+	dynPosts   = "internal/store/dynamo/posts.go"
 	memPosts   = "internal/store/memstore/posts.go"
 )
 
@@ -105,7 +105,7 @@ func storeMutations() []Mutation {
 		// Jobs: the stages' typed writes (R-LAYER-2), each driver's
 		// mapping of store.JobWrite (storetest's
 		// Advance_WritesEveryResultAsTyped).
-		{ID: "dynamodb-jobwrite-attribute-misnamed", File: "internal/store/jobwrite.go", Checks: dynamo,
+		{ID: "dynamodb-jobwrite-attribute-misnamed", File: "internal/store/dynamo/jobwrite.go", Checks: dynamo,
 			What: "the DynamoDB driver writes a stage's context reference under a name job.Job does not read",
 			Old:  "attrContextRef           = \"context_ref\"",
 			New:  "attrContextRef           = \"ctx_ref\""},
@@ -242,11 +242,11 @@ func storeMutations() []Mutation {
 			New:  "if true {\n\t\ts.refs[id] = ref"},
 
 		// Deliveries: the conditions the protocol's list leaves.
-		{ID: "dynamodb-ensure-overwrites", File: "internal/store/deliveries.go", Checks: dynamo,
+		{ID: "dynamodb-ensure-overwrites", File: "internal/store/dynamo/deliveries.go", Checks: dynamo,
 			What: "Ensure writes a row over the one already stored (its message rendered again, its status lost)",
 			Old:  "ConditionExpression:                 aws.String(\"attribute_not_exists(delivery_id)\"),\n\t\tReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,\n\t})\n\tif err == nil {",
 			New:  "ConditionExpression:                 aws.String(\"attribute_not_exists(no_such_attribute)\"),\n\t\tReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,\n\t})\n\tif err == nil {"},
-		{ID: "dynamodb-message-overwritten", File: "internal/store/deliveries_message.go", Checks: dynamo,
+		{ID: "dynamodb-message-overwritten", File: "internal/store/dynamo/deliveries_message.go", Checks: dynamo,
 			What: "a second Ensure writes its rendering over the message item a row already stands on",
 			Old:  "ConditionExpression:                 aws.String(\"attribute_not_exists(\" + attrDeliveryID + \")\"),",
 			New:  "ConditionExpression:                 aws.String(\"attribute_not_exists(no_such_attribute)\"),"},
@@ -254,15 +254,15 @@ func storeMutations() []Mutation {
 			What: "Ensure writes a row over the one already stored",
 			Old:  "if old, ok := s.rows[r.ID]; ok {\n\t\treturn clone(old), false, nil",
 			New:  "if old, ok := s.rows[r.ID]; ok && false {\n\t\treturn clone(old), false, nil"},
-		{ID: "dynamodb-release-any-claim", File: "internal/store/deliveries_send.go", Checks: dynamo,
+		{ID: "dynamodb-release-any-claim", File: "internal/store/dynamo/deliveries_send.go", Checks: dynamo,
 			What: "Release writes without holding the claim",
 			Old:  "row, err := s.updateReturn(ctx, id, upd, claimHeld(token))\n\treturn s.ours(ctx, id, row, err, func(r delivery.Row) bool {\n\t\treturn r.Status == status",
 			New:  "row, err := s.updateReturn(ctx, id, upd, rowExists())\n\treturn s.ours(ctx, id, row, err, func(r delivery.Row) bool {\n\t\treturn r.Status == status"},
-		{ID: "dynamodb-bounce-resends-uncapped", File: "internal/store/deliveries_events.go", Checks: dynamo,
+		{ID: "dynamodb-bounce-resends-uncapped", File: "internal/store/dynamo/deliveries_events.go", Checks: dynamo,
 			What: "a transiently bounced row is resent past the cap",
 			Old:  "cond := expression.Or(wasSent, lostAnswer).\n\t\tAnd(expression.Or(notSet(attrBounceResends), expression.Name(attrBounceResends).LessThan(expression.Value(max))))",
 			New:  "cond := expression.Or(wasSent, lostAnswer)"},
-		{ID: "dynamodb-reject-other-send", File: "internal/store/reject.go", Checks: dynamo,
+		{ID: "dynamodb-reject-other-send", File: "internal/store/dynamo/reject.go", Checks: dynamo,
 			What: "a Reject of another send of the row fails the row for good",
 			Old:  "row, err := s.updateReturn(ctx, id, upd, rowExists().And(expression.Or(marked, lostAnswer)))",
 			New:  "_, _ = marked, lostAnswer\n\trow, err := s.updateReturn(ctx, id, upd, rowExists())"},
@@ -270,7 +270,7 @@ func storeMutations() []Mutation {
 			What: "a Reject of another send of the row fails the row for good",
 			Old:  "\t\tif r.NotificationID != \"\" {\n\t\t\treturn r.NotificationID == providerMessageID\n\t\t}",
 			New:  "\t\tif r.NotificationID != \"\" {\n\t\t\treturn true\n\t\t}"},
-		{ID: "dynamodb-requeue-with-evidence", File: "internal/store/deliveries_verdicts.go", Checks: dynamo,
+		{ID: "dynamodb-requeue-with-evidence", File: "internal/store/dynamo/deliveries_verdicts.go", Checks: dynamo,
 			What: "an operator's requeue sends again a row that provider evidence names",
 			Old:  "return s.updateReturn(ctx, id, upd, heldForOperator(now).And(noEvidence()))",
 			New:  "return s.updateReturn(ctx, id, upd, heldForOperator(now))"},
@@ -278,7 +278,7 @@ func storeMutations() []Mutation {
 			What: "an operator's requeue sends again a row that provider evidence names",
 			Old:  "return s.update(id, func(r delivery.Row) bool { return held(r) && noEvidence(r) }, func(r *delivery.Row) {",
 			New:  "return s.update(id, func(r delivery.Row) bool { return held(r) }, func(r *delivery.Row) {"},
-		{ID: "dynamodb-resolve-unheld-row", File: "internal/store/deliveries_verdicts.go", Checks: dynamo,
+		{ID: "dynamodb-resolve-unheld-row", File: "internal/store/dynamo/deliveries_verdicts.go", Checks: dynamo,
 			What: "an operator's verdict lands on a row under a live claim",
 			Old:  "And(expression.Or(statusIs(delivery.StatusReconciling), leaseExpired(now)))",
 			New:  "And(rowExists())"},
@@ -287,11 +287,11 @@ func storeMutations() []Mutation {
 			Old:  "return r.Status == delivery.StatusReconciling || (r.Status == delivery.StatusSending && r.LeaseUntil.Before(now))",
 			New:  "return r.Status == delivery.StatusReconciling || r.Status == delivery.StatusSending"},
 
-		{ID: "dynamodb-ensure-standing-overwrites", File: "internal/store/deliveries_quiet.go", Checks: dynamo,
+		{ID: "dynamodb-ensure-standing-overwrites", File: "internal/store/dynamo/deliveries_quiet.go", Checks: dynamo,
 			What: "a row created settled quietly on another is written over the one already stored",
 			Old:  "ConditionExpression:                 aws.String(\"attribute_not_exists(delivery_id)\"),\n\t\tReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}",
 			New:  "ConditionExpression:                 aws.String(\"attribute_not_exists(no_such_attribute)\"),\n\t\tReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}"},
-		{ID: "dynamodb-awaiting-any-status", File: "internal/store/deliveries_held.go", Checks: dynamo,
+		{ID: "dynamodb-awaiting-any-status", File: "internal/store/dynamo/deliveries_held.go", Checks: dynamo,
 			What: "Awaiting notes a notifier on a row no longer being sent",
 			Old:  "return s.updateReturn(ctx, id, upd, statusIs(delivery.StatusSending))",
 			New:  "return s.updateReturn(ctx, id, upd, rowExists())"},
@@ -299,7 +299,7 @@ func storeMutations() []Mutation {
 			What: "Awaiting notes a notifier on a row no longer being sent",
 			Old:  "return s.update(id, func(r delivery.Row) bool { return r.Status == delivery.StatusSending }, func(r *delivery.Row) {",
 			New:  "return s.update(id, func(r delivery.Row) bool { return true }, func(r *delivery.Row) {"},
-		{ID: "dynamodb-event-of-bounced-message", File: "internal/store/deliveries_events.go", Checks: dynamo,
+		{ID: "dynamodb-event-of-bounced-message", File: "internal/store/dynamo/deliveries_events.go", Checks: dynamo,
 			What: "a late event of a message that bounced is taken as evidence for the row's resend",
 			Old:  "cond := rowExists().\n\t\tAnd(notInSet(attrBouncedMessageIDs, e.MessageID)).\n",
 			New:  "cond := rowExists().\n"},
@@ -307,7 +307,7 @@ func storeMutations() []Mutation {
 			What: "a late event of a message that bounced is taken as evidence for the row's resend",
 			Old:  "if r.Bounced(e.MessageID) {\n\t\treturn clone(r), store.EventStale, nil",
 			New:  "if false && r.Bounced(e.MessageID) {\n\t\treturn clone(r), store.EventStale, nil"},
-		{ID: "dynamodb-duplicate-counted-twice", File: "internal/store/deliveries_events.go", Checks: dynamo,
+		{ID: "dynamodb-duplicate-counted-twice", File: "internal/store/dynamo/deliveries_events.go", Checks: dynamo,
 			What: "a repeated event of another message of the row counts as a new duplicate send",
 			Old:  "cond := rowExists().And(notInSet(attrDuplicateMessageIDs, messageID))",
 			New:  "cond := rowExists()"},
@@ -315,7 +315,7 @@ func storeMutations() []Mutation {
 			What: "a repeated event of another message of the row counts as a new duplicate send",
 			Old:  "if slices.Contains(r.DuplicateMessageIDs, e.MessageID) {",
 			New:  "if false {"},
-		{ID: "dynamodb-thread-title-without-head", File: "internal/store/thread.go", Checks: dynamo,
+		{ID: "dynamodb-thread-title-without-head", File: "internal/store/dynamo/thread.go", Checks: dynamo,
 			What: "a thread title is kept for a changelist that has no head (an item with nothing else)",
 			Old:  "expression.AttributeExists(expression.Name(\"pk\")), types.ReturnValueUpdatedNew)",
 			New:  "expression.AttributeNotExists(expression.Name(\"no_such_attribute\")), types.ReturnValueUpdatedNew)"},
@@ -401,7 +401,7 @@ func storeMutations() []Mutation {
 			New:  "if len(ids) >= w.Limit {"},
 
 		// Replays of reviewer webhooks (R-BUDGET-3), beside the budgets.
-		{ID: "dynamodb-replay-claimed-twice", File: "internal/store/replay.go", Checks: dynamo,
+		{ID: "dynamodb-replay-claimed-twice", File: "internal/store/dynamo/replay.go", Checks: dynamo,
 			What: "a reviewer webhook delivered again within the window is claimed again (its work done twice)",
 			Old:  "cond := expression.AttributeNotExists(expression.Name(\"pk\")).\n\t\tOr(expression.Name(\"expires_at\")",
 			New:  "cond := expression.AttributeNotExists(expression.Name(\"no_such_attribute\")).\n\t\tOr(expression.Name(\"expires_at\")"},
@@ -409,7 +409,7 @@ func storeMutations() []Mutation {
 			What: "a reviewer webhook delivered again within the window is claimed again",
 			Old:  "if c, ok := s.deliveries[k]; ok && !c.expires.Before(now.Truncate(time.Second)) && (c.handled || !c.at.Before(now.Add(-lease))) {",
 			New:  "if false {"},
-		{ID: "dynamodb-refresh-scheduled-twice", File: "internal/store/replay.go", Checks: dynamo,
+		{ID: "dynamodb-refresh-scheduled-twice", File: "internal/store/dynamo/replay.go", Checks: dynamo,
 			What: "a second refresh is scheduled for a job while one is due",
 			Old:  "cond := expression.AttributeNotExists(expression.Name(\"pk\")).\n\t\tOr(expression.Name(\"due_at\")",
 			New:  "cond := expression.AttributeNotExists(expression.Name(\"no_such_attribute\")).\n\t\tOr(expression.Name(\"due_at\")"},

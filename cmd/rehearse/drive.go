@@ -24,7 +24,7 @@ import (
 	"github.com/criticizer/criticizer/internal/api"
 	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/devstack"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
 
@@ -149,7 +149,7 @@ func replyStep(ctx context.Context, o options, st *stack, r *running, to string)
 	if err := smtp.SendMail(in.Addr(), nil, to, e.ReplyTo, devstack.ReplyMessage(to, *e, "wrong 1")); err != nil {
 		return []string{"SMTP: " + err.Error()}
 	}
-	votes := store.NewVotes(st.clients.DynamoDB, st.res.JobsTable, nil)
+	votes := dynamo.NewVotes(st.clients.DynamoDB, st.res.JobsTable, nil)
 	deadline := time.Now().Add(o.wait)
 	for len(r.failed()) == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		vs, _ := votes.List(ctx)

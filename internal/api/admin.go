@@ -40,9 +40,9 @@ type Admin struct {
 	APIKey string
 	// Status mints the job status links a rerun's answer carries.
 	Status *StatusLinks
-	// Jobs is the DynamoDB driver itself, not store.Jobs: a rerun
-	// (PlanRerun, Rerun) is the operator's, kept on DynamoDB alone.
-	Jobs  *store.DynamoJobs
+	// Jobs plans and performs reruns: the operator's, kept on DynamoDB
+	// alone (dynamo.Jobs), not a part of store.Jobs.
+	Jobs  store.Reruns
 	Queue Enqueuer
 	Log   *slog.Logger
 	// Audience decides, for a dry run, whether a recipient would be

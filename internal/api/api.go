@@ -38,7 +38,7 @@ type Handler struct {
 	Sources    map[string]Parser // by the {source} path segment; configured sources only
 	Intake     *Intake
 	Jobs       store.Jobs
-	Deliveries *store.DynamoDeliveries
+	Deliveries store.Deliveries
 	Log        *slog.Logger
 	// Unsubscribe serves /unsubscribe/{token}; nil answers 404.
 	Unsubscribe *Unsubscribe

@@ -16,7 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/prefs"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
@@ -83,7 +83,7 @@ func routesHandler(t *testing.T) *Handler {
 	h.Preferences = &Preferences{Signer: ps, Store: memstore.NewPreferences(), Pages: &mail.Renderer{}, Log: h.Log}
 	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", Credentials: aws.AnonymousCredentials{},
 		BaseEndpoint: aws.String("http://127.0.0.1:1"), RetryMaxAttempts: 1, HTTPClient: &http.Client{Transport: downTransport{}}})
-	h.Jobs = store.NewJobs(db, "jobs", nil)
+	h.Jobs = dynamo.NewJobs(db, "jobs", nil)
 	return h
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/ops"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/store/storetest"
 	"github.com/criticizer/criticizer/internal/testenv"
 )
@@ -28,8 +29,8 @@ func TestJobStatus_BudgetExceeded_ShowsTheReason(t *testing.T) {
 	ctx := context.Background()
 	env := testenv.Stack(t)
 	res := testenv.Provision(t, env)
-	jobs := store.NewJobs(env.Clients.DynamoDB, res.JobsTable, nil)
-	rows := store.NewDeliveries(env.Clients.DynamoDB, res.DeliveriesTable, nil)
+	jobs := dynamo.NewJobs(env.Clients.DynamoDB, res.JobsTable, nil)
+	rows := dynamo.NewDeliveries(env.Clients.DynamoDB, res.DeliveriesTable, nil)
 	j := storetest.NewJob("budget-view", 3)
 	storetest.Create(t, jobs, j, "k-budget-view", "sha")
 	if err := jobs.Advance(ctx, j.ID, job.StageFetch, 1, job.StatusInProgress, store.JobWrite{

@@ -16,6 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/critic"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/vote"
@@ -45,7 +46,7 @@ func TestVote_RecordsOnceRefusesTamperedAndExpired(t *testing.T) {
 		"dynamodb": func(t *testing.T) store.Votes {
 			env := testenv.Stack(t)
 			res := testenv.Provision(t, env)
-			return store.NewVotes(env.Clients.DynamoDB, res.JobsTable, nil)
+			return dynamo.NewVotes(env.Clients.DynamoDB, res.JobsTable, nil)
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -2,7 +2,7 @@
 // (ForFunction): region and credentials from Lambda's environment (static
 // ones against the local emulators), an HTTP client with a timeout, and
 // options such as fault injection. It builds no service client: each
-// adapter package builds its own (store.NewDynamoDB, queue.NewSQS,
+// adapter package builds its own (dynamo.NewClient, queue.NewSQS,
 // blob.NewS3, sesmail.NewSES), so a function links only the services it
 // calls. Tools that need the SDK's whole credential chain (profiles, SSO)
 // use awsclient/profile. Who retries which operation is in retry.go.

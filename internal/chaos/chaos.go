@@ -57,7 +57,7 @@ import (
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/retry"
 	"github.com/criticizer/criticizer/internal/stage"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
@@ -260,7 +260,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	// seed's other draws stay what they were.
 	versions := generateVersions(rand.New(rand.NewPCG(c.Seed, 0x7e45)), run, max(3, c.Jobs/10), planted.token)
 	dclk := &digestClock{}
-	dailyReaders, err := chooseDaily(ctx, store.NewPreferences(clean.DynamoDB, res.JobsTable, time.Now), specs)
+	dailyReaders, err := chooseDaily(ctx, dynamo.NewPreferences(clean.DynamoDB, res.JobsTable, time.Now), specs)
 	if err != nil {
 		return nil, err
 	}
@@ -503,7 +503,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	if err := chk.verify(ctx, rep, specs, accepted, inj, evf, pf, needles, rp); err != nil {
 		return nil, err
 	}
-	if err := hd.verify(ctx, store.NewPosts(clean.DynamoDB, res.DeliveriesTable, nil), chk.jobs().Get, drainSet, &rep.hooks); err != nil {
+	if err := hd.verify(ctx, dynamo.NewPosts(clean.DynamoDB, res.DeliveriesTable, nil), chk.jobs().Get, drainSet, &rep.hooks); err != nil {
 		return nil, err
 	}
 	emails, err := (&devstack.SESEmulator{BaseURL: st.SESURL}).Emails(ctx)

@@ -12,7 +12,7 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/prefs"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 )
 
@@ -42,7 +42,7 @@ func (c *digestClock) now() time.Time       { return time.Now().Add(time.Duratio
 func (c *digestClock) jump(d time.Duration) { c.off.Add(int64(d)) }
 
 // chooseDaily saves every daily reader's preference record.
-func chooseDaily(ctx context.Context, rcpts *store.DynamoPreferences, specs []spec) (int, error) {
+func chooseDaily(ctx context.Context, rcpts *dynamo.Preferences, specs []spec) (int, error) {
 	p := prefs.Default()
 	p.Mode, p.DigestHour = prefs.Daily, time.Now().UTC().Hour()
 	seen := map[string]bool{}
@@ -99,7 +99,7 @@ func (d *digestWatch) gathered(ctx context.Context) bool {
 			}
 		}
 	}
-	rows, err := store.NewDeliveries(d.clean.DynamoDB, d.res.DeliveriesTable, time.Now).GetMany(ctx, ids)
+	rows, err := dynamo.NewDeliveries(d.clean.DynamoDB, d.res.DeliveriesTable, time.Now).GetMany(ctx, ids)
 	if err != nil || len(ids) == 0 {
 		return len(ids) == 0
 	}
@@ -175,7 +175,7 @@ func (w *workers) digestsDueMidway(ctx context.Context, clk *digestClock, ready 
 // settled yet (open, closed and unsent, in flight), or that are not
 // gathered into one although their job is done with them.
 func (c *checker) digestsBusy(ctx context.Context, specs []spec, accepted map[job.ID]bool) (int, error) {
-	rows := store.NewDeliveries(c.clean.DynamoDB, c.res.DeliveriesTable, time.Now)
+	rows := dynamo.NewDeliveries(c.clean.DynamoDB, c.res.DeliveriesTable, time.Now)
 	n := 0
 	seen := map[string]bool{}
 	for _, sp := range specs {
@@ -209,7 +209,7 @@ func (c *checker) digestsBusy(ctx context.Context, specs []spec, accepted map[jo
 // checked to be addressed to its row's reader); it fills the report's
 // digest figures.
 func (c *checker) digestCoverage(ctx context.Context, rep *Report, specs []spec, emails []devstack.StoredEmail) (map[string]int, error) {
-	rows := store.NewDeliveries(c.clean.DynamoDB, c.res.DeliveriesTable, time.Now)
+	rows := dynamo.NewDeliveries(c.clean.DynamoDB, c.res.DeliveriesTable, time.Now)
 	byDigest := map[string][]devstack.StoredEmail{}
 	for _, e := range emails {
 		if id := e.Header(mail.DeliveryIDHeader); strings.HasPrefix(id, "g_") {

@@ -17,7 +17,7 @@ import (
 	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/queue"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 )
 
 // replyDomain is the campaign's inbound domain.
@@ -204,7 +204,7 @@ func (r *replier) verify(ctx context.Context, c *devstack.Clients, res devstack.
 	for _, e := range emails {
 		confirmations[e.Header(mail.DeliveryIDHeader)]++
 	}
-	votes, err := store.NewVotes(c.DynamoDB, res.JobsTable, nil).List(ctx)
+	votes, err := dynamo.NewVotes(c.DynamoDB, res.JobsTable, nil).List(ctx)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 )
 
 // checker reads the end state through fault-free clients.
@@ -27,8 +28,8 @@ type checker struct {
 	ses   string
 }
 
-func (c *checker) jobs() *store.DynamoJobs {
-	return store.NewJobs(c.clean.DynamoDB, c.res.JobsTable, time.Now)
+func (c *checker) jobs() *dynamo.Jobs {
+	return dynamo.NewJobs(c.clean.DynamoDB, c.res.JobsTable, time.Now)
 }
 
 // nonTerminal counts accepted jobs not yet in a terminal state.
@@ -115,7 +116,7 @@ func (c *checker) heldRows(ctx context.Context, j job.Job) (bool, error) {
 	for i, r := range j.Recipients {
 		ids[i] = delivery.ID(job.ChangelistKey(j.Source, j.ChangelistID), r, j.ReviewVersion)
 	}
-	rows, err := store.NewDeliveries(c.clean.DynamoDB, c.res.DeliveriesTable, time.Now).GetMany(ctx, ids)
+	rows, err := dynamo.NewDeliveries(c.clean.DynamoDB, c.res.DeliveriesTable, time.Now).GetMany(ctx, ids)
 	if err != nil {
 		return false, err
 	}

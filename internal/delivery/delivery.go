@@ -137,69 +137,69 @@ func ReplyIDOf(sender, messageID string) string {
 
 // Row is one delivery row.
 type Row struct {
-	ID string `dynamodbav:"delivery_id"`
+	ID string
 	// Kind is "" for a critique, KindReply for a reply's confirmation.
-	Kind           string    `dynamodbav:"kind,omitempty"`
-	JobID          job.ID    `dynamodbav:"job_id"`
-	ChangelistKey  string    `dynamodbav:"changelist_key"`
-	Recipient      string    `dynamodbav:"recipient"`
-	ReviewVersion  int       `dynamodbav:"review_version"`
-	Status         Status    `dynamodbav:"status"`
-	Attempts       int       `dynamodbav:"attempts"`
-	LeaseUntil     time.Time `dynamodbav:"lease_until,omitempty"`
-	ClaimToken     string    `dynamodbav:"claim_token,omitempty"`
-	NotificationID string    `dynamodbav:"notification_id,omitempty"`
-	NotifiedAt     time.Time `dynamodbav:"notified_at,omitempty"`
-	LastErrorClass string    `dynamodbav:"last_error_class,omitempty"`
+	Kind           string
+	JobID          job.ID
+	ChangelistKey  string
+	Recipient      string
+	ReviewVersion  int
+	Status         Status
+	Attempts       int
+	LeaseUntil     time.Time
+	ClaimToken     string
+	NotificationID string
+	NotifiedAt     time.Time
+	LastErrorClass string
 	// SkipReason says why a row was settled without a send (suppressed:
 	// "bounce" or "complaint"; skipped_unsubscribed: the scope left;
 	// skipped_domain: "domain").
-	SkipReason string  `dynamodbav:"skip_reason,omitempty"`
-	Message    Message `dynamodbav:"message"`
+	SkipReason string
+	Message    Message
 	// Provider evidence, recorded by the feedback function from SES event
 	// publishing (matched by the delivery_id tag).
-	ProviderMessageID string    `dynamodbav:"provider_message_id,omitempty"`
-	SendEventAt       time.Time `dynamodbav:"evidence_send_at,omitempty"`
-	DeliveredAt       time.Time `dynamodbav:"evidence_delivery_at,omitempty"`
-	BouncedAt         time.Time `dynamodbav:"evidence_bounce_at,omitempty"`
-	BounceType        string    `dynamodbav:"bounce_type,omitempty"`
-	ComplainedAt      time.Time `dynamodbav:"evidence_complaint_at,omitempty"`
-	RejectedAt        time.Time `dynamodbav:"evidence_reject_at,omitempty"`
+	ProviderMessageID string
+	SendEventAt       time.Time
+	DeliveredAt       time.Time
+	BouncedAt         time.Time
+	BounceType        string
+	ComplainedAt      time.Time
+	RejectedAt        time.Time
 	// A transient bounce (or a Reject: provider evidence that the message
 	// was not delivered) sends the row again, at most a few times: when the
 	// last one came and how many resends it caused. BouncedMessageIDs are
 	// the provider message ids of those undelivered sends: their later
 	// events are not evidence for the row any more.
-	LastBounceAt      time.Time `dynamodbav:"last_bounce_at,omitempty"`
-	BounceResends     int       `dynamodbav:"bounce_resends,omitempty"`
-	BouncedMessageIDs []string  `dynamodbav:"bounced_message_ids,stringset,omitempty"`
+	LastBounceAt      time.Time
+	BounceResends     int
+	BouncedMessageIDs []string
 	// DuplicateMessageIDs are provider message ids of sends of this row
 	// other than the one it records: proof that it was sent more than once
 	// (an evidence event late beyond the margin, or lost). Kept for the
 	// operator; the DuplicateSends metric counts them.
-	DuplicateMessageIDs []string `dynamodbav:"duplicate_message_ids,stringset,omitempty"`
+	DuplicateMessageIDs []string
 	// EvidenceCheckedAt is when a notifier last looked at this row while it
 	// awaited provider evidence (a send whose answer was lost): the
 	// sweeper hands a held row back to notify only when nobody has looked
 	// at it for a while.
-	EvidenceCheckedAt time.Time `dynamodbav:"evidence_checked_at,omitempty"`
+	EvidenceCheckedAt time.Time
 	// ResentWithoutEvidence counts resends made because the evidence path
 	// caught up past an ambiguous send and no event named it.
-	ResentWithoutEvidence int `dynamodbav:"resent_without_evidence,omitempty"`
+	ResentWithoutEvidence int
 	// Resolution is an operator's verdict on a held row ("operator: sent",
 	// "operator: requeued"); a row resolved as sent is never reconciled
 	// again.
-	Resolution string `dynamodbav:"resolution,omitempty"`
+	Resolution string
 	// Digest, on a version row settled digested, is the id of the digest
 	// row its entry went into (R-DIGEST-2).
-	Digest string `dynamodbav:"digest,omitempty"`
+	Digest string
 	// Period is a digest row's local date ("2026-11-28"), and a digested
 	// version row's digest's. DueAt and Entries are a digest row's (its
 	// id marks one, IsDigest): when it is due, and the ids of the version
 	// rows it gathered.
-	Period  string    `dynamodbav:"period,omitempty"`
-	DueAt   time.Time `dynamodbav:"due_at,omitempty"`
-	Entries []string  `dynamodbav:"entries,stringset,omitempty"`
+	Period  string
+	DueAt   time.Time
+	Entries []string
 	// StandsOn, on a row settled quietly (superseded, skipped_same_diff,
 	// skipped_nothing_new), is the id of the row whose content reaching
 	// the recipient the settlement rests on: the newer version that
@@ -208,31 +208,31 @@ type Row struct {
 	// it. Both are written in one transaction (store SettleQuiet), so a
 	// verdict that later undoes the row (a Reject, a bounce: Undone)
 	// finds every row that stood on it, and they are revived (R-QUIET-4).
-	StandsOn   string   `dynamodbav:"stands_on,omitempty"`
-	Dependents []string `dynamodbav:"dependents,stringset,omitempty"`
+	StandsOn   string
+	Dependents []string
 	// RevivedFrom, on a row revived that way, is the id of the undone row
 	// it stood on: the row went back to pending, its job is reopened
 	// next, and an operator can tell why a settled row was decided again.
-	RevivedFrom string `dynamodbav:"revived_from,omitempty"`
+	RevivedFrom string
 	// Sweep is the store's bookkeeping: set while the row is in the live
-	// index the sweeps read (internal/store/index.go).
-	Sweep     string    `dynamodbav:"sweep,omitempty"`
-	CreatedAt time.Time `dynamodbav:"created_at"`
-	UpdatedAt time.Time `dynamodbav:"updated_at"`
+	// index the sweeps read (internal/store/dynamo/index.go).
+	Sweep     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Message is the rendered email, persisted with the row when the row is
 // created so every retry sends byte-identical content.
 type Message struct {
-	Subject         string `dynamodbav:"subject"`
-	HTML            string `dynamodbav:"html"`
-	Text            string `dynamodbav:"text"`
-	TemplateVersion string `dynamodbav:"template_version"`
-	ContentSHA256   string `dynamodbav:"content_sha256"`
+	Subject         string
+	HTML            string
+	Text            string
+	TemplateVersion string
+	ContentSHA256   string
 	// UnsubscribeURL is the recipient's one-click unsubscribe link, sent as
 	// the List-Unsubscribe header (RFC 8058); empty: no such header. The
 	// bodies show it too, so ContentSHA256 covers it.
-	UnsubscribeURL string `dynamodbav:"unsubscribe_url,omitempty"`
+	UnsubscribeURL string
 	// The values of the headers a reader's client threads and filters by
 	// (mail.FilingHeaders), rendered with the message so a retry sends
 	// the same: Thread is the recipient's conversation root about the
@@ -240,10 +240,10 @@ type Message struct {
 	// the List-Id value, Reason why the recipient is mailed, Severity the
 	// highest finding's (R-MAIL-4). Empty: no such header (rows rendered
 	// before they existed). ContentSHA256 covers them.
-	Thread   string `dynamodbav:"thread,omitempty"`
-	ListID   string `dynamodbav:"list_id,omitempty"`
-	Reason   string `dynamodbav:"reason,omitempty"`
-	Severity string `dynamodbav:"severity,omitempty"`
+	Thread   string
+	ListID   string
+	Reason   string
+	Severity string
 	// Findings are the ids (vote.FindingID) of the findings the email
 	// lists under its version, in the order it lists them, separated by
 	// spaces: the finding a reader calls number n is the n-th (Finding,
@@ -251,12 +251,12 @@ type Message struct {
 	// recorded on (DigestFinding, R-DIGEST-6). A string, so that a Message
 	// stays comparable. Not part of ContentSHA256: it says what the bodies
 	// show. Empty: no findings, or a row rendered before it existed.
-	Findings string `dynamodbav:"findings,omitempty"`
+	Findings string
 	// ReplyTo is the Reply-To address the email is sent with: the
 	// delivery's reply address (R-REPLY-1). Empty: replies are off (no
 	// inbound domain) and the email has no Reply-To. ContentSHA256 covers
 	// it when set.
-	ReplyTo string `dynamodbav:"reply_to,omitempty"`
+	ReplyTo string
 }
 
 // Finding is the id of the finding the email numbers n (from 1), and

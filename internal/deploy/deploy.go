@@ -18,7 +18,7 @@ import (
 	"strconv"
 
 	"github.com/criticizer/criticizer/internal/config"
-	"github.com/criticizer/criticizer/internal/store/schema"
+	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
 // Deployment is the whole stack.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/store/schema"
+	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
 // Describe is the deployment.
@@ -20,7 +20,7 @@ func Describe() Deployment {
 			Message: "Critic bedrock or openai needs CriticModel"}},
 		Functions: functions(),
 		Tables: []Table{
-			{ID: IDJobsTable, Schema: schema.Jobs(), Note: "Jobs and every other item kind (internal/store/schema), with the sparse index the sweeps read and the reviewer directory's."},
+			{ID: IDJobsTable, Schema: schema.Jobs(), Note: "Jobs and every other item kind (internal/store/dynamo/schema), with the sparse index the sweeps read and the reviewer directory's."},
 			{ID: IDDeliveriesTable, Schema: schema.Deliveries(), Note: "One row per recipient and review version, with the sparse index the sweeps read."},
 		},
 		Bucket: Bucket{ID: IDPayloadBucket, Expire: []Expiry{

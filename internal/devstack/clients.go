@@ -16,7 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/sesmail"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 )
 
 // Clients is one client of every service the local stack emulates, for
@@ -39,7 +39,7 @@ func NewClients(ctx context.Context, ep config.Endpoints, opts ...awsclient.Opti
 	}
 	return &Clients{
 		Config:   cfg,
-		DynamoDB: store.NewDynamoDB(cfg, ep.DynamoDB),
+		DynamoDB: dynamo.NewClient(cfg, ep.DynamoDB),
 		SQS:      queue.NewSQS(cfg, ep.SQS),
 		SES:      sesmail.NewSES(cfg, ep.SES),
 		S3:       blob.NewS3(cfg, ep.S3),

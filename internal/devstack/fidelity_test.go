@@ -11,7 +11,7 @@ import (
 // DynamoDB Local answers errors without the X-Amz-Crc32 header that
 // DynamoDB sends (and puts it on successes), which is why the store's
 // client skips response checksum validation against an endpoint
-// (store.NewDynamoDB) and keeps it on AWS.
+// (dynamo.NewClient) and keeps it on AWS.
 func TestDynamoDBLocal_ErrorAnswersCarryNoCRC32(t *testing.T) {
 	env := testenv.Stack(t)
 	call := func(target, body string) *http.Response {

@@ -91,6 +91,8 @@ type FunctionOptions struct {
 // queue are there for tests to look at and act on.
 type Functions struct {
 	API http.Handler
+	// Hooks is the local webhook receiver the API serves at LocalHookPath.
+	Hooks *HookReceiver
 	// Intake is the handler behind API, for callers that speak API
 	// Gateway events directly (the benchmark).
 	Intake  *api.Handler
@@ -175,7 +177,16 @@ func StartFunctions(ctx context.Context, cfg config.Config, res Resources, log *
 	if err != nil {
 		return nil, fmt.Errorf("sweeper: %w", err)
 	}
-	f := &Functions{API: HTTPAPI(apiH.Handle), Intake: apiH, Runners: map[job.Stage]*stage.Runner{}, Base: base, Sweeper: sw,
+	// The API, and beside it the local webhook receiver (its own path,
+	// not a route of the deployment's API): what `make run` posts to.
+	hooks, err := NewHookReceiver(LocalHookSecret)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(LocalHookPath, hooks)
+	mux.Handle("/", HTTPAPI(apiH.Handle))
+	f := &Functions{API: mux, Hooks: hooks, Intake: apiH, Runners: map[job.Stage]*stage.Runner{}, Base: base, Sweeper: sw,
 		Blobs: blob.New(blob.NewS3(base.AWS, cfg.Endpoints.S3), cfg.PayloadBucket)}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel

@@ -85,7 +85,7 @@ func (h *HookReceiver) AnswerWith(status int) {
 func (h *HookReceiver) Arrived() []ArrivedHook {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]ArrivedHook(nil), h.got...)
+	return append([]ArrivedHook{}, h.got...) // [] when none, not null
 }
 
 // ServeHTTP takes a POSTed message, or lists the arrived ones on GET.

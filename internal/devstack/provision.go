@@ -20,7 +20,7 @@ import (
 	"github.com/criticizer/criticizer/internal/deploy"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/queue"
-	"github.com/criticizer/criticizer/internal/store/schema"
+	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
 // Resources names what Provision creates.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
@@ -82,10 +82,10 @@ func TestDismissal_WrongFromSentEmail_HiddenUntilTheLineChanges(t *testing.T) {
 		t.Fatalf("POST wrong: %d %.200s", resp.StatusCode, body)
 	}
 	ctx := context.Background()
-	if votes, err := store.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(ctx); err != nil || len(votes) != 1 || votes[0].Choice != vote.Wrong || votes[0].Rule != "debug-print" {
+	if votes, err := dynamo.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(ctx); err != nil || len(votes) != 1 || votes[0].Choice != vote.Wrong || votes[0].Rule != "debug-print" {
 		t.Fatalf("votes %+v (%v), want ann's one wrong on debug-print (make eval reads it)", votes, err)
 	}
-	marks, err := store.NewDismissals(s.env.Clients.DynamoDB, s.res.JobsTable, nil).Marks(ctx, job.ChangelistKey("generic", cl),
+	marks, err := dynamo.NewDismissals(s.env.Clients.DynamoDB, s.res.JobsTable, nil).Marks(ctx, job.ChangelistKey("generic", cl),
 		[]string{unsubscribe.RecipientID(ann), unsubscribe.RecipientID(bo)})
 	if err != nil || len(marks) != 1 || len(marks[unsubscribe.RecipientID(ann)]) != 1 {
 		t.Fatalf("marks %v (%v), want ann's one", marks, err)
@@ -168,7 +168,7 @@ func TestDismissal_SamePrintInAnotherFunction_NewShownOldHidden(t *testing.T) {
 	if resp, body := do(t, http.MethodPost, s.srv.URL+u.Path, "application/x-www-form-urlencoded", "confirm=1"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST wrong: %d %.200s", resp.StatusCode, body)
 	}
-	marks, err := store.NewDismissals(s.env.Clients.DynamoDB, s.res.JobsTable, nil).Marks(context.Background(), job.ChangelistKey("generic", cl),
+	marks, err := dynamo.NewDismissals(s.env.Clients.DynamoDB, s.res.JobsTable, nil).Marks(context.Background(), job.ChangelistKey("generic", cl),
 		[]string{unsubscribe.RecipientID(ann)})
 	if err != nil || len(marks[unsubscribe.RecipientID(ann)]) != 1 {
 		t.Fatalf("marks %v (%v), want ann's one", marks, err)

@@ -19,7 +19,7 @@ import (
 	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/obs"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/vote"
 	"github.com/criticizer/criticizer/internal/wire"
@@ -141,7 +141,7 @@ func TestSampleEvents_DriveEachFunction(t *testing.T) {
 	if err != nil || confirm.Kind != delivery.KindReply || confirm.Status != delivery.StatusPending || confirm.Recipient != "reviewer1@example.com" {
 		t.Fatalf("the reply's confirmation row: %+v (%v)", confirm, err)
 	}
-	if votes, err := store.NewVotes(a.DynamoDB, cfg.JobsTable, nil).List(ctx); err != nil || len(votes) != 1 || votes[0].Choice != vote.Wrong {
+	if votes, err := dynamo.NewVotes(a.DynamoDB, cfg.JobsTable, nil).List(ctx); err != nil || len(votes) != 1 || votes[0].Choice != vote.Wrong {
 		t.Fatalf("votes %+v (%v), want reviewer1's wrong on finding 1", votes, err)
 	}
 }

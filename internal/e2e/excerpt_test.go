@@ -16,7 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/prefs"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
@@ -143,12 +143,12 @@ func TestDigest_ReplyWrongN_RecordedOnThatChangelistsVersion(t *testing.T) {
 	if c := replies(t, s, dana)[0]; !strings.Contains(c.Body.Text, "Finding #"+m[1]+" is marked wrong: your later emails about "+second) {
 		t.Errorf("confirmation:\n%s", c.Body.Text)
 	}
-	votes, err := store.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(ctx)
+	votes, err := dynamo.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(ctx)
 	want := delivery.ID(job.ChangelistKey("generic", second), dana, 1)
 	if err != nil || len(votes) != 1 || votes[0].DeliveryID != want || votes[0].Choice != vote.Wrong || votes[0].Rule != "debug-print" {
 		t.Fatalf("votes %+v (%v); want one wrong on %s's version row", votes, err, second)
 	}
-	marks, err := store.NewDismissals(s.env.Clients.DynamoDB, s.res.JobsTable, nil).Marks(ctx, job.ChangelistKey("generic", second), []string{unsubscribe.RecipientID(dana)})
+	marks, err := dynamo.NewDismissals(s.env.Clients.DynamoDB, s.res.JobsTable, nil).Marks(ctx, job.ChangelistKey("generic", second), []string{unsubscribe.RecipientID(dana)})
 	if err != nil || len(marks[unsubscribe.RecipientID(dana)]) != 1 {
 		t.Fatalf("marks on %s: %v (%v)", second, marks, err)
 	}

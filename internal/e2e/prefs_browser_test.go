@@ -21,8 +21,8 @@ import (
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/prefs"
-	"github.com/criticizer/criticizer/internal/store"
-	"github.com/criticizer/criticizer/internal/store/schema"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
+	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 )
@@ -241,7 +241,7 @@ func TestPreferences_BrowserSetsMinimumSeverity_NextEmailFollows(t *testing.T) {
 	if !strings.HasPrefix(saved, "Saved.") {
 		t.Fatalf("after submitting, the page says %q", saved)
 	}
-	rec, err := store.NewPreferences(s.env.Clients.DynamoDB, s.res.JobsTable, nil).Preferences(context.Background(), unsubscribe.RecipientID(ann))
+	rec, err := dynamo.NewPreferences(s.env.Clients.DynamoDB, s.res.JobsTable, nil).Preferences(context.Background(), unsubscribe.RecipientID(ann))
 	if err != nil || rec.MinSeverity != prefs.SeverityError || len(rec.Muted) != 0 || rec.UnsubscribedAll || rec.Rev != 1 || rec.Mode != prefs.Instant {
 		t.Fatalf("ann's record in DynamoDB: %+v (%v), want errors only, nothing muted, at rev 1", rec, err)
 	}

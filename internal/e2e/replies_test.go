@@ -16,7 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/vote"
 )
@@ -145,7 +145,7 @@ func TestReply_WrongOverSMTP_RecordedConfirmedOnceAndHidden(t *testing.T) {
 		t.Errorf("confirmation:\n%s", c.Body.Text)
 	}
 	ctx := context.Background()
-	votes, err := store.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(ctx)
+	votes, err := dynamo.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(ctx)
 	if err != nil || len(votes) != 1 || votes[0].Choice != vote.Wrong || votes[0].Rule != "debug-print" {
 		t.Fatalf("votes %+v (%v), want ann's one wrong on debug-print", votes, err)
 	}
@@ -163,7 +163,7 @@ func TestReply_WrongOverSMTP_RecordedConfirmedOnceAndHidden(t *testing.T) {
 	if n := len(s.confirmations(cl, ann)); n != 1 {
 		t.Errorf("%d confirmations after the reply came twice, want 1", n)
 	}
-	if votes, _ := store.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(ctx); len(votes) != 1 {
+	if votes, _ := dynamo.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(ctx); len(votes) != 1 {
 		t.Errorf("%d votes after the reply came twice, want 1", len(votes))
 	}
 
@@ -209,7 +209,7 @@ func TestReply_ForgedFailedUnknownAutomatic_DroppedNeverAnswered(t *testing.T) {
 			t.Errorf("an email was sent for a dropped reply: %q to %v", m.Subject, m.Destination.To)
 		}
 	}
-	if votes, _ := store.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(context.Background()); len(votes) != 0 {
+	if votes, _ := dynamo.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(context.Background()); len(votes) != 0 {
 		t.Errorf("votes %+v, want none", votes)
 	}
 	if strings.Contains(s.logText(), ann) || strings.Contains(s.logText(), "mallory@") {
@@ -281,10 +281,10 @@ func TestReply_TwoFromFields_NoConfirmationNoVoteNoMute(t *testing.T) {
 		t.Errorf("%d confirmations sent for replies whose From SES did not judge", len(c))
 	}
 	ctx := context.Background()
-	if votes, _ := store.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(ctx); len(votes) != 0 {
+	if votes, _ := dynamo.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(ctx); len(votes) != 0 {
 		t.Errorf("votes %+v, want none", votes)
 	}
-	muted, err := store.NewReplies(s.env.Clients.DynamoDB, s.res.JobsTable, nil).Muted(ctx, job.ChangelistKey("generic", cl), []string{unsubscribe.RecipientID(ann)})
+	muted, err := dynamo.NewReplies(s.env.Clients.DynamoDB, s.res.JobsTable, nil).Muted(ctx, job.ChangelistKey("generic", cl), []string{unsubscribe.RecipientID(ann)})
 	if err != nil || len(muted) != 0 {
 		t.Errorf("mutes %v (%v), want none", muted, err)
 	}
@@ -321,7 +321,7 @@ func TestReply_SameReplySentTwice_OneConfirmation(t *testing.T) {
 	if n := countLines(s.logText(), `"Replies":1`, `"Outcome":"duplicate"`); n != 1 {
 		t.Errorf("%d receipts counted as duplicates, want 1", n)
 	}
-	if votes, _ := store.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(context.Background()); len(votes) != 1 {
+	if votes, _ := dynamo.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil).List(context.Background()); len(votes) != 1 {
 		t.Errorf("%d votes, want 1", len(votes))
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/vote"
 )
@@ -56,7 +56,7 @@ func TestVoteLink_FromSentEmail_RecordsOnce(t *testing.T) {
 		}
 		return s.srv.URL + u.Path
 	}
-	votes := store.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil)
+	votes := dynamo.NewVotes(s.env.Clients.DynamoDB, s.res.JobsTable, nil)
 	ctx := context.Background()
 	list := func() []vote.Vote {
 		t.Helper()

@@ -164,26 +164,26 @@ func Hash(parts ...string) string { return hash(parts...) }
 
 // Job is the state of one review version of one changelist.
 type Job struct {
-	ID            ID     `dynamodbav:"job_id" json:"job_id"`
-	Source        string `dynamodbav:"source" json:"source"`
-	ChangelistID  string `dynamodbav:"changelist_id" json:"changelist_id"`
-	ReviewVersion int    `dynamodbav:"review_version" json:"review_version"`
-	Title         string `dynamodbav:"title" json:"title"`
+	ID            ID     `json:"job_id"`
+	Source        string `json:"source"`
+	ChangelistID  string `json:"changelist_id"`
+	ReviewVersion int    `json:"review_version"`
+	Title         string `json:"title"`
 	// Description is the pull request's description (untrusted; given to
 	// the model as data), at most 4 KB.
-	Description string `dynamodbav:"description,omitempty" json:"description,omitempty"`
-	URL         string `dynamodbav:"url" json:"url"`
-	Author      string `dynamodbav:"author" json:"author"`
+	Description string `json:"description,omitempty"`
+	URL         string `json:"url"`
+	Author      string `json:"author"`
 	// Repository is the repository a generic caller named (its optional
 	// "repository" field, R-INTAKE-7); empty for the code hosts, whose
 	// changelist id holds theirs (RepositoryName).
-	Repository string   `dynamodbav:"repository,omitempty" json:"repository,omitempty"`
-	Recipients []string `dynamodbav:"recipients" json:"-"`
+	Repository string   `json:"repository,omitempty"`
+	Recipients []string `json:"-"`
 	// AddedRecipients are the addresses of reviewers added to this version
 	// after its reviewers were fetched (R-REVIEWERS-1): a set the fetch
 	// stage's reviewer refresh adds to, so additions commute with each
 	// other and with the fetch that set Recipients.
-	AddedRecipients []string `dynamodbav:"added_recipients,stringset,omitempty" json:"-"`
+	AddedRecipients []string `json:"-"`
 	// AddedRev counts the changes to what notify must deliver for the
 	// version: refreshes that added someone (R-REVIEWERS-1), and rows
 	// reopened to be sent again (store.Jobs.Reopen: a transient bounce,
@@ -191,69 +191,69 @@ type Job struct {
 	// with. Notify finalizes only the revision it read, so a reviewer
 	// added or a row reopened while it ran is not lost, and a refresh that
 	// finds AddedRev ahead of AddedSeen makes sure notify runs again.
-	AddedRev  int `dynamodbav:"added_rev,omitempty" json:"-"`
-	AddedSeen int `dynamodbav:"added_seen,omitempty" json:"-"`
+	AddedRev  int `json:"-"`
+	AddedSeen int `json:"-"`
 	// UnexpandedTeams are requested teams (GitHub) whose members the
 	// fetch stage's token could not read: nobody in them was mailed.
-	UnexpandedTeams []string `dynamodbav:"unexpanded_teams,omitempty" json:"unexpanded_teams,omitempty"`
-	DiffURL         string   `dynamodbav:"diff_url,omitempty" json:"-"`
-	DiffRef         string   `dynamodbav:"diff_ref,omitempty" json:"-"`
-	DiffSHA256      string   `dynamodbav:"diff_sha256,omitempty" json:"-"`
+	UnexpandedTeams []string `json:"unexpanded_teams,omitempty"`
+	DiffURL         string   `json:"-"`
+	DiffRef         string   `json:"-"`
+	DiffSHA256      string   `json:"-"`
 	// DiffTruncated: the source served more than the size limit and fetch
 	// kept a prefix cut at a file boundary; the critique says so.
-	DiffTruncated bool      `dynamodbav:"diff_truncated,omitempty" json:"diff_truncated,omitempty"`
-	Status        Status    `dynamodbav:"status" json:"status"`
-	Stage         Stage     `dynamodbav:"stage" json:"stage"`
-	Attempts      Attempts  `dynamodbav:"attempts" json:"attempts"`
-	LastError     *Failure  `dynamodbav:"last_error,omitempty" json:"last_error,omitempty"`
-	DeadLetter    *Failure  `dynamodbav:"dead_letter,omitempty" json:"dead_letter,omitempty"`
-	Critique      []byte    `dynamodbav:"critique,omitempty" json:"-"`
-	CreatedAt     time.Time `dynamodbav:"created_at" json:"created_at"`
-	UpdatedAt     time.Time `dynamodbav:"updated_at" json:"updated_at"`
+	DiffTruncated bool      `json:"diff_truncated,omitempty"`
+	Status        Status    `json:"status"`
+	Stage         Stage     `json:"stage"`
+	Attempts      Attempts  `json:"attempts"`
+	LastError     *Failure  `json:"last_error,omitempty"`
+	DeadLetter    *Failure  `json:"dead_letter,omitempty"`
+	Critique      []byte    `json:"-"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 	// RerunOf names the job an operator's rerun copied (POST
 	// /admin/rerun; the store writes it with the job); empty for a job a
 	// webhook started. The llm stage reviews such a job afresh rather than
 	// building on the last review.
-	RerunOf ID `dynamodbav:"rerun_of,omitempty" json:"-"`
+	RerunOf ID `json:"-"`
 	// Explicit marks a version someone asked for by number: a generic
 	// webhook's review_version without the quiet opt-in, or an
 	// operator's rerun. Every recipient of an explicit version is mailed
 	// (R-RERUN-2); the quiet rules judge only the versions Criticizer
 	// derives from a code host's events (see Quiet). False on jobs
 	// stored before the field existed: they keep the rules they had.
-	Explicit bool `dynamodbav:"explicit,omitempty" json:"explicit,omitempty"`
+	Explicit bool `json:"explicit,omitempty"`
 	// Settings are what the repository's .criticizer.yaml at the base of
 	// the reviewed version asks of its review (R-REPO-1, R-REPO-6); nil:
 	// defaults.
-	Settings *RepoSettings `dynamodbav:"repo_settings,omitempty" json:"repo_settings,omitempty"`
+	Settings *RepoSettings `json:"repo_settings,omitempty"`
 	// SettingsWarnings say what was wrong with that file (unknown keys,
 	// bad globs, too large...), and that its review ran with defaults.
-	SettingsWarnings []string `dynamodbav:"settings_warnings,omitempty" json:"settings_warnings,omitempty"`
+	SettingsWarnings []string `json:"settings_warnings,omitempty"`
 	// GeneratedAtBase are the files the fetch stage found carrying a
 	// generated-code marker in their base version's first lines, read
 	// through the source's API (R-CRITIC-7): only they, of the files whose
 	// marker the diff cannot confirm at the base, are left out as
 	// generated.
-	GeneratedAtBase []string `dynamodbav:"generated_at_base,omitempty" json:"generated_at_base,omitempty"`
+	GeneratedAtBase []string `json:"generated_at_base,omitempty"`
 	// DiffBaseUnmerged: the commit the diff is against is not merged code
 	// (a Gerrit change made on another open change): what the diff shows
 	// of its base decides nothing generated (R-CRITIC-7).
-	DiffBaseUnmerged bool `dynamodbav:"diff_base_unmerged,omitempty" json:"diff_base_unmerged,omitempty"`
+	DiffBaseUnmerged bool `json:"diff_base_unmerged,omitempty"`
 	// ContextRef names the blob of the changed files as the version's head
 	// has them, read by the fetch stage for the code around each hunk
 	// (R-CONTEXT-1): a JSON object by path, in S3 like the diff, never in
 	// the item. Empty: the hunks alone.
-	ContextRef string `dynamodbav:"context_ref,omitempty" json:"context_ref,omitempty"`
+	ContextRef string `json:"context_ref,omitempty"`
 	// Skipped, when set, says why the version was not reviewed (an author
 	// or label the repository's settings skip, R-REPO-4): the job ends
 	// succeeded with no model run and nobody mailed.
-	Skipped string `dynamodbav:"skipped,omitempty" json:"skipped,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
 	// SkipReason says why the llm stage ran no model for a job that is
 	// budget_exceeded or no_recipients (R-BUDGET-1, R-BUDGET-2).
-	SkipReason string `dynamodbav:"skip_reason,omitempty" json:"skip_reason,omitempty"`
+	SkipReason string `json:"skip_reason,omitempty"`
 	// TeamMembersNotMailed counts, per requested team, the members past
 	// the cap who were not mailed (R-REVIEWERS-6).
-	TeamMembersNotMailed map[string]int `dynamodbav:"team_members_not_mailed,omitempty" json:"team_members_not_mailed,omitempty"`
+	TeamMembersNotMailed map[string]int `json:"team_members_not_mailed,omitempty"`
 }
 
 // RepositoryName is the repository the version belongs to, as people name
@@ -310,11 +310,11 @@ type Attempts map[Stage]int
 // Failure records the last failure of a stage, for GET /jobs and triage. It
 // carries the class only, never the error text, which may hold PII.
 type Failure struct {
-	Stage      Stage     `dynamodbav:"stage" json:"stage"`
-	ErrorClass string    `dynamodbav:"error_class" json:"error_class"`
-	Attempt    int       `dynamodbav:"attempt" json:"attempt"`
-	At         time.Time `dynamodbav:"at" json:"at"`
-	EnvelopeID string    `dynamodbav:"envelope_id,omitempty" json:"envelope_id,omitempty"`
+	Stage      Stage     `json:"stage"`
+	ErrorClass string    `json:"error_class"`
+	Attempt    int       `json:"attempt"`
+	At         time.Time `json:"at"`
+	EnvelopeID string    `json:"envelope_id,omitempty"`
 }
 
 // Message is the body of every stage queue message. It carries ids only, never

@@ -9,26 +9,26 @@ package job
 type RepoSettings struct {
 	// Ignore are doublestar globs of paths, from the repository root,
 	// whose changes neither the model nor the offline critic reads.
-	Ignore []string `dynamodbav:"ignore,omitempty" json:"ignore,omitempty"`
+	Ignore []string `json:"ignore,omitempty"`
 	// Instructions are review notes for the files a glob matches: sent to
 	// the model as the repository's words, inside the untrusted data.
-	Instructions []PathInstruction `dynamodbav:"instructions,omitempty" json:"instructions,omitempty"`
+	Instructions []PathInstruction `json:"instructions,omitempty"`
 	// MinSeverity hides findings below it from the email ("", "info",
 	// "warning" or "error"); it can only raise the deployment's.
-	MinSeverity string `dynamodbav:"min_severity,omitempty" json:"min_severity,omitempty"`
+	MinSeverity string `json:"min_severity,omitempty"`
 	// Language is the language the critique is written in ("" for the
 	// model's default, English).
-	Language string `dynamodbav:"language,omitempty" json:"language,omitempty"`
+	Language string `json:"language,omitempty"`
 	// CodeHostStatusOff: the repository turned off the status Criticizer
 	// posts on its changes (code_host_status: off). It can only turn it
 	// off: the deployment turns it on (R-CHANNEL-10).
-	CodeHostStatusOff bool `dynamodbav:"code_host_status_off,omitempty" json:"code_host_status_off,omitempty"`
+	CodeHostStatusOff bool `json:"code_host_status_off,omitempty"`
 }
 
 // PathInstruction is one entry of RepoSettings.Instructions.
 type PathInstruction struct {
-	Path string `dynamodbav:"path" json:"path"`
-	Text string `dynamodbav:"text" json:"text"`
+	Path string `json:"path"`
+	Text string `json:"text"`
 }
 
 // Empty reports whether s asks nothing of the review.

@@ -78,15 +78,40 @@ func Rules() []Rule {
 			Forbid: []string{"internal/...", "cmd/...", "github.com/aws/..."},
 		},
 		{
+			// The contracts are what a stage, a handler and memstore
+			// build against; a contract that imported an AWS package
+			// would hand them DynamoDB's form (R-LAYER-2). It links
+			// smithy's error types only through internal/vote's findings
+			// (internal/retry), which the rule on the critic allows.
+			Name:   "the store's contracts import no AWS package",
+			From:   []string{"internal/store"},
+			Forbid: []string{"github.com/aws/..."},
+		},
+		{
+			Name:   "the store's contracts link no AWS service client and no DynamoDB encoding",
+			From:   []string{"internal/store"},
+			Deps:   true,
+			Forbid: []string{"github.com/aws/aws-sdk-go-v2/service/...", "github.com/aws/aws-sdk-go-v2/feature/..."},
+		},
+		{
 			// A stage writes its job through typed fields (store.JobWrite),
 			// encoded to attributes inside the DynamoDB driver only; a
-			// package that cannot import DynamoDB's encoding cannot spell
+			// package that cannot link DynamoDB's encoding cannot spell
 			// a stored attribute's value, and memstore keeps typed fields,
-			// not items (R-LAYER-2).
-			Name: "the stages, handlers and memstore name no stored attribute: they import no DynamoDB package",
-			From: []string{"internal/pipeline/...", "internal/posting", "internal/sesevent", "internal/sweep", "internal/inbound", "internal/api",
-				"internal/stage", "internal/explore", "internal/store/memstore", "internal/store/storetest"},
+			// not items (R-LAYER-2). Linked, not only imported: a stage
+			// that took a *dynamo.Jobs would link the driver through it.
+			Name: "the stages, handlers and memstore name no stored attribute: they link no DynamoDB package",
+			From: []string{"internal/pipeline/...", "internal/notify/...", "internal/posting", "internal/sesevent", "internal/sweep", "internal/inbound",
+				"internal/api", "internal/stage", "internal/store/memstore", "internal/store/storetest"},
+			Deps:   true,
 			Forbid: []string{"github.com/aws/aws-sdk-go-v2/service/dynamodb/...", "github.com/aws/aws-sdk-go-v2/feature/dynamodb/..."},
+		},
+		{
+			// The explorer builds the functions' wiring (which links the
+			// driver) over memstore: it may link DynamoDB, never spell it.
+			Name:   "the explorer names no stored attribute: it imports no DynamoDB package",
+			From:   []string{"internal/explore"},
+			Forbid: []string{"github.com/aws/aws-sdk-go-v2/service/dynamodb/...", "github.com/aws/aws-sdk-go-v2/feature/dynamodb/...", "internal/store/dynamo"},
 		},
 		{
 			Name:   "the operator's CLI links no function's wiring, HTTP handler or local stack (R-WIRE-2)",

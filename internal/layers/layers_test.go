@@ -38,10 +38,13 @@ func TestLayers_NoForbiddenImport(t *testing.T) {
 		pkgs = append(pkgs, p)
 	}
 	// A rule naming a package that is not there (renamed, moved) would
-	// pass for ever: each pattern of this module must match a package.
+	// pass for ever: each pattern of this module must match a package,
+	// but for those another branch is adding (notify's own
+	// package): drop them here once they are merged.
+	arriving := []string{"internal/notify/..."}
 	for _, r := range layers.Rules() {
 		for _, pat := range append(append(append([]string{}, r.From...), r.Except...), r.Forbid...) {
-			if strings.HasPrefix(pat, "github.com/") {
+			if strings.HasPrefix(pat, "github.com/") || slices.Contains(arriving, pat) {
 				continue
 			}
 			if !slices.ContainsFunc(pkgs, func(p layers.Package) bool { return layers.Match(pat, p.ImportPath) }) {
@@ -94,10 +97,23 @@ func TestLayers_EachRuleCanFail(t *testing.T) {
 		t.Errorf("internal/delivery linking the SES client and smithy reported %q, want one violation naming both", got)
 	}
 	// The stages encoding an attribute value themselves (R-LAYER-2).
-	p = layers.Package{ImportPath: layers.Module + "/internal/pipeline",
-		Imports: []string{"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"}}
+	av := "github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	p = layers.Package{ImportPath: layers.Module + "/internal/pipeline", Imports: []string{av}, Deps: []string{av}}
 	if got := layers.Check(layers.Rules(), []layers.Package{p}); len(got) != 1 || !strings.Contains(got[0], "name no stored attribute") {
 		t.Errorf("internal/pipeline importing attributevalue reported %q, want one violation", got)
+	}
+	// The contracts importing an AWS package, and a stage or the notify
+	// package linking DynamoDB through the driver (R-LAYER-2).
+	p = layers.Package{ImportPath: layers.Module + "/internal/store", Imports: []string{"context", "github.com/aws/smithy-go"}}
+	if got := layers.Check(layers.Rules(), []layers.Package{p}); len(got) != 1 || !strings.Contains(got[0], "contracts import no AWS package") {
+		t.Errorf("internal/store importing smithy reported %q, want one violation", got)
+	}
+	for _, from := range []string{"internal/pipeline", "internal/notify", "internal/api", "internal/store/memstore"} {
+		p = layers.Package{ImportPath: layers.Module + "/" + from, Imports: []string{layers.Module + "/internal/store/dynamo"},
+			Deps: []string{layers.Module + "/internal/store/dynamo", "github.com/aws/aws-sdk-go-v2/service/dynamodb"}}
+		if got := layers.Check(layers.Rules(), []layers.Package{p}); len(got) != 1 || !strings.Contains(got[0], from+" links github.com/aws/aws-sdk-go-v2/service/dynamodb") {
+			t.Errorf("%s linking the DynamoDB driver reported %q, want one violation", from, got)
+		}
 	}
 	// A prefix is not a parent: internal/storex is not under internal/store.
 	p = layers.Package{ImportPath: layers.Module + "/internal/storex", Deps: []string{layers.Module + "/internal/api"}}

@@ -24,27 +24,28 @@ import (
 	"github.com/criticizer/criticizer/internal/job"
 	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 )
 
 // Ops runs operator actions.
 type Ops struct {
 	SQS        *sqs.Client
 	Queues     queue.URLs
-	Jobs       *store.DynamoJobs
-	Deliveries *store.DynamoDeliveries
+	Jobs       *dynamo.Jobs
+	Deliveries *dynamo.Deliveries
 	// Evidence and ConfigurationSet read the SES evidence path;
 	// Margin is the notifier's evidence margin (CRITICIZER_EVIDENCE_MARGIN).
-	Evidence         *store.DynamoEvidence
+	Evidence         *dynamo.Evidence
 	ConfigurationSet string
 	Margin           time.Duration
 	// Policy is the deployment's CRITICIZER_UNCERTAIN_SEND: under hold, a
 	// send whose answer was lost waits for its events or an operator.
 	Policy delivery.UncertainSend
 	// Directory is the reviewer directory (criticizer directory).
-	Directory *store.DynamoDirectory
+	Directory *dynamo.Directory
 	// Learnings are the team's learnings (criticizer learnings);
 	// LearnAfter is the deployment's CRITICIZER_LEARN_AFTER.
-	Learnings  *store.DynamoLearnings
+	Learnings  *dynamo.Learnings
 	LearnAfter int
 	Now        func() time.Time
 	// Sleep waits between replays (rate limiting); tests may shorten it.

@@ -17,7 +17,7 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/retry"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 )
 
 // slowSender is SES answering just as the invocation's deadline passes: it
@@ -36,7 +36,7 @@ func (s *slowSender) Send(context.Context, string, string, delivery.Message) (st
 
 // deliveriesTable is a deliveries table on DynamoDB Local. (testenv provisions
 // through devstack, which imports this package: the table is made here.)
-func deliveriesTable(t *testing.T) *store.DynamoDeliveries {
+func deliveriesTable(t *testing.T) *dynamo.Deliveries {
 	t.Helper()
 	if os.Getenv("CRITICIZER_TEST_STACK") == "" {
 		if os.Getenv("CRITICIZER_REQUIRE_STACK") != "" {
@@ -50,7 +50,7 @@ func deliveriesTable(t *testing.T) *store.DynamoDeliveries {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := store.NewDynamoDB(awsCfg, ep.DynamoDB)
+	db := dynamo.NewClient(awsCfg, ep.DynamoDB)
 	table := fmt.Sprintf("pipeline-%d-deliveries", time.Now().UnixNano())
 	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(table),
 		BillingMode:          ddbtypes.BillingModePayPerRequest,
@@ -59,10 +59,10 @@ func deliveriesTable(t *testing.T) *store.DynamoDeliveries {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return store.NewDeliveries(db, table, nil)
+	return dynamo.NewDeliveries(db, table, nil)
 }
 
-func pendingRow(t *testing.T, d *store.DynamoDeliveries, id string) delivery.Row {
+func pendingRow(t *testing.T, d *dynamo.Deliveries, id string) delivery.Row {
 	t.Helper()
 	now := time.Now().UTC()
 	r, _, err := d.Ensure(context.Background(), delivery.Row{ID: id, JobID: "j_n", Recipient: "r@example.com",

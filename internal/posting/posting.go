@@ -183,8 +183,24 @@ func (p *Posting) Announce(ctx context.Context, j job.Job, phase channel.Phase, 
 }
 
 // FinishedWait is how long a Finished announcement whose job has not
-// reached its final status yet waits before it looks again.
-const FinishedWait = 30 * time.Second
+// reached its final status yet first waits before it looks again: the
+// announcement is sent just before that write, so it is usually there
+// at once. Each deferral doubles the wait, up to MaxFinishedWait, so a
+// job its notify run holds for minutes is waited for without spending
+// the budget.
+const (
+	FinishedWait    = 2 * time.Second
+	MaxFinishedWait = 5 * time.Minute
+)
+
+// finishedWait is the wait after the message's earlier deferrals.
+func finishedWait(m job.Message) time.Duration {
+	n := 0
+	if m.Deferral != nil {
+		n = min(m.Deferral.Count, 8)
+	}
+	return min(FinishedWait<<n, MaxFinishedWait)
+}
 
 // announced handles a stage's announcement (a TaskPost without a row):
 // the job's post rows for the phase, one TaskPost each. A Finished one
@@ -212,7 +228,7 @@ func (p *Posting) announced(ctx context.Context, m job.Message) error {
 		var final bool
 		if outcome, reason, final = OutcomeOf(j); !final {
 			return retry.WithRetryAfter(retry.Transient(retry.AwaitingEvidence,
-				fmt.Errorf("job %s: finished post before the job's final status", j.ID)), FinishedWait)
+				fmt.Errorf("job %s: finished post before the job's final status", j.ID)), finishedWait(m))
 		}
 	}
 	return p.Announce(ctx, j, phase, outcome, reason)

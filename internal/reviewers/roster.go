@@ -26,10 +26,10 @@ type Event struct {
 // Mark is what the roster knows of one reviewer: the latest time of each
 // kind of event (zero: never seen).
 type Mark struct {
-	Name      string    `dynamodbav:"name" json:"name"` // the username as last spelled
-	Requested time.Time `dynamodbav:"requested,omitempty" json:"requested,omitzero"`
-	Reviewed  time.Time `dynamodbav:"reviewed,omitempty" json:"reviewed,omitzero"`
-	Removed   time.Time `dynamodbav:"removed,omitempty" json:"removed,omitzero"`
+	Name      string    `json:"name"` // the username as last spelled
+	Requested time.Time `json:"requested,omitzero"`
+	Reviewed  time.Time `json:"reviewed,omitzero"`
+	Removed   time.Time `json:"removed,omitzero"`
 }
 
 // Roster is a changelist's reviewers as its webhooks told them, by

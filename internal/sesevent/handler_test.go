@@ -18,6 +18,7 @@ import (
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/sesevent"
 	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/store/memstore"
 	"github.com/criticizer/criticizer/internal/testenv"
 )
@@ -61,8 +62,8 @@ func forEachStore(t *testing.T, test func(t *testing.T, f *fixture)) {
 	t.Run("dynamodb", func(t *testing.T) {
 		env := testenv.Stack(t)
 		res := testenv.Provision(t, env)
-		test(t, newFixture(store.NewDeliveries(env.Clients.DynamoDB, res.DeliveriesTable, nil),
-			store.NewEvidence(env.Clients.DynamoDB, res.JobsTable, nil), store.NewJobs(env.Clients.DynamoDB, res.JobsTable, nil)))
+		test(t, newFixture(dynamo.NewDeliveries(env.Clients.DynamoDB, res.DeliveriesTable, nil),
+			dynamo.NewEvidence(env.Clients.DynamoDB, res.JobsTable, nil), dynamo.NewJobs(env.Clients.DynamoDB, res.JobsTable, nil)))
 	})
 }
 

@@ -101,7 +101,7 @@ type HeadRecord struct {
 func (h HeadRecord) Ordered() bool { return h.Order == HeadOrdered || h.Order == "" }
 
 // Heads orders a changelist's head commits as its code host does
-// (R-SOURCE-6). DynamoJobs keeps them on DynamoDB and memstore.Jobs in
+// (R-SOURCE-6). dynamo.Jobs keeps them on DynamoDB and memstore.Jobs in
 // memory; storetest.Heads proves them alike.
 type Heads interface {
 	// PlaceHead returns the version of ev's head, drawing the next one

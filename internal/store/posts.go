@@ -9,7 +9,7 @@ import (
 
 // Posts is the post rows' contract (R-CHANNEL-1): a channel other than
 // email carried under the outbox's protocol in the deliveries table.
-// DynamoPosts keeps them on DynamoDB and memstore.Posts in memory;
+// dynamo.Posts keeps them on DynamoDB and memstore.Posts in memory;
 // storetest.Posts proves them alike (R-STORE-1).
 //
 // A row is created once with its rendered post and body (EnsurePost);

@@ -22,8 +22,8 @@ const MaxMarks = 200
 // Mark is a reader's latest choice on one finding of a changelist, and
 // when it was made.
 type Mark struct {
-	Choice Choice    `json:"c" dynamodbav:"c"`
-	At     time.Time `json:"at" dynamodbav:"at"`
+	Choice Choice    `json:"c"`
+	At     time.Time `json:"at"`
 }
 
 // Marks are one reader's marks on one changelist's findings, by

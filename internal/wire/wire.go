@@ -24,7 +24,7 @@ import (
 	"github.com/criticizer/criticizer/internal/obs"
 	"github.com/criticizer/criticizer/internal/queue"
 	"github.com/criticizer/criticizer/internal/stage"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 )
 
@@ -78,10 +78,10 @@ type Base struct {
 	AWS        aws.Config
 	DynamoDB   *dynamodb.Client
 	SQS        *sqs.Client
-	Jobs       *store.DynamoJobs
-	Deliveries *store.DynamoDeliveries
-	Evidence   *store.DynamoEvidence
-	Recipients *store.DynamoPreferences
+	Jobs       *dynamo.Jobs
+	Deliveries *dynamo.Deliveries
+	Evidence   *dynamo.Evidence
+	Recipients *dynamo.Preferences
 	Queue      *queue.Client
 	Log        *slog.Logger
 	Now        func() time.Time
@@ -94,15 +94,15 @@ func NewBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Options
 	}
 	awsCfg := awsclient.ForFunction(cfg.Endpoints, o.AWS...)
 	now := o.Clock()
-	db := store.NewDynamoDB(awsCfg, cfg.Endpoints.DynamoDB)
+	db := dynamo.NewClient(awsCfg, cfg.Endpoints.DynamoDB)
 	sq := queue.NewSQS(awsCfg, cfg.Endpoints.SQS)
-	jobs, rows := store.NewJobs(db, cfg.JobsTable, now), store.NewDeliveries(db, cfg.DeliveriesTable, now)
+	jobs, rows := dynamo.NewJobs(db, cfg.JobsTable, now), dynamo.NewDeliveries(db, cfg.DeliveriesTable, now)
 	jobs.Retention, rows.Retention = cfg.Retention, cfg.Retention
 	return &Base{Config: cfg, AWS: awsCfg, DynamoDB: db, SQS: sq, Log: log, Now: now,
 		Jobs:       jobs,
 		Deliveries: rows,
-		Evidence:   store.NewEvidence(db, cfg.JobsTable, now),
-		Recipients: store.NewPreferences(db, cfg.JobsTable, now),
+		Evidence:   dynamo.NewEvidence(db, cfg.JobsTable, now),
+		Recipients: dynamo.NewPreferences(db, cfg.JobsTable, now),
 		Queue:      queue.New(sq, cfg.Queues),
 	}, nil
 }

@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"github.com/criticizer/criticizer/internal/deploy"
-	"github.com/criticizer/criticizer/internal/store/schema"
+	"github.com/criticizer/criticizer/internal/store/dynamo/schema"
 )
 
 // Template is a rendered template.

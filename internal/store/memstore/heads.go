@@ -39,7 +39,7 @@ func (h *headState) record(sha string) *store.HeadRecord {
 }
 
 // PlaceHead implements store.Heads with store.DecidePlacement, as
-// store.DynamoJobs does; under the lock every placement reads the state
+// dynamo.Jobs does; under the lock every placement reads the state
 // the one before it left, as the driver's conditional draw makes it.
 func (s *Jobs) PlaceHead(_ context.Context, ev store.HeadEvent) (store.Placement, error) {
 	if err := store.CheckHeadEvent(ev); err != nil {
@@ -69,7 +69,7 @@ func (s *Jobs) PlaceHead(_ context.Context, ev store.HeadEvent) (store.Placement
 	return store.Placement{Version: v, Pending: d.Order == store.HeadPending, PlacedAt: now}, nil
 }
 
-// AssignVersion is store.DynamoJobs.AssignVersion.
+// AssignVersion is dynamo.Jobs.AssignVersion.
 func (s *Jobs) AssignVersion(ctx context.Context, source, changelistID, headSHA string) (int, error) {
 	return store.AssignVersionOf(ctx, s, source, changelistID, headSHA)
 }

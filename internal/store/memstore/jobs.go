@@ -64,7 +64,7 @@ type idemRecord struct {
 	responseBody   []byte
 }
 
-// Jobs keeps the one jobs contract DynamoJobs keeps (storetest.Jobs).
+// Jobs keeps the one jobs contract dynamo.Jobs keeps (storetest.Jobs).
 var _ store.Jobs = (*Jobs)(nil)
 
 // NewJobs returns an empty jobs table with clock now (time.Now if nil).
@@ -245,7 +245,7 @@ func (s *Jobs) Advance(_ context.Context, id job.ID, from job.Stage, attempt int
 
 // SetStatus implements store.Jobs: on condition that the job is at at
 // and not in a final status (succeeded, dead-lettered), as
-// store.DynamoJobs.SetStatus.
+// dynamo.Jobs.SetStatus.
 func (s *Jobs) SetStatus(_ context.Context, id job.ID, at job.Stage, status job.Status, w store.JobWrite) error {
 	return s.update(id, func(j job.Job) bool { return j.Stage == at && !j.Status.Final() }, func(j *job.Job) {
 		j.Status = status
@@ -308,7 +308,7 @@ func (s *Jobs) FinishNotify(_ context.Context, id job.ID, attempt int, status jo
 }
 
 // RecordFailure implements stage.FailureRecorder with
-// store.DynamoJobs.RecordFailure's conditions: never on a job that does
+// dynamo.Jobs.RecordFailure's conditions: never on a job that does
 // not exist or succeeded; a retryable failure leaves a job held
 // needs_intervention as it is. It returns when the stage first failed,
 // kept across attempts.
@@ -340,7 +340,7 @@ func (s *Jobs) RecordFailure(_ context.Context, id job.ID, f job.Failure, status
 	return first, nil
 }
 
-// Restart implements store.DynamoJobs.Restart: a dead-lettered job only,
+// Restart implements dynamo.Jobs.Restart: a dead-lettered job only,
 // back at stage at (from fetch, without its critique, and without its
 // fetched diff when refetch).
 func (s *Jobs) Restart(_ context.Context, id job.ID, at job.Stage, refetch bool) error {

@@ -100,7 +100,7 @@ func (s *Posts) MarkPostSent(_ context.Context, id, token string, receipt channe
 	r, err := s.held(id, token)
 	if err != nil {
 		if r.Status == channel.StatusSent && r.Receipt == receipt {
-			return r, nil // a retried mark whose first write applied, as DynamoPosts reads it back
+			return r, nil // a retried mark whose first write applied, as dynamo.Posts reads it back
 		}
 		return r, err
 	}

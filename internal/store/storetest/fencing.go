@@ -53,7 +53,7 @@ func stageFence(t *testing.T, open JobsOpener) {
 	// A stage's result lands only while the job is at that stage: a
 	// second worker that finished the same stage, or one whose message is
 	// for a stage the job has not reached, writes nothing.
-	// (R-STAGE-7; the condition DynamoJobs.Advance names "stage = from".)
+	// (R-STAGE-7; the condition dynamo.Jobs.Advance names "stage = from".)
 	t.Run("Advance_RefusedOnceTheJobMovedOn", func(t *testing.T) {
 		s := fence(t)
 		j := createAt(t, s, "cl-advance", job.StageFetch, job.StatusAccepted)

@@ -19,7 +19,7 @@ import (
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/source"
 	"github.com/criticizer/criticizer/internal/stage"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
@@ -56,10 +56,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	}
 	// The table people keep (admin API, criticizer directory), over the
 	// variable's entries as a read-only seed.
-	table := store.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)
+	table := dynamo.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)
 	f.Directory = reviewers.Overlay{Table: table, Seed: seed}
 	f.Unknown = table
-	rosters := store.NewRosters(b.DynamoDB, cfg.JobsTable, b.Now)
+	rosters := dynamo.NewRosters(b.DynamoDB, cfg.JobsTable, b.Now)
 	rosters.Retention = cfg.Retention
 	f.Rosters = rosters
 	// A fetch message needs at least one source request's time, the

@@ -19,7 +19,7 @@ import (
 	"github.com/criticizer/criticizer/internal/delivery"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/secrets"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/unsubscribe"
 	"github.com/criticizer/criticizer/internal/webhook"
 	"github.com/criticizer/criticizer/internal/wire"
@@ -56,7 +56,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if cfg.UnsubscribeKey != "" {
 		status = api.NewStatusLinks(cfg.UnsubscribeKey)
 	}
-	rosters := store.NewRosters(b.DynamoDB, cfg.JobsTable, b.Now)
+	rosters := dynamo.NewRosters(b.DynamoDB, cfg.JobsTable, b.Now)
 	rosters.Retention = cfg.Retention
 	voteSigner, err := wire.VoteSigner(cfg)
 	if err != nil {
@@ -66,21 +66,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if err != nil {
 		return nil, err
 	}
-	votes := store.NewVotes(b.DynamoDB, cfg.JobsTable, b.Now)
+	votes := dynamo.NewVotes(b.DynamoDB, cfg.JobsTable, b.Now)
 	votes.Retention = cfg.Retention
 	// A wrong keeps the finding out of the reader's later emails (R-VOTE-3).
-	dismissals := store.NewDismissals(b.DynamoDB, cfg.JobsTable, b.Now)
+	dismissals := dynamo.NewDismissals(b.DynamoDB, cfg.JobsTable, b.Now)
 	dismissals.Retention = cfg.Retention
 	// The team's votes per rule and repository (R-LEARN-1), and the
 	// operator's decisions on them (R-LEARN-2, /admin/learnings).
-	learnings := store.NewLearnings(b.DynamoDB, cfg.JobsTable, b.Now)
-	directory := store.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)
+	learnings := dynamo.NewLearnings(b.DynamoDB, cfg.JobsTable, b.Now)
+	directory := dynamo.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)
 	h := &api.Handler{
 		Sources: parsers,
 		Intake: &api.Intake{Jobs: b.Jobs, Blobs: blobs, Queue: b.Queue, Log: log, Now: b.Now, TTL: cfg.IdempotencyTTL,
 			Versions: b.Jobs, Status: status, Rosters: rosters,
 			// Reviewer webhooks: replays dropped, refreshes gathered (R-BUDGET-3).
-			ReviewerReplays: &api.ReviewerReplays{Store: store.NewReplays(b.DynamoDB, cfg.JobsTable, b.Now),
+			ReviewerReplays: &api.ReviewerReplays{Store: dynamo.NewReplays(b.DynamoDB, cfg.JobsTable, b.Now),
 				Window: cfg.Budgets.ReviewerReplayWindow, RefreshWindow: cfg.Budgets.ReviewerRefreshWindow}},
 		Status: status,
 		Jobs:   b.Jobs, Deliveries: b.Deliveries, Log: log,
@@ -143,7 +143,7 @@ var _ api.Previewer = (*mail.Renderer)(nil)
 // or skipped_domain for an address outside the allowed domains
 // (R-RECIPIENT-1), which notify settles first.
 type audience struct {
-	r       *store.DynamoPreferences
+	r       *dynamo.Preferences
 	domains delivery.Domains
 }
 

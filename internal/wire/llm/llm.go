@@ -21,7 +21,7 @@ import (
 	"github.com/criticizer/criticizer/internal/pipeline"
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/stage"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
@@ -45,7 +45,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		// the change's (R-CRITIC-7).
 		GeneratedPaths: cfg.GeneratedPaths,
 		// The team's accepted learnings (R-LEARN-2).
-		Learnings: store.NewLearnings(b.DynamoDB, cfg.JobsTable, b.Now),
+		Learnings: dynamo.NewLearnings(b.DynamoDB, cfg.JobsTable, b.Now),
 	}
 	// A rerun builds on the last reviewed version (R-COST-3, R-MAIL-3),
 	// with a full review at least every FullReviewEvery versions
@@ -77,7 +77,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if cfg.LLM.Critic == config.CriticBedrock || cfg.LLM.Critic == config.CriticOpenAI {
 		// A model costs per run: no run nobody reads, none past the
 		// budgets (R-BUDGET-1, R-BUDGET-2).
-		r.Guard = &pipeline.ModelGuard{Budgets: store.NewBudgets(b.DynamoDB, cfg.JobsTable, b.Now),
+		r.Guard = &pipeline.ModelGuard{Budgets: dynamo.NewBudgets(b.DynamoDB, cfg.JobsTable, b.Now),
 			PerChangelistHour: cfg.Budgets.ModelRunsPerChangelistHour, PerAuthorDay: cfg.Budgets.ModelRunsPerAuthorDay}
 	}
 	o.Runner = append([]stage.Option{stage.WithMessageTime(MessageTime(cfg))}, o.Runner...)

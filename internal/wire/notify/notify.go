@@ -17,7 +17,7 @@ import (
 	"github.com/criticizer/criticizer/internal/secrets"
 	"github.com/criticizer/criticizer/internal/sesmail"
 	"github.com/criticizer/criticizer/internal/stage"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
@@ -84,7 +84,7 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	// Readers who muted the changelist by reply are skipped (R-REPLY-7);
 	// with an inbound domain each email's Reply-To is its reply address
 	// (R-REPLY-1), keyed with the unsubscribe key like the vote links.
-	n.Mutes = store.NewReplies(b.DynamoDB, cfg.JobsTable, b.Now)
+	n.Mutes = dynamo.NewReplies(b.DynamoDB, cfg.JobsTable, b.Now)
 	if cfg.InboundDomain != "" && cfg.UnsubscribeKey != "" {
 		keys, err := inbound.NewKeys(cfg.UnsubscribeKey, cfg.UnsubscribeKeyPrevious)
 		if err != nil {
@@ -94,7 +94,7 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	}
 	// Each recipient's email leaves out the findings they marked wrong
 	// (R-VOTE-3): their marks are read once per run, before rendering.
-	n.Dismissals = store.NewDismissals(b.DynamoDB, cfg.JobsTable, b.Now)
+	n.Dismissals = dynamo.NewDismissals(b.DynamoDB, cfg.JobsTable, b.Now)
 	// Conversation roots are keyed with the unsubscribe signing key, a
 	// secret the notifier already holds (mail.NewThreads says why).
 	n.Threads, n.ListID = mail.NewThreads(cfg.UnsubscribeKey, cfg.MailDomain), cfg.ListID

@@ -13,7 +13,7 @@ import (
 	"github.com/criticizer/criticizer/internal/posting"
 	"github.com/criticizer/criticizer/internal/safehttp"
 	"github.com/criticizer/criticizer/internal/stage"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/wire"
 )
 
@@ -46,7 +46,7 @@ func Posting(cfg config.Config, b *wire.Base, log *slog.Logger, extra ...channel
 	if len(chans) > posting.MaxChannels {
 		return nil, fmt.Errorf("%d channels other than email, at most %d", len(chans), posting.MaxChannels)
 	}
-	posts := store.NewPosts(b.DynamoDB, cfg.DeliveriesTable, b.Now)
+	posts := dynamo.NewPosts(b.DynamoDB, cfg.DeliveriesTable, b.Now)
 	posts.Retention = cfg.Retention
 	p := &posting.Posting{Posts: posts, Jobs: b.Jobs, Queue: b.Queue, Channels: chans, Log: log, Now: b.Now}
 	if cfg.PublicURL != "" && cfg.UnsubscribeKey != "" {

@@ -16,7 +16,7 @@ import (
 	"github.com/criticizer/criticizer/internal/inbound"
 	"github.com/criticizer/criticizer/internal/mail"
 	"github.com/criticizer/criticizer/internal/secrets"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/voting"
 	"github.com/criticizer/criticizer/internal/wire"
 )
@@ -45,17 +45,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if err != nil {
 		return nil, err
 	}
-	votes := store.NewVotes(b.DynamoDB, cfg.JobsTable, b.Now)
+	votes := dynamo.NewVotes(b.DynamoDB, cfg.JobsTable, b.Now)
 	votes.Retention = cfg.Retention
-	dismissals := store.NewDismissals(b.DynamoDB, cfg.JobsTable, b.Now)
+	dismissals := dynamo.NewDismissals(b.DynamoDB, cfg.JobsTable, b.Now)
 	dismissals.Retention = cfg.Retention
-	replies := store.NewReplies(b.DynamoDB, cfg.JobsTable, b.Now)
+	replies := dynamo.NewReplies(b.DynamoDB, cfg.JobsTable, b.Now)
 	replies.Retention = cfg.Retention
 	return &inbound.Handler{Keys: keys, InboundDomain: cfg.InboundDomain, Bucket: cfg.PayloadBucket,
 		Objects: objects{blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket)}, Rows: b.Deliveries,
 		// The one operation a vote link and a reply share (R-VOTE-3).
 		Recorder: &voting.Recorder{Votes: votes, Marks: dismissals, Rows: b.Deliveries, Jobs: b.Jobs,
-			Learnings: store.NewLearnings(b.DynamoDB, cfg.JobsTable, b.Now), Directory: store.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)},
+			Learnings: dynamo.NewLearnings(b.DynamoDB, cfg.JobsTable, b.Now), Directory: dynamo.NewDirectory(b.DynamoDB, cfg.JobsTable, b.Now)},
 		Mutes: replies, Windows: replies, Claims: replies, Unsubscribes: b.Recipients, Queue: b.Queue, Renderer: r,
 		ListID: cfg.ListID, PerHour: cfg.Reply.PerHour, Log: log, Now: b.Now,
 		Budget: deadline.Budget{Need: RecordNeed, Reserve: RecordReserve, Now: b.Now}}, nil

@@ -10,7 +10,7 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/drain"
 	"github.com/criticizer/criticizer/internal/posting"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/sweep"
 	"github.com/criticizer/criticizer/internal/wire"
 )
@@ -27,7 +27,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		// Daily digests that are due go to notify (R-DIGEST-3).
 		Digests: b.Deliveries, DigestClock: o.DigestNow,
 		// Post rows left unsent go back to notify (R-CHANNEL-5).
-		Posts: &posting.Posting{Posts: store.NewPosts(b.DynamoDB, cfg.DeliveriesTable, b.Now), Queue: b.Queue, Log: log}}
+		Posts: &posting.Posting{Posts: dynamo.NewPosts(b.DynamoDB, cfg.DeliveriesTable, b.Now), Queue: b.Queue, Log: log}}
 	if cfg.FeedbackQueueURL != "" {
 		s.Drain = &drain.Checker{Counter: b.Queue, Queue: cfg.FeedbackQueueURL, DLQ: cfg.FeedbackDLQURL,
 			Lag: cfg.EvidenceCounterLag, Every: cfg.Sweep.Every, Evidence: b.Evidence, Set: cfg.ConfigurationSet, Now: b.Now}

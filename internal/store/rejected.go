@@ -1,0 +1,4 @@
+package store
+
+// RejectedClass is the error class of a row SES rejected.
+const RejectedClass = "REJECTED"
