@@ -15,7 +15,7 @@ import (
 	"github.com/criticizer/criticizer/internal/config"
 	"github.com/criticizer/criticizer/internal/devstack"
 	"github.com/criticizer/criticizer/internal/job"
-	"github.com/criticizer/criticizer/internal/store"
+	"github.com/criticizer/criticizer/internal/store/dynamo"
 	"github.com/criticizer/criticizer/internal/testenv"
 	"github.com/criticizer/criticizer/internal/webhook"
 )
@@ -288,7 +288,7 @@ func TestGerrit_OneTaggedReviewMessage_LostAnswerStillOne(t *testing.T) {
 func postSent(t *testing.T, s *stack, source, cl string, v int, ch string, phase channel.Phase) {
 	t.Helper()
 	id := channel.PostID(channel.VersionKeyOf(source, cl, v), ch, phase)
-	r, err := store.NewPosts(s.fns.Base.DynamoDB, s.res.DeliveriesTable, time.Now).GetPost(context.Background(), id)
+	r, err := dynamo.NewPosts(s.fns.Base.DynamoDB, s.res.DeliveriesTable, time.Now).GetPost(context.Background(), id)
 	if err != nil || r.Status != channel.StatusSent || r.Receipt.Ref == "" {
 		t.Fatalf("%s %s v%d %s: %s %+v %v; want sent with a receipt", ch, cl, v, phase, r.Status, r.Receipt, err)
 	}
