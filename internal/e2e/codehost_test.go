@@ -61,7 +61,7 @@ func mountChecks(gh *fakeReviewAPI, loss *devstack.AnswerLoss) *devstack.GitHubC
 // codeHostStack is versionsStack's pull request with the code host
 // status on: as a GitHub App (check runs) when app, else with a token
 // (commit statuses).
-func codeHostStack(t *testing.T, app bool, loss *devstack.AnswerLoss) (*stack, *devstack.GitHubChecks, string) {
+func codeHostStack(t *testing.T, app bool, loss *devstack.AnswerLoss, setup ...func(*fakeReviewAPI)) (*stack, *devstack.GitHubChecks, string) {
 	t.Helper()
 	octocat := "octocat@" + testenv.Prefix(t) + ".example.com"
 	gh := newFakeReviewAPI(t)
@@ -72,6 +72,9 @@ func codeHostStack(t *testing.T, app bool, loss *devstack.AnswerLoss) (*stack, *
 		readFile(t, sourceData+"github/requested_reviewers.json"))
 	gh.githubReviewsAndTeams(t, "[]", 404)
 	checks := mountChecks(gh, loss)
+	for _, f := range setup {
+		f(gh)
+	}
 	key := ""
 	if app {
 		key = appKeyPEM(t)
@@ -201,7 +204,7 @@ func TestGitLab_CommitStatusOnTheVersionsHead_LostAnswerFound(t *testing.T) {
 	gl.on("GET "+mr, "application/json", readFile(t, sourceData+"gitlab/merge_request.json"))
 	statuses := &devstack.GitLabStatuses{Project: "gitlabhq/gitlab-test"}
 	var loss devstack.AnswerLoss
-	loss.LoseAfter(http.MethodPost, "/statuses/", 1, 1) // the running one goes; the success's answer is lost
+	loss.LoseWith(http.MethodPost, "/statuses/", `"state":"success"`, 1) // the success's answer is lost
 	h := loss.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !statuses.Serve(w, r) {
 			http.Error(w, `{"message":"404 Not Found"}`, http.StatusNotFound)
@@ -235,7 +238,6 @@ func TestGitLab_CommitStatusOnTheVersionsHead_LostAnswerFound(t *testing.T) {
 	if n := len(emailsTo(t, s.env.SES, "user1@"+domain)); n != 1 {
 		t.Fatalf("user1 got %d emails, want 1", n)
 	}
-	postSent(t, s, "gitlab", "gitlabhq/gitlab-test!1", 1, "gitlab-status", channel.Started)
 	postSent(t, s, "gitlab", "gitlabhq/gitlab-test!1", 1, "gitlab-status", channel.Finished)
 }
 
@@ -291,5 +293,48 @@ func postSent(t *testing.T, s *stack, source, cl string, v int, ch string, phase
 	r, err := dynamo.NewPosts(s.fns.Base.DynamoDB, s.res.DeliveriesTable, time.Now).GetPost(context.Background(), id)
 	if err != nil || r.Status != channel.StatusSent || r.Receipt.Ref == "" {
 		t.Fatalf("%s %s v%d %s: %s %+v %v; want sent with a receipt", ch, cl, v, phase, r.Status, r.Receipt, err)
+	}
+}
+
+// A repository whose .criticizer.yaml (at the base) says
+// code_host_status: off gets no status on its change (its Started post
+// waits for the fetch stage's write, which carries the setting) and its
+// email as before.
+// Rules: R-CHANNEL-10.
+func TestRepoStatusOff_NoStatusLeftPending_EmailAsBefore(t *testing.T) {
+	t.Parallel()
+	var loss devstack.AnswerLoss
+	s, checks, octocat := codeHostStack(t, false, &loss, func(gh *fakeReviewAPI) {
+		gh.mu.Lock()
+		defer gh.mu.Unlock()
+		gh.routes["GET /repos/Codertocat/Hello-World/contents/.criticizer.yaml"] = func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("ref") != ghBaseSHA {
+				http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+				return
+			}
+			w.Header().Set("Content-Type", "application/vnd.github.raw+json")
+			_, _ = w.Write([]byte("code_host_status: off\n"))
+		}
+	})
+	j := s.accepted(s.push("opened-x3", githubPayloadAt(t, "pull_request.opened.json", xs[3], ghBaseSHA)), 1, job.StatusSucceeded)
+	id := channel.PostID(channel.VersionKeyOf("github", ghChangelist, 1), "github-status", channel.Finished)
+	var fin channel.Row
+	eventually(t, 60*time.Second, "the finished post settled", func() bool {
+		r, err := dynamo.NewPosts(s.fns.Base.DynamoDB, s.res.DeliveriesTable, time.Now).GetPost(context.Background(), id)
+		fin = r
+		return err == nil && r.Status.Done()
+	})
+	if !fin.Post.StatusOff {
+		t.Fatalf("the finished post %+v does not carry the repository's setting", fin.Post)
+	}
+	time.Sleep(2 * time.Second)
+	if st := checks.Statuses(xs[3]); len(st) > 0 {
+		t.Fatalf("statuses %+v; want none", st)
+	}
+	if len(j.Deliveries) == 0 {
+		t.Fatalf("job %+v has no deliveries", j)
+	}
+	if n := len(emailsTo(t, s.env.SES, octocat)); n != 1 {
+		t.Fatalf("%d emails; want 1", n)
 	}
 }

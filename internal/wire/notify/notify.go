@@ -38,6 +38,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	if err != nil {
 		return nil, err
 	}
+	// A repository's code_host_status: off is read by the fetch stage's
+	// write, which a Started announcement may beat.
+	p.StartedAfterFetch = len(hosts) > 0
 	o.Runner = append([]stage.Option{stage.WithMessageTime(MessageTime)}, o.Runner...)
 	return b.Runner(job.StageNotify, route(p, n.Handle), o)
 }
