@@ -24,6 +24,8 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/pkoukk/tiktoken-go v0.1.8
 	github.com/pkoukk/tiktoken-go-loader v0.0.2
+	github.com/standard-webhooks/standard-webhooks/libraries v1.3.0
+	github.com/yuin/goldmark v1.7.8
 	golang.org/x/net v0.62.0
 	gopkg.in/yaml.v3 v3.0.1
 )
@@ -49,5 +51,4 @@ require (
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/uuid v1.3.0 // indirect
-	github.com/standard-webhooks/standard-webhooks/libraries v1.3.0 // indirect
 )

@@ -79,6 +79,11 @@ type Post struct {
 	Findings   []critic.Finding
 	// JobURL is the job's status page, a status's link target.
 	JobURL string
+	// StatusOff: the repository turned off the status on its changes
+	// (.criticizer.yaml code_host_status: off, read at the base). A code
+	// host's channel posts nothing new for it, and only completes a
+	// status an earlier post left in progress (R-CHANNEL-10).
+	StatusOff bool
 	// Body is the channel's own rendering of the post (Renderer), as its
 	// row stored it when it was created: Send gets the same bytes on every
 	// try. Nil for a channel that renders nothing ahead.

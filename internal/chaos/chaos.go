@@ -240,6 +240,11 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 	gst := newGerritStack(run)
 	defer gst.g.Close()
 	cfg.Gerrit = config.Gerrit{WebhookToken: gst.token, APIURL: gst.g.URL(), Username: "criticizer", Password: "http-password"}
+	// The status on the change (codehost.go): a commit status on each
+	// head (a token's GitHub), a review message on the Gerrit change,
+	// some of their answers lost after the work.
+	cfg.Notify.CodeHost = config.CodeHost{Status: true}
+	loseCodeHost(gh, gst.g, len(pulls))
 	// Every review's posts go to a webhook destination that loses
 	// answers (hooks.go).
 	hd, err := newHookDest(c.Seed, c.Rate)
@@ -510,6 +515,7 @@ func Run(ctx context.Context, st Stack, c Config) (*Report, error) {
 		return nil, err
 	}
 	rep.HostSkipped = skippedJobs(ctx, chk.jobs().Get, hostJobs(pulls))
+	verifyCodeHost(ctx, chk.jobs().Get, gh, pulls, gst, rep)
 	verifyVersions(versions, host{repo: gh.Repo, pulls: pulls, gerrit: gst}, emails, ended, rep)
 	rep.LogLines, rep.LogLeaks, rep.DLQLeaks, rep.addrCount = logw.lines.Load(), needles.logHits(), needles.dlqHits(), len(needles.addrs)
 	rep.Duration = time.Since(start)

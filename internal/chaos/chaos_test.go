@@ -29,8 +29,10 @@ import (
 // exactly one confirmation and records its vote. Pull requests are
 // pushed through a GitHub stand-in late, at once and forced: each
 // reader gets what the code host's order owes them (R-OWED-1), a late
-// head answered stale or skipped (R-SOURCE-6).
-// Rules: R-DIGEST-2, R-OWED-1, R-SOURCE-6.
+// head answered stale or skipped (R-SOURCE-6). Each version's status on
+// the change is finished on its head, never lost nor posted twice, though
+// some of the code hosts' answers are lost (R-CHANNEL-14).
+// Rules: R-CHANNEL-14, R-DIGEST-2, R-OWED-1, R-SOURCE-6.
 func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	env := testenv.Stack(t)
 	var logs bytes.Buffer
@@ -68,6 +70,11 @@ func TestChaos_FixedSeed_ExactlyOnceOrDeadLettered(t *testing.T) {
 	}
 	if rep.Redriven == 0 {
 		t.Error("the feedback DLQ was never redriven")
+	}
+	// The status on the change (R-CHANNEL-14): statuses posted, some of
+	// their answers lost after the host took them.
+	if rep.CodeHostStatuses == 0 || rep.CodeHostLostAnswers == 0 {
+		t.Errorf("%d statuses on the change, %d answers lost: the code host's channels went untested", rep.CodeHostStatuses, rep.CodeHostLostAnswers)
 	}
 	if rep.Poisoned == 0 {
 		t.Fatal("no review with a malformed diff: the dead-letter path went untested")

@@ -95,6 +95,10 @@ type Report struct {
 	// stale.
 	HostPulls, HostHeads, HostStale int
 	HostSkipped                     int // versions the fetch stage placed behind a newer one's
+	// The status on the change (codehost.go): versions whose head shows
+	// a finished status (or message), lost (none, or left pending),
+	// posted twice; answers the stand-ins dropped after the work.
+	CodeHostStatuses, CodeHostLost, CodeHostDuplicates, CodeHostLostAnswers int
 	// The stacked Gerrit change (gerritstack.go), and the mails of it
 	// that reached its two reviewers.
 	GerritStacked, GerritMailed               int
@@ -163,6 +167,9 @@ func (r *Report) Failures() []string {
 	}
 	if r.OwedLost > 0 || r.OwedWrong > 0 {
 		f = append(f, fmt.Sprintf("owed: %d lost, %d wrong", r.OwedLost, r.OwedWrong))
+	}
+	if r.CodeHostLost > 0 || r.CodeHostDuplicates > 0 {
+		f = append(f, fmt.Sprintf("status on the change: %d lost, %d posted twice", r.CodeHostLost, r.CodeHostDuplicates))
 	}
 	if r.ForgedActed > 0 {
 		f = append(f, fmt.Sprintf("%d forged replies acted on", r.ForgedActed))
@@ -239,6 +246,8 @@ func (r *Report) Print(w io.Writer) {
 		r.HostPulls, r.HostHeads, r.HostStale, r.HostSkipped)
 	fmt.Fprintf(w, "owed, a stacked Gerrit change whose parent skips its author: %d, mailed to %d of its 2 reviewers, counted in the owed line above\n",
 		r.GerritStacked, r.GerritMailed)
+	fmt.Fprintf(w, "status on the change: %d versions show a finished commit status or review message (%d answers lost after the host took them); %d lost, %d posted twice\n",
+		r.CodeHostStatuses, r.CodeHostLostAnswers, r.CodeHostLost, r.CodeHostDuplicates)
 	fmt.Fprintln(w, r.hooks.line())
 	fmt.Fprintf(w, "leaks: %d log lines and %d dead letters scanned for %d addresses and 5 planted secrets: %d found\n",
 		r.LogLines, r.DLQMessages+r.FeedbackDLQ, r.addrCount, len(r.LogLeaks)+len(r.DLQLeaks))

@@ -49,6 +49,9 @@ func (c *Config) readSources(getenv func(string) string) error {
 		Token: getenv(EnvGitLabToken), APIURL: or(strings.TrimSpace(getenv(EnvGitLabAPIURL)), DefaultGitLabAPIURL)}
 	c.Gerrit = Gerrit{WebhookToken: getenv(EnvGerritWebhookToken), APIURL: strings.TrimSpace(getenv(EnvGerritAPIURL)),
 		Username: getenv(EnvGerritUsername), Password: getenv(EnvGerritPassword)}
+	if err := c.readCodeHost(getenv); err != nil {
+		return err
+	}
 	var err error
 	c.ReviewerDirectory, err = readDirectory(getenv(EnvReviewerDirectory))
 	return err

@@ -40,6 +40,8 @@ type LLM struct {
 // UncertainSend, which the feedback function, the sweeper or the operator
 // CLI read too, stay in Config.
 type Notify struct {
+	// CodeHost is the status posted on the change (codehost.go).
+	CodeHost CodeHost
 	// DeliveryLease is how long a claimed delivery is notify's
 	// (CRITICIZER_DELIVERY_LEASE).
 	DeliveryLease time.Duration

@@ -37,13 +37,20 @@ func Describe() Deployment {
 				Holds: []string{config.EnvWebhookSecret, config.EnvGitHubWebhookSecret, config.EnvGitLabWebhookToken, config.EnvGitLabSigningSecret,
 					config.EnvGerritWebhookToken, config.EnvAdminAPIKey}},
 			{ID: IDUnsubscribeSecret, Generate: config.EnvUnsubscribeKey, Length: UnsubscribeKeyLength,
-				Description: "Criticizer unsubscribe token signing key (CRITICIZER_UNSUBSCRIBE_KEY), read by intake and notify; when changing it, keep the old one here as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS or the links of emails already sent stop working; add CRITICIZER_OUTBOUND_WEBHOOKS (the signed webhook destinations, notify) as a key",
+				Description: "Criticizer unsubscribe token signing key (CRITICIZER_UNSUBSCRIBE_KEY), read by intake and notify; when changing it, keep the old one here as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS or the links of emails already sent stop working; add CRITICIZER_OUTBOUND_WEBHOOKS (the signed webhook destinations, notify) as a key, and with CodeHostStatus on the code host's token (or GitHub App) as in the FetchSecret",
 				Note:        "The unsubscribe token signing key, generated; read by intake (verifies /unsubscribe/{token}) and notify (mints links). Its own secret, so notify reads no webhook credentials.",
 				// CRITICIZER_OUTBOUND_WEBHOOKS: a secret of notify's own
 				// would put notify's environment over Lambda's 4 KB at the
 				// worst names (R-LIMIT-1); intake and reply, which read
 				// this one too, ignore it.
-				Holds: []string{config.EnvUnsubscribeKey, config.EnvUnsubscribeKeyPrevious, config.EnvOutboundWebhooks}},
+				// The code hosts' credentials, when CodeHostStatus is on:
+				// notify writes the status with them, and its environment
+				// has no room for the FetchSecret's ARN as well (R-LIMIT-1).
+				// Intake and reply, which read this secret too, could read
+				// them: the operator's choice, docs/sources.md.
+				Holds: []string{config.EnvUnsubscribeKey, config.EnvUnsubscribeKeyPrevious, config.EnvOutboundWebhooks,
+					config.EnvGitHubToken, config.EnvGitHubAppID, config.EnvGitHubAppInstallationID, config.EnvGitHubAppPrivateKey,
+					config.EnvGitLabToken, config.EnvGerritUsername, config.EnvGerritPassword}},
 			{ID: IDFetchSecret, Description: "Criticizer fetch secrets: a JSON object, e.g. CRITICIZER_GITHUB_TOKEN or CRITICIZER_GITHUB_APP_ID/PRIVATE_KEY, CRITICIZER_GITLAB_TOKEN, CRITICIZER_GERRIT_USERNAME/PASSWORD, CRITICIZER_REVIEWER_DIRECTORY",
 				Note: "fetch's secrets: an empty JSON object the operator fills (source API tokens, the reviewer directory).",
 				Holds: []string{config.EnvGitHubToken, config.EnvGitHubAppID, config.EnvGitHubAppInstallationID, config.EnvGitHubAppPrivateKey,
@@ -138,6 +145,9 @@ func parameters() []Param {
 			Env: config.EnvInboundDomain, Functions: []string{FnNotify, FnReply}, OmitEmpty: true,
 			DefaultNote: "— (replies off)",
 			Description: "the domain replies are received at, a domain verified in SES whose MX is inbound-smtp.<region>.amazonaws.com (CRITICIZER_INBOUND_DOMAIN); each email's Reply-To is reply+<key>@ it, and a receipt rule set is created for it, to be made active by hand (docs/deploy.md); empty: replies off, no Reply-To, no rule set"},
+		{Name: "CodeHostStatus", Default: "off", Allowed: []string{"off", "on"},
+			Env: config.EnvCodeHostStatus, Functions: []string{FnNotify},
+			Description: "on: each version's review is also posted on the change (a check run with a GitHub App, a commit status with a GitHub or GitLab token, a Gerrit review message) (CRITICIZER_CODE_HOST_STATUS, R-CHANNEL-10): add the code host's credentials to the UnsubscribeSecret too, which notify reads; a repository's code_host_status: off turns its own off"},
 		{Name: "LogLevel", Default: "info", Allowed: []string{"debug", "info", "warn", "error"},
 			Env: config.EnvLogLevel, Functions: all,
 			Description: "every function's LOG_LEVEL (metrics are written at every level)"},

@@ -3,12 +3,15 @@ package devstack
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // GerritStandIn is a Gerrit project as its REST API shows it to the
@@ -25,6 +28,9 @@ import (
 // answers (NewGerritProject, Recorded).
 type GerritStandIn struct {
 	Project string
+	// Loss drops answers after the work (its own server only; a mount
+	// wraps its handler with it).
+	Loss AnswerLoss
 
 	srv       *httptest.Server
 	mu        sync.Mutex
@@ -38,6 +44,24 @@ type GerritStandIn struct {
 	// patch of its own and a change with no reviewers of its own
 	// (Recorded).
 	recordedPatch, recordedReviewers []byte
+	// messages are each change's messages (review messages posted to
+	// it), labels the labels a review may vote on.
+	messages map[int][]GerritMessage
+	labels   []string
+	nextMsg  int
+}
+
+// GerritMessage is Gerrit's ChangeMessageInfo, with the votes the
+// review that posted it cast (Labels; not in Gerrit's answer).
+type GerritMessage struct {
+	ID             string         `json:"id"`
+	Tag            string         `json:"tag,omitempty"`
+	Author         GerritAccount  `json:"author"`
+	Date           string         `json:"date"`
+	Message        string         `json:"message"`
+	RevisionNumber int            `json:"_revision_number"`
+	Labels         map[string]int `json:"-"`
+	Notify         string         `json:"-"`
 }
 
 type gerritChange struct {
@@ -56,7 +80,7 @@ type GerritAccount struct {
 // NewGerritStandIn starts a stand-in for project on a server of its own.
 func NewGerritStandIn(project string) *GerritStandIn {
 	g := NewGerritProject(project)
-	g.srv = httptest.NewServer(g)
+	g.srv = httptest.NewServer(g.Loss.Wrap(g))
 	return g
 }
 
@@ -64,7 +88,87 @@ func NewGerritStandIn(project string) *GerritStandIn {
 // ServeHTTP answers the /a/ routes wherever it is mounted.
 func NewGerritProject(project string) *GerritStandIn {
 	return &GerritStandIn{Project: project, files: map[string]map[string]string{}, parent: map[string]string{},
-		branches: map[string]string{}, changes: map[int]*gerritChange{}, patches: map[string][]byte{}, reviewers: map[int][]GerritAccount{}}
+		branches: map[string]string{}, changes: map[int]*gerritChange{}, patches: map[string][]byte{}, reviewers: map[int][]GerritAccount{},
+		messages: map[int][]GerritMessage{}, labels: []string{"Code-Review"}}
+}
+
+// Labels sets the labels a review may vote on (Code-Review by default).
+func (g *GerritStandIn) Labels(names ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.labels = slices.Clone(names)
+}
+
+// Messages are change number's messages, oldest first.
+func (g *GerritStandIn) Messages(number int) []GerritMessage {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.messages[number])
+}
+
+// revision resolves a revision id of change c as Gerrit does: a patch
+// set number, a commit (its full name), or "current" (the highest patch
+// set).
+func (c *gerritChange) revision(id string) (int, string, bool) {
+	if ps, err := strconv.Atoi(id); err == nil {
+		sha, ok := c.patchSets[ps]
+		return ps, sha, ok
+	}
+	best, bestSHA := 0, ""
+	for ps, sha := range c.patchSets {
+		if (id == "current" && ps > best) || strings.EqualFold(sha, id) {
+			best, bestSHA = ps, sha
+		}
+	}
+	return best, bestSHA, best > 0
+}
+
+// review posts a review (ReviewInput: message, tag, labels, notify) on
+// patch set ps of change number as Gerrit does: the message stored as
+// "Patch Set N: <votes>\n\n<message>", a label the project lacks or a
+// vote out of -2..+2 refused with 400; it answers a ReviewResult.
+func (g *GerritStandIn) review(w http.ResponseWriter, r *http.Request, number, ps int) {
+	var in struct {
+		Message string         `json:"message"`
+		Tag     string         `json:"tag"`
+		Labels  map[string]int `json:"labels"`
+		Notify  string         `json:"notify"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		http.Error(w, "Invalid JSON: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	head := "Patch Set " + strconv.Itoa(ps) + ":"
+	names := make([]string, 0, len(in.Labels))
+	for l := range in.Labels {
+		names = append(names, l)
+	}
+	slices.Sort(names)
+	for _, l := range names {
+		v := in.Labels[l]
+		if !slices.Contains(g.labels, l) {
+			http.Error(w, "label \""+l+"\" is not a configured label", http.StatusBadRequest)
+			return
+		}
+		if v < -2 || v > 2 {
+			http.Error(w, "label \""+l+"\": "+strconv.Itoa(v)+" is not a valid value", http.StatusBadRequest)
+			return
+		}
+		if v > 0 {
+			head += " " + l + "+" + strconv.Itoa(v)
+		} else if v < 0 {
+			head += " " + l + strconv.Itoa(v)
+		}
+	}
+	if in.Message == "" && len(in.Labels) == 0 {
+		GerritJSON(w, map[string]any{})
+		return
+	}
+	g.nextMsg++
+	g.messages[number] = append(g.messages[number], GerritMessage{ID: fmt.Sprintf("%x", 0xc0ffee000+g.nextMsg), Tag: in.Tag,
+		Author: GerritAccount{Name: "Criticizer", Username: "criticizer"}, Date: time.Now().UTC().Format("2006-01-02 15:04:05.000000000"),
+		Message: head + "\n\n" + in.Message, RevisionNumber: ps, Labels: in.Labels, Notify: in.Notify})
+	GerritJSON(w, map[string]any{"labels": in.Labels})
 }
 
 // URL is the server's root (config.Gerrit.APIURL).
@@ -209,12 +313,19 @@ func (g *GerritStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 			_ = json.NewEncoder(w).Encode(g.reviewers[n])
+		case len(rest) == 1 && rest[0] == "messages" && r.Method == http.MethodGet:
+			msgs := g.messages[n]
+			if msgs == nil {
+				msgs = []GerritMessage{}
+			}
+			GerritJSON(w, msgs)
 		case len(rest) >= 3 && rest[0] == "revisions":
-			ps, _ := strconv.Atoi(rest[1])
-			sha, ok := c.patchSets[ps]
+			ps, sha, ok := c.revision(rest[1])
 			switch {
 			case !ok:
 				notFound()
+			case len(rest) == 3 && rest[2] == "review" && r.Method == http.MethodPost:
+				g.review(w, r, n, ps)
 			case len(rest) == 3 && rest[2] == "patch":
 				patch, ok := g.patches[sha]
 				if !ok {

@@ -130,13 +130,20 @@ func ServeCompare(w http.ResponseWriter, r *http.Request, repo, rest string, par
 // enough for the fetch stage (internal/source.GitHub): the compare API
 // from a commit history (each head's diff is the one pushed with it), the
 // requested reviewers of each pull request, no reviews, and 404 for every
-// file (no settings, R-REPO-1). The chaos campaign pushes through it
+// file (no settings, R-REPO-1); and for the code-host channels
+// (internal/codehost) its check runs and commit statuses (GitHubChecks),
+// with answers lost after the work on demand (Loss). The chaos campaign pushes through it
 // (internal/chaos, the code host's versions part); the e2e tests have
 // their own recorded stand-in (internal/e2e) and share CompareCommits.
 type GitHubStandIn struct {
 	// Repo is the repository's full name, "owner/name"; Base the
 	// commit its branches start at.
 	Repo, Base string
+
+	// Checks are its check runs and commit statuses (on commits it
+	// holds), Loss the answers it drops after the work.
+	Checks *GitHubChecks
+	Loss   AnswerLoss
 
 	srv       *httptest.Server
 	mu        sync.Mutex
@@ -149,7 +156,13 @@ type GitHubStandIn struct {
 // base.
 func NewGitHubStandIn(repo, base string) *GitHubStandIn {
 	g := &GitHubStandIn{Repo: repo, Base: base, parents: map[string]string{base: ""}, diffs: map[string][]byte{}, reviewers: map[int][]string{}}
-	g.srv = httptest.NewServer(g)
+	g.Checks = &GitHubChecks{Repo: repo, Known: func(sha string) bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		_, ok := g.parents[sha]
+		return ok
+	}}
+	g.srv = httptest.NewServer(g.Loss.Wrap(g))
 	return g
 }
 
@@ -175,6 +188,9 @@ func (g *GitHubStandIn) RequestReviewers(pr int, logins ...string) {
 }
 
 func (g *GitHubStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.Checks.Serve(w, r) {
+		return
+	}
 	prefix := "/repos/" + g.Repo + "/"
 	rest, ok := strings.CutPrefix(r.URL.Path, prefix)
 	if r.Method != http.MethodGet || !ok {

@@ -19,6 +19,10 @@ type RepoSettings struct {
 	// Language is the language the critique is written in ("" for the
 	// model's default, English).
 	Language string `json:"language,omitempty"`
+	// CodeHostStatusOff: the repository turned off the status Criticizer
+	// posts on its changes (code_host_status: off). It can only turn it
+	// off: the deployment turns it on (R-CHANNEL-10).
+	CodeHostStatusOff bool `json:"code_host_status_off,omitempty"`
 }
 
 // PathInstruction is one entry of RepoSettings.Instructions.
@@ -29,5 +33,5 @@ type PathInstruction struct {
 
 // Empty reports whether s asks nothing of the review.
 func (s *RepoSettings) Empty() bool {
-	return s == nil || (len(s.Ignore) == 0 && len(s.Instructions) == 0 && s.MinSeverity == "" && s.Language == "")
+	return s == nil || (len(s.Ignore) == 0 && len(s.Instructions) == 0 && s.MinSeverity == "" && s.Language == "" && !s.CodeHostStatusOff)
 }

@@ -51,7 +51,7 @@ func Rules() []Rule {
 			// They classify the SDK's errors through internal/retry (smithy's
 			// error types), and call no AWS service.
 			Name:   "the critic, votes, mail and the stage runner link no AWS service client",
-			From:   []string{"internal/critic", "internal/vote", "internal/mail", "internal/stage", "internal/deadletter", "internal/source", "internal/retry"},
+			From:   []string{"internal/critic", "internal/vote", "internal/mail", "internal/stage", "internal/deadletter", "internal/source", "internal/retry", "internal/codehost"},
 			Deps:   true,
 			Forbid: []string{"github.com/aws/aws-sdk-go-v2/service/..."},
 		},

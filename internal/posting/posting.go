@@ -72,6 +72,11 @@ type Posting struct {
 	// MaxFindings bounds the findings in a post (DefaultMaxFindings if
 	// zero); a post says how many more there were.
 	MaxFindings int
+	// StartedAfterFetch makes a Started announcement wait for the fetch
+	// stage's write, which carries the repository's settings: a code
+	// host's channel must see its code_host_status: off (R-CHANNEL-10).
+	// Off, Started is posted as soon as it is announced.
+	StartedAfterFetch bool
 	// Tokens makes claim tokens; nil draws them from crypto/rand.
 	Tokens func(ctx context.Context) string
 	// Now is the store's clock, leases are judged by (time.Now if nil).
@@ -222,6 +227,14 @@ func (p *Posting) announced(ctx context.Context, m job.Message) error {
 	if err != nil {
 		return err
 	}
+	if p.StartedAfterFetch && phase == channel.Started && j.Stage == job.StageFetch && !j.Status.Terminal() {
+		// The fetch stage announces Started just before the write that
+		// places the version, which carries its repository's settings
+		// (code_host_status: off among them, R-CHANNEL-10): the rows are
+		// made once that write is in.
+		return retry.WithRetryAfter(retry.Transient(retry.AwaitingEvidence,
+			fmt.Errorf("job %s: started post before the fetch stage's write", j.ID)), StartedWait)
+	}
 	var outcome channel.Outcome
 	var reason string
 	if phase == channel.Finished {
@@ -246,6 +259,10 @@ func ID(versionKey, ch string, phase channel.Phase, outcome channel.Outcome) str
 	return channel.PostID(versionKey, ch, phase)
 }
 
+// StartedWait is how long a Started announcement that came before the
+// fetch stage's write waits before it looks again.
+const StartedWait = time.Second
+
 // Message is the notify queue's message for a post row.
 func Message(r channel.Row) job.Message {
 	return job.Message{JobID: r.JobID, Stage: job.StageNotify, Task: job.TaskPost, Delivery: r.ID}
@@ -265,6 +282,7 @@ func (p *Posting) build(ctx context.Context, j job.Job, phase channel.Phase, out
 	if p.JobLink != nil {
 		post.JobURL = p.JobLink(j.ID)
 	}
+	post.StatusOff = j.Settings != nil && j.Settings.CodeHostStatusOff
 	if phase != channel.Finished {
 		return post, nil
 	}

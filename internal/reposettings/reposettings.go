@@ -65,6 +65,10 @@ type file struct {
 	SkipLabels   []string      `yaml:"skip_labels"`
 	MinSeverity  string        `yaml:"min_severity"`
 	Language     string        `yaml:"language"`
+	// CodeHostStatus is "on" or "off": off turns off the status on the
+	// change for this repository; on asks for nothing the deployment has
+	// not turned on (R-CHANNEL-10).
+	CodeHostStatus string `yaml:"code_host_status"`
 }
 
 type instruction struct {
@@ -74,7 +78,7 @@ type instruction struct {
 
 // Keys are the file's keys, in the order the documentation gives them.
 func Keys() []string {
-	return []string{"ignore", "instructions", "skip_authors", "skip_labels", "min_severity", "language"}
+	return []string{"ignore", "instructions", "skip_authors", "skip_labels", "min_severity", "language", "code_host_status"}
 }
 
 // refusedKeys are keys a repository might try in order to choose who is
@@ -157,6 +161,13 @@ func (f file) validate() (Settings, []string) {
 	var problems []string
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	var s Settings
+	switch strings.ToLower(strings.TrimSpace(f.CodeHostStatus)) {
+	case "", "on", "true":
+	case "off", "false":
+		s.CodeHostStatusOff = true
+	default:
+		bad("code_host_status is %q; want on or off", f.CodeHostStatus)
+	}
 	if len(f.Ignore) > MaxGlobs {
 		bad("ignore has %d globs, at most %d are allowed", len(f.Ignore), MaxGlobs)
 	}

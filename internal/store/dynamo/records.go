@@ -160,6 +160,8 @@ type repoSettingsRecord struct {
 	Instructions []pathInstructionRecord `dynamodbav:"instructions,omitempty"`
 	MinSeverity  string                  `dynamodbav:"min_severity,omitempty"`
 	Language     string                  `dynamodbav:"language,omitempty"`
+	// CodeHostStatusOff: the repository's code_host_status: off.
+	CodeHostStatusOff bool `dynamodbav:"code_host_status_off,omitempty"`
 }
 
 // pathInstructionRecord is job.PathInstruction as stored.

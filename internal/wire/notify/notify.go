@@ -31,10 +31,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	}
 	// The channels other than email: their tasks share the queue, never
 	// the email run (R-CHANNEL-4).
-	p, err := Posting(b.Config, b, log)
+	hosts, err := CodeHost(b.Config, b.Now, log)
 	if err != nil {
 		return nil, err
 	}
+	p, err := Posting(b.Config, b, log, hosts...)
+	if err != nil {
+		return nil, err
+	}
+	// A repository's code_host_status: off is read by the fetch stage's
+	// write, which a Started announcement may beat.
+	p.StartedAfterFetch = len(hosts) > 0
 	o.Runner = append([]stage.Option{stage.WithMessageTime(MessageTime)}, o.Runner...)
 	return b.Runner(job.StageNotify, route(p, n.Handle), o)
 }
