@@ -46,9 +46,13 @@ type Enqueuer interface {
 }
 
 // Bounds on what an outsider's diff, through the model, can make a post
-// carry (R-CHANNEL-7): findings per post, bytes per finding's text.
+// carry (R-CHANNEL-7): findings per post, bytes per finding's text. A post
+// carries as many findings as a critique may hold (R-BOUND-1), so a check
+// run annotates every finding the email shows, 50 a request; each
+// channel's renderer bounds its own body (a webhook's omits findings to
+// stay under its size, and says how many).
 const (
-	DefaultMaxFindings = 50
+	DefaultMaxFindings = critic.MaxFindingsTotal
 	MaxFindingText     = 2000
 	// MaxChannels bounds the destinations a deployment may configure.
 	MaxChannels = 16

@@ -348,7 +348,7 @@ func TestPosting_FindingsBounded(t *testing.T) {
 	h := &host{name: "webhook:chat", lookless: true}
 	r := newRig(t, h)
 	var c critic.Critique
-	for i := 0; i < 60; i++ {
+	for i := 0; i < posting.DefaultMaxFindings+10; i++ {
 		c.Findings = append(c.Findings, critic.Finding{File: "a.go", Line: i + 1, Severity: critic.SeverityWarning,
 			Message: string(bytes.Repeat([]byte("é"), 3000))})
 	}
@@ -361,7 +361,7 @@ func TestPosting_FindingsBounded(t *testing.T) {
 		t.Fatal(errs)
 	}
 	p := h.got[0]
-	if len(p.Findings) != posting.DefaultMaxFindings || p.Counts.Warning != 60 {
+	if len(p.Findings) != posting.DefaultMaxFindings || p.Counts.Warning != posting.DefaultMaxFindings+10 {
 		t.Fatalf("%d findings, counts %+v", len(p.Findings), p.Counts)
 	}
 	if m := p.Findings[0].Message; len(m) > posting.MaxFindingText+len("…") {
