@@ -158,3 +158,39 @@ func TestBootstrapEnvs_ReplyReadsItsKeyFromItsSecret(t *testing.T) {
 		t.Errorf("llm is given %s, which its deployment does not give it", config.EnvDeliveriesTable)
 	}
 }
+
+// A deployment without a channel other than email gives no function
+// CRITICIZER_CHANNELS, so no stage announces (the calls of an email-only
+// deployment); with webhook destinations or the code host's status, the
+// template's parameters give it to fetch, llm and notify, and to no
+// other function.
+// Rules: R-CHANNEL-15, R-DEPLOY-4.
+func TestFunctionConfigs_ChannelsOnlyWithAChannel(t *testing.T) {
+	tpl, err := DeployedTemplate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := PlaceholderResources("envtest")
+	announcing := map[string]bool{deploy.FnFetch: true, deploy.FnLLM: true, deploy.FnNotify: true}
+	for _, tc := range []struct {
+		name string
+		set  func(*config.Config)
+		on   bool
+	}{
+		{"email only", func(*config.Config) {}, false},
+		{"webhooks", func(c *config.Config) { c.OutboundWebhooks = `[]` }, true},
+		{"code host status", func(c *config.Config) { c.Notify.CodeHost.Status = true }, true},
+	} {
+		cfg := sharedSettings(t, res)
+		tc.set(&cfg)
+		fc, err := FunctionConfigs(tpl, res, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fn := range deploy.Describe().Names() {
+			if want := tc.on && announcing[fn]; fc[fn].Channels != want {
+				t.Errorf("%s: %s has %s %v, want %v", tc.name, fn, config.EnvChannels, fc[fn].Channels, want)
+			}
+		}
+	}
+}
