@@ -37,18 +37,16 @@ func Describe() Deployment {
 				Holds: []string{config.EnvWebhookSecret, config.EnvGitHubWebhookSecret, config.EnvGitLabWebhookToken, config.EnvGitLabSigningSecret,
 					config.EnvGerritWebhookToken, config.EnvAdminAPIKey}},
 			{ID: IDUnsubscribeSecret, Generate: config.EnvUnsubscribeKey, Length: UnsubscribeKeyLength,
-				Description: "Criticizer unsubscribe token signing key (CRITICIZER_UNSUBSCRIBE_KEY), read by intake and notify; when changing it, keep the old one here as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS or the links of emails already sent stop working; add CRITICIZER_OUTBOUND_WEBHOOKS (the signed webhook destinations, notify) as a key, and with CodeHostStatus on the code host's token (or GitHub App) as in the FetchSecret",
-				Note:        "The unsubscribe token signing key, generated; read by intake (verifies /unsubscribe/{token}) and notify (mints links). Its own secret, so notify reads no webhook credentials.",
-				// CRITICIZER_OUTBOUND_WEBHOOKS: a secret of notify's own
-				// would put notify's environment over Lambda's 4 KB at the
-				// worst names (R-LIMIT-1); intake and reply, which read
-				// this one too, ignore it.
-				// The code hosts' credentials, when CodeHostStatus is on:
-				// notify writes the status with them, and its environment
-				// has no room for the FetchSecret's ARN as well (R-LIMIT-1).
-				// Intake and reply, which read this secret too, could read
-				// them: the operator's choice, docs/sources.md.
-				Holds: []string{config.EnvUnsubscribeKey, config.EnvUnsubscribeKeyPrevious, config.EnvOutboundWebhooks,
+				Description: "Criticizer unsubscribe token signing key (CRITICIZER_UNSUBSCRIBE_KEY), read by intake, notify and reply; when changing it, keep the old one here as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS or the links of emails already sent stop working",
+				Note:        "The unsubscribe key, generated; read by intake (verifies /unsubscribe/{token}), notify (mints links) and reply. Only the key: what notify alone reads is in the NotifySecret.",
+				Holds:       []string{config.EnvUnsubscribeKey, config.EnvUnsubscribeKeyPrevious}},
+			// notify's own: intake and reply, which read the key, never
+			// read the channels' credentials (R-DEPLOY-5). Its ARN beside
+			// the key's fits notify's 4 KB (R-LIMIT-1) as CloudFormation
+			// names an unnamed secret (cfn.generatedSecretName).
+			{ID: IDNotifySecret, Description: "Criticizer notify secrets: a JSON object, e.g. CRITICIZER_OUTBOUND_WEBHOOKS (the signed webhook destinations) and, with CodeHostStatus on, the code host's CRITICIZER_GITHUB_TOKEN or CRITICIZER_GITHUB_APP_ID/INSTALLATION_ID/PRIVATE_KEY, CRITICIZER_GITLAB_TOKEN, CRITICIZER_GERRIT_USERNAME/PASSWORD as in the FetchSecret",
+				Note: "notify's secrets: an empty JSON object the operator fills (webhook destinations, the code host's credentials for the status on the change).",
+				Holds: []string{config.EnvOutboundWebhooks,
 					config.EnvGitHubToken, config.EnvGitHubAppID, config.EnvGitHubAppInstallationID, config.EnvGitHubAppPrivateKey,
 					config.EnvGitLabToken, config.EnvGerritUsername, config.EnvGerritPassword}},
 			{ID: IDFetchSecret, Description: "Criticizer fetch secrets: a JSON object, e.g. CRITICIZER_GITHUB_TOKEN or CRITICIZER_GITHUB_APP_ID/PRIVATE_KEY, CRITICIZER_GITLAB_TOKEN, CRITICIZER_GERRIT_USERNAME/PASSWORD, CRITICIZER_REVIEWER_DIRECTORY",
@@ -147,7 +145,7 @@ func parameters() []Param {
 			Description: "the domain replies are received at, a domain verified in SES whose MX is inbound-smtp.<region>.amazonaws.com (CRITICIZER_INBOUND_DOMAIN); each email's Reply-To is reply+<key>@ it, and a receipt rule set is created for it, to be made active by hand (docs/deploy.md); empty: replies off, no Reply-To, no rule set"},
 		{Name: "CodeHostStatus", Default: "off", Allowed: []string{"off", "on"},
 			Env: config.EnvCodeHostStatus, Functions: []string{FnNotify},
-			Description: "on: each version's review is also posted on the change (a check run with a GitHub App, a commit status with a GitHub or GitLab token, a Gerrit review message) (CRITICIZER_CODE_HOST_STATUS, R-CHANNEL-10): add the code host's credentials to the UnsubscribeSecret too, which notify reads; a repository's code_host_status: off turns its own off"},
+			Description: "on: each version's review is also posted on the change (a check run with a GitHub App, a commit status with a GitHub or GitLab token, a Gerrit review message) (CRITICIZER_CODE_HOST_STATUS, R-CHANNEL-10): add the code host's credentials to the NotifySecret too, which notify alone reads; a repository's code_host_status: off turns its own off"},
 		{Name: "OutboundWebhooks", Default: "off", Allowed: []string{"off", "on"},
 			Description: "on: notify's secret names signed webhook destinations (CRITICIZER_OUTBOUND_WEBHOOKS, R-CHANNEL-8); the template cannot read that secret, so this says it has them: with it or CodeHostStatus on, fetch, llm and notify announce each version's phases to notify (CRITICIZER_CHANNELS, R-CHANNEL-15); off with neither, a review makes an email-only deployment's calls"},
 		{Name: "LogLevel", Default: "info", Allowed: []string{"debug", "info", "warn", "error"},
@@ -359,8 +357,9 @@ func functions() []Function {
 			Env: []Var{jobs, deliveries, qURL(notify), dlqURL(notify), receives, configSet, channels,
 				{Name: config.EnvDeliveryLease, Value: Lit(dur(config.DefaultDeliveryLease))}, margin,
 				{Name: config.EnvPublicURL, Value: GetAtt(IDHTTPAPI, "ApiEndpoint"), Note: "unsubscribe and vote links are built under the API's URL"}},
-			// The unsubscribe key: it signs the links.
-			Secrets: []string{IDUnsubscribeSecret},
+			// The unsubscribe key (it signs the links), and its own: the
+			// webhook destinations and the code host's credentials.
+			Secrets: []string{IDUnsubscribeSecret, IDNotifySecret},
 			Grants: []Grant{
 				withNote(readWriteTable(IDJobsTable), "the read includes BatchGetItem: recipients' PREF#/SUPP# items; and the send-rate windows"),
 				readWriteTable(IDDeliveriesTable),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -191,6 +192,48 @@ func TestFunctionConfigs_ChannelsOnlyWithAChannel(t *testing.T) {
 			if want := tc.on && announcing[fn]; fc[fn].Channels != want {
 				t.Errorf("%s: %s has %s %v, want %v", tc.name, fn, config.EnvChannels, fc[fn].Channels, want)
 			}
+		}
+	}
+}
+
+// Each secret a function reads holds only settings it uses: the webhook
+// destinations and the code host's credentials reach notify (its own
+// NotifySecret) and, for the credentials, fetch (the FetchSecret); intake
+// and reply, which read the unsubscribe key beside notify, get the key
+// and nothing of the channels'.
+// Rules: R-DEPLOY-5, R-DEPLOY-4.
+func TestFunctionConfigs_ChannelSecretsOnlyToTheirReaders(t *testing.T) {
+	tpl, err := DeployedTemplate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := PlaceholderResources("envtest")
+	cfg, err := sharedSettings(t, res).ApplySecrets(map[string]string{
+		config.EnvOutboundWebhooks: `[]`, config.EnvGitHubToken: "ghp_" + strings.Repeat("x", 36),
+		config.EnvGitLabToken: "glpat-" + strings.Repeat("x", 20), config.EnvGerritPassword: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, err := FunctionConfigs(tpl, res, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	channelKeys := []string{config.EnvOutboundWebhooks, config.EnvGitHubToken, config.EnvGitLabToken, config.EnvGerritPassword}
+	want := map[string][]string{
+		deploy.FnNotify: channelKeys,
+		deploy.FnFetch:  {config.EnvGitHubToken, config.EnvGitLabToken, config.EnvGerritPassword},
+	}
+	for _, fn := range deploy.Describe().Names() {
+		held := fc[fn].Secrets()
+		for _, k := range channelKeys {
+			if _, got := held[k]; got != slices.Contains(want[fn], k) {
+				t.Errorf("%s reads %s: %v, want %v", fn, k, got, !got)
+			}
+		}
+	}
+	for _, fn := range []string{deploy.FnIntake, deploy.FnNotify, deploy.FnReply} {
+		if fc[fn].UnsubscribeKey != LocalUnsubscribeKey {
+			t.Errorf("%s has no unsubscribe key", fn)
 		}
 	}
 }
