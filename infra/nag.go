@@ -132,6 +132,7 @@ func applyNagSuppressions(s *Stack, d deploy.Deployment, cfg Config) {
 	suppress(deploy.IDUnsubscribeSecret, supUnsubscribeKeyRotation)
 	suppress(deploy.IDFetchSecret, supStageSecretRotation)
 	suppress(deploy.IDCriticSecret, supStageSecretRotation)
+	suppress(deploy.IDNotifySecret, supStageSecretRotation)
 }
 
 // grantSuppressions are the IAM5 suppressions of f's grants that say why

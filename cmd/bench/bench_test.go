@@ -103,7 +103,9 @@ func TestCounter_IntakeUniqueIsOneTransactionOfThreeItems(t *testing.T) {
 // The whole pipeline makes exactly the design's minimum of AWS calls for a
 // job with two recipients (docs/benchmarks.md: 15 + 5R per job;
 // R-INTAKE-1, R-INTAKE-3, R-OUTBOX-1, R-OUTBOX-3 and R-OUTBOX-8 say why
-// each call is needed). A redundant read or write fails it.
+// each call is needed). A redundant read or write fails it. The stack
+// has no channel other than email, so no stage announces a post
+// (R-CHANNEL-15): what channels add is docs/benchmarks.md's.
 //
 // The send-rate limiter is off here: its one UpdateItem per send becomes two
 // when a window is full or DynamoDB Local answers a slot late (it then takes

@@ -104,6 +104,10 @@ type Config struct {
 	// private addresses (the local stack only) (outhooks.go).
 	OutboundWebhooks     string
 	AllowPrivateWebhooks bool
+	// Channels is CRITICIZER_CHANNELS: the deployment has a channel other
+	// than email (a webhook destination, the code host's status), so the
+	// stages announce each version's phases to notify (channels.go).
+	Channels bool
 	// DiffURLPorts are the ports a diff_url may use; nil means 80 and 443,
 	// a single 0 any port (CRITICIZER_DIFF_URL_PORTS, "*").
 	DiffURLPorts []int

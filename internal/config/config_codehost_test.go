@@ -32,3 +32,27 @@ func TestCodeHost_OffByDefault_OnOptIn(t *testing.T) {
 		}
 	}
 }
+
+// CRITICIZER_CHANNELS is off unless set on; a bad value is refused.
+// Rules: R-CHANNEL-15.
+func TestChannels_OffByDefault_OnOptIn(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "off": false, "on": true, "ON": true} {
+		c, err := config.FromEnv(func(k string) string {
+			if k == config.EnvChannels {
+				return v
+			}
+			return ""
+		})
+		if err != nil || c.Channels != want {
+			t.Errorf("%s=%q: %v, %v; want %v", config.EnvChannels, v, c.Channels, err, want)
+		}
+	}
+	if _, err := config.FromEnv(func(k string) string {
+		if k == config.EnvChannels {
+			return "maybe"
+		}
+		return ""
+	}); err == nil {
+		t.Errorf("%s=maybe accepted", config.EnvChannels)
+	}
+}

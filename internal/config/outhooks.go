@@ -17,6 +17,13 @@ const (
 	// deployment refuses them (internal/safehttp), as it refuses such
 	// diff URLs.
 	EnvAllowPrivateWebhookURLs = "CRITICIZER_ALLOW_PRIVATE_WEBHOOK_URLS"
+	// EnvChannels (on or off, the default) says the deployment has a
+	// channel other than email: fetch, llm and notify then send notify a
+	// post task at each version's phases (R-CHANNEL-4). Off, a review
+	// makes exactly the calls of an email-only deployment (R-CHANNEL-15):
+	// the template sets it from the OutboundWebhooks and CodeHostStatus
+	// parameters, as the destinations live in a secret it cannot read.
+	EnvChannels = "CRITICIZER_CHANNELS"
 )
 
 // readOutboundWebhooks reads the destinations (checked by the notify
@@ -31,5 +38,7 @@ func (c *Config) readOutboundWebhooks(getenv func(string) string) error {
 			return fmt.Errorf("%s: want true or false", EnvAllowPrivateWebhookURLs)
 		}
 	}
-	return nil
+	var err error
+	c.Channels, err = onOff(getenv, EnvChannels)
+	return err
 }

@@ -37,18 +37,16 @@ func Describe() Deployment {
 				Holds: []string{config.EnvWebhookSecret, config.EnvGitHubWebhookSecret, config.EnvGitLabWebhookToken, config.EnvGitLabSigningSecret,
 					config.EnvGerritWebhookToken, config.EnvAdminAPIKey}},
 			{ID: IDUnsubscribeSecret, Generate: config.EnvUnsubscribeKey, Length: UnsubscribeKeyLength,
-				Description: "Criticizer unsubscribe token signing key (CRITICIZER_UNSUBSCRIBE_KEY), read by intake and notify; when changing it, keep the old one here as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS or the links of emails already sent stop working; add CRITICIZER_OUTBOUND_WEBHOOKS (the signed webhook destinations, notify) as a key, and with CodeHostStatus on the code host's token (or GitHub App) as in the FetchSecret",
-				Note:        "The unsubscribe token signing key, generated; read by intake (verifies /unsubscribe/{token}) and notify (mints links). Its own secret, so notify reads no webhook credentials.",
-				// CRITICIZER_OUTBOUND_WEBHOOKS: a secret of notify's own
-				// would put notify's environment over Lambda's 4 KB at the
-				// worst names (R-LIMIT-1); intake and reply, which read
-				// this one too, ignore it.
-				// The code hosts' credentials, when CodeHostStatus is on:
-				// notify writes the status with them, and its environment
-				// has no room for the FetchSecret's ARN as well (R-LIMIT-1).
-				// Intake and reply, which read this secret too, could read
-				// them: the operator's choice, docs/sources.md.
-				Holds: []string{config.EnvUnsubscribeKey, config.EnvUnsubscribeKeyPrevious, config.EnvOutboundWebhooks,
+				Description: "Criticizer unsubscribe token signing key (CRITICIZER_UNSUBSCRIBE_KEY), read by intake, notify and reply; when changing it, keep the old one here as CRITICIZER_UNSUBSCRIBE_KEY_PREVIOUS or the links of emails already sent stop working",
+				Note:        "The unsubscribe key, generated; read by intake (verifies /unsubscribe/{token}), notify (mints links) and reply. Only the key: what notify alone reads is in the NotifySecret.",
+				Holds:       []string{config.EnvUnsubscribeKey, config.EnvUnsubscribeKeyPrevious}},
+			// notify's own: intake and reply, which read the key, never
+			// read the channels' credentials (R-DEPLOY-5). Its ARN beside
+			// the key's fits notify's 4 KB (R-LIMIT-1) as CloudFormation
+			// names an unnamed secret (cfn.generatedSecretName).
+			{ID: IDNotifySecret, Description: "Criticizer notify secrets: a JSON object, e.g. CRITICIZER_OUTBOUND_WEBHOOKS (the signed webhook destinations) and, with CodeHostStatus on, the code host's CRITICIZER_GITHUB_TOKEN or CRITICIZER_GITHUB_APP_ID/INSTALLATION_ID/PRIVATE_KEY, CRITICIZER_GITLAB_TOKEN, CRITICIZER_GERRIT_USERNAME/PASSWORD as in the FetchSecret",
+				Note: "notify's secrets: an empty JSON object the operator fills (webhook destinations, the code host's credentials for the status on the change).",
+				Holds: []string{config.EnvOutboundWebhooks,
 					config.EnvGitHubToken, config.EnvGitHubAppID, config.EnvGitHubAppInstallationID, config.EnvGitHubAppPrivateKey,
 					config.EnvGitLabToken, config.EnvGerritUsername, config.EnvGerritPassword}},
 			{ID: IDFetchSecret, Description: "Criticizer fetch secrets: a JSON object, e.g. CRITICIZER_GITHUB_TOKEN or CRITICIZER_GITHUB_APP_ID/PRIVATE_KEY, CRITICIZER_GITLAB_TOKEN, CRITICIZER_GERRIT_USERNAME/PASSWORD, CRITICIZER_REVIEWER_DIRECTORY",
@@ -147,7 +145,9 @@ func parameters() []Param {
 			Description: "the domain replies are received at, a domain verified in SES whose MX is inbound-smtp.<region>.amazonaws.com (CRITICIZER_INBOUND_DOMAIN); each email's Reply-To is reply+<key>@ it, and a receipt rule set is created for it, to be made active by hand (docs/deploy.md); empty: replies off, no Reply-To, no rule set"},
 		{Name: "CodeHostStatus", Default: "off", Allowed: []string{"off", "on"},
 			Env: config.EnvCodeHostStatus, Functions: []string{FnNotify},
-			Description: "on: each version's review is also posted on the change (a check run with a GitHub App, a commit status with a GitHub or GitLab token, a Gerrit review message) (CRITICIZER_CODE_HOST_STATUS, R-CHANNEL-10): add the code host's credentials to the UnsubscribeSecret too, which notify reads; a repository's code_host_status: off turns its own off"},
+			Description: "on: each version's review is also posted on the change (a check run with a GitHub App, a commit status with a GitHub or GitLab token, a Gerrit review message) (CRITICIZER_CODE_HOST_STATUS, R-CHANNEL-10): add the code host's credentials to the NotifySecret too, which notify alone reads; a repository's code_host_status: off turns its own off"},
+		{Name: "OutboundWebhooks", Default: "off", Allowed: []string{"off", "on"},
+			Description: "on: notify's secret names signed webhook destinations (CRITICIZER_OUTBOUND_WEBHOOKS, R-CHANNEL-8); the template cannot read that secret, so this says it has them: with it or CodeHostStatus on, fetch, llm and notify announce each version's phases to notify (CRITICIZER_CHANNELS, R-CHANNEL-15); off with neither, a review makes an email-only deployment's calls"},
 		{Name: "LogLevel", Default: "info", Allowed: []string{"debug", "info", "warn", "error"},
 			Env: config.EnvLogLevel, Functions: all,
 			Description: "every function's LOG_LEVEL (metrics are written at every level)"},
@@ -174,6 +174,7 @@ func conditions(params []Param) []NamedCondition {
 		{Name: "HasSesIdentity", Cond: notEmpty("SesIdentity")},
 		{Name: "ReserveNotify", Cond: Not(Equals(Ref("NotifyReservedConcurrency"), Lit("0")))},
 		{Name: "HasAlarmEmail", Cond: notEmpty("AlarmEmail")},
+		{Name: "HasChannels", Cond: Or(Equals(Ref("OutboundWebhooks"), Lit("on")), Equals(Ref("CodeHostStatus"), Lit("on")))},
 	}
 	for _, p := range params {
 		if p.OmitEmpty {
@@ -287,6 +288,11 @@ func functions() []Function {
 	receives := Var{Name: config.EnvMaxReceiveCount, Value: Lit(strconv.Itoa(MaxReceiveCount)), Note: "the queue's maxReceiveCount (R-STAGE-10)"}
 	margin := Var{Name: config.EnvEvidenceMargin, Value: Lit(dur(config.DefaultEvidenceMargin))}
 	configSet := Var{Name: config.EnvConfigurationSet, Value: Ref(IDConfigurationSet)}
+	// channels is set only when the deployment has a channel other than
+	// email: without, the stages send no post task (R-CHANNEL-15), and
+	// the variable takes no room.
+	channels := Var{Name: config.EnvChannels, Value: If("HasChannels", Lit("on"), NoValue()),
+		Note: "a channel other than email (OutboundWebhooks or CodeHostStatus on): announce each version's phases (R-CHANNEL-15)"}
 	fetch, llm, notify := job.StageFetch, job.StageLLM, job.StageNotify
 
 	return []Function{
@@ -302,7 +308,7 @@ func functions() []Function {
 				send("", q(fetch)),
 			}, objects("its diffs", "diffs/*", false, "s3:PutObject")...)},
 		{Name: FnFetch, MemoryMB: 256, Timeout: 60, Queue: string(fetch), Description: "fetch stage: changelist diff into the payload bucket",
-			Env: []Var{jobs, bucket, qURL(fetch), dlqURL(fetch), receives, qURL(llm),
+			Env: []Var{jobs, bucket, qURL(fetch), dlqURL(fetch), receives, qURL(llm), channels,
 				withVarNote(qURL(notify), "a reviewer requested after the version was mailed: its job goes back to notify")},
 			Secrets: []string{IDFetchSecret},
 			Grants: append([]Grant{
@@ -319,7 +325,7 @@ func functions() []Function {
 		{Name: FnLLM, MemoryMB: 512, Timeout: LLMTimeout, Queue: string(llm), BatchSize: 1, MaxConcurrency: LLMMaxConcurrency,
 			Description: "llm stage: the critic reviews the diff",
 			Note:        "One message per invocation: the model's worst case (CRITICIZER_MODEL_TIMEOUT) and the work around it fit its timeout with room to spare (R-STAGE-9); at most 3 at a time (R-LIMIT-4).",
-			Env: []Var{jobs, bucket, qURL(llm), dlqURL(llm), receives, qURL(notify),
+			Env: []Var{jobs, bucket, qURL(llm), dlqURL(llm), receives, qURL(notify), channels,
 				{Name: config.EnvModelTimeout, Value: Lit(dur(config.DefaultModelTimeout)), Note: "one model call's bound; its timeout is sized from it (R-STAGE-9)"},
 				{Name: config.EnvBedrockModelID, Value: If("IsBedrock", Ref("CriticModel"), NoValue())},
 				{Name: config.EnvOpenAIModel, Value: If("IsOpenAI", Ref("CriticModel"), NoValue())},
@@ -348,11 +354,12 @@ func functions() []Function {
 			Reserved: "NotifyReservedConcurrency", ReservedWhen: "ReserveNotify",
 			Description: "notify stage: the outbox sends the critique with SES v2",
 			Note:        "Its reservation is opt-in (NotifyReservedConcurrency): reserving fails the deploy on an account at the default concurrency quota of 10. Its event source's MaximumConcurrency (5) caps its pollers either way.",
-			Env: []Var{jobs, deliveries, qURL(notify), dlqURL(notify), receives, configSet,
+			Env: []Var{jobs, deliveries, qURL(notify), dlqURL(notify), receives, configSet, channels,
 				{Name: config.EnvDeliveryLease, Value: Lit(dur(config.DefaultDeliveryLease))}, margin,
 				{Name: config.EnvPublicURL, Value: GetAtt(IDHTTPAPI, "ApiEndpoint"), Note: "unsubscribe and vote links are built under the API's URL"}},
-			// The unsubscribe key: it signs the links.
-			Secrets: []string{IDUnsubscribeSecret},
+			// The unsubscribe key (it signs the links), and its own: the
+			// webhook destinations and the code host's credentials.
+			Secrets: []string{IDUnsubscribeSecret, IDNotifySecret},
 			Grants: []Grant{
 				withNote(readWriteTable(IDJobsTable), "the read includes BatchGetItem: recipients' PREF#/SUPP# items; and the send-rate windows"),
 				readWriteTable(IDDeliveriesTable),

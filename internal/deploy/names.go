@@ -42,6 +42,7 @@ const (
 	IDUnsubscribeSecret = "UnsubscribeSecret"
 	IDFetchSecret       = "FetchSecret"
 	IDCriticSecret      = "CriticSecret"
+	IDNotifySecret      = "NotifySecret"
 	IDConfigurationSet  = "ConfigurationSet"
 	IDSESEventsTopic    = "SesEventsTopic"
 	IDTopicKey          = "TopicKey"

@@ -19,6 +19,7 @@ func outputs(d Deployment) []Output {
 		{Name: "WebhookSecretArn", Value: Ref(IDWebhookSecret), Description: "intake's secrets (JSON): aws secretsmanager get-secret-value --secret-id <arn>"},
 		{Name: "UnsubscribeSecretArn", Value: Ref(IDUnsubscribeSecret), Description: "the unsubscribe link signing key (intake and notify); changing it invalidates links in emails already sent"},
 		{Name: "FetchSecretArn", Value: Ref(IDFetchSecret), Description: "fetch's secrets (JSON): source API tokens, Gerrit credentials, the reviewer directory"},
+		{Name: "NotifySecretArn", Value: Ref(IDNotifySecret), Description: "notify's channel secrets (JSON): CRITICIZER_OUTBOUND_WEBHOOKS and, with CodeHostStatus on, the code host's credentials"},
 		{Name: "CriticSecretArn", Value: Ref(IDCriticSecret), Description: "llm's secrets (JSON): CRITICIZER_OPENAI_API_KEY"},
 		{Name: config.OutputJobsTable, Value: Ref(IDJobsTable), Description: "jobs table"},
 		{Name: config.OutputDeliveriesTable, Value: Ref(IDDeliveriesTable), Description: "deliveries table"},

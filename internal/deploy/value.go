@@ -74,6 +74,9 @@ func Equals(a, b Value) Cond { return Cond{Op: "Fn::Equals", Values: []Value{a, 
 // Not holds when c does not.
 func Not(c Cond) Cond { return Cond{Op: "Fn::Not", Conds: []Cond{c}} }
 
+// Or holds when any of cs does (CloudFormation takes 2 to 10).
+func Or(cs ...Cond) Cond { return Cond{Op: "Fn::Or", Conds: cs} }
+
 // Condition is the named condition's value.
 func Condition(name string) Cond { return Cond{Op: "Condition", Name: name} }
 

@@ -40,16 +40,34 @@ func localSecretARN(id string) string {
 // CloudFormation would evaluate it there: the tables, queues and bucket
 // Provision made, the configuration set shared names, the HTTP API at
 // shared's public URL, every secret at a local ARN, the parameters at
-// their defaults.
+// their defaults but those LocalParameters sets from shared.
 func LocalStack(t *Template, res Resources, shared config.Config) (StackValues, error) {
 	if shared.PublicURL == "" {
 		shared.PublicURL = LocalPublicURL
 	}
-	bind := LocalBinding{Secrets: map[string]string{}, ConfigurationSet: res.ConfigurationSet(shared), APIEndpoint: shared.PublicURL}
+	bind := LocalBinding{Secrets: map[string]string{}, ConfigurationSet: res.ConfigurationSet(shared), APIEndpoint: shared.PublicURL,
+		Parameters: LocalParameters(shared)}
 	for _, id := range t.Resources("AWS::SecretsManager::Secret") {
 		bind.Secrets[id] = localSecretARN(id)
 	}
 	return BindLocal(t, res.stackName(), res, bind)
+}
+
+// LocalParameters are the deploy parameters the local stack's settings
+// stand for, as an operator would choose them for the same settings:
+// CodeHostStatus on with the code host's status on, OutboundWebhooks on
+// with webhook destinations (which a deployment keeps in a secret the
+// template cannot read). The template then gives fetch, llm and notify
+// CRITICIZER_CHANNELS from them (R-CHANNEL-15), as it would deployed.
+func LocalParameters(shared config.Config) map[string]string {
+	out := map[string]string{}
+	if shared.Notify.CodeHost.Status {
+		out["CodeHostStatus"] = "on"
+	}
+	if shared.OutboundWebhooks != "" {
+		out["OutboundWebhooks"] = "on"
+	}
+	return out
 }
 
 // ConfigurationSet is the name the template's configuration set is

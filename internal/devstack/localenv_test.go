@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,5 +157,83 @@ func TestBootstrapEnvs_ReplyReadsItsKeyFromItsSecret(t *testing.T) {
 	}
 	if _, ok := envs[deploy.FnLLM][config.EnvDeliveriesTable]; ok {
 		t.Errorf("llm is given %s, which its deployment does not give it", config.EnvDeliveriesTable)
+	}
+}
+
+// A deployment without a channel other than email gives no function
+// CRITICIZER_CHANNELS, so no stage announces (the calls of an email-only
+// deployment); with webhook destinations or the code host's status, the
+// template's parameters give it to fetch, llm and notify, and to no
+// other function.
+// Rules: R-CHANNEL-15, R-DEPLOY-4.
+func TestFunctionConfigs_ChannelsOnlyWithAChannel(t *testing.T) {
+	tpl, err := DeployedTemplate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := PlaceholderResources("envtest")
+	announcing := map[string]bool{deploy.FnFetch: true, deploy.FnLLM: true, deploy.FnNotify: true}
+	for _, tc := range []struct {
+		name string
+		set  func(*config.Config)
+		on   bool
+	}{
+		{"email only", func(*config.Config) {}, false},
+		{"webhooks", func(c *config.Config) { c.OutboundWebhooks = `[]` }, true},
+		{"code host status", func(c *config.Config) { c.Notify.CodeHost.Status = true }, true},
+	} {
+		cfg := sharedSettings(t, res)
+		tc.set(&cfg)
+		fc, err := FunctionConfigs(tpl, res, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fn := range deploy.Describe().Names() {
+			if want := tc.on && announcing[fn]; fc[fn].Channels != want {
+				t.Errorf("%s: %s has %s %v, want %v", tc.name, fn, config.EnvChannels, fc[fn].Channels, want)
+			}
+		}
+	}
+}
+
+// Each secret a function reads holds only settings it uses: the webhook
+// destinations and the code host's credentials reach notify (its own
+// NotifySecret) and, for the credentials, fetch (the FetchSecret); intake
+// and reply, which read the unsubscribe key beside notify, get the key
+// and nothing of the channels'.
+// Rules: R-DEPLOY-5, R-DEPLOY-4.
+func TestFunctionConfigs_ChannelSecretsOnlyToTheirReaders(t *testing.T) {
+	tpl, err := DeployedTemplate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := PlaceholderResources("envtest")
+	cfg, err := sharedSettings(t, res).ApplySecrets(map[string]string{
+		config.EnvOutboundWebhooks: `[]`, config.EnvGitHubToken: "ghp_" + strings.Repeat("x", 36),
+		config.EnvGitLabToken: "glpat-" + strings.Repeat("x", 20), config.EnvGerritPassword: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, err := FunctionConfigs(tpl, res, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	channelKeys := []string{config.EnvOutboundWebhooks, config.EnvGitHubToken, config.EnvGitLabToken, config.EnvGerritPassword}
+	want := map[string][]string{
+		deploy.FnNotify: channelKeys,
+		deploy.FnFetch:  {config.EnvGitHubToken, config.EnvGitLabToken, config.EnvGerritPassword},
+	}
+	for _, fn := range deploy.Describe().Names() {
+		held := fc[fn].Secrets()
+		for _, k := range channelKeys {
+			if _, got := held[k]; got != slices.Contains(want[fn], k) {
+				t.Errorf("%s reads %s: %v, want %v", fn, k, got, !got)
+			}
+		}
+	}
+	for _, fn := range []string{deploy.FnIntake, deploy.FnNotify, deploy.FnReply} {
+		if fc[fn].UnsubscribeKey != LocalUnsubscribeKey {
+			t.Errorf("%s has no unsubscribe key", fn)
+		}
 	}
 }

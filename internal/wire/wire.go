@@ -85,6 +85,11 @@ type Base struct {
 	Queue      *queue.Client
 	Log        *slog.Logger
 	Now        func() time.Time
+	// Posts: the deployment has a channel other than email
+	// (CRITICIZER_CHANNELS; notify: it has one), so a runner's dead
+	// letter is announced to it. False: no post task is sent
+	// (R-CHANNEL-15).
+	Posts bool
 }
 
 // NewBase loads the SDK config and builds the shared adapters.
@@ -98,7 +103,7 @@ func NewBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Options
 	sq := queue.NewSQS(awsCfg, cfg.Endpoints.SQS)
 	jobs, rows := dynamo.NewJobs(db, cfg.JobsTable, now), dynamo.NewDeliveries(db, cfg.DeliveriesTable, now)
 	jobs.Retention, rows.Retention = cfg.Retention, cfg.Retention
-	return &Base{Config: cfg, AWS: awsCfg, DynamoDB: db, SQS: sq, Log: log, Now: now,
+	return &Base{Config: cfg, AWS: awsCfg, DynamoDB: db, SQS: sq, Log: log, Now: now, Posts: cfg.Channels,
 		Jobs:       jobs,
 		Deliveries: rows,
 		Evidence:   dynamo.NewEvidence(db, cfg.JobsTable, now),
@@ -118,7 +123,11 @@ func (b *Base) Runner(s job.Stage, fn stage.Func, o Options) (*stage.Runner, err
 	}
 	// The runner dead-letters on the last receive its queue allows
 	// (R-STAGE-10); the options' own come after, and win.
-	opts := append([]stage.Option{stage.WithMaxReceives(b.Config.MaxReceiveCount), stage.WithDeadLettered(b.announceNotReviewed)}, o.Runner...)
+	opts := []stage.Option{stage.WithMaxReceives(b.Config.MaxReceiveCount)}
+	if b.Posts {
+		opts = append(opts, stage.WithDeadLettered(b.announceNotReviewed))
+	}
+	opts = append(opts, o.Runner...)
 	return stage.New(s, b.Config.Queues.Queue[s], fn, b.Queue, b.Jobs, b.Log, opts...), nil
 }
 

@@ -72,8 +72,8 @@ const (
 	// maxQueueARN: arn:{partition}:sqs:{region}:{account}:{queue name}.
 	maxQueueARN = len("arn:") + maxPartition + len(":sqs:") + maxRegion + len(":") + maxAccountID + len(":") + maxQueueName
 	// maxSecretARN: arn:{partition}:secretsmanager:{region}:{account}:secret:{name}-{6 characters}.
-	maxSecretARN = len("arn:") + maxPartition + len(":secretsmanager:") + maxRegion + len(":") + maxAccountID +
-		len(":secret:") + maxSecretName + len("-XXXXXX")
+	maxSecretARN    = secretARNPrefix + maxSecretName + len("-XXXXXX")
+	secretARNPrefix = len("arn:") + maxPartition + len(":secretsmanager:") + maxRegion + len(":") + maxAccountID + len(":secret:")
 	// maxTableARN: arn:{partition}:dynamodb:{region}:{account}:table/{name}.
 	maxTableARN = len("arn:") + maxPartition + len(":dynamodb:") + maxRegion + len(":") + maxAccountID + len(":table/") + maxTableName
 	// maxBucketARN: arn:{partition}:s3:::{bucket}.
@@ -81,6 +81,20 @@ const (
 	// maxAPIEndpoint: https://{api id}.execute-api.{region}.{url suffix}.
 	maxAPIEndpoint = len("https://") + maxAPIID + len(".execute-api.") + maxRegion + len(".") + maxURLSuffix
 )
+
+// generatedSecretARN is the longest ARN of the secret with logical id id
+// when the template gives it no Name: CloudFormation then names it after
+// the logical id with a hyphen and 12 random characters (AWS's example:
+// CloudFormationCreatedSecret-a1b2c3d4e5f6, "Create an AWS Secrets
+// Manager secret with CloudFormation"). It is sized with the stack's
+// name and a hyphen in front as well, as CloudFormation names most
+// resources, so a name made either way fits; a named secret is sized at
+// Secrets Manager's maximum (maxSecretARN). Why it matters: notify reads
+// two secrets (R-DEPLOY-5), and two ARNs at 512-character names would
+// take a third of its 4 KB.
+func generatedSecretARN(id string) int {
+	return min(maxSecretARN, secretARNPrefix+maxStackName+len("-")+len(id)+len("-")+12+len("-XXXXXX"))
+}
 
 // refMax is the longest value of Ref to a resource of type typ, or of the
 // pseudo parameter name; false when there is no bound.
@@ -179,6 +193,11 @@ func EnvironmentSizes(t *Template, params map[string]int, conds map[string]bool)
 		b := BoundResource{Attrs: map[string]string{}}
 		if n, ok := refMax("", typ); ok {
 			b.Ref = x(n)
+		}
+		if typ == "AWS::SecretsManager::Secret" {
+			if props, _ := res.Get(id).(*Map).Get("Properties").(*Map); props == nil || props.Get("Name") == nil {
+				b.Ref = x(generatedSecretARN(id))
+			}
 		}
 		for _, attr := range []string{"Arn", "QueueName", "QueueUrl", "ApiEndpoint"} {
 			if n, ok := getAttMax(typ, attr); ok {

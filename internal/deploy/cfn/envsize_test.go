@@ -157,3 +157,45 @@ func TestEnvironmentSize_CountsAsLambdaMeasures(t *testing.T) {
 	}
 	t.Fatal("no notify function sized")
 }
+
+// A secret the template leaves unnamed is sized as CloudFormation names
+// it (its logical id, a hyphen, 12 random characters; the stack's name in
+// front as well, to be safe): notify's two secret ARNs then fit its 4 KB.
+// A named secret is sized at Secrets Manager's 512 characters.
+// Rules: R-LIMIT-1, R-DEPLOY-5.
+func TestEnvironmentSize_UnnamedSecretAsCloudFormationNamesIt(t *testing.T) {
+	d := deploy.Describe()
+	size := func(name string) int {
+		t.Helper()
+		sam, err := cfn.SAM(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name != "" {
+			sam.Resources().Get(deploy.IDNotifySecret).(*cfn.Map).Get("Properties").(*cfn.Map).Set("Name", name)
+		}
+		sizes, err := cfn.EnvironmentSizes(sam, cfn.ParamBounds(d), map[string]bool{"Local": false})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sz := range sizes {
+			if sz.Function == deploy.FunctionID(deploy.FnNotify) {
+				return sz.Bytes
+			}
+		}
+		t.Fatal("no notify function sized")
+		return 0
+	}
+	unnamed, named := size(""), size("criticizer-notify")
+	// arn:{partition}:secretsmanager:{region}:{account}:secret:{stack}-NotifySecret-{12}-{6}
+	generated := len("arn:") + 16 + len(":secretsmanager:") + 25 + len(":") + 12 + len(":secret:") +
+		128 + len("-") + len(deploy.IDNotifySecret) + len("-") + 12 + len("-XXXXXX")
+	maxARN := len("arn:") + 16 + len(":secretsmanager:") + 25 + len(":") + 12 + len(":secret:") + 512 + len("-XXXXXX")
+	if named-unnamed != maxARN-generated {
+		t.Errorf("a named NotifySecret sizes notify %d bytes more than an unnamed one, want %d", named-unnamed, maxARN-generated)
+	}
+	if unnamed > cfn.LambdaEnvLimit {
+		t.Errorf("notify's environment can reach %d bytes", unnamed)
+	}
+	t.Logf("notify: %d bytes with its secrets unnamed, %d with NotifySecret named (sized at 512 characters)", unnamed, named)
+}

@@ -363,11 +363,13 @@ func TestBedrock_OnlyLLMOnlyTheModel(t *testing.T) {
 
 // Each secret is readable by its own functions only, and no function's
 // environment holds a setting that belongs in a secret.
+// Rules: R-DEPLOY-5.
 func TestSecrets_ReadByTheirFunctionsOnly(t *testing.T) {
 	d := deploy.Describe()
 	tmpl := rendered(t, nil)
 	owners := map[string][]string{deploy.IDWebhookSecret: {deploy.FnIntake}, deploy.IDFetchSecret: {deploy.FnFetch},
-		deploy.IDCriticSecret: {deploy.FnLLM}, deploy.IDUnsubscribeSecret: {deploy.FnIntake, deploy.FnNotify, deploy.FnReply}}
+		deploy.IDCriticSecret: {deploy.FnLLM}, deploy.IDUnsubscribeSecret: {deploy.FnIntake, deploy.FnNotify, deploy.FnReply},
+		deploy.IDNotifySecret: {deploy.FnNotify}}
 	for _, f := range d.Functions {
 		for _, g := range grants(t, tmpl, f.Name) {
 			for id, own := range owners {
@@ -519,7 +521,7 @@ func TestAlarmTopic_CloudWatchMayPublish(t *testing.T) {
 // resource and orphan what it holds), in both renderings.
 func TestStatefulResources_RetainedUnderTheirIDs(t *testing.T) {
 	want := []string{deploy.IDJobsTable, deploy.IDDeliveriesTable, deploy.IDPayloadBucket, deploy.IDWebhookSecret, deploy.IDUnsubscribeSecret,
-		deploy.IDFetchSecret, deploy.IDCriticSecret, deploy.IDTopicKey,
+		deploy.IDFetchSecret, deploy.IDCriticSecret, deploy.IDNotifySecret, deploy.IDTopicKey,
 		"FetchQueue", "FetchDLQ", "LlmQueue", "LlmDLQ", "NotifyQueue", "NotifyDLQ", "FeedbackQueue", "FeedbackDLQ"}
 	sam, err := cfn.SAM(deploy.Describe())
 	if err != nil {

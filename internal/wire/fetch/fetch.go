@@ -33,7 +33,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 		return nil, err
 	}
 	f := &pipeline.Fetch{
-		Base: pipeline.Base{Posts: true, Jobs: b.Jobs, Blobs: blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket),
+		Base: pipeline.Base{Posts: cfg.Channels, Jobs: b.Jobs, Blobs: blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket),
 			Queue: b.Queue, Log: log, Now: b.Now},
 		HTTP:   safehttp.NewClient(safehttp.Policy{AllowPrivate: cfg.AllowPrivateDiffs, Ports: cfg.DiffURLPorts}, 20*time.Second),
 		Source: Sources(cfg, b.Now),

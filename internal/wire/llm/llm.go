@@ -38,7 +38,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	}
 	blobs := blob.New(blob.NewS3(b.AWS, cfg.Endpoints.S3), cfg.PayloadBucket)
 	r := &pipeline.LLM{
-		Base: pipeline.Base{Jobs: b.Jobs, Blobs: blobs, Queue: b.Queue, Log: log, Now: b.Now, Posts: true},
+		Base: pipeline.Base{Jobs: b.Jobs, Blobs: blobs, Queue: b.Queue, Log: log, Now: b.Now, Posts: cfg.Channels},
 		// A burst of versions is mailed once, about the latest (R-QUIET-3).
 		Collapse: cfg.LLM.CollapseWindow,
 		// Generated files are the deployment's word or the base's, never

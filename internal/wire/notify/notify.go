@@ -42,6 +42,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Option
 	// A repository's code_host_status: off is read by the fetch stage's
 	// write, which a Started announcement may beat.
 	p.StartedAfterFetch = len(hosts) > 0
+	// Notify knows its channels: it announces (a Finished post, a dead
+	// letter's) only when it has one, and then fetch and llm should too.
+	n.Posts, b.Posts = len(p.Channels) > 0, len(p.Channels) > 0
+	if n.Posts && !cfg.Channels {
+		log.Warn("channels other than email without CRITICIZER_CHANNELS: their Started posts are never sent; deploy with OutboundWebhooks or CodeHostStatus on",
+			"channels", len(p.Channels))
+	}
 	o.Runner = append([]stage.Option{stage.WithMessageTime(MessageTime)}, o.Runner...)
 	return b.Runner(job.StageNotify, route(p, n.Handle), o)
 }
@@ -71,7 +78,7 @@ func Stage(ctx context.Context, cfg config.Config, log *slog.Logger, o wire.Opti
 	if err != nil {
 		return nil, nil, err
 	}
-	n := &notifier.Notify{Base: pipeline.Base{Jobs: b.Jobs, Queue: b.Queue, Log: log, Now: b.Now, Posts: true},
+	n := &notifier.Notify{Base: pipeline.Base{Jobs: b.Jobs, Queue: b.Queue, Log: log, Now: b.Now, Posts: cfg.Channels},
 		Deliveries: b.Deliveries, Renderer: r, Sender: sender,
 		Evidence: b.Evidence, ConfigurationSet: cfg.ConfigurationSet,
 		Lease: cfg.Notify.DeliveryLease, Margin: cfg.EvidenceMargin, Policy: cfg.UncertainSend, SendTimeout: sesmail.DefaultSendTimeout,
