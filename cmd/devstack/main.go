@@ -206,7 +206,13 @@ func printWelcome(port string, p devstack.Ports, cfg config.Config, res devstack
 	if b, err := os.ReadFile(sample); err == nil {
 		sig = webhook.Sign([]byte(cfg.WebhookSecret), b)
 	}
-	fmt.Printf(`
+	fmt.Print(welcome(port, p, cfg, res, smtpAddr, sample, sig))
+}
+
+// welcome is what `make run` prints once it is up; the README shows it
+// (TestWelcome_AsTheREADMEShowsIt).
+func welcome(port string, p devstack.Ports, cfg config.Config, res devstack.Resources, smtpAddr, sample, sig string) string {
+	return fmt.Sprintf(`
 Criticizer is running locally.
 
   API          http://127.0.0.1:%[1]s   (POST /webhooks/generic; the answer links the job status; GET /healthz)
