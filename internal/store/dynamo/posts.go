@@ -270,40 +270,12 @@ func (s *Posts) SettlePost(ctx context.Context, r channel.Row, token, reason str
 // UnsettledPosts reads the live index's post partition, then the rows
 // whole (strongly consistent), and calls fn for each claimable one.
 func (s *Posts) UnsettledPosts(ctx context.Context, fn func(channel.Row) error) error {
-	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(schema.Sweep).Equal(expression.Value(sweepPost))).Build()
-	if err != nil {
-		return fmt.Errorf("build unsettled posts query: %w", err)
-	}
 	now := s.now()
-	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{TableName: &s.table, IndexName: aws.String(schema.IndexLiveDeliveries),
-		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
+	return eachLive(ctx, s.db, s.table, sweepPost, "unsettled posts", func(item map[string]types.AttributeValue) (channel.Row, bool, error) {
+		r, err := postRowOf(item)
 		if err != nil {
-			return fmt.Errorf("query unsettled posts: %w", err)
+			return r, false, err
 		}
-		keys := make([]map[string]types.AttributeValue, 0, len(out.Items))
-		for _, item := range out.Items {
-			keys = append(keys, map[string]types.AttributeValue{attrDeliveryID: item[attrDeliveryID]})
-		}
-		var rows []channel.Row
-		if err := batchGet(ctx, s.db, s.table, keys, func(item map[string]types.AttributeValue) error {
-			r, err := postRowOf(item)
-			if err != nil {
-				return err
-			}
-			if r.Claimable(now) {
-				rows = append(rows, r)
-			}
-			return nil
-		}); err != nil {
-			return fmt.Errorf("read unsettled posts: %w", err)
-		}
-		for _, r := range rows {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		return r, r.Claimable(now), nil
+	}, fn)
 }
